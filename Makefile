@@ -1,0 +1,48 @@
+# gptkit: raw corpora -> tokenized shards -> trained GPT.
+GO      ?= go
+SHARED  ?= $(abspath ../shared)
+BIN     := bin
+CMDS    := $(notdir $(wildcard cmd/*))
+export SHARED
+
+.PHONY: all build test test-noasm race fuzz bench lint demo generate check-generated ci clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
+
+test: build
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -count=1 -race -short ./...
+
+# Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test ./tokenize -run '^$$' -fuzz '^FuzzEncodeMatchesReference$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tokenize -run '^$$' -fuzz '^FuzzEncodeDecodeRoundTrip$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tokenize -run '^$$' -fuzz '^FuzzLoadHFJSON$$' -fuzztime $(FUZZTIME)
+
+bench: build
+	bash tools/bench.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+generate:
+	$(GO) generate ./...
+
+check-generated: generate
+	git diff --exit-code -- '*.go'
+
+demo: build
+	bash tools/demo.sh
+
+ci: lint test race
+
+clean:
+	rm -rf $(BIN) .cache

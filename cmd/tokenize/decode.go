@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"gptkit/tokenize"
+)
+
+func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := newCommand("decode", "--tokenizer SPEC < ids.jsonl",
+		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line.")
+	var tf tokenizerFlags
+	tf.register(c.flags)
+	if code, ok := c.parse(args, stderr); !ok {
+		return code
+	}
+	if tf.spec == "" {
+		return c.usageError(stderr, "--tokenizer is required")
+	}
+	tok, err := tf.load(ctx, stderr)
+	if err != nil {
+		return fail(stderr, c.name, err)
+	}
+	out := bufio.NewWriterSize(stdout, outputBufferSize)
+	err = decodeLines(ctx, tok, stdin, out)
+	if ferr := out.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write stdout: %w", ferr)
+	}
+	if err != nil {
+		return fail(stderr, c.name, err)
+	}
+	return exitOK
+}
+
+// decodeLines decodes each line of in, a JSON array of ids, to a JSON string on out.
+func decodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	lr := newLineReader(in)
+	var line []byte
+	var ids []int
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var more bool
+		var err error
+		line, more, err = lr.appendLine(line[:0])
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		ids = ids[:0]
+		if err := parseIDs(line, &ids, tok); err != nil {
+			return &lineError{line: lr.line, err: err}
+		}
+		if err := enc.Encode(tok.Decode(ids)); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+	}
+}
+
+// parseIDs parses line, a JSON array of ids, into *ids and checks that every id is a
+// token of tok.
+func parseIDs(line []byte, ids *[]int, tok *tokenize.Tokenizer) error {
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return errors.New("empty line, want a JSON array of ids")
+	}
+	if trimmed[0] != '[' {
+		return fmt.Errorf("not a JSON array of ids (it starts with %q)", truncate(trimmed, 20))
+	}
+	if err := json.Unmarshal(trimmed, ids); err != nil {
+		return fmt.Errorf("not a JSON array of integer ids: %v", err)
+	}
+	for _, id := range *ids {
+		if id < 0 || id >= tok.VocabSize() {
+			return fmt.Errorf("id %d is outside the vocabulary of %s (ids 0..%d)", id, tok.Name(), tok.VocabSize()-1)
+		}
+		if tok.TokenBytes(id) == nil {
+			return fmt.Errorf("id %d is not a token of %s", id, tok.Name())
+		}
+	}
+	return nil
+}

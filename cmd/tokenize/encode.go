@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+
+	"gptkit/tokenize"
+)
+
+// Output buffer size for both encode and decode.
+const outputBufferSize = 1 << 20
+
+func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := newCommand("encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] < input",
+		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl) or one for the whole input.")
+	var tf tokenizerFlags
+	tf.register(c.flags)
+	jsonl := c.flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
+	textKey := c.flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
+	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
+	if code, ok := c.parse(args, stderr); !ok {
+		return code
+	}
+	switch {
+	case tf.spec == "":
+		return c.usageError(stderr, "--tokenizer is required")
+	case *workers < 1:
+		return c.usageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
+	case *jsonl && *textKey == "":
+		return c.usageError(stderr, "--text-key is empty")
+	}
+	if *workers == 1 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
+
+	tok, err := tf.load(ctx, stderr)
+	if err != nil {
+		return fail(stderr, c.name, err)
+	}
+	out := bufio.NewWriterSize(stdout, outputBufferSize)
+	if *jsonl {
+		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers)
+	} else {
+		err = encodeWhole(tok, stdin, out)
+	}
+	// Flush even after an error: the lines before the bad one are good output.
+	if ferr := out.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write stdout: %w", ferr)
+	}
+	if err != nil {
+		return fail(stderr, c.name, err)
+	}
+	return exitOK
+}
+
+// encodeWhole encodes all of in as one text.
+func encodeWhole(tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
+	text, err := io.ReadAll(in)
+	if err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	ids, err := tok.EncodeChecked(string(text))
+	if err != nil {
+		return fmt.Errorf("stdin: %w", err)
+	}
+	return writeIDs(out, ids)
+}
+
+// writeIDs writes ids as a compact JSON array and a newline.
+func writeIDs(out *bufio.Writer, ids []int) error {
+	_, err := out.Write(appendIDs(out.AvailableBuffer(), ids))
+	return err
+}
+
+// appendIDs appends ids as a compact JSON array and a newline to dst.
+func appendIDs(dst []byte, ids []int) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(id), 10)
+	}
+	return append(dst, ']', '\n')
+}

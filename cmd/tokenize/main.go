@@ -1,0 +1,86 @@
+// Command tokenize turns text into token ids and back, and trains tokenizers.
+//
+//	tokenize encode --tokenizer SPEC [--jsonl] [--text-key text] [--workers N] < in > ids.jsonl
+//	tokenize decode --tokenizer SPEC < ids.jsonl > texts.jsonl
+//	tokenize train ...
+//
+// SPEC is a tokenizer.json, a directory holding one (or vocab.json + merges.txt, or a
+// chars.json), a .tiktoken file, or a name: gpt2, r50k_base, neox-20b, cl100k_base,
+// o200k_base, char (see package gptkit/tokenize/spec). stdout carries only the ids or
+// texts; logs and errors go to stderr. Exit status: 0 on success, 1 on a failure
+// (one line on stderr), 2 on a usage error.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the tokenize command line args (without the program name) and returns
+// the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "encode":
+		return runEncode(ctx, rest, stdin, stdout, stderr)
+	case "decode":
+		return runDecode(ctx, rest, stdin, stdout, stderr)
+	case "train":
+		return runTrain(ctx, rest, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		printUsage(stderr)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "tokenize: unknown command %q\n\n", cmd)
+		printUsage(stderr)
+		return exitUsage
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: tokenize COMMAND [flags]
+
+Turns text into token ids and back, and trains tokenizers.
+
+Commands:
+  encode   text on stdin -> one JSON array of token ids per line (or for the whole input)
+  decode   one JSON array of token ids per line on stdin -> one JSON string per line
+  train    train a byte-level BPE tokenizer and write its tokenizer.json
+
+Run 'tokenize COMMAND -h' for a command's flags.
+`)
+}
+
+// fail prints err as the one line a failed command leaves on stderr and returns
+// exitFailure.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "tokenize %s: %s\n", cmd, oneLine(err.Error()))
+	return exitFailure
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gptkit/tokenize"
+)
+
+// sharedFile returns the path of a file under the shared data directory ($SHARED, else
+// ../../../shared from this package), read in place. A missing file fails the test
+// when CI=true and skips it otherwise.
+func sharedFile(t testing.TB, rel string) string {
+	t.Helper()
+	dir := os.Getenv("SHARED")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared")
+	}
+	path, err := filepath.Abs(filepath.Join(dir, rel))
+	if err == nil {
+		_, err = os.Stat(path)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared data missing in CI: %v", err)
+		}
+		t.Skipf("shared data missing: %v", err)
+	}
+	return path
+}
+
+// runTokenize runs the command line in-process with stdin as input.
+func runTokenize(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// goldenLines returns the first n lines of the GPT-2 golden file, each a JSON object
+// with "text" and "ids".
+func goldenLines(t *testing.T, n int) (lines []string, texts []string, ids [][]int) {
+	t.Helper()
+	f, err := os.Open(sharedFile(t, "tokenizers/golden/gpt2-public.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for len(lines) < n && sc.Scan() {
+		var doc struct {
+			Text string `json:"text"`
+			IDs  []int  `json:"ids"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, sc.Text())
+		texts = append(texts, doc.Text)
+		ids = append(ids, doc.IDs)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != n {
+		t.Fatalf("golden file has %d lines, want %d", len(lines), n)
+	}
+	return lines, texts, ids
+}
+
+func idLines(ids [][]int) string {
+	var b []byte
+	for _, l := range ids {
+		b = appendIDs(b, l)
+	}
+	return string(b)
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	for _, spec := range []string{sharedFile(t, "tokenizers/gpt2"), sharedFile(t, "tokenizers/gpt2/tokenizer.json")} {
+		t.Run(filepath.Base(spec), func(t *testing.T) {
+			code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", spec)
+			if code != 0 || out != "[15496,11,995]\n" {
+				t.Fatalf("encode: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			code, out, errOut = runTokenize(t, out, "decode", "--tokenizer", spec)
+			if code != 0 || out != "\"Hello, world\"\n" {
+				t.Fatalf("decode: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			// No HTML escaping, and the whole input (newlines included) is one text.
+			text := "<b>Tom & Jerry</b>\nline two\n"
+			code, ids, errOut := runTokenize(t, text, "encode", "--tokenizer", spec)
+			if code != 0 || strings.Count(ids, "\n") != 1 {
+				t.Fatalf("encode: exit %d, stdout %q, stderr %q", code, ids, errOut)
+			}
+			code, out, errOut = runTokenize(t, ids, "decode", "--tokenizer", spec)
+			if want := `"<b>Tom & Jerry</b>\nline two\n"` + "\n"; code != 0 || out != want {
+				t.Fatalf("decode: exit %d, stdout %q, want %q; stderr %q", code, out, want, errOut)
+			}
+		})
+	}
+}
+
+func TestEncodeJSONLGolden(t *testing.T) {
+	lines, texts, ids := goldenLines(t, 50)
+	input := strings.Join(lines, "\n") + "\n"
+	want := idLines(ids)
+	spec := sharedFile(t, "tokenizers/gpt2")
+	procs := runtime.GOMAXPROCS(0)
+	for _, workers := range []string{"1", "4"} {
+		t.Run("workers="+workers, func(t *testing.T) {
+			code, out, errOut := runTokenize(t, input, "encode", "--tokenizer", spec, "--jsonl", "--workers", workers)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if out != want {
+				t.Fatalf("ids differ from the golden ones")
+			}
+			if got := runtime.GOMAXPROCS(0); got != procs {
+				t.Errorf("GOMAXPROCS is %d after the run, was %d", got, procs)
+			}
+			// And back: GPT-2 round-trips every golden text.
+			code, out, errOut = runTokenize(t, out, "decode", "--tokenizer", spec)
+			if code != 0 {
+				t.Fatalf("decode: exit %d: %s", code, errOut)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+				var s string
+				if err := json.Unmarshal([]byte(l), &s); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, texts) {
+				t.Errorf("decoded texts differ from the golden ones")
+			}
+		})
+	}
+}
+
+// TestEncodeManyBatches checks the order of ids across many batches and long lines.
+func TestEncodeManyBatches(t *testing.T) {
+	spec := sharedFile(t, "tokenizers/gpt2/tokenizer.json")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenize.LoadHFJSON(data, "gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in strings.Builder
+	var want [][]int
+	add := func(text string) {
+		line, _ := json.Marshal(map[string]any{"id": len(want), "body": text})
+		in.Write(line)
+		in.WriteByte('\n')
+		want = append(want, tok.Encode(text))
+	}
+	for i := range 3 * batchLines {
+		add(fmt.Sprintf("line %d: %s", i, strings.Repeat("ab ", i%7)))
+		if i == batchLines/2 {
+			add(strings.Repeat("A long line, longer than the reader's buffer. ", 3*batchBytes/47)) // > 1 MiB
+		}
+	}
+	code, out, errOut := runTokenize(t, in.String(), "encode", "--tokenizer", spec, "--jsonl", "--text-key", "body", "--workers", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if out != idLines(want) {
+		t.Fatal("ids differ from one-by-one encoding")
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	gpt2 := sharedFile(t, "tokenizers/gpt2")
+	chars := filepath.Join(t.TempDir(), "chars.json")
+	data, err := tokenize.NewCharsFromText("abc\n", "abc").MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chars, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		stdin   string
+		args    []string
+		stdout  string   // what is written before the failure
+		stderrs []string // substrings of the one stderr line
+	}{
+		{"missing field", `{"text":"a"}` + "\n" + `{"text":"b"}` + "\n" + `{"body":"c"}` + "\n", nil,
+			"[64]\n[65]\n", []string{`tokenize encode: stdin line 3: field "text" missing (pass --text-key to pick another field)`}},
+		{"invalid JSON", `{"text":"a"}` + "\n" + `{"text":"b"` + "\n", nil, "[64]\n", []string{"stdin line 2: invalid JSON"}},
+		{"not an object", `["a"]` + "\n", nil, "", []string{"stdin line 1: not a JSON object"}},
+		{"not a string", `{"text":"a"}` + "\n" + `{"text":17}` + "\n", nil, "[64]\n", []string{`stdin line 2: field "text" is 17, not a string`}},
+		{"null text", `{"text":null}` + "\n", nil, "", []string{`stdin line 1: field "text" is null, not a string`}},
+		{"empty line", `{"text":"a"}` + "\n\n" + `{"text":"b"}` + "\n", nil, "[64]\n", []string{"stdin line 2: empty line"}},
+		{"other text key", `{"text":"a","body":"b"}` + "\n" + `{"text":"b"}` + "\n", []string{"--text-key", "body"}, "[65]\n",
+			[]string{`stdin line 2: field "body" missing`}},
+		{"char vocabulary miss", `{"text":"abc"}` + "\n" + `{"text":"abd"}` + "\n", []string{"--tokenizer", chars}, "[1,2,3]\n",
+			[]string{"stdin line 2:", `'d'`}},
+		{"char vocabulary miss, whole input", "abcd", []string{"--tokenizer", chars, "--jsonl=false"}, "", []string{"stdin:", `'d'`}},
+		{"unknown tokenizer", "", []string{"--tokenizer", "gpt5"}, "", []string{`"gpt5"`, "gpt2, r50k_base"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"encode", "--tokenizer", gpt2, "--jsonl"}, tt.args...)
+			code, out, errOut := runTokenize(t, tt.stdin, args...)
+			if code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if out != tt.stdout {
+				t.Errorf("stdout %q, want %q", out, tt.stdout)
+			}
+			if strings.Count(errOut, "\n") != 1 {
+				t.Errorf("stderr is not one line: %q", errOut)
+			}
+			for _, want := range tt.stderrs {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr %q does not contain %q", errOut, want)
+				}
+			}
+		})
+	}
+}
+
+func TestEncodeLineEndings(t *testing.T) {
+	gpt2 := sharedFile(t, "tokenizers/gpt2")
+	tests := []struct{ name, stdin, stdout string }{
+		{"final newline ends the input", `{"text":"a"}` + "\n", "[64]\n"},
+		{"last line without a newline", `{"text":"a"}` + "\n" + `{"text":"b"}`, "[64]\n[65]\n"},
+		{"CRLF", `{"text":"a"}` + "\r\n" + `{"text":"b"}` + "\r\n", "[64]\n[65]\n"},
+		{"empty input", "", ""},
+		{"empty text", `{"text":""}` + "\n", "[]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runTokenize(t, tt.stdin, "encode", "--tokenizer", gpt2, "--jsonl")
+			if code != 0 || out != tt.stdout {
+				t.Errorf("exit %d, stdout %q, want %q; stderr %q", code, out, tt.stdout, errOut)
+			}
+		})
+	}
+	// Without --jsonl, empty input is one empty text.
+	if code, out, _ := runTokenize(t, "", "encode", "--tokenizer", gpt2); code != 0 || out != "[]\n" {
+		t.Errorf("exit %d, stdout %q, want []", code, out)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	gpt2 := sharedFile(t, "tokenizers/gpt2")
+	tests := []struct {
+		name, stdin, stdout string
+		stderrs             []string
+	}{
+		{"not JSON", "[64]\n[65\n", "\"a\"\n", []string{"tokenize decode: stdin line 2: not a JSON array of integer ids"}},
+		{"not an array", "[64]\n{}\n", "\"a\"\n", []string{"stdin line 2: not a JSON array"}},
+		{"float id", "[1.5]\n", "", []string{"stdin line 1:"}},
+		{"id past the vocabulary", "[64]\n[64,50257]\n", "\"a\"\n", []string{"stdin line 2: id 50257 is outside the vocabulary", "0..50256"}},
+		{"negative id", "[-1]\n", "", []string{"stdin line 1: id -1"}},
+		{"empty line", "[64]\n\n[65]\n", "\"a\"\n", []string{"stdin line 2: empty line"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runTokenize(t, tt.stdin, "decode", "--tokenizer", gpt2)
+			if code != 1 || out != tt.stdout || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("exit %d, stdout %q (want %q), stderr %q", code, out, tt.stdout, errOut)
+			}
+			for _, want := range tt.stderrs {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr %q does not contain %q", errOut, want)
+				}
+			}
+		})
+	}
+	if code, out, errOut := runTokenize(t, "[]\n[64]", "decode", "--tokenizer", gpt2); code != 0 || out != "\"\"\n\"a\"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stderrs []string
+	}{
+		{"no command", nil, 2, []string{"encode", "decode", "train"}},
+		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
+		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
+		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default false)",
+			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--cache-dir DIR"}},
+		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--cache-dir"}},
+		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
+		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},
+		{"no workers", []string{"encode", "--tokenizer", "char", "--workers", "0"}, 2, []string{"--workers"}},
+		{"stray argument", []string{"encode", "--tokenizer", "char", "file.txt"}, 2, []string{`unexpected argument "file.txt"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runTokenize(t, "", tt.args...)
+			if code != tt.code || out != "" {
+				t.Errorf("exit %d (want %d), stdout %q", code, tt.code, out)
+			}
+			for _, want := range tt.stderrs {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr %q does not contain %q", errOut, want)
+				}
+			}
+		})
+	}
+}
+
+func TestTrainIsDispatched(t *testing.T) {
+	_, _, errOut := runTokenize(t, "", "train", "-h")
+	if strings.Contains(errOut, "unknown command") {
+		t.Errorf("train is not dispatched: %q", errOut)
+	}
+}
+
+func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
+	files := map[string]string{
+		"/mirror/gpt2/vocab.json": sharedFile(t, "tokenizers/gpt2/vocab.json"),
+		"/mirror/gpt2/merges.txt": sharedFile(t, "tokenizers/gpt2/merges.txt"),
+	}
+	var mu sync.Mutex
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.URL.Path)
+		mu.Unlock()
+		path, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, filepath.Base(path), time.Time{}, bytes.NewReader(data))
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--cache-dir", cache}
+	for i := range 2 {
+		code, out, errOut := runTokenize(t, "Hello, world", args...)
+		if code != 0 || out != "[15496,11,995]\n" {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i, code, out, errOut)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/mirror/gpt2/vocab.json", "/mirror/gpt2/merges.txt"}; !slices.Equal(requests, want) {
+		t.Errorf("requests %v, want %v (once)", requests, want)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "gpt2", "merges.txt")); err != nil {
+		t.Error(err)
+	}
+
+	// A failed download is one line naming the URL.
+	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--cache-dir", cache)
+	if code != 1 || !strings.Contains(errOut, srv.URL+"/nope.json") || !strings.Contains(errOut, "404") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); !strings.HasPrefix(lines[len(lines)-1], "tokenize encode: ") {
+		t.Errorf("the last stderr line is not the error: %q", errOut)
+	}
+}
+
+func TestAppendIDs(t *testing.T) {
+	if got := string(appendIDs(nil, []int{0, 7, 50256})); got != "[0,7,50256]\n" {
+		t.Errorf("appendIDs = %q", got)
+	}
+	if got := string(appendIDs(nil, nil)); got != "[]\n" {
+		t.Errorf("appendIDs(nil) = %q", got)
+	}
+}

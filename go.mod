@@ -1,0 +1,3 @@
+module gptkit
+
+go 1.26

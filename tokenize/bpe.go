@@ -1,0 +1,361 @@
+package tokenize
+
+import (
+	"container/heap"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+)
+
+// Performance notes (measured by BenchmarkEncode; see README):
+//   - Most pre-tokenized pieces of real text are whole vocabulary entries: one map lookup.
+//   - Other pieces go through a per-goroutine cache (piece -> ids) that is reset when full;
+//     it lives in the pooled encodeState, so sequential Encode calls share it.
+//   - Short pieces are merged tiktoken-style: an array of parts and the rank of each
+//     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
+//     Pieces longer than heapThreshold use a heap and a linked list: O(n log n), so a
+//     1 MB piece with no whitespace costs about what 1 MB of text does.
+//   - Merges are looked up by the pair of ids (HF's semantics: the rank of the pair in the
+//     merges list), never by concatenating bytes.
+
+const (
+	heapThreshold  = 256     // pieces longer than this (bytes) use the heap merge loop
+	cacheMaxPiece  = 64      // longer pieces are not cached
+	cacheMaxIDs    = 1 << 20 // cache arena size (ids) before a reset
+	cacheMaxPieces = 1 << 16
+	noRank         = math.MaxUint32
+)
+
+// encodeState is per-goroutine scratch space and cache, pooled on the Tokenizer.
+type encodeState struct {
+	ends  []int
+	parts []uint32 // ids of the parts of the piece being merged
+	ranks []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
+	cache map[string]cacheEntry
+	arena []uint32
+	heap  mergeHeap
+	syms  []symbol
+	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
+	buckets  [][]uint32
+	nonEmpty []uint64
+}
+
+type cacheEntry struct{ off, n uint32 }
+
+func (t *Tokenizer) getState() *encodeState {
+	if st, ok := t.states.Get().(*encodeState); ok {
+		return st
+	}
+	return &encodeState{cache: make(map[string]cacheEntry, 1024)}
+}
+
+func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
+
+// encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
+func (t *Tokenizer) encodeBPE(st *encodeState, text string, dst []int) []int {
+	if t.rawAdded == nil {
+		return t.encodeNormalized(st, text, dst)
+	}
+	for from := 0; from < len(text); {
+		start, end, id := t.rawAdded.find(text, from)
+		if start < 0 {
+			return t.encodeNormalized(st, text[from:], dst)
+		}
+		dst = t.encodeNormalized(st, text[from:start], dst)
+		dst = append(dst, id)
+		from = end
+	}
+	return dst
+}
+
+// encodeNormalized normalizes a segment between raw added tokens, then splits it on the
+// added tokens that match normalized text.
+func (t *Tokenizer) encodeNormalized(st *encodeState, seg string, dst []int) []int {
+	if seg == "" {
+		return dst
+	}
+	if t.normalize != nil {
+		seg = t.normalize(seg)
+	}
+	if t.normAdded == nil {
+		return t.encodeSegment(st, seg, dst)
+	}
+	for from := 0; from < len(seg); {
+		start, end, id := t.normAdded.find(seg, from)
+		if start < 0 {
+			return t.encodeSegment(st, seg[from:], dst)
+		}
+		dst = t.encodeSegment(st, seg[from:start], dst)
+		dst = append(dst, id)
+		from = end
+	}
+	return dst
+}
+
+// encodeSegment pre-tokenizes a segment free of added tokens and encodes each piece.
+func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int {
+	if seg == "" {
+		return dst
+	}
+	if t.addPrefixSpace && seg[0] != ' ' {
+		seg = " " + seg
+	}
+	st.ends = t.split(seg, st.ends[:0])
+	prev := 0
+	for _, end := range st.ends {
+		dst = t.encodePiece(st, seg[prev:end], dst)
+		prev = end
+	}
+	return dst
+}
+
+// encodePiece appends the ids of one pre-tokenized piece.
+func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
+	if id, ok := t.ids[p]; ok {
+		return append(dst, int(id))
+	}
+	cacheable := len(p) <= cacheMaxPiece
+	if cacheable {
+		if e, ok := st.cache[p]; ok {
+			for _, id := range st.arena[e.off : e.off+e.n] {
+				dst = append(dst, int(id))
+			}
+			return dst
+		}
+	}
+	var parts []uint32
+	if len(p) > heapThreshold {
+		parts = t.mergeLong(st, p)
+	} else {
+		parts = t.mergeShort(st, p)
+	}
+	for _, id := range parts {
+		dst = append(dst, int(id))
+	}
+	if cacheable {
+		if len(st.cache) >= cacheMaxPieces || len(st.arena)+len(parts) > cacheMaxIDs {
+			clear(st.cache)
+			st.arena = st.arena[:0]
+		}
+		st.cache[strings.Clone(p)] = cacheEntry{uint32(len(st.arena)), uint32(len(parts))}
+		st.arena = append(st.arena, parts...)
+	}
+	return dst
+}
+
+// pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
+func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {
+	v, ok := t.merges.get(uint64(a)<<32 | uint64(b))
+	if !ok {
+		return noRank, 0
+	}
+	return uint32(v >> 32), uint32(v)
+}
+
+// initialParts returns the one-byte token ids of p. Bytes the vocabulary lacks are
+// dropped, as HF's BPE model without an unk token does.
+func (t *Tokenizer) initialParts(parts []uint32, p string) []uint32 {
+	parts = parts[:0]
+	for i := 0; i < len(p); i++ {
+		if id := t.byteIDs[p[i]]; id >= 0 {
+			parts = append(parts, uint32(id))
+		}
+	}
+	return parts
+}
+
+// mergeShort runs BPE on a short piece with a rank array rescanned after each merge.
+func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
+	parts := t.initialParts(st.parts, p)
+	ranks := st.ranks[:0]
+	for i := 0; i+1 < len(parts); i++ {
+		r, _ := t.pairRank(parts[i], parts[i+1])
+		ranks = append(ranks, r)
+	}
+	for len(ranks) > 0 {
+		best, bi := uint32(noRank), -1
+		for i, r := range ranks {
+			if r < best {
+				best, bi = r, i
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		_, id := t.pairRank(parts[bi], parts[bi+1])
+		parts[bi] = id
+		parts = append(parts[:bi+1], parts[bi+2:]...)
+		ranks = append(ranks[:bi], ranks[bi+1:]...)
+		if bi > 0 {
+			ranks[bi-1], _ = t.pairRank(parts[bi-1], parts[bi])
+		}
+		if bi < len(ranks) {
+			ranks[bi], _ = t.pairRank(parts[bi], parts[bi+1])
+		}
+	}
+	st.parts, st.ranks = parts, ranks
+	return parts
+}
+
+// symbol is a node of the linked list mergeLong works on.
+type symbol struct {
+	id         uint32
+	prev, next int32 // -1 at the ends
+	dead       bool
+}
+
+// mergeCand is a candidate merge of symbol pos with its right neighbour.
+type mergeCand struct {
+	rank, pos   uint32
+	left, right uint32 // ids when queued; stale if the symbols changed since
+}
+
+type mergeHeap []mergeCand
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeCand)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// mergeLong runs BPE on a long piece. With a monotone merge table (see checkMonotone)
+// merges happen in non-decreasing rank order, so a bucket queue indexed by rank replaces
+// the heap: each bucket holds the positions of candidate pairs of that rank, processed
+// left to right (sorted when reached); new pairs always land in later buckets. Cost is
+// O(n) plus a scan of one bit per rank.
+func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
+	if !t.monotone {
+		return t.mergeLongHeap(st, p)
+	}
+	ids := t.initialParts(st.parts, p)
+	syms := st.syms[:0]
+	for i, id := range ids {
+		syms = append(syms, symbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+	}
+	if len(syms) == 0 {
+		return ids
+	}
+	syms[len(syms)-1].next = -1
+	if st.buckets == nil {
+		st.buckets = make([][]uint32, t.maxRank+1)
+		st.nonEmpty = make([]uint64, t.maxRank/64+1)
+	}
+	buckets, nonEmpty := st.buckets, st.nonEmpty
+	push := func(pos int32) {
+		nx := syms[pos].next
+		if nx < 0 {
+			return
+		}
+		if r, _ := t.pairRank(syms[pos].id, syms[nx].id); r != noRank {
+			buckets[r] = append(buckets[r], uint32(pos))
+			nonEmpty[r>>6] |= 1 << (r & 63)
+		}
+	}
+	for i := range syms {
+		push(int32(i))
+	}
+	for w := 0; w < len(nonEmpty); w++ {
+		for nonEmpty[w] != 0 {
+			r := uint32(w<<6 + bits.TrailingZeros64(nonEmpty[w]))
+			nonEmpty[w] &^= 1 << (r & 63)
+			b := buckets[r]
+			slices.Sort(b)
+			for _, pos := range b {
+				l := &syms[pos]
+				if l.dead || l.next < 0 {
+					continue
+				}
+				rr, id := t.pairRank(l.id, syms[l.next].id)
+				if rr != r {
+					continue // stale: the pair changed since it was queued
+				}
+				nx := &syms[l.next]
+				nx.dead = true
+				l.id = id
+				l.next = nx.next
+				if nx.next >= 0 {
+					syms[nx.next].prev = int32(pos)
+				}
+				if l.prev >= 0 {
+					push(l.prev)
+				}
+				push(int32(pos))
+			}
+			buckets[r] = b[:0]
+		}
+	}
+	out := ids[:0]
+	for i := int32(0); i >= 0; i = syms[i].next {
+		out = append(out, syms[i].id)
+	}
+	st.parts, st.syms = out, syms
+	return out
+}
+
+// mergeLongHeap runs BPE on a long piece in O(n log n): a heap of candidate merges ordered by
+// (rank, position), lazily invalidated, over a linked list of symbols. Merging the
+// lowest-ranked, leftmost pair first is exactly what the short loop does.
+func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
+	ids := t.initialParts(st.parts, p)
+	syms := st.syms[:0]
+	for i, id := range ids {
+		syms = append(syms, symbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+	}
+	if len(syms) > 0 {
+		syms[len(syms)-1].next = -1
+	}
+	h := st.heap[:0]
+	push := func(pos int32) {
+		nx := syms[pos].next
+		if nx < 0 {
+			return
+		}
+		if r, _ := t.pairRank(syms[pos].id, syms[nx].id); r != noRank {
+			heap.Push(&h, mergeCand{r, uint32(pos), syms[pos].id, syms[nx].id})
+		}
+	}
+	for i := range syms {
+		if i+1 < len(syms) {
+			if r, _ := t.pairRank(syms[i].id, syms[i+1].id); r != noRank {
+				h = append(h, mergeCand{r, uint32(i), syms[i].id, syms[i+1].id})
+			}
+		}
+	}
+	heap.Init(&h)
+	for h.Len() > 0 {
+		c := heap.Pop(&h).(mergeCand)
+		l := &syms[c.pos]
+		if l.dead || l.id != c.left || l.next < 0 || syms[l.next].id != c.right {
+			continue
+		}
+		_, id := t.pairRank(c.left, c.right)
+		r := &syms[l.next]
+		r.dead = true
+		l.id = id
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = int32(c.pos)
+		}
+		if l.prev >= 0 {
+			push(l.prev)
+		}
+		push(int32(c.pos))
+	}
+	out := ids[:0]
+	for i := int32(0); i >= 0 && int(i) < len(syms); i = syms[i].next {
+		out = append(out, syms[i].id)
+	}
+	st.parts, st.syms, st.heap = out, syms, h
+	return out
+}

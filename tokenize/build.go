@@ -1,0 +1,235 @@
+package tokenize
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// bpeDefinition is everything that decides a byte-level BPE tokenizer's ids. Loaders fill
+// it from their file format; build turns it into a Tokenizer.
+type bpeDefinition struct {
+	name           string
+	vocab          map[string]int // raw bytes -> id (BPE tokens, not added tokens)
+	merges         [][2]string    // raw bytes of (left, right), in rank order; nil for ranks
+	ranksSemantics bool           // tiktoken: a pair's rank is the rank of its concatenation
+	pattern        string         // pre-tokenizer: "gpt2", "cl100k_base", "o200k_base"
+	addPrefixSpace bool
+	normalizer     string // "" or "NFC"
+	added          []AddedToken
+}
+
+// splitters maps a pattern name to its pre-tokenizer.
+var splitters = map[string]splitter{
+	"gpt2": splitGPT2,
+}
+
+func (d *bpeDefinition) build() (*Tokenizer, error) {
+	t := &Tokenizer{
+		name:           d.name,
+		kind:           KindBPE,
+		ids:            make(map[string]uint32, len(d.vocab)),
+		pattern:        d.pattern,
+		addPrefixSpace: d.addPrefixSpace,
+		normalizer:     d.normalizer,
+		eod:            -1,
+	}
+	var ok bool
+	if t.split, ok = splitters[d.pattern]; !ok {
+		return nil, fmt.Errorf("tokenize: %s: pre-tokenizer pattern %q is not supported", d.name, d.pattern)
+	}
+	switch d.normalizer {
+	case "":
+	case "NFC":
+		t.normalize = NFC
+	default:
+		return nil, fmt.Errorf("tokenize: %s: normalizer %q is not supported (none and NFC are)", d.name, d.normalizer)
+	}
+	size := 0
+	for tok, id := range d.vocab {
+		if id < 0 || id > 1<<31-2 {
+			return nil, fmt.Errorf("tokenize: %s: token %q has id %d out of range", d.name, tok, id)
+		}
+		size = max(size, id+1)
+	}
+	for _, a := range d.added {
+		size = max(size, a.ID+1)
+	}
+	t.vocab = make([]string, size)
+	for i := range t.byteIDs {
+		t.byteIDs[i] = -1
+	}
+	for tok, id := range d.vocab {
+		if t.vocab[id] != "" {
+			return nil, fmt.Errorf("tokenize: %s: id %d is used by both %q and %q", d.name, id, t.vocab[id], tok)
+		}
+		if tok == "" {
+			return nil, fmt.Errorf("tokenize: %s: id %d is an empty token", d.name, id)
+		}
+		t.vocab[id] = tok
+		t.ids[tok] = uint32(id)
+		if len(tok) == 1 {
+			t.byteIDs[tok[0]] = int32(id)
+		}
+		t.maxTokenByteLen = max(t.maxTokenByteLen, len(tok))
+	}
+	nPairs := len(d.merges)
+	if d.ranksSemantics {
+		nPairs = 0
+		for tok := range d.vocab {
+			nPairs += len(tok) - 1
+		}
+	}
+	t.merges = newPairTable(nPairs)
+	if d.ranksSemantics {
+		t.mergeSemantics = "ranks"
+		// A pair (a, b) merges when a+b is a token; its rank is that token's rank (= id).
+		for tok, id := range d.vocab {
+			for k := 1; k < len(tok); k++ {
+				l, okl := d.vocab[tok[:k]]
+				r, okr := d.vocab[tok[k:]]
+				if okl && okr {
+					t.merges.put(uint64(l)<<32|uint64(r), uint64(id)<<32|uint64(id))
+				}
+			}
+		}
+	} else {
+		t.mergeSemantics = "pairs"
+		t.mergeList = make([][2]uint32, 0, len(d.merges))
+		for rank, m := range d.merges {
+			l, okl := d.vocab[m[0]]
+			r, okr := d.vocab[m[1]]
+			id, okm := d.vocab[m[0]+m[1]]
+			if !okl || !okr || !okm {
+				return nil, fmt.Errorf("tokenize: %s: merge %d (%q %q) uses a token missing from the vocabulary", d.name, rank+1, byteLevelEncode(m[0]), byteLevelEncode(m[1]))
+			}
+			if !t.merges.put(uint64(l)<<32|uint64(r), uint64(rank)<<32|uint64(id)) {
+				continue // HF keeps the first (lowest) rank of a repeated merge
+			}
+			t.mergeList = append(t.mergeList, [2]uint32{uint32(l), uint32(r)})
+		}
+	}
+	t.monotone, t.maxRank = t.checkMonotone()
+	added := append([]AddedToken(nil), d.added...)
+	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
+	var raw, norm []AddedToken
+	for i, a := range added {
+		if a.Content == "" {
+			return nil, fmt.Errorf("tokenize: %s: added token %d is empty", d.name, a.ID)
+		}
+		if d.normalizer == "" {
+			added[i].Normalized = false // without a normalizer the flag changes nothing
+			a.Normalized = false
+		}
+		if v := t.vocab[a.ID]; v != "" && v != a.Content {
+			return nil, fmt.Errorf("tokenize: %s: added token %q has id %d, which the vocabulary gives to %q", d.name, a.Content, a.ID, byteLevelEncode(v))
+		}
+		t.vocab[a.ID] = a.Content
+		if a.Normalized {
+			norm = append(norm, a)
+		} else {
+			raw = append(raw, a)
+		}
+	}
+	t.added = added
+	t.rawAdded = newAddedMatcher(raw)
+	t.normAdded = newAddedMatcher(norm)
+	t.vocabSize = size
+	t.eod = findEOD(t)
+	t.fingerprint = t.computeFingerprint()
+	return t, nil
+}
+
+// findEOD picks the end-of-document token as GPT-NeoX and Megatron do: <|endoftext|>,
+// else </s>, else -1.
+func findEOD(t *Tokenizer) int {
+	for _, name := range []string{"<|endoftext|>", "</s>"} {
+		if id, ok := t.ID(name); ok {
+			return id
+		}
+	}
+	return -1
+}
+
+// computeFingerprint hashes a canonical JSON form of everything that decides the ids:
+// the same tokenizer loaded from tokenizer.json or from vocab.json + merges.txt gets the
+// same fingerprint.
+func (t *Tokenizer) computeFingerprint() string {
+	type canonAdded struct {
+		ID         int    `json:"id"`
+		Content    string `json:"content"`
+		Special    bool   `json:"special"`
+		Normalized bool   `json:"normalized"`
+	}
+	c := struct {
+		Format         string       `json:"format"`
+		Kind           Kind         `json:"kind"`
+		Pattern        string       `json:"pattern,omitempty"`
+		AddPrefixSpace bool         `json:"add_prefix_space,omitempty"`
+		Normalizer     string       `json:"normalizer,omitempty"`
+		Merges         string       `json:"merges,omitempty"`
+		Vocab          []string     `json:"vocab"` // hex bytes by id
+		MergeList      [][2]uint32  `json:"merge_list,omitempty"`
+		Added          []canonAdded `json:"added,omitempty"`
+		VocabSize      int          `json:"vocab_size"`
+		EOD            int          `json:"eod"`
+	}{Format: "gptkit-tokenizer-v1", Kind: t.kind, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace,
+		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList,
+		VocabSize: t.vocabSize, EOD: t.eod}
+	switch t.kind {
+	case KindBPE:
+		c.Vocab = make([]string, len(t.vocab))
+		for i, v := range t.vocab {
+			c.Vocab[i] = hex.EncodeToString([]byte(v))
+		}
+	case KindChar:
+		for _, r := range t.chars {
+			c.Vocab = append(c.Vocab, hex.EncodeToString([]byte(string(r))))
+		}
+	}
+	for _, a := range t.added {
+		c.Added = append(c.Added, canonAdded(a))
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// checkMonotone reports whether every merge's result can only take part in merges of a
+// higher rank: then BPE merges happen in non-decreasing rank order, which mergeLong's
+// bucket queue relies on. It holds for trained vocabularies (GPT-2, NeoX, tiktoken's);
+// a hand-edited file that breaks it gets the heap merge loop instead.
+func (t *Tokenizer) checkMonotone() (bool, uint32) {
+	// madeAt[id] = rank of the merge that makes id (-1 for tokens no merge makes).
+	madeAt := make([]int64, len(t.vocab))
+	for i := range madeAt {
+		madeAt[i] = -1
+	}
+	var maxRank uint32
+	for i, k := range t.merges.keys {
+		if k == emptyPair {
+			continue
+		}
+		v := t.merges.vals[i]
+		rank, id := v>>32, uint32(v)
+		maxRank = max(maxRank, uint32(rank))
+		if madeAt[id] < 0 || int64(rank) < madeAt[id] {
+			madeAt[id] = int64(rank)
+		}
+	}
+	for i, k := range t.merges.keys {
+		if k == emptyPair {
+			continue
+		}
+		rank := int64(t.merges.vals[i] >> 32)
+		if madeAt[k>>32] >= rank || madeAt[uint32(k)] >= rank {
+			return false, maxRank
+		}
+	}
+	return true, maxRank
+}

@@ -1,0 +1,117 @@
+package tokenize
+
+import (
+	"slices"
+	"testing"
+	"unicode/utf8"
+)
+
+func addTrickySeeds(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s)
+	}
+}
+
+// FuzzEncodeMatchesReference: the fast encoder (and the hand-made GPT-2 scanner) equal
+// the slow, literal reference on any input.
+func FuzzEncodeMatchesReference(f *testing.F) {
+	addTrickySeeds(f)
+	gpt2, neox := sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b")
+	f.Fuzz(func(t *testing.T, s string) {
+		v := ReplaceInvalidUTF8(s)
+		if got, want := splitGPT2(v, nil), refSplitGPT2(v, nil); !slices.Equal(got, want) {
+			t.Fatalf("splitGPT2(%q) = %q, regex gives %q", v, splitPieces(v, got), splitPieces(v, want))
+		}
+		for _, tok := range []*Tokenizer{gpt2, neox} {
+			if got, want := tok.Encode(s), tok.refEncode(s); !slices.Equal(got, want) {
+				t.Fatalf("%s: %s", tok.Name(), firstDiff(tok, s, got, want))
+			}
+		}
+	})
+}
+
+// FuzzEncodeDecodeRoundTrip: decoding the ids gives the text back (after invalid UTF-8 is
+// replaced; for NeoX, whenever NFC leaves the text unchanged).
+func FuzzEncodeDecodeRoundTrip(f *testing.F) {
+	addTrickySeeds(f)
+	gpt2, neox := sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b")
+	f.Fuzz(func(t *testing.T, s string) {
+		v := ReplaceInvalidUTF8(s)
+		if !utf8.ValidString(v) {
+			t.Fatalf("ReplaceInvalidUTF8(%q) is not valid UTF-8", s)
+		}
+		if got := gpt2.Decode(gpt2.Encode(s)); got != v {
+			t.Fatalf("gpt2 round trip of %q gave %q", v, got)
+		}
+		if NFC(v) == v {
+			if got := neox.Decode(neox.Encode(s)); got != v {
+				t.Fatalf("neox-20b round trip of %q gave %q", v, got)
+			}
+		}
+	})
+}
+
+// tinyTokenizerJSON is a small valid tokenizer.json: the fuzz seed for the loader.
+const tinyTokenizerJSON = `{"version":"1.0","added_tokens":[{"id":260,"content":"<|endoftext|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],
+"normalizer":{"type":"NFC"},"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true},
+"post_processor":null,"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","dropout":null,"unk_token":null,
+"vocab":{BYTES,"Ġt":256,"he":257,"Ġthe":258,"ĠĠ":259,"<|endoftext|>":260},"merges":["Ġ t","h e","Ġt he","Ġ Ġ"]}}`
+
+func tinyTokenizer(tb testing.TB) []byte {
+	tb.Helper()
+	b := []byte{}
+	for i := 0; i < 256; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		switch r := byteToRune[i]; r {
+		case '"', '\\':
+			b = append(b, '\\', byte(r))
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+		b = append(b, '"', ':')
+		b = append(b, []byte(itoa(i))...)
+	}
+	return []byte(replaceOnce(tinyTokenizerJSON, "BYTES", string(b)))
+}
+
+func itoa(i int) string { return string(appendInt(nil, i)) }
+func appendInt(b []byte, i int) []byte {
+	if i >= 10 {
+		b = appendInt(b, i/10)
+	}
+	return append(b, byte('0'+i%10))
+}
+func replaceOnce(s, old, new string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + new + s[i+len(old):]
+		}
+	}
+	return s
+}
+
+// FuzzLoadHFJSON: the loader never panics, and a tokenizer it accepts encodes and
+// decodes without panicking and agrees with the reference encoder.
+func FuzzLoadHFJSON(f *testing.F) {
+	f.Add(tinyTokenizer(f))
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"ByteLevel"}}`))
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"ByteLevel","add_prefix_space":true}]}}`))
+	f.Add([]byte(`{"model":{"type":"WordPiece"}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := LoadHFJSON(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, s := range []string{"the the  thé <|endoftext|>x", "ab ba", "\xff"} {
+			got, want := tok.Encode(s), tok.refEncode(s)
+			if !slices.Equal(got, want) {
+				t.Fatalf("Encode(%q) = %v, reference %v", s, got, want)
+			}
+			_ = tok.Decode(got)
+		}
+	})
+}

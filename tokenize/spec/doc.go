@@ -1,0 +1,29 @@
+// Package spec resolves a tokenizer SPEC, as given to --tokenizer, to a
+// *tokenize.Tokenizer.
+//
+// A SPEC is resolved in this order; an existing path always wins over a name:
+//
+//  1. An existing directory holding, in order of preference, tokenizer.json (Hugging
+//     Face), vocab.json with merges.txt (GPT-2 style), or chars.json (a nanoGPT
+//     character vocabulary).
+//  2. An existing file: a *.tiktoken rank file, whose encoding comes from the base name
+//     (cl100k_base.tiktoken, o200k_base.tiktoken, r50k_base.tiktoken, gpt2.tiktoken);
+//     vocab.json or merges.txt (the other one must sit beside it); any file whose
+//     content is a JSON object with a top-level "model" (a Hugging Face tokenizer.json,
+//     whatever its name); any other JSON file (chars.json) is read as a character
+//     vocabulary.
+//  3. A name (see Names): gpt2, r50k_base (the GPT-2 files under another name),
+//     neox-20b, cl100k_base, o200k_base, and char (the GPT-NeoX byte-level character
+//     tokenizer, which needs no file).
+//
+// Named tokenizers are read from a cache directory, by default
+// $GPTKIT_CACHE/tokenizers or else <os.UserCacheDir>/gptkit/tokenizers, one
+// subdirectory per tokenizer (gpt2/vocab.json, neox-20b/tokenizer.json,
+// cl100k_base/cl100k_base.tiktoken, ...). A missing file is downloaded once from its
+// canonical URL (or Options.URL), checked against its sha256 and published atomically:
+// bytes go to NAME.part in the same directory (resumed with an HTTP Range request after
+// an interruption), which is fsynced and renamed to NAME only when its sha256 matches.
+// So a file under its final name is always complete. A cached file whose sha256 does
+// not match is downloaded again. Processes sharing a cache take an advisory lock on
+// the tokenizer's directory while they download.
+package spec

@@ -1,0 +1,297 @@
+package tokenize
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unicode/utf8"
+)
+
+// Kind says which algorithm a Tokenizer runs.
+type Kind string
+
+const (
+	KindBPE      Kind = "bpe"       // byte-level BPE (HF tokenizer.json, vocab+merges, tiktoken)
+	KindChar     Kind = "char"      // nanoGPT character vocabulary (sorted set of characters seen)
+	KindByteChar Kind = "neox-char" // GPT-NeoX CharLevelTokenizer: ids are UTF-8 bytes
+)
+
+// Tokenizer encodes text to token ids and back. It is safe for concurrent use.
+type Tokenizer struct {
+	name string
+	kind Kind
+
+	// Byte-level BPE.
+	vocab  []string          // id -> raw bytes of the token ("" for ids that are not BPE tokens)
+	ids    map[string]uint32 // raw bytes -> id, BPE vocabulary only
+	merges *pairTable        // left<<32|right -> rank<<32|merged id
+	// monotone: every merge makes a token of higher rank than the pairs that contain it
+	// could have, so merges happen in non-decreasing rank order (see mergeLong).
+	monotone bool
+	maxRank  uint32
+	byteIDs  [256]int32 // raw byte -> id of the one-byte token, -1 if the vocabulary lacks it
+	split    splitter   // pre-tokenizer
+	// pattern names the pre-tokenizer ("gpt2", "cl100k_base", "o200k_base").
+	pattern         string
+	addPrefixSpace  bool
+	normalizer      string              // "" or "NFC"
+	normalize       func(string) string // nil when normalizer is ""
+	rawAdded        *addedMatcher       // added tokens matched on the raw text (normalized=false)
+	normAdded       *addedMatcher       // added tokens matched after normalization (normalized=true)
+	added           []AddedToken        // all added tokens, for Decode and the fingerprint
+	mergeSemantics  string              // "pairs" (HF merges list) or "ranks" (tiktoken)
+	mergeList       [][2]uint32         // merges in rank order (pairs semantics), for the fingerprint
+	maxTokenByteLen int
+
+	// Character-level (KindChar).
+	chars   []rune
+	charIDs map[rune]int
+
+	vocabSize   int
+	eod         int
+	fingerprint string
+
+	states sync.Pool // *encodeState
+}
+
+// AddedToken is a token matched on the text before pre-tokenization (HF "added_tokens").
+type AddedToken struct {
+	ID         int
+	Content    string
+	Special    bool
+	Normalized bool
+}
+
+// splitter appends to ends the end offsets of the pre-tokenized pieces of s, in order.
+// Piece i is s[ends[i-1]:ends[i]] (ends[-1] taken as 0). Empty s gives no pieces.
+type splitter func(s string, ends []int) []int
+
+// Name is a short name for the tokenizer (e.g. "gpt2", "neox-20b", a file's base name).
+func (t *Tokenizer) Name() string { return t.name }
+
+// Kind says which algorithm the tokenizer runs.
+func (t *Tokenizer) Kind() Kind { return t.kind }
+
+// VocabSize is one more than the largest id the tokenizer can produce.
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// EOD is the end-of-document id appended between documents (e.g. <|endoftext|>), or -1.
+func (t *Tokenizer) EOD() int { return t.eod }
+
+// Fingerprint is the hex sha256 of the canonical tokenizer definition: two tokenizers
+// with the same fingerprint give the same ids for every text.
+func (t *Tokenizer) Fingerprint() string { return t.fingerprint }
+
+// AddedTokens lists the added tokens (specials and others) in id order.
+func (t *Tokenizer) AddedTokens() []AddedToken { return append([]AddedToken(nil), t.added...) }
+
+// TokenBytes returns the raw bytes token id stands for (an added token's content as
+// UTF-8), or nil if id is not a token.
+func (t *Tokenizer) TokenBytes(id int) []byte {
+	switch t.kind {
+	case KindChar:
+		if id >= 0 && id < len(t.chars) {
+			return []byte(string(t.chars[id]))
+		}
+		return nil
+	case KindByteChar:
+		if id >= 0 && id < 256 {
+			return []byte{byte(id)}
+		}
+		return nil
+	}
+	if id < 0 || id >= len(t.vocab) || t.vocab[id] == "" {
+		return nil
+	}
+	return []byte(t.vocab[id])
+}
+
+// ID returns the id of a token given by its raw bytes, including added tokens.
+func (t *Tokenizer) ID(token string) (int, bool) {
+	switch t.kind {
+	case KindChar:
+		r, n := utf8.DecodeRuneInString(token)
+		if n != len(token) || n == 0 {
+			return 0, false
+		}
+		id, ok := t.charIDs[r]
+		return id, ok
+	case KindByteChar:
+		if len(token) == 1 {
+			return int(token[0]), true
+		}
+		return 0, false
+	}
+	for _, a := range t.added {
+		if a.Content == token {
+			return a.ID, true
+		}
+	}
+	id, ok := t.ids[token]
+	return int(id), ok
+}
+
+// Encode returns the ids of text. Invalid UTF-8 is first replaced by U+FFFD, one per
+// maximal ill-formed subpart (as Python's errors="replace" and WHATWG decoders do), so the
+// ids equal those HF gives for the text such a decoder produces. For a character
+// vocabulary, characters it lacks are dropped; use EncodeChecked to get an error instead.
+func (t *Tokenizer) Encode(text string) []int {
+	ids, _ := t.encode(text, nil, false)
+	return ids
+}
+
+// EncodeChecked is Encode that fails, naming the byte offset, on a character that a
+// character vocabulary lacks. For BPE tokenizers it never fails.
+func (t *Tokenizer) EncodeChecked(text string) ([]int, error) {
+	return t.encode(text, nil, true)
+}
+
+// AppendEncode appends the ids of text to dst and returns the extended slice.
+func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
+	ids, _ := t.encode(text, dst, false)
+	return ids
+}
+
+func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
+	if !utf8.ValidString(text) {
+		text = ReplaceInvalidUTF8(text)
+	}
+	switch t.kind {
+	case KindChar:
+		for off, r := range text {
+			id, ok := t.charIDs[r]
+			if !ok {
+				if strict {
+					return dst, fmt.Errorf("tokenize: character %q at byte offset %d is not in the %d-character vocabulary %s", r, off, len(t.chars), t.name)
+				}
+				continue
+			}
+			dst = append(dst, id)
+		}
+		return dst, nil
+	case KindByteChar:
+		for i := 0; i < len(text); i++ {
+			dst = append(dst, int(text[i]))
+		}
+		return dst, nil
+	}
+	st := t.getState()
+	dst = t.encodeBPE(st, text, dst)
+	t.putState(st)
+	return dst, nil
+}
+
+// EncodeBatch encodes texts on up to workers goroutines (0 means GOMAXPROCS) and
+// returns their ids in input order.
+func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
+	out := make([][]int, len(texts))
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > len(texts) {
+		workers = len(texts)
+	}
+	if workers <= 1 {
+		for i, s := range texts {
+			out[i] = t.Encode(s)
+		}
+		return out
+	}
+	var next int64
+	var mu sync.Mutex
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next
+		next++
+		return int(i)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := take(); i < len(texts); i = take() {
+				out[i] = t.Encode(texts[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// DecodeBytes concatenates the raw bytes of ids. Ids that are not tokens are skipped.
+func (t *Tokenizer) DecodeBytes(ids []int) []byte {
+	var b []byte
+	for _, id := range ids {
+		b = append(b, t.TokenBytes(id)...)
+	}
+	return b
+}
+
+// Decode returns the text of ids: their bytes decoded as UTF-8, each maximal ill-formed
+// subpart replaced by U+FFFD (as HF's ByteLevel decoder does).
+func (t *Tokenizer) Decode(ids []int) string {
+	return ReplaceInvalidUTF8(string(t.DecodeBytes(ids)))
+}
+
+// ReplaceInvalidUTF8 replaces each maximal ill-formed subpart of s with U+FFFD (Unicode
+// 16.0 §3.9 "U+FFFD Substitution of Maximal Subparts", as Rust's from_utf8_lossy, Python's
+// errors="replace" and the WHATWG decoder do). strings.ToValidUTF8 differs: it replaces
+// a whole run of bad bytes with one U+FFFD.
+func ReplaceInvalidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || n > 1 {
+			b = append(b, s[i:i+n]...)
+			i += n
+			continue
+		}
+		b = append(b, "\uFFFD"...)
+		i += maximalSubpart(s[i:])
+	}
+	return string(b)
+}
+
+// maximalSubpart returns the length (≥1) of the maximal ill-formed subpart at the start of
+// s, which begins with a byte that does not start a valid UTF-8 sequence there.
+func maximalSubpart(s string) int {
+	c := s[0]
+	var need int
+	lo, hi := byte(0x80), byte(0xBF)
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(s); k++ {
+		b := s[n]
+		if k == 0 {
+			if b < lo || b > hi {
+				return n
+			}
+		} else if b < 0x80 || b > 0xBF {
+			return n
+		}
+		n++
+	}
+	return n
+}
