@@ -36,10 +36,18 @@ type encodeState struct {
 	arena []uint32
 	heap  mergeHeap
 	syms  []symbol
+	prevs []int32
 	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
-	buckets  [][]uint32
+	buckets  [][]queuedPair
 	nonEmpty []uint64
+	touch    uint32 // keeps mergeLong's prefetching loads alive
 }
+
+// queuedPair is a candidate merge in mergeLong's bucket queue: the symbol at pos and its
+// right neighbour, with the ids they had when queued and the id merging them makes.
+type queuedPair struct{ pos, left, right, merged uint32 }
+
+func cmpQueuedPos(a, b queuedPair) int { return int(a.pos) - int(b.pos) }
 
 type cacheEntry struct{ off, n uint32 }
 
@@ -199,11 +207,15 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 }
 
 // symbol is a node of the linked list mergeLong works on.
+// A merged-away symbol gets id deadSymbol, which no queued pair names. Its left
+// neighbours live in a separate array (prevs): the hot loop reads only id and next, so
+// more symbols share a cache line.
 type symbol struct {
-	id         uint32
-	prev, next int32 // -1 at the ends
-	dead       bool
+	id   uint32
+	next int32 // -1 at the end
 }
+
+const deadSymbol = ^uint32(0)
 
 // mergeCand is a candidate merge of symbol pos with its right neighbour.
 type mergeCand struct {
@@ -239,16 +251,17 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 		return t.mergeLongHeap(st, p)
 	}
 	ids := t.initialParts(st.parts, p)
-	syms := st.syms[:0]
+	syms, prevs := st.syms[:0], st.prevs[:0]
 	for i, id := range ids {
-		syms = append(syms, symbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+		syms = append(syms, symbol{id: id, next: int32(i + 1)})
+		prevs = append(prevs, int32(i-1))
 	}
 	if len(syms) == 0 {
 		return ids
 	}
 	syms[len(syms)-1].next = -1
 	if st.buckets == nil {
-		st.buckets = make([][]uint32, t.maxRank+1)
+		st.buckets = make([][]queuedPair, t.maxRank+1)
 		st.nonEmpty = make([]uint64, t.maxRank/64+1)
 	}
 	buckets, nonEmpty := st.buckets, st.nonEmpty
@@ -257,9 +270,10 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 		if nx < 0 {
 			return
 		}
-		if r, _ := t.pairRank(syms[pos].id, syms[nx].id); r != noRank {
-			buckets[r] = append(buckets[r], uint32(pos))
-			nonEmpty[r>>6] |= 1 << (r & 63)
+		l, r := syms[pos].id, syms[nx].id
+		if rank, id := t.pairRank(l, r); rank != noRank {
+			buckets[rank] = append(buckets[rank], queuedPair{uint32(pos), l, r, id})
+			nonEmpty[rank>>6] |= 1 << (rank & 63)
 		}
 	}
 	for i := range syms {
@@ -267,39 +281,44 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 	}
 	for w := 0; w < len(nonEmpty); w++ {
 		for nonEmpty[w] != 0 {
-			r := uint32(w<<6 + bits.TrailingZeros64(nonEmpty[w]))
-			nonEmpty[w] &^= 1 << (r & 63)
-			b := buckets[r]
-			slices.Sort(b)
-			for _, pos := range b {
-				l := &syms[pos]
-				if l.dead || l.next < 0 {
-					continue
-				}
-				rr, id := t.pairRank(l.id, syms[l.next].id)
-				if rr != r {
+			rank := uint32(w<<6 + bits.TrailingZeros64(nonEmpty[w]))
+			nonEmpty[w] &^= 1 << (rank & 63)
+			b := buckets[rank]
+			if !slices.IsSortedFunc(b, cmpQueuedPos) {
+				slices.SortFunc(b, cmpQueuedPos)
+			}
+			// Touch every symbol first: these loads are independent, so their cache
+			// misses overlap; the merge loop below then finds them in cache.
+			var touch uint32
+			for _, q := range b {
+				touch += syms[q.pos].id
+			}
+			st.touch += touch
+			for _, q := range b {
+				l := &syms[q.pos]
+				if l.id != q.left || l.next < 0 || syms[l.next].id != q.right {
 					continue // stale: the pair changed since it was queued
 				}
 				nx := &syms[l.next]
-				nx.dead = true
-				l.id = id
+				nx.id = deadSymbol
+				l.id = q.merged
 				l.next = nx.next
 				if nx.next >= 0 {
-					syms[nx.next].prev = int32(pos)
+					prevs[nx.next] = int32(q.pos)
 				}
-				if l.prev >= 0 {
-					push(l.prev)
+				if p := prevs[q.pos]; p >= 0 {
+					push(p)
 				}
-				push(int32(pos))
+				push(int32(q.pos))
 			}
-			buckets[r] = b[:0]
+			buckets[rank] = b[:0]
 		}
 	}
 	out := ids[:0]
 	for i := int32(0); i >= 0; i = syms[i].next {
 		out = append(out, syms[i].id)
 	}
-	st.parts, st.syms = out, syms
+	st.parts, st.syms, st.prevs = out, syms, prevs
 	return out
 }
 
@@ -308,9 +327,10 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 // lowest-ranked, leftmost pair first is exactly what the short loop does.
 func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	ids := t.initialParts(st.parts, p)
-	syms := st.syms[:0]
+	syms, prevs := st.syms[:0], st.prevs[:0]
 	for i, id := range ids {
-		syms = append(syms, symbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+		syms = append(syms, symbol{id: id, next: int32(i + 1)})
+		prevs = append(prevs, int32(i-1))
 	}
 	if len(syms) > 0 {
 		syms[len(syms)-1].next = -1
@@ -336,19 +356,19 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	for h.Len() > 0 {
 		c := heap.Pop(&h).(mergeCand)
 		l := &syms[c.pos]
-		if l.dead || l.id != c.left || l.next < 0 || syms[l.next].id != c.right {
+		if l.id != c.left || l.next < 0 || syms[l.next].id != c.right {
 			continue
 		}
 		_, id := t.pairRank(c.left, c.right)
 		r := &syms[l.next]
-		r.dead = true
+		r.id = deadSymbol
 		l.id = id
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = int32(c.pos)
+			prevs[r.next] = int32(c.pos)
 		}
-		if l.prev >= 0 {
-			push(l.prev)
+		if p := prevs[c.pos]; p >= 0 {
+			push(p)
 		}
 		push(int32(c.pos))
 	}
@@ -356,6 +376,6 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	for i := int32(0); i >= 0 && int(i) < len(syms); i = syms[i].next {
 		out = append(out, syms[i].id)
 	}
-	st.parts, st.syms, st.heap = out, syms, h
+	st.parts, st.syms, st.prevs, st.heap = out, syms, prevs, h
 	return out
 }

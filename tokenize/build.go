@@ -211,22 +211,23 @@ func (t *Tokenizer) checkMonotone() (bool, uint32) {
 		madeAt[i] = -1
 	}
 	var maxRank uint32
-	for i, k := range t.merges.keys {
+	for _, sl := range t.merges.slots {
+		k, v := sl.key, sl.val
 		if k == emptyPair {
 			continue
 		}
-		v := t.merges.vals[i]
 		rank, id := v>>32, uint32(v)
 		maxRank = max(maxRank, uint32(rank))
 		if madeAt[id] < 0 || int64(rank) < madeAt[id] {
 			madeAt[id] = int64(rank)
 		}
 	}
-	for i, k := range t.merges.keys {
+	for _, sl := range t.merges.slots {
+		k := sl.key
 		if k == emptyPair {
 			continue
 		}
-		rank := int64(t.merges.vals[i] >> 32)
+		rank := int64(sl.val >> 32)
 		if madeAt[k>>32] >= rank || madeAt[uint32(k)] >= rank {
 			return false, maxRank
 		}
