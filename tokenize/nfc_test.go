@@ -171,6 +171,9 @@ lines:
 // TestNFCAllCodePoints compares the quick-check path with the full algorithm for
 // every code point in a few contexts.
 func TestNFCAllCodePoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (3 s); skipped with -short")
+	}
 	var b []byte
 	for r := rune(0); r <= utf8.MaxRune; r++ {
 		if !utf8.ValidRune(r) {

@@ -20,7 +20,7 @@ import (
 // order), then one token per merge. The most frequent pair is merged first; ties go to
 // the pair with the smallest (left id, right id), which is HF's rule. On the same
 // pre-tokenized words this gives HF's merges exactly (checked by a test against HF's
-// trainer); see train_merge.go for the corner cases where HF's trainer departs from it.
+// trainer); see train_merge.go for the corner case where HF's trainer departs from it.
 
 // DefaultMinFrequency is the MinFrequency used when TrainOptions.MinFrequency is 0.
 const DefaultMinFrequency = 2
@@ -33,9 +33,9 @@ type TrainOptions struct {
 	VocabSize int
 	// Special tokens (e.g. "<|endoftext|>") get ids 0..len(Special)-1 in this order, as
 	// HF's trainer gives them. They are cut out of the training texts (never counted as
-	// text) and written as special added tokens. Each must be non-empty printable ASCII
-	// without spaces (0x21-0x7E), so that it is its own byte-level vocabulary key, and
-	// must not be a single character (it would collide with a byte token).
+	// text) and written as special added tokens. Each must be printable ASCII without
+	// spaces (0x21-0x7E), so that it is its own byte-level vocabulary key, and at least
+	// 2 bytes long (a single character would collide with a byte token).
 	Special []string
 	// MinFrequency is the smallest (weighted) number of occurrences for a pair to be
 	// merged. 0 means DefaultMinFrequency (2); use 1 to merge any pair that occurs, as
@@ -80,7 +80,7 @@ func TrainTexts(texts []string) func(yield func(string) bool) error {
 }
 
 // Train learns a byte-level BPE tokenizer from texts with HF BpeTrainer semantics (see
-// the package comment in train.go for the ids and the tie rule).
+// the comment at the top of train.go for the ids and the tie rule).
 //
 // texts is called once, from Train's goroutine; it calls yield once per text (usually a
 // document; a long document may be handed over in pieces cut with TrainCut) and returns
@@ -89,21 +89,14 @@ func TrainTexts(texts []string) func(yield func(string) bool) error {
 // pre-tokenizer does it, after cutting out the special tokens and replacing invalid
 // UTF-8 as Encode does, so training sees exactly the pieces encoding will see.
 //
-// The result depends only on the texts' contents and on opt (not on Workers or on how
-// the texts are split into calls, as long as the splits are TrainCut points).
+// The result depends only on the texts' contents and on opt, not on Workers, nor on
+// how the texts are cut into calls as long as the cuts are TrainCut points.
 // Memory: the counting maps hold each distinct piece once (about 100 bytes plus its
-// length per distinct piece); the merge loop adds about 12 bytes per byte of distinct
-// pieces. The size of the corpus itself only costs time.
+// length per distinct piece and worker); the merge loop adds about 12 bytes per byte of
+// distinct pieces. The size of the corpus itself only costs time.
 func Train(ctx context.Context, texts func(yield func(string) bool) error, opt TrainOptions) (*Trained, error) {
-	if err := checkSpecials(opt.Special); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
-	}
-	base := len(opt.Special) + 256
-	if opt.VocabSize < base {
-		return nil, fmt.Errorf("tokenize: train: vocab size %d is below %d (%d special tokens + 256 byte tokens)", opt.VocabSize, base, len(opt.Special))
-	}
-	if opt.MinFrequency < 0 {
-		return nil, fmt.Errorf("tokenize: train: negative min frequency %d", opt.MinFrequency)
 	}
 	if opt.MinFrequency == 0 {
 		opt.MinFrequency = DefaultMinFrequency
@@ -124,10 +117,12 @@ func Train(ctx context.Context, texts func(yield func(string) bool) error, opt T
 	return &Trained{special: append([]string(nil), opt.Special...), keys: m.keys, merges: m.merges, stats: stats}, nil
 }
 
-// checkSpecials enforces the rules documented on TrainOptions.Special.
-func checkSpecials(special []string) error {
-	seen := make(map[string]bool, len(special))
-	for _, s := range special {
+// Validate reports the first problem with o that would make Train fail before reading
+// any text: a special token that breaks the rules on TrainOptions.Special, a vocabulary
+// smaller than the specials plus the 256 byte tokens, a negative MinFrequency.
+func (o TrainOptions) Validate() error {
+	seen := make(map[string]bool, len(o.Special))
+	for _, s := range o.Special {
 		if len(s) < 2 {
 			return fmt.Errorf("tokenize: train: special token %q must be at least 2 characters (a single character is a byte token)", s)
 		}
@@ -140,6 +135,12 @@ func checkSpecials(special []string) error {
 			return fmt.Errorf("tokenize: train: special token %q is given twice", s)
 		}
 		seen[s] = true
+	}
+	if base := len(o.Special) + 256; o.VocabSize < base {
+		return fmt.Errorf("tokenize: train: vocab size %d is below %d (%d special tokens + 256 byte tokens)", o.VocabSize, base, len(o.Special))
+	}
+	if o.MinFrequency < 0 {
+		return fmt.Errorf("tokenize: train: negative min frequency %d", o.MinFrequency)
 	}
 	return nil
 }

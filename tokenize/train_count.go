@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,8 +14,8 @@ import (
 // end. Sums do not depend on which worker saw which text, so neither does the result.
 
 const (
-	countBatchBytes = 1 << 20 // text per batch handed to a worker
-	countSplitBytes = 4 << 20 // texts longer than this are cut at TrainCut points
+	countBatchBytes = 256 << 10 // text per batch handed to a worker
+	countSplitBytes = 1 << 20   // texts longer than this are cut at TrainCut points
 )
 
 // countWords pre-tokenizes every text and counts the distinct pieces.
@@ -27,9 +28,6 @@ func countWords(ctx context.Context, texts func(yield func(string) bool) error, 
 		}
 		specials = newAddedMatcher(added)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	batches := make(chan []string, opt.Workers)
 	counters := make([]*wordCounter, opt.Workers)
 	var wg sync.WaitGroup
@@ -176,12 +174,13 @@ func (c *wordCounter) addSegment(s string) {
 
 // TrainCut returns an offset p at which text can be cut into text[:p] and text[p:] so
 // that Train, given the two parts as separate texts, counts exactly the pieces it counts
-// for the whole: the last p (0 < p < len(text)) where text[p] is '\n' and text[p-1] is an
-// ASCII byte that is not whitespace, or 0 if there is none. Such a p is a pre-tokenizer
-// boundary that needs no context from either side: the piece before it ends with a
-// non-space character and the '\n' starts a new piece. Special tokens (printable ASCII,
-// see TrainOptions.Special) contain no '\n', so none reaches across p, and no invalid
-// UTF-8 sequence does either.
+// for the whole: the last p (0 < p < len(text)) where text[p] is ASCII whitespace
+// (space, \t, \n, \v, \f, \r) and the character before it is not whitespace; 0 if
+// there is none. Such a p is a pre-tokenizer boundary that needs no context from either
+// side: the piece before it is a run of letters, numbers or other characters, which a
+// whitespace character ends, and the scan after it starts afresh at p. Special tokens
+// (printable ASCII, see TrainOptions.Special) contain no whitespace, so none reaches
+// across p, and an invalid UTF-8 sequence cannot either.
 //
 // Readers that feed Train from a stream use it to cut their buffer; the remainder
 // starts the next chunk.
@@ -192,10 +191,19 @@ func TrainCut(text []byte) int {
 // lastCut is TrainCut for a string or []byte, looking at offsets up to limit only.
 func lastCut[T ~string | ~[]byte](text T, limit int) int {
 	for p := min(limit, len(text)-1); p > 0; p-- {
-		if text[p] != '\n' {
+		if c := text[p]; c != ' ' && (c < '\t' || c > '\r') {
 			continue
 		}
-		if c := text[p-1]; c < 0x80 && c != ' ' && (c < '\t' || c > '\r') {
+		if c := text[p-1]; c < utf8.RuneSelf {
+			if c != ' ' && (c < '\t' || c > '\r') {
+				return p
+			}
+			continue
+		}
+		// A multi-byte character (or invalid UTF-8, which becomes U+FFFD) before p.
+		var buf [utf8.UTFMax]byte
+		n := copy(buf[:], text[max(0, p-utf8.UTFMax):p])
+		if r, _ := utf8.DecodeLastRune(buf[:n]); !unicode.IsSpace(r) {
 			return p
 		}
 	}

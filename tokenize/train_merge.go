@@ -107,7 +107,6 @@ func newMerger(special []string, words map[string]int64) *merger {
 		m.heap = append(m.heap, heapEntry{count: m.info[idx].count, pair: p})
 	}
 	m.heap.init()
-	m.touched = m.touched[:0]
 	return m
 }
 

@@ -1,22 +1,24 @@
 package tokenize
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-const eot = "<|endoftext|>"
+const trainEOT = "<|endoftext|>"
 
 // trainCorpus is tinyshakespeare, read in place from the shared directory.
 func trainCorpus(tb testing.TB) string {
@@ -33,7 +35,7 @@ func mustTrain(tb testing.TB, texts []string, opt TrainOptions) *Trained {
 	return m
 }
 
-func hfJSON(tb testing.TB, m *Trained) []byte {
+func trainJSON(tb testing.TB, m *Trained) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
 	if err := m.WriteHFJSON(&buf); err != nil {
@@ -55,7 +57,7 @@ func trainedShakespeare(tb testing.TB) (*Trained, []byte) {
 	text := trainCorpus(tb)
 	s := &shakespeare1000
 	s.once.Do(func() {
-		s.m, s.err = Train(context.Background(), TrainTexts([]string{text}), TrainOptions{VocabSize: 1000, Special: []string{eot}})
+		s.m, s.err = Train(context.Background(), TrainTexts([]string{text}), TrainOptions{VocabSize: 1000, Special: []string{trainEOT}})
 		if s.err == nil {
 			var buf bytes.Buffer
 			s.err = s.m.WriteHFJSON(&buf)
@@ -88,11 +90,11 @@ func TestTrainHandChecked(t *testing.T) {
 		t.Errorf("last token %q", got)
 	}
 
-	m = mustTrain(t, texts, TrainOptions{VocabSize: 256 + 1 + 3, Special: []string{eot}})
+	m = mustTrain(t, texts, TrainOptions{VocabSize: 256 + 1 + 3, Special: []string{trainEOT}})
 	if got := m.Merges(); !reflect.DeepEqual(got, want[:3]) {
 		t.Fatalf("merges = %q, want %q", got, want[:3])
 	}
-	if m.VocabSize() != 260 || m.Token(0) != eot || m.Token(1) != "!" || m.Token(259) != "aaab" {
+	if m.VocabSize() != 260 || m.Token(0) != trainEOT || m.Token(1) != "!" || m.Token(259) != "aaab" {
 		t.Errorf("vocab size %d, tokens 0, 1, 259 = %q %q %q", m.VocabSize(), m.Token(0), m.Token(1), m.Token(259))
 	}
 
@@ -109,8 +111,11 @@ func TestTrainHandChecked(t *testing.T) {
 
 func TestTrainOverlappingRuns(t *testing.T) {
 	// Runs of one character overlap with themselves; the counts must stay exact.
-	texts := []string{"aaaa aaa aaaaaaa", "aaaaa", "a aa aaaa"}
+	texts := []string{"aaaa aaa aaaaaaa", "aaaaa", "a aa aaaa", "      x", "\n\n\n\n\n"}
 	m := mustTrain(t, texts, TrainOptions{VocabSize: 300, MinFrequency: 1})
+	if got, want := m.Merges(), refTrain(texts, 300, 1); !reflect.DeepEqual(got, want) {
+		t.Fatalf("merges\n%q\nreference\n%q", got, want)
+	}
 	tok, err := m.Tokenizer("runs")
 	if err != nil {
 		t.Fatal(err)
@@ -120,47 +125,84 @@ func TestTrainOverlappingRuns(t *testing.T) {
 			t.Errorf("round trip %q -> %q", s, got)
 		}
 	}
-	checkMergeCounts(t, texts, m)
 }
 
-// checkMergeCounts re-derives each merge with a slow, obvious trainer.
-func checkMergeCounts(t *testing.T, texts []string, m *Trained) {
-	t.Helper()
-	var words [][]string
-	for _, text := range texts {
-		prev := 0
-		for _, end := range splitGPT2(text, nil) {
-			var w []string
-			for i := prev; i < end; i++ {
-				w = append(w, text[i:i+1])
+func TestTrainMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabets := []string{"ab", "ab ", "abc \n", "aé  '.", "xy1 "}
+	for trial := 0; trial < 300; trial++ {
+		alpha := []rune(alphabets[trial%len(alphabets)])
+		texts := make([]string, 1+rng.IntN(8))
+		for i := range texts {
+			r := make([]rune, rng.IntN(40))
+			for k := range r {
+				r[k] = alpha[rng.IntN(len(alpha))]
 			}
-			words = append(words, w)
-			prev = end
+			texts[i] = string(r)
+		}
+		minFreq := 1 + rng.IntN(2)
+		m := mustTrain(t, texts, TrainOptions{VocabSize: 400, MinFrequency: minFreq, Workers: 1 + rng.IntN(3)})
+		if got, want := m.Merges(), refTrain(texts, 400, minFreq); !reflect.DeepEqual(got, want) {
+			t.Fatalf("texts %q min frequency %d:\nmerges    %q\nreference %q", texts, minFreq, got, want)
 		}
 	}
-	for r, mg := range m.Merges() {
-		counts := map[[2]string]int{}
-		var order [][2]string
-		for _, w := range words {
+}
+
+// refTrain is the slow, obvious trainer: recount every pair before every merge. Tokens
+// are raw byte strings; ids are the byte tokens in byte-level character order, then the
+// merges' results in order; ties go to the smallest (left id, right id).
+func refTrain(texts []string, vocabSize, minFreq int) [][2]string {
+	id := map[string]int{}
+	var order []int
+	for b := 0; b < 256; b++ {
+		order = append(order, b)
+	}
+	sort.Slice(order, func(i, j int) bool { return byteToChar(byte(order[i])) < byteToChar(byte(order[j])) })
+	for _, b := range order {
+		id[string([]byte{byte(b)})] = len(id)
+	}
+	counts := map[string]int{}
+	for _, text := range texts {
+		for _, p := range trainPieces(text) {
+			counts[p]++
+		}
+	}
+	var words [][]string
+	var weight []int
+	for w, c := range counts {
+		var sym []string
+		for i := 0; i < len(w); i++ {
+			sym = append(sym, w[i:i+1])
+		}
+		words = append(words, sym)
+		weight = append(weight, c)
+	}
+	merges := [][2]string{}
+	for len(id) < vocabSize {
+		pairs := map[[2]string]int{}
+		for wi, w := range words {
 			for i := 0; i+1 < len(w); i++ {
-				p := [2]string{w[i], w[i+1]}
-				if counts[p] == 0 {
-					order = append(order, p)
-				}
-				counts[p]++
+				pairs[[2]string{w[i], w[i+1]}] += weight[wi]
 			}
 		}
-		best := 0
-		for _, p := range order {
-			best = max(best, counts[p])
+		var best [2]string
+		bestCount := 0
+		for p, c := range pairs {
+			if c > bestCount || c == bestCount && (id[p[0]] < id[best[0]] || id[p[0]] == id[best[0]] && id[p[1]] < id[best[1]]) {
+				best, bestCount = p, c
+			}
 		}
-		if counts[mg] != best {
-			t.Fatalf("merge %d %q occurs %d times; the most frequent pair occurs %d times", r, mg, counts[mg], best)
+		if bestCount == 0 || bestCount < minFreq {
+			break
+		}
+		merges = append(merges, best)
+		if _, ok := id[best[0]+best[1]]; !ok {
+			id[best[0]+best[1]] = len(id)
 		}
 		for wi, w := range words {
 			var out []string
 			for i := 0; i < len(w); i++ {
-				if i+1 < len(w) && w[i] == mg[0] && w[i+1] == mg[1] {
+				if i+1 < len(w) && w[i] == best[0] && w[i+1] == best[1] {
 					out = append(out, w[i]+w[i+1])
 					i++
 					continue
@@ -170,6 +212,7 @@ func checkMergeCounts(t *testing.T, texts []string, m *Trained) {
 			words[wi] = out
 		}
 	}
+	return merges
 }
 
 func TestTrainShakespeare(t *testing.T) {
@@ -198,8 +241,8 @@ func TestTrainShakespeare(t *testing.T) {
 	if tok.VocabSize() != 1000 || tok.EOD() != 0 {
 		t.Errorf("loaded: vocab size %d, EOD %d", tok.VocabSize(), tok.EOD())
 	}
-	if id, ok := tok.ID(eot); !ok || id != 0 {
-		t.Errorf("ID(%s) = %d, %v", eot, id, ok)
+	if id, ok := tok.ID(trainEOT); !ok || id != 0 {
+		t.Errorf("ID(%s) = %d, %v", trainEOT, id, ok)
 	}
 	for id := 0; id < m.VocabSize(); id++ {
 		if got := string(tok.TokenBytes(id)); got != m.Token(id) {
@@ -222,7 +265,7 @@ func TestTrainShakespeare(t *testing.T) {
 	if perByte > 0.5 {
 		t.Errorf("%.3f tokens per byte; a 1000-token vocabulary should do better than 0.5", perByte)
 	}
-	if got := tok.Encode("x" + eot + " y"); len(got) != 3 || got[1] != 0 {
+	if got := tok.Encode("x" + trainEOT + " y"); len(got) != 3 || got[1] != 0 {
 		t.Errorf("special in text: %v", got)
 	}
 }
@@ -254,8 +297,8 @@ func TestTrainDeterministic(t *testing.T) {
 		{"chunks/1", chunks, 1},
 		{"chunks/4", chunks, 4},
 	} {
-		m := mustTrain(t, tc.texts, TrainOptions{VocabSize: 1000, Special: []string{eot}, Workers: tc.workers})
-		if got := hfJSON(t, m); !bytes.Equal(got, want) {
+		m := mustTrain(t, tc.texts, TrainOptions{VocabSize: 1000, Special: []string{trainEOT}, Workers: tc.workers})
+		if got := trainJSON(t, m); !bytes.Equal(got, want) {
 			t.Errorf("%s: tokenizer.json differs from the one trained on the whole text", tc.name)
 		}
 	}
@@ -271,29 +314,31 @@ func TestTrainCut(t *testing.T) {
 		{"\nabc", 0},
 		{"a\nb", 1},
 		{"a\nb\nc", 3},
-		{"a\nb \nc", 1},         // a space before the newline could join the run
-		{"a\n\n\n", 1},          // runs of newlines: cut before the first
-		{"a.\t\nb", 0},          // tab
-		{"é\nb", 0},             // non-ASCII before the newline: not checked, not cut
-		{"ab's\nx \ny", 4},      // contraction before the newline
-		{"x\r\ny", 0},           // \r\n: \r is whitespace
-		{"x\r\ny!\nz", 5},       // the last cut wins
-		{"<|endoftext|>\n", 13}, // the '\n' may be the last byte
+		{"a b c", 3},
+		{"a\nb  \nc", 3},        // not inside a whitespace run
+		{"a\n\n\n", 1},          // runs of whitespace: cut before the first
+		{"a.\t\nb", 2},          // tab
+		{"é\nb", 2},             // non-ASCII before the cut
+		{"\u3000\nb", 0},        // U+3000 is whitespace
+		{"\xff\nb", 1},          // invalid UTF-8 (U+FFFD) is not whitespace
+		{"ab's\nx", 4},          // contraction before the cut
+		{"x\r\ny", 1},           // \r\n: cut before the \r
+		{"<|endoftext|>\n", 13}, // the whitespace may be the last byte
 	} {
 		if got := TrainCut([]byte(tc.text)); got != tc.want {
 			t.Errorf("TrainCut(%q) = %d, want %d", tc.text, got, tc.want)
 		}
 	}
 	// Cutting at a TrainCut point never changes the pieces.
-	text := trainCorpus(t)[:200000] + "a\n\n\nb  \n c\t\n\nd\u00a0\ne'\ns\n"
-	whole := pieces(text)
+	text := trainCorpus(t)[:200000] + "a\n\n\nb  \n c\t\n\nd\u00a0\ne'\ns\n日本。\n中文 x\u3000 y\xff z\r\n"
+	whole := trainPieces(text)
 	var cut []string
 	for rest := text; rest != ""; {
 		p := TrainCut([]byte(rest[:min(len(rest), 300)]))
 		if p == 0 || len(rest) <= 300 {
 			p = len(rest)
 		}
-		cut = append(cut, pieces(rest[:p])...)
+		cut = append(cut, trainPieces(rest[:p])...)
 		rest = rest[p:]
 	}
 	if !reflect.DeepEqual(whole, cut) {
@@ -301,7 +346,7 @@ func TestTrainCut(t *testing.T) {
 	}
 }
 
-func pieces(s string) []string {
+func trainPieces(s string) []string {
 	var out []string
 	prev := 0
 	for _, end := range splitGPT2(s, nil) {
@@ -314,9 +359,9 @@ func pieces(s string) []string {
 func TestTrainSpecialsCutOut(t *testing.T) {
 	texts := make([]string, 50)
 	for i := range texts {
-		texts[i] = "hello world" + eot + "hello there" + eot
+		texts[i] = "hello world" + trainEOT + "hello there" + trainEOT
 	}
-	m := mustTrain(t, texts, TrainOptions{VocabSize: 400, Special: []string{eot, "<pad>"}})
+	m := mustTrain(t, texts, TrainOptions{VocabSize: 400, Special: []string{trainEOT, "<pad>"}})
 	for id := 2; id < m.VocabSize(); id++ {
 		if tok := m.Token(id); len(tok) > 1 && strings.ContainsAny(tok, "<|>") {
 			t.Errorf("token %d %q was learned from a special token", id, tok)
@@ -337,10 +382,10 @@ func TestTrainErrors(t *testing.T) {
 		opt  TrainOptions
 		want string
 	}{
-		{TrainOptions{VocabSize: 256, Special: []string{eot}}, "below 257"},
+		{TrainOptions{VocabSize: 256, Special: []string{trainEOT}}, "below 257"},
 		{TrainOptions{VocabSize: 300, Special: []string{"a"}}, "at least 2"},
 		{TrainOptions{VocabSize: 300, Special: []string{"<s> x"}}, "printable ASCII"},
-		{TrainOptions{VocabSize: 300, Special: []string{eot, eot}}, "twice"},
+		{TrainOptions{VocabSize: 300, Special: []string{trainEOT, trainEOT}}, "twice"},
 		{TrainOptions{VocabSize: 300, MinFrequency: -1}, "negative"},
 	} {
 		_, err := Train(context.Background(), TrainTexts([]string{"abc"}), tc.opt)
@@ -384,14 +429,14 @@ func TestTrainInvalidUTF8(t *testing.T) {
 	texts := []string{"caf\xe9 caf\xe9 caf\xe9", "caf\uFFFD caf\uFFFD caf\uFFFD"}
 	a := mustTrain(t, texts[:1], TrainOptions{VocabSize: 300})
 	b := mustTrain(t, texts[1:], TrainOptions{VocabSize: 300})
-	if !bytes.Equal(hfJSON(t, a), hfJSON(t, b)) {
+	if !bytes.Equal(trainJSON(t, a), trainJSON(t, b)) {
 		t.Error("invalid UTF-8 is not trained as U+FFFD")
 	}
 }
 
-// nodePeers returns the node_modules directory holding HF `tokenizers` (see
+// trainNodePeers returns the node_modules directory holding HF `tokenizers` (see
 // tools/install-peers.sh). Missing node or peers fail the test in CI and skip it elsewhere.
-func nodePeers(t *testing.T) string {
+func trainNodePeers(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs node and HF tokenizers; skipped with -short")
@@ -417,7 +462,7 @@ func nodePeers(t *testing.T) string {
 	return dir
 }
 
-func runNode(t *testing.T, peers string, stdin []byte, args ...string) []byte {
+func trainRunNode(t *testing.T, peers string, stdin []byte, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+peers)
@@ -433,7 +478,7 @@ func runNode(t *testing.T, peers string, stdin []byte, args ...string) []byte {
 
 // TestTrainHFParity: HF tokenizers loads the written tokenizer.json and gives the same ids.
 func TestTrainHFParity(t *testing.T) {
-	peers := nodePeers(t)
+	peers := trainNodePeers(t)
 	_, data := trainedShakespeare(t)
 	path := filepath.Join(t.TempDir(), "tokenizer.json")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -453,7 +498,7 @@ func TestTrainHFParity(t *testing.T) {
 		"", " ", "  ", "   leading", "trailing   ", "a  b   c    d", "tabs\t\tand\nnewlines\n\n\nx",
 		"\r\nwindows\r\n", "it's IT'S it''s we'll they've I'd", "123 4567 8.9e10",
 		"héllo wörld — “quotes” 日本語 🙂 \u00a0nbsp \u2028sep", "e\u0301 combining",
-		eot, "x"+eot+" y", eot+eot+"\n"+eot, "<|endoftext", "<|endoftext|>>", "<< || >>",
+		trainEOT, "x"+trainEOT+" y", trainEOT+trainEOT+"\n"+trainEOT, "<|endoftext", "<|endoftext|>>", "<< || >>",
 	)
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
@@ -462,43 +507,32 @@ func TestTrainHFParity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := runNode(t, peers, in.Bytes(), filepath.Join("testdata", "hf_encode.js"), path)
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<24)
-	n := 0
-	for ; sc.Scan(); n++ {
+	out := trainRunNode(t, peers, in.Bytes(), filepath.Join("testdata", "hf_encode.js"), path)
+	results := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(results) != len(texts) {
+		t.Fatalf("hf_encode.js gave %d results for %d texts", len(results), len(texts))
+	}
+	for n, line := range results {
 		var rec struct{ IDs []int }
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("hf_encode.js line %d: %v", n+1, err)
 		}
-		if n >= len(texts) {
-			break
-		}
 		got := tok.Encode(texts[n])
-		if rec.IDs == nil {
-			rec.IDs = []int{}
-		}
-		if got == nil {
-			got = []int{}
-		}
-		if !reflect.DeepEqual(got, rec.IDs) {
+		if len(got) != len(rec.IDs) || len(got) > 0 && !reflect.DeepEqual(got, rec.IDs) {
 			t.Errorf("text %d %.60q: ours %v, HF %v", n, texts[n], got, rec.IDs)
 		}
 	}
-	if n != len(texts) {
-		t.Fatalf("hf_encode.js gave %d results for %d texts", n, len(texts))
-	}
-	t.Logf("HF and ours agree on %d texts", n)
+	t.Logf("HF and ours agree on %d texts", len(texts))
 }
 
 // TestTrainMatchesHFTrainer: on tinyshakespeare, fed line by line as HF's train(files)
 // reads it, our merges equal those of HF's own BpeTrainer (min_frequency 0, run until no
 // pair is left: about 21,000 merges, most of them ties at count 1).
 func TestTrainMatchesHFTrainer(t *testing.T) {
-	peers := nodePeers(t)
+	peers := trainNodePeers(t)
 	corpus := sharedFile(t, "corpora/tinyshakespeare.txt")
 	out := filepath.Join(t.TempDir(), "hf.json")
-	runNode(t, peers, nil, filepath.Join("testdata", "hf_train.js"), corpus, out)
+	trainRunNode(t, peers, nil, filepath.Join("testdata", "hf_train.js"), corpus, out)
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -532,5 +566,17 @@ func TestTrainMatchesHFTrainer(t *testing.T) {
 		if got := [2]string{m.keys[p[0]], m.keys[p[1]]}; got != hfMerges[i] {
 			t.Fatalf("merge %d: ours %q, HF %q", i, got, hfMerges[i])
 		}
+	}
+}
+
+func BenchmarkTrainShakespeare(b *testing.B) {
+	text := trainCorpus(b)
+	for _, vocab := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("vocab=%d", vocab), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				mustTrain(b, []string{text}, TrainOptions{VocabSize: vocab, Special: []string{trainEOT}})
+			}
+		})
 	}
 }

@@ -25,7 +25,7 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.name, interrupted(ctx, err))
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
 	err = decodeLines(ctx, tok, stdin, out)
@@ -33,7 +33,7 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		err = fmt.Errorf("write stdout: %w", ferr)
 	}
 	if err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.name, interrupted(ctx, err))
 	}
 	return exitOK
 }
@@ -42,7 +42,7 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 func decodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	lr := newLineReader(in)
+	lr := newLineReader(ctx, in)
 	var line []byte
 	var ids []int
 	for {

@@ -39,27 +39,27 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.name, interrupted(ctx, err))
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
 	if *jsonl {
 		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers)
 	} else {
-		err = encodeWhole(tok, stdin, out)
+		err = encodeWhole(ctx, tok, stdin, out)
 	}
 	// Flush even after an error: the lines before the bad one are good output.
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write stdout: %w", ferr)
 	}
 	if err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.name, interrupted(ctx, err))
 	}
 	return exitOK
 }
 
 // encodeWhole encodes all of in as one text.
-func encodeWhole(tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
-	text, err := io.ReadAll(in)
+func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
+	text, err := io.ReadAll(&contextReader{ctx: ctx, r: in})
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
@@ -70,20 +70,24 @@ func encodeWhole(tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error
 	return writeIDs(out, ids)
 }
 
-// writeIDs writes ids as a compact JSON array and a newline.
+// writeIDs writes ids as a compact JSON array and a newline. It formats straight into
+// out's buffer, a chunk at a time, so a document of many millions of ids needs no
+// buffer of its own.
 func writeIDs(out *bufio.Writer, ids []int) error {
-	_, err := out.Write(appendIDs(out.AvailableBuffer(), ids))
-	return err
-}
-
-// appendIDs appends ids as a compact JSON array and a newline to dst.
-func appendIDs(dst []byte, ids []int) []byte {
-	dst = append(dst, '[')
+	const chunk = 32 << 10
+	buf := append(out.AvailableBuffer(), '[')
 	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
+		if len(buf) >= chunk {
+			if _, err := out.Write(buf); err != nil {
+				return err
+			}
+			buf = out.AvailableBuffer()
 		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(id), 10)
 	}
-	return append(dst, ']', '\n')
+	_, err := out.Write(append(buf, ']', '\n'))
+	return err
 }

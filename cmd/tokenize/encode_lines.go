@@ -35,7 +35,7 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	go func() {
 		defer close(jobs)
 		defer close(batches)
-		readBatches(ctx, newLineReader(in), batches, jobs)
+		readBatches(ctx, newLineReader(ctx, in), batches, jobs)
 	}()
 
 	for {

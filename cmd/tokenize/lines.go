@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 )
@@ -13,8 +14,8 @@ type lineReader struct {
 	done bool // input ended
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
+func newLineReader(ctx context.Context, r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(&contextReader{ctx: ctx, r: r}, 1<<20)}
 }
 
 // appendLine appends the next line, without its "\n", to dst. ok is false at the end of
@@ -55,3 +56,33 @@ type lineError struct {
 
 func (e *lineError) Error() string { return fmt.Sprintf("stdin line %d: %v", e.line, e.err) }
 func (e *lineError) Unwrap() error { return e.err }
+
+// contextReader returns from Read once ctx is done, even while r blocks (a terminal or
+// a pipe with nothing to read): the blocked read is abandoned, and so must be the
+// reader.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (c *contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	done := make(chan readResult, 1)
+	go func() {
+		n, err := c.r.Read(p)
+		done <- readResult{n, err}
+	}()
+	select {
+	case res := <-done:
+		return res.n, res.err
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	}
+}

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,6 +79,15 @@ Run 'tokenize COMMAND -h' for a command's flags.
 func fail(stderr io.Writer, cmd string, err error) int {
 	fmt.Fprintf(stderr, "tokenize %s: %s\n", cmd, oneLine(err.Error()))
 	return exitFailure
+}
+
+// interrupted replaces err with a plain "interrupted" once ctx is canceled (SIGINT or
+// SIGTERM), whatever the step that noticed.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return err
 }
 
 // oneLine folds a message onto one line.

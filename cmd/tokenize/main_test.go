@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,6 +39,21 @@ func sharedFile(t testing.TB, rel string) string {
 			t.Fatalf("shared data missing in CI: %v", err)
 		}
 		t.Skipf("shared data missing: %v", err)
+	}
+	return path
+}
+
+// alphabetSpec writes a character vocabulary of "\n", " " and a-z (ids 0, 1, 2-27,
+// so "a" is 2 and "b" is 3), quick to load for the tests of line handling.
+func alphabetSpec(t *testing.T) string {
+	t.Helper()
+	data, err := tokenize.NewCharsFromText("\n abcdefghijklmnopqrstuvwxyz", "alphabet").MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "chars.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }
@@ -82,12 +98,20 @@ func goldenLines(t *testing.T, n int) (lines []string, texts []string, ids [][]i
 	return lines, texts, ids
 }
 
+// idLines formats ids as encode does: one compact JSON array per line.
 func idLines(ids [][]int) string {
-	var b []byte
+	var b strings.Builder
 	for _, l := range ids {
-		b = appendIDs(b, l)
+		b.WriteByte('[')
+		for i, id := range l {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprint(&b, id)
+		}
+		b.WriteString("]\n")
 	}
-	return string(b)
+	return b.String()
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
@@ -175,7 +199,7 @@ func TestEncodeManyBatches(t *testing.T) {
 	for i := range 3 * batchLines {
 		add(fmt.Sprintf("line %d: %s", i, strings.Repeat("ab ", i%7)))
 		if i == batchLines/2 {
-			add(strings.Repeat("A long line, longer than the reader's buffer. ", 3*batchBytes/47)) // > 1 MiB
+			add(strings.Repeat("A long line, longer than the reader's buffer. ", 1<<21/47)) // 2 MiB
 		}
 	}
 	code, out, errOut := runTokenize(t, in.String(), "encode", "--tokenizer", spec, "--jsonl", "--text-key", "body", "--workers", "3")
@@ -188,15 +212,7 @@ func TestEncodeManyBatches(t *testing.T) {
 }
 
 func TestEncodeErrors(t *testing.T) {
-	gpt2 := sharedFile(t, "tokenizers/gpt2")
-	chars := filepath.Join(t.TempDir(), "chars.json")
-	data, err := tokenize.NewCharsFromText("abc\n", "abc").MarshalChars()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(chars, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	alphabet := alphabetSpec(t)
 	tests := []struct {
 		name    string
 		stdin   string
@@ -205,22 +221,22 @@ func TestEncodeErrors(t *testing.T) {
 		stderrs []string // substrings of the one stderr line
 	}{
 		{"missing field", `{"text":"a"}` + "\n" + `{"text":"b"}` + "\n" + `{"body":"c"}` + "\n", nil,
-			"[64]\n[65]\n", []string{`tokenize encode: stdin line 3: field "text" missing (pass --text-key to pick another field)`}},
-		{"invalid JSON", `{"text":"a"}` + "\n" + `{"text":"b"` + "\n", nil, "[64]\n", []string{"stdin line 2: invalid JSON"}},
+			"[2]\n[3]\n", []string{`tokenize encode: stdin line 3: field "text" missing (pass --text-key to pick another field)`}},
+		{"invalid JSON", `{"text":"a"}` + "\n" + `{"text":"b"` + "\n", nil, "[2]\n", []string{"stdin line 2: invalid JSON"}},
 		{"not an object", `["a"]` + "\n", nil, "", []string{"stdin line 1: not a JSON object"}},
-		{"not a string", `{"text":"a"}` + "\n" + `{"text":17}` + "\n", nil, "[64]\n", []string{`stdin line 2: field "text" is 17, not a string`}},
+		{"not a string", `{"text":"a"}` + "\n" + `{"text":17}` + "\n", nil, "[2]\n", []string{`stdin line 2: field "text" is 17, not a string`}},
 		{"null text", `{"text":null}` + "\n", nil, "", []string{`stdin line 1: field "text" is null, not a string`}},
-		{"empty line", `{"text":"a"}` + "\n\n" + `{"text":"b"}` + "\n", nil, "[64]\n", []string{"stdin line 2: empty line"}},
-		{"other text key", `{"text":"a","body":"b"}` + "\n" + `{"text":"b"}` + "\n", []string{"--text-key", "body"}, "[65]\n",
+		{"empty line", `{"text":"a"}` + "\n\n" + `{"text":"b"}` + "\n", nil, "[2]\n", []string{"stdin line 2: empty line"}},
+		{"other text key", `{"text":"a","body":"b"}` + "\n" + `{"text":"b"}` + "\n", []string{"--text-key", "body"}, "[3]\n",
 			[]string{`stdin line 2: field "body" missing`}},
-		{"char vocabulary miss", `{"text":"abc"}` + "\n" + `{"text":"abd"}` + "\n", []string{"--tokenizer", chars}, "[1,2,3]\n",
-			[]string{"stdin line 2:", `'d'`}},
-		{"char vocabulary miss, whole input", "abcd", []string{"--tokenizer", chars, "--jsonl=false"}, "", []string{"stdin:", `'d'`}},
+		{"character outside the vocabulary", `{"text":"abc"}` + "\n" + `{"text":"abD"}` + "\n", nil, "[2,3,4]\n",
+			[]string{"stdin line 2:", `'D'`}},
+		{"character outside the vocabulary, whole input", "abcD", []string{"--jsonl=false"}, "", []string{"stdin:", `'D'`}},
 		{"unknown tokenizer", "", []string{"--tokenizer", "gpt5"}, "", []string{`"gpt5"`, "gpt2, r50k_base"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"encode", "--tokenizer", gpt2, "--jsonl"}, tt.args...)
+			args := append([]string{"encode", "--tokenizer", alphabet, "--jsonl"}, tt.args...)
 			code, out, errOut := runTokenize(t, tt.stdin, args...)
 			if code != 1 {
 				t.Errorf("exit %d, want 1", code)
@@ -241,44 +257,44 @@ func TestEncodeErrors(t *testing.T) {
 }
 
 func TestEncodeLineEndings(t *testing.T) {
-	gpt2 := sharedFile(t, "tokenizers/gpt2")
+	alphabet := alphabetSpec(t)
 	tests := []struct{ name, stdin, stdout string }{
-		{"final newline ends the input", `{"text":"a"}` + "\n", "[64]\n"},
-		{"last line without a newline", `{"text":"a"}` + "\n" + `{"text":"b"}`, "[64]\n[65]\n"},
-		{"CRLF", `{"text":"a"}` + "\r\n" + `{"text":"b"}` + "\r\n", "[64]\n[65]\n"},
+		{"final newline ends the input", `{"text":"a"}` + "\n", "[2]\n"},
+		{"last line without a newline", `{"text":"a"}` + "\n" + `{"text":"b"}`, "[2]\n[3]\n"},
+		{"CRLF", `{"text":"a"}` + "\r\n" + `{"text":"b"}` + "\r\n", "[2]\n[3]\n"},
 		{"empty input", "", ""},
 		{"empty text", `{"text":""}` + "\n", "[]\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := runTokenize(t, tt.stdin, "encode", "--tokenizer", gpt2, "--jsonl")
+			code, out, errOut := runTokenize(t, tt.stdin, "encode", "--tokenizer", alphabet, "--jsonl")
 			if code != 0 || out != tt.stdout {
 				t.Errorf("exit %d, stdout %q, want %q; stderr %q", code, out, tt.stdout, errOut)
 			}
 		})
 	}
 	// Without --jsonl, empty input is one empty text.
-	if code, out, _ := runTokenize(t, "", "encode", "--tokenizer", gpt2); code != 0 || out != "[]\n" {
+	if code, out, _ := runTokenize(t, "", "encode", "--tokenizer", alphabet); code != 0 || out != "[]\n" {
 		t.Errorf("exit %d, stdout %q, want []", code, out)
 	}
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gpt2 := sharedFile(t, "tokenizers/gpt2")
+	alphabet := alphabetSpec(t)
 	tests := []struct {
 		name, stdin, stdout string
 		stderrs             []string
 	}{
-		{"not JSON", "[64]\n[65\n", "\"a\"\n", []string{"tokenize decode: stdin line 2: not a JSON array of integer ids"}},
-		{"not an array", "[64]\n{}\n", "\"a\"\n", []string{"stdin line 2: not a JSON array"}},
+		{"not JSON", "[2]\n[3\n", "\"a\"\n", []string{"tokenize decode: stdin line 2: not a JSON array of integer ids"}},
+		{"not an array", "[2]\n{}\n", "\"a\"\n", []string{"stdin line 2: not a JSON array"}},
 		{"float id", "[1.5]\n", "", []string{"stdin line 1:"}},
-		{"id past the vocabulary", "[64]\n[64,50257]\n", "\"a\"\n", []string{"stdin line 2: id 50257 is outside the vocabulary", "0..50256"}},
+		{"id past the vocabulary", "[2]\n[2,28]\n", "\"a\"\n", []string{"stdin line 2: id 28 is outside the vocabulary", "0..27"}},
 		{"negative id", "[-1]\n", "", []string{"stdin line 1: id -1"}},
-		{"empty line", "[64]\n\n[65]\n", "\"a\"\n", []string{"stdin line 2: empty line"}},
+		{"empty line", "[2]\n\n[3]\n", "\"a\"\n", []string{"stdin line 2: empty line"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := runTokenize(t, tt.stdin, "decode", "--tokenizer", gpt2)
+			code, out, errOut := runTokenize(t, tt.stdin, "decode", "--tokenizer", alphabet)
 			if code != 1 || out != tt.stdout || strings.Count(errOut, "\n") != 1 {
 				t.Errorf("exit %d, stdout %q (want %q), stderr %q", code, out, tt.stdout, errOut)
 			}
@@ -289,8 +305,13 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		})
 	}
-	if code, out, errOut := runTokenize(t, "[]\n[64]", "decode", "--tokenizer", gpt2); code != 0 || out != "\"\"\n\"a\"\n" {
+	if code, out, errOut := runTokenize(t, "[]\n[2,1,3]", "decode", "--tokenizer", alphabet); code != 0 || out != "\"\"\n\"a b\"\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// GPT-2: the id past the end of its vocabulary.
+	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", sharedFile(t, "tokenizers/gpt2"))
+	if code != 1 || !strings.Contains(errOut, "stdin line 2: id 50257 is outside the vocabulary of gpt2 (ids 0..50256)") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
 
@@ -322,6 +343,34 @@ func TestUsage(t *testing.T) {
 				if !strings.Contains(errOut, want) {
 					t.Errorf("stderr %q does not contain %q", errOut, want)
 				}
+			}
+		})
+	}
+}
+
+func TestInterruptWhileWaitingForInput(t *testing.T) {
+	alphabet := alphabetSpec(t)
+	for _, args := range [][]string{
+		{"encode", "--tokenizer", alphabet, "--jsonl"},
+		{"encode", "--tokenizer", alphabet},
+		{"decode", "--tokenizer", alphabet},
+	} {
+		t.Run(strings.Join(append(args[:1:1], args[3:]...), " "), func(t *testing.T) {
+			stdin, w := io.Pipe() // never written: reads block
+			defer w.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut bytes.Buffer
+			code := make(chan int, 1)
+			go func() { code <- run(ctx, args, stdin, &out, &errOut) }()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			select {
+			case c := <-code:
+				if c != 1 || !strings.Contains(errOut.String(), "interrupted") {
+					t.Errorf("exit %d, stderr %q", c, errOut.String())
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("run did not return after the context was canceled")
 			}
 		})
 	}
@@ -367,10 +416,10 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if want := []string{"/mirror/gpt2/vocab.json", "/mirror/gpt2/merges.txt"}; !slices.Equal(requests, want) {
 		t.Errorf("requests %v, want %v (once)", requests, want)
 	}
+	mu.Unlock()
 	if _, err := os.Stat(filepath.Join(cache, "gpt2", "merges.txt")); err != nil {
 		t.Error(err)
 	}
@@ -385,11 +434,22 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 }
 
-func TestAppendIDs(t *testing.T) {
-	if got := string(appendIDs(nil, []int{0, 7, 50256})); got != "[0,7,50256]\n" {
-		t.Errorf("appendIDs = %q", got)
+func TestWriteIDs(t *testing.T) {
+	long := make([]int, 100_000)
+	for i := range long {
+		long[i] = i * 7
 	}
-	if got := string(appendIDs(nil, nil)); got != "[]\n" {
-		t.Errorf("appendIDs(nil) = %q", got)
+	for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, long} {
+		var b bytes.Buffer
+		out := bufio.NewWriterSize(&b, 4096)
+		if err := writeIDs(out, ids); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if want := idLines([][]int{ids}); b.String() != want {
+			t.Errorf("writeIDs(%d ids) = %.40q..., want %.40q...", len(ids), b.String(), want)
+		}
 	}
 }

@@ -275,14 +275,14 @@ func spread(g *goBench, name, unit string) string {
 
 func main() {
 	var (
-		goPath      = flag.String("gobench", "", "`go test -bench` output (text; several files comma-separated)")
+		goPath      = flag.String("gobench", "", "`files`: go test -bench output (text), comma-separated")
 		peersPath   = flag.String("peers", "", "bench-peers.js --json output")
 		corpus      = flag.String("corpus", "", "the corpus file both sides encoded (BENCH_CORPUS)")
 		shakespeare = flag.String("shakespeare", "", "the tinyshakespeare file both sides encoded")
 		corpusNote  = flag.String("corpus-note", "", "how the corpus was made (shown in the report)")
 		peersNote   = flag.String("peers-note", "", "a note on the peers' figures (e.g. reused from an earlier run)")
 		cmd         = flag.String("cmd", "", "the commands that produced the figures (shown in the report)")
-		goVersion   = flag.String("go-version", runtime.Version(), "`go version` of the benchmarked toolchain")
+		goVersion   = flag.String("go-version", runtime.Version(), "the go version `line` of the benchmarked toolchain")
 		loadStart   = flag.String("loadavg-start", "", "/proc/loadavg when the run began")
 		out         = flag.String("out", "", "also write the report to this file")
 	)
@@ -334,8 +334,12 @@ func main() {
 
 	r := &report{}
 	r.printf("# Tokenizer speed goals\n\n")
-	r.printf("%s — `make bench` (tools/bench.sh). MB = 10^6 bytes of UTF-8 input; ours = median of the `-count` runs (min–max); peers = median of their passes after a cold one, measured in the same run.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	when := "measured in the same run"
+	if *peersNote != "" {
+		when = "see the note"
+	}
+	r.printf("%s — `make bench` (tools/bench.sh). MB = 10^6 bytes of UTF-8 input; ours = median of the `-count` runs (min–max); peers = median of their passes after a cold one, %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), when)
 	if *peersNote != "" {
 		r.printf("> **Note:** %s\n\n", *peersNote)
 	}
@@ -345,46 +349,57 @@ func main() {
 
 	// 1. Throughput.
 	r.printf("## Single core, ~1 MB pieces (one Encode call each)\n\n")
-	r.printf("Goal: ≥%.0f× HF tokenizers and ≥%.0f× tiktoken-WASM gpt2 (tiktoken has only gpt2: both our tokenizers are compared with it), on the corpus. tinyshakespeare rows are for information (verdicts in parentheses).\n\n", goalHF, goalTiktoken)
-	r.printf("| tokenizer | input | ours MB/s | ours Mtok/s | HF MB/s | tiktoken gpt2 MB/s | ours/HF | ≥%.0f× | ours/tiktoken | ≥%.0f× | tokens: ours vs HF |\n", goalHF, goalTiktoken)
+	r.printf("Goal: ≥%.0f× HF tokenizers and ≥%.0f× tiktoken-WASM gpt2 on the corpus (tiktoken has only gpt2: both our tokenizers are compared with it). "+
+		"Each ratio is given on wall-clock MB/s and per CPU-second of the process (getrusage for ours, process.cpuUsage for the peers); "+
+		"the verdict takes the smaller, so a peer starved of CPU on a shared machine cannot make a PASS. tinyshakespeare rows are for information (verdicts in parentheses).\n\n", goalHF, goalTiktoken)
+	r.printf("| tokenizer | input | ours MB/s | ours Mtok/s | HF MB/s | tiktoken gpt2 MB/s | ours/HF wall · CPU | ≥%.0f× | ours/tiktoken wall · CPU | ≥%.0f× | tokens: ours vs HF |\n", goalHF, goalTiktoken)
 	r.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	inputs := []struct{ key, label, file string }{
 		{"corpus", "corpus", *corpus},
 		{"shakespeare", "tinyshakespeare", *shakespeare},
 	}
+	models := []struct{ key, label string }{{"gpt2", "GPT-2"}, {"neox-20b", "NeoX-20B"}}
 	var notes []string
-	for _, model := range []struct{ key, label string }{{"gpt2", "GPT-2"}, {"neox-20b", "NeoX-20B"}} {
+	// ratio of ours to a peer on wall MB/s and per CPU-s; ok false if the wall one is missing.
+	ratio := func(name string, p *peerResult) (cell string, conservative float64, ok bool) {
+		ours, okOurs := g.median(name, "MB/s")
+		if !okOurs || p == nil || p.SteadyMBps <= 0 {
+			return "—", 0, false
+		}
+		wall := ours / p.SteadyMBps
+		cell, conservative = f2(wall)+"×", wall
+		if c, ok := g.median(name, "MB/cpu-s"); ok && p.SteadyMBPerCPU > 0 {
+			cpu := c / p.SteadyMBPerCPU
+			cell += " · " + f2(cpu) + "×"
+			conservative = min(conservative, cpu)
+		}
+		return cell, conservative, true
+	}
+	for _, model := range models {
 		for _, in := range inputs {
 			name := "BenchmarkEncode/" + model.key + "/" + in.key
 			gate := in.key == "corpus"
-			ours, okOurs := g.median(name, "MB/s")
 			hf := pr.find("hf-"+model.key+"-chunks", in.file)
 			tk := pr.find("tiktoken-gpt2-chunks", in.file)
 			oursCell := spread(g, name, "MB/s")
-			if !okOurs {
+			if _, ok := g.median(name, "MB/s"); !ok {
 				oursCell = g.why(name)
 			}
 			mtok := "—"
 			if v, ok := g.median(name, "tokens/s"); ok {
 				mtok = f2(v / 1e6)
 			}
-			hfCell, tkCell, rHF, rTK := "—", "—", "—", "—"
-			okHF, okTK := false, false
+			hfCell, tkCell := "—", "—"
 			if hf != nil {
 				hfCell = f2(hf.SteadyMBps)
+			} else if pr != nil {
+				notes = append(notes, fmt.Sprintf("%s %s: no HF result in the peers' JSON (did bench-peers.js fail? see peers.log).", model.label, in.label))
 			}
 			if tk != nil {
 				tkCell = f2(tk.SteadyMBps)
 			}
-			var vHF, vTK float64
-			if okOurs && hf != nil && hf.SteadyMBps > 0 {
-				vHF, okHF = ours/hf.SteadyMBps, true
-				rHF = f2(vHF) + "×"
-			}
-			if okOurs && tk != nil && tk.SteadyMBps > 0 {
-				vTK, okTK = ours/tk.SteadyMBps, true
-				rTK = f2(vTK) + "×"
-			}
+			rHF, vHF, okHF := ratio(name, hf)
+			rTK, vTK, okTK := ratio(name, tk)
 			tokCell := "—"
 			if t, ok := g.median(name, "tokens/op"); ok && hf != nil {
 				if int64(t) == hf.Tokens {
@@ -397,6 +412,11 @@ func main() {
 			if p, ok := g.median(name, "pieces"); ok && hf != nil && int(p) != hf.Pieces {
 				notes = append(notes, fmt.Sprintf("%s %s: we split into %d pieces, the peers into %d.", model.label, in.label, int(p), hf.Pieces))
 			}
+			if w, ok1 := g.median(name, "MB/s"); ok1 {
+				if c, ok2 := g.median(name, "MB/cpu-s"); ok2 && c > 0 && w/c < 0.9 {
+					notes = append(notes, fmt.Sprintf("%s %s: ours ran at %.0f%% of a CPU (MB/s %s vs MB/cpu-s %s): the machine was contended.", model.label, in.label, 100*w/c, f2(w), f2(c)))
+				}
+			}
 			what := fmt.Sprintf("%s %s", model.label, in.label)
 			r.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", model.label, in.label, oursCell, mtok, hfCell, tkCell,
 				rHF, r.check(what+" ≥10× HF", vHF >= goalHF, okHF, gate),
@@ -404,37 +424,30 @@ func main() {
 		}
 	}
 	r.printf("\n")
+	if pr != nil {
+		for _, p := range pr.Results {
+			if p.CPUPerWall > 0 && p.CPUPerWall < 0.9 {
+				notes = append(notes, fmt.Sprintf("peer %s on %s had %.0f%% of a CPU (cpu/wall %.2f, loadavg %v): its wall-clock MB/s is depressed by other work; the CPU ratio is the fair one.", p.Name, filepath.Base(p.File), 100*p.CPUPerWall, p.CPUPerWall, p.Loadavg))
+			}
+		}
+	}
 	for _, n := range notes {
 		r.printf("- %s\n", n)
 	}
 	if len(notes) > 0 {
 		r.printf("\n")
 	}
-
-	// 1b. The same per CPU-second.
-	r.printf("Per CPU-second of the process (getrusage for ours, process.cpuUsage for the peers): steadier than MB/s when other jobs share the machine; for information, the goals are judged on MB/s above.\n\n")
-	r.printf("| tokenizer | input | ours MB/cpu-s | HF MB/cpu-s | tiktoken MB/cpu-s | ours/HF | ours/tiktoken |\n|---|---|---|---|---|---|---|\n")
-	for _, model := range []struct{ key, label string }{{"gpt2", "GPT-2"}, {"neox-20b", "NeoX-20B"}} {
+	r.printf("Per CPU-second:\n\n")
+	r.printf("| tokenizer | input | ours MB/cpu-s | HF MB/cpu-s | tiktoken MB/cpu-s |\n|---|---|---|---|---|\n")
+	for _, model := range models {
 		for _, in := range inputs {
 			name := "BenchmarkEncode/" + model.key + "/" + in.key
-			ours, ok := g.median(name, "MB/cpu-s")
-			hf := pr.find("hf-"+model.key+"-chunks", in.file)
-			tk := pr.find("tiktoken-gpt2-chunks", in.file)
-			cells := []string{"—", "—", "—", "—", "—"}
-			if ok {
-				cells[0] = spread(g, name, "MB/cpu-s")
-			}
-			if hf != nil && hf.SteadyMBPerCPU > 0 {
+			cells := []string{spread(g, name, "MB/cpu-s"), "—", "—"}
+			if hf := pr.find("hf-"+model.key+"-chunks", in.file); hf != nil {
 				cells[1] = f2(hf.SteadyMBPerCPU)
-				if ok {
-					cells[3] = f2(ours/hf.SteadyMBPerCPU) + "×"
-				}
 			}
-			if tk != nil && tk.SteadyMBPerCPU > 0 {
+			if tk := pr.find("tiktoken-gpt2-chunks", in.file); tk != nil {
 				cells[2] = f2(tk.SteadyMBPerCPU)
-				if ok {
-					cells[4] = f2(ours/tk.SteadyMBPerCPU) + "×"
-				}
 			}
 			r.printf("| %s | %s | %s |\n", model.label, in.label, strings.Join(cells, " | "))
 		}
@@ -443,10 +456,11 @@ func main() {
 
 	// 2. Adversarial.
 	r.printf("## Linear time: adversarial 1 MB inputs (one Encode call)\n\n")
-	r.printf("Goal: ns/byte ≤%.0f× that of normal-1MB (the first 1 MB of tinyshakespeare) with the same tokenizer.\n\n", goalAdvRatio)
-	r.printf("| tokenizer | input | MB/s | ns/byte | × normal | ≤%.0f× | × normal per CPU-s |\n|---|---|---|---|---|---|---|\n", goalAdvRatio)
+	r.printf("Goal: per-byte time ≤%.0f× that of normal-1MB (the first 1 MB of tinyshakespeare) with the same tokenizer. "+
+		"The ratio is given on wall-clock ns/byte and per CPU-second; the verdict takes the larger.\n\n", goalAdvRatio)
+	r.printf("| tokenizer | input | MB/s | ns/byte | × normal wall · CPU | ≤%.0f× |\n|---|---|---|---|---|---|\n", goalAdvRatio)
 	advInputs := []string{"normal-1MB", "no-whitespace-letters", "no-whitespace-mixed", "no-whitespace-digits", "no-whitespace-unicode", "one-char-run"}
-	for _, model := range []struct{ key, label string }{{"gpt2", "GPT-2"}, {"neox-20b", "NeoX-20B"}} {
+	for _, model := range models {
 		prefix := "BenchmarkEncodeAdversarial/" + model.key + "/"
 		base, okBase := g.median(prefix+"normal-1MB", "ns/byte")
 		baseCPU, okBaseCPU := g.median(prefix+"normal-1MB", "MB/cpu-s")
@@ -459,71 +473,82 @@ func main() {
 		}
 		for _, in := range names {
 			name := prefix + in
+			what := model.label + " " + in + " ≤5× normal"
 			v, ok := g.median(name, "ns/byte")
 			if !ok {
 				why := g.why(name)
-				if why == "not run" && in != "normal-1MB" && !slices.Contains(advInputs, in) {
-					continue
-				}
-				r.printf("| %s | %s | %s | | | %s | |\n", model.label, in, why,
-					r.check(model.label+" "+in+" ≤5× normal", false, strings.HasPrefix(why, "FAILED"), in != "normal-1MB"))
+				r.printf("| %s | %s | %s | | | %s |\n", model.label, in, why,
+					r.check(what, false, strings.HasPrefix(why, "FAILED"), in != "normal-1MB"))
 				continue
 			}
-			ratio, verdict, cpuRatio := "—", "", "—"
-			if c, ok := g.median(name, "MB/cpu-s"); ok && okBaseCPU && c > 0 {
-				cpuRatio = f2(baseCPU/c) + "×"
-			}
 			if in == "normal-1MB" {
-				ratio, verdict, cpuRatio = "1 (baseline)", "", "1"
-			} else {
-				if okBase {
-					ratio = f2(v/base) + "×"
-				}
-				verdict = r.check(model.label+" "+in+" ≤5× normal", okBase && v/base <= goalAdvRatio, okBase, true)
+				r.printf("| %s | %s | %s | %s | 1 (baseline) | |\n", model.label, in, spread(g, name, "MB/s"), spread(g, name, "ns/byte"))
+				continue
 			}
-			r.printf("| %s | %s | %s | %s | %s | %s | %s |\n", model.label, in, spread(g, name, "MB/s"), spread(g, name, "ns/byte"), ratio, verdict, cpuRatio)
+			cell, worst := "—", 0.0
+			if okBase {
+				worst = v / base
+				cell = f2(worst) + "×"
+				if c, ok := g.median(name, "MB/cpu-s"); ok && okBaseCPU && c > 0 {
+					cell += " · " + f2(baseCPU/c) + "×"
+					worst = max(worst, baseCPU/c)
+				}
+			}
+			r.printf("| %s | %s | %s | %s | %s | %s |\n", model.label, in, spread(g, name, "MB/s"), spread(g, name, "ns/byte"),
+				cell, r.check(what, worst <= goalAdvRatio, okBase, true))
 		}
 	}
 	r.printf("\n")
 
 	// 3. Workers.
 	r.printf("## EncodeBatch workers (GPT-2, 16 × ~1 MB pieces of tinyshakespeare repeated)\n\n")
-	r.printf("Goal: 2 workers ≥%.1f× one.\n\n", goalSpeedup)
+	r.printf("Goal: 2 workers ≥%.1f× one (wall clock). \"CPUs used\" is the process's CPU time over wall time: below ~1.8 with 2 workers, the machine did not give the run two cores and the speedup cannot be judged.\n\n", goalSpeedup)
 	w1, ok1 := g.median("BenchmarkEncodeBatchWorkers/1", "MB/s")
 	w2, ok2 := g.median("BenchmarkEncodeBatchWorkers/2", "MB/s")
 	procs := 0
 	for _, rn := range g.runs["BenchmarkEncodeBatchWorkers/2"] {
 		procs = rn.procs
 	}
-	r.printf("| workers | MB/s | speedup | ≥%.1f× |\n|---|---|---|---|\n", goalSpeedup)
+	r.printf("| workers | MB/s | CPUs used | speedup | ≥%.1f× |\n|---|---|---|---|---|\n", goalSpeedup)
 	for _, w := range []string{"1", "2"} {
 		name := "BenchmarkEncodeBatchWorkers/" + w
 		cell := spread(g, name, "MB/s")
 		if _, ok := g.median(name, "MB/s"); !ok {
 			cell = g.why(name)
 		}
+		used := spread(g, name, "cpu/wall")
 		if w == "1" {
-			r.printf("| 1 | %s | 1 | |\n", cell)
+			r.printf("| 1 | %s | %s | 1 | |\n", cell, used)
 			continue
 		}
 		sp := "—"
 		if ok1 && ok2 && w1 > 0 {
 			sp = f2(w2/w1) + "×"
 		}
-		r.printf("| 2 | %s | %s | %s |\n", cell, sp, r.check("2 workers ≥1.8× one", ok1 && ok2 && w1 > 0 && w2/w1 >= goalSpeedup, ok1 && ok2, true))
+		verdict := r.check("2 workers ≥1.8× one", ok1 && ok2 && w1 > 0 && w2/w1 >= goalSpeedup, ok1 && ok2, true)
+		if u, ok := g.median(name, "cpu/wall"); ok && u < goalSpeedup && strings.Contains(verdict, "FAIL") {
+			verdict += " (inconclusive: only " + f2(u) + " CPUs)"
+		}
+		r.printf("| 2 | %s | %s | %s | %s |\n", cell, used, sp, verdict)
 	}
 	if procs > 0 {
 		r.printf("\nGOMAXPROCS=%d for this benchmark", procs)
 		if procs < 2 {
 			r.printf(" (**fewer than 2: the speedup cannot show**)")
 		}
-		r.printf("; the machine has %d CPUs, shared with other jobs (see loadavg).\n", runtime.NumCPU())
+		r.printf("; the machine has %d CPUs.\n", runtime.NumCPU())
 	}
 	r.printf("\n")
 
 	// 4. Load.
 	r.printf("## Loading\n\n")
-	r.printf("Goal: <%.0f ms, file read included.\n\n", goalLoadMilli)
+	loadProcs := 0
+	for k, rs := range g.runs {
+		if strings.HasPrefix(k, "BenchmarkLoad/") && len(rs) > 0 {
+			loadProcs = rs[0].procs
+		}
+	}
+	r.printf("Goal: <%.0f ms, file read included (GOMAXPROCS=%d, as a program started on this machine would have).\n\n", goalLoadMilli, loadProcs)
 	r.printf("| tokenizer | from memory ms | incl. file read ms | <%.0f ms |\n|---|---|---|---|\n", goalLoadMilli)
 	for _, v := range []string{"gpt2-tokenizer.json", "gpt2-vocab-merges", "neox-20b"} {
 		name := "BenchmarkLoad/" + v
@@ -539,15 +564,21 @@ func main() {
 		r.printf("| %s | %s | %s | %s |\n", v, mem, fileCell, r.check("load "+v+" <150 ms", file < goalLoadMilli, okFile, true))
 	}
 	if pr != nil {
-		var ls []string
-		seen := map[string]bool{}
+		best := map[string]float64{}
+		var order []string
 		for _, p := range pr.Results {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				ls = append(ls, fmt.Sprintf("%s %.0f ms", p.Name, p.LoadS*1000))
+			if v, ok := best[p.Name]; !ok || p.LoadS < v {
+				if !ok {
+					order = append(order, p.Name)
+				}
+				best[p.Name] = p.LoadS
 			}
 		}
-		r.printf("\nPeers' load (Tokenizer.fromFile / get_encoding, in a fresh node process): %s.\n", strings.Join(ls, ", "))
+		var ls []string
+		for _, n := range order {
+			ls = append(ls, fmt.Sprintf("%s %.0f ms", n, best[n]*1000))
+		}
+		r.printf("\nPeers' load (Tokenizer.fromFile / get_encoding with require(), in a fresh node process; the best of its processes): %s.\n", strings.Join(ls, ", "))
 	}
 	r.printf("\n")
 

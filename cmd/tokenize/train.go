@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"gptkit/tokenize"
+)
+
+// defaultSpecial is the special token train adds when --special is not given.
+const defaultSpecial = "<|endoftext|>"
+
+// trainChunkBytes is how much of a plain text file is read before it is cut (at a
+// tokenize.TrainCut point) and handed to the trainer.
+const trainChunkBytes = 1 << 20
+
+// progressEvery is the interval between progress log lines.
+const progressEvery = 2 * time.Second
+
+// runTrain runs `tokenize train`: it trains a byte-level BPE tokenizer on the --input
+// files and writes its tokenizer.json to --out. It writes nothing to stdout.
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCommand("train", "--input FILES --vocab-size N --out tokenizer.json [flags]",
+		"Trains a byte-level BPE tokenizer (Hugging Face BpeTrainer semantics, GPT-2 pre-tokenizer) and writes\n"+
+			"its tokenizer.json. A plain text file is one document, read in chunks; a .jsonl file (or any file\n"+
+			"with --jsonl) holds one JSON object per line whose --text-key field is a document; .gz files are\n"+
+			"decompressed. Progress is logged to stderr; nothing is written to stdout.")
+	inputs := listFlag{comma: true}
+	specials := listFlag{values: []string{defaultSpecial}}
+	c.flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
+	vocabSize := c.flags.Int("vocab-size", 0, "vocabulary size `N`, specials and the 256 byte tokens included (required)")
+	out := c.flags.String("out", "", "write the tokenizer.json to `FILE` (required; replaced atomically)")
+	c.flags.Var(&specials, "special", "special `TOKEN`, given the next id from 0 (may be repeated; the first --special replaces the default; --special '' for none)")
+	minFreq := c.flags.Int("min-frequency", tokenize.DefaultMinFrequency, "merge only pairs that occur at least `N` times (0 and 1: any pair)")
+	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "count words on `N` cores")
+	jsonl := c.flags.Bool("jsonl", false, "read every input as JSONL (files ending in .jsonl or .jsonl.gz always are)")
+	textKey := c.flags.String("text-key", "text", "with JSONL input, the `FIELD` holding the text")
+	if code, ok := c.parse(args, stderr); !ok {
+		return code
+	}
+	opt := tokenize.TrainOptions{
+		VocabSize:    *vocabSize,
+		Special:      specials.values,
+		MinFrequency: max(1, *minFreq),
+		Workers:      *workers,
+	}
+	switch {
+	case len(inputs.values) == 0:
+		return c.usageError(stderr, "--input is required")
+	case *vocabSize == 0:
+		return c.usageError(stderr, "--vocab-size is required")
+	case *out == "":
+		return c.usageError(stderr, "--out is required")
+	case *minFreq < 0:
+		return c.usageError(stderr, fmt.Sprintf("--min-frequency is %d, want at least 0", *minFreq))
+	case *workers < 1:
+		return c.usageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
+	case *textKey == "":
+		return c.usageError(stderr, "--text-key is empty")
+	}
+	if err := opt.Validate(); err != nil {
+		return c.usageError(stderr, strings.TrimPrefix(err.Error(), "tokenize: train: "))
+	}
+	files := make([]trainInput, len(inputs.values))
+	for i, path := range inputs.values {
+		in, err := newTrainInput(path, *jsonl)
+		if err != nil {
+			return fail(stderr, c.name, err)
+		}
+		files[i] = in
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	// Create the temporary output first, so that a bad --out fails before training.
+	tmp, err := createTemp(*out)
+	if err != nil {
+		return fail(stderr, c.name, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
+	defer tmp.Close()
+
+	start := time.Now()
+	opt.Progress = progressLogger(logger, start)
+	logger.Info("training", "inputs", len(files), "vocab_size", opt.VocabSize, "special", strings.Join(opt.Special, " "),
+		"min_frequency", opt.MinFrequency, "workers", opt.Workers)
+	m, err := tokenize.Train(ctx, trainTexts(files, *textKey, logger), opt)
+	if err != nil {
+		return fail(stderr, c.name, errors.New(strings.TrimPrefix(err.Error(), "tokenize: train: ")))
+	}
+	if err := commitTemp(tmp, *out, m.WriteHFJSON); err != nil {
+		return fail(stderr, c.name, err)
+	}
+	st := m.Stats()
+	logger.Info("wrote tokenizer", "out", *out, "vocab_size", m.VocabSize(), "merges", st.Merges, "texts", st.Texts,
+		"bytes", st.Bytes, "words", st.Words, "unique_words", st.UniqueWords, "seconds", roundSeconds(time.Since(start)))
+	if m.VocabSize() < opt.VocabSize {
+		logger.Warn("vocabulary is smaller than asked: no pair left that occurs --min-frequency times",
+			"vocab_size", m.VocabSize(), "asked", opt.VocabSize)
+	}
+	return exitOK
+}
+
+// listFlag collects the values of a repeated flag, each split at commas if comma is
+// set. Empty values add nothing. The first Set replaces the default.
+type listFlag struct {
+	values []string
+	comma  bool
+	set    bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.values, ",") }
+
+// Get makes -h print the default quoted, like a string flag's.
+func (l *listFlag) Get() any { return l.String() }
+
+func (l *listFlag) Set(v string) error {
+	if !l.set {
+		l.values, l.set = nil, true
+	}
+	parts := []string{v}
+	if l.comma {
+		parts = strings.Split(v, ",")
+	}
+	for _, p := range parts {
+		if p != "" {
+			l.values = append(l.values, p)
+		}
+	}
+	return nil
+}
+
+// trainInput is one input file and how to read it.
+type trainInput struct {
+	path  string
+	jsonl bool
+	gzip  bool
+}
+
+func newTrainInput(path string, jsonl bool) (trainInput, error) {
+	in := trainInput{path: path, jsonl: jsonl}
+	name := path
+	if strings.HasSuffix(name, ".gz") {
+		in.gzip = true
+		name = strings.TrimSuffix(name, ".gz")
+	}
+	for _, ext := range []string{".zst", ".xz", ".bz2"} {
+		if strings.HasSuffix(name, ext) {
+			return in, fmt.Errorf("%s: %s compression is not supported; decompress it first (or use gzip)", path, ext)
+		}
+	}
+	if strings.HasSuffix(name, ".jsonl") {
+		in.jsonl = true
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return in, err
+	}
+	if fi.IsDir() {
+		return in, fmt.Errorf("%s is a directory, want a file", path)
+	}
+	return in, nil
+}
+
+// trainTexts streams the documents of files, in order, to the trainer.
+func trainTexts(files []trainInput, textKey string, logger *slog.Logger) func(yield func(string) bool) error {
+	return func(yield func(string) bool) error {
+		for i, in := range files {
+			logger.Info("reading", "file", in.path, "n", i+1, "of", len(files), "jsonl", in.jsonl)
+			if err := in.read(textKey, yield); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// read opens the file and yields its documents; it returns nil early when yield
+// returns false.
+func (in trainInput) read(textKey string, yield func(string) bool) error {
+	f, err := os.Open(in.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if in.gzip {
+		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	if in.jsonl {
+		return in.readJSONL(r, textKey, yield)
+	}
+	return in.readText(r, yield)
+}
+
+// readText yields a plain text file as one document in chunks of about trainChunkBytes,
+// cut where the trainer counts the same words as for the whole file.
+func (in trainInput) readText(r io.Reader, yield func(string) bool) error {
+	buf := make([]byte, 0, trainChunkBytes)
+	for {
+		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if len(buf) > 0 {
+				yield(string(buf))
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.path, err)
+		}
+		p := tokenize.TrainCut(buf)
+		if p == 0 { // no cut point yet (no whitespace): read on
+			buf = slices.Grow(buf, len(buf))
+			continue
+		}
+		if !yield(string(buf[:p])) {
+			return nil
+		}
+		rest := copy(buf, buf[p:])
+		buf = buf[:rest]
+	}
+}
+
+// readJSONL yields the textKey field of each line's JSON object. Blank lines are skipped.
+func (in trainInput) readJSONL(r io.Reader, textKey string, yield func(string) bool) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var line []byte
+	for n := 1; ; n++ {
+		line = line[:0]
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			line = append(line, frag...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: line %d: %w", in.path, n, err)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			text, ferr := textField(line, textKey)
+			if ferr != nil {
+				return fmt.Errorf("%s: line %d: %w", in.path, n, ferr)
+			}
+			if !yield(text) {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// progressLogger logs the trainer's progress every progressEvery, and when counting ends.
+func progressLogger(logger *slog.Logger, start time.Time) func(stage string, done, total int64) {
+	stage, stageStart, last := "count", start, start
+	return func(s string, done, total int64) {
+		now := time.Now()
+		if s != stage {
+			stage, stageStart = s, now
+		}
+		countDone := s == "count" && total >= 0
+		if !countDone && now.Sub(last) < progressEvery {
+			return
+		}
+		last = now
+		secs := max(now.Sub(stageStart).Seconds(), 1e-9)
+		switch s {
+		case "count":
+			mb := float64(done) / 1e6
+			logger.Info("counting words", "mb", round1(mb), "mb_per_s", round1(mb/secs), "done", countDone)
+		case "merge":
+			logger.Info("merging", "merges", done, "of", total, "merges_per_s", round1(float64(done)/secs))
+		}
+	}
+}
+
+func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+func roundSeconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
+
+// createTemp creates the temporary file that commitTemp renames to path, in path's
+// directory.
+func createTemp(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("--out %s is a directory, want a file name", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create output: %w", err)
+	}
+	return f, nil
+}
+
+// commitTemp writes tmp with write, syncs it and renames it to path.
+func commitTemp(tmp *os.File, path string, write func(io.Writer) error) error {
+	err := write(tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

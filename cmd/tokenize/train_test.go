@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/tokenize"
+)
+
+// trainDocs is a synthetic corpus: n documents of a few lines of made-up words.
+func trainDocs(n int) []string {
+	syllables := []string{"the", "qu", "ick", "br", "own", "fo", "x", "ju", "mps", "ov", "er", "la", "zy", "do", "g",
+		"hé", "llo", "wö", "rld", "it's", "42", "3.", "(", ")", "—", "an", "ti", "con", "st", "ra"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	docs := make([]string, n)
+	for i := range docs {
+		var b strings.Builder
+		for k := 0; k < 40; k++ {
+			for range 1 + rng.IntN(4) {
+				b.WriteString(syllables[rng.IntN(len(syllables))])
+			}
+			switch k % 9 {
+			case 8:
+				b.WriteString(".\n")
+			case 4:
+				b.WriteString(",  ")
+			default:
+				b.WriteByte(' ')
+			}
+		}
+		docs[i] = b.String()
+	}
+	return docs
+}
+
+// trainLib trains with the library directly, for comparison with the command.
+func trainLib(t *testing.T, texts []string, opt tokenize.TrainOptions) []byte {
+	t.Helper()
+	m, err := tokenize.Train(context.Background(), tokenize.TrainTexts(texts), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := m.WriteHFJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeTrainFile(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readTrainOut(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestTrainPlainText(t *testing.T) {
+	dir := t.TempDir()
+	// Over 2 MiB, so that the file is read in several chunks.
+	text := strings.Join(trainDocs(10000), "\n")
+	if len(text) < 2*trainChunkBytes {
+		t.Fatalf("corpus is only %d bytes", len(text))
+	}
+	in := writeTrainFile(t, filepath.Join(dir, "corpus.txt"), []byte(text))
+	out := filepath.Join(dir, "tokenizer.json")
+	code, stdout, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "600", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+	for _, want := range []string{"msg=training", "msg=reading", "msg=\"wrote tokenizer\"", "vocab_size=600"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	got := readTrainOut(t, out)
+	if want := trainLib(t, []string{text}, tokenize.TrainOptions{VocabSize: 600, Special: []string{"<|endoftext|>"}}); !bytes.Equal(got, want) {
+		t.Error("training on the file in chunks differs from training on the whole text")
+	}
+	tok, err := tokenize.LoadHFJSON(got, "trained")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != 600 || tok.EOD() != 0 {
+		t.Errorf("vocab size %d, EOD %d", tok.VocabSize(), tok.EOD())
+	}
+	if s := "the lazy fox, it's 42"; tok.Decode(tok.Encode(s)) != s {
+		t.Errorf("round trip of %q fails", s)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("directory holds %d files, want corpus.txt and tokenizer.json (no temporary file left)", len(entries))
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("output mode: %v %v", fi.Mode(), err)
+	}
+}
+
+func TestTrainJSONLAndGzip(t *testing.T) {
+	dir := t.TempDir()
+	docs := trainDocs(300)
+	var jsonl bytes.Buffer
+	for i, d := range docs {
+		fmt.Fprintf(&jsonl, `{"id": %d, "body": %q}`+"\n", i, d)
+		if i == 10 {
+			jsonl.WriteString("\n") // blank lines are skipped
+		}
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(strings.Join(docs[:100], "")))
+	zw.Close()
+	a := writeTrainFile(t, filepath.Join(dir, "a.jsonl"), jsonl.Bytes())
+	b := writeTrainFile(t, filepath.Join(dir, "b.txt.gz"), gz.Bytes())
+	c := writeTrainFile(t, filepath.Join(dir, "c.data"), jsonl.Bytes())
+	out := filepath.Join(dir, "tok.json")
+	args := []string{"train", "--input", a + "," + b, "--input", c, "--vocab-size", "400", "--out", out,
+		"--text-key", "body", "--special", "<|endoftext|>", "--special", "<pad>", "--min-frequency", "3", "--workers", "1"}
+	// c.data is read as text: its JSON lines are the document.
+	if code, _, stderr := runTokenize(t, "", args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	texts := append(append(append([]string(nil), docs...), strings.Join(docs[:100], "")), jsonl.String())
+	want := trainLib(t, texts, tokenize.TrainOptions{VocabSize: 400, Special: []string{"<|endoftext|>", "<pad>"}, MinFrequency: 3})
+	if got := readTrainOut(t, out); !bytes.Equal(got, want) {
+		t.Error("command and library disagree")
+	}
+
+	// --jsonl reads c.data as JSONL too; --special '' leaves no specials.
+	args = []string{"train", "--input", c, "--jsonl", "--vocab-size", "300", "--out", out, "--text-key", "body", "--special", ""}
+	if code, _, stderr := runTokenize(t, "", args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var f struct {
+		AddedTokens []any `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(readTrainOut(t, out), &f); err != nil || len(f.AddedTokens) != 0 {
+		t.Errorf("added tokens %v (%v), want none", f.AddedTokens, err)
+	}
+	if got, want := readTrainOut(t, out), trainLib(t, docs, tokenize.TrainOptions{VocabSize: 300}); !bytes.Equal(got, want) {
+		t.Error("--jsonl: command and library disagree")
+	}
+}
+
+func TestTrainUsageAndFailures(t *testing.T) {
+	dir := t.TempDir()
+	text := writeTrainFile(t, filepath.Join(dir, "t.txt"), []byte("some text\n"))
+	bad := writeTrainFile(t, filepath.Join(dir, "bad.jsonl"), []byte("{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"text\": 3}\n"))
+	out := filepath.Join(dir, "tok.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"help", []string{"-h"}, 0, []string{"--input", "--vocab-size", "--out", "--special", `(default "<|endoftext|>")`, "--min-frequency", "(default 2)", "--workers", "--jsonl", "--text-key", `(default "text")`}},
+		{"no input", []string{"--vocab-size", "300", "--out", out}, 2, []string{"--input is required"}},
+		{"no vocab size", []string{"--input", text, "--out", out}, 2, []string{"--vocab-size is required"}},
+		{"no out", []string{"--input", text, "--vocab-size", "300"}, 2, []string{"--out is required"}},
+		{"small vocab", []string{"--input", text, "--vocab-size", "256", "--out", out}, 2, []string{"below 257"}},
+		{"bad special", []string{"--input", text, "--vocab-size", "300", "--out", out, "--special", "<s> x"}, 2, []string{"printable ASCII"}},
+		{"bad flag", []string{"--input", text, "--vocab-size", "x", "--out", out}, 2, []string{"vocab-size"}},
+		{"stray argument", []string{"--input", text, "--vocab-size", "300", "--out", out, "extra"}, 2, []string{"unexpected argument"}},
+		{"negative min frequency", []string{"--input", text, "--vocab-size", "300", "--out", out, "--min-frequency", "-1"}, 2, []string{"--min-frequency"}},
+		{"missing file", []string{"--input", filepath.Join(dir, "nope.txt"), "--vocab-size", "300", "--out", out}, 1, []string{"nope.txt"}},
+		{"zstd", []string{"--input", filepath.Join(dir, "x.jsonl.zst"), "--vocab-size", "300", "--out", out}, 1, []string{"x.jsonl.zst", "not supported"}},
+		{"directory input", []string{"--input", dir, "--vocab-size", "300", "--out", out}, 1, []string{"is a directory"}},
+		{"bad jsonl", []string{"--input", bad, "--vocab-size", "300", "--out", out}, 1, []string{"bad.jsonl: line 3:", `field "text"`}},
+		{"out in missing dir", []string{"--input", text, "--vocab-size", "300", "--out", filepath.Join(dir, "no", "tok.json")}, 1, []string{"create output"}},
+		{"out is a directory", []string{"--input", text, "--vocab-size", "300", "--out", dir}, 1, []string{"is a directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runTokenize(t, "", append([]string{"train"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q", stdout)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if tc.code == 1 {
+				lines := strings.Split(strings.TrimSpace(stderr), "\n")
+				if last := lines[len(lines)-1]; !strings.HasPrefix(last, "tokenize train: ") {
+					t.Errorf("last stderr line %q is not the error", last)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed run left an output file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("directory holds %d entries, want the 2 inputs (no temporary files)", len(entries))
+	}
+}
+
+func TestTrainCanceled(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTrainFile(t, filepath.Join(dir, "t.txt"), []byte(strings.Join(trainDocs(100), "\n")))
+	out := filepath.Join(dir, "tok.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"train", "--input", in, "--vocab-size", "300", "--out", out}, strings.NewReader(""), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "context canceled") {
+		t.Errorf("exit %d, stderr %s", code, stderr.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a canceled run wrote its output")
+	}
+}
