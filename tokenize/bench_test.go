@@ -21,6 +21,7 @@ package tokenize_test
 
 import (
 	"fmt"
+	"gptkit/internal/sharedtest"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -78,21 +79,12 @@ func benchSplitChunks(text string, chunk int) []string {
 	return out
 }
 
-func benchSharedPath(rel string) string {
-	dir := os.Getenv("SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared")
-	}
-	return filepath.Join(dir, rel)
-}
+func benchSharedPath(rel string) string { return filepath.Join(sharedtest.Dir(), rel) }
 
 // benchMissing skips b (or fails it when CI=true) because a file it needs is missing.
 func benchMissing(b *testing.B, err error, hint string) {
 	b.Helper()
-	if os.Getenv("CI") == "true" {
-		b.Fatalf("benchmark input missing in CI: %v (%s)", err, hint)
-	}
-	b.Skipf("benchmark input missing: %v (%s)", err, hint)
+	sharedtest.Missing(b, "benchmark input: %v (%s)", err, hint)
 }
 
 var benchFiles sync.Map // path -> []byte

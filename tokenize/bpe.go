@@ -62,19 +62,7 @@ func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
 
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
 func (t *Tokenizer) encodeBPE(st *encodeState, text string, dst []int) []int {
-	if t.rawAdded == nil {
-		return t.encodeNormalized(st, text, dst)
-	}
-	for from := 0; from < len(text); {
-		start, end, id := t.rawAdded.find(text, from)
-		if start < 0 {
-			return t.encodeNormalized(st, text[from:], dst)
-		}
-		dst = t.encodeNormalized(st, text[from:start], dst)
-		dst = append(dst, id)
-		from = end
-	}
-	return dst
+	return encodeAroundAdded(st, t.rawAdded, text, dst, t.encodeNormalized)
 }
 
 // encodeNormalized normalizes a segment between raw added tokens, then splits it on the
@@ -86,15 +74,21 @@ func (t *Tokenizer) encodeNormalized(st *encodeState, seg string, dst []int) []i
 	if t.normalize != nil {
 		seg = t.normalize(seg)
 	}
-	if t.normAdded == nil {
-		return t.encodeSegment(st, seg, dst)
+	return encodeAroundAdded(st, t.normAdded, seg, dst, t.encodeSegment)
+}
+
+// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
+// and, through encodeGap, the text between them.
+func encodeAroundAdded(st *encodeState, m *addedMatcher, s string, dst []int, encodeGap func(*encodeState, string, []int) []int) []int {
+	if m == nil {
+		return encodeGap(st, s, dst)
 	}
-	for from := 0; from < len(seg); {
-		start, end, id := t.normAdded.find(seg, from)
+	for from := 0; from < len(s); {
+		start, end, id := m.find(s, from)
 		if start < 0 {
-			return t.encodeSegment(st, seg[from:], dst)
+			return encodeGap(st, s[from:], dst)
 		}
-		dst = t.encodeSegment(st, seg[from:start], dst)
+		dst = encodeGap(st, s[from:start], dst)
 		dst = append(dst, id)
 		from = end
 	}

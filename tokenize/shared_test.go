@@ -3,39 +3,11 @@ package tokenize
 import (
 	"bufio"
 	"encoding/json"
+	"gptkit/internal/sharedtest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 )
-
-// sharedFile returns the path of a file under the shared data directory ($SHARED, else
-// ../../shared from this package). A missing file fails the test when CI=true and skips
-// it otherwise.
-func sharedFile(tb testing.TB, rel string) string {
-	tb.Helper()
-	dir := os.Getenv("SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared")
-	}
-	p := filepath.Join(dir, rel)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("shared data missing in CI: %v", err)
-		}
-		tb.Skipf("shared data missing: %v", err)
-	}
-	return p
-}
-
-func readShared(tb testing.TB, rel string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(sharedFile(tb, rel))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
 
 var loadedTokenizers sync.Map // name -> *Tokenizer
 
@@ -51,13 +23,13 @@ func sharedTokenizer(tb testing.TB, name string) *Tokenizer {
 	var err error
 	switch name {
 	case "gpt2":
-		tok, err = LoadHFJSON(readShared(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
+		tok, err = LoadHFJSON(sharedtest.Read(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
 	case "gpt2-files":
-		tok, err = LoadVocabMerges(readShared(tb, "tokenizers/gpt2/vocab.json"), readShared(tb, "tokenizers/gpt2/merges.txt"), "gpt2")
+		tok, err = LoadVocabMerges(sharedtest.Read(tb, "tokenizers/gpt2/vocab.json"), sharedtest.Read(tb, "tokenizers/gpt2/merges.txt"), "gpt2")
 	case "neox-20b":
-		tok, err = LoadHFJSON(readShared(tb, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
+		tok, err = LoadHFJSON(sharedtest.Read(tb, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
 	case "cl100k_base", "o200k_base":
-		tok, err = LoadTiktoken(readShared(tb, "tokenizers/tiktoken/"+name+".tiktoken"), name)
+		tok, err = LoadTiktoken(sharedtest.Read(tb, "tokenizers/tiktoken/"+name+".tiktoken"), name)
 	default:
 		tb.Fatalf("unknown shared tokenizer %q", name)
 	}
@@ -77,7 +49,7 @@ type goldenDoc struct {
 
 func readGolden(tb testing.TB, name string) []goldenDoc {
 	tb.Helper()
-	f, err := os.Open(sharedFile(tb, "tokenizers/golden/"+name+"-public.jsonl"))
+	f, err := os.Open(sharedtest.File(tb, "tokenizers/golden/"+name+"-public.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

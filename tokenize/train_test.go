@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gptkit/internal/sharedtest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,7 +24,7 @@ const trainEOT = "<|endoftext|>"
 // trainCorpus is tinyshakespeare, read in place from the shared directory.
 func trainCorpus(tb testing.TB) string {
 	tb.Helper()
-	return string(readShared(tb, "corpora/tinyshakespeare.txt"))
+	return string(sharedtest.Read(tb, "corpora/tinyshakespeare.txt"))
 }
 
 func mustTrain(tb testing.TB, texts []string, opt TrainOptions) *Trained {
@@ -441,13 +442,7 @@ func trainNodePeers(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("needs node and HF tokenizers; skipped with -short")
 	}
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
+	missing := func(format string, args ...any) { sharedtest.Missing(t, format, args...) }
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("node not found: %v", err)
 	}
@@ -530,7 +525,7 @@ func TestTrainHFParity(t *testing.T) {
 // pair is left: about 21,000 merges, most of them ties at count 1).
 func TestTrainMatchesHFTrainer(t *testing.T) {
 	peers := trainNodePeers(t)
-	corpus := sharedFile(t, "corpora/tinyshakespeare.txt")
+	corpus := sharedtest.File(t, "corpora/tinyshakespeare.txt")
 	out := filepath.Join(t.TempDir(), "hf.json")
 	trainRunNode(t, peers, nil, filepath.Join("testdata", "hf_train.js"), corpus, out)
 	raw, err := os.ReadFile(out)

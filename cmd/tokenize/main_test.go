@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"gptkit/internal/sharedtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,28 +21,6 @@ import (
 
 	"gptkit/tokenize"
 )
-
-// sharedFile returns the path of a file under the shared data directory ($SHARED, else
-// ../../../shared from this package), read in place. A missing file fails the test
-// when CI=true and skips it otherwise.
-func sharedFile(t testing.TB, rel string) string {
-	t.Helper()
-	dir := os.Getenv("SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	path, err := filepath.Abs(filepath.Join(dir, rel))
-	if err == nil {
-		_, err = os.Stat(path)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared data missing in CI: %v", err)
-		}
-		t.Skipf("shared data missing: %v", err)
-	}
-	return path
-}
 
 // alphabetSpec writes a character vocabulary of "\n", " " and a-z (ids 0, 1, 2-27,
 // so "a" is 2 and "b" is 3), quick to load for the tests of line handling.
@@ -70,7 +49,7 @@ func runTokenize(t *testing.T, stdin string, args ...string) (code int, stdout, 
 // with "text" and "ids".
 func goldenLines(t *testing.T, n int) (lines []string, texts []string, ids [][]int) {
 	t.Helper()
-	f, err := os.Open(sharedFile(t, "tokenizers/golden/gpt2-public.jsonl"))
+	f, err := os.Open(sharedtest.File(t, "tokenizers/golden/gpt2-public.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +94,7 @@ func idLines(ids [][]int) string {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, spec := range []string{sharedFile(t, "tokenizers/gpt2"), sharedFile(t, "tokenizers/gpt2/tokenizer.json")} {
+	for _, spec := range []string{sharedtest.File(t, "tokenizers/gpt2"), sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")} {
 		t.Run(filepath.Base(spec), func(t *testing.T) {
 			code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", spec)
 			if code != 0 || out != "[15496,11,995]\n" {
@@ -143,7 +122,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	lines, texts, ids := goldenLines(t, 50)
 	input := strings.Join(lines, "\n") + "\n"
 	want := idLines(ids)
-	spec := sharedFile(t, "tokenizers/gpt2")
+	spec := sharedtest.File(t, "tokenizers/gpt2")
 	procs := runtime.GOMAXPROCS(0)
 	for _, workers := range []string{"1", "4"} {
 		t.Run("workers="+workers, func(t *testing.T) {
@@ -179,7 +158,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
-	spec := sharedFile(t, "tokenizers/gpt2/tokenizer.json")
+	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +288,7 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// GPT-2: the id past the end of its vocabulary.
-	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", sharedFile(t, "tokenizers/gpt2"))
+	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))
 	if code != 1 || !strings.Contains(errOut, "stdin line 2: id 50257 is outside the vocabulary of gpt2 (ids 0..50256)") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -385,8 +364,8 @@ func TestTrainIsDispatched(t *testing.T) {
 
 func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	files := map[string]string{
-		"/mirror/gpt2/vocab.json": sharedFile(t, "tokenizers/gpt2/vocab.json"),
-		"/mirror/gpt2/merges.txt": sharedFile(t, "tokenizers/gpt2/merges.txt"),
+		"/mirror/gpt2/vocab.json": sharedtest.File(t, "tokenizers/gpt2/vocab.json"),
+		"/mirror/gpt2/merges.txt": sharedtest.File(t, "tokenizers/gpt2/merges.txt"),
 	}
 	var mu sync.Mutex
 	var requests []string
