@@ -38,16 +38,10 @@ type encodeState struct {
 	syms  []symbol
 	prevs []int32
 	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
-	buckets  [][]queuedPair
+	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64
 	touch    uint32 // keeps mergeLong's prefetching loads alive
 }
-
-// queuedPair is a candidate merge in mergeLong's bucket queue: the symbol at pos and its
-// right neighbour, with the ids they had when queued and the id merging them makes.
-type queuedPair struct{ pos, left, right, merged uint32 }
-
-func cmpQueuedPos(a, b queuedPair) int { return int(a.pos) - int(b.pos) }
 
 type cacheEntry struct{ off, n uint32 }
 
@@ -114,7 +108,7 @@ func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int 
 
 // encodePiece appends the ids of one pre-tokenized piece.
 func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
-	if id, ok := t.ids[p]; ok {
+	if id, ok := t.ids[p]; ok && (t.wholeBad == nil || !t.wholeBad[id]) {
 		return append(dst, int(id))
 	}
 	cacheable := len(p) <= cacheMaxPiece
@@ -148,11 +142,11 @@ func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
 
 // pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
 func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {
-	v, ok := t.merges.get(uint64(a)<<32 | uint64(b))
-	if !ok {
+	r := t.merges.get(a, b)
+	if r == noRank {
 		return noRank, 0
 	}
-	return uint32(v >> 32), uint32(v)
+	return r, t.merges.mergedByRank[r]
 }
 
 // initialParts returns the one-byte token ids of p. Bytes the vocabulary lacks are
@@ -241,7 +235,7 @@ func (h *mergeHeap) Pop() any {
 // left to right (sorted when reached); new pairs always land in later buckets. Cost is
 // O(n) plus a scan of one bit per rank.
 func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
-	if !t.monotone {
+	if !t.monotone || t.mergeSemantics != "pairs" {
 		return t.mergeLongHeap(st, p)
 	}
 	ids := t.initialParts(st.parts, p)
@@ -255,18 +249,18 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 	}
 	syms[len(syms)-1].next = -1
 	if st.buckets == nil {
-		st.buckets = make([][]queuedPair, t.maxRank+1)
+		st.buckets = make([][]uint32, t.maxRank+1)
 		st.nonEmpty = make([]uint64, t.maxRank/64+1)
 	}
 	buckets, nonEmpty := st.buckets, st.nonEmpty
+	mt := t.merges
 	push := func(pos int32) {
 		nx := syms[pos].next
 		if nx < 0 {
 			return
 		}
-		l, r := syms[pos].id, syms[nx].id
-		if rank, id := t.pairRank(l, r); rank != noRank {
-			buckets[rank] = append(buckets[rank], queuedPair{uint32(pos), l, r, id})
+		if rank := mt.get(syms[pos].id, syms[nx].id); rank != noRank {
+			buckets[rank] = append(buckets[rank], uint32(pos))
 			nonEmpty[rank>>6] |= 1 << (rank & 63)
 		}
 	}
@@ -278,32 +272,35 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 			rank := uint32(w<<6 + bits.TrailingZeros64(nonEmpty[w]))
 			nonEmpty[w] &^= 1 << (rank & 63)
 			b := buckets[rank]
-			if !slices.IsSortedFunc(b, cmpQueuedPos) {
-				slices.SortFunc(b, cmpQueuedPos)
+			if !slices.IsSorted(b) {
+				slices.Sort(b)
 			}
 			// Touch every symbol first: these loads are independent, so their cache
 			// misses overlap; the merge loop below then finds them in cache.
 			var touch uint32
-			for _, q := range b {
-				touch += syms[q.pos].id
+			for _, pos := range b {
+				touch += syms[pos].id
 			}
 			st.touch += touch
-			for _, q := range b {
-				l := &syms[q.pos]
-				if l.id != q.left || l.next < 0 || syms[l.next].id != q.right {
+			// Under pair-rank semantics a rank names one pair: a queued position is
+			// still valid if its symbols are still that pair.
+			left, right, merged := mt.leftByRank[rank], mt.rightByRank[rank], mt.mergedByRank[rank]
+			for _, pos := range b {
+				l := &syms[pos]
+				if l.id != left || l.next < 0 || syms[l.next].id != right {
 					continue // stale: the pair changed since it was queued
 				}
 				nx := &syms[l.next]
 				nx.id = deadSymbol
-				l.id = q.merged
+				l.id = merged
 				l.next = nx.next
 				if nx.next >= 0 {
-					prevs[nx.next] = int32(q.pos)
+					prevs[nx.next] = int32(pos)
 				}
-				if p := prevs[q.pos]; p >= 0 {
+				if p := prevs[pos]; p >= 0 {
 					push(p)
 				}
-				push(int32(q.pos))
+				push(int32(pos))
 			}
 			buckets[rank] = b[:0]
 		}

@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // bpeDefinition is everything that decides a byte-level BPE tokenizer's ids. Loaders fill
@@ -15,6 +18,7 @@ type bpeDefinition struct {
 	vocab          map[string]int // raw bytes -> id (BPE tokens, not added tokens)
 	merges         [][2]string    // raw bytes of (left, right), in rank order; nil for ranks
 	ranksSemantics bool           // tiktoken: a pair's rank is the rank of its concatenation
+	ignoreMerges   bool           // HF ignore_merges: a piece found whole in the vocabulary is that token
 	pattern        string         // pre-tokenizer: "gpt2", "cl100k_base", "o200k_base"
 	addPrefixSpace bool
 	normalizer     string // "" or "NFC"
@@ -47,14 +51,20 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("tokenize: %s: normalizer %q is not supported (none and NFC are)", d.name, d.normalizer)
 	}
+	if len(d.merges) >= pairLimit {
+		return nil, fmt.Errorf("tokenize: %s: %d merges; at most %d are supported", d.name, len(d.merges), pairLimit-1)
+	}
 	size := 0
 	for tok, id := range d.vocab {
-		if id < 0 || id > 1<<31-2 {
+		if id < 0 || id >= pairLimit {
 			return nil, fmt.Errorf("tokenize: %s: token %q has id %d out of range", d.name, tok, id)
 		}
 		size = max(size, id+1)
 	}
 	for _, a := range d.added {
+		if a.ID < 0 || a.ID >= pairLimit {
+			return nil, fmt.Errorf("tokenize: %s: added token %q has id %d out of range (0 to %d)", d.name, a.Content, a.ID, pairLimit-1)
+		}
 		size = max(size, a.ID+1)
 	}
 	t.vocab = make([]string, size)
@@ -91,7 +101,7 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 				l, okl := d.vocab[tok[:k]]
 				r, okr := d.vocab[tok[k:]]
 				if okl && okr {
-					t.merges.put(uint64(l)<<32|uint64(r), uint64(id)<<32|uint64(id))
+					t.merges.put(uint32(l), uint32(r), uint32(id), uint32(id))
 				}
 			}
 		}
@@ -105,13 +115,17 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 			if !okl || !okr || !okm {
 				return nil, fmt.Errorf("tokenize: %s: merge %d (%q %q) uses a token missing from the vocabulary", d.name, rank+1, byteLevelEncode(m[0]), byteLevelEncode(m[1]))
 			}
-			if !t.merges.put(uint64(l)<<32|uint64(r), uint64(rank)<<32|uint64(id)) {
+			if !t.merges.put(uint32(l), uint32(r), uint32(rank), uint32(id)) {
 				continue // HF keeps the first (lowest) rank of a repeated merge
 			}
 			t.mergeList = append(t.mergeList, [2]uint32{uint32(l), uint32(r)})
 		}
 	}
 	t.monotone, t.maxRank = t.checkMonotone()
+	t.ignoreMerges = d.ignoreMerges
+	if !d.ranksSemantics && !d.ignoreMerges {
+		t.wholeBad = t.findUnreachableTokens()
+	}
 	added := append([]AddedToken(nil), d.added...)
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 	var raw, norm []AddedToken
@@ -211,26 +225,56 @@ func (t *Tokenizer) checkMonotone() (bool, uint32) {
 		madeAt[i] = -1
 	}
 	var maxRank uint32
-	for _, sl := range t.merges.slots {
-		k, v := sl.key, sl.val
-		if k == emptyPair {
-			continue
-		}
-		rank, id := v>>32, uint32(v)
-		maxRank = max(maxRank, uint32(rank))
+	t.merges.each(func(_, _, rank, id uint32) {
+		maxRank = max(maxRank, rank)
 		if madeAt[id] < 0 || int64(rank) < madeAt[id] {
 			madeAt[id] = int64(rank)
 		}
-	}
-	for _, sl := range t.merges.slots {
-		k := sl.key
-		if k == emptyPair {
-			continue
+	})
+	monotone := true
+	t.merges.each(func(l, r, rank, _ uint32) {
+		if madeAt[l] >= int64(rank) || madeAt[r] >= int64(rank) {
+			monotone = false
 		}
-		rank := int64(sl.val >> 32)
-		if madeAt[k>>32] >= rank || madeAt[uint32(k)] >= rank {
-			return false, maxRank
-		}
+	})
+	return monotone, maxRank
+}
+
+// findUnreachableTokens marks the vocabulary tokens that BPE does not rebuild from their
+// own bytes (nil if there are none, as in every trained vocabulary). Encode may take a
+// piece found whole in the vocabulary as one token only when BPE would give that too.
+func (t *Tokenizer) findUnreachableTokens() []bool {
+	bad := make([]bool, len(t.vocab))
+	var any atomic.Bool
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := t.getState()
+			defer t.putState(st)
+			for id := w; id < len(t.vocab); id += workers {
+				tok := t.vocab[id]
+				if len(tok) < 2 || t.ids[tok] != uint32(id) {
+					continue // a byte, an unused id, or an added token
+				}
+				var parts []uint32
+				if len(tok) > heapThreshold {
+					parts = t.mergeLongHeap(st, tok)
+				} else {
+					parts = t.mergeShort(st, tok)
+				}
+				if len(parts) != 1 || parts[0] != uint32(id) {
+					bad[id] = true
+					any.Store(true)
+				}
+			}
+		}()
 	}
-	return true, maxRank
+	wg.Wait()
+	if !any.Load() {
+		return nil
+	}
+	return bad
 }

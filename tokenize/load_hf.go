@@ -27,6 +27,7 @@ type hfFile struct {
 		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
 		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
 		ByteFallback            bool            `json:"byte_fallback"`
+		IgnoreMerges            bool            `json:"ignore_merges"`
 		Vocab                   map[string]int  `json:"vocab"`
 		Merges                  json.RawMessage `json:"merges"`
 	} `json:"model"`
@@ -67,7 +68,7 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 	if (m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "") || (m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") {
 		return nil, fmt.Errorf("tokenize: %s: continuing_subword_prefix / end_of_word_suffix are not supported", name)
 	}
-	d := &bpeDefinition{name: name, vocab: make(map[string]int, len(m.Vocab))}
+	d := &bpeDefinition{name: name, vocab: make(map[string]int, len(m.Vocab)), ignoreMerges: m.IgnoreMerges}
 	for tok, id := range m.Vocab {
 		raw, ok := byteLevelDecode(tok)
 		if !ok {

@@ -103,6 +103,10 @@ func refSplitAdded(s string, added []AddedToken, normalized bool) []refSegment {
 // leftmost pair of lowest rank.
 func (t *Tokenizer) refBPE(piece string) []int {
 	rt := t.refTables()
+	// tiktoken, and HF with ignore_merges, take a piece found whole in the vocabulary.
+	if id, ok := t.ids[piece]; ok && (t.mergeSemantics == "ranks" || t.ignoreMerges) {
+		return []int{int(id)}
+	}
 	var syms []string
 	for i := 0; i < len(piece); i++ {
 		if _, ok := t.ids[piece[i:i+1]]; ok {

@@ -42,6 +42,12 @@ type Tokenizer struct {
 	mergeSemantics  string              // "pairs" (HF merges list) or "ranks" (tiktoken)
 	mergeList       [][2]uint32         // merges in rank order (pairs semantics), for the fingerprint
 	maxTokenByteLen int
+	// wholeBad[id] is true for a token that the merges do not rebuild from its own bytes:
+	// a piece equal to it must still be merged (HF's BPE takes whole pieces from the
+	// vocabulary only with ignore_merges; tiktoken always does). nil: none is.
+	wholeBad []bool
+	// ignoreMerges: a piece found whole in the vocabulary is that token (HF ignore_merges).
+	ignoreMerges bool
 
 	// Character-level (KindChar).
 	chars   []rune
