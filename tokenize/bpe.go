@@ -8,16 +8,23 @@ import (
 	"strings"
 )
 
-// Performance notes (measured by BenchmarkEncode; see README):
+// Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial; figures in README):
 //   - Most pre-tokenized pieces of real text are whole vocabulary entries: one map lookup.
 //   - Other pieces go through a per-goroutine cache (piece -> ids) that is reset when full;
 //     it lives in the pooled encodeState, so sequential Encode calls share it.
 //   - Short pieces are merged tiktoken-style: an array of parts and the rank of each
 //     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
-//     Pieces longer than heapThreshold use a heap and a linked list: O(n log n), so a
-//     1 MB piece with no whitespace costs about what 1 MB of text does.
 //   - Merges are looked up by the pair of ids (HF's semantics: the rank of the pair in the
-//     merges list), never by concatenating bytes.
+//     merges list), never by concatenating bytes, in a packed open-addressing table (8-byte
+//     slots: the GPT-2 table is 1 MiB; a Go map of the same was slower on every input).
+//   - Pieces longer than heapThreshold (a 1 MB run of letters is one piece) are where the
+//     linear-time goal is decided. A heap (container/heap, 16-byte entries) cost 30x the
+//     per-byte time of normal text on 1 MB of random a-z; the bucket queue by rank in
+//     mergeLong brought it to 6.6x, and the rest was cache misses: one per queued pair on
+//     the 1M-symbol array. What got it to ~3.6x: 4-byte queue entries (under pair-rank
+//     semantics a rank names its pair, so a position is all a bucket needs), a first pass
+//     over each bucket that touches its symbols so the misses overlap, 8-byte symbols
+//     with the rarely used back links in a separate array, and the packed pair table.
 
 const (
 	heapThreshold  = 256     // pieces longer than this (bytes) use the heap merge loop
