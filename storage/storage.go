@@ -30,7 +30,7 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// LocalPath returns the path of key on the local file system, for memory-mapping,
 	// when the store keeps objects in local files (a directory store); ok is false
-	// otherwise, and callers fetch a verified local copy (see Cache).
+	// otherwise, and callers fetch a verified local copy (see Fetch).
 	LocalPath(key string) (path string, ok bool)
 	// String names the store for messages: a directory path or s3://bucket/prefix.
 	String() string

@@ -15,13 +15,15 @@ import (
 const outputBufferSize = 1 << 20
 
 func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] < input",
+	c := newCommand("encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
 		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl) or one for the whole input.")
 	var tf tokenizerFlags
 	tf.register(c.flags)
 	jsonl := c.flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
 	textKey := c.flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
 	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
+	var pf progressFlag
+	pf.register(c.flags)
 	if code, ok := c.parse(args, stderr); !ok {
 		return code
 	}
@@ -32,6 +34,8 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return c.usageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
 	case *jsonl && *textKey == "":
 		return c.usageError(stderr, "--text-key is empty")
+	case pf.check() != "":
+		return c.usageError(stderr, pf.check())
 	}
 	if *workers == 1 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
@@ -42,18 +46,22 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, c.name, interrupted(ctx, err))
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
+	bar := pf.start(c.name, stdin, stderr)
 	if *jsonl {
-		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers)
+		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar)
 	} else {
-		err = encodeWhole(ctx, tok, stdin, out)
+		err = encodeWhole(ctx, tok, countingReader{stdin, bar}, out)
+		bar.Add(0, 1)
 	}
 	// Flush even after an error: the lines before the bad one are good output.
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write stdout: %w", ferr)
 	}
 	if err != nil {
+		bar.Stop()
 		return fail(stderr, c.name, interrupted(ctx, err))
 	}
+	bar.Done()
 	return exitOK
 }
 

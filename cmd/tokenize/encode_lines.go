@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 
+	"gptkit/internal/progress"
+	"gptkit/prep"
 	"gptkit/tokenize"
 )
 
@@ -19,7 +20,9 @@ import (
 // each batch in turn and writes its ids. At most batchQueue batches wait for the
 // writer, which bounds memory, and workers can start on the next batch while the
 // slowest line of the current one is still being encoded.
-func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int) error {
+//
+// bar, if not nil, counts the input bytes and lines of each batch once it is written.
+func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the reader and the workers on an early return
 
@@ -62,6 +65,7 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 				return fmt.Errorf("write stdout: %w", err)
 			}
 		}
+		bar.Add(batch.size, int64(len(batch.ends)))
 		if batch.readErr != nil {
 			return batch.readErr
 		}
@@ -78,6 +82,7 @@ const (
 // lineBatch is a run of consecutive input lines and, once done is closed, their ids.
 type lineBatch struct {
 	firstLine int    // number of the first line, from 1
+	size      int64  // bytes of input it covers, newlines included
 	data      []byte // the lines back to back, without their newlines
 	ends      []int  // line i is data[ends[i-1]:ends[i]], with ends[-1] taken as 0
 	readErr   error  // error reading stdin after the last line, if any
@@ -119,6 +124,7 @@ type lineJob struct {
 // until the input ends, a read fails, or ctx is done.
 func readBatches(ctx context.Context, lr *lineReader, batches chan<- *lineBatch, jobs chan<- lineJob) {
 	for {
+		start := lr.bytes
 		b := &lineBatch{firstLine: lr.line + 1, data: make([]byte, 0, batchBytes+batchBytes/8), done: make(chan struct{})}
 		more := true
 		for len(b.data) < batchBytes && len(b.ends) < batchLines {
@@ -133,6 +139,7 @@ func readBatches(ctx context.Context, lr *lineReader, batches chan<- *lineBatch,
 			b.ends = append(b.ends, len(b.data))
 		}
 		n := len(b.ends)
+		b.size = lr.bytes - start
 		b.ids, b.errs = make([][]int, n), make([]error, n)
 		b.remaining.Store(int64(n))
 		if n == 0 {
@@ -156,7 +163,9 @@ func readBatches(ctx context.Context, lr *lineReader, batches chan<- *lineBatch,
 	}
 }
 
-// textField returns the string field key of the JSON object in line.
+// textField returns the text of the JSON object in line: its member key, a string or
+// a list of strings (joined with "\n\n", as GPT-NeoX reads corpora). prep.TextField
+// does the work, as encoding/json would but several times faster.
 func textField(line []byte, key string) (string, error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
@@ -165,20 +174,15 @@ func textField(line []byte, key string) (string, error) {
 	if trimmed[0] != '{' {
 		return "", fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return "", fmt.Errorf("invalid JSON: %v", err)
+	text, ok, err := prep.TextField(trimmed, key)
+	if te, isType := errors.AsType[*prep.TypeError](err); isType {
+		return "", fmt.Errorf("field %q is %s, not a string or a list of strings", key, truncate([]byte(te.Value), 20))
 	}
-	raw, ok := fields[key]
+	if err != nil {
+		return "", err // "invalid JSON at byte N: ..."
+	}
 	if !ok {
 		return "", fmt.Errorf("field %q missing (pass --text-key to pick another field)", key)
-	}
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", fmt.Errorf("field %q is %s, not a string", key, truncate(raw, 20))
-	}
-	var text string
-	if err := json.Unmarshal(raw, &text); err != nil {
-		return "", fmt.Errorf("field %q: %v", key, err)
 	}
 	return text, nil
 }

@@ -9,9 +9,10 @@ import (
 
 // lineReader reads stdin line by line, however long a line is.
 type lineReader struct {
-	r    *bufio.Reader
-	line int  // number of the last line read, from 1
-	done bool // input ended
+	r     *bufio.Reader
+	line  int   // number of the last line read, from 1
+	bytes int64 // bytes read, newlines included
+	done  bool  // input ended
 }
 
 func newLineReader(ctx context.Context, r io.Reader) *lineReader {
@@ -27,6 +28,7 @@ func (lr *lineReader) appendLine(dst []byte) (out []byte, ok bool, err error) {
 	start := len(dst)
 	for {
 		frag, err := lr.r.ReadSlice('\n')
+		lr.bytes += int64(len(frag))
 		dst = append(dst, frag...)
 		switch err {
 		case nil:

@@ -13,20 +13,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
+
+	"gptkit/internal/cli"
 )
 
 // Exit statuses.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK      = cli.ExitOK
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
 
 func main() {
@@ -50,6 +50,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDecode(ctx, rest, stdin, stdout, stderr)
 	case "train":
 		return runTrain(ctx, rest, stdout, stderr)
+	case "run":
+		return runRun(ctx, rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		printUsage(stderr)
 		return exitOK
@@ -69,6 +71,7 @@ Commands:
   encode   text on stdin -> one JSON array of token ids per line (or for the whole input)
   decode   one JSON array of token ids per line on stdin -> one JSON string per line
   train    train a byte-level BPE tokenizer and write its tokenizer.json
+  run      tokenize JSONL/text files into a shards dataset (GPT-NeoX .bin/.idx + manifest.json)
 
 Run 'tokenize COMMAND -h' for a command's flags.
 `)
@@ -77,20 +80,11 @@ Run 'tokenize COMMAND -h' for a command's flags.
 // fail prints err as the one line a failed command leaves on stderr and returns
 // exitFailure.
 func fail(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "tokenize %s: %s\n", cmd, oneLine(err.Error()))
-	return exitFailure
+	return cli.Fail(stderr, "tokenize "+cmd, err)
 }
 
 // interrupted replaces err with a plain "interrupted" once ctx is canceled (SIGINT or
 // SIGTERM), whatever the step that noticed.
 func interrupted(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return errors.New("interrupted")
-	}
-	return err
-}
-
-// oneLine folds a message onto one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return cli.Interrupted(ctx, err)
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/shards"
+	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
+)
+
+// runCat implements `shards cat`: one document as a JSON array of ids, or its text.
+func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("shards", "cat", "DIR|PREFIX --doc K [--decode [--tokenizer SPEC]]",
+		"Prints document K of the dataset in DIR (a directory or s3://bucket/prefix; documents are\n"+
+			"numbered from 0 across the shards in manifest order) as one JSON array of token ids, or\n"+
+			"with --decode its text as one JSON string. The tokenizer for --decode is --tokenizer or,\n"+
+			"without it, the dataset's own when its name is a known one (downloaded once into the\n"+
+			"tokenizer cache) and its fingerprint matches the manifest's. Only the shard holding K is\n"+
+			"opened (from S3: fetched into --cache-dir). DIR may also be a bare GPT-NeoX shard PREFIX.")
+	doc := c.Flags.Int64("doc", -1, "the document `K` to print, 0-based (required)")
+	decode := c.Flags.Bool("decode", false, "print the document's text as a JSON string instead of its ids")
+	var tf tokenizerFlags
+	tf.register(c.Flags, "--decode: the tokenizer (empty: the dataset's own, when its name is a known one)")
+	var allow allowMergedFlag
+	allow.register(c.Flags)
+	sf := storageFlags{log: newLogger(stderr)}
+	sf.register(c.Flags, true)
+	pos, code, ok := c.ParseArgs(args, stderr)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) != 1:
+		return c.UsageError(stderr, "want exactly one DIR or PREFIX")
+	case *doc < 0:
+		return c.UsageError(stderr, "--doc K is required (a document index: 0, 1, ...)")
+	case tf.spec != "" && !*decode:
+		return c.UsageError(stderr, "--tokenizer applies only with --decode")
+	}
+	t, err := sf.openTarget(ctx, pos[0])
+	if err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	ids, info, err := readDocument(ctx, t, *doc, sf.cacheDir, allow.options())
+	if err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	if !*decode {
+		if ids == nil {
+			ids = []int{}
+		}
+		if err := writeJSON(stdout, ids); err != nil {
+			return fail(ctx, stderr, c.Name, err)
+		}
+		return cli.ExitOK
+	}
+	tok, err := catTokenizer(ctx, &tf, info, stderr)
+	if err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	differs := info != nil && tok.Fingerprint() != info.Fingerprint // only with --tokenizer
+	for i, id := range ids {
+		if tok.TokenBytes(id) == nil {
+			hint := "is --tokenizer the one that made " + t.String() + "?"
+			if differs {
+				hint = fmt.Sprintf("--tokenizer is not the dataset's tokenizer %s (fingerprint %s, --tokenizer's %s)",
+					info.Name, shortFingerprint(info.Fingerprint), shortFingerprint(tok.Fingerprint()))
+			}
+			return fail(ctx, stderr, c.Name, fmt.Errorf("document %d, token %d: id %d is not a token of %s (vocab %d)\n---> HINT: %s",
+				*doc, i, id, tok.Name(), tok.VocabSize(), hint))
+		}
+	}
+	if err := writeJSON(stdout, tok.Decode(ids)); err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	if differs {
+		newLogger(stderr).Warn("--tokenizer differs from the dataset's tokenizer; the text may be wrong",
+			slog.String("tokenizer", tok.Name()), slog.String("fingerprint", shortFingerprint(tok.Fingerprint())),
+			slog.String("dataset_tokenizer", info.Name), slog.String("dataset_fingerprint", shortFingerprint(info.Fingerprint)))
+	}
+	return cli.ExitOK
+}
+
+// readDocument returns document k's ids and, for a dataset, its tokenizer. Only the
+// shard holding k is opened.
+func readDocument(ctx context.Context, t target, k int64, cacheDir string, opts []shards.Option) ([]int, *shards.TokenizerInfo, error) {
+	if t.bare() {
+		r, err := shards.OpenStore(ctx, t.store, t.prefix, cacheDir, "", "", opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer r.Close()
+		if k >= int64(r.Len()) {
+			return nil, nil, outOfRange(k, t, int64(r.Len()))
+		}
+		return r.Tokens(int(k)), nil, nil
+	}
+	m, err := shards.ReadManifest(ctx, t.store, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if k >= m.Documents {
+		return nil, nil, outOfRange(k, t, m.Documents)
+	}
+	local := k
+	for _, s := range m.Shards {
+		if local >= s.Documents {
+			local -= s.Documents
+			continue
+		}
+		r, err := shards.OpenStore(ctx, t.store, shards.ShardKey("", s), cacheDir, s.BinSHA256, s.IdxSHA256, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer r.Close()
+		if r.DType() != m.DType {
+			return nil, nil, fmt.Errorf("%s.idx holds %s tokens, the manifest says %s\n---> HINT: the shard and the manifest do not belong together: run `shards verify %s`",
+				r.Name(), r.DType(), m.DType, t)
+		}
+		if int64(r.Len()) != s.Documents {
+			return nil, nil, fmt.Errorf("%s.idx has %d documents, the manifest says %d\n---> HINT: the shard and the manifest do not belong together: run `shards verify %s`",
+				r.Name(), r.Len(), s.Documents, t)
+		}
+		return r.Tokens(int(local)), &m.Tokenizer, nil
+	}
+	return nil, nil, outOfRange(k, t, m.Documents) // unreachable: Validate checked the totals
+}
+
+func outOfRange(k int64, t target, n int64) error {
+	if n == 0 {
+		return fmt.Errorf("document %d is out of range: %s has no documents", k, t)
+	}
+	return fmt.Errorf("document %d is out of range: %s has %d documents (0..%d)", k, t, n, n-1)
+}
+
+// catTokenizer resolves the tokenizer for --decode: --tokenizer (used even when its
+// fingerprint differs from the manifest's; the caller warns), or the dataset's own by
+// name, which must have the manifest's fingerprint.
+func catTokenizer(ctx context.Context, tf *tokenizerFlags, info *shards.TokenizerInfo, stderr io.Writer) (*tokenize.Tokenizer, error) {
+	if tf.spec != "" {
+		return tf.load(ctx, tf.spec, stderr)
+	}
+	if info == nil {
+		return nil, fmt.Errorf("a bare shard does not say which tokenizer made it\n---> HINT: pass --tokenizer SPEC")
+	}
+	if !slices.Contains(spec.Names(), info.Name) {
+		return nil, fmt.Errorf("the dataset's tokenizer %q is not a known tokenizer name (%s)\n---> HINT: pass --tokenizer SPEC: the tokenizer.json or directory the dataset was made with",
+			info.Name, strings.Join(spec.Names(), ", "))
+	}
+	tok, err := tf.load(ctx, info.Name, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("load the dataset's tokenizer %s: %w\n---> HINT: or pass --tokenizer SPEC", info.Name, err)
+	}
+	if tok.Fingerprint() != info.Fingerprint {
+		return nil, fmt.Errorf("the dataset's tokenizer is named %s but its fingerprint %s is not that of the known %s (%s)\n---> HINT: pass --tokenizer SPEC with the tokenizer the dataset was made with",
+			info.Name, shortFingerprint(info.Fingerprint), info.Name, shortFingerprint(tok.Fingerprint()))
+	}
+	return tok, nil
+}

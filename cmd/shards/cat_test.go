@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gptkit/internal/sharedtest"
+	"gptkit/shards"
+	"gptkit/tokenize"
+)
+
+// catText runs `shards cat --decode` and decodes its output.
+func catText(t *testing.T, args ...string) string {
+	t.Helper()
+	out := mustRun(t, append([]string{"cat", "--decode"}, args...)...)
+	var s string
+	if err := json.Unmarshal([]byte(out), &s); err != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("cat --decode: %q is not one JSON string line (%v)", out, err)
+	}
+	return s
+}
+
+func TestCatAcrossShards(t *testing.T) {
+	dir := t.TempDir()
+	docs := [][][]int{{{1, 2}, {3}}, {}, {{4, 5, 6}, {50256}, {}}}
+	writeDataset(t, dir, gpt2Info(t), docs...)
+	var all [][]int
+	for _, shard := range docs {
+		all = append(all, shard...)
+	}
+	for k, want := range all {
+		if got := catIDs(t, dir, k); !slices.Equal(got, want) || got == nil {
+			t.Errorf("cat --doc %d = %v, want %v", k, got, want)
+		}
+	}
+	if len(all) != 5 {
+		t.Fatalf("%d documents", len(all))
+	}
+	wantFailure(t, 1, []string{"document 5 is out of range", "has 5 documents (0..4)"}, "cat", dir, "--doc", "5")
+	wantFailure(t, 1, []string{"document 0 is out of range", "has no documents"}, "cat", emptyDataset(t), "--doc", "0")
+	wantFailure(t, 2, []string{"--doc K is required"}, "cat", dir)
+	wantFailure(t, 2, []string{"--doc K is required"}, "cat", dir, "--doc", "-1")
+	wantFailure(t, 2, []string{"--tokenizer applies only with --decode"}, "cat", dir, "--doc", "0", "--tokenizer", "gpt2")
+
+	// A bare prefix.
+	if got := catIDs(t, filepath.Join(dir, "data_text_document_002.bin"), 0); !slices.Equal(got, []int{4, 5, 6}) {
+		t.Errorf("cat of a bare prefix: %v", got)
+	}
+	wantFailure(t, 1, []string{"pass --tokenizer"}, "cat", filepath.Join(dir, "data_text_document_002"), "--doc", "0", "--decode")
+}
+
+func emptyDataset(t *testing.T) string {
+	dir := t.TempDir()
+	writeDataset(t, dir, gpt2Info(t))
+	return dir
+}
+
+func TestCatDecode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sample")
+	want := tokenizeDataset(t, dir, sampleTexts)
+	spec := sharedtest.File(t, "tokenizers/gpt2")
+	for k, text := range slices.DeleteFunc(slices.Clone(sampleTexts), func(s string) bool { return s == "" }) {
+		if got := catIDs(t, dir, k); !slices.Equal(got, want[k]) {
+			t.Errorf("cat --doc %d = %v, want %v", k, got, want[k])
+		}
+		if got := catText(t, dir, "--doc", fmt.Sprint(k), "--tokenizer", spec); got != text+"<|endoftext|>" {
+			t.Errorf("cat --doc %d --decode = %q, want %q", k, got, text+"<|endoftext|>")
+		}
+	}
+	out := mustRun(t, "cat", dir, "--doc", "2", "--decode", "--tokenizer", spec)
+	if !strings.Contains(out, `<tags> & \"quotes\"`) {
+		t.Errorf("cat --decode escapes HTML or mangles quotes: %s", out)
+	}
+
+	// Without --tokenizer, the manifest's name (gpt2) resolves through the tokenizer cache.
+	cache := t.TempDir()
+	os.MkdirAll(filepath.Join(cache, "gpt2"), 0o755)
+	for _, f := range []string{"vocab.json", "merges.txt"} {
+		data := sharedtest.Read(t, "tokenizers/gpt2/"+f)
+		os.WriteFile(filepath.Join(cache, "gpt2", f), data, 0o644)
+	}
+	if got := catText(t, dir, "--doc", "1", "--tokenizer-cache-dir", cache); got != sampleTexts[1]+"<|endoftext|>" {
+		t.Errorf("cat --decode with the dataset's tokenizer = %q", got)
+	}
+}
+
+func TestCatDecodeTokenizerByName(t *testing.T) {
+	char := tokenize.NewNeoXChar()
+	ids := append(char.Encode("héllo"), char.EOD())
+
+	dir := t.TempDir()
+	writeDataset(t, dir, tokenizerInfo(char), [][]int{ids})
+	if got := catText(t, dir, "--doc", "0"); got != "héllo\x00" {
+		t.Errorf("cat --decode by the manifest's name = %q", got)
+	}
+
+	// An explicit --tokenizer that is not the dataset's: decoded, with a warning.
+	code, out, errOut := runShards(t, "cat", dir, "--doc", "0", "--decode", "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))
+	if code != 0 || out == "" || !strings.Contains(errOut, "differs from the dataset's tokenizer") {
+		t.Errorf("cat --decode with another tokenizer: exit %d, %q, %q", code, out, errOut)
+	}
+
+	// A known name with another fingerprint, and an unknown name: --tokenizer is needed.
+	forged := tokenizerInfo(char)
+	forged.Fingerprint = strings.Repeat("0", 64)
+	dir = t.TempDir()
+	writeDataset(t, dir, forged, [][]int{ids})
+	wantFailure(t, 1, []string{"fingerprint 000000000000", "pass --tokenizer SPEC"}, "cat", dir, "--doc", "0", "--decode")
+	if got := catIDs(t, dir, 0); !slices.Equal(got, ids) {
+		t.Errorf("cat without --decode needs no tokenizer: %v", got)
+	}
+
+	custom := tokenizerInfo(char)
+	custom.Name = "my-chars"
+	dir = t.TempDir()
+	writeDataset(t, dir, custom, [][]int{ids})
+	wantFailure(t, 1, []string{`"my-chars" is not a known tokenizer name`, "pass --tokenizer SPEC"}, "cat", dir, "--doc", "0", "--decode")
+}
+
+func TestCatDecodeRejectsForeignIDs(t *testing.T) {
+	alphabet := tokenize.NewCharsFromText("ab", "ab")
+	path := filepath.Join(t.TempDir(), "chars.json")
+	data, _ := alphabet.MarshalChars()
+	os.WriteFile(path, data, 0o644)
+	dir := t.TempDir()
+	writeDataset(t, dir, shards.TokenizerInfo{Name: "big", Fingerprint: strings.Repeat("a", 64), VocabSize: 100, EODID: -1}, [][]int{{0, 1, 99}})
+	wantFailure(t, 1, []string{"token 2: id 99 is not a token of", "not the dataset's tokenizer big"}, "cat", dir, "--doc", "0", "--decode", "--tokenizer", path)
+}

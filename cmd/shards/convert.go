@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// convertFlags are `shards convert`'s flags; some apply to one direction only.
+type convertFlags struct {
+	to, from    string
+	out         string
+	name, split string
+	firstIndex  int
+	shardTokens int
+	splitAtEOD  bool
+	tf          tokenizerFlags
+	allow       allowMergedFlag
+	sf          storageFlags
+}
+
+// Flags that apply to one direction (or format) only.
+var (
+	exportOnlyFlags = []string{"allow-merged-doc-idx", "cache-dir"}
+	llmcExportFlags = []string{"name", "split", "first-index", "shard-tokens"}
+	importOnlyFlags = []string{"tokenizer", "tokenizer-cache-dir", "split-at-eod"}
+)
+
+func (cf *convertFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&cf.to, "to", "", "export the dataset DIR to `FORMAT`: nanogpt or llmc")
+	fs.StringVar(&cf.from, "from", "", "import FILES of `FORMAT` nanogpt or llmc into a new dataset")
+	fs.StringVar(&cf.out, "out", "", "where to write (required): with --to nanogpt the output `PATH` (a file), with --to llmc a directory, with --from the new dataset's directory; local or s3://bucket/prefix")
+	fs.StringVar(&cf.name, "name", "", "--to llmc: file `NAME` start, files are NAME_SPLIT_NNNNNN.bin (empty: DIR's base name)")
+	fs.StringVar(&cf.split, "split", "train", "--to llmc: the `SPLIT` in the file names, train or val")
+	fs.IntVar(&cf.firstIndex, "first-index", -1, "--to llmc: `NNNNNN` of the first file (-1: llm.c's numbering, 0 for val and 1 for train)")
+	fs.IntVar(&cf.shardTokens, "shard-tokens", shards.LLMCShardTokens, "--to llmc: tokens per file, `N` (documents may straddle files, as in llm.c)")
+	fs.BoolVar(&cf.splitAtEOD, "split-at-eod", false, "--from: recover documents at the tokenizer's end-of-document id (nanoGPT files end documents with it, llm.c files start them with it); without it each file is one document")
+	cf.tf.register(fs, "--from: the tokenizer that made the ids, recorded in the manifest (required)")
+	cf.allow.register(fs)
+	cf.sf.register(fs, true)
+}
+
+// runConvert implements `shards convert`: export to nanoGPT or llm.c files, or import them.
+func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("shards", "convert", "--to nanogpt|llmc DIR --out PATH [flags]\n   or: shards convert --from nanogpt|llmc FILE... --out DIR --tokenizer SPEC [--split-at-eod]",
+		"Exports the dataset in DIR (a directory or s3://bucket/prefix) to another trainer's token\n"+
+			"files, or imports such files into a new dataset.\n\n"+
+			"--to nanogpt writes every token, documents in order, to PATH as nanoGPT's headerless\n"+
+			"uint16 train.bin/val.bin (int32 datasets only if every id fits). --to llmc writes llm.c\n"+
+			"shards NAME_SPLIT_NNNNNN.bin under the directory PATH, --shard-tokens each (GPT-2 header\n"+
+			"and uint16 tokens; llama-3 header and uint32 tokens for int32 datasets). Existing files of\n"+
+			"the same names are replaced. Prints \"FILE: N tokens\" per file written.\n\n"+
+			"--from nanogpt|llmc reads local FILES (one shard each, named after the file) into a new\n"+
+			"dataset in DIR, whose manifest records --tokenizer; the files' ids are checked against\n"+
+			"its vocabulary. Prints \"DIR/manifest.json: D documents, T tokens, S shards\".")
+	var cf convertFlags
+	cf.sf.log = newLogger(stderr)
+	cf.register(c.Flags)
+	pos, code, ok := c.ParseArgs(args, stderr)
+	if !ok {
+		return code
+	}
+	set := map[string]bool{}
+	c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if msg := cf.check(pos, set); msg != "" {
+		return c.UsageError(stderr, msg)
+	}
+	var err error
+	switch {
+	case cf.to == string(shards.NanoGPT):
+		err = exportNanoGPT(ctx, &cf, pos[0], stdout)
+	case cf.to == string(shards.LLMC):
+		err = exportLLMC(ctx, &cf, pos[0], stdout)
+	default:
+		err = importFiles(ctx, &cf, pos, args, stdout, stderr)
+	}
+	if err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	return cli.ExitOK
+}
+
+// check returns a usage error message, or "" when the command line makes sense.
+func (cf *convertFlags) check(pos []string, set map[string]bool) string {
+	isFormat := func(f string) bool { return f == string(shards.NanoGPT) || f == string(shards.LLMC) }
+	misplaced := func(names []string, why string) string {
+		for _, n := range names {
+			if set[n] {
+				return fmt.Sprintf("--%s applies only %s", n, why)
+			}
+		}
+		return ""
+	}
+	switch {
+	case (cf.to == "") == (cf.from == ""):
+		return "give exactly one of --to FORMAT (export) and --from FORMAT (import)"
+	case cf.to != "" && !isFormat(cf.to):
+		return fmt.Sprintf("--to %q: want nanogpt or llmc", cf.to)
+	case cf.from != "" && !isFormat(cf.from):
+		return fmt.Sprintf("--from %q: want nanogpt or llmc", cf.from)
+	case cf.out == "":
+		return "--out is required"
+	}
+	if cf.to != "" {
+		if len(pos) != 1 {
+			return "--to wants exactly one dataset DIR"
+		}
+		if m := misplaced(importOnlyFlags, "with --from"); m != "" {
+			return m
+		}
+		if m := misplaced(llmcExportFlags, "with --to llmc"); m != "" && cf.to != string(shards.LLMC) {
+			return m
+		}
+		switch {
+		case cf.split != "train" && cf.split != "val":
+			return fmt.Sprintf("--split %q: want train or val", cf.split)
+		case cf.name != "" && strings.ContainsAny(cf.name, "/\\"):
+			return "--name may not contain a slash"
+		case cf.shardTokens <= 0:
+			return "--shard-tokens must be at least 1"
+		case cf.firstIndex < -1:
+			return "--first-index must be 0 or more (or -1)"
+		}
+		return ""
+	}
+	if len(pos) == 0 {
+		return "--from wants one or more FILES"
+	}
+	for _, names := range [][]string{exportOnlyFlags, llmcExportFlags} {
+		if m := misplaced(names, "with --to (export)"); m != "" {
+			return m
+		}
+	}
+	if cf.tf.spec == "" {
+		return "--tokenizer is required with --from"
+	}
+	for _, f := range pos {
+		if strings.Contains(f, "://") {
+			return fmt.Sprintf("%s: --from reads local files only", f)
+		}
+	}
+	return ""
+}
+
+// openDataset opens the dataset to export; location names it (an absolute path or s3://).
+func (cf *convertFlags) openDataset(ctx context.Context, dir string) (d *shards.Dataset, location string, err error) {
+	st, err := cf.sf.openDatasetStore(ctx, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err = shards.OpenDataset(ctx, st, "", cf.sf.cacheDir, cf.allow.options()...)
+	return d, st.String(), err
+}
+
+// exportNanoGPT writes dir's tokens to the file cf.out, atomically.
+func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.Writer) error {
+	d, _, err := cf.openDataset(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	st, key, cleanup, err := cf.outFile(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := writeNanoGPT(ctx, d, st, key)
+	if err != nil {
+		cleanup()
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, key), n)
+	return nil
+}
+
+// writeNanoGPT writes d's tokens to key of st, committed only when complete.
+func writeNanoGPT(ctx context.Context, d *shards.Dataset, st storage.Store, key string) (int64, error) {
+	w, err := st.Create(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer w.Abort()
+	n, err := shards.ExportNanoGPT(ctx, d, w)
+	if err != nil {
+		return 0, err
+	}
+	return n, w.Commit()
+}
+
+// outFile splits --out into the store of its directory and its key there; cleanup removes
+// the directory if it was made for the file and stayed empty.
+func (cf *convertFlags) outFile(ctx context.Context) (st storage.Store, key string, cleanup func(), err error) {
+	out := strings.TrimSuffix(cf.out, "/")
+	var dir, base string
+	if strings.Contains(out, "://") {
+		dir, base = path.Split(out)
+		dir = strings.TrimSuffix(dir, "/")
+		if strings.HasPrefix(out, "s3://") && strings.Count(dir, "/") < 2 {
+			return nil, "", nil, fmt.Errorf("--out %s: want s3://bucket/FILE", cf.out)
+		}
+	} else {
+		dir, base = filepath.Dir(out), filepath.Base(out)
+	}
+	cleanup = removeIfCreated(dir)
+	st, err = cf.sf.open(ctx, dir)
+	return st, base, cleanup, err
+}
+
+// exportLLMC writes dir's tokens as llm.c shards under cf.out.
+func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Writer) error {
+	d, location, err := cf.openDataset(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	cleanup := removeIfCreated(cf.out)
+	st, err := cf.sf.open(ctx, cf.out)
+	if err != nil {
+		return err
+	}
+	o := shards.LLMCOptions{Name: cf.name, Split: cf.split, FirstIndex: cf.firstIndex, ShardTokens: cf.shardTokens}
+	if o.Name == "" {
+		o.Name = baseName(location)
+	}
+	if o.FirstIndex < 0 {
+		o.FirstIndex = 1
+		if o.Split == "val" {
+			o.FirstIndex = 0
+		}
+	}
+	keys, err := shards.ExportLLMC(ctx, d, st, "", o)
+	if err != nil {
+		cleanup()
+		return err
+	}
+	left := d.NumTokens()
+	for _, k := range keys {
+		n := min(left, int64(o.ShardTokens))
+		left -= n
+		fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, k), n)
+	}
+	return nil
+}
+
+// importFiles makes a new dataset in cf.out from nanoGPT or llm.c files.
+func importFiles(ctx context.Context, cf *convertFlags, files, args []string, stdout, stderr io.Writer) error {
+	tok, err := cf.tf.load(ctx, cf.tf.spec, stderr)
+	if err != nil {
+		return err
+	}
+	cleanup := removeIfCreated(cf.out)
+	st, err := cf.sf.open(ctx, cf.out)
+	if err != nil {
+		return err
+	}
+	m, err := shards.Import(ctx, st, "", files, shards.ImportOptions{
+		Format:     shards.Format(cf.from),
+		Tokenizer:  tokenizerInfo(tok),
+		SplitAtEOD: cf.splitAtEOD,
+		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.spec},
+	})
+	if err != nil {
+		cleanup()
+		return err
+	}
+	printDatasetSummary(stdout, st.String(), m)
+	return nil
+}
+
+// storeKeyName names key of st for output: the file's path or s3:// URL.
+func storeKeyName(st storage.Store, key string) string {
+	return strings.TrimSuffix(st.String(), "/") + "/" + key
+}
+
+// baseName is the last element of a directory path or s3:// location ("data" if none).
+func baseName(location string) string {
+	b := path.Base(strings.TrimSuffix(filepath.ToSlash(location), "/"))
+	if b == "." || b == "/" || b == "" || strings.HasSuffix(b, ":") {
+		return "data"
+	}
+	return b
+}

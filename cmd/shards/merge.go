@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/shards"
+)
+
+// runMerge implements `shards merge`: datasets concatenated into a new one.
+func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("shards", "merge", "OUT IN... [flags]",
+		"Concatenates the datasets IN..., in the order given, into a new dataset in OUT with one\n"+
+			"shard (BASE_text_document, BASE being OUT's last element, unless --prefix) and a\n"+
+			"correct doc_idx (GPT-NeoX merge_datasets.py leaves it [0]). The inputs must share a\n"+
+			"tokenizer fingerprint and a dtype; every input byte is checked against its manifest's\n"+
+			"sha256 while it is copied.\n"+
+			"OUT and IN are directories or s3://bucket/prefix; OUT must not hold a dataset yet. Its\n"+
+			"manifest is written last, so a failed merge leaves no dataset. Prints\n"+
+			"\"OUT/manifest.json: D documents, T tokens, 1 shards\".")
+	prefix := c.Flags.String("prefix", "", "`NAME` of the merged shard's files in OUT (empty: the base name of OUT + \"_text_document\")")
+	var allow allowMergedFlag
+	allow.register(c.Flags)
+	sf := storageFlags{log: newLogger(stderr)}
+	sf.register(c.Flags, false)
+	pos, code, ok := c.ParseArgs(args, stderr)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) < 2:
+		return c.UsageError(stderr, "want OUT and at least one IN")
+	case strings.ContainsAny(*prefix, "/\\"):
+		return c.UsageError(stderr, "--prefix may not contain a slash")
+	}
+	out, ins := pos[0], pos[1:]
+	inputs := make([]shards.Input, len(ins))
+	for i, in := range ins {
+		st, err := sf.openDatasetStore(ctx, in)
+		if err != nil {
+			return fail(ctx, stderr, c.Name, err)
+		}
+		inputs[i] = shards.Input{Store: st}
+	}
+	cleanup := removeIfCreated(out)
+	st, err := sf.open(ctx, out)
+	if err != nil {
+		return fail(ctx, stderr, c.Name, err)
+	}
+	m, err := shards.Merge(ctx, st, "", inputs, shards.MergeOptions{
+		Prefix:  mergePrefix(*prefix, st.String()),
+		Source:  map[string]any{"command": commandLine("merge", args)},
+		Options: allow.options(),
+	})
+	if err != nil {
+		cleanup()
+		return fail(ctx, stderr, c.Name, err)
+	}
+	printDatasetSummary(stdout, st.String(), m)
+	return cli.ExitOK
+}
+
+// mergePrefix is the merged shard's name: --prefix, else the base name of OUT's store
+// (a directory's absolute path, or s3://bucket/prefix) + "_text_document".
+func mergePrefix(flagValue, out string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	base := path.Base(strings.TrimSuffix(filepath.ToSlash(out), "/"))
+	if base == "" || base == "." || base == "/" || base == ":" {
+		base = "merged"
+	}
+	return base + "_text_document"
+}
+
+// printDatasetSummary prints the line merge and convert --from end with, as `tokenize run` does.
+func printDatasetSummary(w io.Writer, location string, m *shards.Manifest) {
+	fmt.Fprintf(w, "%s/%s: %d documents, %d tokens, %d shards\n", strings.TrimSuffix(location, "/"), shards.ManifestName, m.Documents, m.Tokens, len(m.Shards))
+}
+
+// commandLine is the command as typed, for provenance.
+func commandLine(cmd string, args []string) string {
+	return "shards " + cmd + " " + strings.Join(args, " ")
+}

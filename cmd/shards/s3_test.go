@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gptkit/internal/miniotest"
+)
+
+// TestS3 runs the commands against a dataset in MinIO (skipped with -short, and without a
+// MinIO binary unless CI=true).
+func TestS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a MinIO server")
+	}
+	srv := miniotest.Shared(t)
+	srv.Setenv(t) // credentials and region; the endpoint is passed as --s3-endpoint too
+	s3 := []string{"--s3-endpoint", srv.Endpoint, "--s3-path-style"}
+	bucket := "s3://" + srv.NewBucket(t)
+	loc := bucket + "/data/sample"
+
+	local := filepath.Join(t.TempDir(), "sample")
+	want := tokenizeDataset(t, local, sampleTexts)
+	out := mustRun(t, append([]string{"merge", loc, local}, s3...)...)
+	if out != fmt.Sprintf("%s/manifest.json: %d documents, %d tokens, 1 shards\n", loc, len(want), countTokens(want)) {
+		t.Errorf("merge into S3 printed %q", out)
+	}
+
+	out = mustRun(t, append([]string{"verify", loc}, s3...)...)
+	if !strings.HasPrefix(out, "ok: "+loc+": 1 shard, ") {
+		t.Errorf("verify %s: %q", loc, out)
+	}
+	if v := infoJSON(t, loc, s3...); v["location"] != loc || v["documents"] != float64(len(want)) {
+		t.Errorf("info --json %s: %v", loc, v)
+	}
+	cache := t.TempDir()
+	for k := range want {
+		if ids := catIDs(t, loc, k, append(s3, "--cache-dir", cache)...); !slices.Equal(ids, want[k]) {
+			t.Errorf("cat %s --doc %d = %v, want %v", loc, k, ids, want[k])
+		}
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) == 0 {
+		t.Error("cat left nothing in --cache-dir")
+	}
+
+	// A bare prefix in S3.
+	prefix := loc + "/sample_text_document"
+	if out := mustRun(t, append([]string{"verify", prefix}, s3...)...); !strings.HasPrefix(out, "ok: "+prefix+": uint16, ") {
+		t.Errorf("verify %s: %q", prefix, out)
+	}
+	if ids := catIDs(t, prefix+".idx", 1, append(s3, "--cache-dir", cache)...); !slices.Equal(ids, want[1]) {
+		t.Errorf("cat %s --doc 1 = %v", prefix, ids)
+	}
+
+	// Export from S3 to S3.
+	out = mustRun(t, append([]string{"convert", "--to", "nanogpt", loc, "--out", bucket + "/nano/train.bin", "--cache-dir", cache}, s3...)...)
+	if out != fmt.Sprintf("%s/nano/train.bin: %d tokens\n", bucket, countTokens(want)) {
+		t.Errorf("convert --to nanogpt into S3 printed %q", out)
+	}
+
+	// Damage the shard behind the manifest's back: verify names the object and the checksum.
+	st := openStore(t, loc)
+	w, err := st.Create(t.Context(), "sample_text_document.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(make([]byte, 2*countTokens(want)))
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = wantFailure(t, 1, []string{loc + "/sample_text_document.bin", "checksum"}, append([]string{"verify", loc}, s3...)...)
+	if !strings.Contains(out, "error: "+loc+"/sample_text_document.bin: checksum mismatch") {
+		t.Errorf("verify of a damaged S3 dataset: %q", out)
+	}
+	wantFailure(t, 1, []string{"manifest.json", "does not exist"}, append([]string{"info", bucket + "/nothing"}, s3...)...)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"runtime"
+
+	progressbar "gptkit/internal/progress"
+	"gptkit/pipelines"
+	"gptkit/storage"
+)
+
+// runRun implements `tokenize run`: documents from files -> a shards dataset.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCommand("run", "--input FILE... --output DIR --name NAME --tokenizer SPEC [flags]",
+		"Tokenizes JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files (one document each) in parallel,\n"+
+			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
+			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
+			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.")
+	inputs := listFlag{comma: true}
+	c.flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
+	output := c.flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
+	name := c.flags.String("name", "", "dataset `NAME`: shards are NAME_text_document* (required)")
+	var tf tokenizerFlags
+	tf.register(c.flags)
+	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores")
+	textKey := c.flags.String("text-key", "text", "the JSONL `FIELD` holding the text")
+	appendEOD := c.flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document")
+	shardSize := c.flags.String("shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB, 500MB; 0: one shard)")
+	overwrite := c.flags.Bool("overwrite", false, "replace the dataset already in DIR")
+	s3Endpoint := c.flags.String("s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
+	s3PathStyle := c.flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
+	var progress progressFlag
+	progress.register(c.flags)
+	if code, ok := c.parse(expandListArgs(args, "input"), stderr); !ok {
+		return code
+	}
+	switch {
+	case len(inputs.values) == 0:
+		return c.usageError(stderr, "--input is required")
+	case *output == "":
+		return c.usageError(stderr, "--output is required")
+	case *name == "" || strings.ContainsAny(*name, "/\\"):
+		return c.usageError(stderr, "--name is required and may not contain a slash")
+	case tf.spec == "":
+		return c.usageError(stderr, "--tokenizer is required")
+	case *workers < 1:
+		return c.usageError(stderr, "--workers must be at least 1")
+	case progress.check() != "":
+		return c.usageError(stderr, progress.check())
+	}
+	shardBytes, err := parseSize(*shardSize)
+	if err != nil {
+		return c.usageError(stderr, "--shard-size: "+err.Error())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	tok, err := tf.load(ctx, stderr)
+	if err != nil {
+		return fail(stderr, "run", err)
+	}
+	st, err := storage.Open(ctx, *output, storage.Options{S3Endpoint: *s3Endpoint, S3PathStyle: *s3PathStyle, Logger: log})
+	if err != nil {
+		return fail(stderr, "run", err)
+	}
+	total, _ := inputsSize(inputs.values)
+	var bar *progressbar.Bar
+	if progress.mode != "off" {
+		bar = progressbar.NewWithOptions(stderr, log, "run", total, progressbar.Options{Quiet: progress.mode == "auto"})
+	}
+	addProgress := func(bytes, docs int64) {
+		if bar != nil {
+			bar.Add(bytes, docs)
+		}
+	}
+	job := &pipelines.TokenizeRun{
+		Inputs: inputs.values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
+		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
+		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
+		Progress: addProgress,
+	}
+	m, _, err := job.Run(ctx)
+	if bar != nil {
+		if err != nil {
+			bar.Stop()
+		} else {
+			bar.Done()
+		}
+	}
+	if err != nil {
+		return fail(stderr, "run", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", strings.TrimSuffix(*output, "/")+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
+	return exitOK
+}
+
+// expandListArgs rewrites "--flag a b c --other" as "--flag a --flag b --flag c --other",
+// so that a list flag takes the words after it as the usage line shows.
+func expandListArgs(args []string, flagName string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out = append(out, a)
+		if a != "-"+flagName && a != "--"+flagName {
+			continue
+		}
+		if i+1 < len(args) {
+			out = append(out, args[i+1])
+			i++
+		}
+		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, "--"+flagName, args[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+// inputsSize is the total size of the input files, for the progress bar.
+func inputsSize(files []string) (int64, error) {
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}
+
+// parseSize reads a byte count with an optional unit: 512, 64KB, 500MB, 4GiB, 1TB.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 4GiB, 500MB, 0)", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,134 @@
+// Package cli is what the gptkit commands share on their command lines: subcommands built
+// on stdlib flag sets whose -h lists every flag with its default, the exit statuses, and
+// the one line a failed command leaves on stderr.
+//
+//	c := cli.NewCommand("shards", "info", "DIR [--json]", "Summarizes a dataset.")
+//	asJSON := c.Flags.Bool("json", false, "print the manifest as JSON")
+//	args, code, ok := c.ParseArgs(args, stderr) // flags and arguments in any order
+//	if !ok {
+//		return code // cli.ExitOK after -h, cli.ExitUsage after a bad flag
+//	}
+//	...
+//	return cli.Fail(stderr, "shards info", err) // "shards info: <err on one line>", ExitFailure
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses of every gptkit command.
+const (
+	ExitOK      = 0 // success, or -h
+	ExitFailure = 1 // the command ran and failed (one line on stderr)
+	ExitUsage   = 2 // a bad command line
+)
+
+// Command is a subcommand's flag set with its help text.
+type Command struct {
+	Prog     string // the program, e.g. "tokenize"
+	Name     string // the subcommand, e.g. "encode"
+	Synopsis string // the usage line after "PROG NAME"
+	Summary  string // what the command does (may span lines)
+	Flags    *flag.FlagSet
+}
+
+// NewCommand makes a subcommand with an empty flag set that reports nothing itself:
+// Parse and ParseArgs print errors and help.
+func NewCommand(prog, name, synopsis, summary string) *Command {
+	fs := flag.NewFlagSet(prog+" "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &Command{Prog: prog, Name: name, Synopsis: synopsis, Summary: summary, Flags: fs}
+}
+
+// Parse parses args, which must be flags only. ok is false when the caller should return
+// code: ExitOK after -h, ExitUsage after a bad flag or a stray argument.
+func (c *Command) Parse(args []string, stderr io.Writer) (code int, ok bool) {
+	err := c.Flags.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		c.PrintHelp(stderr)
+		return ExitOK, false
+	case err != nil:
+		return c.UsageError(stderr, err.Error()), false
+	case c.Flags.NArg() > 0:
+		return c.UsageError(stderr, fmt.Sprintf("unexpected argument %q", c.Flags.Arg(0))), false
+	}
+	return ExitOK, true
+}
+
+// ParseArgs parses flags and positional arguments in any order ("DIR --json" as well as
+// "--json DIR"; everything after "--" is positional) and returns the positional ones. ok is
+// false when the caller should return code, as for Parse.
+func (c *Command) ParseArgs(args []string, stderr io.Writer) (positional []string, code int, ok bool) {
+	for {
+		err := c.Flags.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			c.PrintHelp(stderr)
+			return nil, ExitOK, false
+		case err != nil:
+			return nil, c.UsageError(stderr, err.Error()), false
+		}
+		rest := c.Flags.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), ExitOK, true
+		}
+		if len(rest) == 0 {
+			return positional, ExitOK, true
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// UsageError prints msg and where to find help, and returns ExitUsage.
+func (c *Command) UsageError(stderr io.Writer, msg string) int {
+	fmt.Fprintf(stderr, "%s %s: %s (run '%s %s -h' for usage)\n", c.Prog, c.Name, msg, c.Prog, c.Name)
+	return ExitUsage
+}
+
+// PrintHelp prints the usage line, the summary and every flag with its default.
+func (c *Command) PrintHelp(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s %s %s\n\n%s\n\nFlags:\n", c.Prog, c.Name, c.Synopsis, c.Summary)
+	c.Flags.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		if typ != "" {
+			typ = " " + typ
+		}
+		def := f.DefValue
+		if getter, ok := f.Value.(flag.Getter); ok {
+			if _, isString := getter.Get().(string); isString {
+				def = fmt.Sprintf("%q", def)
+			}
+		}
+		fmt.Fprintf(w, "  --%s%s\n    \t%s (default %s)\n", f.Name, typ, usage, def)
+	})
+}
+
+// Fail prints err as the one line a failed command leaves on stderr, after who (e.g.
+// "tokenize encode"), and returns ExitFailure. A multi-line error (a message and its
+// "---> HINT:" line) is folded onto that line.
+func Fail(stderr io.Writer, who string, err error) int {
+	fmt.Fprintf(stderr, "%s: %s\n", who, OneLine(err.Error()))
+	return ExitFailure
+}
+
+// Interrupted replaces err with a plain "interrupted" once ctx is canceled (SIGINT or
+// SIGTERM), whatever the step that noticed.
+func Interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return err
+}
+
+// OneLine folds a message onto one line, collapsing runs of white space.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}

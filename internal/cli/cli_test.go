@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		pos  []string
+		json bool
+		n    int
+	}{
+		{[]string{"DIR", "--json"}, []string{"DIR"}, true, 0},
+		{[]string{"--json", "DIR"}, []string{"DIR"}, true, 0},
+		{[]string{"A", "--n", "3", "B", "C"}, []string{"A", "B", "C"}, false, 3},
+		{[]string{"A", "--", "--json", "-n"}, []string{"A", "--json", "-n"}, false, 0},
+		{nil, nil, false, 0},
+	} {
+		c := NewCommand("prog", "cmd", "DIR", "Does things.")
+		asJSON := c.Flags.Bool("json", false, "json")
+		n := c.Flags.Int("n", 0, "n")
+		var stderr bytes.Buffer
+		pos, code, ok := c.ParseArgs(tc.args, &stderr)
+		if !ok || code != ExitOK || !slices.Equal(pos, tc.pos) || *asJSON != tc.json || *n != tc.n {
+			t.Errorf("%q: %q %d %v json=%v n=%d (%s)", tc.args, pos, code, ok, *asJSON, *n, stderr.String())
+		}
+	}
+}
+
+func TestParseErrorsAndHelp(t *testing.T) {
+	c := NewCommand("prog", "cmd", "DIR [--json]", "Does things.")
+	c.Flags.Bool("json", false, "print JSON")
+	c.Flags.String("name", "x", "the `NAME`")
+	var stderr bytes.Buffer
+	if _, code, ok := c.ParseArgs([]string{"DIR", "-h"}, &stderr); ok || code != ExitOK {
+		t.Fatalf("-h: %d %v", code, ok)
+	}
+	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON (default false)\n  --name NAME\n    \tthe NAME (default \"x\")\n"
+	if stderr.String() != want {
+		t.Errorf("help:\n%s\nwant:\n%s", stderr.String(), want)
+	}
+	stderr.Reset()
+	if _, code, ok := c.ParseArgs([]string{"DIR", "--bogus"}, &stderr); ok || code != ExitUsage ||
+		stderr.String() != "prog cmd: flag provided but not defined: -bogus (run 'prog cmd -h' for usage)\n" {
+		t.Errorf("bad flag: %d %v %q", code, ok, stderr.String())
+	}
+	stderr.Reset()
+	if code, ok := c.Parse([]string{"--json", "DIR"}, &stderr); ok || code != ExitUsage || !strings.Contains(stderr.String(), `unexpected argument "DIR"`) {
+		t.Errorf("Parse with an argument: %d %v %q", code, ok, stderr.String())
+	}
+}
+
+func TestFail(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := Fail(&stderr, "prog cmd", errors.New("shards: x.bin: bad\n---> HINT:  fix it")); code != ExitFailure ||
+		stderr.String() != "prog cmd: shards: x.bin: bad ---> HINT: fix it\n" {
+		t.Errorf("Fail: %d %q", code, stderr.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err := errors.New("read: context canceled")
+	if Interrupted(ctx, err) != err {
+		t.Error("Interrupted changed the error of a live context")
+	}
+	cancel()
+	if got := Interrupted(ctx, err); got.Error() != "interrupted" {
+		t.Errorf("Interrupted: %v", got)
+	}
+}

@@ -1,0 +1,81 @@
+package prep
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrMissing: a JSONL line has no member holding the text.
+var ErrMissing = errors.New("missing")
+
+// FileError is a problem with a corpus file, or one of its lines.
+type FileError struct {
+	File string
+	Line int    // the line, from 1; 0 when the problem is not with one line
+	Err  error  // what is wrong
+	Hint string // the next step to take, if there is one
+}
+
+func (e *FileError) Error() string {
+	var b strings.Builder
+	b.WriteString("prep: ")
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " line %d", e.Line)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// Hints shared by several errors.
+const (
+	hintCorrupt   = "the file may be truncated or corrupt: download it again"
+	hintTruncated = "the last line is cut short, so the file looks truncated: download it again"
+	hintNotJSONL  = "is this file JSONL? plain text files must end in .txt"
+)
+
+// lineError explains err, TextField's error on line n of file: terminated is
+// whether the line ended with a newline.
+func lineError(file string, n int, err error, terminated bool) *FileError {
+	e := &FileError{File: file, Line: n, Err: err}
+	switch {
+	case n == 1 && (errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject)):
+		e.Hint = hintNotJSONL
+	case errors.Is(err, ErrInvalidJSON) && !terminated:
+		e.Hint = hintTruncated
+	case errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject):
+		e.Hint = "fix or delete the line"
+	case errors.Is(err, ErrNotText):
+		e.Hint = "the text must be a string or a list of strings: set the text key (--text-key) to the field holding it"
+	}
+	return e
+}
+
+// missingError is the error for line n of file, an object without member key.
+func missingError(file string, n int, line []byte, key string) *FileError {
+	names := memberNames(line)
+	have := "none"
+	if len(names) > 0 {
+		var quoted []string
+		for i, name := range names {
+			if i == 10 {
+				quoted = append(quoted, fmt.Sprintf("%d more", len(names)-i))
+				break
+			}
+			quoted = append(quoted, fmt.Sprintf("%q", name))
+		}
+		have = strings.Join(quoted, ", ")
+	}
+	return &FileError{File: file, Line: n, Err: fmt.Errorf("field %q %w (the line has %s)", key, ErrMissing, have),
+		Hint: "set the text key (--text-key) to the field holding the text"}
+}

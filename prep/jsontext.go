@@ -1,0 +1,171 @@
+package prep
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Errors from TextField (and so from ReadDocs), for errors.Is.
+var (
+	// ErrInvalidJSON: the line is not valid JSON.
+	ErrInvalidJSON = errors.New("invalid JSON")
+	// ErrNotObject: the line is valid JSON but not an object.
+	ErrNotObject = errors.New("not a JSON object")
+	// ErrNotText: the member holding the text is neither a string nor a list of
+	// strings. The error is a *TypeError.
+	ErrNotText = errors.New("not a string or a list of strings")
+)
+
+// ListSeparator joins the strings of a text given as a JSON list, as lm_dataformat
+// (and so GPT-NeoX) does.
+const ListSeparator = "\n\n"
+
+// TextField returns the text in member key of the JSON object in line: the member's
+// string value, or its strings joined with ListSeparator when the value is a list of
+// strings. ok is false, with a nil error, when the object has no member key. When
+// keys repeat, the last one counts.
+//
+// The result is exactly what encoding/json gives: escapes are decoded (a lone UTF-16
+// surrogate becomes U+FFFD) and invalid UTF-8 becomes U+FFFD. Errors wrap
+// ErrInvalidJSON (and the *json.SyntaxError, whose Offset, counted from 1, the
+// message gives), ErrNotObject or ErrNotText (a *TypeError); on error, text is
+// empty and ok false. Errors have no package prefix: they describe the line, and the
+// caller says which line it was.
+//
+// A hand-written scanner handles valid objects whose text is a string or a list of
+// strings, which is every line of a well-formed corpus; anything else (invalid JSON,
+// a value of another type, deep nesting) goes to encoding/json, which also writes the
+// error. See the package documentation for why.
+func TextField(line []byte, key string) (text string, ok bool, err error) {
+	if text, ok, done := fastTextField(line, key); done {
+		return text, ok, nil
+	}
+	return slowTextField(line, key)
+}
+
+// TypeError is ErrNotText with the details: which member, and what it held.
+type TypeError struct {
+	Key   string // the member's name
+	Type  string // its JSON type: "number", "boolean", "null", "object" or "array"
+	Elem  string // for an array: the JSON type of the first element that is not a string
+	Value string // the value as written in the line, cut after 32 bytes (then ending in "...")
+}
+
+func (e *TypeError) Error() string {
+	what := article(e.Type)
+	if e.Elem != "" {
+		what += " holding " + article(e.Elem)
+	}
+	return fmt.Sprintf("field %q is %s (%s), want a string or a list of strings", e.Key, what, e.Value)
+}
+
+// Unwrap returns ErrNotText.
+func (e *TypeError) Unwrap() error { return ErrNotText }
+
+// slowTextField is TextField by encoding/json: the fallback, and the one that writes
+// the errors.
+func slowTextField(line []byte, key string) (string, bool, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(line, &members); err != nil {
+		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
+			return "", false, fmt.Errorf("%w at byte %d: %w", ErrInvalidJSON, se.Offset, err)
+		}
+		return "", false, fmt.Errorf("%w (it is %s)", ErrNotObject, article(jsonType(line)))
+	}
+	if members == nil { // the line is null
+		return "", false, fmt.Errorf("%w (it is null)", ErrNotObject)
+	}
+	raw, ok := members[key]
+	if !ok {
+		return "", false, nil
+	}
+	raw = trimSpace(raw)
+	switch jsonType(raw) {
+	case "string":
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err // cannot happen: the line was valid
+		}
+		return s, true, nil
+	case "array":
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return "", false, err
+		}
+		parts := make([]string, len(elems))
+		for i, e := range elems {
+			e = trimSpace(e)
+			if t := jsonType(e); t != "string" {
+				return "", false, &TypeError{Key: key, Type: "array", Elem: t, Value: cut(raw, 32)}
+			}
+			if err := json.Unmarshal(e, &parts[i]); err != nil {
+				return "", false, err
+			}
+		}
+		return strings.Join(parts, ListSeparator), true, nil
+	default:
+		return "", false, &TypeError{Key: key, Type: jsonType(raw), Value: cut(raw, 32)}
+	}
+}
+
+// memberNames returns the sorted names of the members of the JSON object in line
+// (nil if it is not one), for error messages.
+func memberNames(line []byte) []string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(line, &members) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// jsonType names the JSON type of the valid JSON value b by its first byte.
+func jsonType(b []byte) string {
+	b = trimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// article puts "a" or "an" before a JSON type name; null stays bare.
+func article(typ string) string {
+	switch typ {
+	case "null", "nothing":
+		return typ
+	case "object", "array":
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
+// trimSpace trims JSON whitespace.
+func trimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+
+// cut returns b as a string, cut after n bytes (then ending in "...").
+func cut(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}

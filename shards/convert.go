@@ -1,0 +1,413 @@
+package shards
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gptkit/storage"
+)
+
+// Format is a token-file format of another trainer.
+type Format string
+
+// The formats Import reads and the Export functions write.
+const (
+	// NanoGPT is nanoGPT's train.bin/val.bin: headerless little-endian uint16 tokens,
+	// documents back to back (OpenWebText appends EOT 50256 after each; Shakespeare has none).
+	NanoGPT Format = "nanogpt"
+	// LLMC is llm.c's shard: a 256 x int32 header (magic, version, token count) then the
+	// tokens; GPT-2 shards (magic 20240520, version 1) hold uint16, llama-3 shards (magic
+	// 20240801, version 7) uint32. dev/data writes EOT *before* each document.
+	LLMC Format = "llmc"
+)
+
+// llm.c header (dev/data/data_common.py write_datafile, llmc/dataloader.h).
+const (
+	llmcHeaderSize    = 256 * 4
+	llmcMagicGPT2     = 20240520
+	llmcVersionGPT2   = 1
+	llmcMagicLlama3   = 20240801
+	llmcVersionLlama3 = 7
+	llmcMagicEval     = 20240522 // evaluation (HellaSwag) files: not token streams
+
+	// LLMCShardTokens is llm.c's default shard size (fineweb.py --shard_size 10**8).
+	LLMCShardTokens = 100_000_000
+)
+
+// ExportNanoGPT writes every token of d, documents in order, as nanoGPT's headerless uint16
+// stream, and returns the number of tokens written. An int32 dataset converts only if every
+// id is below 65536 (otherwise an ErrTokenRange error names the document).
+func ExportNanoGPT(ctx context.Context, d *Dataset, w io.Writer) (int64, error) {
+	var n int64
+	buf := make([]byte, 0, writeBufSize)
+	for s := 0; s < d.NumShards(); s++ {
+		r := d.Shard(s)
+		if r.DType() == Uint16 {
+			for b := r.Bin(); len(b) > 0; {
+				if err := ctx.Err(); err != nil {
+					return n, err
+				}
+				chunk := b[:min(len(b), writeBufSize)]
+				b = b[len(chunk):]
+				if _, err := w.Write(chunk); err != nil {
+					return n, fmt.Errorf("shards: export nanogpt: %w", err)
+				}
+				n += int64(len(chunk) / 2)
+			}
+			continue
+		}
+		for i := 0; i < r.Len(); i++ {
+			if i%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return n, err
+				}
+			}
+			toks := r.AppendTokens(nil, i)
+			for k, id := range toks {
+				if uint(id) > math.MaxUint16 {
+					return n, fmt.Errorf("shards: export nanogpt: %s document %d, token %d: id %d does not fit uint16: %w\n---> HINT: nanoGPT's .bin holds uint16 only; use --to llmc for large vocabularies",
+						r.Name(), i, k, id, ErrTokenRange)
+				}
+			}
+			if len(buf)+2*len(toks) > cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return n, fmt.Errorf("shards: export nanogpt: %w", err)
+				}
+				buf = buf[:0]
+			}
+			for _, id := range toks {
+				buf = binary.LittleEndian.AppendUint16(buf, uint16(id))
+			}
+			n += int64(len(toks))
+		}
+	}
+	if _, err := w.Write(buf); err != nil {
+		return n, fmt.Errorf("shards: export nanogpt: %w", err)
+	}
+	return n, nil
+}
+
+// LLMCOptions name and size llm.c shards.
+type LLMCOptions struct {
+	Name        string // file name start, e.g. "fineweb"
+	Split       string // "train" or "val"
+	FirstIndex  int    // NNNNNN of the first file (llm.c numbers val 0, train from 1)
+	ShardTokens int    // tokens per file, default LLMCShardTokens
+}
+
+// LLMCName is llm.c's shard file name, {name}_{split}_{NNNNNN}.bin.
+func LLMCName(name, split string, index int) string {
+	return fmt.Sprintf("%s_%s_%06d.bin", name, split, index)
+}
+
+// ExportLLMC writes d's token stream as llm.c shards under dir of st, filling each file
+// to o.ShardTokens as llm.c does (documents may straddle files), and returns their keys.
+// uint16 datasets get GPT-2 headers, int32 ones llama-3 headers with uint32 tokens. Each
+// file is committed atomically; on error the ones already written are deleted.
+func ExportLLMC(ctx context.Context, d *Dataset, st storage.Store, dir string, o LLMCOptions) (keys []string, err error) {
+	if o.ShardTokens <= 0 {
+		o.ShardTokens = LLMCShardTokens
+	}
+	if o.ShardTokens > math.MaxInt32 {
+		return nil, fmt.Errorf("shards: export llmc: %d tokens per shard do not fit the int32 header", o.ShardTokens)
+	}
+	if o.Name == "" || o.Split == "" {
+		return nil, errors.New("shards: export llmc: name and split are required")
+	}
+	magic, version := int32(llmcMagicGPT2), int32(llmcVersionGPT2)
+	item := d.DType().Size()
+	switch d.DType() {
+	case Uint16:
+	case Int32:
+		magic, version = llmcMagicLlama3, llmcVersionLlama3
+	default:
+		return nil, fmt.Errorf("shards: export llmc: %w: %s", ErrBadDType, d.DType())
+	}
+	defer func() {
+		if err != nil {
+			for _, k := range keys {
+				st.Delete(context.WithoutCancel(ctx), k)
+			}
+			keys = nil
+		}
+	}()
+	stream := &binStream{d: d}
+	total := d.NumTokens()
+	for k := 0; int64(k)*int64(o.ShardTokens) < total || (k == 0 && total == 0); k++ {
+		ntok := min(int64(o.ShardTokens), total-int64(k)*int64(o.ShardTokens))
+		key := join(dir, LLMCName(o.Name, o.Split, o.FirstIndex+k))
+		if err := writeLLMCFile(ctx, st, key, magic, version, ntok, item, stream); err != nil {
+			return keys, err
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+func writeLLMCFile(ctx context.Context, st storage.Store, key string, magic, version int32, ntok int64, item int, src *binStream) error {
+	w, err := st.Create(ctx, key)
+	if err != nil {
+		return fmt.Errorf("shards: create %s: %w", keyName(st, key), err)
+	}
+	defer w.Abort()
+	hdr := make([]byte, llmcHeaderSize)
+	binary.LittleEndian.PutUint32(hdr[0:], uint32(magic))
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(version))
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(ntok))
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("shards: write %s: %w", keyName(st, key), err)
+	}
+	for left := ntok * int64(item); left > 0; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := src.next(min(left, writeBufSize))
+		if item == 4 {
+			for i := 3; i < len(b); i += 4 {
+				if b[i]&0x80 != 0 {
+					return fmt.Errorf("shards: export llmc: negative token id in %s: %w", src.d.Dir, ErrTokenRange)
+				}
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("shards: write %s: %w", keyName(st, key), err)
+		}
+		left -= int64(len(b))
+	}
+	if err := w.Commit(); err != nil {
+		return fmt.Errorf("shards: commit %s: %w", keyName(st, key), err)
+	}
+	return nil
+}
+
+// binStream reads a dataset's token bytes across shard boundaries.
+type binStream struct {
+	d     *Dataset
+	shard int
+	off   int
+}
+
+// next returns up to max following bytes (at least one while any remain).
+func (s *binStream) next(max int64) []byte {
+	for s.shard < s.d.NumShards() {
+		b := s.d.Shard(s.shard).Bin()[s.off:]
+		if len(b) == 0 {
+			s.shard, s.off = s.shard+1, 0
+			continue
+		}
+		b = b[:min(int64(len(b)), max)]
+		s.off += len(b)
+		return b
+	}
+	return nil
+}
+
+// ImportOptions describe token files to import.
+type ImportOptions struct {
+	Format Format
+	// Tokenizer made the ids; required (nanoGPT and llm.c files do not say).
+	Tokenizer TokenizerInfo
+	// SplitAtEOD recovers documents at Tokenizer.EODID: nanoGPT files end a document with
+	// it, llm.c files start one with it. Without it each file becomes one document.
+	SplitAtEOD bool
+	// Source is extra provenance for the manifest (the input files are always listed).
+	Source map[string]any
+}
+
+// Import makes a dataset in dir of st from nanoGPT or llm.c token files (local paths),
+// one shard per file named "<file base>_text_document", and writes its manifest last.
+// Documents are not stored in those formats: see ImportOptions.SplitAtEOD.
+func Import(ctx context.Context, st storage.Store, dir string, files []string, o ImportOptions) (m *Manifest, err error) {
+	if o.Format != NanoGPT && o.Format != LLMC {
+		return nil, fmt.Errorf("shards: import: unknown format %q (want nanogpt or llmc)", o.Format)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("shards: import: no input files")
+	}
+	if o.SplitAtEOD && o.Tokenizer.EODID < 0 {
+		return nil, errors.New("shards: import: splitting at EOD needs the tokenizer's eod_id")
+	}
+	if _, err := st.Stat(ctx, ManifestKey(dir)); err == nil {
+		return nil, fmt.Errorf("shards: import into %s: %w: it already has a %s", keyName(st, cleanDir(dir)), ErrExists, ManifestName)
+	}
+	src := map[string]any{}
+	for k, v := range o.Source {
+		src[k] = v
+	}
+	src["inputs"] = files
+	src["imported_from"] = string(o.Format)
+	var infos []ShardInfo
+	defer func() {
+		if err != nil {
+			for _, in := range infos {
+				st.Delete(context.WithoutCancel(ctx), in.Prefix+".idx")
+				st.Delete(context.WithoutCancel(ctx), in.Prefix+".bin")
+			}
+		}
+	}()
+	seen := map[string]bool{}
+	for _, file := range files {
+		prefix := strings.TrimSuffix(filepath.Base(file), ".bin") + "_text_document"
+		if seen[prefix] {
+			return nil, fmt.Errorf("shards: import: two inputs are named %s; rename one", filepath.Base(file))
+		}
+		seen[prefix] = true
+		info, dt, err := importFile(ctx, st, join(dir, prefix), file, o)
+		if err != nil {
+			return nil, err
+		}
+		infos = append(infos, info)
+		if m == nil {
+			m = NewManifest(o.Tokenizer, dt, src)
+			if verr := m.Validate(); verr != nil {
+				return nil, fmt.Errorf("shards: import: %w: %s", ErrBadManifest, strings.ReplaceAll(verr.Error(), "\n", "; "))
+			}
+		} else if dt != m.DType {
+			return nil, fmt.Errorf("shards: import: %w: %s holds %s tokens but %s holds %s", ErrIncompatible, file, dt, files[0], m.DType)
+		}
+		if err := m.Add(dir, info); err != nil {
+			return nil, err
+		}
+	}
+	if err := WriteManifest(ctx, st, dir, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// importFile converts one token file into the shard prefix.
+func importFile(ctx context.Context, st storage.Store, prefix, file string, o ImportOptions) (ShardInfo, DType, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return ShardInfo{}, 0, fmt.Errorf("shards: import: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ShardInfo{}, 0, fmt.Errorf("shards: import: %w", err)
+	}
+	dt, ntok := Uint16, fi.Size()/2
+	var body io.Reader = f
+	if o.Format == NanoGPT {
+		if fi.Size()%2 != 0 {
+			return ShardInfo{}, 0, formatErr(ErrTruncated, file, fi.Size(), "", hintTruncated, "an odd number of bytes cannot be uint16 tokens")
+		}
+	} else {
+		if dt, ntok, err = readLLMCHeader(f, file, fi.Size()); err != nil {
+			return ShardInfo{}, 0, err
+		}
+		body = io.LimitReader(f, ntok*int64(dt.Size()))
+	}
+	w, err := NewWriter(ctx, st, prefix, dt)
+	if err != nil {
+		return ShardInfo{}, 0, err
+	}
+	defer w.Abort()
+	if err := splitTokens(ctx, body, dt, o, file, w); err != nil {
+		return ShardInfo{}, 0, err
+	}
+	info, err := w.Close()
+	return info, dt, err
+}
+
+// readLLMCHeader checks an llm.c header and the file's size against it.
+func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) {
+	hdr := make([]byte, llmcHeaderSize)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return 0, 0, formatErr(ErrTruncated, file, size, "header", hintTruncated, "shorter than llm.c's %d-byte header", llmcHeaderSize)
+	}
+	le := binary.LittleEndian
+	magic, version, ntok := int32(le.Uint32(hdr)), int32(le.Uint32(hdr[4:])), int64(int32(le.Uint32(hdr[8:])))
+	var dt DType
+	switch {
+	case magic == llmcMagicGPT2 && version == llmcVersionGPT2:
+		dt = Uint16
+	case magic == llmcMagicLlama3 && version == llmcVersionLlama3:
+		dt = Int32
+	case magic == llmcMagicGPT2 || magic == llmcMagicLlama3:
+		return 0, 0, formatErr(ErrBadVersion, file, 4, "header[1]", "llm.c writes version 1 (GPT-2, magic 20240520) or 7 (llama-3, magic 20240801)", "version %d with magic %d", version, magic)
+	case magic == llmcMagicEval:
+		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "this is an llm.c evaluation file (HellaSwag), not a token shard", "magic %d", magic)
+	default:
+		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "is this an llm.c shard (dev/data/*.py)?", "magic %d, want %d or %d", magic, llmcMagicGPT2, llmcMagicLlama3)
+	}
+	if ntok < 0 {
+		return 0, 0, formatErr(ErrCorrupt, file, 8, "header[2]", hintRewrite, "negative token count %d", ntok)
+	}
+	if want := llmcHeaderSize + ntok*int64(dt.Size()); size != want {
+		sentinel := ErrTruncated
+		if size > want {
+			sentinel = ErrCorrupt
+		}
+		return 0, 0, formatErr(sentinel, file, size, "", hintTruncated, "the header says %d tokens (%d bytes in all), the file has %d bytes", ntok, want, size)
+	}
+	return dt, ntok, nil
+}
+
+// splitTokens decodes r's tokens and adds them to w as documents (see ImportOptions).
+func splitTokens(ctx context.Context, r io.Reader, dt DType, o ImportOptions, file string, w *Writer) error {
+	item := dt.Size()
+	buf := make([]byte, writeBufSize)
+	eod := o.Tokenizer.EODID
+	eodFirst := o.Format == LLMC
+	var doc []int
+	var pos int64
+	emit := func() error {
+		if len(doc) == 0 {
+			return nil
+		}
+		err := w.AddDocument(doc)
+		doc = doc[:0]
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, rerr := io.ReadFull(r, buf)
+		if n%item != 0 {
+			return formatErr(ErrTruncated, file, pos+int64(n), "", hintTruncated, "ends inside a token")
+		}
+		for i := 0; i < n; i += item {
+			var id int
+			if item == 2 {
+				id = int(binary.LittleEndian.Uint16(buf[i:]))
+			} else {
+				id = int(binary.LittleEndian.Uint32(buf[i:]))
+			}
+			if id >= o.Tokenizer.VocabSize {
+				return formatErr(ErrTokenRange, file, pos+int64(i), "", "is this the right tokenizer for the file?",
+					"token id %d is not below the vocabulary size %d of %s", id, o.Tokenizer.VocabSize, o.Tokenizer.Name)
+			}
+			if o.SplitAtEOD && eodFirst && id == eod {
+				if err := emit(); err != nil {
+					return err
+				}
+			}
+			doc = append(doc, id)
+			if o.SplitAtEOD && !eodFirst && id == eod {
+				if err := emit(); err != nil {
+					return err
+				}
+			}
+			if len(doc) == math.MaxInt32 {
+				return fmt.Errorf("shards: import %s: a document of more than 2^31 tokens does not fit an .idx\n---> HINT: split at the end-of-document id (--split-at-eod)", file)
+			}
+		}
+		pos += int64(n)
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("shards: import %s: %w", file, rerr)
+		}
+	}
+	return emit()
+}

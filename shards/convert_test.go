@@ -1,0 +1,221 @@
+package shards
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func gpt2Tokenizer() TokenizerInfo {
+	return TokenizerInfo{Name: "gpt2", Fingerprint: "fp-gpt2", VocabSize: 65536, EODID: 50256}
+}
+
+func openDS(t *testing.T, st *testStore, dir string) *Dataset {
+	t.Helper()
+	d, err := OpenDataset(context.Background(), st, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func datasetDocs(d *Dataset) [][]int {
+	var out [][]int
+	for i := int64(0); i < d.Len(); i++ {
+		out = append(out, d.Tokens(i))
+	}
+	return out
+}
+
+func sameDocs(t *testing.T, got, want [][]int) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d documents %v, want %d %v", len(got), got, len(want), want)
+	}
+	for i := range want {
+		if !equalInts(got[i], want[i]) {
+			t.Fatalf("doc %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestNanoGPTRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	writeDataset(t, st, "ds", gpt2Tokenizer(), Uint16, goldenU16, goldenU16[2:])
+	var buf bytes.Buffer
+	n, err := ExportNanoGPT(ctx, openDS(t, st, "ds"), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	var all [][]int
+	for _, d := range append(append([][]int{}, goldenU16...), goldenU16[2:]...) {
+		for _, id := range d {
+			want = binary.LittleEndian.AppendUint16(want, uint16(id))
+		}
+		if len(d) > 0 { // empty documents do not survive a headerless stream
+			all = append(all, d)
+		}
+	}
+	mustEqualBytes(t, "train.bin", buf.Bytes(), want)
+	if n != int64(len(want)/2) {
+		t.Errorf("n = %d", n)
+	}
+
+	file := filepath.Join(t.TempDir(), "train.bin")
+	os.WriteFile(file, buf.Bytes(), 0o644)
+	m, err := Import(ctx, st, "imp", []string{file}, ImportOptions{Format: NanoGPT, Tokenizer: gpt2Tokenizer(), SplitAtEOD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Shards[0].Prefix != "train_text_document" || m.DType != Uint16 {
+		t.Fatalf("manifest %+v", m)
+	}
+	sameDocs(t, datasetDocs(openDS(t, st, "imp")), all)
+
+	// Without EOD splitting: one document per file.
+	m, err = Import(ctx, st, "one", []string{file}, ImportOptions{Format: NanoGPT, Tokenizer: gpt2Tokenizer()})
+	if err != nil || m.Documents != 1 || m.Tokens != n {
+		t.Fatalf("one doc per file: %+v %v", m, err)
+	}
+	if probs, err := Verify(ctx, st, "one"); err != nil || len(probs) != 0 {
+		t.Fatalf("verify import: %v %v", probs, err)
+	}
+}
+
+func TestNanoGPTErrors(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	// int32 ids above 65535 cannot go to nanoGPT.
+	writeDataset(t, st, "wide", TokenizerInfo{Name: "cl100k", Fingerprint: "x", VocabSize: 100277, EODID: 100257}, Int32, [][]int{{1, 2}, {100257}})
+	if _, err := ExportNanoGPT(ctx, openDS(t, st, "wide"), &bytes.Buffer{}); !errors.Is(err, ErrTokenRange) {
+		t.Fatalf("export wide ids: %v", err)
+	}
+	odd := filepath.Join(t.TempDir(), "odd.bin")
+	os.WriteFile(odd, []byte{1, 2, 3}, 0o644)
+	if _, err := Import(ctx, st, "odd", []string{odd}, ImportOptions{Format: NanoGPT, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("odd-sized file: %v", err)
+	}
+	small := gpt2Tokenizer()
+	small.VocabSize, small.EODID = 100, 0
+	ok := filepath.Join(t.TempDir(), "ok.bin")
+	os.WriteFile(ok, []byte{200, 0}, 0o644)
+	if _, err := Import(ctx, st, "small", []string{ok}, ImportOptions{Format: NanoGPT, Tokenizer: small}); !errors.Is(err, ErrTokenRange) {
+		t.Fatalf("id beyond vocabulary: %v", err)
+	}
+	if k := st.keys(t); len(k) != 3 { // only the "wide" dataset
+		t.Fatalf("failed imports left %v", k)
+	}
+}
+
+func TestLLMCRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		dt    DType
+		tok   TokenizerInfo
+		magic uint32
+		ver   uint32
+	}{
+		{Uint16, gpt2Tokenizer(), 20240520, 1},
+		{Int32, TokenizerInfo{Name: "llama3", Fingerprint: "fp-l3", VocabSize: 128256, EODID: 128000}, 20240801, 7},
+	} {
+		t.Run(tc.dt.String(), func(t *testing.T) {
+			st := newTestStore(t)
+			eod := tc.tok.EODID
+			// llm.c puts EOT before each document.
+			docs := [][]int{{eod, 1, 2, 3}, {eod, 4}, {eod, 5, 6, 7, 8, 9, 10}, {eod}, {eod, 11, 12}}
+			writeDataset(t, st, "ds", tc.tok, tc.dt, docs[:2], docs[2:])
+			keys, err := ExportLLMC(ctx, openDS(t, st, "ds"), st, "llmc", LLMCOptions{Name: "tiny", Split: "train", FirstIndex: 1, ShardTokens: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"llmc/tiny_train_000001.bin", "llmc/tiny_train_000002.bin", "llmc/tiny_train_000003.bin"}
+			if len(keys) != len(want) {
+				t.Fatalf("keys %v", keys)
+			}
+			var files []string
+			for i, k := range keys {
+				if k != want[i] {
+					t.Fatalf("keys %v, want %v", keys, want)
+				}
+				b := st.read(t, k)
+				le := binary.LittleEndian
+				ntok := le.Uint32(b[8:])
+				if le.Uint32(b) != tc.magic || le.Uint32(b[4:]) != tc.ver || len(b) != 1024+int(ntok)*tc.dt.Size() {
+					t.Fatalf("%s: header %d %d %d, %d bytes", k, le.Uint32(b), le.Uint32(b[4:]), ntok, len(b))
+				}
+				if i < 2 && ntok != 7 {
+					t.Fatalf("%s: %d tokens, want 7", k, ntok)
+				}
+				files = append(files, st.path(k))
+			}
+			// Import all three files; documents straddle files, so import the concatenation.
+			var stream []byte
+			var total uint32
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				stream = append(stream, b[1024:]...)
+				total += binary.LittleEndian.Uint32(b[8:])
+			}
+			hdr := make([]byte, 1024)
+			binary.LittleEndian.PutUint32(hdr, tc.magic)
+			binary.LittleEndian.PutUint32(hdr[4:], tc.ver)
+			binary.LittleEndian.PutUint32(hdr[8:], total)
+			whole := filepath.Join(t.TempDir(), "tiny_val_000000.bin")
+			os.WriteFile(whole, append(hdr, stream...), 0o644)
+			m, err := Import(ctx, st, "back", []string{whole}, ImportOptions{Format: LLMC, Tokenizer: tc.tok, SplitAtEOD: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.DType != tc.dt {
+				t.Fatalf("dtype %s, want %s", m.DType, tc.dt)
+			}
+			sameDocs(t, datasetDocs(openDS(t, st, "back")), docs)
+			// Several files import as several shards.
+			m, err = Import(ctx, st, "parts", files, ImportOptions{Format: LLMC, Tokenizer: tc.tok})
+			if err != nil || len(m.Shards) != 3 || m.Tokens != int64(total) {
+				t.Fatalf("parts: %+v %v", m, err)
+			}
+		})
+	}
+}
+
+func TestLLMCHeaderErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mk := func(name string, magic, ver, ntok uint32, body int) string {
+		b := make([]byte, 1024+body)
+		binary.LittleEndian.PutUint32(b, magic)
+		binary.LittleEndian.PutUint32(b[4:], ver)
+		binary.LittleEndian.PutUint32(b[8:], ntok)
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	for _, tc := range []struct {
+		file     string
+		sentinel error
+	}{
+		{mk("magic.bin", 1234, 1, 0, 0), ErrBadMagic},
+		{mk("eval.bin", 20240522, 1, 0, 0), ErrBadMagic},
+		{mk("version.bin", 20240520, 7, 0, 0), ErrBadVersion},
+		{mk("short.bin", 20240520, 1, 10, 18), ErrTruncated},
+		{mk("long.bin", 20240520, 1, 10, 22), ErrCorrupt},
+	} {
+		st := newTestStore(t)
+		if _, err := Import(ctx, st, "x", []string{tc.file}, ImportOptions{Format: LLMC, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, tc.sentinel) {
+			t.Errorf("%s: %v, want %v", filepath.Base(tc.file), err, tc.sentinel)
+		}
+	}
+	hdr := filepath.Join(dir, "hdr.bin")
+	os.WriteFile(hdr, []byte{1, 2, 3}, 0o644)
+	if _, err := Import(ctx, newTestStore(t), "x", []string{hdr}, ImportOptions{Format: LLMC, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, ErrTruncated) {
+		t.Errorf("short header: %v", err)
+	}
+}

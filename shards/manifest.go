@@ -1,0 +1,265 @@
+package shards
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"gptkit/storage"
+)
+
+// A dataset is a directory (a key prefix of a Store) holding shards and manifest.json,
+// which is written last. Only the shards a manifest names exist for readers: a crashed
+// writer's leftovers are ignored, and a half-written dataset has no manifest.
+const (
+	// ManifestName is the manifest's file name in the dataset directory.
+	ManifestName = "manifest.json"
+	// ManifestFormat is the manifest's "format" field.
+	ManifestFormat = "gptkit-shards"
+	// ManifestVersion is the manifest version this package writes and reads.
+	ManifestVersion = 1
+
+	maxManifestSize = 256 << 20
+)
+
+// Manifest lists a dataset's shards and how they were made.
+type Manifest struct {
+	Format    string        `json:"format"`
+	Version   int           `json:"version"`
+	Tokenizer TokenizerInfo `json:"tokenizer"`
+	DType     DType         `json:"dtype"`
+	Documents int64         `json:"documents"` // sum over shards
+	Tokens    int64         `json:"tokens"`    // sum over shards
+	// Source is free-form provenance: inputs, command, created time, ...
+	Source map[string]any `json:"source,omitempty"`
+	Shards []ShardInfo    `json:"shards"`
+
+	// ETag is the version ReadManifest read, for updating it with WriteManifest; it is not
+	// part of the file.
+	ETag string `json:"-"`
+}
+
+// TokenizerInfo identifies the tokenizer that made a dataset's ids.
+type TokenizerInfo struct {
+	Name string `json:"name"`
+	// Fingerprint identifies the exact vocabulary and rules; datasets merge only when
+	// their fingerprints are equal.
+	Fingerprint string `json:"fingerprint"`
+	VocabSize   int    `json:"vocab_size"`
+	EODID       int    `json:"eod_id"` // -1: none
+}
+
+// NewManifest starts an empty manifest; source may be nil (NewSource fills the usual fields).
+func NewManifest(tok TokenizerInfo, dtype DType, source map[string]any) *Manifest {
+	return &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tokenizer: tok, DType: dtype, Source: source, Shards: []ShardInfo{}}
+}
+
+// NewSource is provenance for a manifest: the inputs, the command line and the time.
+func NewSource(inputs []string, command string) map[string]any {
+	return map[string]any{"inputs": inputs, "command": command, "created": time.Now().UTC().Format(time.RFC3339)}
+}
+
+// Add appends a shard written by a Writer under dir (the manifest's directory),
+// making its prefix relative to dir, and updates the totals.
+func (m *Manifest) Add(dir string, info ShardInfo) error {
+	rel := info.Prefix
+	if d := cleanDir(dir); d != "" {
+		var ok bool
+		if rel, ok = strings.CutPrefix(info.Prefix, d+"/"); !ok {
+			return fmt.Errorf("shards: shard %s is not inside the dataset directory %s", info.Prefix, dir)
+		}
+	}
+	info.Prefix = rel
+	m.Shards = append(m.Shards, info)
+	m.Documents += info.Documents
+	m.Tokens += info.Tokens
+	return nil
+}
+
+// cleanDir normalizes a dataset directory key: "" and "." are the store's root.
+func cleanDir(dir string) string {
+	dir = strings.Trim(dir, "/")
+	if dir == "." {
+		return ""
+	}
+	return dir
+}
+
+// join is the store key of name in dir.
+func join(dir, name string) string {
+	if d := cleanDir(dir); d != "" {
+		return d + "/" + name
+	}
+	return name
+}
+
+// ManifestKey is the key of dir's manifest.
+func ManifestKey(dir string) string { return join(dir, ManifestName) }
+
+// ShardKey is the key prefix (without .bin/.idx) of a manifest entry of dir.
+func ShardKey(dir string, s ShardInfo) string { return join(dir, s.Prefix) }
+
+// Validate checks the manifest's fields and totals; every problem is reported, joined.
+func (m *Manifest) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if m.Format != ManifestFormat {
+		bad("format is %q, want %q", m.Format, ManifestFormat)
+	}
+	if m.Version != ManifestVersion {
+		bad("version is %d; this gptkit reads version %d (a newer gptkit wrote it? upgrade)", m.Version, ManifestVersion)
+	}
+	t := m.Tokenizer
+	if t.Name == "" {
+		bad("tokenizer.name is empty")
+	}
+	if t.Fingerprint == "" {
+		bad("tokenizer.fingerprint is empty")
+	}
+	if t.VocabSize <= 0 {
+		bad("tokenizer.vocab_size is %d", t.VocabSize)
+	}
+	if t.EODID < -1 || (t.VocabSize > 0 && t.EODID >= t.VocabSize) {
+		bad("tokenizer.eod_id %d is outside the vocabulary [0,%d) (-1 means none)", t.EODID, t.VocabSize)
+	}
+	if !m.DType.writable() {
+		bad("dtype is %s, want uint16 or int32", m.DType)
+	} else if int64(t.VocabSize)-1 > m.DType.MaxID() {
+		bad("dtype %s cannot hold a vocabulary of %d ids", m.DType, t.VocabSize)
+	}
+	var docs, toks int64
+	seen := map[string]int{}
+	for i, s := range m.Shards {
+		if err := checkRelPrefix(s.Prefix); err != nil {
+			bad("shards[%d]: %v", i, err)
+		}
+		if j, dup := seen[s.Prefix]; dup {
+			bad("shards[%d]: prefix %q repeats shards[%d]", i, s.Prefix, j)
+		}
+		seen[s.Prefix] = i
+		if s.Documents < 0 || s.Tokens < 0 {
+			bad("shards[%d] %s: negative counts", i, s.Prefix)
+		}
+		if !isSHA256(s.BinSHA256) || !isSHA256(s.IdxSHA256) {
+			bad("shards[%d] %s: bin_sha256 and idx_sha256 must be 64 lowercase hex digits", i, s.Prefix)
+		}
+		docs += s.Documents
+		toks += s.Tokens
+	}
+	if docs != m.Documents || toks != m.Tokens {
+		bad("totals say %d documents and %d tokens, the shards add up to %d and %d", m.Documents, m.Tokens, docs, toks)
+	}
+	return errors.Join(errs...)
+}
+
+func checkRelPrefix(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return fmt.Errorf("prefix %q must be a clean path relative to the manifest's directory", p)
+	}
+	return nil
+}
+
+// ReadManifest reads and validates dir's manifest.json. The returned manifest's ETag is
+// the version read (taken before reading, so a concurrent update makes a later
+// WriteManifest fail rather than overwrite it).
+func ReadManifest(ctx context.Context, st storage.Store, dir string) (*Manifest, error) {
+	key := ManifestKey(dir)
+	name := keyName(st, key)
+	info, err := st.Stat(ctx, key)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotExist) {
+			return nil, &FormatError{File: name, Offset: -1, Msg: "does not exist", Err: ErrMissing,
+				Hint: "the directory holds no finished dataset: the manifest is written last, so the stage that makes it did not complete (re-run it)"}
+		}
+		return nil, fmt.Errorf("shards: stat %s: %w", name, err)
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("shards: open %s: %w", name, err)
+	}
+	defer obj.Close()
+	data, err := io.ReadAll(io.LimitReader(obj, maxManifestSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("shards: read %s: %w", name, err)
+	}
+	if len(data) > maxManifestSize {
+		return nil, formatErr(ErrBadManifest, name, -1, "", "", "larger than %d bytes", maxManifestSize)
+	}
+	m, err := ParseManifest(name, data)
+	if err != nil {
+		return nil, err
+	}
+	m.ETag = info.ETag
+	return m, nil
+}
+
+// ParseManifest decodes and validates manifest bytes; name is used in errors.
+func ParseManifest(name string, data []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil {
+		var se *json.SyntaxError
+		off := int64(-1)
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return nil, formatErr(ErrBadManifest, name, off, "", "the manifest is not valid JSON: restore it, or re-run the stage that wrote the dataset", "%v", err)
+	}
+	if m.Shards == nil {
+		m.Shards = []ShardInfo{}
+	}
+	if err := m.Validate(); err != nil {
+		return nil, formatErr(ErrBadManifest, name, -1, "", "", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return &m, nil
+}
+
+// WriteManifest validates m and writes it as dir's manifest.json, the last step of making a
+// dataset. With m.ETag empty the manifest must not exist yet (IfAbsent); otherwise it must
+// still be the version m was read from (IfMatch). Losing either race is an error matching
+// storage.ErrPrecondition.
+func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifest) error {
+	key := ManifestKey(dir)
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("shards: write %s: %w: %s", keyName(st, key), ErrBadManifest, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("shards: encode %s: %w", keyName(st, key), err)
+	}
+	data = append(data, '\n')
+	opt := storage.IfAbsent()
+	if m.ETag != "" {
+		opt = storage.IfMatch(m.ETag)
+	}
+	w, err := st.Create(ctx, key, opt)
+	if err != nil {
+		return fmt.Errorf("shards: create %s: %w", keyName(st, key), err)
+	}
+	defer w.Abort()
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("shards: write %s: %w", keyName(st, key), err)
+	}
+	if err := w.Commit(); err != nil {
+		return fmt.Errorf("shards: commit %s: %w", keyName(st, key), err)
+	}
+	return nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

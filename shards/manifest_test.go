@@ -1,0 +1,164 @@
+package shards
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"gptkit/storage"
+)
+
+func TestManifestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	want := writeDataset(t, st, "ds", testTokenizer(50257), Uint16, goldenU16, goldenU16[:2])
+	m, err := ReadManifest(ctx, st, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ETag == "" || len(m.Shards) != 2 || m.Shards[0].Prefix != "part0_text_document" || m.Documents != 6 || m.Tokens != want.Tokens {
+		t.Fatalf("read back %+v", m)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(st.read(t, "ds/manifest.json"), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"format", "version", "tokenizer", "dtype", "source", "shards", "documents", "tokens"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("manifest.json lacks %q", k)
+		}
+	}
+	if raw["dtype"] != "uint16" || raw["format"] != "gptkit-shards" {
+		t.Errorf("dtype %v format %v", raw["dtype"], raw["format"])
+	}
+	shard := raw["shards"].([]any)[0].(map[string]any)
+	for _, k := range []string{"prefix", "documents", "tokens", "bin_sha256", "idx_sha256"} {
+		if _, ok := shard[k]; !ok {
+			t.Errorf("shard entry lacks %q", k)
+		}
+	}
+	tok := raw["tokenizer"].(map[string]any)
+	for _, k := range []string{"name", "fingerprint", "vocab_size", "eod_id"} {
+		if _, ok := tok[k]; !ok {
+			t.Errorf("tokenizer lacks %q", k)
+		}
+	}
+
+	// A second new manifest loses (IfAbsent); an update from the version read wins once.
+	if err := WriteManifest(ctx, st, "ds", NewManifest(m.Tokenizer, m.DType, nil)); !errors.Is(err, storage.ErrPrecondition) {
+		t.Fatalf("second new manifest: %v", err)
+	}
+	m.Source["note"] = "updated"
+	if err := WriteManifest(ctx, st, "ds", m); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(ctx, st, "ds", m); !errors.Is(err, storage.ErrPrecondition) {
+		t.Fatalf("update from a stale version: %v", err)
+	}
+}
+
+func TestManifestValidation(t *testing.T) {
+	good := func() *Manifest {
+		m := NewManifest(testTokenizer(50257), Uint16, nil)
+		m.Add("", ShardInfo{Prefix: "a", Documents: 2, Tokens: 5, BinSHA256: strings.Repeat("a", 64), IdxSHA256: strings.Repeat("b", 64)})
+		return m
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(m *Manifest)
+		mention string
+	}{
+		{"format", func(m *Manifest) { m.Format = "other" }, "format"},
+		{"version", func(m *Manifest) { m.Version = 2 }, "upgrade"},
+		{"fingerprint", func(m *Manifest) { m.Tokenizer.Fingerprint = "" }, "fingerprint"},
+		{"vocab", func(m *Manifest) { m.Tokenizer.VocabSize = 0 }, "vocab_size"},
+		{"eod", func(m *Manifest) { m.Tokenizer.EODID = 50257 }, "eod_id"},
+		{"dtype", func(m *Manifest) { m.DType = Int64 }, "dtype"},
+		{"dtype too small", func(m *Manifest) { m.Tokenizer.VocabSize = 100277; m.Tokenizer.EODID = 0 }, "cannot hold"},
+		{"absolute prefix", func(m *Manifest) { m.Shards[0].Prefix = "/etc/a" }, "relative"},
+		{"dotdot prefix", func(m *Manifest) { m.Shards[0].Prefix = "../a" }, "relative"},
+		{"duplicate", func(m *Manifest) {
+			m.Add("", m.Shards[0])
+		}, "repeats"},
+		{"sha", func(m *Manifest) { m.Shards[0].BinSHA256 = "xyz" }, "sha256"},
+		{"totals", func(m *Manifest) { m.Tokens++ }, "totals"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := good()
+			tc.edit(m)
+			err := m.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("Validate = %v, want a mention of %q", err, tc.mention)
+			}
+		})
+	}
+	if _, err := ParseManifest("m.json", []byte(`{"format": "gptkit-shards",`)); !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), "m.json") {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if _, err := ReadManifest(context.Background(), newTestStore(t), "nothing"); !errors.Is(err, ErrMissing) {
+		t.Fatalf("missing manifest: %v", err)
+	}
+}
+
+func TestManifestAddRelative(t *testing.T) {
+	m := NewManifest(testTokenizer(10), Uint16, nil)
+	if err := m.Add("a/b", ShardInfo{Prefix: "a/b/c_text_document"}); err != nil || m.Shards[0].Prefix != "c_text_document" {
+		t.Fatalf("Add: %v %+v", err, m.Shards)
+	}
+	if err := m.Add("a/b", ShardInfo{Prefix: "a/bc/x"}); err == nil {
+		t.Fatal("Add accepted a shard outside the directory")
+	}
+}
+
+func TestDataset(t *testing.T) {
+	ctx := context.Background()
+	for _, remote := range []bool{false, true} {
+		st := newTestStore(t)
+		shardDocs := [][][]int{goldenU16, {}, goldenU16[1:3], {{9, 9}}}
+		writeDataset(t, st, "ds", testTokenizer(65536), Uint16, shardDocs...)
+		st.remote = remote
+		d, err := OpenDataset(ctx, st, "ds", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all [][]int
+		for _, s := range shardDocs {
+			all = append(all, s...)
+		}
+		if d.Len() != int64(len(all)) || d.NumShards() != 4 || d.DType() != Uint16 {
+			t.Fatalf("len %d shards %d", d.Len(), d.NumShards())
+		}
+		for i, want := range all {
+			if got := d.Tokens(int64(i)); !equalInts(got, want) || d.Size(int64(i)) != len(want) {
+				t.Errorf("remote=%v doc %d = %v, want %v", remote, i, got, want)
+			}
+		}
+		if s, j := d.Locate(5); s != 2 || j != 1 {
+			t.Errorf("Locate(5) = %d, %d", s, j)
+		}
+		d.Close()
+	}
+}
+
+// TestDatasetCountMismatch: a manifest whose counts disagree with the shard is refused.
+func TestDatasetCountMismatch(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	m := writeDataset(t, st, "ds", testTokenizer(50257), Uint16, goldenU16)
+	m2, _ := ReadManifest(ctx, st, "ds")
+	m2.Shards[0].Documents++
+	m2.Documents++
+	if err := WriteManifest(ctx, st, "ds", m2); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenDataset(ctx, st, "ds", "")
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "the manifest says") {
+		t.Fatalf("OpenDataset = %v", err)
+	}
+	_ = m
+}

@@ -1,0 +1,205 @@
+package shards
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"gptkit/storage"
+)
+
+// Problem is one thing Verify found wrong (or, with Warning, merely odd) in one file.
+type Problem struct {
+	File    string // path or store key
+	Warning bool   // readable, but worth knowing (a merge_file_ doc_idx, a stray shard)
+	Err     error  // matches the package's sentinels (ErrChecksum, ErrTruncated, ...)
+}
+
+// String is the problem as one message (multi-line when it carries a hint).
+func (p Problem) String() string {
+	if p.Warning {
+		return "warning: " + p.Err.Error()
+	}
+	return p.Err.Error()
+}
+
+// Verify checks a whole dataset: the manifest, and for every shard it names the files'
+// presence, sha256, structure (as Open validates it) and counts against the manifest. It
+// also warns about shard files in dir that the manifest does not name. The error is only
+// for a failure to run (a cancelled ctx); a broken dataset is a non-empty problem list.
+func Verify(ctx context.Context, st storage.Store, dir string, opts ...Option) ([]Problem, error) {
+	m, err := ReadManifest(ctx, st, dir)
+	if err != nil {
+		return []Problem{{File: keyName(st, ManifestKey(dir)), Err: err}}, nil
+	}
+	var probs []Problem
+	named := map[string]bool{}
+	for i := range m.Shards {
+		s := &m.Shards[i]
+		named[ShardKey(dir, *s)+".bin"] = true
+		named[ShardKey(dir, *s)+".idx"] = true
+		p, err := VerifyShard(ctx, st, ShardKey(dir, *s), s, m.DType, opts...)
+		probs = append(probs, p...)
+		if err != nil {
+			return probs, err
+		}
+	}
+	listPrefix := ""
+	if d := cleanDir(dir); d != "" {
+		listPrefix = d + "/"
+	}
+	infos, err := st.List(ctx, listPrefix)
+	if err != nil {
+		return probs, fmt.Errorf("shards: list %s: %w", keyName(st, listPrefix), err)
+	}
+	for _, in := range infos {
+		rest := strings.TrimPrefix(in.Key, listPrefix)
+		ext := path.Ext(rest)
+		if strings.Contains(rest, "/") || (ext != ".bin" && ext != ".idx") || named[in.Key] {
+			continue
+		}
+		probs = append(probs, Problem{File: keyName(st, in.Key), Warning: true, Err: formatErr(ErrMismatch, keyName(st, in.Key), -1, "",
+			"delete it, or add its shard to the manifest if it belongs to the dataset",
+			"not named in %s, so readers ignore it (left over from an interrupted run?)", ManifestName)})
+	}
+	return probs, nil
+}
+
+// VerifyShard checks the shard prefix (a key without extension). want, when not nil, is
+// the shard's manifest entry (sha256s and counts to compare) and dtype, when not 0, the
+// manifest's dtype. Without a manifest, VerifyShard checks the structure alone: use it on
+// a bare GPT-NeoX prefix.
+func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *ShardInfo, dtype DType, opts ...Option) ([]Problem, error) {
+	var probs []Problem
+	add := func(file string, warning bool, err error) {
+		probs = append(probs, Problem{File: file, Warning: warning, Err: err})
+	}
+	idxKey, binKey := prefix+".idx", prefix+".bin"
+	idxName, binName := keyName(st, idxKey), keyName(st, binKey)
+	missing := false
+	var binSize int64
+	for _, key := range []string{idxKey, binKey} {
+		info, err := st.Stat(ctx, key)
+		switch {
+		case errors.Is(err, storage.ErrNotExist):
+			missing = true
+			add(keyName(st, key), false, &FormatError{File: keyName(st, key), Offset: -1, Msg: "does not exist", Err: ErrMissing,
+				Hint: "the shard is incomplete: restore the file, or re-run the stage that wrote the dataset"})
+		case err != nil:
+			return probs, fmt.Errorf("shards: stat %s: %w", keyName(st, key), err)
+		case key == binKey:
+			binSize = info.Size
+		}
+	}
+	if missing {
+		return probs, nil
+	}
+
+	// .idx: checksum and structure.
+	idx, err := readAll(ctx, st, idxKey)
+	if err != nil {
+		return probs, err
+	}
+	if want != nil {
+		if got := sha256Hex(idx); got != want.IdxSHA256 {
+			add(idxName, false, checksumErr(idxName, got, want.IdxSHA256))
+		}
+	}
+	ix, perr := ParseIndex(idxName, idx, opts...)
+	if perr != nil {
+		add(idxName, false, perr)
+	} else {
+		if ix.MergedDocIdx() {
+			add(idxName, true, formatErr(ErrMergedDocIdx, idxName, int64(ix.docOff), "doc_idx",
+				"GPT-NeoX merge_datasets.py output; it reads as one document per sequence. `shards merge` writes a complete doc_idx",
+				"doc_idx is [0] but the shard has %d sequences", ix.n))
+		}
+		if err := ix.CheckBinSize(binName, binSize); err != nil {
+			add(binName, false, err)
+		}
+		if want != nil {
+			if err := checkAgainstManifest(prefix, ix, *want, dtype); err != nil {
+				for _, e := range unjoin(err) {
+					add(idxName, false, e)
+				}
+			}
+		} else if dtype != 0 && ix.dtype != dtype {
+			add(idxName, false, formatErr(ErrMismatch, idxName, 17, "dtype", "", "dtype is %s, want %s", ix.dtype, dtype))
+		}
+	}
+
+	// .bin: checksum (the only way to notice a flipped token).
+	if want != nil {
+		got, err := hashObject(ctx, st, binKey)
+		if err != nil {
+			return probs, err
+		}
+		if got != want.BinSHA256 {
+			add(binName, false, checksumErr(binName, got, want.BinSHA256))
+		}
+	}
+	return probs, nil
+}
+
+func checksumErr(name, got, want string) error {
+	return formatErr(ErrChecksum, name, -1, "", "the file was modified or damaged after it was written: restore it, or re-run the stage that wrote the dataset",
+		"sha256 is %s, the manifest says %s", got, want)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// readAll reads a whole object into memory.
+func readAll(ctx context.Context, st storage.Store, key string) ([]byte, error) {
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
+	}
+	defer obj.Close()
+	buf := make([]byte, obj.Size())
+	if _, err := io.ReadFull(&ctxReader{ctx, obj}, buf); err != nil {
+		return nil, fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	}
+	return buf, nil
+}
+
+// hashObject streams an object through sha256.
+func hashObject(ctx context.Context, st storage.Store, key string) (string, error) {
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
+	}
+	defer obj.Close()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, &ctxReader{ctx, obj}, make([]byte, 1<<20)); err != nil {
+		return "", fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader stops a long read when ctx is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,162 @@
+package shards
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestVerifyCatches: each corruption of a good dataset is reported with its sentinel and
+// the damaged file's name.
+func TestVerifyCatches(t *testing.T) {
+	ctx := context.Background()
+	const shard = "ds/part1_text_document"
+	le := binary.LittleEndian
+	for _, tc := range []struct {
+		name     string
+		damage   func(t *testing.T, st *testStore)
+		sentinel error
+		file     string // suffix of the problem's file
+	}{
+		{"flipped .bin byte", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".bin", func(b []byte) []byte { b[3] ^= 0x10; return b })
+		}, ErrChecksum, ".bin"},
+		{"truncated .bin", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".bin", func(b []byte) []byte { return b[:len(b)-2] })
+		}, ErrTruncated, ".bin"},
+		{"truncated .idx", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte { return b[:len(b)-5] })
+		}, ErrTruncated, ".idx"},
+		{"bad magic", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte { b[0] = 'X'; return b })
+		}, ErrBadMagic, ".idx"},
+		{"bad version", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte { b[9] = 3; return b })
+		}, ErrBadVersion, ".idx"},
+		{"bad dtype", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte { b[17] = 6; return b })
+		}, ErrBadDType, ".idx"},
+		{"non-monotone doc_idx", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte {
+				n := int(le.Uint64(b[18:]))
+				le.PutUint64(b[HeaderSize+12*n+8*2:], 0) // doc_idx[2] = 0 after doc_idx[1] = 1
+				return b
+			})
+		}, ErrCorrupt, ".idx"},
+		{"pointer mismatch", func(t *testing.T, st *testStore) {
+			edit(t, st, shard+".idx", func(b []byte) []byte {
+				n := int(le.Uint64(b[18:]))
+				le.PutUint64(b[HeaderSize+4*n+8:], 1) // pointers[1]
+				return b
+			})
+		}, ErrCorrupt, ".idx"},
+		{"sizes changed consistently", func(t *testing.T, st *testStore) {
+			// Rewrite the index with one token fewer in the first document: structurally
+			// fine, but the .bin is too long and the counts differ from the manifest.
+			edit(t, st, shard+".idx", func(b []byte) []byte {
+				ix, err := ParseIndex("x", b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes := []int32{}
+				for i := 0; i < ix.Len(); i++ {
+					sizes = append(sizes, int32(ix.Size(i)))
+				}
+				sizes[0]--
+				var out strings.Builder
+				WriteIndex(&out, Uint16, sizes, nil)
+				return []byte(out.String())
+			})
+		}, ErrMismatch, ".idx"},
+		{"missing .bin", func(t *testing.T, st *testStore) {
+			os.Remove(st.path(shard + ".bin"))
+		}, ErrMissing, ".bin"},
+		{"missing .idx", func(t *testing.T, st *testStore) {
+			os.Remove(st.path(shard + ".idx"))
+		}, ErrMissing, ".idx"},
+		{"counts differ from manifest", func(t *testing.T, st *testStore) {
+			m, err := ReadManifest(ctx, st, "ds")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Shards[1].Tokens += 3
+			m.Tokens += 3
+			if err := WriteManifest(ctx, st, "ds", m); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrMismatch, ".idx"},
+		{"missing manifest", func(t *testing.T, st *testStore) {
+			os.Remove(st.path("ds/manifest.json"))
+		}, ErrMissing, "manifest.json"},
+		{"broken manifest", func(t *testing.T, st *testStore) {
+			edit(t, st, "ds/manifest.json", func(b []byte) []byte { return b[:len(b)/2] })
+		}, ErrBadManifest, "manifest.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newTestStore(t)
+			writeDataset(t, st, "ds", testTokenizer(65536), Uint16, goldenU16[:2], goldenU16, goldenU16[2:])
+			if probs, err := Verify(ctx, st, "ds"); err != nil || len(probs) != 0 {
+				t.Fatalf("clean dataset: %v %v", probs, err)
+			}
+			tc.damage(t, st)
+			probs, err := Verify(ctx, st, "ds")
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range probs {
+				if errors.Is(p.Err, tc.sentinel) && strings.HasSuffix(p.File, tc.file) && !p.Warning {
+					found = true
+				}
+			}
+			if !found {
+				var msgs []string
+				for _, p := range probs {
+					msgs = append(msgs, p.File+": "+p.String())
+				}
+				t.Fatalf("no %v problem in %s among:\n%s", tc.sentinel, tc.file, strings.Join(msgs, "\n"))
+			}
+		})
+	}
+}
+
+func TestVerifyWarnings(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	writeDataset(t, st, "ds", testTokenizer(65536), Uint16, goldenU16)
+	// A stray shard from an interrupted run.
+	writeShard(t, st, "ds/stray", Uint16, goldenU16[:1])
+	probs, err := Verify(ctx, st, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 2 || !probs[0].Warning || !strings.Contains(probs[0].String(), "not named") {
+		t.Fatalf("stray files: %v", probs)
+	}
+
+	// A GPT-NeoX merged shard: an error, or a warning with AllowMergedDocIdx.
+	st = newTestStore(t)
+	for _, ext := range []string{".bin", ".idx"} {
+		b, err := os.ReadFile(golden("neox_merged_u16" + ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.write(t, "neox/merged"+ext, b)
+	}
+	probs, _ = VerifyShard(ctx, st, "neox/merged", nil, 0)
+	if len(probs) != 1 || probs[0].Warning || !errors.Is(probs[0].Err, ErrMergedDocIdx) {
+		t.Fatalf("merged without option: %v", probs)
+	}
+	probs, _ = VerifyShard(ctx, st, "neox/merged", nil, 0, AllowMergedDocIdx())
+	if len(probs) != 1 || !probs[0].Warning || !errors.Is(probs[0].Err, ErrMergedDocIdx) {
+		t.Fatalf("merged with option: %v", probs)
+	}
+}
+
+func edit(t *testing.T, st *testStore, key string, f func([]byte) []byte) {
+	t.Helper()
+	st.write(t, key, f(st.read(t, key)))
+}

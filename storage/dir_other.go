@@ -1,0 +1,35 @@
+//go:build !unix
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+)
+
+var errNotDir = errors.New("not a directory") // never matched: os errors report ErrNotExist
+
+// fileETag is "SIZE-MTIMENANOS" in hex; without inodes it relies on Commit's fresh mtime.
+func fileETag(fi fs.FileInfo) string {
+	return fmt.Sprintf("0-%x-%x", fi.Size(), fi.ModTime().UnixNano())
+}
+
+var procLocks sync.Map // string → *sync.Mutex
+
+// lockDir serializes commits within this process only: there is no flock here, so
+// conditional commits are not safe against other processes on this platform.
+func lockDir(dir string) (unlock func(), err error) { return lockFile(dir) }
+
+// lockFile is an in-process mutex named by p.
+func lockFile(p string) (unlock func(), err error) {
+	m, _ := procLocks.LoadOrStore(p, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock, nil
+}
+
+func syncDir(dir string) error { return nil }
+
+func linkUnsupported(err error) bool { return !errors.Is(err, fs.ErrExist) }
