@@ -59,7 +59,14 @@ type dirWriter struct {
 	log   *slog.Logger
 	done  bool
 	err   error // first write error; Commit reports it
+
+	written, flushed int64 // bytes written; bytes handed to early writeback
 }
+
+// writebackChunk is how often a dirWriter asks the kernel to start writing its pages out
+// (startWriteback), so that Commit's fsync finds little left to flush: without it, a
+// multi-GB shard's whole fsync happened at Commit, after the work was done.
+const writebackChunk = 8 << 20
 
 func (w *dirWriter) Write(p []byte) (int, error) {
 	if w.done {
@@ -69,9 +76,14 @@ func (w *dirWriter) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	n, err := w.f.Write(p)
+	w.written += int64(n)
 	if err != nil {
 		w.err = fmt.Errorf("storage: write %s: %w", w.final, err)
 		return n, w.err
+	}
+	if w.written-w.flushed >= writebackChunk {
+		startWriteback(w.f, w.flushed, w.written-w.flushed)
+		w.flushed = w.written
 	}
 	return n, nil
 }

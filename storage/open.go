@@ -28,7 +28,9 @@ type Options struct {
 	// logged.
 	Logger *slog.Logger
 	// PartSize is the S3 multipart part size in bytes: objects larger than this are
-	// uploaded in parts of this size. Default 16 MiB; S3's minimum is 5 MiB.
+	// uploaded in parts, of this size for the first 1000 and doubling every 1000 after
+	// (up to 512 MiB), so objects up to about 2.5 TiB fit S3's 10,000 parts. Default 8 MiB;
+	// S3's minimum is 5 MiB.
 	PartSize int64
 	// Concurrency is how many parts one S3 Writer uploads at once (default 4). A Writer
 	// holds up to Concurrency+1 parts in memory.
@@ -40,7 +42,7 @@ type Options struct {
 
 const (
 	// DefaultPartSize is the S3 multipart part size when Options.PartSize is 0.
-	DefaultPartSize = 16 << 20
+	DefaultPartSize = 8 << 20
 	// MinPartSize is S3's smallest allowed part (all but the last).
 	MinPartSize = 5 << 20
 )

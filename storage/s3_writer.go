@@ -29,7 +29,7 @@ func (s *s3Store) Create(ctx context.Context, key string, opts ...WriteOption) (
 		return nil, err
 	}
 	w := &s3Writer{s: s, ctx: ctx, key: key, okey: s.objectKey(key), opts: o, sem: make(chan struct{}, s.concurrency)}
-	w.buf = s.getPart()
+	w.buf = s.getPart(1)
 	return w, nil
 }
 
@@ -60,13 +60,36 @@ type s3Writer struct {
 	perr  error                 // first part upload failure
 }
 
-func (s *s3Store) getPart() *[]byte {
-	if b, ok := s.parts.Get().(*[]byte); ok {
-		*b = (*b)[:0]
-		return b
+// maxPartSize bounds part growth (see partCap).
+const maxPartSize = 512 << 20
+
+// partCap is the size of part number n (from 1): PartSize for the first 1000 parts, then
+// doubling every 1000 parts up to maxPartSize, so that S3's 10,000 parts hold objects of
+// about 2.5 TiB from an 8 MiB PartSize while small objects keep small parts (a short tail to
+// upload at Commit).
+func (s *s3Store) partCap(n int32) int64 {
+	size := s.partSize << min((n-1)/1000, 6)
+	return max(min(size, maxPartSize), s.partSize)
+}
+
+// getPart returns an empty buffer for part number n; buffers of the base part size are
+// pooled.
+func (s *s3Store) getPart(n int32) *[]byte {
+	size := s.partCap(n)
+	if size == s.partSize {
+		if b, ok := s.parts.Get().(*[]byte); ok {
+			*b = (*b)[:0]
+			return b
+		}
 	}
-	b := make([]byte, 0, s.partSize)
+	b := make([]byte, 0, size)
 	return &b
+}
+
+func (s *s3Store) putPart(b *[]byte) {
+	if int64(cap(*b)) == s.partSize {
+		s.parts.Put(b)
+	}
 }
 
 func (w *s3Writer) Write(p []byte) (int, error) {
@@ -122,14 +145,14 @@ func (w *s3Writer) flushPart() error {
 	}
 	w.nparts++
 	num, buf := w.nparts, w.buf
-	w.buf = w.s.getPart()
+	w.buf = w.s.getPart(num + 1)
 	w.sem <- struct{}{}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.sem }()
 		err := w.uploadPart(num, *buf)
-		w.s.parts.Put(buf)
+		w.s.putPart(buf)
 		if err != nil {
 			w.mu.Lock()
 			if w.perr == nil {

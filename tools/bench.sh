@@ -138,3 +138,24 @@ $go_cmd3"
 go run ./tools/benchreport -gobench "$out/go-bench.txt,$out/go-bench-workers.txt,$out/go-bench-load.txt" -peers "$peers_json" \
   -corpus "$input" -shakespeare "$shakespeare" -corpus-note "$input_note" -peers-note "$peers_note" \
   -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
+
+# 6. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
+# the report. BENCH_DATA=0 skips it.
+if [ "${BENCH_DATA:-1}" != 0 ]; then
+  data_cmd="go test ./shards ./storage ./pipelines -run '^\$' -bench '^(BenchmarkWriter|BenchmarkReaderView|BenchmarkReaderTokens|BenchmarkVerify|BenchmarkWrite|BenchmarkRead|BenchmarkTokenizeRun)\$' -benchtime 3x -count 1"
+  say "shards, storage, tokenize run: $data_cmd"
+  go test ./shards ./storage ./pipelines -run '^$' \
+    -bench '^(BenchmarkWriter|BenchmarkReaderView|BenchmarkReaderTokens|BenchmarkVerify|BenchmarkWrite|BenchmarkRead|BenchmarkTokenizeRun)$' \
+    -benchtime 3x -count 1 -timeout "$BENCH_GO_TIMEOUT" 2>&1 | tee "$out/go-bench-data.txt"
+  {
+    echo
+    echo "## Shards, storage and tokenize run"
+    echo
+    echo "MB/s of token bytes (shards), of object bytes (storage), of JSONL input (tokenize run; write_pct ="
+    echo "share of the run's time that writing adds, goal ≤5%). \`$data_cmd\`"
+    echo
+    echo '```'
+    grep -E '^(Benchmark|pkg:)' "$out/go-bench-data.txt"
+    echo '```'
+  } >> "$out/report.md"
+fi
