@@ -29,3 +29,10 @@ done
 echo "First Citizen: Before we proceed any further, hear me speak." \
   | "$bin/tokenize" encode --tokenizer "$work/tokenizer.json" > "$work/line.ids"
 echo "trained a 2000-token tokenizer on tinyshakespeare; 'First Citizen: ...' encodes to $(cat "$work/line.ids")"
+
+# The parity corpus into a GPT-NeoX indexed dataset, then inspect and check it.
+"$bin/tokenize" run --input "$shared/corpora/parity-public.jsonl" --output "$work/data/parity" --name parity \
+  --tokenizer "$shared/tokenizers/gpt2" --progress off 2>/dev/null
+"$bin/shards" info "$work/data/parity" | sed 's/^/  /'
+"$bin/shards" verify "$work/data/parity" | tail -1
+echo "document 1 decoded: $("$bin/shards" cat "$work/data/parity" --doc 1 --decode --tokenizer "$shared/tokenizers/gpt2" | cut -c1-100)..."

@@ -21,7 +21,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"PREFIX.bin, no manifest), checks its structure alone.\n\n"+
 			"Prints each problem on stdout as one line, \"error: FILE: KIND: MESSAGE ---> HINT: ...\"\n"+
 			"(\"warning: ...\" for oddities that do not stop readers), then a verdict line starting with\n"+
-			"\"ok:\" or \"FAILED:\". Exits 1 if any problem is an error (or, with --strict, a warning),\n"+
+			"\"ok:\" or \"FAILED:\". Exits 1 on any problem, warnings included unless --strict=false;\n"+
 			"else 0.")
 	strict := c.Flags.Bool("strict", true, "exit 1 on warnings too (shard files the manifest does not name, a merged doc_idx); --strict=false exits 0 when only warnings remain")
 	var allow allowMergedFlag
