@@ -111,6 +111,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 					ids, err := tok.EncodeChecked(d.Text)
 					if err != nil {
 						cancel(fmt.Errorf("%s: %w", docWhere(d), err))
+						out = nil // tells the writer the batch failed
 						break
 					}
 					if r.AppendEOD {
@@ -154,11 +155,11 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
+			if out == nil { // the worker stopped on an error
+				return context.Cause(ctx)
+			}
 			t0 := time.Now()
 			for _, ids := range out {
-				if ids == nil { // the worker stopped on an error
-					return context.Cause(ctx)
-				}
 				if err := w.add(ctx, ids); err != nil {
 					return err
 				}

@@ -7,25 +7,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gptkit/internal/cli"
 	"io"
 
 	"gptkit/tokenize"
 )
 
 func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("decode", "--tokenizer SPEC < ids.jsonl",
+	c := cli.NewCommand("tokenize", "decode", "--tokenizer SPEC < ids.jsonl",
 		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line.")
 	var tf tokenizerFlags
-	tf.register(c.flags)
-	if code, ok := c.parse(args, stderr); !ok {
+	tf.register(c.Flags)
+	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
 	if tf.spec == "" {
-		return c.usageError(stderr, "--tokenizer is required")
+		return c.UsageError(stderr, "--tokenizer is required")
 	}
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
-		return fail(stderr, c.name, interrupted(ctx, err))
+		return fail(stderr, c.Name, interrupted(ctx, err))
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
 	err = decodeLines(ctx, tok, stdin, out)
@@ -33,7 +34,7 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		err = fmt.Errorf("write stdout: %w", ferr)
 	}
 	if err != nil {
-		return fail(stderr, c.name, interrupted(ctx, err))
+		return fail(stderr, c.Name, interrupted(ctx, err))
 	}
 	return exitOK
 }

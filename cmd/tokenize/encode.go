@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"gptkit/internal/cli"
 	"io"
 	"runtime"
 	"strconv"
@@ -15,27 +16,27 @@ import (
 const outputBufferSize = 1 << 20
 
 func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := newCommand("encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
+	c := cli.NewCommand("tokenize", "encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
 		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl) or one for the whole input.")
 	var tf tokenizerFlags
-	tf.register(c.flags)
-	jsonl := c.flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
-	textKey := c.flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
-	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
+	tf.register(c.Flags)
+	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
+	textKey := c.Flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
+	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
 	var pf progressFlag
-	pf.register(c.flags)
-	if code, ok := c.parse(args, stderr); !ok {
+	pf.register(c.Flags)
+	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
 	switch {
 	case tf.spec == "":
-		return c.usageError(stderr, "--tokenizer is required")
+		return c.UsageError(stderr, "--tokenizer is required")
 	case *workers < 1:
-		return c.usageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
+		return c.UsageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
 	case *jsonl && *textKey == "":
-		return c.usageError(stderr, "--text-key is empty")
+		return c.UsageError(stderr, "--text-key is empty")
 	case pf.check() != "":
-		return c.usageError(stderr, pf.check())
+		return c.UsageError(stderr, pf.check())
 	}
 	if *workers == 1 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
@@ -43,10 +44,10 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
-		return fail(stderr, c.name, interrupted(ctx, err))
+		return fail(stderr, c.Name, interrupted(ctx, err))
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
-	bar := pf.start(c.name, stdin, stderr)
+	bar := pf.start(c.Name, stdin, stderr)
 	if *jsonl {
 		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar)
 	} else {
@@ -59,7 +60,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if err != nil {
 		bar.Stop()
-		return fail(stderr, c.name, interrupted(ctx, err))
+		return fail(stderr, c.Name, interrupted(ctx, err))
 	}
 	bar.Done()
 	return exitOK

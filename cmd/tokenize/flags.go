@@ -7,34 +7,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"gptkit/internal/cli"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
 )
-
-// command is a subcommand's flag set with its help text: a cli.Command under the names
-// this package's files use.
-type command struct {
-	*cli.Command
-	name  string // e.g. "encode"
-	flags *flag.FlagSet
-}
-
-func newCommand(name, synopsis, summary string) *command {
-	c := cli.NewCommand("tokenize", name, synopsis, summary)
-	return &command{Command: c, name: c.Name, flags: c.Flags}
-}
-
-// parse parses args. ok is false when the caller should return code: exitOK after -h,
-// exitUsage after a bad flag or a stray argument.
-func (c *command) parse(args []string, stderr io.Writer) (code int, ok bool) {
-	return c.Parse(args, stderr)
-}
-
-// usageError prints msg and where to find help, and returns exitUsage.
-func (c *command) usageError(stderr io.Writer, msg string) int {
-	return c.UsageError(stderr, msg)
-}
 
 // tokenizerFlags pick the tokenizer; encode and decode share them.
 type tokenizerFlags struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"gptkit/internal/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -17,46 +18,46 @@ import (
 
 // runRun implements `tokenize run`: documents from files -> a shards dataset.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCommand("run", "--input FILE... --output DIR --name NAME --tokenizer SPEC [flags]",
+	c := cli.NewCommand("tokenize", "run", "--input FILE... --output DIR --name NAME --tokenizer SPEC [flags]",
 		"Tokenizes JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files (one document each) in parallel,\n"+
 			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
 			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
 			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.")
 	inputs := listFlag{comma: true}
-	c.flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
-	output := c.flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
-	name := c.flags.String("name", "", "dataset `NAME`: shards are NAME_text_document* (required)")
+	c.Flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
+	output := c.Flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
+	name := c.Flags.String("name", "", "dataset `NAME`: shards are NAME_text_document* (required)")
 	var tf tokenizerFlags
-	tf.register(c.flags)
-	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores")
-	textKey := c.flags.String("text-key", "text", "the JSONL `FIELD` holding the text")
-	appendEOD := c.flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document")
-	shardSize := c.flags.String("shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB, 500MB; 0: one shard)")
-	overwrite := c.flags.Bool("overwrite", false, "replace the dataset already in DIR")
-	s3Endpoint := c.flags.String("s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
-	s3PathStyle := c.flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
+	tf.register(c.Flags)
+	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores")
+	textKey := c.Flags.String("text-key", "text", "the JSONL `FIELD` holding the text")
+	appendEOD := c.Flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document")
+	shardSize := c.Flags.String("shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB, 500MB; 0: one shard)")
+	overwrite := c.Flags.Bool("overwrite", false, "replace the dataset already in DIR")
+	s3Endpoint := c.Flags.String("s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
+	s3PathStyle := c.Flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
 	var progress progressFlag
-	progress.register(c.flags)
-	if code, ok := c.parse(expandListArgs(args, "input"), stderr); !ok {
+	progress.register(c.Flags)
+	if code, ok := c.Parse(expandListArgs(args, "input"), stderr); !ok {
 		return code
 	}
 	switch {
 	case len(inputs.values) == 0:
-		return c.usageError(stderr, "--input is required")
+		return c.UsageError(stderr, "--input is required")
 	case *output == "":
-		return c.usageError(stderr, "--output is required")
+		return c.UsageError(stderr, "--output is required")
 	case *name == "" || strings.ContainsAny(*name, "/\\"):
-		return c.usageError(stderr, "--name is required and may not contain a slash")
+		return c.UsageError(stderr, "--name is required and may not contain a slash")
 	case tf.spec == "":
-		return c.usageError(stderr, "--tokenizer is required")
+		return c.UsageError(stderr, "--tokenizer is required")
 	case *workers < 1:
-		return c.usageError(stderr, "--workers must be at least 1")
+		return c.UsageError(stderr, "--workers must be at least 1")
 	case progress.check() != "":
-		return c.usageError(stderr, progress.check())
+		return c.UsageError(stderr, progress.check())
 	}
 	shardBytes, err := parseSize(*shardSize)
 	if err != nil {
-		return c.usageError(stderr, "--shard-size: "+err.Error())
+		return c.UsageError(stderr, "--shard-size: "+err.Error())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	tok, err := tf.load(ctx, stderr)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gptkit/internal/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -32,22 +33,22 @@ const progressEvery = 2 * time.Second
 // runTrain runs `tokenize train`: it trains a byte-level BPE tokenizer on the --input
 // files and writes its tokenizer.json to --out. It writes nothing to stdout.
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := newCommand("train", "--input FILES --vocab-size N --out tokenizer.json [flags]",
+	c := cli.NewCommand("tokenize", "train", "--input FILES --vocab-size N --out tokenizer.json [flags]",
 		"Trains a byte-level BPE tokenizer (Hugging Face BpeTrainer semantics, GPT-2 pre-tokenizer) and writes\n"+
 			"its tokenizer.json. A plain text file is one document, read in chunks; a .jsonl file (or any file\n"+
 			"with --jsonl) holds one JSON object per line whose --text-key field is a document; .gz files are\n"+
 			"decompressed. Progress is logged to stderr; nothing is written to stdout.")
 	inputs := listFlag{comma: true}
 	specials := listFlag{values: []string{defaultSpecial}}
-	c.flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
-	vocabSize := c.flags.Int("vocab-size", 0, "vocabulary size `N`, specials and the 256 byte tokens included (required)")
-	out := c.flags.String("out", "", "write the tokenizer.json to `FILE` (required; replaced atomically)")
-	c.flags.Var(&specials, "special", "special `TOKEN`, given the next id from 0 (may be repeated; the first --special replaces the default; --special '' for none)")
-	minFreq := c.flags.Int("min-frequency", tokenize.DefaultMinFrequency, "merge only pairs that occur at least `N` times (0 and 1: any pair)")
-	workers := c.flags.Int("workers", runtime.GOMAXPROCS(0), "count words on `N` cores")
-	jsonl := c.flags.Bool("jsonl", false, "read every input as JSONL (files ending in .jsonl or .jsonl.gz always are)")
-	textKey := c.flags.String("text-key", "text", "with JSONL input, the `FIELD` holding the text")
-	if code, ok := c.parse(args, stderr); !ok {
+	c.Flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
+	vocabSize := c.Flags.Int("vocab-size", 0, "vocabulary size `N`, specials and the 256 byte tokens included (required)")
+	out := c.Flags.String("out", "", "write the tokenizer.json to `FILE` (required; replaced atomically)")
+	c.Flags.Var(&specials, "special", "special `TOKEN`, given the next id from 0 (may be repeated; the first --special replaces the default; --special '' for none)")
+	minFreq := c.Flags.Int("min-frequency", tokenize.DefaultMinFrequency, "merge only pairs that occur at least `N` times (0 and 1: any pair)")
+	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "count words on `N` cores")
+	jsonl := c.Flags.Bool("jsonl", false, "read every input as JSONL (files ending in .jsonl or .jsonl.gz always are)")
+	textKey := c.Flags.String("text-key", "text", "with JSONL input, the `FIELD` holding the text")
+	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
 	opt := tokenize.TrainOptions{
@@ -58,26 +59,26 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	switch {
 	case len(inputs.values) == 0:
-		return c.usageError(stderr, "--input is required")
+		return c.UsageError(stderr, "--input is required")
 	case *vocabSize == 0:
-		return c.usageError(stderr, "--vocab-size is required")
+		return c.UsageError(stderr, "--vocab-size is required")
 	case *out == "":
-		return c.usageError(stderr, "--out is required")
+		return c.UsageError(stderr, "--out is required")
 	case *minFreq < 0:
-		return c.usageError(stderr, fmt.Sprintf("--min-frequency is %d, want at least 0", *minFreq))
+		return c.UsageError(stderr, fmt.Sprintf("--min-frequency is %d, want at least 0", *minFreq))
 	case *workers < 1:
-		return c.usageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
+		return c.UsageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
 	case *textKey == "":
-		return c.usageError(stderr, "--text-key is empty")
+		return c.UsageError(stderr, "--text-key is empty")
 	}
 	if err := opt.Validate(); err != nil {
-		return c.usageError(stderr, strings.TrimPrefix(err.Error(), "tokenize: train: "))
+		return c.UsageError(stderr, strings.TrimPrefix(err.Error(), "tokenize: train: "))
 	}
 	files := make([]trainInput, len(inputs.values))
 	for i, path := range inputs.values {
 		in, err := newTrainInput(path, *jsonl)
 		if err != nil {
-			return fail(stderr, c.name, err)
+			return fail(stderr, c.Name, err)
 		}
 		files[i] = in
 	}
@@ -86,7 +87,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Create the temporary output first, so that a bad --out fails before training.
 	tmp, err := createTemp(*out)
 	if err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.Name, err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this finds nothing
 	defer tmp.Close()
@@ -97,10 +98,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"min_frequency", opt.MinFrequency, "workers", opt.Workers)
 	m, err := tokenize.Train(ctx, trainTexts(files, *textKey, logger), opt)
 	if err != nil {
-		return fail(stderr, c.name, errors.New(strings.TrimPrefix(err.Error(), "tokenize: train: ")))
+		return fail(stderr, c.Name, errors.New(strings.TrimPrefix(err.Error(), "tokenize: train: ")))
 	}
 	if err := commitTemp(tmp, *out, m.WriteHFJSON); err != nil {
-		return fail(stderr, c.name, err)
+		return fail(stderr, c.Name, err)
 	}
 	st := m.Stats()
 	logger.Info("wrote tokenizer", "out", *out, "vocab_size", m.VocabSize(), "merges", st.Merges, "texts", st.Texts,
