@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/internal/miniotest"
 	"gptkit/internal/sharedtest"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -137,5 +138,50 @@ func TestTokenizeRunErrorNamesLine(t *testing.T) {
 	}
 	if infos, _ := st.List(ctx, ""); len(infos) != 0 {
 		t.Fatalf("a failed run left files: %v", infos)
+	}
+}
+
+// TestTokenizeRunToS3 writes a dataset to MinIO in several shards and reads every document
+// back through the S3 store (fetched into a local cache and mapped).
+func TestTokenizeRunToS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a MinIO server")
+	}
+	ctx := context.Background()
+	srv := miniotest.Start(t)
+	srv.Setenv(t)
+	st, err := storage.Open(ctx, "s3://"+srv.NewBucket(t)+"/data/parity", storage.Options{S3Endpoint: srv.Endpoint, PartSize: storage.MinPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := gpt2(t)
+	run := &TokenizeRun{Inputs: []string{sharedtest.File(t, "corpora/parity-public.jsonl")}, Store: st, Name: "parity",
+		Tokenizer: tok, AppendEOD: true, ShardBytes: 1 << 20}
+	m, _, err := run.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := shards.Verify(ctx, st, "")
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+	ds, err := shards.OpenDataset(ctx, st, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var want [][]int
+	for _, ids := range readGoldenIDs(t) {
+		if ids != nil {
+			want = append(want, append(slices.Clone(ids), tok.EOD()))
+		}
+	}
+	if ds.Len() != int64(len(want)) || len(m.Shards) < 2 {
+		t.Fatalf("%d documents in %d shards, want %d documents in several", ds.Len(), len(m.Shards), len(want))
+	}
+	for i := range want {
+		if !slices.Equal(ds.Tokens(int64(i)), want[i]) {
+			t.Fatalf("document %d differs", i)
+		}
 	}
 }
