@@ -19,10 +19,15 @@ import (
 
 // The crash helper: when GPTKIT_CRASH_RUN names a dataset location, this test binary runs
 // `tokenize run` into it (reporting "writing" on stdout once the first batch is being
-// written) and is killed by the parent test.
+// written) and is killed by the parent test. GPTKIT_RESUME_RUN starts the resume helper
+// (resume_test.go) instead.
 func TestMain(m *testing.M) {
 	if loc := os.Getenv("GPTKIT_CRASH_RUN"); loc != "" {
 		crashHelper(loc, os.Getenv("GPTKIT_CRASH_INPUT"))
+		return
+	}
+	if out := os.Getenv("GPTKIT_RESUME_RUN"); out != "" {
+		resumeHelper(out) // resume_test.go
 		return
 	}
 	os.Exit(m.Run())

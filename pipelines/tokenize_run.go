@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"sync"
 	"time"
 
 	"gptkit/prep"
@@ -18,11 +17,16 @@ import (
 	"gptkit/tokenize"
 )
 
-// TokenizeRun tokenizes documents into a shards dataset (`tokenize run`): the files' documents
-// in input order, each followed by the end-of-document id, written as GPT-NeoX indexed
-// datasets NAME_text_document{,_001,...}.{bin,idx} and, last, manifest.json.
+// TokenizeRun tokenizes documents into a shards dataset (`tokenize run`, `prep`): the
+// files' documents in input order, each followed by the end-of-document id, written as
+// GPT-NeoX indexed datasets NAME_text_document{,_001,...}.{bin,idx} (other splits:
+// NAME_SPLIT_text_document*, see ShardPrefix) and, last, one manifest.json listing
+// every split's shards. The output bytes do not depend on Workers.
 type TokenizeRun struct {
-	Inputs    []string            // JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files, in order
+	Inputs []string // JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files, in order
+	// Splits, when set, replaces Inputs: each split's inputs become its own shards,
+	// written one split after the other, all listed in the one manifest in this order.
+	Splits    []SplitInputs
 	Store     storage.Store       // where the dataset goes
 	Dir       string              // the dataset's directory within Store ("" = its root)
 	Name      string              // dataset name: shards are NAME_text_document*
@@ -31,33 +35,102 @@ type TokenizeRun struct {
 	TextKey   string              // JSONL member holding the text ("" = "text")
 	AppendEOD bool                // append the tokenizer's EOD id after every document
 	Workers   int                 // encoding goroutines (0 = GOMAXPROCS)
-	// ShardBytes starts a new shard once the current one's .bin holds this many bytes
-	// (0 = one shard). Documents are never split.
+	// ShardBytes closes a shard after the first document that takes its .bin to this
+	// many bytes or more (0 = one shard per split). Documents are never split.
 	ShardBytes int64
 	Overwrite  bool   // replace an existing dataset's manifest instead of refusing
 	Command    string // the command line, for provenance
 	Logger     *slog.Logger
-	// Progress is called with input bytes read and documents encoded (see prep.ReadOptions).
+	// Progress is called with input bytes read and documents handed to the tokenizer
+	// (see prep.ReadOptions). A resumed run reads the documents of the shards it keeps
+	// again, without handing them on (their bytes count, they do not), and does not
+	// read the splits it had finished at all.
 	Progress func(bytesRead, docs int64)
+
+	// Resume makes the run resumable (see JournalName): it keeps a journal in the
+	// dataset directory, continues from a journal of the same job, and is a no-op that
+	// reports AlreadyComplete when the directory already holds this job's finished
+	// dataset (unless Overwrite). Its manifest's source records the job fingerprint
+	// ("job"). Without Resume a run is what `tokenize run` has always been: it refuses
+	// an existing dataset and leaves no journal.
+	Resume bool
+	// InputSHA256 optionally gives inputs' sha256 (hex, by input name); a resumable run
+	// then identifies those inputs by content instead of by size and mtime.
+	InputSHA256 map[string]string
+	// Params are other settings that change the output (a filter's configuration, say):
+	// part of the job fingerprint, so that changing them does not resume.
+	Params map[string]string
+	// FilterSet keeps only the records of one Pile subset (see prep.ReadOptions).
+	FilterSet string
+	// SkipBad skips bad records (a line that is not JSON, a text that is no string,
+	// ...), counting them in the stats with examples (SplitStats.BadRecords), instead
+	// of failing on the first one as `tokenize run` does.
+	SkipBad bool
+
+	hooks testHooks
 }
 
-// RunStats says what a run did and where its time went.
+// testHooks let tests stop a run at chosen moments and fix its clock.
+type testHooks struct {
+	now func() time.Time
+	// event is called with "doc" after each document is written, "commit" after each
+	// shard is committed (before it is journaled), "journal" after each journal save,
+	// and "manifest" once the manifest is written.
+	event func(ev string)
+}
+
+func (r *TokenizeRun) event(ev string) {
+	if r.hooks.event != nil {
+		r.hooks.event(ev)
+	}
+}
+
+// RunStats says what a run did and where its time went. Docs, Tokens and Shards count the
+// dataset written (shards kept from an interrupted run included); Empty, Bad, Filtered,
+// InvalidUTF8 and BytesIn what reading the inputs counted (all of them, also where a
+// resumed run skips documents); TextBytes the text in the dataset's documents.
 type RunStats struct {
 	Docs, Empty, Tokens int64
+	Bad                 int64 // bad records skipped (SkipBad)
+	Filtered            int64 // records dropped by FilterSet (of another subset or without one)
+	InvalidUTF8         int64 // documents whose invalid UTF-8 became U+FFFD
+	BytesIn             int64 // input bytes read, as stored (compressed)
 	TextBytes           int64
 	Shards              int
 	Elapsed             time.Duration
 	// WriteTime is the time spent in shard writers (encoding ids to bytes, writing,
 	// committing), which the goal keeps under 5% of Elapsed.
 	WriteTime time.Duration
+	Splits    []SplitStats // per split, in order
+
+	// Resumption.
+	AlreadyComplete bool   // the dataset was already there, finished by the same job: nothing done
+	ResumedShards   int    // shards kept from an interrupted run
+	ResumedDocs     int64  // documents in them
+	Restarted       string // why an interrupted run's journal was not used ("" if none was found or it was)
 }
 
-// batchBytes is how much text one encoding job holds.
-const batchBytes = 4 << 20
+// SplitStats are one split's RunStats. A split finished by an earlier run keeps its
+// counts (and bad-record report) in the journal; TextBytes counts only what this run
+// encoded when a kept shard of the split had to be redone.
+type SplitStats struct {
+	Split                              string
+	Docs, Empty, Bad, Filtered, Tokens int64
+	InvalidUTF8, BytesIn, TextBytes    int64
+	Shards, ResumedShards              int
+	ResumedDocs                        int64
+	Elapsed, WriteTime                 time.Duration
+	BadRecords                         *prep.BadRecordReport // nil: none
+}
 
 // Run runs the job and returns the manifest it wrote.
 func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, error) {
-	start := time.Now()
+	now := time.Now
+	if r.hooks.now != nil {
+		now = r.hooks.now
+	}
+	start := now()
+	t0 := time.Now()
 	var stats RunStats
 	log := r.Logger
 	if log == nil {
@@ -67,137 +140,226 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if r.AppendEOD && tok.EOD() < 0 {
 		return nil, stats, fmt.Errorf("tokenizer %s has no end-of-document token; pass --append-eod=false", tok.Name())
 	}
+	if err := r.checkSplits(); err != nil {
+		return nil, stats, err
+	}
+	dtype := shards.DTypeForVocab(tok.VocabSize())
+	var desc *jobDesc
+	var job string
+	if r.Resume {
+		var err error
+		if desc, err = r.describeJob(dtype); err != nil {
+			return nil, stats, err
+		}
+		job = desc.fingerprint()
+	}
+
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
+	sameJob := err == nil && r.Resume && old.Source["job"] == job
 	switch {
+	case sameJob && !r.Overwrite:
+		if err := r.Store.Delete(ctx, r.journalKey()); err != nil { // left by a run killed after its manifest
+			log.Warn("could not remove the journal", "err", err)
+		}
+		stats = manifestStats(old)
+		stats.AlreadyComplete, stats.Elapsed = true, time.Since(t0)
+		log.Info("already complete", "dataset", r.where(), "docs", old.Documents, "tokens", old.Tokens, "shards", len(old.Shards))
+		return old, stats, nil
 	case err == nil && !r.Overwrite:
-		return nil, stats, fmt.Errorf("%s already holds a dataset (manifest.json with %d documents); pass --overwrite to replace it or choose another --output", r.where(), old.Documents)
+		other := ""
+		if r.Resume {
+			other = " made by a different job (other inputs, tokenizer or settings)"
+		}
+		return nil, stats, fmt.Errorf("%s already holds a dataset%s (manifest.json with %d documents); pass --overwrite to replace it or choose another --output", r.where(), other, old.Documents)
 	case err != nil && !errors.Is(err, shards.ErrMissing):
 		if !r.Overwrite {
 			return nil, stats, err
 		}
 		old = nil // a broken manifest is replaced too
 	}
-	dtype := shards.DTypeForVocab(tok.VocabSize())
-	src := shards.NewSource(r.Inputs, r.Command)
-	src["tokenizer_spec"] = r.TokSpec
-	src["append_eod"] = r.AppendEOD
-	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
-	if old != nil {
-		m.ETag = old.ETag
-	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	workers := r.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// The reader queues batches in order; workers encode them; the writer takes the
-	// results in the same order. At most 2×workers batches are in flight.
-	type job struct {
-		docs   []prep.Doc
-		result chan [][]int
-	}
-	jobs := make(chan job, workers)
-	order := make(chan job, 2*workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				out := make([][]int, len(j.docs))
-				for i, d := range j.docs {
-					ids, err := tok.EncodeChecked(d.Text)
-					if err != nil {
-						cancel(fmt.Errorf("%s: %w", docWhere(d), err))
-						out = nil // tells the writer the batch failed
-						break
-					}
-					if r.AppendEOD {
-						ids = append(ids, tok.EOD())
-					}
-					out[i] = ids
-				}
-				j.result <- out
-			}
-		}()
-	}
-	var readStats prep.Stats
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		var err error
-		readStats, err = prep.ReadBatches(ctx, r.Inputs, prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress}, batchBytes, func(docs []prep.Doc) error {
-			j := job{docs: docs, result: make(chan [][]int, 1)}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			return nil
-		})
-		readErr <- err
-	}()
-
-	w := &shardRotator{run: r, dtype: dtype, manifest: m}
-	writeErr := func() error {
-		for j := range order {
-			var out [][]int
-			select {
-			case out = <-j.result:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			if out == nil { // the worker stopped on an error
-				return context.Cause(ctx)
-			}
-			t0 := time.Now()
-			for _, ids := range out {
-				if err := w.add(ctx, ids); err != nil {
-					return err
-				}
-				stats.Tokens += int64(len(ids))
-			}
-			stats.WriteTime += time.Since(t0)
+	var j *journal
+	if r.Resume {
+		var restarted string
+		if j, restarted, err = r.resumeJournal(ctx, desc, job, dtype, workers, start, sameJob, log); err != nil {
+			return nil, stats, err
 		}
-		return nil
-	}()
-	if writeErr != nil {
-		cancel(writeErr)
+		if stats.Restarted = restarted; restarted != "" {
+			log.Warn("not resuming: starting over", "dataset", r.where(), "why", restarted)
+		} else if shardsKept, docsKept := j.kept(); shardsKept > 0 {
+			log.Info("resuming", "dataset", r.where(), "shards_kept", shardsKept, "docs_kept", docsKept)
+		}
+	} else {
+		j = newJournal(r, nil, "", start)
 	}
-	wg.Wait()
-	err = <-readErr
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause
-	} else if writeErr != nil {
-		err = writeErr
+	m := r.newManifest(j, dtype)
+	if old != nil {
+		m.ETag = old.ETag
 	}
-	if err != nil {
-		w.abort()
-		return nil, stats, err
+
+	for i, sp := range r.splits() {
+		ss, err := r.runSplit(ctx, j, j.Splits[i], sp.Inputs, dtype, workers, log)
+		stats.add(ss)
+		if err != nil {
+			return nil, stats, err
+		}
+		for _, info := range j.Splits[i].Shards {
+			if err := m.Add("", info); err != nil {
+				return nil, stats, err
+			}
+		}
 	}
-	t0 := time.Now()
-	if err := w.finish(ctx); err != nil {
-		return nil, stats, err
-	}
+	tw := time.Now()
 	if err := shards.WriteManifest(ctx, r.Store, r.Dir, m); err != nil {
 		return nil, stats, err
 	}
-	stats.WriteTime += time.Since(t0)
-	stats.Docs, stats.Empty, stats.TextBytes = readStats.Docs, readStats.Empty, readStats.TextBytes
-	stats.Shards = len(m.Shards)
-	stats.Elapsed = time.Since(start)
+	r.event("manifest")
+	if r.Resume {
+		if err := r.Store.Delete(ctx, r.journalKey()); err != nil {
+			log.Warn("could not remove the journal (the next run ignores it)", "err", err)
+		}
+	}
+	stats.WriteTime += time.Since(tw)
+	stats.Elapsed = time.Since(t0)
 	log.Info("tokenize run done", "dataset", r.where(), "docs", stats.Docs, "empty_dropped", stats.Empty,
 		"tokens", stats.Tokens, "shards", stats.Shards, "elapsed_s", stats.Elapsed.Seconds(),
 		"write_share", stats.WriteTime.Seconds()/max(stats.Elapsed.Seconds(), 1e-9))
 	return m, stats, nil
+}
+
+// newManifest starts the run's manifest, its provenance in source: the inputs (and, with
+// Splits, each split's), the command, the tokenizer's spec, append_eod, the time the job
+// first started and, with Resume, the job fingerprint.
+func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manifest {
+	tok := r.Tokenizer
+	src := shards.NewSource(r.allInputs(), r.Command)
+	src["created"] = j.Created
+	src["tokenizer_spec"] = r.TokSpec
+	src["append_eod"] = r.AppendEOD
+	if len(r.Splits) > 0 {
+		sp := map[string][]string{}
+		for _, s := range r.Splits {
+			sp[trainName(s.Split)] = s.Inputs
+		}
+		src["splits"] = sp
+	}
+	if j.Job != "" {
+		src["job"] = j.Job
+	}
+	return shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
+}
+
+// runSplit writes one split, continuing after its journaled shards, and journals each
+// shard it commits. A split the journal says is done is not read again.
+func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []string, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
+	t0 := time.Now()
+	ss := SplitStats{Split: js.Split, ResumedShards: len(js.Shards), ResumedDocs: js.Docs}
+	for _, info := range js.Shards {
+		ss.Tokens += info.Tokens
+	}
+	if js.Done {
+		ss.Docs, ss.TextBytes, ss.Shards = js.Docs, js.TextBytes, len(js.Shards)
+		ss.setRead(js.Read)
+		ss.Elapsed = time.Since(t0)
+		return ss, nil
+	}
+	rot := &shardRotator{st: r.Store, dir: r.Dir, name: r.Name, split: js.Split, dtype: dtype,
+		shardBytes: r.ShardBytes, next: len(js.Shards)}
+	rot.committed = func(info shards.ShardInfo, textBytes int64) error {
+		r.event("commit")
+		js.Shards = append(js.Shards, info)
+		js.Docs += info.Documents
+		js.TextBytes += textBytes
+		if err := j.save(ctx, r.Store); err != nil {
+			return err
+		}
+		if j.key != "" {
+			r.event("journal")
+		}
+		return nil
+	}
+	keptText := js.TextBytes
+	read, tokens, writeTime, err := r.encodeSplit(ctx, inputs, js.Docs, workers, rot)
+	ss.Docs, ss.Tokens, ss.Shards, ss.TextBytes = js.Docs, ss.Tokens+tokens, len(js.Shards), keptText+read.TextBytes
+	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered + read.NoMeta,
+		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords}
+	ss.setRead(counts)
+	ss.WriteTime = writeTime
+	if err != nil {
+		ss.Elapsed = time.Since(t0)
+		return ss, err
+	}
+	js.Done, js.Read = true, counts
+	tw := time.Now()
+	if err := j.save(ctx, r.Store); err != nil {
+		return ss, err
+	}
+	if j.key != "" {
+		r.event("journal")
+	}
+	ss.WriteTime += time.Since(tw)
+	ss.Elapsed = time.Since(t0)
+	if len(r.Splits) > 0 {
+		log.Info("split done", "dataset", r.where(), "split", js.Split, "docs", ss.Docs, "empty_dropped", ss.Empty,
+			"bad_skipped", ss.Bad, "tokens", ss.Tokens, "shards", ss.Shards, "elapsed_s", ss.Elapsed.Seconds())
+	}
+	return ss, nil
+}
+
+func (ss *SplitStats) setRead(c *readCounts) {
+	if c == nil {
+		return
+	}
+	ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8, ss.BytesIn, ss.BadRecords = c.Empty, c.Bad, c.Filtered, c.InvalidUTF8, c.BytesIn, c.BadRecords
+}
+
+// add counts a split into the run's totals.
+func (s *RunStats) add(ss SplitStats) {
+	s.Splits = append(s.Splits, ss)
+	s.Docs += ss.Docs
+	s.Empty += ss.Empty
+	s.Bad += ss.Bad
+	s.Filtered += ss.Filtered
+	s.InvalidUTF8 += ss.InvalidUTF8
+	s.Tokens += ss.Tokens
+	s.BytesIn += ss.BytesIn
+	s.TextBytes += ss.TextBytes
+	s.Shards += ss.Shards
+	s.WriteTime += ss.WriteTime
+	s.ResumedShards += ss.ResumedShards
+	s.ResumedDocs += ss.ResumedDocs
+}
+
+// manifestStats are the stats of a finished dataset that a run found complete.
+func manifestStats(m *shards.Manifest) RunStats {
+	var s RunStats
+	for _, info := range m.Shards {
+		if len(s.Splits) == 0 || s.Splits[len(s.Splits)-1].Split != info.Split {
+			s.Splits = append(s.Splits, SplitStats{Split: info.Split})
+		}
+		ss := &s.Splits[len(s.Splits)-1]
+		ss.Docs += info.Documents
+		ss.Tokens += info.Tokens
+		ss.Shards++
+	}
+	s.Docs, s.Tokens, s.Shards = m.Documents, m.Tokens, len(m.Shards)
+	return s
+}
+
+// allInputs lists every split's inputs, in order.
+func (r *TokenizeRun) allInputs() []string {
+	if len(r.Splits) == 0 {
+		return r.Inputs
+	}
+	var all []string
+	for _, s := range r.Splits {
+		all = append(all, s.Inputs...)
+	}
+	return all
 }
 
 func (r *TokenizeRun) where() string {
@@ -205,88 +367,4 @@ func (r *TokenizeRun) where() string {
 		return r.Store.String()
 	}
 	return r.Store.String() + "/" + r.Dir
-}
-
-func docWhere(d prep.Doc) string {
-	if d.Line > 0 {
-		return fmt.Sprintf("%s line %d", d.Source, d.Line)
-	}
-	return d.Source
-}
-
-// shardRotator writes documents to the current shard and starts the next one when it
-// reaches ShardBytes.
-type shardRotator struct {
-	run      *TokenizeRun
-	dtype    shards.DType
-	manifest *shards.Manifest
-	cur      *shards.Writer
-	bytes    int64 // .bin bytes in cur
-	written  []shards.ShardInfo
-}
-
-// shardPrefix names shard k: the first is NAME_text_document (what GPT-NeoX's
-// preprocess_data.py writes), the next NAME_text_document_001 and so on.
-func (s *shardRotator) shardPrefix(k int) string {
-	base := s.run.Name + "_text_document"
-	if k == 0 {
-		return base
-	}
-	return fmt.Sprintf("%s_%03d", base, k)
-}
-
-func (s *shardRotator) add(ctx context.Context, ids []int) error {
-	if s.cur != nil && s.run.ShardBytes > 0 && s.bytes >= s.run.ShardBytes {
-		if err := s.closeCurrent(); err != nil {
-			return err
-		}
-	}
-	if s.cur == nil {
-		key := s.shardPrefix(len(s.written))
-		if s.run.Dir != "" {
-			key = s.run.Dir + "/" + key
-		}
-		w, err := shards.NewWriter(ctx, s.run.Store, key, s.dtype)
-		if err != nil {
-			return err
-		}
-		s.cur, s.bytes = w, 0
-	}
-	if err := s.cur.AddDocument(ids); err != nil {
-		return err
-	}
-	s.bytes += int64(len(ids) * s.dtype.Size())
-	return nil
-}
-
-func (s *shardRotator) closeCurrent() error {
-	info, err := s.cur.Close()
-	s.cur = nil
-	if err != nil {
-		return err
-	}
-	s.written = append(s.written, info)
-	return nil
-}
-
-// finish closes the last shard and lists every shard in the manifest.
-func (s *shardRotator) finish(ctx context.Context) error {
-	if s.cur != nil {
-		if err := s.closeCurrent(); err != nil {
-			return err
-		}
-	}
-	for _, info := range s.written {
-		if err := s.manifest.Add(s.run.Dir, info); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *shardRotator) abort() {
-	if s.cur != nil {
-		s.cur.Abort()
-		s.cur = nil
-	}
 }

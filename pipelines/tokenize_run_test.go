@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"gptkit/internal/miniotest"
@@ -17,14 +18,30 @@ import (
 	"gptkit/tokenize"
 )
 
+// gpt2 loads the GPT-2 tokenizer once per test binary (a Tokenizer is safe for
+// concurrent use; loading it takes seconds under -race).
 func gpt2(t testing.TB) *tokenize.Tokenizer {
 	t.Helper()
-	tok, err := tokenize.LoadHFJSON(sharedtest.Read(t, "tokenizers/gpt2/tokenizer.json"), "gpt2")
-	if err != nil {
-		t.Fatal(err)
+	path := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json") // skips (or fails in CI) when missing
+	gpt2Once.Do(func() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			gpt2Err = err
+			return
+		}
+		gpt2Tok, gpt2Err = tokenize.LoadHFJSON(data, "gpt2")
+	})
+	if gpt2Err != nil {
+		t.Fatal(gpt2Err)
 	}
-	return tok
+	return gpt2Tok
 }
+
+var (
+	gpt2Once sync.Once
+	gpt2Tok  *tokenize.Tokenizer
+	gpt2Err  error
+)
 
 func dirStore(t testing.TB, dir string) storage.Store {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
 )
 
 // DefaultTextKey is the JSONL member holding the text unless ReadOptions say otherwise.
@@ -13,28 +12,75 @@ const DefaultTextKey = "text"
 // Doc is one document of a corpus.
 type Doc struct {
 	Text   string
-	Source string // the file it came from, as named to ReadDocs
-	Line   int    // its line in Source, from 1; 0 for a whole-file document (.txt)
+	Source string // the file it came from, as named to ReadDocs; "file.zip:member" for a zip member
+	Line   int    // its line in Source (a Parquet file: its row), from 1; 0 for a whole-file document
 }
 
 // ReadOptions configure ReadDocs.
 type ReadOptions struct {
-	// TextKey is the JSONL member holding the text; empty means DefaultTextKey.
+	// TextKey is the JSONL member (or Parquet column) holding the text; empty means
+	// DefaultTextKey. A Parquet column nested in a group is named by its dotted path.
 	TextKey string
 	// Progress, if set, is called now and then with the bytes read from the files
 	// (compressed, as stored: their sizes add up to the total) and the documents
 	// handed on since its previous call, so that it can be a progress bar's Add. It
 	// is called from the goroutine that called ReadDocs.
 	Progress func(bytesRead, docs int64)
+	// FilterSet, if set, keeps only the records of that Pile subset: those whose
+	// meta.pile_set_name is FilterSet (such as "Enron Emails"). The others are
+	// counted in Stats.Filtered, and those of them without a set name (no meta
+	// object, or no string pile_set_name in it) in Stats.NoMeta too. A Parquet file
+	// must have a meta.pile_set_name column; .txt and .zip files, which have no
+	// metadata, are an error.
+	FilterSet string
+	// OnError says what to do with a bad record (see BadRecordReport): Skip, the
+	// default, counts it and goes on; Fail stops with a *FileError.
+	OnError ErrorPolicy
+	// SkipDocs skips the first SkipDocs documents that would be handed on (after
+	// filtering and dropping empty ones), to resume a run that handed them on
+	// before: they are parsed, to be counted (in Stats.Skipped), but their text is
+	// not decoded or copied.
+	SkipDocs int64
+	// MaxBadExamples is how many examples of each reason Stats.BadRecords keeps: 0
+	// means DefaultBadExamples; a negative number keeps none.
+	MaxBadExamples int
 }
 
-// Stats count what ReadDocs read.
+// Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member
+// or text file) met is counted once, in Docs, Empty, Skipped, Filtered or Bad.
 type Stats struct {
-	Files     int   // files read to their end
-	Docs      int64 // documents handed on
-	Empty     int64 // documents dropped because their text is empty
-	Bytes     int64 // bytes read from the files (compressed, as stored)
-	TextBytes int64 // bytes of text handed on
+	Files       int   // files read to their end (or whose corrupt rest was skipped)
+	Docs        int64 // documents handed on
+	Empty       int64 // documents dropped because their text is empty
+	Skipped     int64 // documents not handed on because of ReadOptions.SkipDocs
+	Filtered    int64 // records dropped by ReadOptions.FilterSet
+	NoMeta      int64 // of those, the records without a set name
+	Bad         int64 // bad records dropped (OnError Skip); see BadRecords
+	InvalidUTF8 int64 // documents handed on whose invalid UTF-8 became U+FFFD
+	Bytes       int64 // bytes of the files gone through (compressed, as stored)
+	TextBytes   int64 // bytes of text handed on
+
+	// BadRecords has the counts by reason and the first examples of the bad
+	// records, and of the documents with invalid UTF-8; nil when there are none.
+	BadRecords *BadRecordReport
+}
+
+// Records returns the number of records met: Docs + Empty + Skipped + Filtered +
+// Bad.
+func (s Stats) Records() int64 {
+	return s.Docs + s.Empty + s.Skipped + s.Filtered + s.Bad
+}
+
+// ErrorRate returns the share of the records met that were bad, Bad / Records(), or
+// 0 when there were none: what a --max-error-rate checks. Records of other subsets,
+// empty and skipped documents count as good: a bad record is a fault of the input,
+// whatever part of it a run keeps (with neither FilterSet nor SkipDocs nor empty
+// texts, it is Bad / (Docs + Bad)).
+func (s Stats) ErrorRate() float64 {
+	if n := s.Records(); n > 0 {
+		return float64(s.Bad) / float64(n)
+	}
+	return 0
 }
 
 // ReadDocs reads the documents of files, in order, and hands each to fn, as GPT-NeoX's
@@ -45,19 +91,30 @@ type Stats struct {
 //   - .txt: the whole file is one document.
 //   - .jsonl.zst, .jsonl.gz, .json.gz (JSONL, as C4 names it), .txt.zst, .txt.gz:
 //     the same, compressed. zstd windows up to 512 MiB (zstd --long=29) are fine.
+//   - .zip: each member (directories aside) is one document, in archive order;
+//     Doc.Source is "file.zip:member".
+//   - .parquet: each row is one document, its text the TextKey column (string,
+//     large_string or binary); Doc.Line is the row, from 1. The file is read a
+//     page at a time, never whole.
 //
 // Documents with empty text are dropped (and counted in Stats.Empty). Lines may be of
-// any length. ReadDocs checks that every file exists and has a known format before
-// reading any. It stops at the first error: fn's error is returned as it is; a
-// problem with a file is a *FileError that says where and what to do.
+// any length. ReadDocs checks that every file exists and has a known format (and
+// that every Parquet file has the text column) before reading any.
+//
+// Bad records (see BadRecordReport) are skipped and counted, or, with OnError Fail,
+// stop the reading with a *FileError that says where and what to do. Text with
+// invalid UTF-8 is not bad: it is handed on with each invalid byte replaced by
+// U+FFFD, as encoding/json and tokenizers do, and counted in Stats.InvalidUTF8. A
+// file that cannot be read at all (missing, of another format, a zip or Parquet
+// file whose index is broken) is always an error, a *FileError.
+//
+// ReadDocs stops at the first error: fn's error is returned as it is. What it hands
+// on, and in what order, depends only on the files and opt.
 func ReadDocs(ctx context.Context, files []string, opt ReadOptions, fn func(Doc) error) (Stats, error) {
-	formats, err := checkFiles(files)
+	r := newDocReader(ctx, opt, fn)
+	formats, err := checkFiles(files, r.key, opt.FilterSet != "")
 	if err != nil {
 		return Stats{}, err
-	}
-	r := &docReader{ctx: ctx, key: opt.TextKey, progress: opt.Progress, fn: fn}
-	if r.key == "" {
-		r.key = DefaultTextKey
 	}
 	for i, name := range files {
 		if err := ctx.Err(); err != nil {
@@ -78,7 +135,9 @@ const maxBatchDocs = 8192
 // ReadBatches is ReadDocs handing fn runs of consecutive documents: a batch closes
 // once it holds batchBytes of text or 8192 documents, and the last one may be
 // smaller. Each batch is a new slice, which fn may keep. On an error in a file, the
-// documents before it still reach fn.
+// documents before it still reach fn. Batches depend only on the documents, so they
+// are the same on every run (with SkipDocs, they start at the first document handed
+// on).
 func ReadBatches(ctx context.Context, files []string, opt ReadOptions, batchBytes int, fn func([]Doc) error) (Stats, error) {
 	var (
 		batch []Doc
@@ -117,75 +176,4 @@ func TotalBytes(files []string) (int64, error) {
 		total += fi.Size()
 	}
 	return total, nil
-}
-
-// docReader is the state of one ReadDocs.
-type docReader struct {
-	ctx      context.Context
-	key      string
-	progress func(bytesRead, docs int64)
-	fn       func(Doc) error
-	stats    Stats
-
-	// Progress not yet reported.
-	counter     *countingReader // the current file's
-	docsPending int64
-	textPending int
-}
-
-// emit hands d to fn, or counts it as empty.
-func (r *docReader) emit(d Doc) error {
-	if d.Text == "" {
-		r.stats.Empty++
-		return nil
-	}
-	r.stats.Docs++
-	r.stats.TextBytes += int64(len(d.Text))
-	if err := r.fn(d); err != nil {
-		return err
-	}
-	if r.progress != nil {
-		r.docsPending++
-		if r.textPending += len(d.Text); r.docsPending >= 256 || r.textPending >= 1<<20 {
-			r.reportProgress()
-		}
-	}
-	return nil
-}
-
-// reportProgress calls progress with what it has not been told yet.
-func (r *docReader) reportProgress() {
-	if r.progress == nil {
-		return
-	}
-	var bytes int64
-	if r.counter != nil {
-		bytes = r.counter.take()
-	}
-	if bytes != 0 || r.docsPending != 0 {
-		r.progress(bytes, r.docsPending)
-	}
-	r.docsPending, r.textPending = 0, 0
-}
-
-// countingReader counts the bytes read through it; a zstd decoder reads in a
-// goroutine of its own.
-type countingReader struct {
-	f        *os.File
-	n        atomic.Int64 // bytes read
-	reported int64        // bytes taken by take
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.f.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// take returns the bytes read since its previous call.
-func (c *countingReader) take() int64 {
-	n := c.n.Load()
-	d := n - c.reported
-	c.reported = n
-	return d
 }

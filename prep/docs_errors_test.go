@@ -10,6 +10,8 @@ import (
 	"testing"
 )
 
+// TestReadDocsErrors checks the errors of ReadDocs, with OnError Fail for bad
+// records (badrecords_test.go has them skipped).
 func TestReadDocsErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := writeCorpusFile(t, dir, "good.jsonl", `{"text":"a"}`+"\n")
@@ -58,7 +60,7 @@ func TestReadDocsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, _, err := readAll(t, []string{good, tt.file}, ReadOptions{})
+			docs, _, err := readAll(t, []string{good, tt.file}, ReadOptions{OnError: Fail})
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -34,22 +34,34 @@ func (c compression) suffix() string {
 	return [...]string{"", ".gz", ".zst"}[c]
 }
 
+// kind is how a file holds its documents.
+type kind int
+
+const (
+	jsonlKind   kind = iota // one JSON object per line
+	textKind                // the whole file is one document
+	zipKind                 // each member of a zip archive is one document
+	parquetKind             // each row of a Parquet file is one document
+)
+
 // format is how to read a file, by the end of its name.
 type format struct {
 	suffix string
-	jsonl  bool // one JSON object per line, else the whole file is one document
+	kind   kind
 	comp   compression
 }
 
 // formats are the readable files, by name.
 var formats = []format{
-	{".jsonl", true, plain},
-	{".jsonl.zst", true, zstded},
-	{".jsonl.gz", true, gzipped},
-	{".json.gz", true, gzipped}, // C4's name for gzipped JSONL
-	{".txt", false, plain},
-	{".txt.zst", false, zstded},
-	{".txt.gz", false, gzipped},
+	{".jsonl", jsonlKind, plain},
+	{".jsonl.zst", jsonlKind, zstded},
+	{".jsonl.gz", jsonlKind, gzipped},
+	{".json.gz", jsonlKind, gzipped}, // C4's name for gzipped JSONL
+	{".txt", textKind, plain},
+	{".txt.zst", textKind, zstded},
+	{".txt.gz", textKind, gzipped},
+	{".zip", zipKind, plain},
+	{".parquet", parquetKind, plain},
 }
 
 // formatOf returns the format of the file name (its suffix, in any case).
@@ -73,8 +85,10 @@ func formatList() string {
 }
 
 // checkFiles returns the format of each file, or an error if one is unknown or a
-// file cannot be read.
-func checkFiles(files []string) ([]format, error) {
+// file cannot be read: key is the text key, filtering whether records are filtered
+// by their subset (which .txt and .zip files cannot be). A Parquet file's schema is
+// checked too.
+func checkFiles(files []string, key string, filtering bool) ([]format, error) {
 	fs := make([]format, len(files))
 	for i, name := range files {
 		f, ok := formatOf(name)
@@ -87,6 +101,15 @@ func checkFiles(files []string) ([]format, error) {
 		}
 		if fi.IsDir() {
 			return nil, &FileError{File: name, Err: errors.New("is a directory"), Hint: "name the files in it"}
+		}
+		if filtering && (f.kind == textKind || f.kind == zipKind) {
+			return nil, &FileError{File: name, Err: errors.New("a filter by subset (pile_set_name) needs records with metadata, and this file has none"),
+				Hint: "filter JSONL or Parquet files, or drop the filter"}
+		}
+		if f.kind == parquetKind {
+			if err := checkParquet(name, key, filtering); err != nil {
+				return nil, err
+			}
 		}
 		fs[i] = f
 	}

@@ -171,7 +171,7 @@ func TestReadBatches(t *testing.T) {
 	// A bad line: the documents before it still come, then the error.
 	bad := writeCorpusFile(t, dir, "bad.jsonl", `{"text":"a"}`+"\n"+`{"text":"b"}`+"\n"+`{"text":`+"\n")
 	got = nil
-	_, err = ReadBatches(context.Background(), []string{bad}, ReadOptions{}, 1<<20, func(b []Doc) error {
+	_, err = ReadBatches(context.Background(), []string{bad}, ReadOptions{OnError: Fail}, 1<<20, func(b []Doc) error {
 		for _, d := range b {
 			got = append(got, d.Text)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Errors from TextField (and so from ReadDocs), for errors.Is.
@@ -69,47 +68,72 @@ func (e *TypeError) Unwrap() error { return ErrNotText }
 // slowTextField is TextField by encoding/json: the fallback, and the one that writes
 // the errors.
 func slowTextField(line []byte, key string) (string, bool, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(line, &members); err != nil {
-		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
-			return "", false, fmt.Errorf("%w at byte %d: %w", ErrInvalidJSON, se.Offset, err)
-		}
-		return "", false, fmt.Errorf("%w (it is %s)", ErrNotObject, article(jsonType(line)))
-	}
-	if members == nil { // the line is null
-		return "", false, fmt.Errorf("%w (it is null)", ErrNotObject)
+	members, err := slowMembers(line)
+	if err != nil {
+		return "", false, err
 	}
 	raw, ok := members[key]
 	if !ok {
 		return "", false, nil
 	}
-	raw = trimSpace(raw)
-	switch jsonType(raw) {
-	case "string":
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", false, err // cannot happen: the line was valid
-		}
-		return s, true, nil
-	case "array":
-		var elems []json.RawMessage
-		if err := json.Unmarshal(raw, &elems); err != nil {
-			return "", false, err
-		}
-		parts := make([]string, len(elems))
-		for i, e := range elems {
-			e = trimSpace(e)
-			if t := jsonType(e); t != "string" {
-				return "", false, &TypeError{Key: key, Type: "array", Elem: t, Value: cut(raw, 32)}
-			}
-			if err := json.Unmarshal(e, &parts[i]); err != nil {
-				return "", false, err
-			}
-		}
-		return strings.Join(parts, ListSeparator), true, nil
-	default:
-		return "", false, &TypeError{Key: key, Type: jsonType(raw), Value: cut(raw, 32)}
+	text, _, err := textValue(trimSpace(raw), key)
+	if err != nil {
+		return "", false, err
 	}
+	return text, true, nil
+}
+
+// slowMembers decodes line, which should be a JSON object, into its members by
+// encoding/json. Its errors wrap ErrInvalidJSON or ErrNotObject.
+func slowMembers(line []byte) (map[string]json.RawMessage, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(line, &members); err != nil {
+		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
+			return nil, fmt.Errorf("%w at byte %d: %w", ErrInvalidJSON, se.Offset, err)
+		}
+		return nil, fmt.Errorf("%w (it is %s)", ErrNotObject, article(jsonType(line)))
+	}
+	if members == nil { // the line is null
+		return nil, fmt.Errorf("%w (it is null)", ErrNotObject)
+	}
+	return members, nil
+}
+
+// textValue decodes raw, the valid JSON value of member key, as text (see
+// decodeText); the error is a *TypeError when it is not text.
+func textValue(raw []byte, key string) (text string, badUTF8 bool, err error) {
+	text, badUTF8, ok := decodeText(raw, stringFlags(raw))
+	if !ok {
+		return "", false, notText(raw, key)
+	}
+	return text, badUTF8, nil
+}
+
+// stringFlags returns scanString's flags for raw, a valid JSON value, if it is a
+// string (else 0).
+func stringFlags(raw []byte) uint8 {
+	if len(raw) == 0 || raw[0] != '"' {
+		return 0
+	}
+	_, flags, _ := scanString(raw, 0)
+	return flags
+}
+
+// notText is the error for raw, the valid JSON value of member key, which is not text.
+func notText(raw []byte, key string) *TypeError {
+	e := &TypeError{Key: key, Type: jsonType(raw), Value: cut(raw, 32)}
+	if e.Type == "array" {
+		// The first element that is not a string: skip the strings before it.
+		for i := skipSpace(raw, 1); i < len(raw); {
+			if raw[i] != '"' {
+				e.Elem = jsonType(raw[i:])
+				break
+			}
+			end, _, _ := scanString(raw, i)
+			i = skipSpace(raw, skipSpace(raw, end)+1) // past the ','
+		}
+	}
+	return e
 }
 
 // memberNames returns the sorted names of the members of the JSON object in line

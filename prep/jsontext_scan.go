@@ -7,11 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// The fast path of TextField: one pass over the line that validates it exactly as
-// encoding/json's scanner does (RFC 8259 grammar; invalid UTF-8 inside strings is
-// accepted, as there) and remembers where the last member named key holds its value;
-// then only that value is decoded. Whenever the line is not a valid object whose
-// text is a string or a list of strings, the fast path gives up (done == false) and
+// The fast path of TextField (and of scanRecord and StringMember): one pass over the
+// line (scanObject) that validates it exactly as encoding/json's scanner does (RFC
+// 8259 grammar; invalid UTF-8 inside strings is accepted, as there) and remembers
+// where the last members of the names asked for hold their values; then only the
+// values needed are decoded. Whenever the line is not a valid object whose text is a
+// string or a list of strings, the fast path gives up (done == false) and
 // slowTextField answers, so that errors are encoding/json's own.
 
 // maxFastDepth is the nesting depth beyond which the fast path gives up (encoding/json
@@ -24,70 +25,106 @@ const (
 	strBadUTF8             // holds bytes that are not valid UTF-8
 )
 
-// fastTextField is TextField for valid objects whose text is a string or a list of
-// strings. done is false when it gives up.
-func fastTextField(line []byte, key string) (text string, ok, done bool) {
+// span is where a member's value lies in a line: line[start:end], with scanString's
+// flags when it is a string. start is -1 when there is no such member.
+type span struct {
+	start, end int
+	flags      uint8
+}
+
+// value returns the value of s in line, or nil if there is none.
+func (s span) value(line []byte) []byte {
+	if s.start < 0 {
+		return nil
+	}
+	return line[s.start:s.end]
+}
+
+// scanObject validates line as one JSON object, exactly as encoding/json would, and
+// sets spans[i] to the value of the last member named names[i] (the last counts, as
+// in encoding/json). ok is false when the line is not a valid object or the scan
+// gives up (nesting deeper than maxFastDepth): the caller then asks encoding/json.
+func scanObject(line []byte, names []string, spans []span) (ok bool) {
+	for k := range spans {
+		spans[k] = span{start: -1, end: -1}
+	}
 	i := skipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
-		return "", false, false
+		return false
 	}
-	valStart, valEnd := -1, -1
-	var valFlags uint8
 	i = skipSpace(line, i+1)
 	if i < len(line) && line[i] == '}' {
 		i++
 	} else {
 		for {
 			if i >= len(line) || line[i] != '"' {
-				return "", false, false
+				return false
 			}
 			keyEnd, keyFlags, good := scanString(line, i)
 			if !good {
-				return "", false, false
+				return false
 			}
-			match := keyEqual(line[i+1:keyEnd-1], keyFlags, key)
+			keyStart := i
 			i = skipSpace(line, keyEnd)
 			if i >= len(line) || line[i] != ':' {
-				return "", false, false
+				return false
 			}
 			i = skipSpace(line, i+1)
 			start := i
 			var flags uint8
 			if i, flags, good = skipValue(line, i, 1); !good {
-				return "", false, false
+				return false
 			}
-			if match {
-				valStart, valEnd, valFlags = start, i, flags
+			for k, name := range names {
+				if keyEqual(line[keyStart+1:keyEnd-1], keyFlags, name) {
+					spans[k] = span{start, i, flags}
+				}
 			}
 			i = skipSpace(line, i)
 			if i >= len(line) {
-				return "", false, false
+				return false
 			}
 			if line[i] == ',' {
 				i = skipSpace(line, i+1)
 				continue
 			}
 			if line[i] != '}' {
-				return "", false, false
+				return false
 			}
 			i++
 			break
 		}
 	}
-	if skipSpace(line, i) != len(line) {
+	return skipSpace(line, i) == len(line)
+}
+
+// fastTextField is TextField for valid objects whose text is a string or a list of
+// strings. done is false when it gives up.
+func fastTextField(line []byte, key string) (text string, ok, done bool) {
+	var spans [1]span
+	if !scanObject(line, []string{key}, spans[:]) {
 		return "", false, false
 	}
-	if valStart < 0 {
+	raw := spans[0].value(line)
+	if raw == nil {
 		return "", false, true
 	}
-	switch line[valStart] {
+	text, _, good := decodeText(raw, spans[0].flags)
+	return text, good, good // not text: the fallback writes the error
+}
+
+// decodeText decodes raw, the valid JSON value of a text member whose scanString flags
+// are flags if it is a string: a string, or a list of strings joined with
+// ListSeparator. badUTF8 says whether it held invalid UTF-8 (now U+FFFD). ok is false
+// if raw is neither.
+func decodeText(raw []byte, flags uint8) (text string, badUTF8, ok bool) {
+	switch raw[0] {
 	case '"':
-		return decodeString(line[valStart+1:valEnd-1], valFlags), true, true
+		return decodeString(raw[1:len(raw)-1], flags), flags&strBadUTF8 != 0, true
 	case '[':
-		text, good := decodeList(line[valStart:valEnd])
-		return text, good, good
+		return decodeList(raw)
 	}
-	return "", false, false // not text: the fallback writes the error
+	return "", false, false
 }
 
 // keyEqual reports whether the member name raw (between its quotes, escapes not
@@ -101,21 +138,22 @@ func keyEqual(raw []byte, flags uint8, key string) bool {
 
 // decodeList decodes the valid JSON array raw, joining its strings with
 // ListSeparator. ok is false if an element is not a string.
-func decodeList(raw []byte) (text string, ok bool) {
+func decodeList(raw []byte) (text string, badUTF8, ok bool) {
 	var parts []string
 	i := skipSpace(raw, 1)
 	if raw[i] == ']' {
-		return "", true
+		return "", false, true
 	}
 	for {
 		if raw[i] != '"' {
-			return "", false
+			return "", false, false
 		}
 		end, flags, _ := scanString(raw, i)
 		parts = append(parts, decodeString(raw[i+1:end-1], flags))
+		badUTF8 = badUTF8 || flags&strBadUTF8 != 0
 		i = skipSpace(raw, end)
 		if raw[i] == ']' {
-			return strings.Join(parts, ListSeparator), true
+			return strings.Join(parts, ListSeparator), badUTF8, true
 		}
 		i = skipSpace(raw, i+1) // the ','
 	}

@@ -86,3 +86,12 @@ func writeEscape(sb *strings.Builder, b []byte) []byte {
 	}
 	return b[2:]
 }
+
+// validUTF8 returns b as a string in which each byte that does not start a valid
+// UTF-8 sequence is replaced by U+FFFD, as encoding/json does with JSON strings.
+func validUTF8(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b) + 16)
+	writeUTF8(&sb, b)
+	return sb.String()
+}

@@ -143,6 +143,9 @@ func (m *Manifest) Validate() error {
 			bad("shards[%d]: prefix %q repeats shards[%d]", i, s.Prefix, j)
 		}
 		seen[s.Prefix] = i
+		if err := CheckSplitName(s.Split); err != nil {
+			bad("shards[%d] %s: %v", i, s.Prefix, err)
+		}
 		if s.Documents < 0 || s.Tokens < 0 {
 			bad("shards[%d] %s: negative counts", i, s.Prefix)
 		}
@@ -156,6 +159,21 @@ func (m *Manifest) Validate() error {
 		bad("totals say %d documents and %d tokens, the shards add up to %d and %d", m.Documents, m.Tokens, docs, toks)
 	}
 	return errors.Join(errs...)
+}
+
+// CheckSplitName reports whether split is a valid ShardInfo.Split: empty (an unsplit
+// dataset's training data), or up to 64 ASCII letters, digits, '-' and '_' ("train",
+// "val", "test", "heldout-2"), so that it can be part of a shard's file name.
+func CheckSplitName(split string) error {
+	if len(split) > 64 {
+		return fmt.Errorf("split %q is longer than 64 bytes", split)
+	}
+	for _, c := range split {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("split %q may hold only ASCII letters, digits, '-' and '_'", split)
+		}
+	}
+	return nil
 }
 
 func checkRelPrefix(p string) error {

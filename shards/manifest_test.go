@@ -162,3 +162,36 @@ func TestDatasetCountMismatch(t *testing.T) {
 	}
 	_ = m
 }
+
+// TestManifestSplit: shard entries may name their split; a manifest without the field (as
+// every manifest before splits) stays valid and reads as unsplit.
+func TestManifestSplit(t *testing.T) {
+	sha := strings.Repeat("a", 64)
+	m := NewManifest(testTokenizer(50257), Uint16, nil)
+	m.Add("", ShardInfo{Prefix: "d_text_document", Documents: 2, Tokens: 5, BinSHA256: sha, IdxSHA256: sha})
+	m.Add("", ShardInfo{Prefix: "d_val_text_document", Split: "val", Documents: 1, Tokens: 2, BinSHA256: sha, IdxSHA256: sha})
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"split"`); n != 1 {
+		t.Fatalf("want one split field (the unsplit entry omits it), got %d in %s", n, data)
+	}
+	back, err := ParseManifest("m.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Shards[0].Split != "" || back.Shards[1].Split != "val" {
+		t.Fatalf("splits read back as %q, %q", back.Shards[0].Split, back.Shards[1].Split)
+	}
+	old := strings.Replace(string(data), `"split":"val",`, "", 1)
+	if back, err := ParseManifest("old.json", []byte(old)); err != nil || back.Shards[1].Split != "" {
+		t.Fatalf("a manifest without split fields: %v", err)
+	}
+	for _, bad := range []string{"a/b", "..", "val ", "vål", strings.Repeat("x", 65)} {
+		m.Shards[1].Split = bad
+		if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "split") {
+			t.Errorf("split %q: Validate = %v", bad, err)
+		}
+	}
+}

@@ -19,7 +19,11 @@ import (
 type ShardInfo struct {
 	// Prefix names the shard's files, PREFIX.bin and PREFIX.idx. The Writer sets the store
 	// key it wrote; in a manifest it is relative to the manifest's directory.
-	Prefix    string `json:"prefix"`
+	Prefix string `json:"prefix"`
+	// Split is the dataset split the shard belongs to in a manifest ("train", "val",
+	// "test", ...); empty means the training data of an unsplit dataset. The Writer
+	// leaves it empty.
+	Split     string `json:"split,omitempty"`
 	Documents int64  `json:"documents"` // sequences (one per document for our writer)
 	Tokens    int64  `json:"tokens"`
 	BinSHA256 string `json:"bin_sha256"` // lowercase hex

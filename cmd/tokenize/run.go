@@ -23,7 +23,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
 			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
 			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.")
-	inputs := listFlag{comma: true}
+	inputs := cli.ListFlag{Comma: true}
 	c.Flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
 	output := c.Flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
 	name := c.Flags.String("name", "", "dataset `NAME`: shards are NAME_text_document* (required)")
@@ -38,11 +38,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s3PathStyle := c.Flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
 	var progress progressFlag
 	progress.register(c.Flags)
-	if code, ok := c.Parse(expandListArgs(args, "input"), stderr); !ok {
+	if code, ok := c.Parse(cli.ExpandListArgs(args, "input"), stderr); !ok {
 		return code
 	}
 	switch {
-	case len(inputs.values) == 0:
+	case len(inputs.Values) == 0:
 		return c.UsageError(stderr, "--input is required")
 	case *output == "":
 		return c.UsageError(stderr, "--output is required")
@@ -55,7 +55,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case progress.check() != "":
 		return c.UsageError(stderr, progress.check())
 	}
-	shardBytes, err := parseSize(*shardSize)
+	shardBytes, err := cli.ParseSize(*shardSize)
 	if err != nil {
 		return c.UsageError(stderr, "--shard-size: "+err.Error())
 	}
@@ -68,7 +68,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
-	total, _ := inputsSize(inputs.values)
+	total, _ := inputsSize(inputs.Values)
 	var bar *progressbar.Bar
 	if progress.mode != "off" {
 		bar = progressbar.NewWithOptions(stderr, log, "run", total, progressbar.Options{Quiet: progress.mode == "auto"})
@@ -79,7 +79,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	job := &pipelines.TokenizeRun{
-		Inputs: inputs.values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
+		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
 		Progress: addProgress,
@@ -99,28 +99,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// expandListArgs rewrites "--flag a b c --other" as "--flag a --flag b --flag c --other",
-// so that a list flag takes the words after it as the usage line shows.
-func expandListArgs(args []string, flagName string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		out = append(out, a)
-		if a != "-"+flagName && a != "--"+flagName {
-			continue
-		}
-		if i+1 < len(args) {
-			out = append(out, args[i+1])
-			i++
-		}
-		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			out = append(out, "--"+flagName, args[i+1])
-			i++
-		}
-	}
-	return out
-}
-
 // inputsSize is the total size of the input files, for the progress bar.
 func inputsSize(files []string) (int64, error) {
 	var n int64
@@ -132,26 +110,4 @@ func inputsSize(files []string) (int64, error) {
 		n += fi.Size()
 	}
 	return n, nil
-}
-
-// parseSize reads a byte count with an optional unit: 512, 64KB, 500MB, 4GiB, 1TB.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(rest), u.mult
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size (e.g. 4GiB, 500MB, 0)", s)
-	}
-	return n * mult, nil
 }

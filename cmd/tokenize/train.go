@@ -38,8 +38,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"its tokenizer.json. A plain text file is one document, read in chunks; a .jsonl file (or any file\n"+
 			"with --jsonl) holds one JSON object per line whose --text-key field is a document; .gz files are\n"+
 			"decompressed. Progress is logged to stderr; nothing is written to stdout.")
-	inputs := listFlag{comma: true}
-	specials := listFlag{values: []string{defaultSpecial}}
+	inputs := cli.ListFlag{Comma: true}
+	specials := cli.ListFlag{Values: []string{defaultSpecial}}
 	c.Flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
 	vocabSize := c.Flags.Int("vocab-size", 0, "vocabulary size `N`, specials and the 256 byte tokens included (required)")
 	out := c.Flags.String("out", "", "write the tokenizer.json to `FILE` (required; replaced atomically)")
@@ -53,12 +53,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	opt := tokenize.TrainOptions{
 		VocabSize:    *vocabSize,
-		Special:      specials.values,
+		Special:      specials.Values,
 		MinFrequency: max(1, *minFreq),
 		Workers:      *workers,
 	}
 	switch {
-	case len(inputs.values) == 0:
+	case len(inputs.Values) == 0:
 		return c.UsageError(stderr, "--input is required")
 	case *vocabSize == 0:
 		return c.UsageError(stderr, "--vocab-size is required")
@@ -74,8 +74,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := opt.Validate(); err != nil {
 		return c.UsageError(stderr, strings.TrimPrefix(err.Error(), "tokenize: train: "))
 	}
-	files := make([]trainInput, len(inputs.values))
-	for i, path := range inputs.values {
+	files := make([]trainInput, len(inputs.Values))
+	for i, path := range inputs.Values {
 		in, err := newTrainInput(path, *jsonl)
 		if err != nil {
 			return fail(stderr, c.Name, err)
@@ -111,35 +111,6 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"vocab_size", m.VocabSize(), "asked", opt.VocabSize)
 	}
 	return exitOK
-}
-
-// listFlag collects the values of a repeated flag, each split at commas if comma is
-// set. Empty values add nothing. The first Set replaces the default.
-type listFlag struct {
-	values []string
-	comma  bool
-	set    bool
-}
-
-func (l *listFlag) String() string { return strings.Join(l.values, ",") }
-
-// Get makes -h print the default quoted, like a string flag's.
-func (l *listFlag) Get() any { return l.String() }
-
-func (l *listFlag) Set(v string) error {
-	if !l.set {
-		l.values, l.set = nil, true
-	}
-	parts := []string{v}
-	if l.comma {
-		parts = strings.Split(v, ",")
-	}
-	for _, p := range parts {
-		if p != "" {
-			l.values = append(l.values, p)
-		}
-	}
-	return nil
 }
 
 // trainInput is one input file and how to read it.

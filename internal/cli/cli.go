@@ -107,7 +107,11 @@ func (c *Command) PrintHelp(w io.Writer) {
 				def = fmt.Sprintf("%q", def)
 			}
 		}
-		fmt.Fprintf(w, "  --%s%s\n    \t%s (default %s)\n", f.Name, typ, usage, def)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-" // -d DIR, as the usage lines write it
+		}
+		fmt.Fprintf(w, "  %s%s%s\n    \t%s (default %s)\n", dash, f.Name, typ, usage, def)
 	})
 }
 

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/internal/fetch"
+	"gptkit/pipelines"
+	"gptkit/prep"
+	"gptkit/storage"
+	"gptkit/tokenize"
+)
+
+// runCorpus implements `prep NAME`: a corpus from the catalog.
+func runCorpus(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	corpus, ok := prep.LookupCorpus(name)
+	if !ok {
+		fmt.Fprintf(stderr, "prep: %v %q (known: %s; `prep list` describes them, `prep custom` takes your own files)\n", errNoCorpus, name, strings.Join(prep.CorpusNames(), ", "))
+		return cli.ExitUsage
+	}
+	c := cli.NewCommand("prep", corpus.Name, "-d DIR [flags]", corpus.Description+"\n\n"+
+		"Downloads the corpus into DIR/"+corpus.Name+"/downloads/ (parallel, resumable, verified by size and sha256),\n"+
+		"then tokenizes it on every core into DIR/"+corpus.Name+"/: "+corpus.Name+"_text_document*.{bin,idx} (val and test\n"+
+		"splits as "+corpus.Name+"_val_text_document*, "+corpus.Name+"_test_text_document*) and manifest.json, written\n"+
+		"last. Rerun the same command after a crash: finished shards are kept.")
+	var f jobFlags
+	f.register(c)
+	mirror := c.Flags.String("mirror", "", "fetch the corpus' files from `BASE`/<name> (e.g. BASE/train/00.jsonl.zst) before the catalog's URLs; BASE/SHA256SUMS, if there, verifies them")
+	checksums := c.Flags.String("checksums", "", "sha256sum-format `FILE` with the files' sha256 (relative names as in the catalog)")
+	if code, ok := c.Parse(args, stderr); !ok {
+		return code
+	}
+	if msg := f.check(); msg != "" {
+		return c.UsageError(stderr, msg)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	who := "prep " + corpus.Name
+	opt := prep.PlanOptions{Mirror: *mirror}
+	if *checksums != "" {
+		data, err := os.ReadFile(*checksums)
+		if err != nil {
+			return cli.Fail(stderr, who, err)
+		}
+		if opt.Checksums, err = fetch.ParseSHA256SUMS(data); err != nil {
+			return cli.Fail(stderr, who, fmt.Errorf("--checksums %s: %w", *checksums, err))
+		}
+	}
+	if *mirror != "" {
+		sums, err := prep.FetchMirrorSums(ctx, nil, *mirror)
+		if err != nil {
+			return cli.Fail(stderr, who, err)
+		}
+		opt.MirrorSums = sums
+	}
+	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true}
+	j.fetches = corpus.Plan(j.workDir(), opt)
+	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+		return f.loadTokenizer(ctx, corpus.DefaultTokenizer, log)
+	}
+	j.splits = func(context.Context) ([]pipelines.SplitInputs, error) { return corpusSplits(corpus, j.fetches), nil }
+	if corpus.Name == "shakespeare" {
+		shakespeare(j, &f, log)
+	}
+	return j.run(ctx)
+}
+
+// corpusSplits groups the fetched files by split, in catalog order (train first).
+func corpusSplits(c prep.Corpus, files []fetch.File) []pipelines.SplitInputs {
+	var out []pipelines.SplitInputs
+	for _, split := range c.Splits() {
+		s := pipelines.SplitInputs{Split: split}
+		if split == "train" {
+			s.Split = ""
+		}
+		for i, cf := range c.Files {
+			if cf.Split == split {
+				s.Inputs = append(s.Inputs, files[i].Dest)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// shakespeare makes the tiny Shakespeare job nanoGPT's: the text cut 90/10 by characters
+// into a train and a val document, no end-of-document ids, and by default nanoGPT's
+// character vocabulary (the sorted set of the characters of the whole text, 65 of them),
+// stored beside the data as chars.json.
+func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
+	input := j.fetches[0].Dest
+	j.appendEOD = false
+	var chars *tokenize.Tokenizer
+	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+		if f.tokenizer != "" && f.tokenizer != "char" {
+			return f.loadTokenizer(ctx, "", log)
+		}
+		// The vocabulary comes from the text: fetch it first.
+		if err := j.fetch(ctx); err != nil {
+			return nil, "", err
+		}
+		text, err := os.ReadFile(input)
+		if err != nil {
+			return nil, "", err
+		}
+		chars = tokenize.NewCharsFromText(string(text), "shakespeare-char")
+		return chars, "char (nanoGPT shakespeare_char: chars.json beside the data)", nil
+	}
+	j.splits = func(context.Context) ([]pipelines.SplitInputs, error) {
+		text, err := os.ReadFile(input)
+		if err != nil {
+			return nil, err
+		}
+		runes := []rune(string(text))
+		n := len(runes) * 9 / 10 // nanoGPT: data[:int(n*0.9)]
+		dir := filepath.Join(j.workDir(), "downloads")
+		train, val := filepath.Join(dir, "train.txt"), filepath.Join(dir, "val.txt")
+		if err := os.WriteFile(train, []byte(string(runes[:n])), 0o666); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(val, []byte(string(runes[n:])), 0o666); err != nil {
+			return nil, err
+		}
+		return []pipelines.SplitInputs{{Inputs: []string{train}}, {Split: "val", Inputs: []string{val}}}, nil
+	}
+	j.afterRun = func(ctx context.Context, st storage.Store) error {
+		if chars == nil {
+			return nil
+		}
+		data, err := chars.MarshalChars()
+		if err != nil {
+			return err
+		}
+		w, err := st.Create(ctx, "chars.json")
+		if err != nil {
+			return err
+		}
+		defer w.Abort()
+		if _, err := w.Write(append(data, '\n')); err != nil {
+			return err
+		}
+		return w.Commit()
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/internal/fetch"
+	"gptkit/pipelines"
+	"gptkit/storage"
+	"gptkit/tokenize"
+)
+
+// runCustom implements `prep custom`: the user's own files (local, https:// or s3://).
+func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("prep", "custom", "--input PATH_OR_URL... --name NAME -d DIR [flags]",
+		"Tokenizes your own corpus: .jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .txt (one document each),\n"+
+			".zip (one document per member) and .parquet (streamed by row group; --text-key names the\n"+
+			"column), from local paths, https:// URLs or s3://bucket/key. Remote files are downloaded\n"+
+			"into DIR/NAME/downloads/ first (resumable). Output: DIR/NAME/NAME_text_document*.{bin,idx}\n"+
+			"and manifest.json.")
+	var f jobFlags
+	f.register(c)
+	inputs := cli.ListFlag{Comma: true}
+	c.Flags.Var(&inputs, "input", "input `PATHS_OR_URLS`, comma-separated or following the flag (required; may be repeated)")
+	name := c.Flags.String("name", "", "dataset `NAME` (required)")
+	if code, ok := c.Parse(cli.ExpandListArgs(args, "input"), stderr); !ok {
+		return code
+	}
+	switch {
+	case len(inputs.Values) == 0:
+		return c.UsageError(stderr, "--input is required")
+	case *name == "" || strings.ContainsAny(*name, "/\\"):
+		return c.UsageError(stderr, "--name is required and may not contain a slash")
+	}
+	if msg := f.check(); msg != "" {
+		return c.UsageError(stderr, msg)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true}
+	local := make([]string, len(inputs.Values))
+	var s3Inputs []int
+	for i, in := range inputs.Values {
+		switch {
+		case strings.HasPrefix(in, "https://") || strings.HasPrefix(in, "http://"):
+			u, err := url.Parse(in)
+			if err != nil {
+				return c.UsageError(stderr, fmt.Sprintf("--input %q: %v", in, err))
+			}
+			dest := filepath.Join(j.workDir(), "downloads", fmt.Sprintf("%03d-%s", i, path.Base(u.Path)))
+			j.fetches = append(j.fetches, fetch.File{URLs: []string{in}, Dest: dest})
+			local[i] = dest
+		case strings.HasPrefix(in, "s3://"):
+			local[i] = filepath.Join(j.workDir(), "downloads", fmt.Sprintf("%03d-%s", i, path.Base(in)))
+			s3Inputs = append(s3Inputs, i)
+		default:
+			local[i] = in
+		}
+	}
+	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+		return f.loadTokenizer(ctx, "gpt2", log)
+	}
+	j.splits = func(ctx context.Context) ([]pipelines.SplitInputs, error) {
+		for _, i := range s3Inputs {
+			if err := copyFromS3(ctx, inputs.Values[i], local[i], &f, log); err != nil {
+				return nil, err
+			}
+		}
+		return []pipelines.SplitInputs{{Inputs: local}}, nil
+	}
+	return j.run(ctx)
+}
+
+// copyFromS3 downloads s3://bucket/key to dest (atomically: a temp file, then rename),
+// unless dest already holds an object of the same size.
+func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Logger) error {
+	dir, key := path.Split(strings.TrimPrefix(uri, "s3://"))
+	st, err := storage.Open(ctx, "s3://"+strings.TrimSuffix(dir, "/"), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: log})
+	if err != nil {
+		return err
+	}
+	info, err := st.Stat(ctx, key)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dest); err == nil && fi.Size() == info.Size {
+		return nil
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	if err := os.MkdirAll(filepath.Dir(dest), 0o777); err != nil {
+		return err
+	}
+	tmp := dest + ".part"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, obj); err != nil {
+		out.Close()
+		return fmt.Errorf("download %s: %w", uri, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dest)
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/internal/fetch"
+	"gptkit/internal/progress"
+	"gptkit/pipelines"
+	"gptkit/prep"
+	"gptkit/shards"
+	"gptkit/storage"
+	"gptkit/tokenize"
+)
+
+// job is one `prep` run: files to fetch, then splits to tokenize into a dataset.
+type job struct {
+	name    string
+	flags   *jobFlags
+	command string
+	log     *slog.Logger
+	stdout  io.Writer
+	stderr  io.Writer
+
+	fetches []fetch.File
+	// splits gives each split's inputs once the files are fetched (the Shakespeare
+	// corpus first cuts its text 90/10 into two files).
+	splits    func(ctx context.Context) ([]pipelines.SplitInputs, error)
+	tokenizer func(ctx context.Context) (*tokenize.Tokenizer, string, error)
+	appendEOD bool
+	// afterRun stores files beside the data (the character vocabulary).
+	afterRun func(ctx context.Context, st storage.Store) error
+}
+
+// workDir is DIR/NAME: the local dataset directory and the downloads' parent.
+func (j *job) workDir() string { return filepath.Join(j.flags.dir, j.name) }
+
+// output is where the dataset goes: DIR/NAME, or DEST/NAME with --dest.
+func (j *job) output() string {
+	if j.flags.dest != "" {
+		return strings.TrimRight(j.flags.dest, "/") + "/" + j.name
+	}
+	return j.workDir()
+}
+
+// run fetches, tokenizes, reports; it returns the exit status.
+func (j *job) run(ctx context.Context) int {
+	f := j.flags
+	who := "prep " + j.name
+	st, err := storage.Open(ctx, j.output(), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: j.log})
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	tok, tokSpec, err := j.tokenizer(ctx)
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	// A finished dataset made with this tokenizer: nothing to do (its downloads may be gone).
+	if m, err := shards.ReadManifest(ctx, st, ""); err == nil && !f.overwrite {
+		if m.Tokenizer.Fingerprint != tok.Fingerprint() {
+			return cli.Fail(j.stderr, who, fmt.Errorf("%s already holds a dataset made with tokenizer %s (fingerprint %.12s); pass --overwrite to replace it", j.output(), m.Tokenizer.Name, m.Tokenizer.Fingerprint))
+		}
+		fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+		return cli.ExitOK
+	}
+
+	if err := j.fetch(ctx); err != nil {
+		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+	}
+	splits, err := j.splits(ctx)
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	shardBytes, _ := cli.ParseSize(f.shardSize)
+	var total int64
+	for _, s := range splits {
+		for _, in := range s.Inputs {
+			if fi, err := os.Stat(in); err == nil {
+				total += fi.Size()
+			}
+		}
+	}
+	bar := j.bar("tokenize", total)
+	run := &pipelines.TokenizeRun{
+		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
+		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite,
+		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
+		Progress: func(bytes, docs int64) { bar.Add(bytes, docs) },
+	}
+	m, stats, err := run.Run(ctx)
+	if err != nil {
+		bar.Stop()
+		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+	}
+	bar.Done()
+	if j.afterRun != nil {
+		if err := j.afterRun(ctx, st); err != nil {
+			return cli.Fail(j.stderr, who, err)
+		}
+	}
+	reportPath, err := j.writeReport(stats)
+	if err != nil {
+		j.log.Warn("could not write the bad-record report", "err", err)
+	}
+	printSummary(j.stderr, j.output(), stats)
+	if !f.keepDownloads {
+		if err := os.RemoveAll(filepath.Join(j.workDir(), "downloads")); err != nil {
+			j.log.Warn("could not remove the downloads", "err", err)
+		}
+	}
+	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+	if rate := errorRate(stats); rate > f.maxErrorRate {
+		return cli.Fail(j.stderr, who, fmt.Errorf("%d of %d records were bad (%.2f%% > --max-error-rate %.2f%%); the dataset was written, the bad records are listed in %s",
+			stats.Bad, stats.Docs+stats.Bad, 100*rate, 100*f.maxErrorRate, reportPath))
+	}
+	return cli.ExitOK
+}
+
+// errorRate is the share of bad records among the documents kept and the bad records.
+func errorRate(s pipelines.RunStats) float64 {
+	if s.Bad == 0 {
+		return 0
+	}
+	return float64(s.Bad) / float64(s.Docs+s.Bad)
+}
+
+// fetch downloads the job's files (resuming .part files), verified before use.
+func (j *job) fetch(ctx context.Context) error {
+	if len(j.fetches) == 0 {
+		return nil
+	}
+	var total int64
+	for _, f := range j.fetches {
+		total += f.Size
+	}
+	bar := j.bar("download", total)
+	var last = map[string]int64{}
+	err := fetch.Fetch(ctx, j.fetches, fetch.Options{
+		Parallel: j.flags.downloads, Logger: j.log, Validate: prep.CheckDownload, Hint: prep.FetchHint,
+		Progress: func(dest string, done, _ int64) {
+			bar.Add(done-last[dest], 0)
+			last[dest] = done
+		},
+	})
+	if err != nil {
+		bar.Stop()
+		return err
+	}
+	bar.Done()
+	return nil
+}
+
+// bar starts a progress report per --progress.
+func (j *job) bar(label string, total int64) *progress.Bar {
+	if j.flags.progress == "off" {
+		return nil
+	}
+	return progress.NewWithOptions(j.stderr, j.log, label, total, progress.Options{Quiet: j.flags.progress == "auto"})
+}
+
+// writeReport writes the bad records (counts and first examples per split) next to the
+// dataset's local directory, DIR/NAME/prep-report.json.
+func (j *job) writeReport(stats pipelines.RunStats) (string, error) {
+	path := filepath.Join(j.workDir(), "prep-report.json")
+	var b strings.Builder
+	b.WriteString("{\"splits\": [")
+	for i, s := range stats.Splits {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "{\"split\": %q, \"documents\": %d, \"bad\": %d, \"invalid_utf8\": %d, \"filtered\": %d, \"empty\": %d, \"bad_records\": ", s.Split, s.Docs, s.Bad, s.InvalidUTF8, s.Filtered, s.Empty)
+		if err := s.BadRecords.WriteJSON(&b); err != nil {
+			return "", err
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("]}\n")
+	if err := os.MkdirAll(j.workDir(), 0o777); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(b.String()), 0o666)
+}
+
+// printSummary writes the end-of-run table to w.
+func printSummary(w io.Writer, where string, s pipelines.RunStats) {
+	fmt.Fprintf(w, "\n%-8s %12s %14s %12s %8s %8s %10s %9s\n", "split", "documents", "tokens", "text MB", "bad", "empty", "time", "MB/s")
+	for _, sp := range s.Splits {
+		name := sp.Split
+		if name == "" {
+			name = "train"
+		}
+		secs := sp.Elapsed.Seconds()
+		fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", name, sp.Docs, sp.Tokens, float64(sp.TextBytes)/1e6, sp.Bad, sp.Empty, secs, float64(sp.TextBytes)/1e6/max(secs, 1e-9))
+	}
+	fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", "total", s.Docs, s.Tokens, float64(s.TextBytes)/1e6, s.Bad, s.Empty, s.Elapsed.Seconds(), float64(s.TextBytes)/1e6/max(s.Elapsed.Seconds(), 1e-9))
+	if s.ResumedShards > 0 {
+		fmt.Fprintf(w, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
+	}
+	if s.Restarted != "" {
+		fmt.Fprintf(w, "started over: %s\n", s.Restarted)
+	}
+	fmt.Fprintf(w, "dataset: %s\n", where)
+}
+
+var errNoCorpus = errors.New("no such corpus")

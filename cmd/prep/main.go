@@ -1,0 +1,72 @@
+// Command prep downloads corpora and tokenizes them into GPT-NeoX indexed datasets: what
+// GPT-NeoX's prepare_data.py does, resumable, verified and parallel.
+//
+//	prep list
+//	prep NAME -d DIR [--tokenizer SPEC] [--workers N] [--mirror BASE] [--checksums FILE] [--dest s3://...]
+//	prep custom --input PATH_OR_URL... --name NAME -d DIR [...]
+//
+// Output: DIR/NAME/ (or DEST/NAME/ with --dest) with NAME_text_document*.{bin,idx} (val and
+// test splits as NAME_val_text_document*, NAME_test_text_document*) and manifest.json,
+// written last. Downloads go to DIR/NAME/downloads/, verified before anything is tokenized.
+// stdout carries the summary line; logs, progress and the summary table go to stderr.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"gptkit/internal/cli"
+	"gptkit/prep"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the prep command line args (without the program name) and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return cli.ExitUsage
+	}
+	switch name := args[0]; strings.ToLower(name) {
+	case "list", "-list", "--list":
+		if err := prep.PrintCatalog(stdout); err != nil {
+			return cli.Fail(stderr, "prep list", err)
+		}
+		return cli.ExitOK
+	case "-h", "-help", "--help", "help":
+		printUsage(stderr)
+		return cli.ExitOK
+	case "custom":
+		return runCustom(ctx, args[1:], stdout, stderr)
+	default:
+		if strings.HasPrefix(name, "-") {
+			fmt.Fprintf(stderr, "prep: the corpus NAME comes first, then its flags\n\n")
+			printUsage(stderr)
+			return cli.ExitUsage
+		}
+		return runCorpus(ctx, name, args[1:], stdout, stderr)
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, `usage: prep list
+       prep NAME -d DIR [flags]          (NAME: %s)
+       prep custom --input PATH_OR_URL... --name NAME -d DIR [flags]
+
+Downloads a corpus (resumable, verified by size and sha256), then tokenizes it on every core
+into DIR/NAME/: GPT-NeoX indexed datasets NAME_text_document*.{bin,idx} and manifest.json.
+Killed at any moment, the same command continues where it stopped.
+
+Run 'prep NAME -h' for the flags.
+`, strings.Join(prep.CorpusNames(), ", "))
+}

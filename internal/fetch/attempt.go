@@ -1,0 +1,245 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errStalled cancels an attempt whose response stopped sending bytes.
+var errStalled = errors.New("no data received for too long")
+
+// attempt makes one request for url and appends the body to part, asking with a Range
+// request for just the bytes part lacks. It reports whether it resumed from bytes
+// already in part. An error wrapped in permanentError is not worth retrying.
+func (c *config) attempt(ctx context.Context, url string, f File, part string, st *partState) (resumed bool, err error) {
+	var offset int64
+	if info, err := os.Stat(part); err == nil {
+		offset = info.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, permanentError{fmt.Errorf("stat %w", err)}
+	}
+	st.length = offset
+	if f.Size > 0 && offset > f.Size {
+		// Longer than the file can be: not worth keeping.
+		if err := restart(part, st); err != nil {
+			return false, err
+		}
+		offset = 0
+	}
+	if f.Size > 0 && offset == f.Size {
+		return true, nil // complete already; checkPart decides
+	}
+	// Hash the kept bytes before asking, so that the response never waits on the disk.
+	if err := st.catchUp(part, offset); err != nil {
+		return false, permanentError{err}
+	}
+
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, permanentError{err}
+	}
+	// Identity encoding keeps Range offsets and the bytes on disk the same thing.
+	req.Header.Set("Accept-Encoding", "identity")
+	if offset > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+		if st.ifRange != "" {
+			req.Header.Set("If-Range", st.ifRange)
+		}
+	}
+	resp, err := c.Client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+
+	total := int64(-1)
+	switch code := resp.StatusCode; {
+	case code == http.StatusPartialContent:
+		start, size, ok := ParseContentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != offset {
+			// Not the bytes asked for: drop what part holds and start over.
+			if err := restart(part, st); err != nil {
+				return false, err
+			}
+			return false, fmt.Errorf("server answered a request for bytes from %d with Content-Range %q", offset, resp.Header.Get("Content-Range"))
+		}
+		resumed, total = offset > 0, size
+		if resumed {
+			c.Logger.Info("resuming download", "url", url, "dest", f.Dest, "from_byte", offset)
+		}
+	case code == http.StatusOK:
+		if offset > 0 {
+			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", url, "dest", f.Dest)
+		}
+		offset, total = 0, resp.ContentLength
+		st.reset()
+		st.ifRange = validator(resp.Header)
+	case code == http.StatusRequestedRangeNotSatisfiable && offset > 0:
+		if _, size, ok := ParseContentRange(resp.Header.Get("Content-Range")); ok && size == offset {
+			return true, syncFile(part) // part already holds the whole file
+		}
+		if err := restart(part, st); err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("server refused to resume from byte %d (%s)", offset, resp.Status)
+	default:
+		serr := &StatusError{Code: code, Status: resp.Status, retryAfter: retryAfter(resp.Header)}
+		if serr.transient() {
+			return false, serr
+		}
+		return false, permanentError{serr}
+	}
+	if f.Size > 0 && total >= 0 && total != f.Size {
+		return false, permanentError{&MismatchError{What: "size", Got: fmt.Sprint(total), Want: fmt.Sprint(f.Size), Announced: true}}
+	}
+	return resumed, c.copyBody(ctx, actx, cancel, resp.Body, f, url, part, offset, total, st)
+}
+
+// copyBody appends body to part (truncated to offset), feeding st's hash, until EOF.
+// total is the file's size as the server announced it, or -1. It abandons a body
+// that sends nothing for Options.StallTimeout by cancelling actx.
+func (c *config) copyBody(ctx, actx context.Context, cancel context.CancelCauseFunc, body io.Reader, f File, url, part string, offset, total int64, st *partState) error {
+	file, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return permanentError{fmt.Errorf("open %w", err)}
+	}
+	defer file.Close()
+	if err := file.Truncate(offset); err != nil {
+		return permanentError{fmt.Errorf("truncate %w", err)}
+	}
+	if _, err := file.Seek(offset, io.SeekStart); err != nil {
+		return permanentError{fmt.Errorf("seek %w", err)}
+	}
+	st.length = offset
+
+	stall := time.AfterFunc(c.StallTimeout, func() { cancel(fmt.Errorf("%w (%v)", errStalled, c.StallTimeout)) })
+	defer stall.Stop()
+	done, progressTotal := offset, total
+	if total < 0 && f.Size > 0 {
+		progressTotal = f.Size
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			stall.Reset(c.StallTimeout)
+			if _, err := file.Write(buf[:n]); err != nil {
+				return permanentError{fmt.Errorf("write %w", err)}
+			}
+			st.h.Write(buf[:n])
+			done += int64(n)
+			st.n, st.length = done, done
+			if c.Progress != nil {
+				c.Progress(f.Dest, done, progressTotal)
+			}
+			if f.Size > 0 && done > f.Size {
+				if err := restart(part, st); err != nil {
+					return err
+				}
+				return permanentError{&MismatchError{What: "size", Got: "more than " + fmt.Sprint(f.Size), Want: fmt.Sprint(f.Size)}}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
+				rerr = cause
+			}
+			return fmt.Errorf("connection lost after %d bytes: %w", done, rerr)
+		}
+	}
+	if total >= 0 && done != total {
+		return fmt.Errorf("got %d bytes, want %d", done, total)
+	}
+	if err := file.Sync(); err != nil {
+		return permanentError{fmt.Errorf("sync %w", err)}
+	}
+	if err := file.Close(); err != nil {
+		return permanentError{fmt.Errorf("close %w", err)}
+	}
+	return nil
+}
+
+// restart removes part so that the next attempt downloads from byte 0.
+func restart(part string, st *partState) error {
+	st.reset()
+	if err := removeIfExists(part); err != nil {
+		return permanentError{err}
+	}
+	return nil
+}
+
+// validator returns the value to send as If-Range when resuming a response with
+// these headers: its strong ETag, else its Last-Modified, else "".
+func validator(h http.Header) string {
+	if etag := h.Get("ETag"); etag != "" && !strings.HasPrefix(etag, "W/") {
+		return etag
+	}
+	return h.Get("Last-Modified")
+}
+
+// retryAfter parses a Retry-After header given in seconds; 0 when absent or a date.
+func retryAfter(h http.Header) time.Duration {
+	secs, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || secs < 0 {
+		return 0
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// syncFile flushes the file at path to stable storage.
+func syncFile(path string) error {
+	file, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return permanentError{fmt.Errorf("open %w", err)}
+	}
+	defer file.Close()
+	if err := file.Sync(); err != nil {
+		return permanentError{fmt.Errorf("sync %w", err)}
+	}
+	return nil
+}
+
+// ParseContentRange parses a Content-Range header, "bytes START-END/SIZE" or
+// "bytes */SIZE": START is -1 in the second form, and SIZE is -1 when given as "*".
+func ParseContentRange(s string) (start, size int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, false
+	}
+	span, sizeText, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, false
+	}
+	size = -1
+	if sizeText != "*" {
+		n, err := strconv.ParseInt(sizeText, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		size = n
+	}
+	if span == "*" {
+		return -1, size, true
+	}
+	startText, _, found := strings.Cut(span, "-")
+	if !found {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(startText, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, size, true
+}

@@ -1,0 +1,83 @@
+package fetch
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+func TestParseSHA256SUMS(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	input := "# made by sha256sum\n" +
+		a + "  train/00.jsonl.zst\n" +
+		"\n" +
+		strings.ToUpper(b) + " *val.jsonl.zst\r\n" +
+		a + "  ./test.jsonl.zst\n" +
+		"   \n" +
+		"SHA256 (enwik8.zip) = " + b + "\n" +
+		"\\" + a + "  odd\\\\name\\n\n" +
+		a + "  name with  spaces\n" +
+		a + "  train/00.jsonl.zst\n" // the same again is fine
+	got, err := ParseSHA256SUMS([]byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"train/00.jsonl.zst": a,
+		"val.jsonl.zst":      b,
+		"test.jsonl.zst":     a,
+		"enwik8.zip":         b,
+		"odd\\name\n":        a,
+		"name with  spaces":  a,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+	if got, err := ParseSHA256SUMS(nil); err != nil || len(got) != 0 {
+		t.Errorf("empty input: %v, %v", got, err)
+	}
+}
+
+func TestParseSHA256SUMSErrors(t *testing.T) {
+	a := strings.Repeat("a", 64)
+	tests := []struct {
+		name, input string
+		want        []string
+	}{
+		{"short sum", "# x\nabc  file\n", []string{"line 2", "64 hex digits"}},
+		{"one space", a + " file\n", []string{"line 1", "two spaces"}},
+		{"not hex", strings.Repeat("g", 64) + "  file\n", []string{"line 1", "not a sha256"}},
+		{"no name", a + "  \n", []string{"line 1", "no file name"}},
+		{"bad BSD form", "SHA256 (file) " + a + "\n", []string{"line 1", "SHA256 (name) = HEX"}},
+		{"short BSD sum", "SHA256 (file) = abc\n", []string{"line 1", "not a sha256"}},
+		{"conflict", a + "  f\n\n" + strings.Repeat("b", 64) + "  ./f\n", []string{"line 3", "first on line 1", "another sha256"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSHA256SUMS([]byte(tt.input))
+			errorContains(t, err, tt.want...)
+		})
+	}
+}
+
+func TestParseContentRange(t *testing.T) {
+	tests := []struct {
+		in          string
+		start, size int64
+		ok          bool
+	}{
+		{"bytes 100-199/200", 100, 200, true},
+		{"bytes 0-0/*", 0, -1, true},
+		{"bytes */200", -1, 200, true},
+		{"bytes 1-2", 0, 0, false},
+		{"items 1-2/3", 0, 0, false},
+		{"bytes x-2/3", 0, 0, false},
+		{"bytes 1-2/x", 0, 0, false},
+	}
+	for _, tt := range tests {
+		start, size, ok := ParseContentRange(tt.in)
+		if start != tt.start || size != tt.size || ok != tt.ok {
+			t.Errorf("ParseContentRange(%q) = %d, %d, %v; want %d, %d, %v", tt.in, start, size, ok, tt.start, tt.size, tt.ok)
+		}
+	}
+}

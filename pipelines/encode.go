@@ -1,0 +1,201 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"gptkit/prep"
+	"gptkit/tokenize"
+)
+
+// Memory: the pipeline holds at most 2×workers+2 batches of text and their ids (8 bytes
+// per id, about twice the text for English with GPT-2; see batchEncoder). A batch is
+// 1 MB of text, less with many workers, so that all of them together stay near
+// inFlightText whatever the input size. (With 4 MB batches one of two workers sat idle
+// through the last batch: 88% of tokenizer-only speed against 93% with 1 MB,
+// BenchmarkEndToEndVsTokenizer.) Peak RSS of a whole run over 512 MB of JSONL
+// (BenchmarkTokenizeRunPeakRSS, GPT-2, 2 cores): 99 MiB with 2 workers; with 4 MB
+// batches it was 190 MiB with 2 workers, 460 MiB with 16, 320 MiB with 32, 410 MiB with 64.
+// Batch sizes do not change the output.
+const (
+	maxBatchBytes = 1 << 20
+	minBatchBytes = 256 << 10
+	inFlightText  = 128 << 20
+)
+
+// batchBytes is how much text one encoding job holds with workers encoding.
+func batchBytes(workers int) int {
+	return min(maxBatchBytes, max(minBatchBytes, inFlightText/(2*workers+2)))
+}
+
+// encodeSplit reads split's inputs, encodes them on workers goroutines and writes the ids
+// in input order through rot, skipping the first skip documents (those already in the
+// shards a resumed run keeps: the reader parses them but hands them on no more).
+//
+// The reader queues batches in order; workers encode them; the writer takes the results
+// in the same order. At most 2×workers batches (see batchBytes) are queued, one more is
+// being read and one written.
+func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []string, skip int64, workers int, rot *shardRotator) (read prep.Stats, tokens int64, writeTime time.Duration, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rot.ctx = ctx
+	type job struct {
+		docs   []prep.Doc
+		result chan [][]int
+	}
+	jobs := make(chan job, workers)
+	order := make(chan job, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var enc batchEncoder
+			for j := range jobs {
+				out, err := enc.encode(r, j.docs)
+				if err != nil {
+					cancel(err) // out is nil: tells the writer the batch failed
+				}
+				j.result <- out
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		var err error
+		read, err = prep.ReadBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
+			j := job{docs: docs, result: make(chan [][]int, 1)}
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			return nil
+		})
+		if err == nil && read.Skipped < skip {
+			err = fmt.Errorf("the inputs hold %d documents, the journaled shards %d (were they changed in place, keeping size and mtime?): delete %s to start over",
+				read.Skipped, skip, JournalName)
+		}
+		readErr <- err
+	}()
+
+	writeErr := func() error {
+		for j := range order {
+			var out [][]int
+			select {
+			case out = <-j.result:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			if out == nil { // the worker stopped on an error
+				return context.Cause(ctx)
+			}
+			t0 := time.Now()
+			for i, ids := range out {
+				if err := rot.add(ids, len(j.docs[i].Text)); err != nil {
+					return err
+				}
+				tokens += int64(len(ids))
+				r.event("doc")
+			}
+			writeTime += time.Since(t0)
+		}
+		return nil
+	}()
+	if writeErr != nil {
+		cancel(writeErr)
+	}
+	wg.Wait()
+	err = <-readErr
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	} else if writeErr != nil {
+		err = writeErr
+	}
+	if err == nil {
+		t0 := time.Now()
+		err = rot.finish()
+		writeTime += time.Since(t0)
+	}
+	if err != nil {
+		rot.abort()
+	}
+	return read, tokens, writeTime, err
+}
+
+// batchEncoder encodes batches for one worker. A batch's ids go into one array, sized
+// from the tokens per byte of text of the worker's previous batch, that the documents'
+// slices share: one allocation per batch instead of several per document (the
+// tokenizer's appends growing each document's slice, and appending the EOD id often
+// copying it once more), and little spare capacity held while the batch waits for the
+// writer. Against encoding each document on its own, this took the pipeline's CPU time
+// per byte from 81-85% of the tokenizer's alone to 90-92% (BenchmarkEndToEndVsTokenizer,
+// e2e_cpu_pct, GPT-2, 2 cores).
+type batchEncoder struct {
+	tokensPerByte float64 // of the previous batch; 0 before the first
+}
+
+func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([][]int, error) {
+	tok := r.Tokenizer
+	// Only a character vocabulary can lack a character: EncodeChecked reports it. Other
+	// tokenizers give the same ids through AppendEncode, which appends in place.
+	checked := tok.Kind() == tokenize.KindChar
+	text := 0
+	for _, d := range docs {
+		text += len(d.Text)
+	}
+	ratio := e.tokensPerByte
+	if ratio == 0 {
+		ratio = 0.3 // GPT-2 on English: ~4 bytes per token
+	}
+	buf := make([]int, 0, int(float64(text)*ratio*1.05)+len(docs)+64)
+	out := make([][]int, len(docs))
+	for i, d := range docs {
+		start := len(buf)
+		if checked {
+			ids, err := tok.EncodeChecked(d.Text)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", docWhere(d), err)
+			}
+			buf = append(buf, ids...)
+		} else {
+			buf = tok.AppendEncode(buf, d.Text)
+		}
+		if r.AppendEOD {
+			buf = append(buf, tok.EOD())
+		}
+		// A document's slice ends where the next begins (a regrown buf leaves the
+		// earlier ones in the old array, which they keep alive).
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	if text > 0 {
+		e.tokensPerByte = float64(len(buf)) / float64(text)
+	}
+	return out, nil
+}
+
+// readOptions are the reader's options, skipping the first skip documents.
+func (r *TokenizeRun) readOptions(skip int64) prep.ReadOptions {
+	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip}
+	if r.SkipBad {
+		opt.OnError = prep.Skip
+	}
+	return opt
+}
+
+func docWhere(d prep.Doc) string {
+	if d.Line > 0 {
+		return fmt.Sprintf("%s line %d", d.Source, d.Line)
+	}
+	return d.Source
+}

@@ -1,0 +1,149 @@
+package pipelines
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"gptkit/prep"
+	"gptkit/shards"
+)
+
+// pipelineVersion changes whenever the same job would produce different bytes (a new
+// shard-boundary rule, a new document order): a journal of another version is not resumed.
+const pipelineVersion = 1
+
+// jobDesc is everything that decides a run's output bytes; its sha256 is the job's
+// fingerprint, which a resumed run must match. Workers, Progress, Logger, Command, TokSpec
+// and SkipBad are not part of it: they do not change the shards of a run that finishes
+// (the manifest, which records the command and spec, is written by the run that does).
+type jobDesc struct {
+	Version    int               `json:"version"`
+	Name       string            `json:"name"`
+	Tokenizer  string            `json:"tokenizer"` // the tokenizer's fingerprint
+	EOD        int               `json:"eod_id"`
+	DType      string            `json:"dtype"`
+	TextKey    string            `json:"text_key"`
+	AppendEOD  bool              `json:"append_eod"`
+	ShardBytes int64             `json:"shard_bytes"`
+	FilterSet  string            `json:"filter_set,omitempty"`
+	Splits     []jobSplit        `json:"splits"`
+	Params     map[string]string `json:"params,omitempty"`
+}
+
+type jobSplit struct {
+	Split  string     `json:"split"`
+	Inputs []jobInput `json:"inputs"`
+}
+
+// jobInput identifies an input file's content: by its sha256 when the caller knows it
+// (TokenizeRun.InputSHA256), else by its size and modification time.
+type jobInput struct {
+	Name    string `json:"name"`
+	Size    int64  `json:"size"`
+	ModTime string `json:"mtime,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+}
+
+// describeJob describes the run's job (stat-ing every input).
+func (r *TokenizeRun) describeJob(dtype shards.DType) (*jobDesc, error) {
+	key := r.TextKey
+	if key == "" {
+		key = prep.DefaultTextKey
+	}
+	d := &jobDesc{
+		Version: pipelineVersion, Name: r.Name, Tokenizer: r.Tokenizer.Fingerprint(), EOD: r.Tokenizer.EOD(),
+		DType: dtype.String(), TextKey: key, AppendEOD: r.AppendEOD, ShardBytes: r.ShardBytes, FilterSet: r.FilterSet, Params: r.Params,
+	}
+	for _, sp := range r.splits() {
+		js := jobSplit{Split: sp.Split}
+		for _, name := range sp.Inputs {
+			fi, err := os.Stat(name)
+			if err != nil {
+				return nil, fmt.Errorf("input %w", err)
+			}
+			in := jobInput{Name: name, Size: fi.Size(), SHA256: r.InputSHA256[name]}
+			if in.SHA256 == "" {
+				in.ModTime = fi.ModTime().UTC().Format(time.RFC3339Nano)
+			}
+			js.Inputs = append(js.Inputs, in)
+		}
+		d.Splits = append(d.Splits, js)
+	}
+	return d, nil
+}
+
+// fingerprint is the sha256 of the description (encoding/json sorts Params' keys).
+func (d *jobDesc) fingerprint() string {
+	data, err := json.Marshal(d)
+	if err != nil {
+		panic(err) // plain strings and numbers always marshal
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// changes says how job b differs from a, for the message of a run that does not resume.
+func (a *jobDesc) changes(b *jobDesc) string {
+	var out []string
+	diff := func(what string, x, y any) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s %v → %v", what, x, y))
+		}
+	}
+	diff("pipeline version", a.Version, b.Version)
+	diff("dataset name", a.Name, b.Name)
+	if a.Tokenizer != b.Tokenizer || a.EOD != b.EOD {
+		out = append(out, "the tokenizer changed (fingerprint "+short(a.Tokenizer)+" → "+short(b.Tokenizer)+")")
+	}
+	diff("dtype", a.DType, b.DType)
+	diff("text key", a.TextKey, b.TextKey)
+	diff("append-eod", a.AppendEOD, b.AppendEOD)
+	diff("shard size", a.ShardBytes, b.ShardBytes)
+	diff("filter set", a.FilterSet, b.FilterSet)
+	if !maps.Equal(a.Params, b.Params) {
+		out = append(out, fmt.Sprintf("settings %v → %v", a.Params, b.Params))
+	}
+	if !slices.EqualFunc(a.Splits, b.Splits, func(x, y jobSplit) bool {
+		return x.Split == y.Split && len(x.Inputs) == len(y.Inputs)
+	}) {
+		out = append(out, fmt.Sprintf("splits and inputs %s → %s", splitNames(a.Splits), splitNames(b.Splits)))
+	} else {
+		for i := range a.Splits {
+			for j, x := range a.Splits[i].Inputs {
+				if y := b.Splits[i].Inputs[j]; x != y {
+					out = append(out, fmt.Sprintf("input %s changed (size %d → %d, mtime %s → %s, sha256 %s → %s)",
+						y.Name, x.Size, y.Size, x.ModTime, y.ModTime, short(x.SHA256), short(y.SHA256)))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "the job fingerprint differs"
+	}
+	return strings.Join(out, "; ")
+}
+
+func splitNames(ss []jobSplit) string {
+	var names []string
+	for _, s := range ss {
+		names = append(names, fmt.Sprintf("%q×%d", s.Split, len(s.Inputs)))
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "-"
+	}
+	return h
+}

@@ -1,0 +1,142 @@
+package prep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ErrorPolicy says what ReadDocs does with a bad record.
+type ErrorPolicy int
+
+const (
+	// Skip counts a bad record (Stats.Bad, Stats.BadRecords) and goes on: a
+	// corrupt compressed stream keeps what came before the corruption and skips
+	// the rest of its file. The caller decides whether Stats.ErrorRate is too high.
+	Skip ErrorPolicy = iota
+	// Fail stops at the first bad record with a *FileError naming its file and line.
+	Fail
+)
+
+func (p ErrorPolicy) String() string {
+	if p == Fail {
+		return "fail"
+	}
+	return "skip"
+}
+
+// Set sets p from its name, "skip" or "fail", so that an *ErrorPolicy is a
+// flag.Value.
+func (p *ErrorPolicy) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "skip":
+		*p = Skip
+	case "fail":
+		*p = Fail
+	default:
+		return fmt.Errorf("prep: unknown error policy %q (want skip or fail)", s)
+	}
+	return nil
+}
+
+// Why a record is bad: the keys of BadRecordReport.Counts.
+const (
+	ReasonInvalidJSON = "invalid_json" // a JSONL line that is not JSON (ErrInvalidJSON)
+	ReasonNotObject   = "not_object"   // a JSONL line that is not an object (ErrNotObject)
+	ReasonMissingText = "missing_text" // no text member (ErrMissing)
+	ReasonNotText     = "not_text"     // a text that is not a string or a list of strings, or a null Parquet value (ErrNotText)
+	ReasonCorrupt     = "corrupt"      // a truncated or corrupt compressed stream, zip member or Parquet page
+
+	// ReasonInvalidUTF8 is no bad record but a warning: the document was handed
+	// on with its invalid UTF-8 replaced by U+FFFD (Stats.InvalidUTF8).
+	ReasonInvalidUTF8 = "invalid_utf8"
+)
+
+// DefaultBadExamples is how many examples of each reason a BadRecordReport keeps
+// unless ReadOptions say otherwise.
+const DefaultBadExamples = 20
+
+// BadRecord is one example of a bad record (or of a document with invalid UTF-8).
+type BadRecord struct {
+	File   string `json:"file"`           // as named to ReadDocs; "file.zip:member" for a zip member
+	Line   int    `json:"line,omitempty"` // its line (Parquet: row), from 1; 0 for a whole file or a stream
+	Reason string `json:"reason"`         // one of the Reason constants
+	Error  string `json:"error"`          // what is wrong, without the file and line
+	Kept   bool   `json:"kept,omitempty"` // the document was handed on (ReasonInvalidUTF8)
+}
+
+// BadRecordReport is what a ReadDocs with OnError Skip found wrong: how many records
+// of each reason, and the first examples of each reason, in the order met.
+type BadRecordReport struct {
+	Counts   map[string]int64 `json:"counts"`
+	Examples []BadRecord      `json:"examples"`
+
+	max   int            // examples of each reason to keep
+	shown map[string]int // examples kept, by reason
+}
+
+// add counts a record of reason that e describes, keeping it as an example if it
+// is among the first of its reason.
+func (r *BadRecordReport) add(reason string, e *FileError, kept bool) {
+	r.Counts[reason]++
+	if r.shown == nil {
+		r.shown = map[string]int{}
+	}
+	if r.shown[reason] >= r.max {
+		return
+	}
+	r.shown[reason]++
+	msg := e.Err.Error()
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	r.Examples = append(r.Examples, BadRecord{File: e.File, Line: e.Line, Reason: reason, Error: msg, Kept: kept})
+}
+
+// addInvalidUTF8 counts d, handed on with its invalid UTF-8 replaced.
+func (r *BadRecordReport) addInvalidUTF8(d Doc) {
+	if r.shown[ReasonInvalidUTF8] < r.max { // the message is only needed for an example
+		err := fmt.Errorf("invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte %d of the text)",
+			strings.IndexRune(d.Text, '\uFFFD'))
+		r.add(ReasonInvalidUTF8, &FileError{File: d.Source, Line: d.Line, Err: err}, true)
+		return
+	}
+	r.Counts[ReasonInvalidUTF8]++
+}
+
+// Bad returns the number of bad records counted (the documents with invalid UTF-8,
+// which were kept, aside).
+func (r *BadRecordReport) Bad() int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for reason, c := range r.Counts {
+		if reason != ReasonInvalidUTF8 {
+			n += c
+		}
+	}
+	return n
+}
+
+// WriteJSON writes the report to w as an indented JSON object, {"counts": {reason:
+// n, ...}, "examples": [{"file", "line", "reason", "error", "kept"}, ...]}, with a
+// final newline. A nil report writes empty counts and examples.
+func (r *BadRecordReport) WriteJSON(w io.Writer) error {
+	out := BadRecordReport{Counts: map[string]int64{}, Examples: []BadRecord{}}
+	if r != nil {
+		out.Counts, out.Examples = r.Counts, r.Examples
+		if out.Examples == nil {
+			out.Examples = []BadRecord{}
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("prep: bad records: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("prep: bad records: %w", err)
+	}
+	return nil
+}

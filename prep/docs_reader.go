@@ -1,0 +1,172 @@
+package prep
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// docReader is the state of one ReadDocs. Every reader (JSONL, text, zip, Parquet)
+// takes each record through the same steps: bad (bad), filtered out (counted by the
+// reader), empty (Empty), skipped (skipOne), handed on (emit).
+type docReader struct {
+	ctx      context.Context
+	key      string
+	filter   string // ReadOptions.FilterSet
+	policy   ErrorPolicy
+	progress func(bytesRead, docs int64)
+	fn       func(Doc) error
+	stats    Stats
+	skip     int64 // documents still to skip
+	examples int   // examples of each reason to keep
+
+	// Progress not yet reported.
+	counter     *countingReader // the current file's
+	docsPending int64
+	textPending int
+}
+
+func newDocReader(ctx context.Context, opt ReadOptions, fn func(Doc) error) *docReader {
+	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError,
+		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples}
+	if r.key == "" {
+		r.key = DefaultTextKey
+	}
+	if r.examples == 0 {
+		r.examples = DefaultBadExamples
+	}
+	return r
+}
+
+// filtering reports whether records are filtered by their subset.
+func (r *docReader) filtering() bool { return r.filter != "" }
+
+// bad deals with a bad record, of reason, that e describes: with Skip it counts it
+// and returns nil, with Fail it returns e.
+func (r *docReader) bad(reason string, e *FileError) error {
+	if r.policy == Fail {
+		return e
+	}
+	r.stats.Bad++
+	r.report().add(reason, e, false)
+	return nil
+}
+
+// report returns the report of bad records, making it on first use.
+func (r *docReader) report() *BadRecordReport {
+	if r.stats.BadRecords == nil {
+		r.stats.BadRecords = &BadRecordReport{Counts: map[string]int64{}, max: r.examples}
+	}
+	return r.stats.BadRecords
+}
+
+// skipOne reports whether the next document that would be handed on is to be
+// skipped instead (ReadOptions.SkipDocs), counting it.
+func (r *docReader) skipOne() bool {
+	if r.skip == 0 {
+		return false
+	}
+	r.skip--
+	r.stats.Skipped++
+	return true
+}
+
+// offer hands on d, a decoded document, unless it is empty or to be skipped.
+// badUTF8 says that its text held invalid UTF-8, now U+FFFD.
+func (r *docReader) offer(d Doc, badUTF8 bool) error {
+	if d.Text == "" {
+		r.stats.Empty++
+		return nil
+	}
+	if r.skipOne() {
+		return nil
+	}
+	return r.emit(d, badUTF8)
+}
+
+// offerBytes is offer for a document read as bytes (a text file, a zip member, a
+// Parquet value), whose UTF-8 nobody has checked yet.
+func (r *docReader) offerBytes(text []byte, source string, line int) error {
+	if len(text) == 0 {
+		r.stats.Empty++
+		return nil
+	}
+	if r.skipOne() {
+		return nil
+	}
+	if utf8.Valid(text) {
+		return r.emit(Doc{Text: string(text), Source: source, Line: line}, false)
+	}
+	return r.emit(Doc{Text: validUTF8(text), Source: source, Line: line}, true)
+}
+
+// offerString is offer for a whole-file document, whose UTF-8 nobody has checked
+// yet.
+func (r *docReader) offerString(text, source string) error {
+	if utf8.ValidString(text) {
+		return r.offer(Doc{Text: text, Source: source}, false)
+	}
+	return r.offer(Doc{Text: validUTF8([]byte(text)), Source: source}, true)
+}
+
+// emit hands d, not empty, to fn.
+func (r *docReader) emit(d Doc, badUTF8 bool) error {
+	if badUTF8 {
+		r.stats.InvalidUTF8++
+		r.report().addInvalidUTF8(d)
+	}
+	r.stats.Docs++
+	r.stats.TextBytes += int64(len(d.Text))
+	if err := r.fn(d); err != nil {
+		return err
+	}
+	if r.progress != nil {
+		r.docsPending++
+		if r.textPending += len(d.Text); r.docsPending >= 256 || r.textPending >= 1<<20 {
+			r.reportProgress()
+		}
+	}
+	return nil
+}
+
+// reportProgress calls progress with what it has not been told yet.
+func (r *docReader) reportProgress() {
+	if r.progress == nil {
+		return
+	}
+	var bytes int64
+	if r.counter != nil {
+		bytes = r.counter.take()
+	}
+	if bytes != 0 || r.docsPending != 0 {
+		r.progress(bytes, r.docsPending)
+	}
+	r.docsPending, r.textPending = 0, 0
+}
+
+// countingReader counts the bytes read through it (a zstd decoder reads in a
+// goroutine of its own), or, for a file read out of order (zip, Parquet), is told
+// how far the reading has got.
+type countingReader struct {
+	f        *os.File
+	n        atomic.Int64 // bytes read
+	reported int64        // bytes taken by take
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// set says that the reading has got through n bytes of the file.
+func (c *countingReader) set(n int64) { c.n.Store(n) }
+
+// take returns the bytes read since its previous call.
+func (c *countingReader) take() int64 {
+	n := c.n.Load()
+	d := n - c.reported
+	c.reported = n
+	return d
+}
