@@ -285,7 +285,7 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 	keptText := js.TextBytes
 	read, tokens, writeTime, err := r.encodeSplit(ctx, inputs, js.Docs, workers, rot)
 	ss.Docs, ss.Tokens, ss.Shards, ss.TextBytes = js.Docs, ss.Tokens+tokens, len(js.Shards), keptText+read.TextBytes
-	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered + read.NoMeta,
+	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered,
 		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords}
 	ss.setRead(counts)
 	ss.WriteTime = writeTime

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"gptkit/internal/fetch"
 	"gptkit/pipelines"
 	"gptkit/prep"
+	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
 )
@@ -51,16 +53,21 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 			return cli.Fail(stderr, who, fmt.Errorf("--checksums %s: %w", *checksums, err))
 		}
 	}
-	if *mirror != "" {
-		sums, err := prep.FetchMirrorSums(ctx, nil, *mirror)
-		if err != nil {
-			return cli.Fail(stderr, who, err)
-		}
-		opt.MirrorSums = sums
-	}
 	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true}
 	j.fetches = corpus.Plan(j.workDir(), opt)
-	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+	if *mirror != "" {
+		// The mirror's SHA256SUMS is asked for only when something is to be downloaded.
+		j.beforeFetch = func(ctx context.Context) error {
+			sums, err := prep.FetchMirrorSums(ctx, nil, *mirror)
+			if err != nil {
+				return err
+			}
+			opt.MirrorSums = sums
+			j.fetches = corpus.Plan(j.workDir(), opt)
+			return nil
+		}
+	}
+	j.tokenizer = func(ctx context.Context, _ storage.Store) (*tokenize.Tokenizer, string, error) {
 		return f.loadTokenizer(ctx, corpus.DefaultTokenizer, log)
 	}
 	j.splits = func(context.Context) ([]pipelines.SplitInputs, error) { return corpusSplits(corpus, j.fetches), nil }
@@ -96,9 +103,17 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 	input := j.fetches[0].Dest
 	j.appendEOD = false
 	var chars *tokenize.Tokenizer
-	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+	const charSpec = "char (nanoGPT shakespeare_char: chars.json beside the data)"
+	j.tokenizer = func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error) {
 		if f.tokenizer != "" && f.tokenizer != "char" {
 			return f.loadTokenizer(ctx, "", log)
+		}
+		// A finished dataset has its vocabulary beside it: no need to fetch the text
+		// again (its download is gone) to find the dataset complete.
+		if _, err := shards.ReadManifest(ctx, st, ""); err == nil && !f.overwrite {
+			if tok, err := readChars(ctx, st); err == nil {
+				return tok, charSpec, nil
+			}
 		}
 		// The vocabulary comes from the text: fetch it first.
 		if err := j.fetch(ctx); err != nil {
@@ -109,7 +124,7 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 			return nil, "", err
 		}
 		chars = tokenize.NewCharsFromText(string(text), "shakespeare-char")
-		return chars, "char (nanoGPT shakespeare_char: chars.json beside the data)", nil
+		return chars, charSpec, nil
 	}
 	j.splits = func(context.Context) ([]pipelines.SplitInputs, error) {
 		text, err := os.ReadFile(input)
@@ -120,15 +135,17 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 		n := len(runes) * 9 / 10 // nanoGPT: data[:int(n*0.9)]
 		dir := filepath.Join(j.workDir(), "downloads")
 		train, val := filepath.Join(dir, "train.txt"), filepath.Join(dir, "val.txt")
-		if err := os.WriteFile(train, []byte(string(runes[:n])), 0o666); err != nil {
+		// Rewritten only when they change: their modification times identify the job,
+		// so that a killed run resumes.
+		if err := writeIfChanged(train, []byte(string(runes[:n]))); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(val, []byte(string(runes[n:])), 0o666); err != nil {
+		if err := writeIfChanged(val, []byte(string(runes[n:]))); err != nil {
 			return nil, err
 		}
 		return []pipelines.SplitInputs{{Inputs: []string{train}}, {Split: "val", Inputs: []string{val}}}, nil
 	}
-	j.afterRun = func(ctx context.Context, st storage.Store) error {
+	j.beforeRun = func(ctx context.Context, st storage.Store) error {
 		if chars == nil {
 			return nil
 		}
@@ -146,4 +163,26 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 		}
 		return w.Commit()
 	}
+}
+
+// readChars loads the character vocabulary a shakespeare run stored in st.
+func readChars(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, error) {
+	obj, err := st.Open(ctx, "chars.json")
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	data, err := io.ReadAll(obj)
+	if err != nil {
+		return nil, err
+	}
+	return tokenize.LoadChars(data, "shakespeare-char")
+}
+
+// writeIfChanged writes data to path unless path already holds it.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return os.WriteFile(path, data, 0o666)
 }

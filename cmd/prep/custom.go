@@ -64,7 +64,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			local[i] = in
 		}
 	}
-	j.tokenizer = func(ctx context.Context) (*tokenize.Tokenizer, string, error) {
+	j.tokenizer = func(ctx context.Context, _ storage.Store) (*tokenize.Tokenizer, string, error) {
 		return f.loadTokenizer(ctx, "gpt2", log)
 	}
 	j.splits = func(ctx context.Context) ([]pipelines.SplitInputs, error) {

@@ -30,13 +30,19 @@ type job struct {
 	stderr  io.Writer
 
 	fetches []fetch.File
+	// beforeFetch, if set, runs once before the first download (it fetches the mirror's
+	// SHA256SUMS: a finished dataset asks the network nothing).
+	beforeFetch func(ctx context.Context) error
 	// splits gives each split's inputs once the files are fetched (the Shakespeare
 	// corpus first cuts its text 90/10 into two files).
-	splits    func(ctx context.Context) ([]pipelines.SplitInputs, error)
-	tokenizer func(ctx context.Context) (*tokenize.Tokenizer, string, error)
+	splits func(ctx context.Context) ([]pipelines.SplitInputs, error)
+	// tokenizer loads the tokenizer; st is the output store (which may hold a finished
+	// dataset).
+	tokenizer func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error)
 	appendEOD bool
-	// afterRun stores files beside the data (the character vocabulary).
-	afterRun func(ctx context.Context, st storage.Store) error
+	// beforeRun stores files beside the data (the character vocabulary) before the
+	// tokenizing, so that the manifest is still written last.
+	beforeRun func(ctx context.Context, st storage.Store) error
 }
 
 // workDir is DIR/NAME: the local dataset directory and the downloads' parent.
@@ -58,7 +64,7 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
-	tok, tokSpec, err := j.tokenizer(ctx)
+	tok, tokSpec, err := j.tokenizer(ctx, st)
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
@@ -87,6 +93,11 @@ func (j *job) run(ctx context.Context) int {
 			}
 		}
 	}
+	if j.beforeRun != nil {
+		if err := j.beforeRun(ctx, st); err != nil {
+			return cli.Fail(j.stderr, who, err)
+		}
+	}
 	bar := j.bar("tokenize", total)
 	run := &pipelines.TokenizeRun{
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
@@ -100,11 +111,6 @@ func (j *job) run(ctx context.Context) int {
 		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
 	}
 	bar.Done()
-	if j.afterRun != nil {
-		if err := j.afterRun(ctx, st); err != nil {
-			return cli.Fail(j.stderr, who, err)
-		}
-	}
 	reportPath, err := j.writeReport(stats)
 	if err != nil {
 		j.log.Warn("could not write the bad-record report", "err", err)
@@ -118,21 +124,33 @@ func (j *job) run(ctx context.Context) int {
 	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
 	if rate := errorRate(stats); rate > f.maxErrorRate {
 		return cli.Fail(j.stderr, who, fmt.Errorf("%d of %d records were bad (%.2f%% > --max-error-rate %.2f%%); the dataset was written, the bad records are listed in %s",
-			stats.Bad, stats.Docs+stats.Bad, 100*rate, 100*f.maxErrorRate, reportPath))
+			stats.Bad, records(stats), 100*rate, 100*f.maxErrorRate, reportPath))
 	}
 	return cli.ExitOK
 }
 
-// errorRate is the share of bad records among the documents kept and the bad records.
+// errorRate is the share of bad records among all the records read, as
+// prep.Stats.ErrorRate defines what --max-error-rate checks: records of other subsets
+// (--filter-set) and empty ones count as good.
 func errorRate(s pipelines.RunStats) float64 {
 	if s.Bad == 0 {
 		return 0
 	}
-	return float64(s.Bad) / float64(s.Docs+s.Bad)
+	return float64(s.Bad) / float64(records(s))
 }
+
+// records counts the records read: documents kept, empty, filtered out and bad.
+func records(s pipelines.RunStats) int64 { return s.Docs + s.Empty + s.Filtered + s.Bad }
 
 // fetch downloads the job's files (resuming .part files), verified before use.
 func (j *job) fetch(ctx context.Context) error {
+	if j.beforeFetch != nil {
+		before := j.beforeFetch
+		j.beforeFetch = nil
+		if err := before(ctx); err != nil {
+			return err
+		}
+	}
 	if len(j.fetches) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -58,6 +59,10 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 	}
 	resp, err := c.Client.Do(req)
 	if err != nil {
+		// A host that does not exist will not appear on retry: try the next URL.
+		if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			return false, permanentError{err}
+		}
 		return false, err
 	}
 	defer resp.Body.Close()

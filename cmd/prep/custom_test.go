@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"gptkit/internal/miniotest"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// TestCustom: `prep custom` tokenizes local files and an http:// URL (downloaded first,
+// into DIR/NAME/downloads/), in the order given, as one dataset; --input takes a
+// comma-separated list, several words after it, or several flags.
+func TestCustom(t *testing.T) {
+	t.Parallel()
+	tok := gpt2(t)
+	in := t.TempDir()
+	recsA := genPile(t, 300, 9)
+	a := writeFile(t, in, "a.jsonl", jsonl(recsA))
+	bText := "A plain text document: the whole file is one.\n\nÜnïcödé and a second paragraph.\n"
+	b := writeFile(t, in, "b.txt", []byte(bText))
+	recsC := genPile(t, 200, 10)
+	m := newMirror(t)
+	m.put("corpora/c.jsonl.zst", zst(t, jsonl(recsC)))
+	c := m.URL + "/corpora/c.jsonl.zst"
+	want := encodeAll(tok, append(append(texts(recsA, ""), bText), texts(recsC, "")...), tok.EOD())
+
+	for _, tt := range []struct {
+		name   string
+		inputs []string
+	}{
+		{"comma-separated", []string{"--input", a + "," + b + "," + c}},
+		{"words after the flag", []string{"--input", a, b, c}},
+		{"repeated flag", []string{"--input", a, "--input", b + "," + c}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			args := append([]string{"custom", "--name", "mine", "-d", data, "--tokenizer", gpt2Dir(t), "--progress", "off"}, tt.inputs...)
+			out, _ := mustPrep(t, args...)
+			ds := filepath.Join(data, "mine")
+			hasAll(t, "stdout", out, ds+"/manifest.json: ")
+			compareDocs(t, "prep custom", datasetDocs(t, ds), want)
+			man := readManifest(t, ds)
+			if len(man.Shards) != 1 || man.Shards[0].Prefix != "mine_text_document" {
+				t.Errorf("manifest shards %+v, want one, mine_text_document", man.Shards)
+			}
+			if _, err := os.Stat(filepath.Join(ds, "downloads")); !os.IsNotExist(err) {
+				t.Errorf("downloads left behind: %v", err)
+			}
+		})
+	}
+	if n := len(m.requestsFor("corpora/c.jsonl.zst")); n != 3 {
+		t.Errorf("the URL input was requested %d times in 3 runs", n)
+	}
+
+	t.Run("missing local input", func(t *testing.T) {
+		data := t.TempDir()
+		code, _, errOut := runPrep(t, "custom", "--name", "mine", "-d", data, "--tokenizer", gpt2Dir(t), "--input", filepath.Join(in, "nope.jsonl"))
+		if code != 1 {
+			t.Fatalf("exit %d, want 1; stderr:\n%s", code, errOut)
+		}
+		hasAll(t, "the error line", lastLine(errOut), "prep mine: ", "nope.jsonl")
+		noManifest(t, filepath.Join(data, "mine"))
+	})
+}
+
+// TestCustomS3: an s3:// input is copied from the bucket (MinIO here) and tokenized, and
+// --dest s3://... writes the dataset to the bucket.
+func TestCustomS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MinIO; skipped with -short")
+	}
+	srv := miniotest.Start(t)
+	srv.Setenv(t)
+	bucket := srv.NewBucket(t)
+	tok := gpt2(t)
+	recs := genPile(t, 500, 11)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/x.jsonl"), Body: bytes.NewReader(jsonl(recs))}); err != nil {
+		t.Fatal(err)
+	}
+	want := encodeAll(tok, texts(recs, ""), tok.EOD())
+
+	t.Run("local output", func(t *testing.T) {
+		data := t.TempDir()
+		mustPrep(t, "custom", "--input", "s3://"+bucket+"/in/x.jsonl", "--name", "mine", "-d", data, "--tokenizer", gpt2Dir(t),
+			"--s3-endpoint", srv.Endpoint, "--progress", "off")
+		compareDocs(t, "s3 input", datasetDocs(t, filepath.Join(data, "mine")), want)
+	})
+	t.Run("--dest s3", func(t *testing.T) {
+		data := t.TempDir()
+		out, _ := mustPrep(t, "custom", "--input", "s3://"+bucket+"/in/x.jsonl", "--name", "mine", "-d", data, "--tokenizer", gpt2Dir(t),
+			"--dest", "s3://"+bucket+"/out", "--s3-endpoint", srv.Endpoint, "--progress", "off")
+		hasAll(t, "stdout", out, "s3://"+bucket+"/out/mine/manifest.json: ")
+		st, err := storage.Open(ctx, "s3://"+bucket+"/out/mine", storage.Options{S3Endpoint: srv.Endpoint})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := shards.OpenDataset(ctx, st, "", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		got := make([][]int, d.Len())
+		for i := range got {
+			got[i] = d.Tokens(int64(i))
+		}
+		compareDocs(t, "s3 input, s3 dataset", got, want)
+		if _, err := os.Stat(filepath.Join(data, "mine", shards.ManifestName)); !os.IsNotExist(err) {
+			t.Errorf("with --dest, a manifest in DIR/NAME: %v", err)
+		}
+	})
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"gptkit/prep"
+)
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	names := prep.CorpusNames()
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stderrs []string
+	}{
+		{"no arguments", nil, 2, append([]string{"usage: prep list", "prep custom", "prep NAME -d DIR"}, names...)},
+		{"help", []string{"--help"}, 0, append([]string{"usage: prep list"}, names...)},
+		{"flag first", []string{"-d", "x"}, 2, []string{"the corpus NAME comes first"}},
+		{"unknown corpus", []string{"pile-99", "-d", "x"}, 2, append([]string{`no such corpus "pile-99"`, "prep list", "prep custom"}, names...)},
+		{"missing -d", []string{"pile"}, 2, []string{"prep pile: -d DIR is required", "prep pile -h"}},
+		{"custom missing -d", []string{"custom", "--input", "a.txt", "--name", "x"}, 2, []string{"prep custom: -d DIR is required"}},
+		{"custom missing --input", []string{"custom", "--name", "x", "-d", "d"}, 2, []string{"--input is required"}},
+		{"custom missing --name", []string{"custom", "--input", "a.txt", "-d", "d"}, 2, []string{"--name is required"}},
+		{"custom --name with a slash", []string{"custom", "--input", "a.txt", "--name", "a/b", "-d", "d"}, 2, []string{"may not contain a slash"}},
+		{"bad --on-error", []string{"pile", "-d", "d", "--on-error", "ignore"}, 2, []string{`--on-error is "ignore"`}},
+		{"bad --max-error-rate", []string{"pile", "-d", "d", "--max-error-rate", "2"}, 2, []string{"--max-error-rate"}},
+		{"bad --shard-size", []string{"pile", "-d", "d", "--shard-size", "big"}, 2, []string{"--shard-size"}},
+		{"bad --workers", []string{"pile", "-d", "d", "--workers", "0"}, 2, []string{"--workers"}},
+		{"bad --progress", []string{"pile", "-d", "d", "--progress", "loud"}, 2, []string{"--progress"}},
+		{"unknown flag", []string{"pile", "-d", "d", "--frob"}, 2, []string{"-frob", "prep pile -h"}},
+		{"stray argument", []string{"pile", "-d", "d", "extra"}, 2, []string{`unexpected argument "extra"`}},
+		{"alias -h", []string{"pile_subset", "-h"}, 0, []string{"usage: prep pile-00"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPrep(t, tt.args...)
+			if code != tt.code || out != "" {
+				t.Errorf("exit %d (want %d), stdout %q", code, tt.code, out)
+			}
+			hasAll(t, "stderr", errOut, tt.stderrs...)
+		})
+	}
+}
+
+// TestList: `prep list` names every corpus of the catalog on stdout.
+func TestList(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runPrep(t, "list")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	hasAll(t, "prep list", out, prep.CorpusNames()...)
+	for _, c := range prep.Catalog() {
+		hasAll(t, "prep list", out, c.Files[0].Name)
+	}
+}
+
+// helpFlags parses `PROG NAME -h` output into flag → default.
+func helpFlags(t *testing.T, help string) map[string]string {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^  (--?[a-z0-9-]+)[^\n]*\n    \t[^\n]*\(default ([^\n]*)\)$`)
+	out := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(help, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// TestHelpListsEveryFlag: `prep pile -h` and `prep custom -h` exit 0 and list every flag
+// with its default.
+func TestHelpListsEveryFlag(t *testing.T) {
+	t.Parallel()
+	shared := map[string]string{
+		"-d": `""`, "--dest": `""`, "--tokenizer": `""`, "--tokenizer-url": `""`, "--tokenizer-sha256": `""`,
+		"--tokenizer-cache-dir": `""`, "--workers": fmt.Sprint(runtime.GOMAXPROCS(0)), "--parallel-downloads": "4",
+		"--keep-downloads": "false", "--text-key": `"text"`, "--shard-size": `"0"`, "--filter-set": `""`,
+		"--on-error": `"skip"`, "--max-error-rate": "0.01", "--overwrite": "false", "--s3-endpoint": `""`,
+		"--s3-path-style": "false", "--progress": `"auto"`,
+	}
+	for _, tt := range []struct {
+		args  []string
+		usage string
+		extra map[string]string
+	}{
+		{[]string{"pile", "-h"}, "usage: prep pile -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
+		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
+		{[]string{"custom", "-h"}, "usage: prep custom --input", map[string]string{"--input": `""`, "--name": `""`}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runPrep(t, tt.args...)
+			if code != 0 || out != "" {
+				t.Fatalf("exit %d, stdout %q", code, out)
+			}
+			hasAll(t, "help", errOut, tt.usage)
+			got := helpFlags(t, errOut)
+			want := map[string]string{}
+			for k, v := range shared {
+				want[k] = v
+			}
+			for k, v := range tt.extra {
+				want[k] = v
+			}
+			for flag, def := range want {
+				if g, ok := got[flag]; !ok || g != def {
+					t.Errorf("help: %s has default %q (listed: %v), want %q", flag, g, ok, def)
+				}
+			}
+			for flag := range got {
+				if _, ok := want[flag]; !ok {
+					t.Errorf("help lists %s, which this test does not know: add it", flag)
+				}
+			}
+			if n := len(regexp.MustCompile(`(?m)^  -`).FindAllString(errOut, -1)); n != len(got) {
+				t.Errorf("help lists %d flags, %d of them with a default:\n%s", n, len(got), errOut)
+			}
+		})
+	}
+}
