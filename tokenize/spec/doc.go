@@ -25,5 +25,5 @@
 // an interruption), which is fsynced and renamed to NAME only when its sha256 matches.
 // So a file under its final name is always complete. A cached file whose sha256 does
 // not match is downloaded again. Processes sharing a cache take an advisory lock on
-// the tokenizer's directory while they download.
+// the file while they download it (package internal/fetch), so it is fetched once.
 package spec

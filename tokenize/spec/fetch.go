@@ -65,27 +65,13 @@ func (f *fetcher) cached(ctx context.Context, url, path, want string) ([]byte, e
 }
 
 // download fetches url into path (through path+".part", published only when its
-// sha256 is want) and returns the content. It holds the directory's lock meanwhile,
-// so processes sharing the cache download a file once.
+// sha256 is want) and returns the content. fetch.FetchOne holds a lock on path while it
+// works, so processes sharing the cache download a file once, and it replaces a cached
+// copy that fails its check.
 func (f *fetcher) download(ctx context.Context, url, path, want string) ([]byte, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("spec: create cache directory: %w (pass --cache-dir or set GPTKIT_CACHE to a writable directory)", err)
 	}
-	unlock, err := lockDir(ctx, dir, f.log)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	// Another process may have published the file while this one waited for the lock.
-	if data, err := os.ReadFile(path); err == nil && sha256Hex(data) == want {
-		return data, nil
-	}
-	// A cached copy that fails its check (cached said so) makes way for the download.
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("spec: remove corrupt cached %s: %w (remove it by hand, or pass --cache-dir to use another cache)", path, err)
-	}
-
 	file := fetch.File{URLs: []string{url}, Dest: path, SHA256: want}
 	if err := fetch.FetchOne(ctx, file, f.options(url, path)); err != nil {
 		return nil, explain(ctx, url, path, want, err)
