@@ -16,6 +16,7 @@ func TestImportDirection(t *testing.T) {
 		"gptkit/storage":       {},
 		"gptkit/shards":        {"gptkit/storage"},
 		"gptkit/prep":          {"gptkit/storage"},
+		"gptkit/loader":        {"gptkit/shards", "gptkit/storage"},
 		"gptkit/pipelines":     {"gptkit/prep", "gptkit/tokenize", "gptkit/tokenize/spec", "gptkit/shards", "gptkit/storage"},
 	}
 	for pkg, ok := range allowed {
