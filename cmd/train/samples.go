@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/loader"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// runSamples implements `train samples`.
+func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("train", "samples",
+		"--data DIR --seq-len L --num-samples N [--seed S] [--order default|neox] [--split 969,30,1] [--first K] [--count C] [--rank R --world W --micro-batch M --grad-accum G]",
+		"Prints training samples, one JSON array of L+1 token ids per line. The samples are those\n"+
+			"GPT-NeoX's GPT2Dataset builds for the training split of the dataset in DIR (a directory or\n"+
+			"s3://bucket/prefix): the split's documents (--split over all documents, as GPT-NeoX's\n"+
+			"data_path; a manifest whose shards are labeled train/val/test uses its train shards),\n"+
+			"shuffled with --seed, packed into samples of L+1 tokens and shuffled again. The index is\n"+
+			"built for --num-samples samples (GPT-NeoX: train_iters x train_batch_size).\n\n"+
+			"Without --rank it prints samples K..K+C-1. With --rank it prints what that data-parallel\n"+
+			"rank receives, micro-batch by micro-batch: each global micro-batch is M x W consecutive\n"+
+			"samples and rank R takes [R*M, (R+1)*M); --first is then the resume cursor (samples\n"+
+			"consumed by all ranks, a multiple of M x W) and --count the number of lines to print.")
+	data := c.Flags.String("data", "", "the dataset `DIR` (a directory holding manifest.json, or s3://bucket/prefix) (required)")
+	seqLen := c.Flags.Int("seq-len", 0, "the sequence length `L`; every sample has L+1 tokens (required)")
+	seed := c.Flags.Uint("seed", 1234, "the shuffle `SEED` (GPT-NeoX's seed)")
+	numSamples := c.Flags.Int64("num-samples", -1, "the number of samples `N` the index is built for (required)")
+	order := c.Flags.String("order", loader.OrderDefault, "the sample order: default or neox (default is neox's order for now)")
+	splitStr := c.Flags.String("split", "969,30,1", "the train,valid,test `WEIGHTS` dividing the documents (GPT-NeoX's split)")
+	first := c.Flags.Int64("first", 0, "the first sample `K` (with --rank: the global cursor)")
+	count := c.Flags.Int64("count", -1, "print `C` samples (-1: up to the last sample)")
+	rank := c.Flags.Int("rank", -1, "print the samples data-parallel rank `R` receives")
+	world := c.Flags.Int("world", 0, "--rank: the data-parallel world size `W`")
+	micro := c.Flags.Int("micro-batch", 1, "--rank: the per-rank micro-batch size `M`")
+	gradAccum := c.Flags.Int("grad-accum", 1, "--rank: the gradient accumulation steps `G` (the global batch is M x W x G)")
+	var endpoint, cacheDir string
+	var pathStyle bool
+	c.Flags.StringVar(&endpoint, "s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
+	c.Flags.BoolVar(&pathStyle, "s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
+	c.Flags.StringVar(&cacheDir, "cache-dir", storage.DefaultCacheDir(), "`DIR` keeping verified local copies of S3 shards for memory-mapping (local datasets are mapped in place)")
+	if code, ok := c.Parse(args, stderr); !ok {
+		return code
+	}
+	set := map[string]bool{}
+	c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *data == "":
+		return c.UsageError(stderr, "--data DIR is required")
+	case *seqLen < 1:
+		return c.UsageError(stderr, "--seq-len L is required (a positive sequence length)")
+	case *numSamples < 0:
+		return c.UsageError(stderr, "--num-samples N is required (the number of samples the index is built for)")
+	case *seed > 1<<32-1:
+		return c.UsageError(stderr, fmt.Sprintf("--seed %d does not fit 32 bits (numpy's RandomState seed)", *seed))
+	case *order != loader.OrderDefault && *order != loader.OrderNeoX:
+		return c.UsageError(stderr, fmt.Sprintf("--order %q: want default or neox", *order))
+	case *first < 0:
+		return c.UsageError(stderr, "--first must be >= 0")
+	case *count < -1:
+		return c.UsageError(stderr, "--count must be >= 0 (or -1: all)")
+	}
+	split, err := loader.ParseSplit(*splitStr)
+	if err != nil {
+		return c.UsageError(stderr, "--split: "+err.Error())
+	}
+	distributed := set["rank"] || set["world"] || set["micro-batch"] || set["grad-accum"]
+	if distributed {
+		switch {
+		case !set["rank"] || !set["world"]:
+			return c.UsageError(stderr, "--rank and --world go together")
+		case *world < 1:
+			return c.UsageError(stderr, "--world must be >= 1")
+		case *rank < 0 || *rank >= *world:
+			return c.UsageError(stderr, fmt.Sprintf("--rank %d is not in [0,%d)", *rank, *world))
+		case *micro < 1:
+			return c.UsageError(stderr, "--micro-batch must be >= 1")
+		case *gradAccum < 1:
+			return c.UsageError(stderr, "--grad-accum must be >= 1")
+		case *first%(int64(*micro)*int64(*world)) != 0:
+			return c.UsageError(stderr, fmt.Sprintf("with --rank, --first %d must be a multiple of the global micro-batch %d (M x W)", *first, *micro**world))
+		}
+	}
+
+	d, err := openDataset(ctx, *data, endpoint, pathStyle, cacheDir, stderr)
+	if err != nil {
+		return fail(ctx, stderr, err)
+	}
+	defer d.Close()
+	docs, presplit, err := loader.TrainDocuments(d, split)
+	if err != nil {
+		return fail(ctx, stderr, err)
+	}
+	if presplit && set["split"] {
+		return fail(ctx, stderr, fmt.Errorf("%s is already split (its manifest labels shards train/val/test); --split applies only to an unsplit dataset", *data))
+	}
+	s, err := loader.NewSamples(d, docs, *seqLen, *numSamples, uint32(*seed), *order)
+	if err != nil {
+		return fail(ctx, stderr, err)
+	}
+
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	var line []byte
+	var ids []int
+	emit := func(ids []int) error {
+		line = append(line[:0], '[')
+		for k, id := range ids {
+			if k > 0 {
+				line = append(line, ',')
+			}
+			line = strconv.AppendInt(line, int64(id), 10)
+		}
+		line = append(line, ']', '\n')
+		_, err := w.Write(line)
+		return err
+	}
+	if !distributed {
+		if *first > s.Len() {
+			return fail(ctx, stderr, fmt.Errorf("--first %d is past the last sample: the index holds %d samples (0..%d)", *first, s.Len(), s.Len()-1))
+		}
+		end := s.Len()
+		if *count >= 0 {
+			if *count > s.Len()-*first {
+				return fail(ctx, stderr, fmt.Errorf("samples %d..%d are past the last sample: the index holds %d samples (raise --num-samples)", *first, *first+*count-1, s.Len()))
+			}
+			end = *first + *count
+		}
+		for i := *first; i < end; i++ {
+			if i%4096 == 0 && ctx.Err() != nil {
+				return fail(ctx, stderr, ctx.Err())
+			}
+			ids = s.Sample(i, ids[:0])
+			if err := emit(ids); err != nil {
+				return fail(ctx, stderr, err)
+			}
+		}
+	} else {
+		sm := &loader.Sampler{Samples: s, Rank: *rank, World: *world, Micro: *micro, GradAccum: *gradAccum, Cursor: loader.Cursor{Consumed: *first}}
+		var batch [][]int
+		for printed := int64(0); *count < 0 || printed < *count; {
+			if ctx.Err() != nil {
+				return fail(ctx, stderr, ctx.Err())
+			}
+			if *count < 0 && sm.Cursor.Consumed+sm.GlobalMicro() > s.Len() {
+				break // all complete global micro-batches printed
+			}
+			if batch, err = sm.Next(batch); err != nil {
+				return fail(ctx, stderr, err)
+			}
+			for _, ids := range batch {
+				if *count >= 0 && printed == *count {
+					break
+				}
+				if err := emit(ids); err != nil {
+					return fail(ctx, stderr, err)
+				}
+				printed++
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fail(ctx, stderr, err)
+	}
+	return cli.ExitOK
+}
+
+// openDataset opens the dataset at location; a local one must exist (reading never
+// creates directories).
+func openDataset(ctx context.Context, location, endpoint string, pathStyle bool, cacheDir string, stderr io.Writer) (*shards.Dataset, error) {
+	if local := strings.TrimPrefix(location, "file://"); !strings.Contains(local, "://") {
+		fi, err := os.Stat(local)
+		if err != nil {
+			return nil, fmt.Errorf("%s: no such dataset directory", local)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory; want a dataset directory (holding %s)", local, shards.ManifestName)
+		}
+	}
+	st, err := storage.Open(ctx, location, storage.Options{S3Endpoint: endpoint, S3PathStyle: pathStyle, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return nil, err
+	}
+	return shards.OpenDataset(ctx, st, "", cacheDir)
+}
+
+// fail prints err as the one line a failed command leaves on stderr (interrupted once
+// ctx is canceled) and returns cli.ExitFailure.
+func fail(ctx context.Context, stderr io.Writer, err error) int {
+	return cli.Fail(stderr, "train samples", cli.Interrupted(ctx, err))
+}

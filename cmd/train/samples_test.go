@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"gptkit/loader"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+func runTrain(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// makeDataset writes 40 small documents as a two-shard dataset and returns its directory.
+func makeDataset(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: "test", Fingerprint: "test", VocabSize: 1000, EODID: -1}, shards.Uint16, nil)
+	for s := range 2 {
+		w, err := shards.NewWriter(ctx, st, fmt.Sprintf("data_%02d_text_document", s), shards.Uint16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := range 20 {
+			doc := make([]int, 1+(d*7+s)%13)
+			for k := range doc {
+				doc[k] = (s*20+d)*10 + k%10
+			}
+			if err := w.AddDocument(doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Add("", info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// want is the expected sample sequence, built through the loader package.
+func want(t *testing.T, dir string, seqLen int, n int64, seed uint32) [][]int {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := shards.OpenDataset(ctx, st, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r := loader.SplitRanges(int(d.Len()), [3]float64{969, 30, 1})[0]
+	s, err := loader.NewSamples(d, [2]int64{int64(r[0]), int64(r[1])}, seqLen, n, seed, loader.OrderNeoX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]int
+	for i := range s.Len() {
+		out = append(out, s.Sample(i, nil))
+	}
+	return out
+}
+
+func parseLines(t *testing.T, out string) [][]int {
+	t.Helper()
+	var got [][]int
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var ids []int
+		if err := json.Unmarshal([]byte(line), &ids); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got = append(got, ids)
+	}
+	return got
+}
+
+func equal(a, b [][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if fmt.Sprint(a[i]) != fmt.Sprint(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSamples(t *testing.T) {
+	dir := makeDataset(t)
+	all := want(t, dir, 6, 30, 7)
+	if len(all) < 30 {
+		t.Fatalf("%d samples", len(all))
+	}
+	base := []string{"samples", "--data", dir, "--seq-len", "6", "--seed", "7", "--num-samples", "30"}
+	code, out, errOut := runTrain(t, base...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := parseLines(t, out); !equal(got, all) {
+		t.Fatalf("all samples differ:\n%v\nwant\n%v", got, all)
+	}
+	for _, ids := range parseLines(t, out) {
+		if len(ids) != 7 {
+			t.Fatalf("sample of %d ids", len(ids))
+		}
+	}
+	code, out, errOut = runTrain(t, append(base, "--first", "5", "--count", "4", "--order", "neox")...)
+	if code != 0 || !equal(parseLines(t, out), all[5:9]) {
+		t.Fatalf("--first 5 --count 4: exit %d %s\n%s", code, errOut, out)
+	}
+	// Ranks: each prints its slices of every global micro-batch of M*W samples.
+	const W, M = 3, 2
+	for r := range W {
+		code, out, errOut = runTrain(t, append(base, "--rank", fmt.Sprint(r), "--world", fmt.Sprint(W), "--micro-batch", fmt.Sprint(M), "--grad-accum", "2")...)
+		if code != 0 {
+			t.Fatalf("rank %d: exit %d: %s", r, code, errOut)
+		}
+		var exp [][]int
+		for g := 0; (g+1)*M*W <= len(all); g++ {
+			exp = append(exp, all[g*M*W+r*M:g*M*W+(r+1)*M]...)
+		}
+		if !equal(parseLines(t, out), exp) {
+			t.Fatalf("rank %d differs", r)
+		}
+		code, out, _ = runTrain(t, append(base, "--rank", fmt.Sprint(r), "--world", fmt.Sprint(W), "--micro-batch", fmt.Sprint(M), "--first", "12", "--count", "3")...)
+		if code != 0 || !equal(parseLines(t, out), append(append([][]int{}, all[12+r*M:12+(r+1)*M]...), all[18+r*M])) {
+			t.Fatalf("rank %d --first 12 --count 3: exit %d\n%s", r, code, out)
+		}
+	}
+	// Past the end: a failure naming the count.
+	code, _, errOut = runTrain(t, append(base, "--first", "0", "--count", "100000")...)
+	if code != 1 || !strings.Contains(errOut, "--num-samples") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("past the end: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	dir := makeDataset(t)
+	if code, _, errOut := runTrain(t); code != 2 || !strings.Contains(errOut, "samples") {
+		t.Fatalf("no args: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runTrain(t, "bogus"); code != 2 || !strings.Contains(errOut, "samples") {
+		t.Fatalf("unknown command: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := runTrain(t, "-h"); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	if code, _, errOut := runTrain(t, "samples", "-h"); code != 0 || !strings.Contains(errOut, "--num-samples") {
+		t.Fatalf("samples -h: exit %d, %q", code, errOut)
+	}
+	base := []string{"samples", "--data", dir, "--seq-len", "6", "--num-samples", "30"}
+	for _, args := range [][]string{
+		{"samples", "--seq-len", "6", "--num-samples", "30"},
+		{"samples", "--data", dir, "--num-samples", "30"},
+		{"samples", "--data", dir, "--seq-len", "6"},
+		append(base, "--order", "random"),
+		append(base, "--split", "a,b"),
+		append(base, "--rank", "0"),
+		append(base, "--rank", "3", "--world", "3"),
+		append(base, "--rank", "0", "--world", "2", "--micro-batch", "2", "--first", "3"),
+		append(base, "--bogus"),
+		append(base, "extra"),
+	} {
+		if code, _, errOut := runTrain(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errOut)
+		}
+	}
+	if code, _, errOut := runTrain(t, "samples", "--data", dir+"/missing", "--seq-len", "6", "--num-samples", "3"); code != 1 || !strings.Contains(errOut, "no such dataset") {
+		t.Fatalf("missing dir: exit %d, %q", code, errOut)
+	}
+}

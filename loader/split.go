@@ -1,0 +1,112 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gptkit/shards"
+)
+
+// ParseSplit parses a GPT-NeoX/Megatron split string such as "969,30,1" into the
+// train, valid and test weights, as get_train_valid_test_split_ does: the parts are
+// separated by "," (or "/"), a missing part is 0 and parts after the third are
+// ignored. The weights are returned as written, not normalized (SplitRanges
+// normalizes). A negative, non-finite or all-zero split is an error.
+func ParseSplit(s string) ([3]float64, error) {
+	var w [3]float64
+	sep := ","
+	if !strings.Contains(s, ",") && strings.Contains(s, "/") {
+		sep = "/"
+	}
+	parts := strings.Split(s, sep)
+	var sum float64
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return w, fmt.Errorf("split %q: part %q is not a non-negative number (want weights like 969,30,1)", s, p)
+		}
+		if i < 3 {
+			w[i] = v
+			sum += v
+		}
+	}
+	if sum <= 0 {
+		return w, fmt.Errorf("split %q: the weights add up to 0 (want weights like 969,30,1)", s)
+	}
+	return w, nil
+}
+
+// SplitRanges divides numDocs documents into the train, valid and test document
+// ranges [start, end) exactly as Megatron/GPT-NeoX's get_train_valid_test_split_
+// (megatron/data/data_utils.py):
+//
+//	splits = [w / sum(w) for w in weights]
+//	splits_index = [0]
+//	for i, split in enumerate(splits):
+//	    splits_index.append(splits_index[i] + int(round(split * float(size))))
+//	diff = splits_index[-1] - size
+//	for i in range(1, len(splits_index)):
+//	    splits_index[i] -= diff
+//
+// Python's round rounds halves to even (math.RoundToEven). The final
+// adjustment shifts every boundary after the first by the rounding error, so
+// the last range always ends at numDocs. Range k is [splits_index[k],
+// splits_index[k+1]). The boundaries are clamped to [0, numDocs] (the formula
+// keeps them there for valid weights; the clamp only guards bad input). All-zero
+// weights give everything to train.
+func SplitRanges(numDocs int, weights [3]float64) [3][2]int {
+	sum := weights[0] + weights[1] + weights[2]
+	if !(sum > 0) {
+		return [3][2]int{{0, numDocs}, {numDocs, numDocs}, {numDocs, numDocs}}
+	}
+	var idx [4]int
+	for i, w := range weights {
+		idx[i+1] = idx[i] + int(math.RoundToEven(w/sum*float64(numDocs)))
+	}
+	diff := idx[3] - numDocs
+	for i := 1; i < 4; i++ {
+		idx[i] = min(max(idx[i]-diff, 0), numDocs)
+	}
+	return [3][2]int{{idx[0], idx[1]}, {idx[1], idx[2]}, {idx[2], idx[3]}}
+}
+
+// TrainDocuments returns the global document range [start, end) of d's training
+// data. An unsplit dataset (every shard's Split empty) is divided by split with
+// SplitRanges and the first range is returned. A dataset whose manifest labels
+// its shards ("train", "val", ...) is already split: its training documents are
+// those of the shards labeled "train" (or unlabeled), which must be consecutive,
+// and split is not used; presplit reports that case.
+func TrainDocuments(d *shards.Dataset, split [3]float64) (docs [2]int64, presplit bool, err error) {
+	labeled := false
+	for _, s := range d.Manifest.Shards {
+		if s.Split != "" {
+			labeled = true
+		}
+	}
+	if !labeled {
+		r := SplitRanges(int(d.Len()), split)[0]
+		return [2]int64{int64(r[0]), int64(r[1])}, false, nil
+	}
+	start, end := int64(-1), int64(-1)
+	var at int64
+	for _, s := range d.Manifest.Shards {
+		if s.Split == "" || s.Split == "train" {
+			switch {
+			case start < 0:
+				start, end = at, at+s.Documents
+			case end == at:
+				end += s.Documents
+			default:
+				return docs, true, fmt.Errorf("dataset %s: its train shards are not consecutive in the manifest (GPT-NeoX trains on one document range)", d.Dir)
+			}
+		}
+		at += s.Documents
+	}
+	if start < 0 {
+		return docs, true, errors.New("dataset " + d.Dir + ": the manifest labels its shards but none is \"train\"")
+	}
+	return [2]int64{start, end}, true, nil
+}
