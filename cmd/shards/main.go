@@ -18,19 +18,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"gptkit/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // run runs the shards command line args (without the program name) and returns the exit
 // status. stdin is unused today; it is there so that every command's run has one shape.

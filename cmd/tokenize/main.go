@@ -15,9 +15,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"gptkit/internal/cli"
 )
@@ -29,12 +26,7 @@ const (
 	exitUsage   = cli.ExitUsage
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 // run runs the tokenize command line args (without the program name) and returns
 // the exit status.

@@ -18,7 +18,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // Exit statuses of every gptkit command.
@@ -135,4 +138,13 @@ func Interrupted(ctx context.Context, err error) error {
 // OneLine folds a message onto one line, collapsing runs of white space.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// Main runs a command's run function with a context that SIGINT and SIGTERM cancel, and
+// exits with the status it returns.
+func Main(run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
