@@ -16,6 +16,10 @@ build:
 test: build
 	$(GO) test -count=1 ./...
 
+# The kernels again with the pure-Go fallbacks instead of the assembly.
+test-noasm:
+	$(GO) test -count=1 -tags noasm ./kernels/...
+
 race:
 	$(GO) test -count=1 -race -short ./...
 
@@ -45,7 +49,7 @@ check-generated: generate
 demo: build
 	bash tools/demo.sh
 
-ci: lint test race
+ci: lint test test-noasm race
 
 clean:
 	rm -rf $(BIN) .cache
