@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"gptkit/kernels/kerneltest"
 	"gptkit/kernels/ref"
 )
 
@@ -35,4 +36,8 @@ func TestCrossEntropyByHand(t *testing.T) {
 	if math.Abs(float64(loss[0])-math.Ln2) > 1e-7 {
 		t.Fatalf("loss = %v, want ln 2", loss[0])
 	}
+}
+
+func TestConformance(t *testing.T) {
+	kerneltest.Conformance(t, ref.New)
 }
