@@ -1,51 +1,5 @@
 package loader
 
-import (
-	"errors"
-	"fmt"
-	"math"
-)
-
-// NeoXIndex is GPT-NeoX's GPT2Dataset index (pack_impl "packed") for one
-// split: the shuffled document order, the packed sample boundaries and the
-// shuffled sample order, exactly as megatron/data/gpt2_dataset.py
-// _build_index_mappings builds them (and caches them as the
-// *_doc_idx.npy, *_sample_idx.npy and *_shuffle_idx.npy files).
-type NeoXIndex struct {
-	// SeqLen is the sequence length L; every sample has L+1 tokens.
-	SeqLen int
-	// NumSamples is the number of samples that was asked for.
-	NumSamples int64
-	// Seed is the RandomState seed the index was built with.
-	Seed uint32
-	// TokensPerEpoch is the sum of the document sizes.
-	TokensPerEpoch int64
-	// Epochs is the smallest e with (e*TokensPerEpoch-1)/SeqLen >= NumSamples.
-	Epochs int
-	// DocIdx is doc_idx: the document positions 0..len(sizes)-1 tiled Epochs
-	// times and shuffled. GPT-NeoX stores document ids (the split's
-	// `documents`); for a split that starts at document s, the id is
-	// s + DocIdx[k]. The shuffle does not depend on the values.
-	DocIdx []int32
-	// SampleIdx is sample_idx flattened: for k in [0, N], SampleIdx[2k] is a
-	// position in DocIdx and SampleIdx[2k+1] an offset into that document.
-	// Sample j spans from entry j to entry j+1, both ends inclusive.
-	SampleIdx []int32
-	// ShuffleIdx is shuffle_idx: a permutation of [0, N) drawn from the same
-	// RandomState stream, after DocIdx's shuffle.
-	ShuffleIdx []uint32
-}
-
-// Span is a run of consecutive tokens of one document within a sample.
-type Span struct {
-	// Doc is the document position in the split (a value of DocIdx).
-	Doc int32
-	// Off is the first token's offset in the document.
-	Off int32
-	// Len is the number of tokens.
-	Len int32
-}
-
 // BuildNeoXIndex builds GPT-NeoX's GPT2Dataset index (gpt2_dataset.py,
 // pack_impl "packed") for a split whose documents have the given token
 // counts, in document order. seqLen is L, numSamples the number of samples
@@ -61,43 +15,11 @@ type Span struct {
 // Document positions and offsets are int32, like GPT-NeoX's int32 path of
 // helpers.build_sample_idx; N >= 2^32-2 (where GPT-NeoX switches to an
 // int64 shuffle_idx) is rejected.
-func BuildNeoXIndex(sizes []int32, seqLen int, numSamples int64, seed uint32) (*NeoXIndex, error) {
-	if seqLen < 1 || seqLen >= math.MaxInt32 {
-		return nil, fmt.Errorf("loader: sequence length %d out of range", seqLen)
+func BuildNeoXIndex(sizes []int32, seqLen int, numSamples int64, seed uint32) (*Index, error) {
+	tpe, epochs, n, err := numEpochs(sizes, seqLen, numSamples)
+	if err != nil {
+		return nil, err
 	}
-	if numSamples < 0 {
-		return nil, fmt.Errorf("loader: negative sample count %d", numSamples)
-	}
-	var tpe int64
-	for i, s := range sizes {
-		if s < 0 {
-			return nil, fmt.Errorf("loader: document %d has negative size %d", i, s)
-		}
-		tpe += int64(s)
-	}
-	if tpe == 0 {
-		return nil, errors.New("loader: split has no tokens")
-	}
-	L := int64(seqLen)
-
-	// _num_epochs.
-	epochs := int64(1)
-	if numSamples > 0 {
-		// Smallest e with (e*tpe-1)/L >= numSamples, i.e. e*tpe >= numSamples*L+1.
-		if numSamples > (math.MaxInt64-1)/L {
-			return nil, fmt.Errorf("loader: %d samples of %d tokens overflow", numSamples, seqLen)
-		}
-		need := numSamples*L + 1
-		epochs = (need + tpe - 1) / tpe
-	}
-	if epochs*int64(len(sizes)) > math.MaxInt32 {
-		return nil, fmt.Errorf("loader: %d epochs of %d documents exceed int32 doc_idx", epochs, len(sizes))
-	}
-	n := (epochs*tpe - 1) / L
-	if n >= math.MaxUint32-1 {
-		return nil, fmt.Errorf("loader: %d samples need GPT-NeoX's int64 shuffle_idx (unsupported)", n)
-	}
-
 	rng := NewMT19937(seed)
 
 	// _build_doc_idx.
@@ -107,26 +29,7 @@ func BuildNeoXIndex(sizes []int32, seqLen int, numSamples int64, seed uint32) (*
 	}
 	rng.ShuffleInt32(docIdx)
 
-	// helpers.build_sample_idx (int32).
-	sampleIdx := make([]int32, 2*(n+1))
-	var pos int64 // index into docIdx
-	var off int32 // offset in the current document
-	for k := int64(1); k <= n; k++ {
-		remaining := int32(seqLen) + 1
-		for remaining != 0 {
-			docLen := sizes[docIdx[pos]] - off
-			remaining -= docLen
-			if remaining <= 0 {
-				off += remaining + docLen - 1
-				remaining = 0
-			} else {
-				pos++
-				off = 0
-			}
-		}
-		sampleIdx[2*k] = int32(pos)
-		sampleIdx[2*k+1] = off
-	}
+	sampleIdx := buildSampleIdx(sizes, docIdx, seqLen, n)
 
 	// _build_shuffle_idx.
 	shuffleIdx := make([]uint32, n)
@@ -135,7 +38,8 @@ func BuildNeoXIndex(sizes []int32, seqLen int, numSamples int64, seed uint32) (*
 	}
 	rng.ShuffleUint32(shuffleIdx)
 
-	return &NeoXIndex{
+	return &Index{
+		Order:          OrderNeoX,
 		SeqLen:         seqLen,
 		NumSamples:     numSamples,
 		Seed:           seed,
@@ -145,45 +49,4 @@ func BuildNeoXIndex(sizes []int32, seqLen int, numSamples int64, seed uint32) (*
 		SampleIdx:      sampleIdx,
 		ShuffleIdx:     shuffleIdx,
 	}, nil
-}
-
-// NumPacked returns N, the number of packed samples in sample_idx.
-func (x *NeoXIndex) NumPacked() int64 { return int64(len(x.SampleIdx)/2) - 1 }
-
-// Len returns the dataset length GPT-NeoX reports, which is N-1, not N:
-// GPT2Dataset.__len__ returns min(shuffle_idx.shape[0]-1,
-// sample_idx.shape[0]-1) = min(N-1, N). The sampler therefore never asks
-// for sample N-1, and the shuffled-away packed sample ShuffleIdx[N-1] is
-// never seen (when N is 0 the length is 0, not -1).
-func (x *NeoXIndex) Len() int64 {
-	return max(int64(len(x.ShuffleIdx))-1, 0)
-}
-
-// Sample returns where GPT-NeoX's sample i (GPT2Dataset.__getitem__(i)) lies:
-// with j = ShuffleIdx[i], it runs from token offStart of DocIdx[posStart] to
-// token offEnd of DocIdx[posEnd], both inclusive, through every document in
-// between; that is always SeqLen+1 tokens. posStart and posEnd are positions
-// in DocIdx. i must be in [0, len(ShuffleIdx)); Sample panics otherwise.
-func (x *NeoXIndex) Sample(i int64) (posStart, offStart, posEnd, offEnd int64) {
-	j := int64(x.ShuffleIdx[i])
-	return int64(x.SampleIdx[2*j]), int64(x.SampleIdx[2*j+1]),
-		int64(x.SampleIdx[2*j+2]), int64(x.SampleIdx[2*j+3])
-}
-
-// AppendSpans appends to dst the document token runs of sample i, in order;
-// their lengths add up to SeqLen+1. Reading those tokens and converting them
-// to int64 gives GPT-NeoX's "text" tensor for the sample. i must be in
-// [0, len(ShuffleIdx)).
-func (x *NeoXIndex) AppendSpans(dst []Span, i int64, sizes []int32) []Span {
-	p0, o0, p1, o1 := x.Sample(i)
-	if p0 == p1 {
-		return append(dst, Span{Doc: x.DocIdx[p0], Off: int32(o0), Len: int32(o1 - o0 + 1)})
-	}
-	d := x.DocIdx[p0]
-	dst = append(dst, Span{Doc: d, Off: int32(o0), Len: sizes[d] - int32(o0)})
-	for p := p0 + 1; p < p1; p++ {
-		d = x.DocIdx[p]
-		dst = append(dst, Span{Doc: d, Off: 0, Len: sizes[d]})
-	}
-	return append(dst, Span{Doc: x.DocIdx[p1], Off: 0, Len: int32(o1 + 1)})
 }

@@ -5,14 +5,6 @@ import (
 	"fmt"
 )
 
-// Source is what a Sampler draws from: Samples, or any indexed sample sequence.
-type Source interface {
-	// Len is the number of samples.
-	Len() int64
-	// Sample appends sample i's token ids to dst; i is in [0, Len()).
-	Sample(i int64, dst []int) []int
-}
-
 // Cursor is a run's position in the global sample sequence: how many samples all
 // ranks together have consumed. After `iteration` optimizer steps it is
 // iteration*train_batch_size (train_batch_size = Micro*World*GradAccum), the
@@ -83,15 +75,10 @@ func (s *Sampler) AtStep() bool { return s.Cursor.Consumed%s.GlobalBatch() == 0 
 // sizes the index for every sample a run needs (num-samples), so running out
 // means num-samples was too small.
 func (s *Sampler) Next(dst [][]int) ([][]int, error) {
-	if err := s.Validate(); err != nil {
+	first, err := s.advance()
+	if err != nil {
 		return dst[:0], err
 	}
-	g := s.GlobalMicro()
-	if end := s.Cursor.Consumed + g; end > s.Samples.Len() {
-		return dst[:0], fmt.Errorf("loader: the global micro-batch at sample %d needs samples up to %d, but there are only %d samples (raise the number of samples the index is built for)",
-			s.Cursor.Consumed, end, s.Samples.Len())
-	}
-	first := s.Cursor.Consumed + int64(s.Rank)*int64(s.Micro)
 	dst = dst[:0]
 	for k := 0; k < s.Micro; k++ {
 		var buf []int
@@ -100,6 +87,35 @@ func (s *Sampler) Next(dst [][]int) ([][]int, error) {
 		}
 		dst = append(dst, s.Samples.Sample(first+int64(k), buf))
 	}
+	return dst, nil
+}
+
+// advance checks the layout and that the next global micro-batch exists, moves the
+// cursor past it and returns this rank's first sample in it.
+func (s *Sampler) advance() (int64, error) {
+	if err := s.Validate(); err != nil {
+		return 0, err
+	}
+	g := s.GlobalMicro()
+	if end := s.Cursor.Consumed + g; end > s.Samples.Len() {
+		return 0, fmt.Errorf("loader: the global micro-batch at sample %d needs samples up to %d, but there are only %d samples (raise the number of samples the index is built for)",
+			s.Cursor.Consumed, end, s.Samples.Len())
+	}
+	first := s.Cursor.Consumed + int64(s.Rank)*int64(s.Micro)
 	s.Cursor.Consumed += g
+	return first, nil
+}
+
+// NextInt32 is Next for kernels: it appends this rank's next micro-batch to dst as
+// one flat slice of Micro*(L+1) int32 ids (sample k at [k*(L+1), (k+1)*(L+1))) and
+// advances the cursor like Next. With a dst of enough capacity it allocates nothing.
+func (s *Sampler) NextInt32(dst []int32) ([]int32, error) {
+	first, err := s.advance()
+	if err != nil {
+		return dst, err
+	}
+	for k := 0; k < s.Micro; k++ {
+		dst = s.Samples.SampleInt32(first+int64(k), dst)
+	}
 	return dst, nil
 }

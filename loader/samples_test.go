@@ -60,13 +60,34 @@ func TestSplitRanges(t *testing.T) {
 // temporary directory and opens it.
 func makeDataset(t *testing.T, docs [][]int, shardCount int, dtype shards.DType) *shards.Dataset {
 	t.Helper()
+	dir := writeDataset(t, t.TempDir(), docs, shardCount, dtype, nil, "test")
+	st, err := storage.Open(context.Background(), dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := shards.OpenDataset(context.Background(), st, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// writeDataset writes docs into dir as a dataset of shardCount shards, labeling
+// shard s labels[s] (nil: unlabeled), with a tokenizer of the given fingerprint,
+// and returns dir.
+func writeDataset(t testing.TB, dir string, docs [][]int, shardCount int, dtype shards.DType, labels []string, fingerprint string) string {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	st, err := storage.Open(ctx, dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := shards.NewManifest(shards.TokenizerInfo{Name: "test", Fingerprint: "test", VocabSize: 1 << 16, EODID: -1}, dtype, nil)
+	vocab := 1 << 16
+	if dtype == shards.Int32 {
+		vocab = 1 << 30
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: "test", Fingerprint: fingerprint, VocabSize: vocab, EODID: -1}, dtype, nil)
 	per := (len(docs) + shardCount - 1) / shardCount
 	for s := 0; s < shardCount; s++ {
 		w, err := shards.NewWriter(ctx, st, fmt.Sprintf("data_%02d_text_document", s), dtype)
@@ -82,6 +103,9 @@ func makeDataset(t *testing.T, docs [][]int, shardCount int, dtype shards.DType)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if labels != nil {
+			info.Split = labels[s]
+		}
 		if err := m.Add("", info); err != nil {
 			t.Fatal(err)
 		}
@@ -89,12 +113,7 @@ func makeDataset(t *testing.T, docs [][]int, shardCount int, dtype shards.DType)
 	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
 		t.Fatal(err)
 	}
-	d, err := shards.OpenDataset(ctx, st, "", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return dir
 }
 
 func randomDocs(rnd *rand.Rand, n int) [][]int {

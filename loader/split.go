@@ -73,40 +73,90 @@ func SplitRanges(numDocs int, weights [3]float64) [3][2]int {
 	return [3][2]int{{idx[0], idx[1]}, {idx[1], idx[2]}, {idx[2], idx[3]}}
 }
 
-// TrainDocuments returns the global document range [start, end) of d's training
-// data. An unsplit dataset (every shard's Split empty) is divided by split with
-// SplitRanges and the first range is returned. A dataset whose manifest labels
-// its shards ("train", "val", ...) is already split: its training documents are
-// those of the shards labeled "train" (or unlabeled), which must be consecutive,
-// and split is not used; presplit reports that case.
-func TrainDocuments(d *shards.Dataset, split [3]float64) (docs [2]int64, presplit bool, err error) {
+// Split indexes: the order of Options.NumSamples and SplitDocuments' ranges.
+const (
+	Train = 0
+	Valid = 1
+	Test  = 2
+)
+
+// SplitNames are the splits' names, as index cache files and messages spell them.
+var SplitNames = [3]string{"train", "valid", "test"}
+
+// splitOfLabel maps a manifest's shard label to a split index; unknown labels (a
+// "heldout-2" shard, say) belong to no split.
+func splitOfLabel(label string) (int, bool) {
+	switch label {
+	case "", "train":
+		return Train, true
+	case "val", "valid", "validation":
+		return Valid, true
+	case "test":
+		return Test, true
+	}
+	return 0, false
+}
+
+// SplitDocuments returns the global document ranges [start, end) of the train, valid
+// and test splits of a dataset of numDocs documents whose manifest is m (nil for a
+// bare shard). An unsplit dataset (no shard labeled) is divided by split with
+// SplitRanges, as GPT-NeoX divides a data_path. A dataset whose manifest labels its
+// shards is already split, and split is not used (presplit reports that): train is
+// the shards labeled "train" (or unlabeled), valid those labeled "val", "valid" or
+// "validation", test those labeled "test"; each split's shards must be consecutive
+// in the manifest (GPT-NeoX reads one document range per split), and a split with
+// no shards is the empty range [numDocs, numDocs).
+func SplitDocuments(m *shards.Manifest, numDocs int64, split [3]float64) (docs [3][2]int64, presplit bool, err error) {
 	labeled := false
-	for _, s := range d.Manifest.Shards {
-		if s.Split != "" {
-			labeled = true
+	if m != nil {
+		for _, s := range m.Shards {
+			if s.Split != "" {
+				labeled = true
+			}
 		}
 	}
 	if !labeled {
-		r := SplitRanges(int(d.Len()), split)[0]
-		return [2]int64{int64(r[0]), int64(r[1])}, false, nil
+		r := SplitRanges(int(numDocs), split)
+		for k := range r {
+			docs[k] = [2]int64{int64(r[k][0]), int64(r[k][1])}
+		}
+		return docs, false, nil
 	}
-	start, end := int64(-1), int64(-1)
+	for k := range docs {
+		docs[k] = [2]int64{-1, -1}
+	}
 	var at int64
-	for _, s := range d.Manifest.Shards {
-		if s.Split == "" || s.Split == "train" {
-			switch {
-			case start < 0:
-				start, end = at, at+s.Documents
-			case end == at:
-				end += s.Documents
+	for _, s := range m.Shards {
+		if k, ok := splitOfLabel(s.Split); ok {
+			switch r := &docs[k]; {
+			case r[0] < 0:
+				*r = [2]int64{at, at + s.Documents}
+			case r[1] == at:
+				r[1] += s.Documents
 			default:
-				return docs, true, fmt.Errorf("dataset %s: its train shards are not consecutive in the manifest (GPT-NeoX trains on one document range)", d.Dir)
+				return docs, true, fmt.Errorf("loader: its %s shards are not consecutive in the manifest (GPT-NeoX reads one document range per split): reorder the manifest's shards", SplitNames[k])
 			}
 		}
 		at += s.Documents
 	}
-	if start < 0 {
+	for k := range docs {
+		if docs[k][0] < 0 {
+			docs[k] = [2]int64{numDocs, numDocs}
+		}
+	}
+	return docs, true, nil
+}
+
+// TrainDocuments returns the global document range [start, end) of d's training
+// data (see SplitDocuments); presplit reports a dataset whose manifest labels its
+// shards, for which split is not used.
+func TrainDocuments(d *shards.Dataset, split [3]float64) (docs [2]int64, presplit bool, err error) {
+	all, presplit, err := SplitDocuments(d.Manifest, d.Len(), split)
+	if err != nil {
+		return docs, presplit, fmt.Errorf("dataset %s: %w", d.Dir, err)
+	}
+	if presplit && all[Train][0] == all[Train][1] {
 		return docs, true, errors.New("dataset " + d.Dir + ": the manifest labels its shards but none is \"train\"")
 	}
-	return [2]int64{start, end}, true, nil
+	return all[Train], presplit, nil
 }

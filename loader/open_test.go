@@ -1,0 +1,250 @@
+package loader
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+var ctx = context.Background()
+
+// openData opens o with a fresh cache directory unless o sets one.
+func openData(t *testing.T, o Options) *Data {
+	t.Helper()
+	if o.CacheDir == "" {
+		o.CacheDir = t.TempDir()
+	}
+	d, err := Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// sameSource checks that a and b hold the same samples, through Sample and
+// SampleInt32.
+func sameSource(t *testing.T, what string, a, b Source) {
+	t.Helper()
+	if a.Len() != b.Len() || a.SeqLen() != b.SeqLen() {
+		t.Fatalf("%s: len/seq_len %d/%d vs %d/%d", what, a.Len(), a.SeqLen(), b.Len(), b.SeqLen())
+	}
+	var x, y []int
+	var z []int32
+	for i := range a.Len() {
+		x, y, z = a.Sample(i, x[:0]), b.Sample(i, y[:0]), b.SampleInt32(i, z[:0])
+		if !slices.Equal(x, y) || len(z) != len(x) {
+			t.Fatalf("%s: sample %d differs: %v vs %v", what, i, x, y)
+		}
+		for k := range z {
+			if int(z[k]) != x[k] {
+				t.Fatalf("%s: SampleInt32(%d) differs from Sample at %d", what, i, k)
+			}
+		}
+	}
+}
+
+func TestOpenLocalSplits(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	docs := randomDocs(rnd, 200)
+	for _, dtype := range []shards.DType{shards.Uint16, shards.Int32} {
+		dir := writeDataset(t, t.TempDir(), docs, 3, dtype, nil, "fp")
+		ds := makeDatasetAt(t, dir)
+		for _, order := range []string{OrderNeoX, OrderDefault} {
+			d := openData(t, Options{Data: dir, SeqLen: 9, Seed: 17, Order: order, Split: "8,1,1", NumSamples: [3]int64{300, 20, 0}})
+			if d.Test != nil || d.Tokenizer.Fingerprint != "fp" {
+				t.Fatalf("test %v, tokenizer %+v", d.Test, d.Tokenizer)
+			}
+			r := SplitRanges(len(docs), [3]float64{8, 1, 1})
+			for k, n := range []int64{300, 20} {
+				want, err := NewSamples(ds, [2]int64{int64(r[k][0]), int64(r[k][1])}, 9, n, 17, order)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameSource(t, fmt.Sprintf("%s %s %s", dtype, order, SplitNames[k]), d.Split(k), want)
+				if d.Split(k).Len() < n {
+					t.Fatalf("%d samples, asked for %d", d.Split(k).Len(), n)
+				}
+			}
+			for _, f := range d.IndexFiles {
+				if !strings.HasPrefix(f, filepath.Join(dir, cacheDirName)) {
+					t.Errorf("index file %s is not beside the data", f)
+				}
+			}
+		}
+	}
+}
+
+// makeDatasetAt opens the dataset in dir.
+func makeDatasetAt(t *testing.T, dir string) *shards.Dataset {
+	t.Helper()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := shards.OpenDataset(ctx, st, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestOpenPresplit(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(9, 10))
+	docs := randomDocs(rnd, 90)
+	dir := writeDataset(t, t.TempDir(), docs, 3, shards.Uint16, []string{"train", "val", "test"}, "fp")
+	ds := makeDatasetAt(t, dir)
+	d := openData(t, Options{Data: dir, SeqLen: 5, Seed: 3, Order: OrderNeoX, NumSamples: [3]int64{40, 10, 10}})
+	for k := range 3 {
+		want, err := NewSamples(ds, [2]int64{int64(30 * k), int64(30 * (k + 1))}, 5, []int64{40, 10, 10}[k], 3, OrderNeoX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSource(t, SplitNames[k], d.Split(k), want)
+	}
+	// Only the train shards: asking for test samples fails, asking for none works.
+	dir2 := writeDataset(t, t.TempDir(), docs, 2, shards.Uint16, []string{"train", "val"}, "fp")
+	if _, err := Open(ctx, Options{Data: dir2, SeqLen: 5, NumSamples: [3]int64{4, 0, 4}, CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "test") {
+		t.Fatalf("test samples of a dataset without test shards: %v", err)
+	}
+	openData(t, Options{Data: dir2, SeqLen: 5, NumSamples: [3]int64{4, 4, 0}})
+}
+
+// blendWant builds the expected blend of split k by hand: GPT-NeoX's per-dataset
+// counts, one Samples per dataset, BlendNeoX over the sum of their lengths.
+func blendWant(t *testing.T, dirs []string, weights []float64, split [3]float64, k int, L int, n int64, seed uint32, order string) *Blend {
+	t.Helper()
+	norm, counts, err := NeoXBlendWeights(weights, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs []Source
+	for c, dir := range dirs {
+		ds := makeDatasetAt(t, dir)
+		r := SplitRanges(int(ds.Len()), split)[k]
+		s, err := NewSamples(ds, [2]int64{int64(r[0]), int64(r[1])}, L, counts[c], seed, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, s)
+	}
+	b, err := NewBlend(srcs, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestOpenBlend(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(11, 12))
+	base := t.TempDir()
+	var dirs []string
+	for c, n := range []int{60, 150, 40} {
+		dirs = append(dirs, writeDataset(t, filepath.Join(base, fmt.Sprintf("set%d", c)), randomDocs(rnd, n), 2, shards.Uint16, nil, "fp"))
+	}
+	weights := []float64{0.5, 0.3, 0.2}
+	inline := fmt.Sprintf("0.5:%s,0.3:%s,0.2:%s", dirs[0], dirs[1], dirs[2])
+	yamlPath := filepath.Join(base, "blend.yaml")
+	if err := os.WriteFile(yamlPath, []byte("# three sets\ndatasets:\n  - path: set0\n    weight: 0.5\n  - {path: set1, weight: 0.3}\n  - path: "+dirs[2]+"\n    weight: 0.2\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []string{OrderNeoX, OrderDefault} {
+		for _, data := range []string{inline, yamlPath} {
+			d := openData(t, Options{Data: data, SeqLen: 6, Seed: 5, Order: order, Split: "90,10,0", NumSamples: [3]int64{200, 12, 0}})
+			for k, n := range []int64{200, 12} {
+				want := blendWant(t, dirs, weights, [3]float64{90, 10, 0}, k, 6, n, 5, order)
+				got := d.Split(k).(*Blend)
+				if got.Len() < n {
+					t.Fatalf("blend of %d samples, asked for %d", got.Len(), n)
+				}
+				if !slices.Equal(got.DatasetIndex, want.DatasetIndex) || !slices.Equal(got.SampleIndex, want.SampleIndex) {
+					t.Fatalf("%s %s: blend index differs", data, SplitNames[k])
+				}
+				sameSource(t, data+" "+SplitNames[k], got, want)
+			}
+		}
+	}
+	// Separate validation data, weights defaulting to 1.
+	sep := filepath.Join(base, "sep.yaml")
+	if err := os.WriteFile(sep, []byte("datasets: [{path: set0, weight: 2}, {path: set1}]\nvalid: [{path: set2}]\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	d := openData(t, Options{Data: sep, SeqLen: 6, Seed: 5, Order: OrderNeoX, NumSamples: [3]int64{50, 7, 0}})
+	sameSource(t, "separate train", d.Train, blendWant(t, dirs[:2], []float64{2, 1}, [3]float64{1, 0, 0}, Train, 6, 50, 5, OrderNeoX))
+	sameSource(t, "separate valid", d.Valid, blendWant(t, dirs[2:], []float64{1}, [3]float64{1, 0, 0}, Train, 6, 7, 5, OrderNeoX))
+	if _, err := Open(ctx, Options{Data: sep, SeqLen: 6, NumSamples: [3]int64{50, 7, 3}, CacheDir: t.TempDir()}); err == nil {
+		t.Fatal("test samples without test datasets: no error")
+	}
+
+	// Datasets of different tokenizers do not blend.
+	other := writeDataset(t, filepath.Join(base, "other"), randomDocs(rnd, 40), 1, shards.Uint16, nil, "other-fp")
+	_, err := Open(ctx, Options{Data: "1:" + dirs[0] + ",1:" + other, SeqLen: 4, NumSamples: [3]int64{10, 0, 0}, CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "fingerprint") {
+		t.Fatalf("blend of two tokenizers: %v", err)
+	}
+}
+
+func TestOpenBarePrefix(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(13, 14))
+	docs := randomDocs(rnd, 70)
+	dir := writeDataset(t, t.TempDir(), docs, 1, shards.Uint16, nil, "fp")
+	ds := makeDatasetAt(t, dir)
+	prefix := filepath.Join(dir, "data_00_text_document")
+	for _, data := range []string{prefix, prefix + ".bin", "file://" + prefix} {
+		d := openData(t, Options{Data: data, SeqLen: 7, Seed: 1, Order: OrderNeoX, Split: "1", NumSamples: [3]int64{80, 0, 0}})
+		want, err := NewSamples(ds, [2]int64{0, 70}, 7, 80, 1, OrderNeoX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSource(t, data, d.Train, want)
+		if d.Tokenizer != (shards.TokenizerInfo{}) {
+			t.Fatalf("bare shard tokenizer %+v", d.Tokenizer)
+		}
+	}
+	for _, bad := range []string{filepath.Join(dir, "nothing"), t.TempDir(), "ftp://x/y", ""} {
+		if _, err := Open(ctx, Options{Data: bad, SeqLen: 7, NumSamples: [3]int64{1, 0, 0}, CacheDir: t.TempDir()}); err == nil {
+			t.Errorf("Open(%q): no error", bad)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := writeDataset(t, t.TempDir(), randomDocs(rand.New(rand.NewPCG(1, 1)), 30), 1, shards.Uint16, nil, "fp")
+	for _, o := range []Options{
+		{Data: dir, SeqLen: 0, NumSamples: [3]int64{1, 0, 0}},
+		{Data: dir, SeqLen: 4},
+		{Data: dir, SeqLen: 4, NumSamples: [3]int64{-1, 0, 0}},
+		{Data: dir, SeqLen: 4, NumSamples: [3]int64{1, 0, 0}, Order: "random"},
+		{Data: dir, SeqLen: 4, NumSamples: [3]int64{1, 0, 0}, Split: "x"},
+		{Data: dir, SeqLen: 4, NumSamples: [3]int64{1, 0, 0}, Split: "1,0,0"},
+		{Data: dir, SeqLen: 4, NumSamples: [3]int64{1, 5, 0}, Split: "1,0,0"},
+		{Data: "0:" + dir, SeqLen: 4, NumSamples: [3]int64{1, 0, 0}},
+		{Data: "1:" + dir + ",x", SeqLen: 4, NumSamples: [3]int64{1, 0, 0}},
+	} {
+		o.CacheDir = t.TempDir()
+		d, err := Open(ctx, o)
+		if (err == nil) != (o.Split == "1,0,0" && o.NumSamples[1] == 0) {
+			t.Errorf("%+v: err %v", o, err)
+		}
+		if d != nil {
+			d.Close()
+		}
+	}
+}
+
+// logBuffer is a Logger writing to a buffer, for checking cache messages.
+func logBuffer() (*slog.Logger, *bytes.Buffer) {
+	var b bytes.Buffer
+	return slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})), &b
+}
