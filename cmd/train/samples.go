@@ -7,35 +7,36 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
-	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/loader"
-	"gptkit/shards"
 	"gptkit/storage"
 )
 
 // runSamples implements `train samples`.
 func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("train", "samples",
-		"--data DIR --seq-len L --num-samples N [--seed S] [--order default|neox] [--split 969,30,1] [--first K] [--count C] [--rank R --world W --micro-batch M --grad-accum G]",
-		"Prints training samples, one JSON array of L+1 token ids per line. The samples are those\n"+
-			"GPT-NeoX's GPT2Dataset builds for the training split of the dataset in DIR (a directory or\n"+
-			"s3://bucket/prefix): the split's documents (--split over all documents, as GPT-NeoX's\n"+
-			"data_path; a manifest whose shards are labeled train/val/test uses its train shards),\n"+
-			"shuffled with --seed, packed into samples of L+1 tokens and shuffled again. The index is\n"+
-			"built for --num-samples samples (GPT-NeoX: train_iters x train_batch_size).\n\n"+
+		"--data DATA --seq-len L --num-samples N [--seed S] [--order default|neox] [--split 969,30,1] [--first K] [--count C] [--rank R --world W --micro-batch M --grad-accum G]",
+		"Prints training samples, one JSON array of L+1 token ids per line: those of the training\n"+
+			"split of DATA, which is a dataset directory, s3://bucket/prefix, a bare GPT-NeoX PREFIX\n"+
+			"(PREFIX.bin + PREFIX.idx), a blend file FILE.yaml (datasets: [{path: dirA, weight: 0.7},\n"+
+			"...]) or an inline blend 0.7:dirA,0.3:dirB. The split's documents (--split over all\n"+
+			"documents, as GPT-NeoX's data_path; a manifest whose shards are labeled train/val/test\n"+
+			"uses its train shards) are shuffled with --seed, packed into samples of L+1 tokens and\n"+
+			"shuffled again: --order neox exactly as GPT-NeoX's GPT2Dataset (and BlendableDataset for\n"+
+			"blends), --order default per epoch (every token once per epoch). The index is built for\n"+
+			"--num-samples samples (GPT-NeoX: train_iters x train_batch_size) and cached beside the\n"+
+			"data (else under --cache-dir) under a hash of its inputs.\n\n"+
 			"Without --rank it prints samples K..K+C-1. With --rank it prints what that data-parallel\n"+
 			"rank receives, micro-batch by micro-batch: each global micro-batch is M x W consecutive\n"+
 			"samples and rank R takes [R*M, (R+1)*M); --first is then the resume cursor (samples\n"+
 			"consumed by all ranks, a multiple of M x W) and --count the number of lines to print.")
-	data := c.Flags.String("data", "", "the dataset `DIR` (a directory holding manifest.json, or s3://bucket/prefix) (required)")
+	dataFlag := c.Flags.String("data", "", "the `DATA`: a dataset directory, s3://bucket/prefix, a bare PREFIX, FILE.yaml or 0.7:dirA,0.3:dirB (required)")
 	seqLen := c.Flags.Int("seq-len", 0, "the sequence length `L`; every sample has L+1 tokens (required)")
 	seed := c.Flags.Uint("seed", 1234, "the shuffle `SEED` (GPT-NeoX's seed)")
 	numSamples := c.Flags.Int64("num-samples", -1, "the number of samples `N` the index is built for (required)")
-	order := c.Flags.String("order", loader.OrderDefault, "the sample order: default or neox (default is neox's order for now)")
+	order := c.Flags.String("order", loader.OrderDefault, "the sample order: default (shuffled per epoch) or neox (GPT-NeoX's, sample for sample)")
 	splitStr := c.Flags.String("split", "969,30,1", "the train,valid,test `WEIGHTS` dividing the documents (GPT-NeoX's split)")
 	first := c.Flags.Int64("first", 0, "the first sample `K` (with --rank: the global cursor)")
 	count := c.Flags.Int64("count", -1, "print `C` samples (-1: up to the last sample)")
@@ -47,15 +48,15 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var pathStyle bool
 	c.Flags.StringVar(&endpoint, "s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
 	c.Flags.BoolVar(&pathStyle, "s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
-	c.Flags.StringVar(&cacheDir, "cache-dir", storage.DefaultCacheDir(), "`DIR` keeping verified local copies of S3 shards for memory-mapping (local datasets are mapped in place)")
+	c.Flags.StringVar(&cacheDir, "cache-dir", storage.DefaultCacheDir(), "`DIR` keeping verified local copies of S3 shards for memory-mapping, and the index files of data that cannot hold them (local datasets are mapped in place)")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
 	set := map[string]bool{}
 	c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
-	case *data == "":
-		return c.UsageError(stderr, "--data DIR is required")
+	case *dataFlag == "":
+		return c.UsageError(stderr, "--data DATA is required")
 	case *seqLen < 1:
 		return c.UsageError(stderr, "--seq-len L is required (a positive sequence length)")
 	case *numSamples < 0:
@@ -69,8 +70,7 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case *count < -1:
 		return c.UsageError(stderr, "--count must be >= 0 (or -1: all)")
 	}
-	split, err := loader.ParseSplit(*splitStr)
-	if err != nil {
+	if _, err := loader.ParseSplit(*splitStr); err != nil {
 		return c.UsageError(stderr, "--split: "+err.Error())
 	}
 	distributed := set["rank"] || set["world"] || set["micro-batch"] || set["grad-accum"]
@@ -91,22 +91,16 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 
-	d, err := openDataset(ctx, *data, endpoint, pathStyle, cacheDir, stderr)
+	data, err := loader.Open(ctx, loader.Options{
+		Data: *dataFlag, SeqLen: *seqLen, Seed: uint32(*seed), Order: *order, Split: *splitStr,
+		NumSamples: [3]int64{max(*numSamples, 1), 0, 0}, CacheDir: cacheDir, S3Endpoint: endpoint, S3PathStyle: pathStyle,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
 	if err != nil {
 		return fail(ctx, stderr, err)
 	}
-	defer d.Close()
-	docs, presplit, err := loader.TrainDocuments(d, split)
-	if err != nil {
-		return fail(ctx, stderr, err)
-	}
-	if presplit && set["split"] {
-		return fail(ctx, stderr, fmt.Errorf("%s is already split (its manifest labels shards train/val/test); --split applies only to an unsplit dataset", *data))
-	}
-	s, err := loader.NewSamples(d, docs, *seqLen, *numSamples, uint32(*seed), *order)
-	if err != nil {
-		return fail(ctx, stderr, err)
-	}
+	defer data.Close()
+	s := data.Train
 
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	var line []byte
@@ -171,25 +165,6 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(ctx, stderr, err)
 	}
 	return cli.ExitOK
-}
-
-// openDataset opens the dataset at location; a local one must exist (reading never
-// creates directories).
-func openDataset(ctx context.Context, location, endpoint string, pathStyle bool, cacheDir string, stderr io.Writer) (*shards.Dataset, error) {
-	if local := strings.TrimPrefix(location, "file://"); !strings.Contains(local, "://") {
-		fi, err := os.Stat(local)
-		if err != nil {
-			return nil, fmt.Errorf("%s: no such dataset directory", local)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory; want a dataset directory (holding %s)", local, shards.ManifestName)
-		}
-	}
-	st, err := storage.Open(ctx, location, storage.Options{S3Endpoint: endpoint, S3PathStyle: pathStyle, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
-	if err != nil {
-		return nil, err
-	}
-	return shards.OpenDataset(ctx, st, "", cacheDir)
 }
 
 // fail prints err as the one line a failed command leaves on stderr (interrupted once

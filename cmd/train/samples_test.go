@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,7 +64,7 @@ func makeDataset(t *testing.T) string {
 }
 
 // want is the expected sample sequence, built through the loader package.
-func want(t *testing.T, dir string, seqLen int, n int64, seed uint32) [][]int {
+func want(t *testing.T, dir string, seqLen int, n int64, seed uint32, order string) [][]int {
 	t.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, dir, storage.Options{})
@@ -72,7 +77,7 @@ func want(t *testing.T, dir string, seqLen int, n int64, seed uint32) [][]int {
 	}
 	defer d.Close()
 	r := loader.SplitRanges(int(d.Len()), [3]float64{969, 30, 1})[0]
-	s, err := loader.NewSamples(d, [2]int64{int64(r[0]), int64(r[1])}, seqLen, n, seed, loader.OrderNeoX)
+	s, err := loader.NewSamples(d, [2]int64{int64(r[0]), int64(r[1])}, seqLen, n, seed, order)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +118,8 @@ func equal(a, b [][]int) bool {
 
 func TestSamples(t *testing.T) {
 	dir := makeDataset(t)
-	all := want(t, dir, 6, 30, 7)
+	all := want(t, dir, 6, 30, 7, loader.OrderDefault)
+	neox := want(t, dir, 6, 30, 7, loader.OrderNeoX)
 	if len(all) < 30 {
 		t.Fatalf("%d samples", len(all))
 	}
@@ -131,6 +137,10 @@ func TestSamples(t *testing.T) {
 		}
 	}
 	code, out, errOut = runTrain(t, append(base, "--first", "5", "--count", "4", "--order", "neox")...)
+	if code != 0 || !equal(parseLines(t, out), neox[5:9]) {
+		t.Fatalf("--order neox --first 5 --count 4: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = runTrain(t, append(base, "--first", "5", "--count", "4")...)
 	if code != 0 || !equal(parseLines(t, out), all[5:9]) {
 		t.Fatalf("--first 5 --count 4: exit %d %s\n%s", code, errOut, out)
 	}
@@ -194,4 +204,152 @@ func TestUsage(t *testing.T) {
 	if code, _, errOut := runTrain(t, "samples", "--data", dir+"/missing", "--seq-len", "6", "--num-samples", "3"); code != 1 || !strings.Contains(errOut, "no such dataset") {
 		t.Fatalf("missing dir: exit %d, %q", code, errOut)
 	}
+}
+
+// TestSamplesDataForms checks that every --data form prints what loader.Open gives.
+func TestSamplesDataForms(t *testing.T) {
+	a, b := makeDataset(t), makeDataset(t)
+	yamlPath := filepath.Join(t.TempDir(), "blend.yaml")
+	if err := os.WriteFile(yamlPath, []byte("datasets:\n  - {path: "+a+", weight: 0.7}\n  - {path: "+b+", weight: 0.3}\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{
+		a,
+		filepath.Join(a, "data_01_text_document"),
+		"0.7:" + a + ",0.3:" + b,
+		yamlPath,
+	} {
+		for _, order := range []string{loader.OrderDefault, loader.OrderNeoX} {
+			d, err := loader.Open(context.Background(), loader.Options{Data: data, SeqLen: 5, Seed: 3, Order: order, Split: "969,30,1",
+				NumSamples: [3]int64{25, 0, 0}, CacheDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exp [][]int
+			for i := range d.Train.Len() {
+				exp = append(exp, d.Train.Sample(i, nil))
+			}
+			d.Close()
+			code, out, errOut := runTrain(t, "samples", "--data", data, "--seq-len", "5", "--seed", "3", "--num-samples", "25", "--order", order, "--cache-dir", t.TempDir())
+			if code != 0 || !equal(parseLines(t, out), exp) {
+				t.Fatalf("--data %s --order %s: exit %d %s", data, order, code, errOut)
+			}
+		}
+	}
+}
+
+// TestSamplesNeoXGolden runs `train samples --order neox` on datasets whose document
+// sizes are those of loader/testdata/neox_index_golden.json (GPT-NeoX's arrays from
+// real numpy) and checks every printed sample against those arrays: each token
+// encodes its document and offset, so the output shows where each sample lies.
+func TestSamplesNeoXGolden(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "loader", "testdata", "neox_index_golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []struct {
+			Name          string  `json:"name"`
+			Seed          uint32  `json:"seed"`
+			SeqLen        int     `json:"seq_len"`
+			NumSamples    int64   `json:"num_samples"`
+			Sizes         []int32 `json:"sizes"`
+			Len           int64   `json:"len"`
+			DocIdxSHA     string  `json:"doc_idx_sha256"`
+			SampleIdxSHA  string  `json:"sample_idx_sha256"`
+			ShuffleIdxSHA string  `json:"shuffle_idx_sha256"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, g := range f.Cases {
+		if len(g.Sizes) > 300 || g.Len > 2000 {
+			continue // the loader's own golden test covers the big ones
+		}
+		ran++
+		t.Run(g.Name, func(t *testing.T) {
+			x, err := loader.BuildNeoXIndex(g.Sizes, g.SeqLen, g.NumSamples, g.Seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if leSHA(x.DocIdx) != g.DocIdxSHA || leSHA(x.SampleIdx) != g.SampleIdxSHA || leSHA(x.ShuffleIdx) != g.ShuffleIdxSHA {
+				t.Fatal("BuildNeoXIndex differs from the golden arrays")
+			}
+			docs := make([][]int, len(g.Sizes))
+			for d, n := range g.Sizes {
+				for o := range int(n) {
+					docs[d] = append(docs[d], d<<16|o)
+				}
+			}
+			dir := writeDocs(t, docs, shards.Int32)
+			code, out, errOut := runTrain(t, "samples", "--data", dir, "--split", "1,0,0", "--order", "neox",
+				"--seq-len", fmt.Sprint(g.SeqLen), "--seed", fmt.Sprint(g.Seed), "--num-samples", fmt.Sprint(g.NumSamples))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			got := parseLines(t, out)
+			if int64(len(got)) != g.Len {
+				t.Fatalf("%d samples, GPT-NeoX's length is %d", len(got), g.Len)
+			}
+			var spans []loader.Span
+			for i, ids := range got {
+				spans = x.AppendSpans(spans[:0], int64(i), g.Sizes)
+				k := 0
+				for _, sp := range spans {
+					for o := sp.Off; o < sp.Off+sp.Len; o++ {
+						if ids[k] != int(sp.Doc)<<16|int(o) {
+							t.Fatalf("sample %d token %d is doc %d offset %d, GPT-NeoX has doc %d offset %d", i, k, ids[k]>>16, ids[k]&0xffff, sp.Doc, o)
+						}
+						k++
+					}
+				}
+			}
+		})
+	}
+	if ran < 5 {
+		t.Fatalf("only %d golden cases ran", ran)
+	}
+}
+
+func leSHA[T any](a []T) string {
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.LittleEndian, a); err != nil {
+		panic(err)
+	}
+	s := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(s[:])
+}
+
+// writeDocs writes docs as a one-shard dataset and returns its directory.
+func writeDocs(t *testing.T, docs [][]int, dtype shards.DType) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: "test", Fingerprint: "test", VocabSize: 1 << 30, EODID: -1}, dtype, nil)
+	w, err := shards.NewWriter(ctx, st, "data_text_document", dtype)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if err := w.AddDocument(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add("", info); err != nil {
+		t.Fatal(err)
+	}
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
