@@ -231,3 +231,5 @@ func fromBytes[T int32 | uint32 | int64 | uint8](b []byte) []T {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

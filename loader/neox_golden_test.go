@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"gptkit/internal/sharedtest"
+	"gptkit/shards"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,5 +264,50 @@ func TestGoldensReproducible(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: regenerated file differs from testdata (refresh with python3 testdata/make_golden.py)", name)
 		}
+	}
+}
+
+// TestNeoXGoldenThroughOpen runs every index golden through the public path: a
+// dataset whose documents have the golden sizes (each token encoding its document
+// and offset), opened with Open and OrderNeoX, must have GPT-NeoX's arrays and
+// length, and every sample must read the tokens those arrays name.
+func TestNeoXGoldenThroughOpen(t *testing.T) {
+	for _, g := range loadGolden[indexGolden](t, "neox_index_golden.json") {
+		t.Run(g.Name, func(t *testing.T) {
+			docs := make([][]int, len(g.Sizes))
+			for d, n := range g.Sizes {
+				docs[d] = make([]int, n)
+				for o := range docs[d] {
+					docs[d][o] = d<<16 | o
+				}
+			}
+			dir := writeDataset(t, t.TempDir(), docs, 1+len(docs)/150, shards.Int32, nil, "fp")
+			d := openData(t, Options{Data: dir, SeqLen: g.SeqLen, Seed: g.Seed, Order: OrderNeoX, Split: "1,0,0", NumSamples: [3]int64{g.NumSamples, 0, 0}})
+			s := d.Train.(*Samples)
+			x := s.Index
+			if s.Len() != g.Len || leSHA(x.DocIdx) != g.DocIdxSHA || leSHA(x.SampleIdx) != g.SampleIdxSHA || leSHA(x.ShuffleIdx) != g.ShuffleIdxSHA {
+				t.Fatalf("Open's index differs from GPT-NeoX's (len %d vs %d)", s.Len(), g.Len)
+			}
+			var spans []Span
+			var ids []int32
+			for i := range s.Len() {
+				spans = x.AppendSpans(spans[:0], i, g.Sizes)
+				ids = s.SampleInt32(i, ids[:0])
+				k := 0
+				for _, sp := range spans {
+					for o := sp.Off; o < sp.Off+sp.Len; o++ {
+						if ids[k] != sp.Doc<<16|o {
+							t.Fatalf("sample %d token %d: doc %d offset %d, GPT-NeoX reads doc %d offset %d", i, k, ids[k]>>16, ids[k]&0xffff, sp.Doc, o)
+						}
+						k++
+					}
+				}
+			}
+			// Reopening reads the cached file and gives the same arrays.
+			d2 := openData(t, Options{Data: dir, SeqLen: g.SeqLen, Seed: g.Seed, Order: OrderNeoX, Split: "1,0,0", NumSamples: [3]int64{g.NumSamples, 0, 0}})
+			if x2 := d2.Train.(*Samples).Index; leSHA(x2.ShuffleIdx) != g.ShuffleIdxSHA || leSHA(x2.SampleIdx) != g.SampleIdxSHA || leSHA(x2.DocIdx) != g.DocIdxSHA {
+				t.Fatal("the cached index differs from GPT-NeoX's")
+			}
+		})
 	}
 }
