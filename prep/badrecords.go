@@ -61,6 +61,9 @@ const DefaultBadExamples = 20
 type BadRecord struct {
 	File   string `json:"file"`           // as named to ReadDocs; "file.zip:member" for a zip member
 	Line   int    `json:"line,omitempty"` // its line (Parquet: row), from 1; 0 for a whole file or a stream
+	// Offset is the byte offset of its line when Line is 0 (a line of a byte range
+	// read from the middle of a file: see FileError.Offset).
+	Offset int64  `json:"offset,omitempty"`
 	Reason string `json:"reason"`         // one of the Reason constants
 	Error  string `json:"error"`          // what is wrong, without the file and line
 	Kept   bool   `json:"kept,omitempty"` // the document was handed on (ReasonInvalidUTF8)
@@ -91,7 +94,7 @@ func (r *BadRecordReport) add(reason string, e *FileError, kept bool) {
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
-	r.Examples = append(r.Examples, BadRecord{File: e.File, Line: e.Line, Reason: reason, Error: msg, Kept: kept})
+	r.Examples = append(r.Examples, BadRecord{File: e.File, Line: e.Line, Offset: e.Offset, Reason: reason, Error: msg, Kept: kept})
 }
 
 // addInvalidUTF8 counts d, handed on with its invalid UTF-8 replaced.
@@ -99,7 +102,7 @@ func (r *BadRecordReport) addInvalidUTF8(d Doc) {
 	if r.shown[ReasonInvalidUTF8] < r.max { // the message is only needed for an example
 		err := fmt.Errorf("invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte %d of the text)",
 			strings.IndexRune(d.Text, '\uFFFD'))
-		r.add(ReasonInvalidUTF8, &FileError{File: d.Source, Line: d.Line, Err: err}, true)
+		r.add(ReasonInvalidUTF8, &FileError{File: d.Source, Line: d.Line, Offset: d.Offset, Err: err}, true)
 		return
 	}
 	r.Counts[ReasonInvalidUTF8]++

@@ -14,6 +14,10 @@ type Doc struct {
 	Text   string
 	Source string // the file it came from, as named to ReadDocs; "file.zip:member" for a zip member
 	Line   int    // its line in Source (a Parquet file: its row), from 1; 0 for a whole-file document
+	// Offset is the byte offset of its line in Source when Line is 0 for a line: a
+	// line of a byte range read from the middle of a file (ReadRanges), whose number
+	// is not known. 0 otherwise.
+	Offset int64
 }
 
 // ReadOptions configure ReadDocs.
@@ -111,16 +115,34 @@ func (s Stats) ErrorRate() float64 {
 // ReadDocs stops at the first error: fn's error is returned as it is. What it hands
 // on, and in what order, depends only on the files and opt.
 func ReadDocs(ctx context.Context, files []string, opt ReadOptions, fn func(Doc) error) (Stats, error) {
+	return ReadRanges(ctx, wholeFiles(files), opt, fn)
+}
+
+// ReadRanges is ReadDocs over parts of files (see FileRange): a whole file is read as
+// ReadDocs reads it; a byte range of an uncompressed JSONL file hands on the documents
+// of the lines that start in it. Ranges that tile a file hand on, together and in
+// order, exactly the documents ReadDocs hands on for the whole file. Stats.Files counts
+// the ranges read to their end.
+func ReadRanges(ctx context.Context, ranges []FileRange, opt ReadOptions, fn func(Doc) error) (Stats, error) {
 	r := newDocReader(ctx, opt, fn)
+	files := make([]string, len(ranges))
+	for i, rg := range ranges {
+		files[i] = rg.File
+	}
 	formats, err := checkFiles(files, r.key, opt.FilterSet != "")
 	if err != nil {
 		return Stats{}, err
 	}
-	for i, name := range files {
+	for i, rg := range ranges {
+		if err := rg.check(formats[i]); err != nil {
+			return Stats{}, err
+		}
+	}
+	for i, rg := range ranges {
 		if err := ctx.Err(); err != nil {
 			return r.stats, err
 		}
-		if err := r.readFile(name, formats[i]); err != nil {
+		if err := r.readFile(rg, formats[i]); err != nil {
 			return r.stats, err
 		}
 		r.stats.Files++
@@ -139,6 +161,11 @@ const maxBatchDocs = 8192
 // are the same on every run (with SkipDocs, they start at the first document handed
 // on).
 func ReadBatches(ctx context.Context, files []string, opt ReadOptions, batchBytes int, fn func([]Doc) error) (Stats, error) {
+	return ReadRangeBatches(ctx, wholeFiles(files), opt, batchBytes, fn)
+}
+
+// ReadRangeBatches is ReadBatches over parts of files, as ReadRanges reads them.
+func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, batchBytes int, fn func([]Doc) error) (Stats, error) {
 	var (
 		batch []Doc
 		size  int
@@ -150,7 +177,7 @@ func ReadBatches(ctx context.Context, files []string, opt ReadOptions, batchByte
 		fnErr = fn(b)
 		return fnErr
 	}
-	stats, err := ReadDocs(ctx, files, opt, func(d Doc) error {
+	stats, err := ReadRanges(ctx, ranges, opt, func(d Doc) error {
 		batch = append(batch, d)
 		if size += len(d.Text); size >= batchBytes || len(batch) >= maxBatchDocs {
 			return send()

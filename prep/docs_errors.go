@@ -13,8 +13,13 @@ var ErrMissing = errors.New("missing")
 type FileError struct {
 	File string
 	Line int    // the line, from 1; 0 when the problem is not with one line
-	Err  error  // what is wrong
-	Hint string // the next step to take, if there is one
+	// Offset is the byte offset of the line in the file (its data, once
+	// decompressed) when Line is 0 but the problem is with one line: a line of a
+	// byte range read from the middle of a file (ReadRanges), whose number is not
+	// known. 0 otherwise.
+	Offset int64
+	Err    error  // what is wrong
+	Hint   string // the next step to take, if there is one
 }
 
 func (e *FileError) Error() string {
@@ -23,6 +28,8 @@ func (e *FileError) Error() string {
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		fmt.Fprintf(&b, " line %d", e.Line)
+	} else if e.Offset > 0 {
+		fmt.Fprintf(&b, " line at byte %d", e.Offset)
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())

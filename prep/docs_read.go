@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// readFile reads the documents of file name, of format f.
-func (r *docReader) readFile(name string, f format) error {
+// readFile reads the documents of rg, a file of format f or a byte range of one.
+func (r *docReader) readFile(rg FileRange, f format) error {
+	name := rg.File
 	file, err := os.Open(name)
 	if err != nil {
 		return &FileError{File: name, Err: err}
@@ -19,22 +20,26 @@ func (r *docReader) readFile(name string, f format) error {
 	if err != nil {
 		return &FileError{File: name, Err: err}
 	}
-	r.counter = &countingReader{f: file}
+	r.counter = &countingReader{f: file, limit: -1}
 	defer func() {
-		r.stats.Bytes += r.counter.n.Load()
+		r.stats.Bytes += r.counter.total()
 		r.reportProgress()
 		r.counter = nil
 	}()
-	switch f.kind {
-	case zipKind:
+	switch {
+	case !rg.IsWhole():
+		err = r.readRange(file, rg, fi.Size())
+	case f.kind == zipKind:
 		err = r.readZip(file, name, fi.Size())
-	case parquetKind:
+	case f.kind == parquetKind:
 		err = r.readParquet(file, name, fi.Size())
 	default:
 		err = r.readStream(name, f, fi.Size())
 	}
 	if err == nil {
-		r.counter.set(fi.Size()) // gone through: read, or its corrupt rest skipped
+		// Gone through: read, or its corrupt rest skipped. A range counts its own
+		// bytes, so that the ranges of a file add up to its size.
+		r.counter.set(fi.Size())
 	}
 	return err
 }
@@ -48,7 +53,7 @@ func (r *docReader) readStream(name string, f format, size int64) error {
 	}
 	defer closeSrc()
 	if f.kind == jsonlKind {
-		return r.readJSONL(src, name)
+		return r.readJSONL(src, name, allLines)
 	}
 	return r.readWhole(src, name, size)
 }
@@ -59,17 +64,27 @@ func (r *docReader) corrupt(e *FileError) error {
 	return r.bad(ReasonCorrupt, e)
 }
 
-// readJSONL reads one document per line of src. A line may be of any length: one
-// that does not fit the reader's buffer is gathered in a buffer that grows.
-func (r *docReader) readJSONL(src io.Reader, name string) error {
+// readJSONL reads one document per line of src, the lines span says. A line may be of
+// any length: one that does not fit the reader's buffer is gathered in a buffer that
+// grows.
+func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
 	br := bufio.NewReaderSize(src, 1<<20)
 	var long []byte
-	for n := 1; ; n++ {
-		if n%1024 == 0 {
+	off := span.start
+	for i := 1; ; i++ {
+		if i%1024 == 0 {
 			if err := r.ctx.Err(); err != nil {
 				return err
 			}
 		}
+		if span.end >= 0 && off >= span.end {
+			return nil
+		}
+		n := 0 // the line's number, when known
+		if span.numbered {
+			n = i
+		}
+		lineOff := off
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			long = append(long[:0], line...)
@@ -79,15 +94,16 @@ func (r *docReader) readJSONL(src io.Reader, name string) error {
 			}
 			line = long
 		}
+		off += int64(len(line))
 		switch {
 		case err == io.EOF && len(line) == 0:
 			return nil
 		case err != nil && err != io.EOF:
 			// The lines before are kept; this one, cut short, and the rest are lost.
-			return r.corrupt(&FileError{File: name, Line: n, Err: err, Hint: hintCorrupt})
+			return r.corrupt(&FileError{File: name, Line: n, Offset: offsetIfUnnumbered(n, lineOff), Err: err, Hint: hintCorrupt})
 		}
 		if len(trimSpace(line)) > 0 {
-			if err := r.jsonLine(line, name, n, err == nil); err != nil {
+			if err := r.jsonLine(line, name, n, lineOff, err == nil); err != nil {
 				return err
 			}
 		}
@@ -97,16 +113,29 @@ func (r *docReader) readJSONL(src io.Reader, name string) error {
 	}
 }
 
-// jsonLine takes line n of file name, not blank, through the steps of a record:
-// terminated is whether it ended with a newline.
-func (r *docReader) jsonLine(line []byte, name string, n int, terminated bool) error {
+// offsetIfUnnumbered is a line's FileError.Offset: its byte offset when its number n
+// is not known.
+func offsetIfUnnumbered(n int, off int64) int64 {
+	if n > 0 {
+		return 0
+	}
+	return off
+}
+
+// jsonLine takes line n of file name (0: a line of unknown number), not blank, that
+// starts at byte off, through the steps of a record: terminated is whether it ended
+// with a newline.
+func (r *docReader) jsonLine(line []byte, name string, n int, off int64, terminated bool) error {
+	at := offsetIfUnnumbered(n, off)
 	rec, err := scanRecord(line, r.key, r.filtering())
 	if err != nil {
 		reason := ReasonInvalidJSON
 		if errors.Is(err, ErrNotObject) {
 			reason = ReasonNotObject
 		}
-		return r.bad(reason, lineError(name, n, err, terminated))
+		e := lineError(name, n, err, terminated)
+		e.Offset = at
+		return r.bad(reason, e)
 	}
 	if r.filtering() {
 		switch named, equal := rec.setIs(r.filter); {
@@ -120,7 +149,9 @@ func (r *docReader) jsonLine(line []byte, name string, n int, terminated bool) e
 		}
 	}
 	if rec.text == nil {
-		return r.bad(ReasonMissingText, missingError(name, n, line, r.key))
+		e := missingError(name, n, line, r.key)
+		e.Offset = at
+		return r.bad(ReasonMissingText, e)
 	}
 	// A string tells whether it is empty without being decoded: a skipped
 	// document costs the scan only.
@@ -136,9 +167,11 @@ func (r *docReader) jsonLine(line []byte, name string, n int, terminated bool) e
 	}
 	text, badUTF8, err := rec.decode()
 	if err != nil {
-		return r.bad(ReasonNotText, lineError(name, n, err, terminated))
+		e := lineError(name, n, err, terminated)
+		e.Offset = at
+		return r.bad(ReasonNotText, e)
 	}
-	d := Doc{Text: text, Source: name, Line: n}
+	d := Doc{Text: text, Source: name, Line: n, Offset: at}
 	if isString {
 		return r.emit(d, badUTF8)
 	}

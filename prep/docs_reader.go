@@ -152,6 +152,18 @@ type countingReader struct {
 	f        *os.File
 	n        atomic.Int64 // bytes read
 	reported int64        // bytes taken by take
+	// limit, unless negative, caps the bytes reported: a byte range reads a little
+	// past its end (its last line, the read-ahead), and its bytes are its length.
+	limit int64
+}
+
+// total is the bytes read, capped by limit.
+func (c *countingReader) total() int64 {
+	n := c.n.Load()
+	if c.limit >= 0 {
+		n = min(n, c.limit)
+	}
+	return n
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
@@ -165,7 +177,7 @@ func (c *countingReader) set(n int64) { c.n.Store(n) }
 
 // take returns the bytes read since its previous call.
 func (c *countingReader) take() int64 {
-	n := c.n.Load()
+	n := c.total()
 	d := n - c.reported
 	c.reported = n
 	return d

@@ -1,0 +1,152 @@
+package prep
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// FileRange is part of an input file, for ReadRanges: the whole file, or, for an
+// uncompressed JSONL file (.jsonl), the lines that start in the bytes [Start, End).
+//
+// The rule is that a range owns the lines whose first byte lies in it (a line starts
+// at offset 0 and after every '\n'), whatever the range's ends cut: a line that starts
+// in the range is read to its end, past End if need be, and a line that starts before
+// Start is left to the range before. Ranges that tile [0, size) therefore read every
+// line exactly once, in order, wherever their ends fall, and a range may own no line
+// at all. This is how a partitioned run (pipelines.TokenizeRun.NumWorkers) spreads a few
+// large JSONL files over many workers without a pass over the data to find lines.
+//
+// Compressed files (.jsonl.zst, .jsonl.gz, ...), text files (one document each), zip
+// and Parquet files are read only whole: their byte offsets do not map to lines
+// without decompressing what comes before.
+type FileRange struct {
+	File string
+	// Start and End delimit the range in bytes; End < 0 means the whole file (Start
+	// must then be 0). An End past the file's size is its size.
+	Start, End int64
+}
+
+// Whole is the FileRange of all of file.
+func Whole(file string) FileRange { return FileRange{File: file, End: -1} }
+
+// IsWhole reports whether r is a whole file.
+func (r FileRange) IsWhole() bool { return r.End < 0 }
+
+// String names the range for messages: the file, or "file[start:end]".
+func (r FileRange) String() string {
+	if r.IsWhole() {
+		return r.File
+	}
+	return fmt.Sprintf("%s[%d:%d]", r.File, r.Start, r.End)
+}
+
+func wholeFiles(files []string) []FileRange {
+	rs := make([]FileRange, len(files))
+	for i, f := range files {
+		rs[i] = Whole(f)
+	}
+	return rs
+}
+
+// Splittable reports whether file can be read in byte ranges: an uncompressed JSONL
+// file, by its name (.jsonl).
+func Splittable(file string) bool {
+	f, ok := formatOf(file)
+	return ok && f.kind == jsonlKind && f.comp == plain
+}
+
+// check reports a range that cannot be read as asked.
+func (r FileRange) check(f format) error {
+	switch {
+	case r.IsWhole() && r.Start != 0:
+		return &FileError{File: r.File, Err: fmt.Errorf("a whole-file range (End < 0) starts at byte %d", r.Start), Hint: "start it at 0"}
+	case r.IsWhole():
+		return nil
+	case r.Start < 0 || r.End < r.Start:
+		return &FileError{File: r.File, Err: fmt.Errorf("bad byte range [%d, %d)", r.Start, r.End), Hint: "a range needs 0 <= Start <= End"}
+	case f.kind != jsonlKind || f.comp != plain:
+		return &FileError{File: r.File, Err: fmt.Errorf("cannot read the byte range [%d, %d): only uncompressed .jsonl files are read in ranges", r.Start, r.End),
+			Hint: "read the file whole"}
+	}
+	return nil
+}
+
+// readRange reads the lines of the uncompressed JSONL file that start in rg, a byte
+// range of the file of size bytes.
+func (r *docReader) readRange(file *os.File, rg FileRange, size int64) error {
+	name := rg.File
+	head := make([]byte, 4)
+	n, err := file.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return &FileError{File: name, Err: err}
+	}
+	if c := sniff(head[:n]); c != plain {
+		return &FileError{File: name, Err: fmt.Errorf("the data is %s-compressed", c),
+			Hint: fmt.Sprintf("rename the file to end in .jsonl%s", c.suffix())}
+	}
+	end := min(rg.End, size)
+	r.counter.limit = max(end-rg.Start, 0)
+	if rg.Start >= end {
+		return nil
+	}
+	// The first line that starts in the range: at Start if a line ends just before,
+	// else after the first '\n' at or after Start.
+	first := rg.Start
+	if first > 0 {
+		var prev [1]byte
+		if _, err := file.ReadAt(prev[:], first-1); err != nil {
+			return &FileError{File: name, Err: err}
+		}
+		if prev[0] != '\n' {
+			if _, err := file.Seek(first, io.SeekStart); err != nil {
+				return &FileError{File: name, Err: err}
+			}
+			br := bufio.NewReaderSize(r.counter, 64<<10)
+			skipped, err := skipLine(br)
+			switch {
+			case errors.Is(err, io.EOF):
+				return nil // the file ends inside the line before
+			case err != nil:
+				return &FileError{File: name, Err: err}
+			}
+			first += skipped
+		}
+	}
+	if first >= end {
+		return nil
+	}
+	if _, err := file.Seek(first, io.SeekStart); err != nil {
+		return &FileError{File: name, Err: err}
+	}
+	return r.readJSONL(r.counter, name, lineSpan{start: first, end: end, numbered: first == 0})
+}
+
+// skipLine reads through the next '\n' and returns the bytes read, '\n' included; it
+// returns io.EOF if the input ends first.
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		switch {
+		case err == nil:
+			return n, nil
+		case err != bufio.ErrBufferFull:
+			return n, err
+		}
+	}
+}
+
+// lineSpan says which lines of a stream readJSONL reads: those that start before end
+// (end < 0: all), the first at offset start of the file; numbered says whether the
+// line numbers are known (the stream starts at the file's first line).
+type lineSpan struct {
+	start, end int64
+	numbered   bool
+}
+
+// allLines is the span of a whole stream.
+var allLines = lineSpan{end: -1, numbered: true}
