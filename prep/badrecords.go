@@ -59,8 +59,8 @@ const DefaultBadExamples = 20
 
 // BadRecord is one example of a bad record (or of a document with invalid UTF-8).
 type BadRecord struct {
-	File   string `json:"file"`           // as named to ReadDocs; "file.zip:member" for a zip member
-	Line   int    `json:"line,omitempty"` // its line (Parquet: row), from 1; 0 for a whole file or a stream
+	File string `json:"file"`           // as named to ReadDocs; "file.zip:member" for a zip member
+	Line int    `json:"line,omitempty"` // its line (Parquet: row), from 1; 0 for a whole file or a stream
 	// Offset is the byte offset of its line when Line is 0 (a line of a byte range
 	// read from the middle of a file: see FileError.Offset).
 	Offset int64  `json:"offset,omitempty"`

@@ -12,7 +12,7 @@ var ErrMissing = errors.New("missing")
 // FileError is a problem with a corpus file, or one of its lines.
 type FileError struct {
 	File string
-	Line int    // the line, from 1; 0 when the problem is not with one line
+	Line int // the line, from 1; 0 when the problem is not with one line
 	// Offset is the byte offset of the line in the file (its data, once
 	// decompressed) when Line is 0 but the problem is with one line: a line of a
 	// byte range read from the middle of a file (ReadRanges), whose number is not
