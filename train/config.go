@@ -1,0 +1,286 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// Config is everything a training run is told. Each field has a key: its name in a
+// YAML config file (snake_case, e.g. n_layer) and, with dashes, on the command line
+// (--n-layer). Default gives nanoGPT's train.py defaults (GPT-2 124M), except
+// grad_accum 1 (nanoGPT: 40, for 8 GPUs).
+type Config struct {
+	// Data and output.
+	Data        string `key:"data" help:"the dataset DIR (a directory holding manifest.json, or s3://bucket/prefix)"`
+	Out         string `key:"out" help:"the run DIR: config.yaml, metrics.jsonl and checkpoints/ go there"`
+	Order       string `key:"order" help:"the sample order: default or neox"`
+	Split       string `key:"split" help:"the train,valid,test WEIGHTS dividing the documents of an unsplit dataset (GPT-NeoX's split)"`
+	CacheDir    string `key:"cache_dir" help:"DIR keeping verified local copies of S3 shards (empty: the default cache)"`
+	S3Endpoint  string `key:"s3_endpoint" help:"S3 endpoint URL for S3-compatible servers (empty: $AWS_ENDPOINT_URL_S3, else AWS)"`
+	S3PathStyle bool   `key:"s3_path_style" help:"address S3 buckets path-style"`
+
+	// Where it runs.
+	Device  string `key:"device" help:"auto, cpu or cuda (cuda is not there yet)"`
+	Threads int    `key:"threads" help:"CPU threads for the kernels (0: one per CPU)"`
+
+	// The model.
+	NLayer    int     `key:"n_layer" help:"transformer blocks"`
+	NHead     int     `key:"n_head" help:"attention heads (n_embd must be a multiple)"`
+	NEmbd     int     `key:"n_embd" help:"embedding width C"`
+	BlockSize int     `key:"block_size" help:"context length T (tokens per sample)"`
+	VocabSize int     `key:"vocab_size" help:"vocabulary size V, padded to a multiple of 64 for the embedding (0: the dataset tokenizer's)"`
+	Bias      bool    `key:"bias" help:"biases in the Linear and LayerNorm layers"`
+	Dropout   float64 `key:"dropout" help:"dropout probability after the embeddings and each residual branch (0: none)"`
+
+	// Optimization.
+	BatchSize    int     `key:"batch_size" help:"samples per micro-batch per rank (B)"`
+	GradAccum    int     `key:"grad_accum" help:"micro-batches per optimizer step"`
+	MaxSteps     int     `key:"max_steps" help:"optimizer steps to train for"`
+	LR           float64 `key:"lr" help:"peak learning rate"`
+	MinLR        float64 `key:"min_lr" help:"learning rate at the end of the cosine decay"`
+	WarmupSteps  int     `key:"warmup_steps" help:"steps of linear warmup"`
+	LRDecaySteps int     `key:"lr_decay_steps" help:"step at which the cosine decay reaches min_lr"`
+	WeightDecay  float64 `key:"weight_decay" help:"AdamW weight decay (2-D weights only)"`
+	Beta1        float64 `key:"beta1" help:"AdamW beta1"`
+	Beta2        float64 `key:"beta2" help:"AdamW beta2"`
+	GradClip     float64 `key:"grad_clip" help:"clip gradients to this global norm (0: no clipping)"`
+	Seed         int64   `key:"seed" help:"seed of the initialization, the sample order and dropout"`
+
+	// Evaluation, checkpoints and logs.
+	EvalEvery       int    `key:"eval_every" help:"evaluate on the valid split every N steps (and after the last; 0: only after the last)"`
+	EvalSteps       int    `key:"eval_steps" help:"micro-batches per evaluation (the first eval_steps x batch_size valid samples; 0: no evaluation)"`
+	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every N steps (and after the last; 0: only after the last)"`
+	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest N checkpoints (0: all)"`
+	LogEvery        int    `key:"log_every" help:"log a step line every N steps when stderr is not a terminal"`
+	Resume          string `key:"resume" help:"auto (continue from the newest checkpoint in out, if any), none (start afresh) or a checkpoint or run PATH"`
+	InitFrom        string `key:"init_from" help:"start from the weights in DIR (a Hugging Face GPT-2 directory, as export writes)"`
+}
+
+// Default returns nanoGPT's train.py defaults (GPT-2 124M on OpenWebText), with
+// grad_accum 1, the "out" run directory and resume auto.
+func Default() Config {
+	return Config{
+		Out: "out", Order: "default", Split: "969,30,1", Device: "auto",
+		NLayer: 12, NHead: 12, NEmbd: 768, BlockSize: 1024,
+		BatchSize: 12, GradAccum: 1, MaxSteps: 600000,
+		LR: 6e-4, MinLR: 6e-5, WarmupSteps: 2000, LRDecaySteps: 600000,
+		WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.95, GradClip: 1.0, Seed: 1337,
+		EvalEvery: 2000, EvalSteps: 200, CheckpointEvery: 2000, KeepCheckpoints: 3, LogEvery: 1,
+		Resume: "auto",
+	}
+}
+
+// Field describes one configuration key.
+type Field struct {
+	Key  string // snake_case, as in YAML
+	Help string
+	Kind reflect.Kind // String, Bool, Int, Int64 or Float64
+	idx  int
+}
+
+// Flag is the key as a command-line flag name (dashes for underscores).
+func (f Field) Flag() string { return strings.ReplaceAll(f.Key, "_", "-") }
+
+var fields = func() []Field {
+	t := reflect.TypeFor[Config]()
+	var out []Field
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		key := sf.Tag.Get("key")
+		if key == "" {
+			continue
+		}
+		out = append(out, Field{Key: key, Help: sf.Tag.Get("help"), Kind: sf.Type.Kind(), idx: i})
+	}
+	return out
+}()
+
+// Fields lists the configuration keys in the order config.yaml writes them.
+func Fields() []Field { return append([]Field(nil), fields...) }
+
+// LookupField returns the field with key (snake_case or the dashed flag name).
+func LookupField(key string) (Field, bool) {
+	key = strings.ReplaceAll(key, "-", "_")
+	for _, f := range fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Set parses value into the field key. Integers are decimal; floats are Go/YAML
+// floats (1e-3, 0.1, 6e-4); booleans are true or false.
+func (c *Config) Set(key, value string) error {
+	f, ok := LookupField(key)
+	if !ok {
+		return fmt.Errorf("unknown key %q (known: %s)", key, strings.Join(keyNames(), ", "))
+	}
+	v := reflect.ValueOf(c).Elem().Field(f.idx)
+	switch f.Kind {
+	case reflect.String:
+		v.SetString(value)
+	case reflect.Bool:
+		b, err := parseBool(value)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a boolean (want true or false)", f.Key, value)
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(strings.ReplaceAll(value, "_", ""), 10, 64)
+		if err != nil {
+			// Allow integral floats such as 5e3.
+			x, ferr := strconv.ParseFloat(value, 64)
+			if ferr != nil || x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+				return fmt.Errorf("%s: %q is not an integer", f.Key, value)
+			}
+			n = int64(x)
+		}
+		if v.OverflowInt(n) {
+			return fmt.Errorf("%s: %s is out of range", f.Key, value)
+		}
+		v.SetInt(n)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%s: %q is not a number", f.Key, value)
+		}
+		v.SetFloat(x)
+	}
+	return nil
+}
+
+// Get formats the field key as Set reads it back.
+func (c *Config) Get(key string) string {
+	f, ok := LookupField(key)
+	if !ok {
+		return ""
+	}
+	v := reflect.ValueOf(c).Elem().Field(f.idx)
+	switch f.Kind {
+	case reflect.String:
+		return v.String()
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	default:
+		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	}
+}
+
+func parseBool(s string) (bool, error) {
+	switch s {
+	case "true", "True", "TRUE":
+		return true, nil
+	case "false", "False", "FALSE":
+		return false, nil
+	}
+	return false, fmt.Errorf("not a boolean")
+}
+
+func keyNames() []string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Key
+	}
+	return names
+}
+
+// Validate checks the values and their combinations; every problem is reported,
+// joined in one error.
+func (c *Config) Validate() error {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	if c.Data == "" {
+		add("data: the dataset DIR is required")
+	}
+	if c.Out == "" {
+		add("out: the run DIR is required")
+	}
+	switch c.Order {
+	case "default", "neox":
+	default:
+		add("order %q: want default or neox", c.Order)
+	}
+	switch c.Device {
+	case "auto", "cpu", "cuda":
+	default:
+		add("device %q: want auto, cpu or cuda", c.Device)
+	}
+	if c.Threads < 0 {
+		add("threads %d: want >= 0 (0: one per CPU)", c.Threads)
+	}
+	pos := func(name string, v int) {
+		if v < 1 {
+			add("%s %d: want >= 1", name, v)
+		}
+	}
+	nonneg := func(name string, v int) {
+		if v < 0 {
+			add("%s %d: want >= 0", name, v)
+		}
+	}
+	pos("n_layer", c.NLayer)
+	pos("n_head", c.NHead)
+	pos("n_embd", c.NEmbd)
+	pos("block_size", c.BlockSize)
+	pos("batch_size", c.BatchSize)
+	pos("grad_accum", c.GradAccum)
+	pos("max_steps", c.MaxSteps)
+	pos("log_every", c.LogEvery)
+	nonneg("vocab_size", c.VocabSize)
+	nonneg("warmup_steps", c.WarmupSteps)
+	nonneg("lr_decay_steps", c.LRDecaySteps)
+	nonneg("eval_every", c.EvalEvery)
+	nonneg("eval_steps", c.EvalSteps)
+	nonneg("checkpoint_every", c.CheckpointEvery)
+	nonneg("keep_checkpoints", c.KeepCheckpoints)
+	if c.NHead >= 1 && c.NEmbd >= 1 && c.NEmbd%c.NHead != 0 {
+		add("n_embd %d is not a multiple of n_head %d", c.NEmbd, c.NHead)
+	}
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		add("dropout %g: want 0 <= dropout < 1", c.Dropout)
+	}
+	if !(c.LR > 0) {
+		add("lr %g: want > 0", c.LR)
+	}
+	if !(c.MinLR >= 0) || c.MinLR > c.LR {
+		add("min_lr %g: want 0 <= min_lr <= lr (%g)", c.MinLR, c.LR)
+	}
+	if c.LRDecaySteps < c.WarmupSteps {
+		add("lr_decay_steps %d is before the end of warmup (warmup_steps %d)", c.LRDecaySteps, c.WarmupSteps)
+	}
+	if !(c.WeightDecay >= 0) {
+		add("weight_decay %g: want >= 0", c.WeightDecay)
+	}
+	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
+		add("beta1 %g: want 0 <= beta1 < 1", c.Beta1)
+	}
+	if !(c.Beta2 >= 0 && c.Beta2 < 1) {
+		add("beta2 %g: want 0 <= beta2 < 1", c.Beta2)
+	}
+	if !(c.GradClip >= 0) {
+		add("grad_clip %g: want >= 0 (0: no clipping)", c.GradClip)
+	}
+	if c.Seed < 0 || c.Seed > math.MaxUint32 {
+		add("seed %d: want 0 <= seed < 2^32 (the sample order uses numpy's 32-bit seed)", c.Seed)
+	}
+	switch {
+	case c.Resume == "":
+		add("resume: want auto, none or a checkpoint PATH")
+	case c.Resume != "auto" && c.Resume != "none" && c.InitFrom != "":
+		add("resume %s and init_from %s: a resumed run already has its weights; give one of them", c.Resume, c.InitFrom)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("train: bad config: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// PaddedVocab rounds a vocabulary size up to a multiple of 64 (nanoGPT's 50257 ->
+// 50304), the rows of the token embedding.
+func PaddedVocab(v int) int { return (v + 63) / 64 * 64 }

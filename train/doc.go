@@ -1,0 +1,37 @@
+// Package train is gptkit's GPT trainer: a GPT-2 model as nanoGPT defines it
+// (token and learned position embeddings, pre-LayerNorm blocks of causal
+// self-attention and a 4x tanh-GELU MLP, a final LayerNorm, the output layer
+// tied to the token embedding, the vocabulary padded to a multiple of 64,
+// optional biases and dropout), trained with nanoGPT's recipe: AdamW with
+// weight decay on the 2-D weights only, linear warmup and cosine decay to
+// min_lr, gradient clipping by global norm, gradient accumulation and periodic
+// evaluation on the valid split.
+//
+// The model is written by hand over kernels.Backend rather than on a general
+// autograd: every op has an explicit forward/backward pair (llm.c style), so
+// the step is a fixed sequence of kernel calls whose arithmetic does not depend
+// on thread counts. That is what makes the trainer a numerical reference and
+// what makes a resumed run bit-identical to an uninterrupted one.
+//
+// Layout: all parameters live in one flat buffer from Backend.Alloc, with named
+// views (nanoGPT's state_dict names, nn.Linear [out, in] layout). The weights
+// that get weight decay (wte, wpe and the attention and MLP matrices) come
+// first, the biases and LayerNorm parameters after them, so AdamW is two calls;
+// gradients and the two AdamW moments mirror the layout. Activations are
+// allocated once for the micro-batch shape (B, T).
+//
+// Data parallelism: Run takes a Collectives (rank, world size, all-reduce,
+// broadcast, barrier). Each rank draws its share of every global micro-batch
+// from loader.Sampler, and a step all-reduces the flat gradient once, after
+// the last micro-batch. Single is the one-process implementation.
+//
+// Randomness: the initialization is seeded (PCG per tensor, keyed by the
+// tensor's name), and dropout masks are keyed by (seed, step, micro-step, rank,
+// layer, site), so no random state drifts and a checkpoint need not carry any.
+// Evaluation is deterministic: it uses the first eval_steps x batch_size x world
+// samples of the valid split.
+//
+// Outputs (Run): OUT/config.yaml (the resolved configuration), OUT/metrics.jsonl
+// (one JSON object per optimizer step) and OUT/checkpoints/ (train/checkpoint:
+// model weights as safetensors, AdamW state, trainer state).
+package train

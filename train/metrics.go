@@ -1,0 +1,134 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// MetricsName is the metrics file in the run directory.
+const MetricsName = "metrics.jsonl"
+
+// Metrics is one line of metrics.jsonl: one optimizer step.
+type Metrics struct {
+	Step int `json:"step"`
+	// Loss is the mean cross-entropy over every token of the step's global batch
+	// (all micro-batches of all ranks), before the update.
+	Loss float64 `json:"loss"`
+	// LR is the learning rate of the step's update.
+	LR float64 `json:"lr"`
+	// GradNorm is the global gradient norm before clipping.
+	GradNorm float64 `json:"grad_norm"`
+	// TokensPerS is the global batch's tokens over the step's wall time (data,
+	// forward, backward, all-reduce and update; not evaluation or checkpoints).
+	TokensPerS float64 `json:"tokens_per_s"`
+	// ValLoss is the mean cross-entropy on the valid split, on evaluation steps.
+	ValLoss *float64 `json:"val_loss,omitempty"`
+}
+
+// metricsFile appends metric lines to OUT/metrics.jsonl.
+type metricsFile struct {
+	f    *os.File
+	path string
+}
+
+// openMetrics opens dir's metrics file for appending, first dropping every line of
+// a step after keep (the steps a resumed run will run again; keep 0 empties it).
+func openMetrics(dir string, keep int) (*metricsFile, error) {
+	path := filepath.Join(dir, MetricsName)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("train: read %s: %w", path, err)
+	}
+	var kept []byte
+	if keep > 0 {
+		sc := bufio.NewScanner(bytes.NewReader(old))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m struct {
+				Step *int `json:"step"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
+				continue // a torn last line from a crash
+			}
+			if *m.Step <= keep {
+				kept = append(append(kept, sc.Bytes()...), '\n')
+			}
+		}
+	}
+	if !bytes.Equal(kept, old) {
+		if err := writeFileAtomic(path, kept); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("train: open %s: %w", path, err)
+	}
+	return &metricsFile{f: f, path: path}, nil
+}
+
+func (mf *metricsFile) write(m Metrics) error {
+	line, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := mf.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("train: write %s: %w", mf.path, err)
+	}
+	return nil
+}
+
+func (mf *metricsFile) sync() error { return mf.f.Sync() }
+
+func (mf *metricsFile) close() error {
+	if mf == nil {
+		return nil
+	}
+	return mf.f.Close()
+}
+
+// ReadMetrics reads a metrics.jsonl file.
+func ReadMetrics(r io.Reader) ([]Metrics, error) {
+	var out []Metrics
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var m Metrics
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return out, fmt.Errorf("train: metrics line %d: %w", n, err)
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("train: create %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("train: write %s: %w", path, err)
+	}
+	return nil
+}

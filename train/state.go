@@ -1,0 +1,301 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"gptkit/kernels"
+	"gptkit/loader"
+	"gptkit/shards"
+	"gptkit/train/safetensors"
+)
+
+// The files of a checkpoint directory.
+const (
+	ModelFile     = "model.safetensors"     // the weights, nanoGPT state_dict names
+	OptimizerFile = "optimizer.safetensors" // AdamW's exp_avg.NAME and exp_avg_sq.NAME
+	StateFile     = "trainer.json"          // State
+)
+
+// StateFormat is State.Format.
+const StateFormat = "gptkit-train-state"
+
+// State is a checkpoint's trainer.json: what, with the weights and the AdamW
+// moments, continues a run exactly.
+type State struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// Step is the number of optimizer steps done (AdamW's t).
+	Step int `json:"step"`
+	// Model is the shape of the weights.
+	Model ModelConfig `json:"model"`
+	// Tokenizer identifies the ids the model was trained on.
+	Tokenizer shards.TokenizerInfo `json:"tokenizer"`
+	// Cursor is the samples all ranks have consumed (loader.Cursor).
+	Cursor loader.Cursor `json:"cursor"`
+	// NumSamples is what the run asked the loader for (train, valid, test): the
+	// sample order depends on it.
+	NumSamples [3]int64 `json:"num_samples"`
+	// RNG: the only random state is the seed. Initialization draws from PCG streams
+	// keyed by (seed, tensor name); dropout masks are keyed by (seed, step,
+	// micro-step, rank, layer, site); so nothing drifts and nothing else is saved.
+	RNG RNGState `json:"rng"`
+	// World is the number of ranks that wrote it.
+	World int `json:"world"`
+	// Config is the run's configuration (every key, as config.yaml writes it).
+	Config map[string]string `json:"config"`
+	// Metrics is the step's line of metrics.jsonl.
+	Metrics Metrics `json:"metrics"`
+	// Backend and Time are for people.
+	Backend string `json:"backend"`
+	Time    string `json:"time"`
+}
+
+// RNGState is the random state of a run: its seed.
+type RNGState struct {
+	Seed int64  `json:"seed"`
+	Kind string `json:"kind"`
+}
+
+const rngKind = "counter-based: PCG(seed, fnv64a(tensor)) init; splitmix64(seed, step, micro, rank, layer, site) dropout"
+
+// RunConfig rebuilds the Config a checkpoint was trained with.
+func (s *State) RunConfig() (Config, error) {
+	c := Default()
+	for _, k := range slices.Sorted(maps.Keys(s.Config)) {
+		if _, ok := LookupField(k); !ok {
+			continue // a key of a newer gptkit
+		}
+		if err := c.Set(k, s.Config[k]); err != nil {
+			return c, fmt.Errorf("train: %s config: %w", StateFile, err)
+		}
+	}
+	return c, nil
+}
+
+func configMap(c *Config) map[string]string {
+	m := map[string]string{}
+	for _, f := range fields {
+		m[f.Key] = c.Get(f.Key)
+	}
+	return m
+}
+
+// testHookSave, if set, runs while a checkpoint is being written (after the
+// weights, before the optimizer state): the crash tests kill the process there.
+var testHookSave func(step int)
+
+// save writes a checkpoint of the current step (rank 0; the others wait at a barrier).
+func (t *Trainer) save(ctx context.Context) error {
+	if t.coll.Rank() == 0 {
+		if err := t.metrics.sync(); err != nil {
+			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
+		}
+		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
+			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
+			World: t.coll.World(), Config: configMap(&t.cfg), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
+		if t.lastMetrics != nil {
+			st.Metrics = *t.lastMetrics
+		}
+		stateJSON, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		step := t.step
+		files := []ckptFile{
+			{Name: ModelFile, Write: func(w io.Writer) error {
+				return safetensors.Write(w, t.model.tensorsOf(t.model.Params, ""), map[string]string{"format": "pt", "step": strconv.Itoa(step)})
+			}},
+			{Name: OptimizerFile, Write: func(w io.Writer) error {
+				if testHookSave != nil {
+					testHookSave(step)
+				}
+				ts := append(t.model.tensorsOf(t.m, "exp_avg."), t.model.tensorsOf(t.v, "exp_avg_sq.")...)
+				return safetensors.Write(w, ts, map[string]string{"step": strconv.Itoa(step), "optimizer": "AdamW"})
+			}},
+			{Name: StateFile, Write: func(w io.Writer) error {
+				_, err := w.Write(append(stateJSON, '\n'))
+				return err
+			}},
+		}
+		dir, err := saveCheckpoint(ctx, t.ckptRoot, step, files, t.cfg.KeepCheckpoints)
+		if err != nil {
+			return fmt.Errorf("train: save the checkpoint of step %d: %w", step, err)
+		}
+		t.lastCkpt = dir
+		t.log.Info("checkpoint", "step", step, "dir", dir)
+	}
+	if err := t.coll.Barrier(ctx); err != nil {
+		return fmt.Errorf("train: checkpoint barrier: %w", err)
+	}
+	t.saved = t.step
+	return nil
+}
+
+// tensorsOf names the views of buf (a buffer laid out like Params) for safetensors.
+func (m *Model) tensorsOf(buf []float32, prefix string) []safetensors.Tensor {
+	ts := make([]safetensors.Tensor, len(m.Tensors))
+	for i, ti := range m.Tensors {
+		ts[i] = safetensors.Tensor{Name: prefix + ti.Name, Shape: ti.Shape, Data: buf[ti.Offset : ti.Offset+ti.Size]}
+	}
+	return ts
+}
+
+// loadTensors copies the tensors of f named prefix+NAME into buf (laid out like
+// Params); every tensor of the layout must be there with its shape.
+func (m *Model) loadTensors(buf []float32, f *safetensors.File, prefix, file string) error {
+	for _, ti := range m.Tensors {
+		src, ok := f.Tensor(prefix + ti.Name)
+		if !ok {
+			return fmt.Errorf("train: %s has no tensor %s", file, prefix+ti.Name)
+		}
+		if !slices.Equal(src.Shape, ti.Shape) {
+			return fmt.Errorf("train: %s: tensor %s has shape %v, want %v", file, prefix+ti.Name, src.Shape, ti.Shape)
+		}
+		copy(buf[ti.Offset:ti.Offset+ti.Size], src.Data)
+	}
+	return nil
+}
+
+// resumeTarget is the checkpoint directory cfg.Resume names ("" to start afresh).
+func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
+	switch r := t.cfg.Resume; r {
+	case "none":
+		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			return "", fmt.Errorf("train: resume none, but %s already holds checkpoints of a run (the newest %s, step %d)\n---> HINT: resume auto continues it; or choose another out directory", t.ckptRoot, dir, step)
+		}
+		return "", nil
+	case "auto":
+		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		if err != nil || !found {
+			return "", err
+		}
+		return dir, nil
+	default:
+		dir, err := resolveCheckpoint(ctx, r)
+		if err != nil {
+			return "", fmt.Errorf("train: resume %s: %w", r, err)
+		}
+		return dir, nil
+	}
+}
+
+// ReadState reads a checkpoint's trainer.json.
+func ReadState(ctx context.Context, dir string) (*State, error) {
+	data, err := readCheckpointFile(ctx, dir, StateFile)
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("train: %s/%s: %w", dir, StateFile, err)
+	}
+	if st.Format != StateFormat {
+		return nil, fmt.Errorf("train: %s/%s: format %q, want %q", dir, StateFile, st.Format, StateFormat)
+	}
+	if st.Version != 1 {
+		return nil, fmt.Errorf("train: %s/%s: version %d; this gptkit reads version 1", dir, StateFile, st.Version)
+	}
+	if err := st.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %s/%s: %w", dir, StateFile, err)
+	}
+	return &st, nil
+}
+
+// readTensors reads one safetensors file of a checkpoint.
+func readTensors(ctx context.Context, dir, name string) (*safetensors.File, error) {
+	data, err := readCheckpointFile(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := safetensors.Read(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("train: %s/%s: %w", dir, name, err)
+	}
+	return f, nil
+}
+
+// restore continues from the checkpoint in dir: weights, AdamW state, step and
+// sample cursor. It refuses a checkpoint of another model shape or tokenizer.
+func (t *Trainer) restore(ctx context.Context, dir string) error {
+	st, err := ReadState(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if st.Model != t.model.Config {
+		return fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start a new run (another out directory, or resume none)", dir, st.Model, t.model.Config)
+	}
+	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
+		return fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
+			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint)
+	}
+	if st.NumSamples != t.numSamples {
+		t.log.Warn("the run asks the loader for other sample counts than the checkpoint's run (max_steps, batch, eval_steps or world changed): the sample order after the checkpoint differs from an uninterrupted run's",
+			"checkpoint", st.NumSamples, "now", t.numSamples)
+	}
+	mf, err := readTensors(ctx, dir, ModelFile)
+	if err != nil {
+		return err
+	}
+	if err := t.model.loadTensors(t.model.Params, mf, "", dir+"/"+ModelFile); err != nil {
+		return err
+	}
+	of, err := readTensors(ctx, dir, OptimizerFile)
+	if err != nil {
+		return err
+	}
+	if err := t.model.loadTensors(t.m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
+		return err
+	}
+	if err := t.model.loadTensors(t.v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
+		return err
+	}
+	t.step, t.saved, t.resumed, t.lastCkpt = st.Step, st.Step, dir, dir
+	t.sampler.Cursor = st.Cursor
+	if err := t.sampler.Validate(); err != nil {
+		return fmt.Errorf("train: cannot resume %s: %w", dir, err)
+	}
+	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
+	return nil
+}
+
+// LoadCheckpoint reads the model of a checkpoint (a checkpoint directory or a run
+// directory, whose newest checkpoint it takes) onto be, for sampling, scoring and
+// export.
+func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
+	dir, err := resolveCheckpoint(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := ReadState(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := NewModel(be, st.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := readTensors(ctx, dir, ModelFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.loadTensors(m.Params, f, "", dir+"/"+ModelFile); err != nil {
+		return nil, nil, err
+	}
+	return m, st, nil
+}
+
+var errNoCheckpoint = errors.New("no checkpoint")

@@ -1,0 +1,379 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"gptkit/kernels/ref"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// writeTinyDataset writes a dataset of one train and one val document (as prep
+// shakespeare does) with a tokenizer of vocab ids and the given fingerprint.
+func writeTinyDataset(t testing.TB, dir string, train, val []int, vocab int, fingerprint string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: "tiny", Fingerprint: fingerprint, VocabSize: vocab, EODID: -1}, shards.Uint16, nil)
+	for _, s := range []struct {
+		prefix, split string
+		doc           []int
+	}{{"tiny_text_document", "train", train}, {"tiny_val_text_document", "val", val}} {
+		w, err := shards.NewWriter(ctx, st, s.prefix, shards.Uint16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddDocument(s.doc); err != nil {
+			t.Fatal(err)
+		}
+		info, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info.Split = s.split
+		if err := m.Add("", info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// patternDoc is n tokens of a learnable pattern over vocab ids: runs that count up
+// from a pseudo-random start.
+func patternDoc(n, vocab int, seed uint64) []int {
+	doc := make([]int, n)
+	x := seed
+	cur := 0
+	for i := range doc {
+		if i%7 == 0 {
+			x = mix64(x)
+			cur = int(x % uint64(vocab))
+		}
+		doc[i] = cur
+		cur = (cur + 1) % vocab
+	}
+	return doc
+}
+
+func tinyDataset(t testing.TB) string {
+	return writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 1), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+}
+
+func tinyConfig(t testing.TB, data string) Config {
+	c := Default()
+	c.Data, c.Out, c.CacheDir = data, filepath.Join(t.TempDir(), "run"), t.TempDir()
+	c.NLayer, c.NHead, c.NEmbd, c.BlockSize = 2, 2, 16, 16
+	c.BatchSize, c.GradAccum, c.MaxSteps = 4, 2, 20
+	c.LR, c.MinLR, c.WarmupSteps, c.LRDecaySteps = 1e-2, 1e-3, 3, 20
+	c.Dropout, c.Bias = 0.1, true
+	c.EvalEvery, c.EvalSteps, c.CheckpointEvery, c.KeepCheckpoints = 5, 2, 5, 0
+	c.Seed = 7
+	return c
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func readMetricsFile(t testing.TB, out string) []Metrics {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ms, err := ReadMetrics(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// TestTrainLearns: a tiny model on a repetitive dataset drives the loss down, and
+// the run directory holds what it should.
+func TestTrainLearns(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps, cfg.Dropout = 80, 80, 0
+	cfg.EvalEvery, cfg.CheckpointEvery, cfg.KeepCheckpoints = 40, 40, 1
+	res, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := readMetricsFile(t, cfg.Out)
+	if len(ms) != 80 {
+		t.Fatalf("%d metric lines, want 80", len(ms))
+	}
+	first, last := ms[0].Loss, ms[len(ms)-1].Loss
+	t.Logf("loss %.4f -> %.4f, val_loss %.4f", first, last, res.ValLoss)
+	if math.Abs(first-math.Log(20)) > 0.3 {
+		t.Errorf("first loss %.4f, want about ln(20) = %.4f", first, math.Log(20))
+	}
+	if last > 0.5*first {
+		t.Errorf("the loss went from %.4f to %.4f: not learning", first, last)
+	}
+	for i, m := range ms {
+		if m.Step != i+1 {
+			t.Fatalf("line %d has step %d", i, m.Step)
+		}
+		if want := cfg.LRAt(i); m.LR != want {
+			t.Errorf("step %d: lr %g, want %g", m.Step, m.LR, want)
+		}
+		if (m.ValLoss != nil) != (m.Step%40 == 0) {
+			t.Errorf("step %d: val_loss %v", m.Step, m.ValLoss)
+		}
+	}
+	if res.ValLoss > 1.5 || ms[79].ValLoss == nil || *ms[79].ValLoss != res.ValLoss {
+		t.Errorf("val loss %g (metrics %v)", res.ValLoss, ms[79].ValLoss)
+	}
+	back := Default()
+	data, err := os.ReadFile(filepath.Join(cfg.Out, ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := back.LoadYAML(data, ConfigName); err != nil || back != cfg {
+		t.Errorf("config.yaml reads back as %+v (%v), want %+v", back, err, cfg)
+	}
+	dir, step, found, err := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir))
+	if err != nil || !found || step != 80 || dir != res.Checkpoint {
+		t.Errorf("latest checkpoint %s step %d found %t (%v), want step 80 at %s", dir, step, found, err, res.Checkpoint)
+	}
+}
+
+// sameMetrics compares two runs' metrics, all fields but tokens_per_s, bit for bit.
+func sameMetrics(t *testing.T, got, want []Metrics) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d metric lines, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		g.TokensPerS, w.TokensPerS = 0, 0
+		gv, wv := math.NaN(), math.NaN()
+		if g.ValLoss != nil {
+			gv = *g.ValLoss
+		}
+		if w.ValLoss != nil {
+			wv = *w.ValLoss
+		}
+		g.ValLoss, w.ValLoss = nil, nil
+		if g != w || math.Float64bits(gv) != math.Float64bits(wv) {
+			t.Errorf("step %d: %+v val_loss %v, want %+v val_loss %v", w.Step, g, gv, w, wv)
+		}
+	}
+}
+
+// sameCheckpointFiles compares the weights and optimizer state of two checkpoints
+// bit for bit.
+func sameCheckpointFiles(t *testing.T, a, b string) {
+	t.Helper()
+	for _, name := range []string{ModelFile, OptimizerFile} {
+		fa, err := readTensors(context.Background(), a, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := readTensors(context.Background(), b, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fa.Tensors) != len(fb.Tensors) {
+			t.Fatalf("%s: %d and %d tensors", name, len(fa.Tensors), len(fb.Tensors))
+		}
+		for i, ta := range fa.Tensors {
+			tb := fb.Tensors[i]
+			for k := range ta.Data {
+				if math.Float32bits(ta.Data[k]) != math.Float32bits(tb.Data[k]) {
+					t.Fatalf("%s %s[%d]: %g vs %g", name, ta.Name, k, ta.Data[k], tb.Data[k])
+				}
+			}
+		}
+	}
+}
+
+// TestResumeBitIdentical: N steps straight, and N/2-ish steps, an interruption
+// (which saves a checkpoint), and a resumed run to N, give the same metrics (all
+// but tokens_per_s) and the same final weights and AdamW state, bit for bit.
+func TestResumeBitIdentical(t *testing.T) {
+	data := tinyDataset(t)
+	straight := tinyConfig(t, data)
+	want, err := Run(context.Background(), straight, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := tinyConfig(t, data)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := NewTrainer(ctx, cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.OnStep = func(m Metrics) {
+		if m.Step == 7 { // not a checkpoint step: the interruption saves one
+			cancel()
+		}
+	}
+	res, err := tr.Train(ctx)
+	tr.Close()
+	if !errors.Is(err, context.Canceled) || res.Step != 7 {
+		t.Fatalf("interrupted run: step %d, err %v; want step 7 and a cancellation", res.Step, err)
+	}
+	if filepath.Base(res.Checkpoint) == "" || !strings.Contains(res.Checkpoint, "7") {
+		t.Fatalf("interrupted run saved %q", res.Checkpoint)
+	}
+	got, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResumedFrom != res.Checkpoint || got.Step != 20 {
+		t.Fatalf("resumed from %q to step %d, want from %q to 20", got.ResumedFrom, got.Step, res.Checkpoint)
+	}
+	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
+	if got.Loss != want.Loss || got.ValLoss != want.ValLoss {
+		t.Errorf("final loss %v val %v, want %v val %v", got.Loss, got.ValLoss, want.Loss, want.ValLoss)
+	}
+
+	// Running again does nothing: the run is complete.
+	again, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil || again.Step != 20 {
+		t.Fatalf("rerun: step %d, %v", again.Step, err)
+	}
+	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+}
+
+// TestResumeRefuses: another model shape or tokenizer cannot continue a run; resume
+// none refuses a directory that holds one.
+func TestResumeRefuses(t *testing.T) {
+	data := tinyDataset(t)
+	cfg := tinyConfig(t, data)
+	cfg.MaxSteps, cfg.LRDecaySteps = 5, 5
+	if _, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSteps, cfg.LRDecaySteps = 10, 10
+
+	wider := cfg
+	wider.NEmbd = 32
+	if _, err := Run(context.Background(), wider, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "cannot resume") {
+		t.Errorf("resume with n_embd 32: %v, want a refusal", err)
+	}
+	other := cfg
+	other.Data = writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 1), patternDoc(1500, 20, 2), 20, "tiny-fp-2")
+	if _, err := Run(context.Background(), other, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "tokenizer") {
+		t.Errorf("resume on another tokenizer: %v, want a refusal", err)
+	}
+	none := cfg
+	none.Resume = "none"
+	if _, err := Run(context.Background(), none, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "resume none") {
+		t.Errorf("resume none over a run: %v, want a refusal", err)
+	}
+}
+
+// crashEnv makes the test binary a training child that kills itself (SIGKILL)
+// while writing the checkpoint of the step in the variable.
+const crashEnv = "GPTKIT_TRAIN_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(crashEnv); spec != "" {
+		os.Exit(crashChild(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild trains the configuration in the file spec names (data|out|cache|step)
+// and SIGKILLs itself while saving the checkpoint of step.
+func crashChild(spec string) int {
+	parts := strings.Split(spec, "|")
+	var step int
+	fmt.Sscan(parts[3], &step)
+	cfg := Default()
+	data, err := os.ReadFile(parts[0])
+	if err == nil {
+		_, err = cfg.LoadYAML(data, parts[0])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	testHookSave = func(s int) {
+		if s == step {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	if _, err := Run(context.Background(), cfg, ref.New(), Single{}, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 4
+	}
+	return 0
+}
+
+// TestKillDuringCheckpoint: a process killed while it writes a checkpoint leaves
+// the previous one as the newest complete checkpoint, and a resumed run from it is
+// bit-identical to an uninterrupted one.
+func TestKillDuringCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	data := tinyDataset(t)
+	straight := tinyConfig(t, data)
+	want, err := Run(context.Background(), straight, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := tinyConfig(t, data)
+	cfgFile := filepath.Join(t.TempDir(), "child.yaml")
+	if err := os.WriteFile(cfgFile, cfg.MarshalYAML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+cfgFile+"|||10")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child: %v (want killed by SIGKILL); stderr: %s", err, stderr.String())
+	}
+	dir, step, found, err := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir))
+	if err != nil || !found || step != 5 {
+		t.Fatalf("after the kill: newest checkpoint %s step %d found %t (%v), want step 5", dir, step, found, err)
+	}
+	if _, err := ReadState(context.Background(), dir); err != nil {
+		t.Fatalf("the previous checkpoint does not load: %v", err)
+	}
+	got, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResumedFrom != dir {
+		t.Errorf("resumed from %q, want %q", got.ResumedFrom, dir)
+	}
+	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
+}
