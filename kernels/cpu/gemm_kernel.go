@@ -1,0 +1,36 @@
+package cpu
+
+// goKernel is the portable micro-kernel: the loop every assembly kernel
+// implements, on a 4×8 tile. It is what runs under the noasm tag, off amd64,
+// and on amd64 machines without AVX2 and FMA.
+var goKernel = microKernel{name: "go", mr: 4, nr: 8, fn: gemmKernelGo}
+
+// gemmKernelGo: c[MR×NR] (row stride ldc) += Σ_p a[p·MR+i]·b[p·NR+j], with a
+// zero-started accumulator per element summed over p in order.
+func gemmKernelGo(k int, a, b, c []float32, ldc int) {
+	const mr, nr = 4, 8
+	var acc [mr][nr]float32
+	a = a[:k*mr]
+	b = b[:k*nr]
+	for p := 0; p < k; p++ {
+		ap := a[p*mr : p*mr+mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr : p*nr+nr]
+		for i := 0; i < mr; i++ {
+			ai := ap[i]
+			acc[i][0] += ai * bp[0]
+			acc[i][1] += ai * bp[1]
+			acc[i][2] += ai * bp[2]
+			acc[i][3] += ai * bp[3]
+			acc[i][4] += ai * bp[4]
+			acc[i][5] += ai * bp[5]
+			acc[i][6] += ai * bp[6]
+			acc[i][7] += ai * bp[7]
+		}
+	}
+	for i := 0; i < mr; i++ {
+		row := c[i*ldc : i*ldc+nr : i*ldc+nr]
+		for j := range row {
+			row[j] += acc[i][j]
+		}
+	}
+}
