@@ -1,0 +1,424 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gptkit/storage"
+)
+
+// ErrNone is matched (errors.Is) by Latest's and Resolve's error when a root holds no
+// complete checkpoint.
+var ErrNone = errors.New("no complete checkpoint")
+
+// ErrCorrupt is matched by errors for a checkpoint whose files do not match its
+// checkpoint.json (size or SHA-256), or whose checkpoint.json is invalid.
+var ErrCorrupt = errors.New("checkpoint is corrupt")
+
+// File is one file of a checkpoint: Save calls Write once with a writer into the file.
+type File struct {
+	Name  string // letters, digits, '.', '_', '-'; not starting with '.'; not checkpoint.json
+	Write func(io.Writer) error
+}
+
+// Manager saves and finds checkpoints with its settings; the package-level functions use
+// the zero Manager (S3 settings from the environment, no logging).
+type Manager struct {
+	// Storage configures s3:// roots (endpoint, path style, region); the zero value takes
+	// them from the environment ($AWS_ENDPOINT_URL_S3, ...).
+	Storage storage.Options
+	// Logger receives a line for each checkpoint Latest skips and each one Save removes;
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+// Save writes files as the checkpoint of step under root (a directory, created if
+// missing, or s3://bucket/prefix) and returns its directory, root/step_%08d. An existing
+// checkpoint of the same step is replaced. With keep > 0 it then removes complete
+// checkpoints beyond the newest keep (never the one just written) and leftovers of
+// interrupted saves.
+func Save(ctx context.Context, root string, step int64, files []File, keep int) (string, error) {
+	return Manager{}.Save(ctx, root, step, files, keep)
+}
+
+// Latest returns the newest complete checkpoint under root and its step. It skips
+// incomplete or corrupt ones (Scan says why; the Manager's Logger gets a line each); with
+// none, or no root at all, the error matches ErrNone.
+func Latest(ctx context.Context, root string) (dir string, step int64, err error) {
+	return Manager{}.Latest(ctx, root)
+}
+
+// Resolve turns what a user passes as --ckpt into a checkpoint directory: a checkpoint
+// directory itself (holding checkpoint.json), a run's output directory (its newest
+// complete checkpoint under path/checkpoints), or a checkpoint root.
+func Resolve(ctx context.Context, path string) (string, error) {
+	return Manager{}.Resolve(ctx, path)
+}
+
+// Open opens the file name of the checkpoint in dir. The reader checks the size and
+// SHA-256 listed in checkpoint.json as it goes: a read that reaches the end of a file
+// that does not match returns an error matching ErrCorrupt instead of io.EOF, so read
+// to the end (io.ReadAll, or until io.EOF) before trusting the data.
+func Open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	return Manager{}.Open(ctx, dir, name)
+}
+
+// ReadFile returns the verified contents of the file name of the checkpoint in dir.
+func ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
+	return Manager{}.ReadFile(ctx, dir, name)
+}
+
+// ReadManifest reads and validates the checkpoint.json of the checkpoint in dir.
+func ReadManifest(ctx context.Context, dir string) (*Manifest, error) {
+	return Manager{}.ReadManifest(ctx, dir)
+}
+
+// Verify reads every file of the checkpoint in dir and checks it against
+// checkpoint.json; a mismatch matches ErrCorrupt.
+func Verify(ctx context.Context, dir string) (*Manifest, error) {
+	return Manager{}.Verify(ctx, dir)
+}
+
+// Scan lists every checkpoint under root, newest step first, with why each incomplete
+// one is skipped. Leftovers of interrupted local saves (.tmp-*) are not listed.
+func Scan(ctx context.Context, root string) ([]Entry, error) {
+	return Manager{}.Scan(ctx, root)
+}
+
+// Entry is one checkpoint directory found by Scan.
+type Entry struct {
+	Dir     string
+	Step    int64
+	Problem string // "" when complete; else why Latest skips it
+}
+
+// Complete reports whether the checkpoint has a valid checkpoint.json and all its files.
+func (e Entry) Complete() bool { return e.Problem == "" }
+
+func (m Manager) log() *slog.Logger {
+	if m.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Logger
+}
+
+// backend is where a root lives: a local directory or a storage.Store (S3).
+type backend interface {
+	save(ctx context.Context, step int64, files []File) (dir string, err error)
+	// scan lists the checkpoint directories (complete or not) and stale leftovers.
+	scan(ctx context.Context) (entries []Entry, stale []string, err error)
+	readManifest(ctx context.Context, dirName string) (*Manifest, error)
+	open(ctx context.Context, dirName, name string) (io.ReadCloser, int64, error)
+	remove(ctx context.Context, dirName string) error
+	removeStale(ctx context.Context, name string) error
+	location(dirName string) string
+}
+
+func isS3(loc string) bool { return strings.HasPrefix(loc, "s3://") }
+
+// backendFor opens root's backend; create says whether a missing local root is made.
+func (m Manager) backendFor(ctx context.Context, root string, create bool) (backend, error) {
+	if isS3(root) {
+		st, err := storage.Open(ctx, root, m.Storage)
+		if err != nil {
+			return nil, err
+		}
+		return &s3Backend{st: st, root: strings.TrimRight(root, "/"), log: m.log()}, nil
+	}
+	return newLocal(strings.TrimPrefix(root, "file://"), create, m.log())
+}
+
+// splitDir splits a checkpoint directory into its root and directory name.
+func splitDir(dir string) (root, name string, err error) {
+	d := strings.TrimRight(dir, "/")
+	if rest, ok := strings.CutPrefix(d, "s3://"); ok {
+		i := strings.LastIndex(rest, "/")
+		if i < 0 {
+			return "", "", fmt.Errorf("%s is a bucket, not a checkpoint directory (want s3://bucket/.../step_NNNNNNNN)", dir)
+		}
+		root, name = "s3://"+rest[:i], rest[i+1:]
+	} else {
+		d = strings.TrimPrefix(d, "file://")
+		root, name = filepath.Dir(d), filepath.Base(d)
+	}
+	if _, ok := parseDirName(name); !ok {
+		return "", "", fmt.Errorf("%s is not a checkpoint directory (its name is not step_NNNNNNNN)", dir)
+	}
+	return root, name, nil
+}
+
+func (m Manager) Save(ctx context.Context, root string, step int64, files []File, keep int) (string, error) {
+	if step < 0 {
+		return "", fmt.Errorf("checkpoint: save step %d: negative step", step)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if err := checkName(f.Name); err != nil {
+			return "", fmt.Errorf("checkpoint: save step %d: %w", step, err)
+		}
+		if seen[f.Name] {
+			return "", fmt.Errorf("checkpoint: save step %d: file %q given twice", step, f.Name)
+		}
+		seen[f.Name] = true
+		if f.Write == nil {
+			return "", fmt.Errorf("checkpoint: save step %d: file %q has no Write function", step, f.Name)
+		}
+	}
+	b, err := m.backendFor(ctx, root, true)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: save step %d to %s: %w", step, root, err)
+	}
+	dir, err := b.save(ctx, step, files)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: save step %d to %s: %w", step, root, err)
+	}
+	if keep > 0 {
+		if err := m.prune(ctx, b, step, keep); err != nil {
+			return dir, fmt.Errorf("checkpoint: saved %s, but removing old checkpoints failed: %w", dir, err)
+		}
+	}
+	return dir, nil
+}
+
+// prune removes complete checkpoints beyond the newest keep (sparing step, just saved)
+// and stale leftovers: .tmp-* directories, and on S3 incomplete checkpoints older than
+// step.
+func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) error {
+	entries, stale, err := b.scan(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range stale {
+		hook("prune-stale")
+		m.log().Info("checkpoint: removing the leftover of an interrupted save", "path", b.location(s))
+		if err := b.removeStale(ctx, s); err != nil {
+			return err
+		}
+	}
+	kept := 0
+	for _, e := range entries { // newest first
+		name := DirName(e.Step)
+		switch {
+		case e.Step == step:
+			kept++
+		case !e.Complete():
+			if _, isS3 := b.(*s3Backend); isS3 && e.Step < step && strings.Contains(e.Problem, "no "+ManifestName) {
+				m.log().Info("checkpoint: removing an interrupted upload", "dir", e.Dir)
+				if err := b.remove(ctx, name); err != nil {
+					return err
+				}
+			}
+		case kept < keep:
+			kept++
+		default:
+			hook("prune")
+			m.log().Info("checkpoint: removing an old checkpoint", "dir", e.Dir, "keep", keep)
+			if err := b.remove(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m Manager) Scan(ctx context.Context, root string) ([]Entry, error) {
+	b, err := m.backendFor(ctx, root, false)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
+	}
+	entries, _, err := b.scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
+	}
+	return entries, nil
+}
+
+func (m Manager) Latest(ctx context.Context, root string) (string, int64, error) {
+	b, err := m.backendFor(ctx, root, false)
+	if errors.Is(err, errNoRoot) {
+		return "", 0, fmt.Errorf("checkpoint: %s: %w (the directory does not exist)", root, ErrNone)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
+	}
+	entries, _, err := b.scan(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
+	}
+	var skipped []string
+	for _, e := range entries {
+		if e.Complete() {
+			return e.Dir, e.Step, nil
+		}
+		m.log().Warn("checkpoint: skipping an incomplete checkpoint", "dir", e.Dir, "problem", e.Problem)
+		skipped = append(skipped, fmt.Sprintf("%s: %s", DirName(e.Step), e.Problem))
+	}
+	if len(skipped) > 0 {
+		return "", 0, fmt.Errorf("checkpoint: %s: %w (skipped %s)", root, ErrNone, strings.Join(skipped, "; "))
+	}
+	return "", 0, fmt.Errorf("checkpoint: %s: %w", root, ErrNone)
+}
+
+func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
+	path = strings.TrimRight(path, "/")
+	if path == "" {
+		return "", errors.New("checkpoint: resolve: empty path (pass a checkpoint directory or a run's output directory)")
+	}
+	if _, _, err := splitDir(path); err == nil {
+		if _, err := m.ReadManifest(ctx, path); err != nil {
+			return "", err
+		}
+		return path, nil
+	}
+	dir, _, err := m.Latest(ctx, path+"/checkpoints")
+	if err == nil || !errors.Is(err, ErrNone) {
+		return dir, err
+	}
+	if entries, err2 := m.Scan(ctx, path); err2 == nil && len(entries) > 0 {
+		dir, _, err = m.Latest(ctx, path)
+		return dir, err
+	}
+	return "", fmt.Errorf("checkpoint: resolve %s: %w: it is not a checkpoint directory (step_NNNNNNNN with %s), and neither %s/checkpoints nor %s holds a complete one", path, ErrNone, ManifestName, path, path)
+}
+
+// parseLoc splits a checkpoint directory and opens its root's backend.
+func (m Manager) parseLoc(ctx context.Context, dir string) (backend, string, error) {
+	root, name, err := splitDir(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := m.backendFor(ctx, root, false)
+	if errors.Is(err, errNoRoot) {
+		return nil, "", fmt.Errorf("%s: no such checkpoint directory", dir)
+	}
+	return b, name, err
+}
+
+func (m Manager) ReadManifest(ctx context.Context, dir string) (*Manifest, error) {
+	b, name, err := m.parseLoc(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read %s: %w", dir, err)
+	}
+	man, err := b.readManifest(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read %s: %w", dir, err)
+	}
+	return man, nil
+}
+
+func (m Manager) Open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
+	b, dname, err := m.parseLoc(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, dir, err)
+	}
+	man, err := b.readManifest(ctx, dname)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, dir, err)
+	}
+	fi, ok := man.File(name)
+	if !ok {
+		have := make([]string, len(man.Files))
+		for i, f := range man.Files {
+			have[i] = f.Name
+		}
+		return nil, fmt.Errorf("checkpoint: open %s in %s: no such file in the checkpoint (it has %s)", name, dir, strings.Join(have, ", "))
+	}
+	rc, size, err := b.open(ctx, dname, name)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, dir, err)
+	}
+	if size != fi.Size {
+		rc.Close()
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w: the file has %d bytes, %s lists %d (truncated or overwritten; use an older checkpoint)", name, dir, ErrCorrupt, size, ManifestName, fi.Size)
+	}
+	return &verifier{rc: rc, h: sha256.New(), want: fi, where: b.location(dname) + "/" + name}, nil
+}
+
+func (m Manager) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
+	rc, err := m.Open(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read %s in %s: %w", name, dir, err)
+	}
+	return data, nil
+}
+
+func (m Manager) Verify(ctx context.Context, dir string) (*Manifest, error) {
+	man, err := m.ReadManifest(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range man.Files {
+		rc, err := m.Open(ctx, dir, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: verify %s: %w", dir, err)
+		}
+	}
+	return man, nil
+}
+
+// verifier passes a file through, checking its size and SHA-256 at the end.
+type verifier struct {
+	rc    io.ReadCloser
+	h     hash.Hash
+	n     int64
+	want  FileInfo
+	where string
+	err   error
+}
+
+func (v *verifier) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.rc.Read(p)
+	v.h.Write(p[:n])
+	v.n += int64(n)
+	if v.n > v.want.Size {
+		v.err = fmt.Errorf("%s: %w: longer than the %d bytes %s lists", v.where, ErrCorrupt, v.want.Size, ManifestName)
+		return 0, v.err
+	}
+	if err == io.EOF {
+		if v.n != v.want.Size {
+			v.err = fmt.Errorf("%s: %w: %d bytes, %s lists %d (truncated; use an older checkpoint)", v.where, ErrCorrupt, v.n, ManifestName, v.want.Size)
+		} else if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want.SHA256 {
+			v.err = fmt.Errorf("%s: %w: sha256 %s, %s lists %s (the file changed after the save; use an older checkpoint)", v.where, ErrCorrupt, got, ManifestName, v.want.SHA256)
+		} else {
+			v.err = io.EOF
+		}
+		return n, v.err
+	}
+	if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.rc.Close() }
+
+// sortEntries orders entries newest step first.
+func sortEntries(entries []Entry) {
+	sort.Slice(entries, func(a, b int) bool { return entries[a].Step > entries[b].Step })
+}
+
+// hook is called at the named points of Save and prune; the crash tests replace it to
+// stop the process there.
+var hook = func(point string) {}

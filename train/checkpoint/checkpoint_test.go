@@ -1,0 +1,239 @@
+package checkpoint
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func saveSteps(t *testing.T, root string, keep int, steps ...int64) {
+	t.Helper()
+	for _, s := range steps {
+		dir, err := Save(ctx, root, s, stepFiles(s, nil), keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimRight(root, "/") + "/" + DirName(s); dir != want && dir != filepath.Join(root, DirName(s)) {
+			t.Fatalf("Save returned %s, want %s", dir, want)
+		}
+	}
+}
+
+func steps(t *testing.T, root string) (complete, incomplete []int64) {
+	t.Helper()
+	entries, err := Scan(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Complete() {
+			complete = append(complete, e.Step)
+		} else {
+			incomplete = append(incomplete, e.Step)
+		}
+	}
+	return complete, incomplete
+}
+
+func TestSaveLatestKeep(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "run", "checkpoints")
+	saveSteps(t, root, 2, 10, 20, 30)
+	dir, step, err := Latest(ctx, root)
+	if err != nil || step != 30 || dir != filepath.Join(root, "step_00000030") {
+		t.Fatalf("Latest = %s, %d, %v", dir, step, err)
+	}
+	checkStep(t, dir, 30)
+	if c, _ := steps(t, root); len(c) != 2 || c[0] != 30 || c[1] != 20 {
+		t.Fatalf("complete checkpoints %v after keep 2, want [30 20]", c)
+	}
+	// keep 0 keeps everything.
+	saveSteps(t, root, 0, 40, 50)
+	if c, _ := steps(t, root); len(c) != 4 {
+		t.Fatalf("complete checkpoints %v after keep 0, want 4", c)
+	}
+	// Saving an older step than the newest (a run restarted from an older checkpoint)
+	// never removes what was just written.
+	saveSteps(t, root, 1, 35)
+	if c, _ := steps(t, root); len(c) != 2 || c[0] != 50 || c[1] != 35 {
+		t.Fatalf("complete checkpoints %v, want [50 35]", c)
+	}
+	des, _ := os.ReadDir(root)
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), ".") {
+			t.Errorf("leftover %s", de.Name())
+		}
+	}
+}
+
+func TestSaveReplacesTheSameStep(t *testing.T) {
+	root := t.TempDir()
+	saveSteps(t, root, 0, 7)
+	files := []File{{Name: "only.bin", Write: func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }}}
+	dir, err := Save(ctx, root, 7, files, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := Verify(ctx, dir)
+	if err != nil || len(man.Files) != 1 || man.Files[0].Name != "only.bin" {
+		t.Fatalf("replaced checkpoint: %+v, %v", man, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.bin")); !os.IsNotExist(err) {
+		t.Fatalf("model.bin of the replaced checkpoint is still there: %v", err)
+	}
+}
+
+func TestLatestNone(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	if _, _, err := Latest(ctx, missing); !errors.Is(err, ErrNone) {
+		t.Fatalf("missing root: %v, want ErrNone", err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatal("Latest created the root")
+	}
+	root := t.TempDir()
+	if _, _, err := Latest(ctx, root); !errors.Is(err, ErrNone) {
+		t.Fatalf("empty root: %v, want ErrNone", err)
+	}
+	// Only an incomplete one: ErrNone, and the reason is in the message.
+	os.MkdirAll(filepath.Join(root, "step_00000005"), 0o777)
+	os.MkdirAll(filepath.Join(root, ".tmp-step_00000006-123"), 0o777)
+	os.MkdirAll(filepath.Join(root, "step_5"), 0o777) // not canonical: ignored
+	_, _, err := Latest(ctx, root)
+	if !errors.Is(err, ErrNone) || !strings.Contains(err.Error(), "step_00000005: no checkpoint.json") {
+		t.Fatalf("incomplete only: %v", err)
+	}
+}
+
+func TestLatestSkipsIncompleteAndCorrupt(t *testing.T) {
+	root := t.TempDir()
+	saveSteps(t, root, 0, 1, 2, 3, 4)
+	// 4: truncated file; 3: checkpoint.json missing; 2: bad checkpoint.json.
+	os.Truncate(filepath.Join(root, "step_00000004", "model.bin"), 100)
+	os.Remove(filepath.Join(root, "step_00000003", ManifestName))
+	os.WriteFile(filepath.Join(root, "step_00000002", ManifestName), []byte(`{"format":"x"}`), 0o666)
+	var logs bytes.Buffer
+	m := Manager{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	dir, step, err := m.Latest(ctx, root)
+	if err != nil || step != 1 {
+		t.Fatalf("Latest = %s, %d, %v; want step 1", dir, step, err)
+	}
+	checkStep(t, dir, 1)
+	for _, want := range []string{"model.bin has 100 bytes, checkpoint.json lists 1048579", "no checkpoint.json", `format \"x\"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	entries, _ := Scan(ctx, root)
+	if len(entries) != 4 || entries[0].Complete() || !entries[3].Complete() {
+		t.Fatalf("Scan = %+v", entries)
+	}
+	// Keep never removes incomplete local checkpoints (they may be evidence).
+	saveSteps(t, root, 1, 5)
+	if c, inc := steps(t, root); len(c) != 1 || len(inc) != 3 {
+		t.Fatalf("after keep 1: complete %v, incomplete %v", c, inc)
+	}
+}
+
+func TestOpenVerifies(t *testing.T) {
+	root := t.TempDir()
+	saveSteps(t, root, 0, 1)
+	dir := filepath.Join(root, "step_00000001")
+	path := filepath.Join(dir, "model.bin")
+	b, _ := os.ReadFile(path)
+	b[12345] ^= 1
+	os.WriteFile(path, b, 0o666)
+	_, err := ReadFile(ctx, dir, "model.bin")
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("flipped bit: %v, want ErrCorrupt naming the file", err)
+	}
+	if _, err := Verify(ctx, dir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Verify: %v", err)
+	}
+	os.WriteFile(path, b[:10], 0o666)
+	if _, err := Open(ctx, dir, "model.bin"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "has 10 bytes") {
+		t.Fatalf("truncated: %v", err)
+	}
+	if _, err := Open(ctx, dir, "nope.bin"); err == nil || !strings.Contains(err.Error(), "it has model.bin, state.json") {
+		t.Fatalf("missing name: %v", err)
+	}
+	if _, err := Open(ctx, root, "model.bin"); err == nil || !strings.Contains(err.Error(), "not a checkpoint directory") {
+		t.Fatalf("root as dir: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	run := t.TempDir()
+	root := filepath.Join(run, "checkpoints")
+	saveSteps(t, root, 0, 100, 200)
+	for _, c := range []struct{ in, want string }{
+		{run, filepath.Join(root, "step_00000200")},
+		{run + "/", filepath.Join(root, "step_00000200")},
+		{root, filepath.Join(root, "step_00000200")},
+		{filepath.Join(root, "step_00000100"), filepath.Join(root, "step_00000100")},
+	} {
+		got, err := Resolve(ctx, c.in)
+		if err != nil || got != c.want {
+			t.Errorf("Resolve(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{t.TempDir(), filepath.Join(run, "nope"), filepath.Join(root, "step_00000300")} {
+		if _, err := Resolve(ctx, in); err == nil {
+			t.Errorf("Resolve(%s) succeeded", in)
+		}
+	}
+	if _, err := Resolve(ctx, t.TempDir()); !errors.Is(err, ErrNone) {
+		t.Errorf("Resolve(empty dir): %v, want ErrNone", err)
+	}
+}
+
+func TestSaveRejects(t *testing.T) {
+	root := t.TempDir()
+	w := func(io.Writer) error { return nil }
+	for _, c := range []struct {
+		step  int64
+		files []File
+		want  string
+	}{
+		{-1, nil, "negative step"},
+		{1, []File{{Name: "", Write: w}}, "empty file name"},
+		{1, []File{{Name: "checkpoint.json", Write: w}}, "reserved"},
+		{1, []File{{Name: ".hidden", Write: w}}, "starts with '.'"},
+		{1, []File{{Name: "a/b", Write: w}}, "only letters"},
+		{1, []File{{Name: "a", Write: w}, {Name: "a", Write: w}}, "given twice"},
+		{1, []File{{Name: "a"}}, "no Write function"},
+	} {
+		if _, err := Save(ctx, root, c.step, c.files, 0); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err %v, want %q", c.files, err, c.want)
+		}
+	}
+	// A failing Write leaves nothing behind.
+	boom := errors.New("boom")
+	_, err := Save(ctx, root, 1, []File{{Name: "a", Write: func(w io.Writer) error { w.Write([]byte("x")); return boom }}}, 0)
+	if !errors.Is(err, boom) {
+		t.Fatalf("failing Write: %v", err)
+	}
+	if des, _ := os.ReadDir(root); len(des) != 0 {
+		t.Fatalf("a failed Save left %v", des)
+	}
+}
+
+func TestDirNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		step int64
+		ok   bool
+	}{
+		{"step_00000000", 0, true}, {"step_00000042", 42, true}, {"step_123456789", 123456789, true},
+		{"step_42", 0, false}, {"step_-0000001", 0, false}, {"step_+0000001", 0, false}, {"step_", 0, false}, {"xstep_00000001", 0, false},
+	} {
+		step, ok := parseDirName(c.name)
+		if ok != c.ok || ok && step != c.step {
+			t.Errorf("parseDirName(%q) = %d, %v", c.name, step, ok)
+		}
+	}
+}
