@@ -3,86 +3,42 @@ package train
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
+
+	"gptkit/train/checkpoint"
 )
 
-// TEMPORARY: a stand-in for train/checkpoint until it lands.
+// The trainer's use of train/checkpoint: one place, so the rest reads as the
+// trainer's own vocabulary.
 
-type ckptFile struct {
-	Name  string
-	Write func(io.Writer) error
-}
+type ckptFile = checkpoint.File
 
+// saveCheckpoint writes files as the checkpoint of step under root, keeping the
+// newest keep (0: all).
 func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile, keep int) (string, error) {
-	dir := filepath.Join(root, fmt.Sprintf("step-%08d", step))
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	for _, f := range files {
-		w, err := os.Create(filepath.Join(tmp, f.Name))
-		if err != nil {
-			return "", err
-		}
-		if err := f.Write(w); err != nil {
-			w.Close()
-			return "", err
-		}
-		if err := w.Close(); err != nil {
-			return "", err
-		}
-	}
-	os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return checkpoint.Save(ctx, root, int64(step), files, keep)
 }
 
-func latestCheckpoint(ctx context.Context, root string) (string, int, bool, error) {
-	ents, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+// latestCheckpoint finds the newest complete checkpoint under root; found is false
+// when there is none (or no root).
+func latestCheckpoint(ctx context.Context, root string) (dir string, step int, found bool, err error) {
+	dir, s, err := checkpoint.Latest(ctx, root)
+	if errors.Is(err, checkpoint.ErrNone) {
 		return "", 0, false, nil
 	}
 	if err != nil {
 		return "", 0, false, err
 	}
-	var steps []int
-	for _, e := range ents {
-		if s, ok := strings.CutPrefix(e.Name(), "step-"); ok && !strings.HasSuffix(s, ".tmp") {
-			n, _ := strconv.Atoi(s)
-			steps = append(steps, n)
-		}
-	}
-	if len(steps) == 0 {
-		return "", 0, false, nil
-	}
-	sort.Ints(steps)
-	n := steps[len(steps)-1]
-	return filepath.Join(root, fmt.Sprintf("step-%08d", n)), n, true, nil
+	return dir, int(s), true, nil
 }
 
+// resolveCheckpoint turns a checkpoint directory, a run directory or a checkpoint
+// root into a checkpoint directory.
 func resolveCheckpoint(ctx context.Context, path string) (string, error) {
-	if _, err := os.Stat(filepath.Join(path, StateFile)); err == nil {
-		return path, nil
-	}
-	dir, _, found, err := latestCheckpoint(ctx, filepath.Join(path, CheckpointsDir))
-	if err != nil {
-		return "", err
-	}
-	if !found {
-		return "", fmt.Errorf("%s: %w", path, errNoCheckpoint)
-	}
-	return dir, nil
+	return checkpoint.Resolve(ctx, path)
 }
 
+// readCheckpointFile returns a checkpoint file's contents, verified against the
+// checkpoint's manifest.
 func readCheckpointFile(ctx context.Context, dir, name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(dir, name))
+	return checkpoint.ReadFile(ctx, dir, name)
 }

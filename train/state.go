@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -298,4 +297,3 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 	return m, st, nil
 }
 
-var errNoCheckpoint = errors.New("no checkpoint")
