@@ -296,4 +296,3 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 	}
 	return m, st, nil
 }
-
