@@ -38,7 +38,10 @@ type Manifest struct {
 	Tokens    int64         `json:"tokens"`    // sum over shards
 	// Source is free-form provenance: inputs, command, created time, ...
 	Source map[string]any `json:"source,omitempty"`
-	Shards []ShardInfo    `json:"shards"`
+	// Part, in the manifest of one part of a partitioned run (see PartDir), says which
+	// part of which run it is; nil in any other dataset, a merged one included.
+	Part   *PartInfo   `json:"part,omitempty"`
+	Shards []ShardInfo `json:"shards"`
 
 	// ETag is the version ReadManifest read, for updating it with WriteManifest; it is not
 	// part of the file.
@@ -154,6 +157,9 @@ func (m *Manifest) Validate() error {
 		}
 		docs += s.Documents
 		toks += s.Tokens
+	}
+	if m.Part != nil {
+		errs = append(errs, m.Part.validate(m.Shards)...)
 	}
 	if docs != m.Documents || toks != m.Tokens {
 		bad("totals say %d documents and %d tokens, the shards add up to %d and %d", m.Documents, m.Tokens, docs, toks)

@@ -1,0 +1,351 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gptkit/storage"
+)
+
+// A partitioned run (an array job: `tokenize run` or `prep` with --num-workers W) writes
+// each of its W parts as a dataset of its own, in DIR/parts/part-IIIII-of-WWWWW/ (PartDir):
+// its shards, and last its manifest.json, whose Part field says which part of which run
+// it is. A part's manifest is written only once all its shards are, so a part without
+// one is unfinished (killed, failed, or still running).
+//
+// MergeParts then writes DIR/manifest.json listing the parts' shards where they are (no
+// copy), split by split and, within a split, part by part: the order a single process
+// would have written the documents in. It refuses while a part is unfinished, naming it.
+
+// PartsDir is the directory, inside a dataset directory, that holds the parts.
+const PartsDir = "parts"
+
+// PartDir is the directory of part i of w relative to the dataset directory:
+// parts/part-00003-of-00004.
+func PartDir(i, w int) string { return fmt.Sprintf("%s/part-%05d-of-%05d", PartsDir, i, w) }
+
+// partDirRE matches a key under the dataset directory that lies in a part's directory.
+var partDirRE = regexp.MustCompile(`^` + PartsDir + `/part-(\d{5,})-of-(\d{5,})/`)
+
+// PartInfo marks a manifest as one part of a partitioned run.
+type PartInfo struct {
+	Index int `json:"index"` // which part, from 0
+	Count int `json:"count"` // of how many
+	// Job identifies the whole run, the same in all its parts: what decides the
+	// merged dataset's documents (inputs, tokenizer, settings), whatever the part.
+	Job string `json:"job"`
+	// Splits are the run's splits in the order the merged manifest lists them ("" for
+	// an unsplit dataset's shards), including those this part holds no shard of.
+	Splits []string `json:"splits"`
+	// Slice says what this part read (provenance for people; MergeParts ignores it).
+	Slice any `json:"slice,omitempty"`
+}
+
+// validate checks a part's fields against its shards.
+func (p *PartInfo) validate(shards []ShardInfo) []error {
+	var errs []error
+	if p.Count < 1 || p.Index < 0 || p.Index >= p.Count {
+		errs = append(errs, fmt.Errorf("part.index %d is not in [0, part.count %d)", p.Index, p.Count))
+	}
+	if p.Job == "" {
+		errs = append(errs, errors.New("part.job is empty"))
+	}
+	for i, s := range p.Splits {
+		if err := CheckSplitName(s); err != nil {
+			errs = append(errs, fmt.Errorf("part.splits[%d]: %v", i, err))
+		}
+		if slices.Index(p.Splits, s) != i {
+			errs = append(errs, fmt.Errorf("part.splits[%d]: %q repeats", i, s))
+		}
+	}
+	for i, s := range shards {
+		if !slices.Contains(p.Splits, s.Split) {
+			errs = append(errs, fmt.Errorf("shards[%d] %s: split %q is not among part.splits %q", i, s.Prefix, s.Split, p.Splits))
+		}
+	}
+	return errs
+}
+
+// ErrPartMissing: MergeParts found a part unfinished (no manifest).
+var ErrPartMissing = errors.New("shards: part not finished")
+
+// MergePartsOptions adjust MergeParts.
+type MergePartsOptions struct {
+	// Count is the number of parts to expect; 0 takes it from the parts found (which
+	// must then all be of one run size).
+	Count int
+	// Overwrite replaces a merged manifest of another run instead of refusing.
+	Overwrite bool
+	// Command is the merge's command line, recorded as the manifest's source.command.
+	Command string
+	// RerunHint, if set, says how to rerun the unfinished parts, given their indices
+	// (e.g. the sbatch line of an array job); it ends the error that names them.
+	RerunHint func(missing []int, count int) string
+}
+
+// MergeResult says what MergeParts did.
+type MergeResult struct {
+	Manifest *Manifest
+	Parts    int  // the number of parts merged
+	Already  bool // dir already held this run's merged manifest: nothing was written
+}
+
+// MergeParts writes dir's manifest.json from the parts of a partitioned run in dir
+// (see PartDir). Every part must be finished and of the same run: the same Part.Job
+// (inputs, tokenizer, settings), part count, splits, tokenizer and dtype, each part in
+// its own directory; every shard's .bin must be in place with the size its manifest
+// entry implies. The merged manifest lists the parts' shards split by split (in
+// Part.Splits order) and part by part, with prefixes relative to dir
+// (parts/part-00000-of-00004/NAME_text_document, ...); its source is part 0's, with
+// job set to Part.Job, created to the latest part's, command to o.Command, and
+// num_workers to the part count, so that merging the same parts again gives the same
+// bytes. If dir already holds the merged manifest of the same run, MergeParts writes
+// nothing and reports Already; one of another run is an error matching ErrExists unless
+// o.Overwrite.
+func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsOptions) (MergeResult, error) {
+	where := keyName(st, cleanDir(dir))
+	count, started, err := findParts(ctx, st, dir, o.Count)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	parts := make([]*Manifest, count)
+	var missing []int
+	for i := range count {
+		m, err := ReadManifest(ctx, st, join(dir, PartDir(i, count)))
+		switch {
+		case errors.Is(err, ErrMissing):
+			missing = append(missing, i)
+		case err != nil:
+			return MergeResult{}, fmt.Errorf("shards: merge-parts %s: part %d of %d: %w", where, i, count, err)
+		default:
+			parts[i] = m
+		}
+	}
+	if len(missing) > 0 {
+		return MergeResult{}, missingErr(where, parts, missing, started, count, o)
+	}
+	if err := partsAgree(where, parts); err != nil {
+		return MergeResult{}, err
+	}
+	if err := checkPartShards(ctx, st, dir, parts); err != nil {
+		return MergeResult{}, err
+	}
+	m := mergedManifest(parts, o.Command)
+
+	old, err := ReadManifest(ctx, st, dir)
+	switch {
+	case err == nil && old.Source["job"] == m.Source["job"] && old.Part == nil && !o.Overwrite:
+		return MergeResult{Manifest: old, Parts: count, Already: true}, nil
+	case err == nil && !o.Overwrite:
+		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w: its %s (%d documents) was not merged from this run's parts\n---> HINT: pass --overwrite to replace it, or merge into another directory",
+			where, ErrExists, ManifestName, old.Documents)
+	case err == nil:
+		m.ETag = old.ETag
+	case !errors.Is(err, ErrMissing) && !o.Overwrite:
+		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
+	case !errors.Is(err, ErrMissing):
+		// A broken manifest is replaced: take its version so that the write may.
+		if info, serr := st.Stat(ctx, ManifestKey(dir)); serr == nil {
+			m.ETag = info.ETag
+		}
+	}
+	if err := WriteManifest(ctx, st, dir, m); err != nil {
+		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
+	}
+	return MergeResult{Manifest: m, Parts: count}, nil
+}
+
+// findParts returns the run's part count (want, if not 0) and which parts have a
+// directory (they started).
+func findParts(ctx context.Context, st storage.Store, dir string, want int) (int, map[int]bool, error) {
+	where := keyName(st, cleanDir(dir))
+	prefix := join(dir, PartsDir) + "/"
+	infos, err := st.List(ctx, prefix)
+	if err != nil {
+		return 0, nil, fmt.Errorf("shards: merge-parts %s: list %s: %w", where, keyName(st, prefix), err)
+	}
+	started := map[int]map[int]bool{} // count -> indices
+	for _, in := range infos {
+		rel := strings.TrimPrefix(in.Key, cleanDirSlash(dir))
+		m := partDirRE.FindStringSubmatch(rel)
+		if m == nil {
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		w, _ := strconv.Atoi(m[2])
+		if started[w] == nil {
+			started[w] = map[int]bool{}
+		}
+		started[w][i] = true
+	}
+	if want > 0 {
+		return want, started[want], nil
+	}
+	counts := slices.Sorted(maps.Keys(started))
+	switch len(counts) {
+	case 0:
+		return 0, nil, &wrapped{msg: fmt.Sprintf("shards: merge-parts %s: no parts in %s\n---> HINT: run the array job's tasks first (--num-workers W --worker-index I)",
+			where, keyName(st, prefix)), err: ErrPartMissing}
+	case 1:
+		return counts[0], started[counts[0]], nil
+	}
+	return 0, nil, fmt.Errorf("shards: merge-parts %s: parts of runs with %s workers are there\n---> HINT: pass the run's --num-workers, or delete the parts of the other run",
+		where, joinInts(counts, " and "))
+}
+
+// cleanDirSlash is dir's key prefix: "" or "dir/".
+func cleanDirSlash(dir string) string {
+	if d := cleanDir(dir); d != "" {
+		return d + "/"
+	}
+	return ""
+}
+
+// missingErr names the unfinished parts and how to finish them.
+func missingErr(where string, parts []*Manifest, missing []int, started map[int]bool, count int, o MergePartsOptions) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "shards: merge-parts %s: %d of %d parts are not finished (no manifest yet):", where, len(missing), count)
+	for k, i := range missing {
+		if k == 8 {
+			fmt.Fprintf(&b, " and %d more", len(missing)-k)
+			break
+		}
+		state := "not started"
+		if started[i] {
+			state = "started, unfinished: killed, failed or still running"
+		}
+		fmt.Fprintf(&b, " part %d (%s: %s);", i, PartDir(i, count), state)
+	}
+	hint := fmt.Sprintf("rerun those tasks (each redoes only its own part, keeping what it had finished): the same command with --num-workers %d --worker-index I, for I in %s", count, joinInts(missing, ","))
+	if o.RerunHint != nil {
+		hint = o.RerunHint(missing, count)
+	}
+	for _, m := range parts {
+		if m != nil {
+			if cmd, ok := m.Source["command"].(string); ok && cmd != "" {
+				hint += fmt.Sprintf(" (part %d ran: %s)", m.Part.Index, cmd)
+			}
+			break
+		}
+	}
+	return &wrapped{msg: fmt.Sprintf("%s\n---> HINT: %s; then merge again", strings.TrimSuffix(b.String(), ";"), hint), err: ErrPartMissing}
+}
+
+// wrapped is a message of its own that matches a sentinel.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, sep)
+}
+
+// partsAgree checks that the parts belong to one run.
+func partsAgree(where string, parts []*Manifest) error {
+	count := len(parts)
+	p0 := parts[0]
+	for i, m := range parts {
+		name := PartDir(i, count)
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("shards: merge-parts %s: %w: %s %s\n---> HINT: rerun that part's task with the run's command (it redoes a part of another run), or delete %s",
+				where, ErrIncompatible, name, fmt.Sprintf(format, args...), name)
+		}
+		if m.Part == nil {
+			return bad("has a manifest without part information (written by a run that was not partitioned)")
+		}
+		if m.Part.Index != i || m.Part.Count != count {
+			return bad("says it is part %d of %d", m.Part.Index, m.Part.Count)
+		}
+		if m.Part.Job != p0.Part.Job {
+			return bad("belongs to another run than part 0 (job %.12s, part 0's %.12s: other inputs, tokenizer or settings)", m.Part.Job, p0.Part.Job)
+		}
+		if !slices.Equal(m.Part.Splits, p0.Part.Splits) {
+			return bad("has splits %q, part 0 %q", m.Part.Splits, p0.Part.Splits)
+		}
+		if m.Tokenizer != p0.Tokenizer || m.DType != p0.DType {
+			return bad("was tokenized with %s (fingerprint %.12s) into %s, part 0 with %s (%.12s) into %s",
+				m.Tokenizer.Name, m.Tokenizer.Fingerprint, m.DType, p0.Tokenizer.Name, p0.Tokenizer.Fingerprint, p0.DType)
+		}
+	}
+	return nil
+}
+
+// checkPartShards checks that every part's shard files are in place: the .idx there
+// and the .bin of the size the manifest entry implies. (Checksums are Verify's job: it
+// reads every byte.)
+func checkPartShards(ctx context.Context, st storage.Store, dir string, parts []*Manifest) error {
+	for i, m := range parts {
+		pdir := join(dir, PartDir(i, len(parts)))
+		for _, s := range m.Shards {
+			key := ShardKey(pdir, s)
+			for _, ext := range []string{".idx", ".bin"} {
+				info, err := st.Stat(ctx, key+ext)
+				if err != nil {
+					if errors.Is(err, storage.ErrNotExist) {
+						return fmt.Errorf("shards: merge-parts: %w: %s does not exist, but part %d's manifest names it\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+							ErrMissing, keyName(st, key+ext), i, keyName(st, ManifestKey(pdir)))
+					}
+					return fmt.Errorf("shards: merge-parts: stat %s: %w", keyName(st, key+ext), err)
+				}
+				if want := s.Tokens * int64(m.DType.Size()); ext == ".bin" && info.Size != want {
+					return fmt.Errorf("shards: merge-parts: %w: %s has %d bytes, its manifest entry (%d %s tokens) says %d\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+						ErrMismatch, keyName(st, key+ext), info.Size, s.Tokens, m.DType, want, keyName(st, ManifestKey(pdir)))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// mergedManifest lists the parts' shards split by split, part by part.
+func mergedManifest(parts []*Manifest, command string) *Manifest {
+	p0 := parts[0]
+	src := maps.Clone(p0.Source)
+	if src == nil {
+		src = map[string]any{}
+	}
+	created := ""
+	for _, m := range parts {
+		if c, ok := m.Source["created"].(string); ok && c > created {
+			created = c // RFC 3339 UTC times sort as strings
+		}
+	}
+	if created != "" {
+		src["created"] = created
+	}
+	src["job"] = p0.Part.Job
+	src["num_workers"] = len(parts)
+	if command != "" {
+		src["command"] = command
+	} else {
+		delete(src, "command")
+	}
+	out := NewManifest(p0.Tokenizer, p0.DType, src)
+	for _, split := range p0.Part.Splits {
+		for i, m := range parts {
+			for _, s := range m.Shards {
+				if s.Split == split {
+					s.Prefix = PartDir(i, len(parts)) + "/" + s.Prefix
+					out.Shards = append(out.Shards, s)
+					out.Documents += s.Documents
+					out.Tokens += s.Tokens
+				}
+			}
+		}
+	}
+	return out
+}

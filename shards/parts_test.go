@@ -1,0 +1,162 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// writePart writes part i of w in dir: one shard per split with docs, the split's shards
+// named as a run names them.
+func writePart(t testing.TB, st *testStore, dir string, i, w int, job string, docs map[string][][]int) *Manifest {
+	t.Helper()
+	pdir := join(dir, PartDir(i, w))
+	m := NewManifest(testTokenizer(65536), Uint16, map[string]any{"inputs": []string{"in.jsonl"}, "created": fmt.Sprintf("2025-01-0%dT00:00:00Z", i+1), "command": fmt.Sprintf("run part %d", i)})
+	m.Part = &PartInfo{Index: i, Count: w, Job: job, Splits: []string{"", "val"}}
+	for _, split := range []string{"", "val"} {
+		if len(docs[split]) == 0 {
+			continue
+		}
+		info := writeShard(t, st, join(pdir, "d_"+split+"text_document"), Uint16, docs[split])
+		info.Split = split
+		if err := m.Add(pdir, info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteManifest(context.Background(), st, pdir, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMergeParts(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	parts := []map[string][][]int{
+		{"": {{1, 2}, {3}}},
+		{"": {{4}}, "val": {{5, 5}}},
+		{}, // a part that got no documents
+		{"val": {{6}, {7, 7, 7}}},
+	}
+	for i, p := range parts[:3] {
+		writePart(t, st, "ds", i, 4, "job-1", p)
+	}
+	// Part 3 was killed: a shard, no manifest.
+	writeShard(t, st, join("ds", PartDir(3, 4)+"/d_valtext_document"), Uint16, [][]int{{6}})
+	_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
+	if !errors.Is(err, ErrPartMissing) || !strings.Contains(err.Error(), "part 3 (parts/part-00003-of-00004: started, unfinished") ||
+		!strings.Contains(err.Error(), "--worker-index I, for I in 3") || !strings.Contains(err.Error(), "(part 0 ran: run part 0)") {
+		t.Fatalf("merge with part 3 unfinished: %v", err)
+	}
+	if _, err := ReadManifest(ctx, st, "ds"); !errors.Is(err, ErrMissing) {
+		t.Fatalf("a refused merge wrote a manifest: %v", err)
+	}
+	writePart(t, st, "ds", 3, 4, "job-1", parts[3])
+
+	res, err := MergeParts(ctx, st, "ds", MergePartsOptions{Command: "shards merge-parts ds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Manifest
+	var prefixes []string
+	for _, s := range m.Shards {
+		prefixes = append(prefixes, s.Split+":"+s.Prefix)
+	}
+	want := []string{":parts/part-00000-of-00004/d_text_document", ":parts/part-00001-of-00004/d_text_document",
+		"val:parts/part-00001-of-00004/d_valtext_document", "val:parts/part-00003-of-00004/d_valtext_document"}
+	if strings.Join(prefixes, " ") != strings.Join(want, " ") {
+		t.Fatalf("merged shards %v, want %v", prefixes, want)
+	}
+	if m.Part != nil || m.Documents != 6 || m.Source["job"] != "job-1" || m.Source["created"] != "2025-01-04T00:00:00Z" ||
+		m.Source["command"] != "shards merge-parts ds" || m.Source["num_workers"] != 4 {
+		t.Fatalf("merged manifest %+v", m)
+	}
+	d, err := OpenDataset(ctx, st, "ds", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	for i := range d.Len() {
+		got = append(got, d.Tokens(i))
+	}
+	d.Close()
+	if fmt.Sprint(got) != "[[1 2] [3] [4] [5 5] [6] [7 7 7]]" {
+		t.Fatalf("merged documents %v", got)
+	}
+	if probs, err := Verify(ctx, st, "ds"); err != nil || len(probs) != 0 {
+		t.Fatalf("verify: %v %v", probs, err)
+	}
+	// Again: nothing to do.
+	if res, err := MergeParts(ctx, st, "ds", MergePartsOptions{}); err != nil || !res.Already {
+		t.Fatalf("second merge: %+v %v", res, err)
+	}
+}
+
+func TestMergePartsRefuses(t *testing.T) {
+	ctx := context.Background()
+	one := map[string][][]int{"": {{1}}}
+	for _, tc := range []struct {
+		name  string
+		setup func(st *testStore)
+		want  string
+		is    error
+	}{
+		{"no parts", func(st *testStore) {}, "no parts in", ErrPartMissing},
+		{"two runs", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 0, 3, "j", one)
+		}, "runs with 2 and 3 workers", nil},
+		{"other job", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 1, 2, "k", one)
+		}, "parts/part-00001-of-00002 belongs to another run", ErrIncompatible},
+		{"wrong index", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			m := writePart(t, st, "ds", 1, 2, "j", one)
+			// A copy of part 1 put in part 0's place.
+			data, _ := os.ReadFile(st.path("ds/" + PartDir(1, 2) + "/manifest.json"))
+			_ = m
+			os.WriteFile(st.path("ds/"+PartDir(0, 2)+"/manifest.json"), data, 0o666)
+		}, "says it is part 1 of 2", ErrIncompatible},
+		{"damaged", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 1, 2, "j", one)
+			os.Remove(st.path("ds/" + PartDir(1, 2) + "/d_text_document.bin"))
+		}, "d_text_document.bin does not exist", ErrMissing},
+		{"another dataset there", func(st *testStore) {
+			writePart(t, st, "ds", 0, 1, "j", one)
+			writeDataset(t, st, "ds", testTokenizer(65536), Uint16, [][]int{{9}})
+		}, "was not merged from this run's parts", ErrExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newTestStore(t)
+			tc.setup(st)
+			_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("got %v, want %q (%v)", err, tc.want, tc.is)
+			}
+		})
+	}
+	// Overwrite replaces another dataset's manifest.
+	st := newTestStore(t)
+	writePart(t, st, "ds", 0, 1, "j", one)
+	writeDataset(t, st, "ds", testTokenizer(65536), Uint16, [][]int{{9}})
+	if res, err := MergeParts(ctx, st, "ds", MergePartsOptions{Overwrite: true}); err != nil || res.Manifest.Documents != 1 || res.Manifest.Source["job"] != "j" {
+		t.Fatalf("overwrite: %+v %v", res, err)
+	}
+}
+
+func TestPartManifestValidation(t *testing.T) {
+	m := NewManifest(testTokenizer(100), Uint16, nil)
+	m.Part = &PartInfo{Index: 2, Count: 2, Splits: []string{"", ""}}
+	m.Shards = []ShardInfo{{Prefix: "x", Split: "val", BinSHA256: strings.Repeat("0", 64), IdxSHA256: strings.Repeat("0", 64)}}
+	err := m.Validate()
+	for _, want := range []string{"part.index 2 is not in [0, part.count 2)", "part.job is empty", `"" repeats`, `split "val" is not among`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: %v, want %q", err, want)
+		}
+	}
+}
