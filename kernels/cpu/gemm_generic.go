@@ -4,3 +4,5 @@ package cpu
 
 // selectKernel: the portable micro-kernel (gemm_kernel.go).
 func selectKernel() microKernel { return goKernel }
+
+func kernelsAvailable() []microKernel { return []microKernel{goKernel} }
