@@ -105,23 +105,3 @@ func TestBuildNeoXIndexErrors(t *testing.T) {
 		t.Error("NeoXBlendWeights with zero sum: no error")
 	}
 }
-
-// BenchmarkBuildNeoXIndex100M builds the index for 100M tokens in documents
-// of about 1000 tokens, seqLen 2048, one epoch.
-func BenchmarkBuildNeoXIndex100M(b *testing.B) {
-	rnd := rand.New(rand.NewPCG(3, 4))
-	var sizes []int32
-	var tpe int64
-	for tpe < 100_000_000 {
-		s := int32(500 + rnd.IntN(1001))
-		sizes = append(sizes, s)
-		tpe += int64(s)
-	}
-	ns := (tpe - 1) / 2048
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := BuildNeoXIndex(sizes, 2048, ns, 1234); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
