@@ -1,0 +1,239 @@
+package hfgpt2
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gptkit/train/safetensors"
+)
+
+// randomModel returns our tensors for cfg with N(0, 0.1)-ish values and zero padding
+// rows in wte.
+func randomModel(cfg Config, seed uint64) []safetensors.Tensor {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var ts []safetensors.Tensor
+	for _, p := range Params(cfg) {
+		t := safetensors.Tensor{Name: p.Name, Shape: p.Shape, Data: make([]float32, numel(p.Shape))}
+		for i := range t.Data {
+			t.Data[i] = float32(r.NormFloat64() * 0.1)
+		}
+		if strings.HasSuffix(p.Name, "ln_1.weight") || strings.HasSuffix(p.Name, "ln_2.weight") || strings.HasSuffix(p.Name, "ln_f.weight") {
+			for i := range t.Data {
+				t.Data[i] += 1
+			}
+		}
+		if p.Name == "transformer.wte.weight" {
+			clear(t.Data[cfg.VocabSize*cfg.NEmbd:])
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	eos := 64
+	for _, cfg := range []Config{
+		{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 8, BlockSize: 16, Bias: true, LayerNormEps: 1e-5, EOSTokenID: &eos},
+		{VocabSize: 100, PaddedVocab: 128, NLayer: 3, NHead: 4, NEmbd: 16, BlockSize: 8, Bias: false, LayerNormEps: 1e-5},
+	} {
+		dir := t.TempDir()
+		want := randomModel(cfg, 7)
+		if err := Export(dir, cfg, want); err != nil {
+			t.Fatal(err)
+		}
+		gotCfg, got, err := Import(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(gotCfg, cfg) {
+			t.Fatalf("config %+v came back as %+v", cfg, gotCfg)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d tensors came back, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Name != want[i].Name || !sameShape(got[i].Shape, want[i].Shape) || !sameBits(got[i].Data, want[i].Data) {
+				t.Fatalf("tensor %d %s %v did not round-trip bit-exactly (got %s %v)", i, want[i].Name, want[i].Shape, got[i].Name, got[i].Shape)
+			}
+		}
+	}
+}
+
+// TestExportLayout checks a one-layer, two-channel model value by value against the
+// layout transformers' GPT2LMHeadModel loads: Conv1D weights [in, out], wte with
+// vocab_size rows, no lm_head, metadata format=pt, and the config.json fields.
+func TestExportLayout(t *testing.T) {
+	cfg := Config{VocabSize: 3, PaddedVocab: 64, NLayer: 1, NHead: 1, NEmbd: 2, BlockSize: 4, Bias: true}
+	ts := randomModel(cfg, 1)
+	for i := range ts {
+		if ts[i].Name == "transformer.h.0.attn.c_attn.weight" { // (3C, C) = (6, 2): row r = [2r, 2r+1]
+			for j := range ts[i].Data {
+				ts[i].Data[j] = float32(j)
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := Export(dir, cfg, ts); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.ReadFile(filepath.Join(dir, WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata["format"] != "pt" {
+		t.Fatalf("metadata %v lacks format=pt", f.Metadata)
+	}
+	var names []string
+	for _, t := range f.Tensors {
+		names = append(names, t.Name)
+	}
+	wantNames := []string{
+		"transformer.h.0.attn.c_attn.bias", "transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_proj.bias", "transformer.h.0.attn.c_proj.weight",
+		"transformer.h.0.ln_1.bias", "transformer.h.0.ln_1.weight", "transformer.h.0.ln_2.bias", "transformer.h.0.ln_2.weight",
+		"transformer.h.0.mlp.c_fc.bias", "transformer.h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_proj.bias", "transformer.h.0.mlp.c_proj.weight",
+		"transformer.ln_f.bias", "transformer.ln_f.weight", "transformer.wpe.weight", "transformer.wte.weight",
+	}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Fatalf("names %v\nwant %v", names, wantNames)
+	}
+	ca, _ := f.Tensor("transformer.h.0.attn.c_attn.weight")
+	if !reflect.DeepEqual(ca.Shape, []int{2, 6}) || !reflect.DeepEqual(ca.Data, []float32{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}) {
+		t.Fatalf("c_attn.weight %v %v, want [2 6] [0 2 4 6 8 10 1 3 5 7 9 11]", ca.Shape, ca.Data)
+	}
+	for name, shape := range map[string][]int{
+		"transformer.wte.weight": {3, 2}, "transformer.wpe.weight": {4, 2}, "transformer.h.0.attn.c_proj.weight": {2, 2},
+		"transformer.h.0.mlp.c_fc.weight": {2, 8}, "transformer.h.0.mlp.c_proj.weight": {8, 2}, "transformer.h.0.mlp.c_fc.bias": {8},
+	} {
+		if tt, _ := f.Tensor(name); !reflect.DeepEqual(tt.Shape, shape) {
+			t.Errorf("%s shape %v, want %v", name, tt.Shape, shape)
+		}
+	}
+	var cj map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err := json.Unmarshal(b, &cj); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{
+		"architectures": []any{"GPT2LMHeadModel"}, "model_type": "gpt2", "activation_function": "gelu_new",
+		"vocab_size": 3.0, "n_positions": 4.0, "n_ctx": 4.0, "n_embd": 2.0, "n_layer": 1.0, "n_head": 1.0,
+		"layer_norm_epsilon": 1e-5, "tie_word_embeddings": true, "n_inner": nil, "scale_attn_weights": true,
+	} {
+		if !reflect.DeepEqual(cj[k], v) {
+			t.Errorf("config.json %s = %v, want %v", k, cj[k], v)
+		}
+	}
+}
+
+// TestImportHubStyle reads a file laid out as the hub's gpt2 model.safetensors: keys
+// without "transformer.", the attn.bias causal-mask buffers, and a tied lm_head copy.
+func TestImportHubStyle(t *testing.T) {
+	cfg := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 2, NHead: 2, NEmbd: 4, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	want := randomModel(cfg, 3)
+	if err := Export(dir, cfg, want); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, WeightsName)
+	f, _ := safetensors.ReadFile(path)
+	var hub []safetensors.Tensor
+	for _, tt := range f.Tensors {
+		tt.Name = strings.TrimPrefix(tt.Name, "transformer.")
+		hub = append(hub, tt)
+		if tt.Name == "wte.weight" {
+			hub = append(hub, safetensors.Tensor{Name: "lm_head.weight", Shape: tt.Shape, Data: tt.Data})
+		}
+	}
+	for i := range cfg.NLayer {
+		hub = append(hub, safetensors.Tensor{Name: "h." + string(rune('0'+i)) + ".attn.bias", Shape: []int{1, 1, 8, 8}, Data: make([]float32, 64)})
+	}
+	if err := safetensors.WriteFile(path, hub, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	// A hub config.json has no gptkit section and says nothing of n_inner.
+	os.WriteFile(filepath.Join(dir, ConfigName), []byte(`{"activation_function":"gelu_new","architectures":["GPT2LMHeadModel"],
+		"layer_norm_epsilon":1e-05,"model_type":"gpt2","n_ctx":8,"n_embd":4,"n_head":2,"n_layer":2,"n_positions":8,"vocab_size":50,
+		"task_specific_params":{"text-generation":{"do_sample":true,"max_length":50}}}`), 0o666)
+	gotCfg, got, err := Import(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotCfg, cfg) {
+		t.Fatalf("config %+v, want %+v", gotCfg, cfg)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || !sameBits(got[i].Data, want[i].Data) {
+			t.Fatalf("tensor %s differs", want[i].Name)
+		}
+	}
+
+	// An untied lm_head, an extra tensor, a missing tensor: errors naming them.
+	for _, c := range []struct {
+		edit func([]safetensors.Tensor) []safetensors.Tensor
+		want string
+	}{
+		{func(ts []safetensors.Tensor) []safetensors.Tensor {
+			for i := range ts {
+				if ts[i].Name == "lm_head.weight" {
+					ts[i].Data = make([]float32, len(ts[i].Data))
+				}
+			}
+			return ts
+		}, "untied"},
+		{func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.Tensor{Name: "h.2.ln_1.weight", Shape: []int{4}, Data: make([]float32, 4)})
+		}, "unexpected tensors h.2.ln_1.weight"},
+		{func(ts []safetensors.Tensor) []safetensors.Tensor { return ts[1:] }, "has no tensor transformer.h.0.attn.c_attn.bias"},
+	} {
+		edited := c.edit(append([]safetensors.Tensor(nil), hub...))
+		if err := safetensors.WriteFile(path, edited, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Import(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err %v, want %q", err, c.want)
+		}
+	}
+}
+
+func TestImportRejectsOtherArchitectures(t *testing.T) {
+	for _, c := range []struct{ config, want string }{
+		{`{"model_type":"llama"}`, `model_type "llama"`},
+		{`{"model_type":"gpt2","activation_function":"relu","n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "activation_function"},
+		{`{"model_type":"gpt2","n_inner":7,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "n_inner 7"},
+		{`{"model_type":"gpt2","scale_attn_by_inverse_layer_idx":true,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "attention scaling"},
+		{`{"model_type":"gpt2","tie_word_embeddings":false,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "tie_word_embeddings"},
+		{`{"model_type":"gpt2","n_embd":6,"n_head":4,"n_layer":1,"n_positions":4,"vocab_size":5}`, "do not divide"},
+		{`[`, "not a JSON config"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, ConfigName), []byte(c.config), 0o666)
+		if _, _, err := Import(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.config, err, c.want)
+		}
+	}
+	if _, _, err := Import(t.TempDir()); err == nil || !strings.Contains(err.Error(), "want a Hugging Face model directory") {
+		t.Errorf("empty dir: %v", err)
+	}
+}
+
+func TestExportRejects(t *testing.T) {
+	cfg := Config{VocabSize: 3, PaddedVocab: 64, NLayer: 1, NHead: 1, NEmbd: 2, BlockSize: 4, Bias: true}
+	ts := randomModel(cfg, 1)
+	if err := Export(t.TempDir(), cfg, ts[1:]); err == nil || !strings.Contains(err.Error(), "transformer.wte.weight is missing") {
+		t.Errorf("missing wte: %v", err)
+	}
+	bad := append([]safetensors.Tensor(nil), ts...)
+	bad[1] = safetensors.Tensor{Name: bad[1].Name, Shape: []int{5, 2}, Data: make([]float32, 10)}
+	if err := Export(t.TempDir(), cfg, bad); err == nil || !strings.Contains(err.Error(), "has shape [5 2]") {
+		t.Errorf("bad wpe: %v", err)
+	}
+	noBias := cfg
+	noBias.Bias = false
+	if err := Export(t.TempDir(), noBias, ts); err == nil || !strings.Contains(err.Error(), "not part of a GPT-2 model") {
+		t.Errorf("biases with Bias false: %v", err)
+	}
+}
