@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gptkit/internal/miniotest"
 	"gptkit/shards"
 	"gptkit/storage"
 )
@@ -27,7 +28,7 @@ var bench struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := miniotest.Main(m)
 	if bench.dir != "" {
 		os.RemoveAll(bench.dir)
 	}
