@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/internal/miniotest"
 	"gptkit/loader"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -352,4 +353,48 @@ func writeDocs(t *testing.T, docs [][]int, dtype shards.DType) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestSamplesS3 prints the samples of a dataset in a real MinIO: the same as those
+// of its local copy.
+func TestSamplesS3(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.Setenv(t)
+	dir := makeDataset(t)
+	ctx := context.Background()
+	loc := "s3://" + srv.NewBucket(t) + "/ds"
+	st, err := storage.Open(ctx, loc, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := st.Create(ctx, e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"samples", "--seq-len", "6", "--seed", "7", "--num-samples", "30", "--order", "neox"}
+	code, want, errOut := runTrain(t, append(args, "--data", dir)...)
+	if code != 0 {
+		t.Fatalf("local: exit %d: %s", code, errOut)
+	}
+	code, got, errOut := runTrain(t, append(args, "--data", loc, "--s3-endpoint", srv.Endpoint, "--cache-dir", t.TempDir())...)
+	if code != 0 || got != want {
+		t.Fatalf("s3: exit %d: %s", code, errOut)
+	}
 }
