@@ -38,7 +38,7 @@ func batchBytes(workers int) int {
 // The reader queues batches in order; workers encode them; the writer takes the results
 // in the same order. At most 2×workers batches (see batchBytes) are queued, one more is
 // being read and one written.
-func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []string, skip int64, workers int, rot *shardRotator) (read prep.Stats, tokens int64, writeTime time.Duration, err error) {
+func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, skip int64, workers int, rot *shardRotator) (read prep.Stats, tokens int64, writeTime time.Duration, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rot.ctx = ctx
@@ -68,7 +68,7 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []string, skip int
 		defer close(order)
 		defer close(jobs)
 		var err error
-		read, err = prep.ReadBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
+		read, err = prep.ReadRangeBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
 			j := job{docs: docs, result: make(chan [][]int, 1)}
 			select {
 			case order <- j:
@@ -197,5 +197,17 @@ func docWhere(d prep.Doc) string {
 	if d.Line > 0 {
 		return fmt.Sprintf("%s line %d", d.Source, d.Line)
 	}
+	if d.Offset > 0 {
+		return fmt.Sprintf("%s line at byte %d", d.Source, d.Offset)
+	}
 	return d.Source
+}
+
+// wholeRanges reads every file whole.
+func wholeRanges(files []string) []prep.FileRange {
+	out := make([]prep.FileRange, len(files))
+	for i, f := range files {
+		out[i] = prep.Whole(f)
+	}
+	return out
 }

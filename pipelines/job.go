@@ -35,6 +35,15 @@ type jobDesc struct {
 	FilterSet  string            `json:"filter_set,omitempty"`
 	Splits     []jobSplit        `json:"splits"`
 	Params     map[string]string `json:"params,omitempty"`
+	// Partition, in the job of one part of a partitioned run, says which part.
+	Partition *jobPartition `json:"partition,omitempty"`
+}
+
+// jobPartition is the part a partitioned run's worker does (see Partition).
+type jobPartition struct {
+	Version     int `json:"version"` // partitionVersion
+	NumWorkers  int `json:"num_workers"`
+	WorkerIndex int `json:"worker_index"`
 }
 
 type jobSplit struct {
@@ -89,6 +98,35 @@ func (d *jobDesc) fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// runJob is the fingerprint of a partitioned run's whole job, the same in every part
+// (shards.PartInfo.Job) and in the merged manifest's source: the job without the
+// part, and with inputs known by name, size and sha256 only. Modification times are
+// left out: workers on other machines may see other copies of the same inputs.
+func (d *jobDesc) runJob() string {
+	c := *d
+	c.Partition = nil
+	c.Splits = make([]jobSplit, len(d.Splits))
+	for i, s := range d.Splits {
+		c.Splits[i] = jobSplit{Split: s.Split, Inputs: make([]jobInput, len(s.Inputs))}
+		for j, in := range s.Inputs {
+			in.ModTime = ""
+			c.Splits[i].Inputs[j] = in
+		}
+	}
+	return c.fingerprint()
+}
+
+// sizes returns the inputs' sizes, by name, as the job saw them.
+func (d *jobDesc) sizes() map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range d.Splits {
+		for _, in := range s.Inputs {
+			out[in.Name] = in.Size
+		}
+	}
+	return out
+}
+
 // changes says how job b differs from a, for the message of a run that does not resume.
 func (a *jobDesc) changes(b *jobDesc) string {
 	var out []string
@@ -107,6 +145,9 @@ func (a *jobDesc) changes(b *jobDesc) string {
 	diff("append-eod", a.AppendEOD, b.AppendEOD)
 	diff("shard size", a.ShardBytes, b.ShardBytes)
 	diff("filter set", a.FilterSet, b.FilterSet)
+	if pa, pb := a.Partition, b.Partition; (pa == nil) != (pb == nil) || pa != nil && *pa != *pb {
+		out = append(out, fmt.Sprintf("partition %s → %s", pa.String(), pb.String()))
+	}
 	if !maps.Equal(a.Params, b.Params) {
 		out = append(out, fmt.Sprintf("settings %v → %v", a.Params, b.Params))
 	}
@@ -146,4 +187,11 @@ func short(h string) string {
 		return "-"
 	}
 	return h
+}
+
+func (p *jobPartition) String() string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("part %d of %d (v%d)", p.WorkerIndex, p.NumWorkers, p.Version)
 }

@@ -67,7 +67,25 @@ type TokenizeRun struct {
 	// of failing on the first one as `tokenize run` does.
 	SkipBad bool
 
+	// NumWorkers, when positive, makes the run part WorkerIndex (from 0) of a
+	// partitioned run of NumWorkers parts: one task of an array job (see
+	// ResolveArrayTask). The part reads its slice of the inputs (Partition: whole
+	// files, or line-aligned byte ranges of uncompressed JSONL files) and writes a
+	// dataset of its own in Dir/parts/part-IIIII-of-WWWWW (shards.PartDir), its
+	// manifest last, marked with shards.PartInfo; shards.MergeParts then lists every
+	// part's shards in Dir/manifest.json, in the order of a single-process run. A part
+	// is always resumable (Resume is implied): rerun after a kill, it keeps its
+	// finished shards; rerun once finished, it does nothing (AlreadyComplete). A run
+	// already merged in Dir is not redone either. Every part of a run must be given the
+	// same inputs (names and sizes), tokenizer and settings.
+	NumWorkers, WorkerIndex int
+
 	hooks testHooks
+
+	// Set in the run of one part (runPart).
+	partDesc *jobDesc           // the part's job
+	ranges   [][]prep.FileRange // per split, what the part reads
+	part     *shards.PartInfo   // for the part's manifest
 }
 
 // testHooks let tests stop a run at chosen moments and fix its clock.
@@ -108,6 +126,12 @@ type RunStats struct {
 	ResumedShards   int    // shards kept from an interrupted run
 	ResumedDocs     int64  // documents in them
 	Restarted       string // why an interrupted run's journal was not used ("" if none was found or it was)
+
+	// Partitioned runs (NumWorkers > 0).
+	PartDir string // the part's directory relative to Dir (shards.PartDir); "" when not partitioned
+	// AlreadyMerged: Dir already holds the run's merged dataset; the part did
+	// nothing, and the manifest returned is the merged one.
+	AlreadyMerged bool
 }
 
 // SplitStats are one split's RunStats. A split finished by an earlier run keeps its
@@ -129,6 +153,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if r.hooks.now != nil {
 		now = r.hooks.now
 	}
+	if r.NumWorkers > 0 {
+		return r.runPart(ctx)
+	}
 	start := now()
 	t0 := time.Now()
 	var stats RunStats
@@ -148,8 +175,10 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	var job string
 	if r.Resume {
 		var err error
-		if desc, err = r.describeJob(dtype); err != nil {
-			return nil, stats, err
+		if desc = r.partDesc; desc == nil {
+			if desc, err = r.describeJob(dtype); err != nil {
+				return nil, stats, err
+			}
 		}
 		job = desc.fingerprint()
 	}
@@ -202,7 +231,11 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	}
 
 	for i, sp := range r.splits() {
-		ss, err := r.runSplit(ctx, j, j.Splits[i], sp.Inputs, dtype, workers, log)
+		ranges := wholeRanges(sp.Inputs)
+		if r.ranges != nil {
+			ranges = r.ranges[i]
+		}
+		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, dtype, workers, log)
 		stats.add(ss)
 		if err != nil {
 			return nil, stats, err
@@ -250,12 +283,14 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 	if j.Job != "" {
 		src["job"] = j.Job
 	}
-	return shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
+	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
+	m.Part = r.part
+	return m
 }
 
 // runSplit writes one split, continuing after its journaled shards, and journals each
 // shard it commits. A split the journal says is done is not read again.
-func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []string, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
+func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
 	t0 := time.Now()
 	ss := SplitStats{Split: js.Split, ResumedShards: len(js.Shards), ResumedDocs: js.Docs}
 	for _, info := range js.Shards {

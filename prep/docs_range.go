@@ -23,10 +23,11 @@ import (
 // and Parquet files are read only whole: their byte offsets do not map to lines
 // without decompressing what comes before.
 type FileRange struct {
-	File string
+	File string `json:"file"`
 	// Start and End delimit the range in bytes; End < 0 means the whole file (Start
 	// must then be 0). An End past the file's size is its size.
-	Start, End int64
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
 }
 
 // Whole is the FileRange of all of file.

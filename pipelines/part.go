@@ -1,0 +1,112 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"gptkit/prep"
+	"gptkit/shards"
+)
+
+// runPart runs part WorkerIndex of a partitioned run (NumWorkers > 0): its slice of the
+// inputs into its own resumable dataset in Dir/parts/part-IIIII-of-WWWWW.
+func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, error) {
+	t0 := time.Now()
+	var stats RunStats
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w, i := r.NumWorkers, r.WorkerIndex
+	if i < 0 || i >= w {
+		return nil, stats, fmt.Errorf("worker index %d is not in [0, %d)", i, w)
+	}
+	if r.AppendEOD && r.Tokenizer.EOD() < 0 {
+		return nil, stats, fmt.Errorf("tokenizer %s has no end-of-document token; pass --append-eod=false", r.Tokenizer.Name())
+	}
+	if err := r.checkSplits(); err != nil {
+		return nil, stats, err
+	}
+	dtype := shards.DTypeForVocab(r.Tokenizer.VocabSize())
+	desc, err := r.describeJob(dtype)
+	if err != nil {
+		return nil, stats, err
+	}
+	runJob := desc.runJob()
+	stats.PartDir = shards.PartDir(i, w)
+
+	// The run already merged: nothing to do.
+	top, err := shards.ReadManifest(ctx, r.Store, r.Dir)
+	switch {
+	case err == nil && top.Part == nil && top.Source["job"] == runJob && !r.Overwrite:
+		stats = manifestStats(top)
+		stats.PartDir, stats.AlreadyComplete, stats.AlreadyMerged, stats.Elapsed = shards.PartDir(i, w), true, true, time.Since(t0)
+		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", top.Documents, "tokens", top.Tokens)
+		return top, stats, nil
+	case err == nil && !r.Overwrite:
+		return nil, stats, fmt.Errorf("%s already holds a dataset made by another job (manifest.json with %d documents); pass --overwrite to replace it or choose another output", r.where(), top.Documents)
+	case err != nil && !errors.Is(err, shards.ErrMissing) && !r.Overwrite:
+		return nil, stats, err
+	}
+
+	sizes := desc.sizes()
+	size := func(name string) int64 { return sizes[name] }
+	slice := Partition(r.splits(), size, w)[i]
+	part := *r
+	part.NumWorkers, part.WorkerIndex = 0, 0
+	part.Dir = joinKey(r.Dir, shards.PartDir(i, w))
+	part.Resume = true
+	pd := *desc
+	pd.Partition = &jobPartition{Version: partitionVersion, NumWorkers: w, WorkerIndex: i}
+	part.partDesc = &pd
+	part.ranges = make([][]prep.FileRange, len(slice))
+	splitNames := make([]string, len(slice))
+	for k, s := range slice {
+		part.ranges[k] = s.Ranges
+		if part.ranges[k] == nil {
+			part.ranges[k] = []prep.FileRange{}
+		}
+		splitNames[k] = s.Split
+	}
+	part.part = &shards.PartInfo{Index: i, Count: w, Job: runJob, Splits: splitNames, Slice: slice}
+	log.Info("partitioned run", "part", i, "of", w, "dir", part.where(), "input_bytes", sliceBytes(slice, size), "run_job", short(runJob))
+	m, pstats, err := part.Run(ctx)
+	pstats.PartDir = stats.PartDir
+	if err == nil && pstats.AlreadyComplete {
+		log.Info("part already complete: not redone", "part", i, "of", w, "dir", part.where())
+	}
+	return m, pstats, err
+}
+
+// Slice returns what the run reads, split by split: every input whole, or, for one part
+// of a partitioned run (NumWorkers > 0), its slice (see Partition); and the bytes that
+// is, for a progress bar's total.
+func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
+	sizes := map[string]int64{}
+	for _, s := range r.splits() {
+		for _, name := range s.Inputs {
+			fi, err := os.Stat(name)
+			if err != nil {
+				return nil, 0, fmt.Errorf("input %w", err)
+			}
+			sizes[name] = fi.Size()
+		}
+	}
+	size := func(name string) int64 { return sizes[name] }
+	var slice []SplitRanges
+	if r.NumWorkers > 0 {
+		if r.WorkerIndex < 0 || r.WorkerIndex >= r.NumWorkers {
+			return nil, 0, fmt.Errorf("worker index %d is not in [0, %d)", r.WorkerIndex, r.NumWorkers)
+		}
+		slice = Partition(r.splits(), size, r.NumWorkers)[r.WorkerIndex]
+	} else {
+		for _, s := range r.splits() {
+			slice = append(slice, SplitRanges{Split: s.Split, Ranges: wholeRanges(s.Inputs)})
+		}
+	}
+	return slice, sliceBytes(slice, size), nil
+}
