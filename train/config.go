@@ -14,49 +14,49 @@ import (
 // grad_accum 1 (nanoGPT: 40, for 8 GPUs).
 type Config struct {
 	// Data and output.
-	Data        string `key:"data" help:"the dataset DIR (a directory holding manifest.json, or s3://bucket/prefix)"`
-	Out         string `key:"out" help:"the run DIR: config.yaml, metrics.jsonl and checkpoints/ go there"`
-	Order       string `key:"order" help:"the sample order: default or neox"`
-	Split       string `key:"split" help:"the train,valid,test WEIGHTS dividing the documents of an unsplit dataset (GPT-NeoX's split)"`
-	CacheDir    string `key:"cache_dir" help:"DIR keeping verified local copies of S3 shards (empty: the default cache)"`
-	S3Endpoint  string `key:"s3_endpoint" help:"S3 endpoint URL for S3-compatible servers (empty: $AWS_ENDPOINT_URL_S3, else AWS)"`
+	Data        string `key:"data" help:"the dataset {DIR} (a directory holding manifest.json, s3://bucket/prefix, a bare GPT-NeoX prefix or a blend, as loader.Open takes)"`
+	Out         string `key:"out" help:"the run {DIR}: config.yaml, metrics.jsonl and checkpoints/ go there"`
+	Order       string `key:"order" help:"the sample {ORDER}: default (shuffled per epoch) or neox (GPT-NeoX's)"`
+	Split       string `key:"split" help:"the train,valid,test {WEIGHTS} dividing the documents of an unsplit dataset (GPT-NeoX's split)"`
+	CacheDir    string `key:"cache_dir" help:"{DIR} keeping verified local copies of S3 shards and index files that cannot sit beside the data (empty: the default cache)"`
+	S3Endpoint  string `key:"s3_endpoint" help:"S3 endpoint {URL} for S3-compatible servers (empty: $AWS_ENDPOINT_URL_S3, else AWS)"`
 	S3PathStyle bool   `key:"s3_path_style" help:"address S3 buckets path-style"`
 
 	// Where it runs.
-	Device  string `key:"device" help:"auto, cpu or cuda (cuda is not there yet)"`
-	Threads int    `key:"threads" help:"CPU threads for the kernels (0: one per CPU)"`
+	Device  string `key:"device" help:"the {DEVICE}: auto (cpu for now), cpu, ref (the reference kernels: slow, for checking) or cuda (not there yet)"`
+	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU)"`
 
 	// The model.
-	NLayer    int     `key:"n_layer" help:"transformer blocks"`
-	NHead     int     `key:"n_head" help:"attention heads (n_embd must be a multiple)"`
-	NEmbd     int     `key:"n_embd" help:"embedding width C"`
-	BlockSize int     `key:"block_size" help:"context length T (tokens per sample)"`
-	VocabSize int     `key:"vocab_size" help:"vocabulary size V, padded to a multiple of 64 for the embedding (0: the dataset tokenizer's)"`
+	NLayer    int     `key:"n_layer" help:"transformer blocks {N}"`
+	NHead     int     `key:"n_head" help:"attention heads {N} per block (n_embd must be a multiple)"`
+	NEmbd     int     `key:"n_embd" help:"embedding width {C}"`
+	BlockSize int     `key:"block_size" help:"context length {T} (tokens per sample)"`
+	VocabSize int     `key:"vocab_size" help:"vocabulary size {V}, padded to a multiple of 64 for the embedding (0: the dataset tokenizer's)"`
 	Bias      bool    `key:"bias" help:"biases in the Linear and LayerNorm layers"`
-	Dropout   float64 `key:"dropout" help:"dropout probability after the embeddings and each residual branch (0: none)"`
+	Dropout   float64 `key:"dropout" help:"dropout probability {P} after the embeddings and each residual branch (0: none)"`
 
 	// Optimization.
-	BatchSize    int     `key:"batch_size" help:"samples per micro-batch per rank (B)"`
-	GradAccum    int     `key:"grad_accum" help:"micro-batches per optimizer step"`
-	MaxSteps     int     `key:"max_steps" help:"optimizer steps to train for"`
-	LR           float64 `key:"lr" help:"peak learning rate"`
-	MinLR        float64 `key:"min_lr" help:"learning rate at the end of the cosine decay"`
-	WarmupSteps  int     `key:"warmup_steps" help:"steps of linear warmup"`
-	LRDecaySteps int     `key:"lr_decay_steps" help:"step at which the cosine decay reaches min_lr"`
-	WeightDecay  float64 `key:"weight_decay" help:"AdamW weight decay (2-D weights only)"`
-	Beta1        float64 `key:"beta1" help:"AdamW beta1"`
-	Beta2        float64 `key:"beta2" help:"AdamW beta2"`
-	GradClip     float64 `key:"grad_clip" help:"clip gradients to this global norm (0: no clipping)"`
-	Seed         int64   `key:"seed" help:"seed of the initialization, the sample order and dropout"`
+	BatchSize    int     `key:"batch_size" help:"samples {B} per micro-batch per rank"`
+	GradAccum    int     `key:"grad_accum" help:"micro-batches {N} per optimizer step"`
+	MaxSteps     int     `key:"max_steps" help:"optimizer steps {N} to train for"`
+	LR           float64 `key:"lr" help:"peak learning rate {LR}"`
+	MinLR        float64 `key:"min_lr" help:"learning rate {LR} at the end of the cosine decay"`
+	WarmupSteps  int     `key:"warmup_steps" help:"steps {N} of linear warmup"`
+	LRDecaySteps int     `key:"lr_decay_steps" help:"step {N} at which the cosine decay reaches min_lr"`
+	WeightDecay  float64 `key:"weight_decay" help:"AdamW weight decay {WD} (2-D weights only)"`
+	Beta1        float64 `key:"beta1" help:"AdamW {BETA1}"`
+	Beta2        float64 `key:"beta2" help:"AdamW {BETA2}"`
+	GradClip     float64 `key:"grad_clip" help:"clip gradients to global norm {NORM} (0: no clipping)"`
+	Seed         int64   `key:"seed" help:"the {SEED} of the initialization, the sample order and dropout"`
 
 	// Evaluation, checkpoints and logs.
-	EvalEvery       int    `key:"eval_every" help:"evaluate on the valid split every N steps (and after the last; 0: only after the last)"`
-	EvalSteps       int    `key:"eval_steps" help:"micro-batches per evaluation (the first eval_steps x batch_size valid samples; 0: no evaluation)"`
-	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every N steps (and after the last; 0: only after the last)"`
-	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest N checkpoints (0: all)"`
-	LogEvery        int    `key:"log_every" help:"log a step line every N steps when stderr is not a terminal"`
-	Resume          string `key:"resume" help:"auto (continue from the newest checkpoint in out, if any), none (start afresh) or a checkpoint or run PATH"`
-	InitFrom        string `key:"init_from" help:"start from the weights in DIR (a Hugging Face GPT-2 directory, as export writes)"`
+	EvalEvery       int    `key:"eval_every" help:"evaluate on the valid split every {N} steps and after the last (0: only after the last)"`
+	EvalSteps       int    `key:"eval_steps" help:"micro-batches {N} per evaluation: the first N x batch_size valid samples (0: no evaluation)"`
+	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every {N} steps and after the last (0: only after the last)"`
+	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest {N} checkpoints (0: all)"`
+	LogEvery        int    `key:"log_every" help:"log a step line every {N} steps when stderr is not a terminal"`
+	Resume          string `key:"resume" help:"{MODE}: auto (continue from the newest checkpoint in out, if any), none (start afresh; refuse an out holding checkpoints) or a checkpoint or run PATH"`
+	InitFrom        string `key:"init_from" help:"start from the weights in {DIR} (a Hugging Face GPT-2 directory, as export writes)"`
 }
 
 // Default returns nanoGPT's train.py defaults (GPT-2 124M on OpenWebText), with
@@ -75,10 +75,23 @@ func Default() Config {
 
 // Field describes one configuration key.
 type Field struct {
-	Key  string // snake_case, as in YAML
+	Key string // snake_case, as in YAML
+	// Help says what the key does; a placeholder for its value is in braces, e.g.
+	// "transformer blocks {N}".
 	Help string
 	Kind reflect.Kind // String, Bool, Int, Int64 or Float64
 	idx  int
+}
+
+// Usage is Help for a flag.FlagSet: the placeholder in backquotes, which
+// flag.UnquoteUsage turns into the value's name (--n-layer N).
+func (f Field) Usage() string {
+	return strings.NewReplacer("{", "`", "}", "`").Replace(f.Help)
+}
+
+// Text is Help without the placeholder's braces.
+func (f Field) Text() string {
+	return strings.NewReplacer("{", "", "}", "").Replace(f.Help)
 }
 
 // Flag is the key as a command-line flag name (dashes for underscores).
@@ -207,9 +220,9 @@ func (c *Config) Validate() error {
 		add("order %q: want default or neox", c.Order)
 	}
 	switch c.Device {
-	case "auto", "cpu", "cuda":
+	case "auto", "cpu", "ref", "cuda":
 	default:
-		add("device %q: want auto, cpu or cuda", c.Device)
+		add("device %q: want auto, cpu, ref or cuda", c.Device)
 	}
 	if c.Threads < 0 {
 		add("threads %d: want >= 0 (0: one per CPU)", c.Threads)

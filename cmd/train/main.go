@@ -1,19 +1,24 @@
-// Command train trains GPT models on gptkit datasets. For now it has one subcommand,
-// which prints the training samples a run would see:
+// Command train trains GPT models on gptkit datasets, on the CPU, as the numerical
+// reference of gptkit's trainers:
 //
-//	train samples --data DIR --seq-len L --seed S --num-samples N [--order default|neox]
-//	    [--split 969,30,1] [--first K] [--count C] [--rank R --world W --micro-batch M --grad-accum G]
+//	train --data DATA [--config FILE] [--out DIR] [flags]   train (see configs/ and train -h)
+//	train sample --ckpt DIR --prompt TEXT [--max-new-tokens N --temperature T --top-k K --seed S]
+//	train score --ckpt DIR --tokens FILE                    mean next-token loss, {"loss": X}
+//	train export --ckpt DIR --format hf --out DIR2          a Hugging Face GPT-2 directory
+//	train plot ...                                          plot metrics.jsonl
+//	train samples --data DATA --seq-len L --num-samples N   the training samples, in order
 //
-// DIR may be a local dataset directory or s3://bucket/prefix (--s3-endpoint,
-// --s3-path-style). stdout carries only the command's output; logs and errors go to
-// stderr. Exit status: 0 on success, 1 on a failure (one line on stderr), 2 on a usage
-// error.
+// DATA may be a local dataset directory, s3://bucket/prefix, a bare GPT-NeoX prefix or a
+// blend (see train samples -h). stdout carries only the command's output; logs, progress
+// and errors go to stderr. Exit status: 0 on success, 1 on a failure (one line on
+// stderr), 2 on a usage error.
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"gptkit/internal/cli"
 )
@@ -21,7 +26,7 @@ import (
 func main() { cli.Main(run) }
 
 // run runs the train command line args (without the program name) and returns the exit
-// status. stdin is unused today; it is there so that every command's run has one shape.
+// status. stdin is read by score --tokens -.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		printUsage(stderr)
@@ -30,10 +35,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "samples":
 		return runSamples(ctx, rest, stdout, stderr)
-	case "-h", "-help", "--help", "help":
+	case "sample":
+		return runSample(ctx, rest, stdout, stderr)
+	case "score":
+		return runScore(ctx, rest, stdin, stdout, stderr)
+	case "export":
+		return runExport(ctx, rest, stdout, stderr)
+	// case "plot":
+	// 	return runPlot(ctx, rest, stdout, stderr)
+	case "help":
 		printUsage(stderr)
 		return cli.ExitOK
 	default:
+		if strings.HasPrefix(cmd, "-") {
+			return runTraining(ctx, args, stdout, stderr)
+		}
 		fmt.Fprintf(stderr, "train: unknown command %q\n\n", cmd)
 		printUsage(stderr)
 		return cli.ExitUsage
@@ -41,11 +57,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: train COMMAND [flags]
+	fmt.Fprint(w, `usage: train --data DATA [--config FILE] [--out DIR] [flags]
+       train COMMAND [flags]
 
-Trains GPT models on gptkit datasets (the trainer itself is not there yet).
+Trains GPT models on gptkit datasets (nanoGPT's GPT-2 and recipe, on the CPU).
+With flags and no command it trains (train -h lists the flags).
 
 Commands:
+  sample    generate text from a checkpoint
+  score     the mean next-token loss of a checkpoint on token sequences
+  export    write a checkpoint as a Hugging Face GPT-2 directory
+  plot      plot runs' metrics.jsonl
   samples   print the training samples in order (GPT-NeoX order), or those one rank receives
 
 Run 'train COMMAND -h' for a command's flags.

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"gptkit/internal/cli"
+	"gptkit/train"
+)
+
+// runScore implements `train score`.
+func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := cli.NewCommand("train", "score", "--ckpt DIR --tokens FILE",
+		"Prints {\"loss\": X} on stdout: the mean cross-entropy (nats) of the model of a checkpoint\n"+
+			"over every next-token prediction in FILE, a JSON array of token-id arrays ([[1,2,3],[4,5]]:\n"+
+			"each array is one sequence, scored from its second token on, given the tokens before it;\n"+
+			"at most block_size+1 tokens each). FILE - reads stdin. DIR is a checkpoint directory or a\n"+
+			"run directory (its newest checkpoint).")
+	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
+	tokens := c.Flags.String("tokens", "", "the JSON `FILE` of token-id arrays (- for stdin) (required)")
+	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu or ref")
+	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
+	if code, ok := c.Parse(args, stderr); !ok {
+		return code
+	}
+	switch {
+	case *ckpt == "":
+		return c.UsageError(stderr, "--ckpt DIR is required")
+	case *tokens == "":
+		return c.UsageError(stderr, "--tokens FILE is required")
+	}
+	be, err := openBackend(*device, *threads)
+	if err != nil {
+		return c.UsageError(stderr, err.Error())
+	}
+	fail := func(err error) int { return cli.Fail(stderr, "train score", cli.Interrupted(ctx, err)) }
+	var data []byte
+	if *tokens == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(*tokens)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	seqs, err := parseTokenArrays(data)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", *tokens, err))
+	}
+	m, _, err := train.LoadCheckpoint(ctx, *ckpt, be)
+	if err != nil {
+		return fail(err)
+	}
+	loss, _, err := train.Score(m, seqs)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", *tokens, err))
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return fail(fmt.Errorf("the loss is %g", loss))
+	}
+	fmt.Fprintf(stdout, "{\"loss\": %s}\n", strconv.FormatFloat(loss, 'g', -1, 64))
+	return cli.ExitOK
+}
+
+// parseTokenArrays reads a JSON array of arrays of token ids.
+func parseTokenArrays(data []byte) ([][]int32, error) {
+	var raw [][]json.Number
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("want a JSON array of token-id arrays ([[1,2,3],[4,5]]): %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("want one JSON array of token-id arrays; more follows it")
+	}
+	out := make([][]int32, len(raw))
+	for i, seq := range raw {
+		out[i] = make([]int32, len(seq))
+		for k, n := range seq {
+			v, err := strconv.ParseInt(n.String(), 10, 32)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("sequence %d, token %d: %s is not a token id", i, k, n)
+			}
+			out[i][k] = int32(v)
+		}
+	}
+	return out, nil
+}

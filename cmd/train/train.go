@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+
+	"gptkit/internal/cli"
+	"gptkit/train"
+)
+
+// cfgFlag is one configuration key on the command line. Parsing only records the
+// value: the keys apply over the config file's after both are read.
+type cfgFlag struct {
+	field train.Field
+	value string
+	set   bool
+}
+
+func (f *cfgFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.value
+}
+
+func (f *cfgFlag) Set(v string) error {
+	probe := train.Default()
+	if err := probe.Set(f.field.Key, v); err != nil {
+		return errors.New(trimKey(err.Error(), f.field.Key))
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// IsBoolFlag lets a boolean key stand alone (--bias) as well as take a value
+// (--bias=false).
+func (f *cfgFlag) IsBoolFlag() bool { return f.field.Kind == reflect.Bool }
+
+// Get makes -h quote a string key's default, as for a string flag.
+func (f *cfgFlag) Get() any {
+	if f.field.Kind == reflect.String {
+		return f.value
+	}
+	return nil
+}
+
+// trimKey drops the "key: " that Config.Set starts its errors with (the flag
+// package names the flag itself).
+func trimKey(msg, key string) string {
+	if len(msg) > len(key)+2 && msg[:len(key)+2] == key+": " {
+		return msg[len(key)+2:]
+	}
+	return msg
+}
+
+const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddings, pre-LayerNorm blocks of\n" +
+	"causal self-attention and a 4x GELU MLP, tied output layer) on the dataset in DATA with\n" +
+	"nanoGPT's recipe (AdamW, warmup and cosine decay, gradient clipping, accumulation).\n\n" +
+	"The configuration is the defaults (nanoGPT's train.py: GPT-2 124M), then --config FILE (a\n" +
+	"YAML file of the keys below in snake_case, e.g. n_layer: 4; see configs/), then the flags.\n\n" +
+	"OUT receives config.yaml (the resolved configuration), metrics.jsonl (one JSON object per\n" +
+	"step: step, loss, lr, grad_norm, tokens_per_s, and val_loss on evaluation steps) and\n" +
+	"checkpoints/ (weights as safetensors, AdamW state, trainer state; the newest\n" +
+	"--keep-checkpoints kept). --resume auto continues from the newest complete checkpoint, and\n" +
+	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT\n" +
+	"or SIGTERM saves a checkpoint and exits (status 1). On a terminal a progress line shows\n" +
+	"the steps; otherwise stderr gets a log line every --log-every steps. When done, stdout gets\n" +
+	"one JSON line: step, loss, val_loss, checkpoint, params, seconds."
+
+// runTraining implements `train [flags]`, the trainer.
+func runTraining(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := trainCommand()
+	configFile := c.Flags.String("config", "", "the YAML config `FILE` (e.g. configs/shakespeare-char.yaml)")
+	var flags []*cfgFlag
+	def := train.Default()
+	for _, f := range train.Fields() {
+		cf := &cfgFlag{field: f, value: def.Get(f.Key)}
+		c.Flags.Var(cf, f.Flag(), f.Usage())
+		flags = append(flags, cf)
+	}
+	usage := func(msg string) int {
+		fmt.Fprintf(stderr, "train: %s (run 'train -h' for usage)\n", msg)
+		return cli.ExitUsage
+	}
+	switch err := c.Flags.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stderr)
+		fmt.Fprintln(stderr)
+		c.PrintHelp(stderr)
+		return cli.ExitOK
+	case err != nil:
+		return usage(err.Error())
+	case c.Flags.NArg() > 0:
+		return usage(fmt.Sprintf("unexpected argument %q (the trainer takes flags only)", c.Flags.Arg(0)))
+	}
+
+	cfg := train.Default()
+	fromFile := map[string]bool{}
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return usage(fmt.Sprintf("--config: %v", err))
+		}
+		keys, err := cfg.LoadYAML(data, *configFile)
+		if err != nil {
+			return usage(err.Error())
+		}
+		for _, k := range keys {
+			fromFile[k] = true
+		}
+	}
+	explicit := map[string]bool{}
+	for _, f := range flags {
+		if f.set {
+			if err := cfg.Set(f.field.Key, f.value); err != nil {
+				return usage(err.Error())
+			}
+			explicit[f.field.Key] = true
+		}
+		explicit[f.field.Key] = explicit[f.field.Key] || fromFile[f.field.Key]
+	}
+	if cfg.InitFrom != "" {
+		if err := shapeFromInit(&cfg, explicit); err != nil {
+			return trainFail(ctx, stderr, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage(trimPrefix(err.Error(), "train: "))
+	}
+	be, err := openBackend(cfg.Device, cfg.Threads)
+	if err != nil {
+		return usage(err.Error())
+	}
+
+	var live *liveLine
+	var logOut io.Writer = stderr
+	if isTerminal(stderr) {
+		live = newLiveLine(stderr, cfg.MaxSteps)
+		logOut = live
+	}
+	log := slog.New(slog.NewTextHandler(logOut, nil))
+	t, err := train.NewTrainer(ctx, cfg, be, train.Single{}, log)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	defer t.Close()
+	if live != nil {
+		t.OnStep = live.step
+	}
+	res, err := t.Train(ctx)
+	if live != nil {
+		live.done()
+	}
+	if err != nil {
+		if ctx.Err() != nil && res != nil && res.Checkpoint != "" {
+			log.Info("interrupted", "step", res.Step, "checkpoint", res.Checkpoint)
+		}
+		return trainFail(ctx, stderr, err)
+	}
+	if err := t.Close(); err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	summary := struct {
+		Step       int      `json:"step"`
+		Loss       *float64 `json:"loss"`
+		ValLoss    *float64 `json:"val_loss"`
+		Checkpoint string   `json:"checkpoint"`
+		Resumed    string   `json:"resumed_from,omitempty"`
+		Params     int      `json:"params"`
+		Seconds    float64  `json:"seconds"`
+	}{Step: res.Step, Loss: finite(res.Loss), ValLoss: finite(res.ValLoss), Checkpoint: res.Checkpoint,
+		Resumed: res.ResumedFrom, Params: res.Params, Seconds: math.Round(res.TrainedSeconds*100) / 100}
+	line, _ := json.Marshal(summary)
+	fmt.Fprintf(stdout, "%s\n", line)
+	return cli.ExitOK
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func trimPrefix(s, p string) string {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// trainFail prints err as the one line a failed `train` leaves on stderr.
+func trainFail(ctx context.Context, stderr io.Writer, err error) int {
+	return cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
+}
+
+// trainCommand is the trainer's command line (its usage line reads
+// "train --data DATA ...").
+func trainCommand() *cli.Command {
+	return cli.NewCommand("train", "--data", "DATA [--config FILE] [--out DIR] [flags]", trainSummary)
+}
+
+// shapeFromInit fills the model-shape keys that neither the config file nor a flag
+// set from the --init-from directory (nanoGPT's init_from='gpt2' takes the shape
+// from the weights too). A block_size that is set may be smaller than the weights'
+// (their position embeddings are cropped).
+func shapeFromInit(cfg *train.Config, explicit map[string]bool) error {
+	mc, err := train.InitShape(cfg.InitFrom)
+	if err != nil {
+		return err
+	}
+	fill := func(key string, v string) {
+		if !explicit[key] {
+			cfg.Set(key, v)
+		}
+	}
+	fill("n_layer", strconv.Itoa(mc.NLayer))
+	fill("n_head", strconv.Itoa(mc.NHead))
+	fill("n_embd", strconv.Itoa(mc.NEmbd))
+	fill("block_size", strconv.Itoa(mc.BlockSize))
+	fill("bias", strconv.FormatBool(mc.Bias))
+	fill("vocab_size", strconv.Itoa(mc.VocabSize))
+	return nil
+}

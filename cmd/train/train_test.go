@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gptkit/kernels/ref"
+	"gptkit/shards"
+	"gptkit/storage"
+	"gptkit/tokenize"
+	"gptkit/train"
+)
+
+// charText is a small, very regular text: a model learns it in a few steps.
+func charText(n int) string {
+	var b strings.Builder
+	words := []string{"to be ", "or not ", "that is ", "the question. "}
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString(words[i%len(words)])
+	}
+	return b.String()[:n]
+}
+
+// makeCharDataset writes a dataset as prep shakespeare does: a train and a val
+// document of character ids, with chars.json beside the data.
+func makeCharDataset(t *testing.T) (string, *tokenize.Tokenizer) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	text := charText(8000)
+	tok := tokenize.NewCharsFromText(text, "test-chars")
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, shards.Uint16, nil)
+	n := len(text) * 9 / 10
+	for _, s := range []struct{ prefix, split, text string }{{"c_text_document", "train", text[:n]}, {"c_val_text_document", "val", text[n:]}} {
+		w, err := shards.NewWriter(ctx, st, s.prefix, shards.Uint16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddDocument(tok.Encode(s.text)); err != nil {
+			t.Fatal(err)
+		}
+		info, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info.Split = s.split
+		if err := m.Add("", info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	chars, err := tok.MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chars.json"), chars, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tok
+}
+
+// tinyArgs is a small, fast run on the reference kernels.
+func tinyArgs(data, out string, steps string) []string {
+	return []string{"--data", data, "--out", out, "--device", "ref", "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+		"--block-size", "16", "--batch-size", "4", "--max-steps", steps, "--lr", "1e-2", "--warmup-steps", "2",
+		"--lr-decay-steps", steps, "--eval-every", "10", "--eval-steps", "2", "--checkpoint-every", "10", "--cache-dir", out + "-cache"}
+}
+
+type runSummary struct {
+	Step       int      `json:"step"`
+	Loss       *float64 `json:"loss"`
+	ValLoss    *float64 `json:"val_loss"`
+	Checkpoint string   `json:"checkpoint"`
+	Resumed    string   `json:"resumed_from"`
+}
+
+func parseSummary(t *testing.T, stdout string) runSummary {
+	t.Helper()
+	var s runSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("stdout %q: %v", stdout, err)
+	}
+	return s
+}
+
+// TestTrainCommand: train, sample, score and export through the command line.
+func TestTrainCommand(t *testing.T) {
+	data, tok := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+
+	// The config file's keys, then the flags over them.
+	cfgFile := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfgFile, []byte("n_layer: 3\nseed: 5\nweight_decay: 0.05\n"), 0o644)
+	code, stdout, stderr := runTrain(t, append(tinyArgs(data, out, "30"), "--config", cfgFile)...)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	sum := parseSummary(t, stdout)
+	if sum.Step != 30 || sum.Loss == nil || sum.ValLoss == nil || !strings.HasPrefix(sum.Checkpoint, out) {
+		t.Fatalf("summary %+v", sum)
+	}
+	if *sum.Loss > 2.0 {
+		t.Errorf("loss %.3f after 30 steps on a repetitive text", *sum.Loss)
+	}
+	resolved, err := os.ReadFile(filepath.Join(out, train.ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"n_layer: 1\n", "seed: 5\n", "weight_decay: 0.05\n", "device: ref\n"} {
+		if !bytes.Contains(resolved, []byte(line)) {
+			t.Errorf("config.yaml lacks %q:\n%s", line, resolved)
+		}
+	}
+	if !strings.Contains(stderr, "msg=step") || !strings.Contains(stderr, "val_loss=") {
+		t.Errorf("stderr has no step lines: %s", stderr)
+	}
+
+	// sample: the prompt and its continuation.
+	code, stdout, stderr = runTrain(t, "sample", "--ckpt", out, "--prompt", "to be or", "--max-new-tokens", "12", "--temperature", "0", "--device", "ref")
+	if code != 0 {
+		t.Fatalf("sample: exit %d: %s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "to be or") || len([]rune(strings.TrimSuffix(stdout, "\n"))) != len("to be or")+12 {
+		t.Errorf("sample printed %q", stdout)
+	}
+	t.Logf("greedy sample: %q", stdout)
+	if code, _, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "XYZ", "--device", "ref"); code != 1 || !strings.Contains(stderr, "prompt") {
+		t.Errorf("a prompt outside the vocabulary: exit %d, %s", code, stderr)
+	}
+
+	// score: {"loss": X}, the mean over every prediction.
+	seqs := [][]int{tok.Encode("to be or not to"), tok.Encode("that is the qu")}
+	tokensFile := filepath.Join(t.TempDir(), "tokens.json")
+	raw, _ := json.Marshal(seqs)
+	os.WriteFile(tokensFile, raw, 0o644)
+	code, stdout, stderr = runTrain(t, "score", "--ckpt", out, "--tokens", tokensFile, "--device", "ref")
+	if code != 0 {
+		t.Fatalf("score: exit %d: %s", code, stderr)
+	}
+	var scored map[string]float64
+	if err := json.Unmarshal([]byte(stdout), &scored); err != nil || len(scored) != 1 {
+		t.Fatalf("score printed %q (%v)", stdout, err)
+	}
+	m, _, err := train.LoadCheckpoint(context.Background(), out, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs32 [][]int32
+	for _, s := range seqs {
+		var s32 []int32
+		for _, id := range s {
+			s32 = append(s32, int32(id))
+		}
+		seqs32 = append(seqs32, s32)
+	}
+	want, _, _ := train.Score(m, seqs32)
+	if scored["loss"] != want {
+		t.Errorf("score %v, want %v", scored["loss"], want)
+	}
+
+	// export, then a run that starts from the exported weights with their shape.
+	hf := filepath.Join(t.TempDir(), "hf")
+	if code, stdout, stderr := runTrain(t, "export", "--ckpt", out, "--format", "hf", "--out", hf); code != 0 || strings.TrimSpace(stdout) != hf {
+		t.Fatalf("export: exit %d: %s %s", code, stdout, stderr)
+	}
+	for _, f := range []string{"model.safetensors", "config.json"} {
+		if _, err := os.Stat(filepath.Join(hf, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	out2 := filepath.Join(t.TempDir(), "run2")
+	args := []string{"--data", data, "--out", out2, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
+		"--warmup-steps", "0", "--lr-decay-steps", "2", "--eval-steps", "2", "--init-from", hf, "--cache-dir", out2 + "-cache"}
+	if code, _, stderr := runTrain(t, args...); code != 0 {
+		t.Fatalf("train --init-from: exit %d: %s", code, stderr)
+	}
+	resolved, _ = os.ReadFile(filepath.Join(out2, train.ConfigName))
+	for _, line := range []string{"n_layer: 1\n", "n_embd: 16\n", "block_size: 16\n", "bias: false\n"} {
+		if !bytes.Contains(resolved, []byte(line)) {
+			t.Errorf("--init-from run's config.yaml lacks %q", line)
+		}
+	}
+	ms := readMetrics(t, out2)
+	if len(ms) != 2 || ms[0].Loss > *sum.Loss+0.3 {
+		t.Errorf("--init-from run starts at loss %v; the exported model's last loss was %v", ms, *sum.Loss)
+	}
+	if code, _, stderr := runTrain(t, append(args, "--n-embd", "32", "--resume", "none", "--out", out2+"x")...); code != 1 || !strings.Contains(stderr, "init_from") {
+		t.Errorf("--init-from with another shape: exit %d: %s", code, stderr)
+	}
+}
+
+func readMetrics(t *testing.T, out string) []train.Metrics {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, train.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ms, err := train.ReadMetrics(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// TestTrainInterruptResume: a cancelled run (SIGINT) saves a checkpoint and exits 1
+// saying so; the same command line continues from it.
+func TestTrainInterruptResume(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(filepath.Join(out, train.MetricsName)); err == nil && bytes.Count(b, []byte("\n")) >= 3 {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	args := append(tinyArgs(data, out, "300"), "--checkpoint-every", "0") // a checkpoint only at the end, or on the interruption
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "train: interrupted") || !strings.Contains(stderr.String(), "msg=interrupted") {
+		t.Fatalf("interrupted: exit %d, stderr %s", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q after an interruption", stdout.String())
+	}
+	ms := readMetrics(t, out)
+	code2, stdout2, stderr2 := runTrain(t, args...)
+	if code2 != 0 {
+		t.Fatalf("resume: exit %d: %s", code2, stderr2)
+	}
+	sum := parseSummary(t, stdout2)
+	if sum.Resumed == "" || sum.Step != 300 || len(ms) >= 300 {
+		t.Errorf("resumed run: %+v (the interrupted one stopped after step %d)", sum, len(ms))
+	}
+}
+
+func TestTrainUsage(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("n_layers: 3\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--out", out}, 2, "data: the dataset DIR is required"},
+		{[]string{"--data", data, "--device", "cuda"}, 2, "CUDA backend is not there yet"},
+		{[]string{"--data", data, "--n-layer", "x"}, 2, "n-layer"},
+		{[]string{"--data", data, "--bogus"}, 2, "bogus"},
+		{[]string{"--data", data, "extra"}, 2, "unexpected argument"},
+		{[]string{"--data", data, "--config", bad}, 2, "bad.yaml:1: unknown key \"n_layers\""},
+		{[]string{"--data", data, "--n-embd", "10", "--n-head", "4"}, 2, "not a multiple"},
+		{[]string{"--data", data + "/missing", "--out", out, "--device", "ref"}, 1, "train: "},
+		{[]string{"sample", "--ckpt", out}, 2, "--prompt"},
+		{[]string{"sample", "--ckpt", out, "--prompt", "x", "--device", "ref"}, 1, "train sample: "},
+		{[]string{"score", "--ckpt", out}, 2, "--tokens"},
+		{[]string{"export", "--ckpt", out, "--out", out, "--format", "onnx"}, 2, "want hf"},
+	} {
+		code, _, stderr := runTrain(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+	if code, _, stderr := runTrain(t, "-h"); code != 0 || !strings.Contains(stderr, "--n-layer N") || !strings.Contains(stderr, "--resume MODE") {
+		t.Errorf("-h: exit %d: %s", code, stderr)
+	}
+}
+
+// FuzzParseTokenArrays: score's parser never panics and keeps every id it accepts.
+func FuzzParseTokenArrays(f *testing.F) {
+	for _, s := range []string{"[[1,2,3],[4,5]]", "[]", "[[]]", "[[1.5]]", "[[-1]]", "[[1]] x", "[[99999999999]]", "{}", "[[1e3]]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		seqs, err := parseTokenArrays(data)
+		if err != nil {
+			return
+		}
+		var back [][]int64
+		if json.Unmarshal(data, &back) != nil || len(back) != len(seqs) {
+			t.Fatalf("accepted %q as %v", data, seqs)
+		}
+		for i := range back {
+			for k := range back[i] {
+				if int64(seqs[i][k]) != back[i][k] {
+					t.Fatalf("%q: %v vs %v", data, seqs, back)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,75 @@
+package train
+
+import (
+	"fmt"
+	"strconv"
+
+	"gptkit/train/hfgpt2"
+)
+
+// The bridge to Hugging Face GPT-2 directories (train/hfgpt2): export writes one,
+// init_from starts a run from one.
+
+// ExportHF writes the model as a Hugging Face GPT2LMHeadModel directory
+// (model.safetensors and config.json) in dir. st, if not nil, supplies the dropout
+// and the end-of-document id written to config.json.
+func ExportHF(dir string, m *Model, st *State) error {
+	mc := m.Config
+	hc := hfgpt2.Config{VocabSize: mc.VocabSize, PaddedVocab: mc.PaddedVocab, NLayer: mc.NLayer, NHead: mc.NHead,
+		NEmbd: mc.NEmbd, BlockSize: mc.BlockSize, Bias: mc.Bias, LayerNormEps: 1e-5}
+	if st != nil {
+		if d, err := strconv.ParseFloat(st.Config["dropout"], 64); err == nil {
+			hc.Dropout = d
+		}
+		if eod := st.Tokenizer.EODID; eod >= 0 && st.Tokenizer.Fingerprint != "" {
+			hc.EOSTokenID = &eod
+		}
+	}
+	if err := hfgpt2.Export(dir, hc, m.tensorsOf(m.Params, "")); err != nil {
+		return fmt.Errorf("train: export to %s: %w", dir, err)
+	}
+	return nil
+}
+
+// InitShape reads the model shape of a Hugging Face GPT-2 directory (for init_from:
+// a command fills the shape keys a user did not set from it).
+func InitShape(dir string) (ModelConfig, error) {
+	hc, _, err := hfgpt2.Import(dir)
+	if err != nil {
+		return ModelConfig{}, fmt.Errorf("train: init_from: %w", err)
+	}
+	return ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
+		NEmbd: hc.NEmbd, BlockSize: hc.BlockSize, Bias: hc.Bias}, nil
+}
+
+// initFrom loads the weights of a Hugging Face GPT-2 directory. Its shape must be
+// the run's, except that a longer context is cropped to block_size (nanoGPT's
+// crop_block_size: the first block_size rows of wpe).
+func (t *Trainer) initFrom(dir string) error {
+	hc, tensors, err := hfgpt2.Import(dir)
+	if err != nil {
+		return fmt.Errorf("train: init_from: %w", err)
+	}
+	mc := t.model.Config
+	got := ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
+		NEmbd: hc.NEmbd, BlockSize: mc.BlockSize, Bias: hc.Bias}
+	if got != mc || hc.BlockSize < mc.BlockSize {
+		got.BlockSize = hc.BlockSize
+		return fmt.Errorf("train: init_from %s: its model is %s, this run's is %s\n---> HINT: leave the shape keys unset to take them from %s (block_size may be smaller: wpe is cropped)", dir, got, mc, dir)
+	}
+	byName := map[string][]float32{}
+	for _, ts := range tensors {
+		byName[ts.Name] = ts.Data
+	}
+	for _, ti := range t.model.Tensors {
+		src, ok := byName[ti.Name]
+		if !ok {
+			return fmt.Errorf("train: init_from %s: no tensor %s", dir, ti.Name)
+		}
+		if len(src) < ti.Size {
+			return fmt.Errorf("train: init_from %s: tensor %s has %d values, want %d", dir, ti.Name, len(src), ti.Size)
+		}
+		copy(t.model.Params[ti.Offset:ti.Offset+ti.Size], src[:ti.Size]) // wpe: the first block_size rows
+	}
+	return nil
+}
