@@ -27,7 +27,7 @@ type Blend struct {
 // as GPT-NeoX does), building the index with BlendNeoX over the sum of the
 // sources' lengths. GPT-NeoX sizes each source for ceil(w*N*1.005) samples
 // (NeoXBlendWeights) so that the first N blended samples stay within every
-// source; the blend's Len is the number of leading samples that do (at least N),
+// source; the blend's Len is the number of leading samples that do (normally well over N),
 // where GPT-NeoX would fail on the first one that does not.
 func NewBlend(sources []Source, weights []float64) (*Blend, error) {
 	if len(sources) != len(weights) {

@@ -129,7 +129,9 @@ func (x *Index) NumPacked() int64 { return int64(len(x.SampleIdx)/2) - 1 }
 // min(shuffle_idx.shape[0]-1, sample_idx.shape[0]-1) = min(N-1, N). The
 // sampler therefore never asks for sample N-1, and the shuffled-away packed
 // sample ShuffleIdx[N-1] is never seen (when N is 0 the length is 0, not -1).
-// Either way Len is at least the NumSamples asked for.
+// N is at least the NumSamples asked for, so Len is too for OrderDefault; for
+// OrderNeoX it is one less when N equals NumSamples exactly (GPT-NeoX's own
+// off-by-one: ask for one more sample when every one is needed).
 func (x *Index) Len() int64 {
 	if x.Order == OrderDefault {
 		return int64(len(x.ShuffleIdx))

@@ -66,7 +66,7 @@ type Samples struct {
 // NewSamples builds the sample order over documents [docs[0], docs[1]) of d (from
 // SplitDocuments, TrainDocuments or SplitRanges): seqLen is L (samples have L+1
 // tokens), numSamples the number of samples the run needs (GPT-NeoX:
-// train_iters*train_batch_size; the index holds at least that many, see Index.Len),
+// train_iters*train_batch_size; see Index.Len for how many the index holds),
 // seed the shuffle seed (GPT-NeoX's neox_args.seed, default 1234) and order
 // OrderNeoX or OrderDefault ("" means OrderDefault). It does not cache the index;
 // Open does.
@@ -129,7 +129,7 @@ func newSamples(rs []*shards.Reader, docs [2]int64) (*Samples, error) {
 	return s, nil
 }
 
-// Len is the number of samples (Index.Len), at least the numSamples asked for.
+// Len is the number of samples (Index.Len).
 func (s *Samples) Len() int64 { return s.Index.Len() }
 
 // SeqLen is L; every sample has L+1 tokens.

@@ -159,7 +159,7 @@ func TestSamplesNaive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Len() < ns {
+		if s.Index.NumPacked() < ns || s.Len() < ns-1 || (order == OrderDefault && s.Len() < ns) {
 			t.Fatalf("trial %d: Len %d < %d samples asked for", trial, s.Len(), ns)
 		}
 		var stream []int
