@@ -46,6 +46,9 @@ type TokenizeRun struct {
 	// again, without handing them on (their bytes count, they do not), and does not
 	// read the splits it had finished at all.
 	Progress func(bytesRead, docs int64)
+	// OnShard, if set, is called after each shard is committed (and, with Resume,
+	// journaled: a run killed from then on keeps it), with its manifest entry.
+	OnShard func(info shards.ShardInfo)
 
 	// Resume makes the run resumable (see JournalName): it keeps a journal in the
 	// dataset directory, continues from a journal of the same job, and is a no-op that
@@ -314,6 +317,9 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 		}
 		if j.key != "" {
 			r.event("journal")
+		}
+		if r.OnShard != nil {
+			r.OnShard(info)
 		}
 		return nil
 	}

@@ -5,6 +5,7 @@
 //	shards verify DIR|PREFIX [--allow-merged-doc-idx]
 //	shards cat DIR|PREFIX --doc K [--decode [--tokenizer SPEC]]
 //	shards merge OUT IN...
+//	shards merge-parts DIR
 //	shards convert --to nanogpt|llmc DIR --out PATH [--name NAME --split train|val ...]
 //	shards convert --from nanogpt|llmc FILE... --out DIR --tokenizer SPEC [--split-at-eod]
 //
@@ -40,6 +41,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCat(ctx, rest, stdout, stderr)
 	case "merge":
 		return runMerge(ctx, rest, stdout, stderr)
+	case "merge-parts":
+		return runMergeParts(ctx, rest, stdout, stderr)
 	case "convert":
 		return runConvert(ctx, rest, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -63,6 +66,7 @@ Commands:
   verify    check a dataset (checksums, structure, counts) or a bare GPT-NeoX shard
   cat       print one document as a JSON array of ids, or decoded as a JSON string
   merge     concatenate datasets into a new one with a single shard
+  merge-parts  write the manifest of a partitioned run (array job) from its parts
   convert   export to nanoGPT or llm.c token files, or import them
 
 Run 'shards COMMAND -h' for a command's flags.

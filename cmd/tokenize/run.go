@@ -22,7 +22,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"Tokenizes JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files (one document each) in parallel,\n"+
 			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
 			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
-			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.")
+			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.\n\n"+
+			"Partitioned (array jobs): with --num-workers W the run is cut into W parts and this process\n"+
+			"does part --worker-index I (by default the array job's task: SLURM_ARRAY_TASK_ID, a Kubernetes\n"+
+			"Indexed Job's JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX; W defaults to\n"+
+			"SLURM_ARRAY_TASK_COUNT or AWS_BATCH_JOB_ARRAY_SIZE). Each part reads an equal share of\n"+
+			"the input bytes (line-aligned byte ranges of .jsonl files, other files whole) into\n"+
+			"DIR/parts/part-IIIII-of-WWWWW/; a killed part resumes when rerun, a finished one is skipped.\n"+
+			"Once all are done, `shards merge-parts DIR` writes DIR/manifest.json: the same documents,\n"+
+			"in the same order, as one process would have written, whatever W.")
 	inputs := cli.ListFlag{Comma: true}
 	c.Flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
 	output := c.Flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
@@ -36,6 +44,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	overwrite := c.Flags.Bool("overwrite", false, "replace the dataset already in DIR")
 	s3Endpoint := c.Flags.String("s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
 	s3PathStyle := c.Flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
+	numWorkers := c.Flags.Int("num-workers", -1, "cut the run into `W` parts, of which this process does one (-1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment)")
+	workerIndex := c.Flags.Int("worker-index", -1, "with --num-workers: the part `I` (from 0) this process does (-1: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	var progress progressFlag
 	progress.register(c.Flags)
 	if code, ok := c.Parse(cli.ExpandListArgs(args, "input"), stderr); !ok {
@@ -59,6 +69,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.UsageError(stderr, "--shard-size: "+err.Error())
 	}
+	task, partitioned, err := pipelines.ResolveArrayTask(*numWorkers, *workerIndex, os.Getenv)
+	if err != nil {
+		return c.UsageError(stderr, err.Error())
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
@@ -68,7 +82,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
-	total, _ := inputsSize(inputs.Values)
+	job := &pipelines.TokenizeRun{
+		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
+		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
+		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
+	}
+	if partitioned {
+		job.NumWorkers, job.WorkerIndex = task.Count, task.Index
+		log.Info("partitioned run", "part", task.Index, "of", task.Count, "index_from", task.IndexFrom, "count_from", task.CountFrom)
+	}
+	_, total, err := job.Slice()
+	if err != nil {
+		return fail(stderr, "run", err)
+	}
 	var bar *progressbar.Bar
 	if progress.mode != "off" {
 		bar = progressbar.NewWithOptions(stderr, log, "run", total, progressbar.Options{Quiet: progress.mode == "auto"})
@@ -78,13 +104,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			bar.Add(bytes, docs)
 		}
 	}
-	job := &pipelines.TokenizeRun{
-		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
-		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
-		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
-		Progress: addProgress,
-	}
-	m, _, err := job.Run(ctx)
+	job.Progress = addProgress
+	m, stats, err := job.Run(ctx)
 	if bar != nil {
 		if err != nil {
 			bar.Stop()
@@ -95,19 +116,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
-	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", strings.TrimSuffix(*output, "/")+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
-	return exitOK
-}
-
-// inputsSize is the total size of the input files, for the progress bar.
-func inputsSize(files []string) (int64, error) {
-	var n int64
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil {
-			return 0, err
-		}
-		n += fi.Size()
+	where := strings.TrimSuffix(*output, "/")
+	if partitioned && !stats.AlreadyMerged {
+		where += "/" + stats.PartDir
+		fmt.Fprintf(stderr, "part %d of %d done; once every part is: shards merge-parts %s\n", task.Index, task.Count, strings.TrimSuffix(*output, "/"))
 	}
-	return n, nil
+	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", where+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
+	return exitOK
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// runDocs reads a dataset's documents.
+func runDocs(t *testing.T, dir string) [][]int {
+	t.Helper()
+	st, err := storage.Open(context.Background(), dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := shards.OpenDataset(context.Background(), st, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var docs [][]int
+	for i := range d.Len() {
+		docs = append(docs, d.Tokens(i))
+	}
+	return docs
+}
+
+// TestRunPartitioned: `tokenize run` as the parts of a partitioned run, numbered by flags
+// or by a SLURM array's environment, merged, gives a single run's documents.
+func TestRunPartitioned(t *testing.T) {
+	spec := alphabetSpec(t)
+	dir := t.TempDir()
+	var inputs []string
+	for f := range 2 {
+		var b strings.Builder
+		for i := range 30 {
+			fmt.Fprintf(&b, "{\"text\": \"file %s doc %s\"}\n", strings.Repeat("f", f+1), strings.Repeat("x", i))
+		}
+		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", f))
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		inputs = append(inputs, p)
+	}
+	common := []string{"run", "--input", inputs[0], inputs[1], "--name", "c", "--tokenizer", spec, "--append-eod=false", "--shard-size", "100", "--progress", "off"}
+	single := filepath.Join(t.TempDir(), "single")
+	if code, _, errOut := runTokenize(t, "", append(common, "--output", single)...); code != 0 {
+		t.Fatalf("single run: %s", errOut)
+	}
+	want := runDocs(t, single)
+
+	out := filepath.Join(t.TempDir(), "parts")
+	for i := range 3 {
+		args := append(common, "--output", out)
+		if i == 1 { // the others from a SLURM array's environment
+			args = append(args, "--num-workers", "3", "--worker-index", "1")
+		} else {
+			t.Setenv("SLURM_ARRAY_TASK_ID", fmt.Sprint(i))
+			t.Setenv("SLURM_ARRAY_TASK_COUNT", "3")
+		}
+		code, stdout, errOut := runTokenize(t, "", args...)
+		wantOut := fmt.Sprintf("%s/%s/manifest.json: ", out, shards.PartDir(i, 3))
+		if code != 0 || !strings.HasPrefix(stdout, wantOut) || !strings.Contains(errOut, "shards merge-parts "+out) {
+			t.Fatalf("part %d: exit %d, stdout %q, want %q...; stderr %s", i, code, stdout, wantOut, errOut)
+		}
+		os.Unsetenv("SLURM_ARRAY_TASK_ID")
+		os.Unsetenv("SLURM_ARRAY_TASK_COUNT")
+	}
+	st, _ := storage.Open(context.Background(), out, storage.Options{})
+	if _, err := shards.MergeParts(context.Background(), st, "", shards.MergePartsOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := runDocs(t, out); !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged documents differ from a single run's:\n%v\n%v", got, want)
+	}
+	// A part of a merged run has nothing to do: it says so and prints the dataset.
+	code, stdout, _ := runTokenize(t, "", append(common, "--output", out, "--num-workers", "3", "--worker-index", "2")...)
+	if code != 0 || !strings.HasPrefix(stdout, out+"/manifest.json: 60 documents") {
+		t.Fatalf("rerun after the merge: exit %d, %q", code, stdout)
+	}
+	// Usage errors.
+	for _, tc := range [][]string{{"--num-workers", "3"}, {"--worker-index", "1"}, {"--num-workers", "2", "--worker-index", "2"}} {
+		if code, _, errOut := runTokenize(t, "", append(append(common, "--output", out), tc...)...); code != 2 || !strings.Contains(errOut, "worker") {
+			t.Errorf("%v: exit %d, %q", tc, code, errOut)
+		}
+	}
+}
