@@ -159,3 +159,20 @@ if [ "${BENCH_DATA:-1}" != 0 ]; then
     echo '```'
   } >> "$out/report.md"
 fi
+
+# 7. Loader: tokens/s delivered to one consumer and index build time. BENCH_LOADER=0 skips it.
+if [ "${BENCH_LOADER:-1}" != 0 ]; then
+  loader_cmd="go test ./loader -run '^\$' -bench 'Deliver|IndexBuild' -benchtime 2s -count 1"
+  say "loader: $loader_cmd"
+  go test ./loader -run '^$' -bench 'Deliver|IndexBuild' -benchtime 2s -count 1 -timeout "$BENCH_GO_TIMEOUT" 2>&1 | tee "$out/go-bench-loader.txt"
+  {
+    echo
+    echo "## Loader"
+    echo
+    echo "tokens/s to one consumer from a page-cached dataset (goal ≥ 200M), index build per 100M tokens. \`$loader_cmd\`"
+    echo
+    echo '```'
+    grep -E '^(Benchmark|pkg:)' "$out/go-bench-loader.txt"
+    echo '```'
+  } >> "$out/report.md"
+fi
