@@ -1,24 +1,30 @@
 package cpu
 
 // The GEMM behind every matmul (and attention's score and value products):
-// C (M×N, row stride ldc) = or += alpha·op(A)·op(B), a packed, blocked GEMM in
-// the BLIS/GotoBLAS mould.
+// C (M×N, row stride ldc) = or += alpha·op(A)·op(B), a blocked GEMM in the
+// BLIS/GotoBLAS mould, with B packed and A read in place where it can be.
 //
 //	for jc in N step nc:            // column block
 //	  for pc in K step kc:          // depth block: fixes each element's summation order
 //	    pack B[pc:pc+kc, jc:jc+nc] into NR-wide micro-panels (shared; parallel)
 //	    parallel over tasks = (row block of ≤ mc rows) × (chunk of micro-panels):
-//	      pack A[rows, pc:pc+kc] into MR-tall micro-panels (per worker)
+//	      A: read in place if row-major, else packed into MR-tall panels
 //	      for each B micro-panel (kc×NR, stays in L1):
-//	        for each A micro-panel (kc×MR, from L2):
-//	          micro-kernel: C[MR×NR] += Σk a[k]⊗b[k]
+//	        for each MR-row strip of A:
+//	          micro-kernel: C[MR×NR] = fma(Σk a[k]⊗b[k], alpha, C)
 //
 // Every element of C is computed by exactly one micro-kernel call per depth
 // block, with a register accumulator that starts at zero and runs k in order,
-// then C += accumulator; so an element's value depends on kc only, never on
-// the thread count, the task split or the micro-kernel's tile shape (MR, NR).
-// Partial tiles at the edges go through a zeroed MR×NR buffer (A and B are
-// zero-padded when packed) and are added to C in Go, with the same arithmetic.
+// then C = fma(acc, alpha, C); so an element's value depends on kc only, never
+// on the thread count, the task split or the micro-kernel's tile shape (MR,
+// NR). Partial tiles at the edges are computed into a zeroed MR×NR buffer (A
+// and B zero-padded) and added with the same fma (vecFmaAcc).
+//
+// A is read in place when it is row-major (forward and input-gradient
+// products, attention): the kernel broadcasts from MR rows through two
+// strides, so no transposing copy is made. A transposed A (the weight
+// gradient doutᵀ·inp) is packed, a plain copy of MR contiguous values per
+// step, which also keeps a huge row stride (V = 50304) away from the kernel.
 
 // gemmKC is the depth block. It is part of the numerics (see above): changing
 // it changes results in the last bits, so it is a constant, not a tunable.
@@ -38,23 +44,24 @@ type operand struct {
 	trans bool
 }
 
-// gemmArgs describes C = op(A)·op(B)·alpha (+ C when accumulate).
+// gemmArgs describes C = alpha·op(A)·op(B) (+ C when accumulate, else + bias).
 type gemmArgs struct {
 	M, N, K    int
 	a, b       operand
+	bp         *packedB // op(B) already packed (b is then unused)
 	c          []float32
 	ldc        int
-	alpha      float32   // folded into A while packing
+	alpha      float32
 	accumulate bool      // C += product; else C = bias + product
 	bias       []float32 // optional (N), broadcast over rows when !accumulate
 }
 
-// microKernel computes c[MR×NR] (row stride ldc) += a·b over k steps, where a
-// holds k columns of MR values and b k rows of NR values (packed panels).
+// microKernel computes, on one MR×NR tile, c[i*ldc+j] = fma(Σ_p
+// a[i*rs+p*ps]·b[p*NR+j], alpha, c[i*ldc+j]) for p < k.
 type microKernel struct {
 	name   string
 	mr, nr int
-	fn     func(k int, a, b, c []float32, ldc int)
+	fn     func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32)
 }
 
 // gemmScratch is one worker's packing buffer for A and an edge tile.
@@ -64,7 +71,7 @@ type gemmScratch struct {
 }
 
 func (s *gemmScratch) ensure(mk *microKernel) {
-	if n := gemmMC * gemmKC; len(s.a) < n {
+	if n := (gemmMC + mk.mr) * gemmKC; len(s.a) < n {
 		s.a = alignedFloats(n)
 	}
 	if n := mk.mr * mk.nr; len(s.tile) < n {
@@ -73,6 +80,37 @@ func (s *gemmScratch) ensure(mk *microKernel) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// packedB is op(B) (K×N, N ≤ gemmNC) packed whole, for operands that several
+// GEMMs share (attention packs K and V once per head): depth block pc holds
+// ceil(N/NR) panels of min(kc, K-pc)×NR at p[pc*nPad + jt*NR*min(kc, K-pc)],
+// nPad = ceil(N/NR)·NR. A GEMM may use a leading part of it (K' ≤ K, N' ≤ N).
+type packedB struct {
+	p    []float32
+	K, N int
+}
+
+// packBSize is the length of a packedB of K×N.
+func packBSize(K, N, nr int) int { return K * ceilDiv(N, nr) * nr }
+
+// packBAll packs op(b) (K×N) into dst (packBSize floats).
+func packBAll(dst []float32, b operand, K, N, nr int) packedB {
+	nPad := ceilDiv(N, nr) * nr
+	for pc := 0; pc < K; pc += gemmKC {
+		kcur := min(gemmKC, K-pc)
+		for jt := 0; jt*nr < N; jt++ {
+			packB(dst[pc*nPad+jt*nr*kcur:][:nr*kcur], &b, pc, kcur, jt*nr, min(nr, N-jt*nr), nr)
+		}
+	}
+	return packedB{p: dst[:K*nPad], K: K, N: N}
+}
+
+// panels returns depth block pc of a packedB: the panel base and stride.
+func (pb *packedB) panels(pc, nr int) ([]float32, int) {
+	nPad := ceilDiv(pb.N, nr) * nr
+	kfull := min(gemmKC, pb.K-pc)
+	return pb.p[pc*nPad:], kfull * nr
+}
 
 // gemm runs g on the backend's pool. The caller holds the backend's lock.
 func (be *Backend) gemm(g *gemmArgs) {
@@ -99,7 +137,7 @@ func (be *Backend) gemm(g *gemmArgs) {
 				}
 			})
 			// Tasks: row blocks × chunks of column tiles, enough to keep every
-			// thread busy; with one thread, one chunk (A is packed once).
+			// thread busy; with one thread, one chunk.
 			mTiles := ceilDiv(g.M, mr)
 			mcTiles := min(gemmMC/mr, mTiles)
 			rowBlocks := ceilDiv(mTiles, mcTiles)
@@ -114,16 +152,16 @@ func (be *Backend) gemm(g *gemmArgs) {
 				rb, cb := t/colChunks, t%colChunks
 				it0, it1 := rb*mcTiles, min(mTiles, (rb+1)*mcTiles)
 				jt0, jt1 := cb*tilesPerChunk, min(nTiles, (cb+1)*tilesPerChunk)
-				gemmTask(g, mk, &be.gemmScratch[w], bp, kcur, pc, jc, ncur, it0, it1, jt0, jt1, first)
+				gemmTask(g, mk, &be.gemmScratch[w], bp, nr*kcur, kcur, pc, jc, ncur, it0, it1, jt0, jt1, first)
 			})
 		}
 	}
 }
 
 // gemmSerial runs g on the calling goroutine with its own scratch (for use
-// inside a pool task, e.g. attention per head). packedB must hold at least
-// ceil(min(N, gemmNC)/NR)·NR·gemmKC floats.
-func gemmSerial(g *gemmArgs, mk *microKernel, s *gemmScratch, packedB []float32) {
+// inside a pool task, e.g. attention per head). Unless g.bp is set, packed
+// must hold ceil(min(N, gemmNC)/NR)·NR·gemmKC floats.
+func gemmSerial(g *gemmArgs, mk *microKernel, s *gemmScratch, packed []float32) {
 	s.ensure(mk)
 	mr, nr := mk.mr, mk.nr
 	for jc := 0; jc < g.N; jc += gemmNC {
@@ -131,29 +169,46 @@ func gemmSerial(g *gemmArgs, mk *microKernel, s *gemmScratch, packedB []float32)
 		nTiles := ceilDiv(ncur, nr)
 		for pc := 0; pc < g.K; pc += gemmKC {
 			kcur := min(gemmKC, g.K-pc)
-			bp := packedB[:nTiles*nr*kcur]
-			for jt := 0; jt < nTiles; jt++ {
-				packB(bp[jt*nr*kcur:][:nr*kcur], &g.b, pc, kcur, jc+jt*nr, min(nr, ncur-jt*nr), nr)
+			var bp []float32
+			var stride int
+			if g.bp != nil {
+				if jc != 0 || g.K > g.bp.K || g.N > g.bp.N {
+					panic("kernels/cpu: GEMM larger than its packed B")
+				}
+				bp, stride = g.bp.panels(pc, nr)
+			} else {
+				bp, stride = packed[:nTiles*nr*kcur], nr*kcur
+				for jt := 0; jt < nTiles; jt++ {
+					packB(bp[jt*stride:][:stride], &g.b, pc, kcur, jc+jt*nr, min(nr, ncur-jt*nr), nr)
+				}
 			}
 			mTiles := ceilDiv(g.M, mr)
 			mcTiles := min(gemmMC/mr, mTiles)
 			for it0 := 0; it0 < mTiles; it0 += mcTiles {
-				gemmTask(g, mk, s, bp, kcur, pc, jc, ncur, it0, min(mTiles, it0+mcTiles), 0, nTiles, pc == 0 && !g.accumulate)
+				gemmTask(g, mk, s, bp, stride, kcur, pc, jc, ncur, it0, min(mTiles, it0+mcTiles), 0, nTiles, pc == 0 && !g.accumulate)
 			}
 		}
 	}
 }
 
 // gemmTask computes the C tiles [it0,it1)×[jt0,jt1) of column block jc for
-// depth block pc. first: C is overwritten (set to the bias, or zero, before
-// the first depth block).
-func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, kcur, pc, jc, ncur, it0, it1, jt0, jt1 int, first bool) {
+// depth block pc; B panel jt is bp[jt*stride:] (its first kcur rows). first:
+// C is overwritten (set to the bias, or zero, before the first depth block).
+func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride, kcur, pc, jc, ncur, it0, it1, jt0, jt1 int, first bool) {
 	mr, nr := mk.mr, mk.nr
 	i0 := it0 * mr
 	rows := min(g.M, it1*mr) - i0
-	ap := s.a[:(it1-it0)*mr*kcur]
-	for it := it0; it < it1; it++ {
-		packA(ap[(it-it0)*mr*kcur:][:mr*kcur], &g.a, it*mr, min(mr, g.M-it*mr), pc, kcur, mr, g.alpha)
+	// A strips: in place (row-major A, full strips), or packed into s.a at
+	// strip (it-it0) (transposed A, and a partial last strip).
+	var ap []float32
+	if g.a.trans {
+		ap = s.a[:(it1-it0)*mr*kcur]
+		for it := it0; it < it1; it++ {
+			packA(ap[(it-it0)*mr*kcur:][:mr*kcur], &g.a, it*mr, min(mr, g.M-it*mr), pc, kcur, mr)
+		}
+	} else if last := it1 - 1; min(mr, g.M-last*mr) < mr {
+		ap = s.a[:(it1-it0)*mr*kcur]
+		packA(ap[(last-it0)*mr*kcur:][:mr*kcur], &g.a, last*mr, g.M-last*mr, pc, kcur, mr)
 	}
 	j0 := jc + jt0*nr
 	cols := min(ncur, jt1*nr) - jt0*nr
@@ -168,35 +223,36 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, kcur, 
 		}
 	}
 	for jt := jt0; jt < jt1; jt++ {
-		b := bp[jt*nr*kcur:][:nr*kcur]
+		b := bp[jt*stride:][:nr*kcur]
 		j := jc + jt*nr
 		w := min(nr, ncur-jt*nr)
 		for it := it0; it < it1; it++ {
-			a := ap[(it-it0)*mr*kcur:][:mr*kcur]
 			i := it * mr
 			h := min(mr, g.M-i)
+			a, rs, ps := ap, 1, mr
+			if g.a.trans || h < mr {
+				a = ap[(it-it0)*mr*kcur:]
+			} else {
+				a, rs, ps = g.a.x[i*g.a.ld+pc:], g.a.ld, 1
+			}
 			if h == mr && w == nr {
-				mk.fn(kcur, a, b, g.c[i*g.ldc+j:], g.ldc)
+				mk.fn(kcur, a, rs, ps, b, g.c[i*g.ldc+j:], g.ldc, g.alpha)
 				continue
 			}
 			// Edge tile: compute into a zeroed buffer, add the valid part.
 			tile := s.tile[:mr*nr]
 			clear(tile)
-			mk.fn(kcur, a, b, tile, nr)
+			mk.fn(kcur, a, rs, ps, b, tile, nr, 1)
 			for r := 0; r < h; r++ {
-				crow := g.c[(i+r)*g.ldc+j:][:w]
-				trow := tile[r*nr:][:w]
-				for q := range crow {
-					crow[q] += trow[q]
-				}
+				vecFmaAcc(g.c[(i+r)*g.ldc+j:][:w], tile[r*nr:][:w], g.alpha)
 			}
 		}
 	}
 }
 
-// packA writes rows [i0, i0+h) × depth [p0, p0+k) of alpha·op(A) as k columns
-// of mr values (rows past h are zero).
-func packA(dst []float32, a *operand, i0, h, p0, k, mr int, alpha float32) {
+// packA writes rows [i0, i0+h) × depth [p0, p0+k) of op(A) as k columns of mr
+// values (rows past h are zero).
+func packA(dst []float32, a *operand, i0, h, p0, k, mr int) {
 	dst = dst[:k*mr]
 	if !a.trans {
 		for i := 0; i < mr; i++ {
@@ -206,29 +262,15 @@ func packA(dst []float32, a *operand, i0, h, p0, k, mr int, alpha float32) {
 				}
 				continue
 			}
-			src := a.x[(i0+i)*a.ld+p0:][:k]
-			if alpha == 1 {
-				for p, v := range src {
-					dst[p*mr+i] = v
-				}
-			} else {
-				for p, v := range src {
-					dst[p*mr+i] = alpha * v
-				}
+			for p, v := range a.x[(i0+i)*a.ld+p0:][:k] {
+				dst[p*mr+i] = v
 			}
 		}
 		return
 	}
 	for p := 0; p < k; p++ {
-		src := a.x[(p0+p)*a.ld+i0:][:h]
 		d := dst[p*mr:][:mr]
-		if alpha == 1 {
-			copy(d, src)
-		} else {
-			for i, v := range src {
-				d[i] = alpha * v
-			}
-		}
+		copy(d, a.x[(p0+p)*a.ld+i0:][:h])
 		clear(d[h:])
 	}
 }
@@ -252,8 +294,7 @@ func packB(dst []float32, b *operand, p0, k, j0, w, nr int) {
 			}
 			continue
 		}
-		src := b.x[(j0+j)*b.ld+p0:][:k]
-		for p, v := range src {
+		for p, v := range b.x[(j0+j)*b.ld+p0:][:k] {
 			dst[p*nr+j] = v
 		}
 	}

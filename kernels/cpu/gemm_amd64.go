@@ -11,30 +11,52 @@ import "golang.org/x/sys/cpu"
 //		for j := 0; j < 16; j++ {
 //			var acc float32
 //			for p := 0; p < k; p++ {
-//				acc = fma(a[p*6+i], b[p*16+j], acc)
+//				acc = fma(a[i*rs+p*ps], b[p*16+j], acc)
 //			}
-//			c[i*ldc+j] += acc
+//			c[i*ldc+j] = fma(acc, alpha, c[i*ldc+j])
 //		}
 //	}
 //
 //go:noescape
-func gemmKernelAVX2(k int, a, b, c *float32, ldc int)
+func gemmKernelAVX2(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
 
 // gemmKernelAVX512 is the same loop on a 12×32 tile with AVX-512 registers
 // (MR=12, NR=32).
 //
 //go:noescape
-func gemmKernelAVX512(k int, a, b, c *float32, ldc int)
+func gemmKernelAVX512(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
 
-var avx2Kernel = microKernel{name: "avx2", mr: 6, nr: 16, fn: func(k int, a, b, c []float32, ldc int) {
-	_, _, _ = a[k*6-1], b[k*16-1], c[5*ldc+15]
-	gemmKernelAVX2(k, &a[0], &b[0], &c[0], ldc)
+// vecFmaAccAVX2 is vecFmaAccGo with c = fma(t, alpha, c), the kernels'
+// epilogue arithmetic, for edge tiles.
+//
+//go:noescape
+func vecFmaAccAVX2(c, t *float32, n int, alpha float32)
+
+// kernelCall checks that a k-step call on an mr×nr tile stays inside a, b and c.
+func kernelCall(mr, nr, k int, a []float32, rs, ps int, b, c []float32, ldc int) {
+	if k < 1 || len(a) <= (mr-1)*rs+(k-1)*ps || len(b) < k*nr || len(c) < (mr-1)*ldc+nr {
+		panic("kernels/cpu: micro-kernel operands out of range")
+	}
+}
+
+var avx2Kernel = microKernel{name: "avx2", mr: 6, nr: 16, fn: func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
+	kernelCall(6, 16, k, a, rs, ps, b, c, ldc)
+	gemmKernelAVX2(k, &a[0], rs, ps, &b[0], &c[0], ldc, alpha)
 }}
 
-var avx512Kernel = microKernel{name: "avx512", mr: 12, nr: 32, fn: func(k int, a, b, c []float32, ldc int) {
-	_, _, _ = a[k*12-1], b[k*32-1], c[11*ldc+31]
-	gemmKernelAVX512(k, &a[0], &b[0], &c[0], ldc)
+var avx512Kernel = microKernel{name: "avx512", mr: 12, nr: 32, fn: func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
+	kernelCall(12, 32, k, a, rs, ps, b, c, ldc)
+	gemmKernelAVX512(k, &a[0], rs, ps, &b[0], &c[0], ldc, alpha)
 }}
+
+func vecFmaAcc(c, t []float32, alpha float32) {
+	if !hasAVX2 {
+		vecFmaAccGo(c, t, alpha)
+		return
+	}
+	need(len(c), t)
+	vecFmaAccAVX2(ptr(c), ptr(t), len(c), alpha)
+}
 
 var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA

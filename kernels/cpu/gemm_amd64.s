@@ -3,72 +3,90 @@
 #include "textflag.h"
 
 // The GEMM micro-kernels (see gemm.go and the stubs in gemm_amd64.go):
-// c[MR×NR] (row stride ldc floats) += Σ_p a[p·MR+i]·b[p·NR+j] over k steps,
-// where a and b are packed panels. Each element has one register accumulator,
-// zeroed at the start and updated by one FMA per step in p order; at the end
-// C += accumulator. Rows are broadcast from a, columns are vectors from b.
+//
+//	c[i·ldc+j] = fma(Σ_p a[i·rs + p·ps]·b[p·NR+j], alpha, c[i·ldc+j])
+//
+// for i < MR, j < NR, where b is a packed panel and a is read in place
+// through two strides (rs between rows, ps between steps: a row-major matrix
+// has rs = lda, ps = 1; a packed panel rs = 1, ps = MR). Each element has one
+// register accumulator, zeroed at the start and updated by one FMA per step
+// in p order; rows are broadcast from a, columns are vectors from b.
+//
+// Rows of a are addressed from three bases, so no register per row is
+// needed: with L = rs bytes and L3 = 3L, rows 0-4 are A0 + {0, L, 2L, L3, 4L},
+// rows 5-9 the same from A1 = A0 + 5L, rows 10-11 from A2 = A0 + 10L. Each
+// step adds ps bytes to the bases.
 
 // ---- AVX2/FMA, MR=6, NR=16: Y0..Y11 accumulate (row i in Y(2i), Y(2i+1)),
 // Y12/Y13 hold b[p, 0:16], Y14 the broadcast a[p, i].
 
-#define AVX2_ROW(off, acc0, acc1) \
-	VBROADCASTSS off(AX), Y14 \
+#define AVX2_ROW(addr, acc0, acc1) \
+	VBROADCASTSS addr, Y14 \
 	VFMADD231PS  Y12, Y14, acc0 \
 	VFMADD231PS  Y13, Y14, acc1
 
-#define AVX2_STEP(aoff, boff) \
-	VMOVUPS boff(BX), Y12 \
-	VMOVUPS boff+32(BX), Y13 \
-	AVX2_ROW(aoff, Y0, Y1) \
-	AVX2_ROW(aoff+4, Y2, Y3) \
-	AVX2_ROW(aoff+8, Y4, Y5) \
-	AVX2_ROW(aoff+12, Y6, Y7) \
-	AVX2_ROW(aoff+16, Y8, Y9) \
-	AVX2_ROW(aoff+20, Y10, Y11)
+#define AVX2_STEP \
+	VMOVUPS (BX), Y12 \
+	VMOVUPS 32(BX), Y13 \
+	AVX2_ROW((AX), Y0, Y1) \
+	AVX2_ROW((AX)(R8*1), Y2, Y3) \
+	AVX2_ROW((AX)(R8*2), Y4, Y5) \
+	AVX2_ROW((AX)(R9*1), Y6, Y7) \
+	AVX2_ROW((AX)(R8*4), Y8, Y9) \
+	AVX2_ROW((R10), Y10, Y11) \
+	ADDQ $64, BX \
+	ADDQ R11, AX \
+	ADDQ R11, R10
 
 #define AVX2_STORE(acc0, acc1) \
-	VADDPS  (DI), acc0, acc0 \
-	VMOVUPS acc0, (DI) \
-	VADDPS  32(DI), acc1, acc1 \
-	VMOVUPS acc1, 32(DI) \
-	ADDQ    SI, DI
+	VFMADD213PS (DI), Y15, acc0 \
+	VMOVUPS     acc0, (DI) \
+	VFMADD213PS 32(DI), Y15, acc1 \
+	VMOVUPS     acc1, 32(DI) \
+	ADDQ        SI, DI
 
-// func gemmKernelAVX2(k int, a, b, c *float32, ldc int)
-TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-40
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   avx2_tail
+// func gemmKernelAVX2(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
+TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-60
+	MOVQ         k+0(FP), CX
+	MOVQ         a+8(FP), AX
+	MOVQ         rs+16(FP), R8
+	MOVQ         ps+24(FP), R11
+	MOVQ         b+32(FP), BX
+	MOVQ         c+40(FP), DI
+	MOVQ         ldc+48(FP), SI
+	VBROADCASTSS alpha+56(FP), Y15
+	SHLQ         $2, SI
+	SHLQ         $2, R8
+	SHLQ         $2, R11
+	LEAQ         (R8)(R8*2), R9
+	LEAQ         (R8)(R8*4), R10
+	ADDQ         AX, R10
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	MOVQ         CX, DX
+	SHRQ         $1, DX
+	JZ           avx2_tail
 
 avx2_loop2:
-	AVX2_STEP(0, 0)
-	AVX2_STEP(24, 64)
-	ADDQ $48, AX
-	ADDQ $128, BX
+	AVX2_STEP
+	AVX2_STEP
 	DECQ DX
 	JNZ  avx2_loop2
 
 avx2_tail:
 	ANDQ $1, CX
 	JZ   avx2_store
-	AVX2_STEP(0, 0)
+	AVX2_STEP
 
 avx2_store:
 	AVX2_STORE(Y0, Y1)
@@ -81,50 +99,64 @@ avx2_store:
 	RET
 
 // ---- AVX-512, MR=12, NR=32: Z0..Z23 accumulate (row i in Z(2i), Z(2i+1)),
-// Z24/Z25 hold b[p, 0:32], Z26 the broadcast a[p, i].
+// Z24/Z25 hold b[p, 0:32], Z26 the broadcast a[p, i], Z27 alpha.
 
-#define Z_ROW(off, acc0, acc1) \
-	VBROADCASTSS off(AX), Z26 \
+#define Z_ROW(addr, acc0, acc1) \
+	VBROADCASTSS addr, Z26 \
 	VFMADD231PS  Z24, Z26, acc0 \
 	VFMADD231PS  Z25, Z26, acc1
 
-#define Z_STEP(aoff, boff) \
-	VMOVUPS boff(BX), Z24 \
-	VMOVUPS boff+64(BX), Z25 \
-	Z_ROW(aoff, Z0, Z1) \
-	Z_ROW(aoff+4, Z2, Z3) \
-	Z_ROW(aoff+8, Z4, Z5) \
-	Z_ROW(aoff+12, Z6, Z7) \
-	Z_ROW(aoff+16, Z8, Z9) \
-	Z_ROW(aoff+20, Z10, Z11) \
-	Z_ROW(aoff+24, Z12, Z13) \
-	Z_ROW(aoff+28, Z14, Z15) \
-	Z_ROW(aoff+32, Z16, Z17) \
-	Z_ROW(aoff+36, Z18, Z19) \
-	Z_ROW(aoff+40, Z20, Z21) \
-	Z_ROW(aoff+44, Z22, Z23)
+#define Z_STEP \
+	VMOVUPS (BX), Z24 \
+	VMOVUPS 64(BX), Z25 \
+	Z_ROW((AX), Z0, Z1) \
+	Z_ROW((AX)(R8*1), Z2, Z3) \
+	Z_ROW((AX)(R8*2), Z4, Z5) \
+	Z_ROW((AX)(R9*1), Z6, Z7) \
+	Z_ROW((AX)(R8*4), Z8, Z9) \
+	Z_ROW((R10), Z10, Z11) \
+	Z_ROW((R10)(R8*1), Z12, Z13) \
+	Z_ROW((R10)(R8*2), Z14, Z15) \
+	Z_ROW((R10)(R9*1), Z16, Z17) \
+	Z_ROW((R10)(R8*4), Z18, Z19) \
+	Z_ROW((R12), Z20, Z21) \
+	Z_ROW((R12)(R8*1), Z22, Z23) \
+	ADDQ $128, BX \
+	ADDQ R11, AX \
+	ADDQ R11, R10 \
+	ADDQ R11, R12
 
 #define Z_STORE(acc0, acc1) \
-	VADDPS  (DI), acc0, acc0 \
-	VMOVUPS acc0, (DI) \
-	VADDPS  64(DI), acc1, acc1 \
-	VMOVUPS acc1, 64(DI) \
-	ADDQ    SI, DI
+	VFMADD213PS (DI), Z27, acc0 \
+	VMOVUPS     acc0, (DI) \
+	VFMADD213PS 64(DI), Z27, acc1 \
+	VMOVUPS     acc1, 64(DI) \
+	ADDQ        SI, DI
 
 #define Z_PREFETCH_ROW \
-	PREFETCHT0 (DI) \
-	PREFETCHT0 64(DI) \
-	ADDQ       SI, DI
+	PREFETCHT0 (DX) \
+	PREFETCHT0 64(DX) \
+	ADDQ       SI, DX
 
-// func gemmKernelAVX512(k int, a, b, c *float32, ldc int)
-TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-40
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-	MOVQ DI, R8
+// func gemmKernelAVX512(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
+TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-60
+	MOVQ         k+0(FP), CX
+	MOVQ         a+8(FP), AX
+	MOVQ         rs+16(FP), R8
+	MOVQ         ps+24(FP), R11
+	MOVQ         b+32(FP), BX
+	MOVQ         c+40(FP), DI
+	MOVQ         ldc+48(FP), SI
+	VBROADCASTSS alpha+56(FP), Z27
+	SHLQ         $2, SI
+	SHLQ         $2, R8
+	SHLQ         $2, R11
+	LEAQ         (R8)(R8*2), R9
+	LEAQ         (R8)(R8*4), R10
+	LEAQ         (R10)(R10*1), R12
+	ADDQ         AX, R10
+	ADDQ         AX, R12
+	MOVQ         DI, DX
 	Z_PREFETCH_ROW
 	Z_PREFETCH_ROW
 	Z_PREFETCH_ROW
@@ -137,47 +169,44 @@ TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-40
 	Z_PREFETCH_ROW
 	Z_PREFETCH_ROW
 	Z_PREFETCH_ROW
-	MOVQ R8, DI
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   z_tail
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z4, Z4, Z4
+	VPXORD       Z5, Z5, Z5
+	VPXORD       Z6, Z6, Z6
+	VPXORD       Z7, Z7, Z7
+	VPXORD       Z8, Z8, Z8
+	VPXORD       Z9, Z9, Z9
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	VPXORD       Z14, Z14, Z14
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z16, Z16, Z16
+	VPXORD       Z17, Z17, Z17
+	VPXORD       Z18, Z18, Z18
+	VPXORD       Z19, Z19, Z19
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+	MOVQ         CX, DX
+	SHRQ         $1, DX
+	JZ           z_tail
 
 z_loop2:
-	Z_STEP(0, 0)
-	Z_STEP(48, 128)
-	ADDQ $96, AX
-	ADDQ $256, BX
+	Z_STEP
+	Z_STEP
 	DECQ DX
 	JNZ  z_loop2
 
 z_tail:
 	ANDQ $1, CX
 	JZ   z_store
-	Z_STEP(0, 0)
+	Z_STEP
 
 z_store:
 	Z_STORE(Z0, Z1)
@@ -194,3 +223,57 @@ z_store:
 	Z_STORE(Z22, Z23)
 	VZEROUPPER
 	RET
+
+// func vecFmaAccAVX2(c, t *float32, n int, alpha float32)
+// c = fma(t, alpha, c): an edge tile's rows added with the kernels' epilogue
+// arithmetic.
+TEXT ·vecFmaAccAVX2(SB), NOSPLIT, $0-28
+	MOVQ         c+0(FP), DI
+	MOVQ         t+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y14
+
+fa_loop8:
+	CMPQ        CX, $8
+	JL          fa_tail
+	VMOVUPS     (SI), Y0
+	VFMADD213PS (DI), Y14, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         fa_loop8
+
+fa_tail:
+	TESTQ       CX, CX
+	JZ          fa_done
+	MOVQ        $8, R9
+	SUBQ        CX, R9
+	LEAQ        gemmTailMask<>(SB), R10
+	VMOVDQU     (R10)(R9*4), Y15
+	VMASKMOVPS  (SI), Y15, Y0
+	VMASKMOVPS  (DI), Y15, Y1
+	VFMADD213PS Y1, Y14, Y0
+	VMASKMOVPS  Y0, Y15, (DI)
+
+fa_done:
+	VZEROUPPER
+	RET
+
+DATA gemmTailMask<>+0(SB)/4, $0xffffffff
+DATA gemmTailMask<>+4(SB)/4, $0xffffffff
+DATA gemmTailMask<>+8(SB)/4, $0xffffffff
+DATA gemmTailMask<>+12(SB)/4, $0xffffffff
+DATA gemmTailMask<>+16(SB)/4, $0xffffffff
+DATA gemmTailMask<>+20(SB)/4, $0xffffffff
+DATA gemmTailMask<>+24(SB)/4, $0xffffffff
+DATA gemmTailMask<>+28(SB)/4, $0xffffffff
+DATA gemmTailMask<>+32(SB)/4, $0
+DATA gemmTailMask<>+36(SB)/4, $0
+DATA gemmTailMask<>+40(SB)/4, $0
+DATA gemmTailMask<>+44(SB)/4, $0
+DATA gemmTailMask<>+48(SB)/4, $0
+DATA gemmTailMask<>+52(SB)/4, $0
+DATA gemmTailMask<>+56(SB)/4, $0
+DATA gemmTailMask<>+60(SB)/4, $0
+GLOBL gemmTailMask<>(SB), RODATA|NOPTR, $64

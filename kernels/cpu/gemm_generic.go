@@ -6,3 +6,5 @@ package cpu
 func selectKernel() microKernel { return goKernel }
 
 func kernelsAvailable() []microKernel { return []microKernel{goKernel} }
+
+func vecFmaAcc(c, t []float32, alpha float32) { vecFmaAccGo(c, t, alpha) }

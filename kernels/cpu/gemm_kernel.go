@@ -5,18 +5,17 @@ package cpu
 // and on amd64 machines without AVX2 and FMA.
 var goKernel = microKernel{name: "go", mr: 4, nr: 8, fn: gemmKernelGo}
 
-// gemmKernelGo: c[MR×NR] (row stride ldc) += Σ_p a[p·MR+i]·b[p·NR+j], with a
-// zero-started accumulator per element summed over p in order.
-func gemmKernelGo(k int, a, b, c []float32, ldc int) {
+// gemmKernelGo: c[i*ldc+j] = alpha·Σ_p a[i*rs+p*ps]·b[p*NR+j] + c[i*ldc+j],
+// with a zero-started accumulator per element summed over p in order. (The
+// assembly kernels fuse the final multiply-add; Go does not.)
+func gemmKernelGo(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
 	const mr, nr = 4, 8
 	var acc [mr][nr]float32
-	a = a[:k*mr]
 	b = b[:k*nr]
 	for p := 0; p < k; p++ {
-		ap := a[p*mr : p*mr+mr : p*mr+mr]
 		bp := b[p*nr : p*nr+nr : p*nr+nr]
 		for i := 0; i < mr; i++ {
-			ai := ap[i]
+			ai := a[i*rs+p*ps]
 			acc[i][0] += ai * bp[0]
 			acc[i][1] += ai * bp[1]
 			acc[i][2] += ai * bp[2]
@@ -30,7 +29,15 @@ func gemmKernelGo(k int, a, b, c []float32, ldc int) {
 	for i := 0; i < mr; i++ {
 		row := c[i*ldc : i*ldc+nr : i*ldc+nr]
 		for j := range row {
-			row[j] += acc[i][j]
+			row[j] += alpha * acc[i][j]
 		}
+	}
+}
+
+// vecFmaAccGo: c += alpha·t.
+func vecFmaAccGo(c, t []float32, alpha float32) {
+	t = t[:len(c)]
+	for i := range c {
+		c[i] += alpha * t[i]
 	}
 }

@@ -16,44 +16,55 @@ func newBackendKernel(threads int, mk microKernel) *Backend {
 	return be
 }
 
-// TestMicroKernels: every micro-kernel this machine runs against the Go loop
-// on random panels, with guard values around the C tile.
+// TestMicroKernels: every micro-kernel this machine runs against float64 sums,
+// with A packed (rs=1, ps=MR) and row-major (rs=lda, ps=1), alpha 1 and not,
+// and guard values around the C tile.
 func TestMicroKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, mk := range kernelsAvailable() {
 		for _, k := range []int{1, 2, 3, 7, 64, 255, 256} {
-			a := make([]float32, k*mk.mr)
-			b := make([]float32, k*mk.nr)
-			for i := range a {
-				a[i] = float32(r.NormFloat64())
-			}
-			for i := range b {
-				b[i] = float32(r.NormFloat64())
-			}
-			const ldc = 70
-			c := make([]float32, mk.mr*ldc+8)
-			want := make([]float32, len(c))
-			for i := range c {
-				c[i] = float32(r.NormFloat64())
-			}
-			copy(want, c)
-			mk.fn(k, a, b, c, ldc)
-			for i := 0; i < mk.mr; i++ {
-				for j := 0; j < mk.nr; j++ {
-					var acc float64
-					for p := 0; p < k; p++ {
-						acc += float64(a[p*mk.mr+i]) * float64(b[p*mk.nr+j])
+			for _, layout := range []string{"packed", "rowmajor"} {
+				rs, ps := 1, mk.mr
+				if layout == "rowmajor" {
+					rs, ps = k+3, 1
+				}
+				a := make([]float32, (mk.mr-1)*rs+(k-1)*ps+1)
+				b := make([]float32, k*mk.nr)
+				for i := range a {
+					a[i] = float32(r.NormFloat64())
+				}
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+				}
+				const ldc = 70
+				alpha := float32(1)
+				if k%2 == 1 {
+					alpha = 0.3
+				}
+				c := make([]float32, mk.mr*ldc+8)
+				want := make([]float32, len(c))
+				for i := range c {
+					c[i] = float32(r.NormFloat64())
+				}
+				copy(want, c)
+				mk.fn(k, a, rs, ps, b, c, ldc, alpha)
+				for i := 0; i < mk.mr; i++ {
+					for j := 0; j < mk.nr; j++ {
+						var acc float64
+						for p := 0; p < k; p++ {
+							acc += float64(a[i*rs+p*ps]) * float64(b[p*mk.nr+j])
+						}
+						want[i*ldc+j] += float32(float64(alpha) * acc)
 					}
-					want[i*ldc+j] += float32(acc)
 				}
-			}
-			for i := range c {
-				inTile := i/ldc < mk.mr && i%ldc < mk.nr
-				if !inTile && c[i] != want[i] {
-					t.Fatalf("%s k=%d: wrote outside the tile at %d", mk.name, k, i)
-				}
-				if inTile && math.Abs(float64(c[i]-want[i])) > 1e-4*(1+math.Abs(float64(want[i])))*math.Sqrt(float64(k)) {
-					t.Fatalf("%s k=%d: c[%d] = %v, want %v", mk.name, k, i, c[i], want[i])
+				for i := range c {
+					inTile := i/ldc < mk.mr && i%ldc < mk.nr
+					if !inTile && c[i] != want[i] {
+						t.Fatalf("%s k=%d %s: wrote outside the tile at %d", mk.name, k, layout, i)
+					}
+					if inTile && math.Abs(float64(c[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i])))*math.Sqrt(float64(k)) {
+						t.Fatalf("%s k=%d %s: c[%d] = %v, want %v", mk.name, k, layout, i, c[i], want[i])
+					}
 				}
 			}
 		}

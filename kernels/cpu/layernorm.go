@@ -120,25 +120,34 @@ func lnNormalizeGo(out, x, w, b []float32, m, rs float32) {
 	}
 }
 
-// lnBackwardRowGo: one row of the layernorm backward; adds the row's
+// lnBackwardRow: one row of the layernorm backward; adds the row's
 // contributions to the chunk partials dw, db.
-func lnBackwardRowGo(dinp, dw, db, dout, x, w []float32, m, rs float32) {
+func lnBackwardRow(dinp, dw, db, dout, x, w []float32, m, rs float32) {
 	C := len(dinp)
-	dw, db, dout, x, w = dw[:C], db[:C], dout[:C], x[:C], w[:C]
-	var dnMean, dnNormMean float32
-	for i := range x {
-		norm := (x[i] - m) * rs
-		dn := w[i] * dout[i]
-		dnMean += dn
-		dnNormMean += dn * norm
+	dn, dnNorm := lnBackwardSums(dout[:C], x[:C], w[:C], m, rs)
+	lnBackwardApply(dinp, dw[:C], db[:C], dout[:C], x[:C], w[:C], m, rs, dn/float32(C), dnNorm/float32(C))
+}
+
+// lnBackwardSumsGo returns Σ w·dout and Σ w·dout·(x-m)·rs.
+func lnBackwardSumsGo(dout, x, w []float32, m, rs float32) (dn, dnNorm float32) {
+	x, w = x[:len(dout)], w[:len(dout)]
+	for i := range dout {
+		d := w[i] * dout[i]
+		dn += d
+		dnNorm += d * ((x[i] - m) * rs)
 	}
-	dnMean /= float32(C)
-	dnNormMean /= float32(C)
-	for i := range x {
+	return dn, dnNorm
+}
+
+// lnBackwardApplyGo: norm = (x-m)·rs; db += dout; dw += norm·dout;
+// dinp += (w·dout - dnMean - norm·dnNormMean)·rs.
+func lnBackwardApplyGo(dinp, dw, db, dout, x, w []float32, m, rs, dnMean, dnNormMean float32) {
+	n := len(dinp)
+	dw, db, dout, x, w = dw[:n], db[:n], dout[:n], x[:n], w[:n]
+	for i := range dinp {
 		norm := (x[i] - m) * rs
-		dn := w[i] * dout[i]
 		db[i] += dout[i]
 		dw[i] += norm * dout[i]
-		dinp[i] += (dn - dnMean - norm*dnNormMean) * rs
+		dinp[i] += (w[i]*dout[i] - dnMean - norm*dnNormMean) * rs
 	}
 }

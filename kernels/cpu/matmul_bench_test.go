@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 )
 
@@ -26,15 +25,6 @@ var gpt2Matmuls = []matmulShape{
 	{"qkv", 1024, 768, 2304}, {"attproj", 1024, 768, 768}, {"fc", 1024, 768, 3072}, {"fcproj", 1024, 3072, 768}, {"lmhead", 1024, 768, 50304},
 }
 
-func randFloats(n int) []float32 {
-	r := rand.New(rand.NewPCG(uint64(n), 3))
-	x := alignedFloats(n)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	return x
-}
-
 func benchMatmul(b *testing.B, s matmulShape, threads int, mk microKernel) {
 	be := newBackendKernel(threads, mk)
 	inp, w, bias := randFloats(s.N*s.C), randFloats(s.OC*s.C), randFloats(s.OC)
@@ -42,16 +32,10 @@ func benchMatmul(b *testing.B, s matmulShape, threads int, mk microKernel) {
 	dinp, dw, db := randFloats(s.N*s.C), randFloats(s.OC*s.C), randFloats(s.OC)
 	flops := 2 * float64(s.N) * float64(s.C) * float64(s.OC)
 	b.Run("fwd", func(b *testing.B) {
-		for b.Loop() {
-			be.MatmulForward(out, inp, w, bias, s.N, s.C, s.OC)
-		}
-		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		measure(b, flops, func() { be.MatmulForward(out, inp, w, bias, s.N, s.C, s.OC) })
 	})
 	b.Run("bwd", func(b *testing.B) {
-		for b.Loop() {
-			be.MatmulBackward(dinp, dw, db, dout, inp, w, s.N, s.C, s.OC)
-		}
-		b.ReportMetric(2*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		measure(b, 2*flops, func() { be.MatmulBackward(dinp, dw, db, dout, inp, w, s.N, s.C, s.OC) })
 	})
 }
 
@@ -83,12 +67,11 @@ func BenchmarkSgemm1024(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d", mk.name, threads), func(b *testing.B) {
 				be := newBackendKernel(threads, mk)
 				g := &gemmArgs{M: n, N: n, K: n, a: operand{x: a, ld: n}, b: operand{x: bb, ld: n}, c: c, ldc: n, alpha: 1}
-				for b.Loop() {
+				measure(b, 2*n*n*n, func() {
 					be.mu.Lock()
 					be.gemm(g)
 					be.mu.Unlock()
-				}
-				b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
 			})
 		}
 	}

@@ -20,6 +20,7 @@ func (be *Backend) AdamW(params, grads, m, v []float32, o kernels.AdamW) {
 		bc1: float32(1 - math.Pow(float64(o.Beta1), float64(o.Step))),
 		bc2: float32(1 - math.Pow(float64(o.Beta2), float64(o.Step))),
 	}
+	c.omb1, c.omb2 = 1-c.b1, 1-c.b2
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	be.forChunks(n, elementGrain, func(lo, hi int) {
@@ -27,16 +28,18 @@ func (be *Backend) AdamW(params, grads, m, v []float32, o kernels.AdamW) {
 	})
 }
 
+// adamConsts is read by adamwAVX2 at fixed offsets: keep the field order.
 type adamConsts struct {
 	lr, b1, b2, eps, wd, bc1, bc2 float32
+	omb1, omb2                    float32 // 1-b1, 1-b2
 }
 
 func adamwGo(p, g, m, v []float32, c *adamConsts) {
 	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
 	for i := range p {
 		gi := g[i]
-		mi := c.b1*m[i] + (1-c.b1)*gi
-		vi := c.b2*v[i] + (1-c.b2)*gi*gi
+		mi := c.b1*m[i] + c.omb1*gi
+		vi := c.b2*v[i] + c.omb2*gi*gi
 		m[i], v[i] = mi, vi
 		mhat := mi / c.bc1
 		vhat := vi / c.bc2

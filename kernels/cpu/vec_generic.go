@@ -16,10 +16,15 @@ func adamw(p, g, m, v []float32, c *adamConsts) { adamwGo(p, g, m, v, c) }
 func vecSum(x []float32) float32                        { return vecSumGo(x) }
 func sumDiffs(x []float32, m float32) (s, s2 float32)   { return sumDiffsGo(x, m) }
 func lnNormalize(out, x, w, b []float32, m, rs float32) { lnNormalizeGo(out, x, w, b, m, rs) }
-func lnBackwardRow(dinp, dw, db, dout, x, w []float32, m, rs float32) {
-	lnBackwardRowGo(dinp, dw, db, dout, x, w, m, rs)
-}
 
 func vecAxpy(y, x []float32, a float32) { vecAxpyGo(y, x, a) }
 
 func softmaxBackward(d, p []float32, dot float32) { softmaxBackwardGo(d, p, dot) }
+
+func lnBackwardSums(dout, x, w []float32, m, rs float32) (dn, dnNorm float32) {
+	return lnBackwardSumsGo(dout, x, w, m, rs)
+}
+
+func lnBackwardApply(dinp, dw, db, dout, x, w []float32, m, rs, dnMean, dnNormMean float32) {
+	lnBackwardApplyGo(dinp, dw, db, dout, x, w, m, rs, dnMean, dnNormMean)
+}
