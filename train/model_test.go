@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gptkit/kernels"
+	"gptkit/kernels/cpu"
 	"gptkit/kernels/ref"
 )
 
@@ -200,11 +201,15 @@ func randomTokens(rng *rand.Rand, n, V int) []int32 {
 func TestModelGradients(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		be      kernels.Backend
 		bias    bool
 		dropout float32
-	}{{"nobias", false, 0}, {"bias", true, 0}, {"dropout", true, 0.25}} {
+	}{
+		{"ref/nobias", ref.New(), false, 0}, {"ref/bias", ref.New(), true, 0}, {"ref/dropout", ref.New(), true, 0.25},
+		{"cpu/nobias", cpu.New(3), false, 0}, {"cpu/dropout", cpu.New(3), true, 0.25},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			be := ref.New()
+			be := tc.be
 			m := tinyModel(t, be, tc.bias, 3)
 			m.Dropout = tc.dropout
 			B, T := 2, m.Config.BlockSize
