@@ -20,8 +20,8 @@ type randomSource struct {
 	vocab  int
 }
 
-func (s randomSource) Len() int64   { return s.n }
-func (s randomSource) SeqLen() int  { return s.seqLen }
+func (s randomSource) Len() int64  { return s.n }
+func (s randomSource) SeqLen() int { return s.seqLen }
 func (s randomSource) Sample(i int64, dst []int) []int {
 	r := rand.New(rand.NewPCG(uint64(i), 1))
 	for range s.seqLen + 1 {
