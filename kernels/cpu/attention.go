@@ -19,13 +19,32 @@ func checkAttention(op, outName string, out, att, qkv []float32, B, T, C, NH int
 	check.Len(op, "qkv", qkv, B*T*3*C)
 }
 
-// attnScratch splits worker w's scratch into a packed-B panel for the serial
-// GEMMs and an attnBlock×T block.
-func (be *Backend) attnScratch(w, T, hs int) (packedB, block []float32) {
+// attnScratch is one worker's scratch for a head: two whole packed operands
+// (the keys and values, packed once per head and shared by every row
+// block's GEMMs), a packed-B panel for the GEMMs whose B changes per block,
+// and an attnBlock×T block for the backward's score gradients.
+type attnScratch struct {
+	pk, pv []float32
+	packed []float32
+	block  []float32
+}
+
+func (be *Backend) attnScratch(w, T, hs int) attnScratch {
 	nr := be.kernel.nr
-	pb := ceilDiv(min(max(T, hs), gemmNC), nr) * nr * gemmKC
-	buf := be.workBuf(w, pb+attnBlock*T)
-	return buf[:pb], buf[pb:]
+	n1 := max(packBSize(hs, T, nr), packBSize(T, hs, nr)) // hs×T or T×hs
+	n2 := ceilDiv(min(max(T, hs), gemmNC), nr) * nr * gemmKC
+	buf := be.workBuf(w, 2*n1+n2+attnBlock*T)
+	return attnScratch{pk: buf[:n1], pv: buf[n1 : 2*n1], packed: buf[2*n1 : 2*n1+n2], block: buf[2*n1+n2:]}
+}
+
+// prepack packs op(b) (K×N) whole when it fits one column block, else
+// returns nil (the GEMMs then pack per call).
+func prepack(dst []float32, b operand, K, N, nr int) *packedB {
+	if N > gemmNC {
+		return nil
+	}
+	pb := packBAll(dst, b, K, N, nr)
+	return &pb
 }
 
 // AttentionForward implements kernels.Backend, one task per (batch, head):
@@ -38,22 +57,25 @@ func (be *Backend) AttentionForward(out, att []float32, qkv []float32, B, T, C, 
 	hs := C / NH
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	C3 := 3 * C
+	nr := be.kernel.nr
 	be.pool.run(B*NH, func(w, task int) {
 		b, h := task/NH, task%NH
-		packedB, _ := be.attnScratch(w, T, hs)
+		sc := be.attnScratch(w, T, hs)
 		s := &be.gemmScratch[w]
 		q := qkv[b*T*C3+h*hs:]
 		k := qkv[b*T*C3+C+h*hs:]
 		v := qkv[b*T*C3+2*C+h*hs:]
 		a := att[(b*NH+h)*T*T:][:T*T]
 		o := out[b*T*C+h*hs:]
+		kt := prepack(sc.pk, operand{x: k, ld: C3, trans: true}, hs, T, nr) // Kᵀ (hs×T)
+		vp := prepack(sc.pv, operand{x: v, ld: C3}, T, hs, nr)              // V (T×hs)
 		for r0 := 0; r0 < T; r0 += attnBlock {
 			r1 := min(T, r0+attnBlock)
 			gemmSerial(&gemmArgs{
 				M: r1 - r0, N: r1, K: hs,
-				a: operand{x: q[r0*C3:], ld: C3}, b: operand{x: k, ld: C3, trans: true},
-				c: a[r0*T:], ldc: T, alpha: scale,
-			}, be.kernel, s, packedB)
+				a: operand{x: q[r0*C3:], ld: C3}, b: operand{x: k, ld: C3, trans: true}, bp: kt,
+				c: a[r0*T:], ldc: T, alpha: scale, lowerC: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 			for t := r0; t < r1; t++ {
 				row := a[t*T:][:T]
 				m := vecMax(row[:t+1])
@@ -63,9 +85,9 @@ func (be *Backend) AttentionForward(out, att []float32, qkv []float32, B, T, C, 
 			}
 			gemmSerial(&gemmArgs{
 				M: r1 - r0, N: hs, K: r1,
-				a: operand{x: a[r0*T:], ld: T}, b: operand{x: v, ld: C3},
-				c: o[r0*C:], ldc: C, alpha: 1,
-			}, be.kernel, s, packedB)
+				a: operand{x: a[r0*T:], ld: T}, b: operand{x: v, ld: C3}, bp: vp,
+				c: o[r0*C:], ldc: C, alpha: 1, lowerA: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 		}
 	})
 }
@@ -82,9 +104,10 @@ func (be *Backend) AttentionBackward(dqkv []float32, dout, qkv, att []float32, B
 	hs := C / NH
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	C3 := 3 * C
+	nr := be.kernel.nr
 	be.pool.run(B*NH, func(w, task int) {
 		b, h := task/NH, task%NH
-		packedB, block := be.attnScratch(w, T, hs)
+		sc := be.attnScratch(w, T, hs)
 		s := &be.gemmScratch[w]
 		q := qkv[b*T*C3+h*hs:]
 		k := qkv[b*T*C3+C+h*hs:]
@@ -94,15 +117,17 @@ func (be *Backend) AttentionBackward(dqkv []float32, dout, qkv, att []float32, B
 		dv := dqkv[b*T*C3+2*C+h*hs:]
 		a := att[(b*NH+h)*T*T:][:T*T]
 		do := dout[b*T*C+h*hs:]
+		vt := prepack(sc.pv, operand{x: v, ld: C3, trans: true}, hs, T, nr) // Vᵀ (hs×T)
+		kp := prepack(sc.pk, operand{x: k, ld: C3}, T, hs, nr)              // K (T×hs)
 		for r0 := 0; r0 < T; r0 += attnBlock {
 			r1 := min(T, r0+attnBlock)
 			R := r1 - r0
-			ds := block[:R*r1]
+			ds := sc.block[:R*r1]
 			gemmSerial(&gemmArgs{
 				M: R, N: r1, K: hs,
-				a: operand{x: do[r0*C:], ld: C}, b: operand{x: v, ld: C3, trans: true},
-				c: ds, ldc: r1, alpha: 1,
-			}, be.kernel, s, packedB)
+				a: operand{x: do[r0*C:], ld: C}, b: operand{x: v, ld: C3, trans: true}, bp: vt,
+				c: ds, ldc: r1, alpha: 1, lowerC: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 			for t := r0; t < r1; t++ {
 				p := a[t*T:][:t+1]
 				d := ds[(t-r0)*r1:][:r1]
@@ -111,19 +136,19 @@ func (be *Backend) AttentionBackward(dqkv []float32, dout, qkv, att []float32, B
 			}
 			gemmSerial(&gemmArgs{
 				M: R, N: hs, K: r1,
-				a: operand{x: ds, ld: r1}, b: operand{x: k, ld: C3},
-				c: dq[r0*C3:], ldc: C3, alpha: scale, accumulate: true,
-			}, be.kernel, s, packedB)
+				a: operand{x: ds, ld: r1}, b: operand{x: k, ld: C3}, bp: kp,
+				c: dq[r0*C3:], ldc: C3, alpha: scale, accumulate: true, lowerA: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 			gemmSerial(&gemmArgs{
 				M: r1, N: hs, K: R,
 				a: operand{x: ds, ld: r1, trans: true}, b: operand{x: q[r0*C3:], ld: C3},
-				c: dk, ldc: C3, alpha: scale, accumulate: true,
-			}, be.kernel, s, packedB)
+				c: dk, ldc: C3, alpha: scale, accumulate: true, upperA: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 			gemmSerial(&gemmArgs{
 				M: r1, N: hs, K: R,
 				a: operand{x: a[r0*T:], ld: T, trans: true}, b: operand{x: do[r0*C:], ld: C},
-				c: dv, ldc: C3, alpha: 1, accumulate: true,
-			}, be.kernel, s, packedB)
+				c: dv, ldc: C3, alpha: 1, accumulate: true, upperA: true, diag: r0,
+			}, be.kernel, s, sc.packed)
 		}
 	})
 }

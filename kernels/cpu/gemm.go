@@ -54,6 +54,14 @@ type gemmArgs struct {
 	alpha      float32
 	accumulate bool      // C += product; else C = bias + product
 	bias       []float32 // optional (N), broadcast over rows when !accumulate
+
+	// Causal structure (attention), relative to diag: lowerC: only elements
+	// with column ≤ diag + row are needed (tiles wholly above are skipped and
+	// left as they were); lowerA: op(A)(i, k) = 0 for k > diag + i; upperA:
+	// op(A)(i, k) = 0 for k < i - diag. The zero steps are skipped, which
+	// changes no result: they would add exact zeros.
+	lowerC, lowerA, upperA bool
+	diag                   int
 }
 
 // microKernel computes, on one MR×NR tile, c[i*ldc+j] = fma(Σ_p
@@ -229,20 +237,35 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride
 		for it := it0; it < it1; it++ {
 			i := it * mr
 			h := min(mr, g.M-i)
+			if g.lowerC && j > g.diag+i+h-1 {
+				continue
+			}
+			// The strip's nonzero depth range within this block: [k0, k1).
+			k0, k1 := 0, kcur
+			if g.lowerA {
+				k1 = min(k1, g.diag+i+h-pc)
+			}
+			if g.upperA {
+				k0 = max(k0, i-g.diag-pc)
+			}
+			if k1 <= k0 {
+				continue
+			}
 			a, rs, ps := ap, 1, mr
 			if g.a.trans || h < mr {
 				a = ap[(it-it0)*mr*kcur:]
 			} else {
 				a, rs, ps = g.a.x[i*g.a.ld+pc:], g.a.ld, 1
 			}
+			a, bk := a[k0*ps:], b[k0*nr:]
 			if h == mr && w == nr {
-				mk.fn(kcur, a, rs, ps, b, g.c[i*g.ldc+j:], g.ldc, g.alpha)
+				mk.fn(k1-k0, a, rs, ps, bk, g.c[i*g.ldc+j:], g.ldc, g.alpha)
 				continue
 			}
 			// Edge tile: compute into a zeroed buffer, add the valid part.
 			tile := s.tile[:mr*nr]
 			clear(tile)
-			mk.fn(kcur, a, rs, ps, b, tile, nr, 1)
+			mk.fn(k1-k0, a, rs, ps, bk, tile, nr, 1)
 			for r := 0; r < h; r++ {
 				vecFmaAcc(g.c[(i+r)*g.ldc+j:][:w], tile[r*nr:][:w], g.alpha)
 			}
@@ -254,24 +277,15 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride
 // values (rows past h are zero).
 func packA(dst []float32, a *operand, i0, h, p0, k, mr int) {
 	dst = dst[:k*mr]
-	if !a.trans {
-		for i := 0; i < mr; i++ {
-			if i >= h {
-				for p := 0; p < k; p++ {
-					dst[p*mr+i] = 0
-				}
-				continue
-			}
-			for p, v := range a.x[(i0+i)*a.ld+p0:][:k] {
-				dst[p*mr+i] = v
+	if a.trans {
+		packCopy(dst, mr, a.x[p0*a.ld+i0:], a.ld, k, h, mr)
+	} else {
+		packTranspose(dst, mr, a.x[i0*a.ld+p0:], a.ld, h, k)
+		for i := h; i < mr; i++ {
+			for p := 0; p < k; p++ {
+				dst[p*mr+i] = 0
 			}
 		}
-		return
-	}
-	for p := 0; p < k; p++ {
-		d := dst[p*mr:][:mr]
-		copy(d, a.x[(p0+p)*a.ld+i0:][:h])
-		clear(d[h:])
 	}
 }
 
@@ -280,22 +294,31 @@ func packA(dst []float32, a *operand, i0, h, p0, k, mr int) {
 func packB(dst []float32, b *operand, p0, k, j0, w, nr int) {
 	dst = dst[:k*nr]
 	if !b.trans {
-		for p := 0; p < k; p++ {
-			d := dst[p*nr:][:nr]
-			copy(d, b.x[(p0+p)*b.ld+j0:][:w])
-			clear(d[w:])
-		}
+		packCopy(dst, nr, b.x[p0*b.ld+j0:], b.ld, k, w, nr)
 		return
 	}
-	for j := 0; j < nr; j++ {
-		if j >= w {
-			for p := 0; p < k; p++ {
-				dst[p*nr+j] = 0
-			}
-			continue
+	packTranspose(dst, nr, b.x[j0*b.ld+p0:], b.ld, w, k)
+	for j := w; j < nr; j++ {
+		for p := 0; p < k; p++ {
+			dst[p*nr+j] = 0
 		}
-		for p, v := range b.x[(j0+j)*b.ld+p0:][:k] {
-			dst[p*nr+j] = v
+	}
+}
+
+// packCopyGo: for p < k, dst[p*ldd:][:width] = src[p*lds:][:w] then zeros.
+func packCopyGo(dst []float32, ldd int, src []float32, lds, k, w, width int) {
+	for p := 0; p < k; p++ {
+		d := dst[p*ldd:][:width]
+		copy(d, src[p*lds:][:w])
+		clear(d[w:])
+	}
+}
+
+// packTransposeGo: dst[p*ldd+j] = src[j*lds+p] for j < rows, p < k.
+func packTransposeGo(dst []float32, ldd int, src []float32, lds, rows, k int) {
+	for j := 0; j < rows; j++ {
+		for p, v := range src[j*lds:][:k] {
+			dst[p*ldd+j] = v
 		}
 	}
 }

@@ -58,6 +58,60 @@ func vecFmaAcc(c, t []float32, alpha float32) {
 	vecFmaAccAVX2(ptr(c), ptr(t), len(c), alpha)
 }
 
+// copyColsAVX2: for p < k, dst[p*ldd+i] = src[p*lds+i] for i < loadLanes
+// and 0 for loadLanes ≤ i < storeLanes (packCopyGo on one 8-lane column).
+//
+//go:noescape
+func copyColsAVX2(dst, src *float32, ldd, lds, k, loadLanes, storeLanes int)
+
+// transpose8AVX2: dst[p*ldd+j] = src[j*lds+p] for j < 8, p < 8·blocks
+// (packTransposeGo on 8 rows, in 8×8 blocks).
+//
+//go:noescape
+func transpose8AVX2(dst *float32, ldd int, src *float32, lds, blocks int)
+
+func packCopy(dst []float32, ldd int, src []float32, lds, k, w, width int) {
+	if !hasAVX2 || k == 0 {
+		packCopyGo(dst, ldd, src, lds, k, w, width)
+		return
+	}
+	if len(dst) < (k-1)*ldd+width || (w > 0 && len(src) < (k-1)*lds+w) {
+		panic("kernels/cpu: pack operands out of range")
+	}
+	for i := 0; i < width; i += 8 {
+		store := min(8, width-i)
+		load := min(store, max(0, w-i))
+		var s *float32
+		if load > 0 {
+			s = &src[i]
+		} else {
+			s = &src[0] // not read: every lane is masked off
+		}
+		copyColsAVX2(&dst[i], s, ldd, lds, k, load, store)
+	}
+}
+
+func packTranspose(dst []float32, ldd int, src []float32, lds, rows, k int) {
+	if !hasAVX2 || rows < 8 || k < 8 {
+		packTransposeGo(dst, ldd, src, lds, rows, k)
+		return
+	}
+	if len(dst) < (k-1)*ldd+rows || len(src) < (rows-1)*lds+k {
+		panic("kernels/cpu: pack operands out of range")
+	}
+	k8 := k / 8 * 8
+	j := 0
+	for ; j+8 <= rows; j += 8 {
+		transpose8AVX2(&dst[j], ldd, &src[j*lds], lds, k8/8)
+		if k8 < k {
+			packTransposeGo(dst[k8*ldd+j:], ldd, src[j*lds+k8:], lds, 8, k-k8)
+		}
+	}
+	if j < rows {
+		packTransposeGo(dst[j:], ldd, src[j*lds:], lds, rows-j, k)
+	}
+}
+
 var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ

@@ -277,3 +277,106 @@ DATA gemmTailMask<>+52(SB)/4, $0
 DATA gemmTailMask<>+56(SB)/4, $0
 DATA gemmTailMask<>+60(SB)/4, $0
 GLOBL gemmTailMask<>(SB), RODATA|NOPTR, $64
+
+// func copyColsAVX2(dst, src *float32, ldd, lds, k, loadLanes, storeLanes int)
+// For p < k: dst[p·ldd + i] = src[p·lds + i] for i < loadLanes, 0 for
+// loadLanes ≤ i < storeLanes (0 ≤ loadLanes ≤ storeLanes ≤ 8). Packing's
+// copy of up to 8 contiguous values per step, as masked loads and stores.
+TEXT ·copyColsAVX2(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), DI
+	MOVQ    src+8(FP), SI
+	MOVQ    ldd+16(FP), DX
+	MOVQ    lds+24(FP), R8
+	MOVQ    k+32(FP), CX
+	SHLQ    $2, DX
+	SHLQ    $2, R8
+	LEAQ    gemmTailMask<>(SB), R10
+	MOVQ    $8, R9
+	SUBQ    loadLanes+40(FP), R9
+	VMOVDQU (R10)(R9*4), Y14
+	MOVQ    $8, R9
+	SUBQ    storeLanes+48(FP), R9
+	VMOVDQU (R10)(R9*4), Y15
+	TESTQ   CX, CX
+	JZ      cc_done
+
+cc_loop:
+	VMASKMOVPS (SI), Y14, Y0
+	VMASKMOVPS Y0, Y15, (DI)
+	ADDQ       R8, SI
+	ADDQ       DX, DI
+	DECQ       CX
+	JNZ        cc_loop
+
+cc_done:
+	VZEROUPPER
+	RET
+
+// func transpose8AVX2(dst *float32, ldd int, src *float32, lds, blocks int)
+// For 8 source rows and 8·blocks columns: dst[p·ldd + j] = src[j·lds + p]
+// (j < 8, p < 8·blocks): 8×8 register transposes (unpack, shuffle, permute).
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), DX
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R8
+	MOVQ blocks+32(FP), CX
+	SHLQ $2, DX
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9      // 3·lds
+	LEAQ (SI)(R8*4), R10     // row 4
+	LEAQ (DX)(DX*2), R11     // 3·ldd
+	TESTQ CX, CX
+	JZ   tr_done
+
+tr_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R9*1), Y3
+	VMOVUPS (R10), Y4
+	VMOVUPS (R10)(R8*1), Y5
+	VMOVUPS (R10)(R8*2), Y6
+	VMOVUPS (R10)(R9*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(DX*1)
+	VMOVUPS Y10, (DI)(DX*2)
+	VMOVUPS Y11, (DI)(R11*1)
+	LEAQ    (DI)(DX*4), DI
+	VMOVUPS Y12, (DI)
+	VMOVUPS Y13, (DI)(DX*1)
+	VMOVUPS Y14, (DI)(DX*2)
+	VMOVUPS Y15, (DI)(R11*1)
+	LEAQ    (DI)(DX*4), DI
+	ADDQ    $32, SI
+	ADDQ    $32, R10
+	DECQ    CX
+	JNZ     tr_loop
+
+tr_done:
+	VZEROUPPER
+	RET
