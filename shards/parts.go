@@ -84,8 +84,9 @@ type MergePartsOptions struct {
 	Overwrite bool
 	// Command is the merge's command line, recorded as the manifest's source.command.
 	Command string
-	// RerunHint, if set, says how to rerun the unfinished parts, given their indices
-	// (e.g. the sbatch line of an array job); it ends the error that names them.
+	// RerunHint, if set, says how to rerun the unfinished parts and merge again,
+	// given their indices (e.g. the sbatch lines of an array job): the hint of the
+	// error that names them.
 	RerunHint func(missing []int, count int) string
 }
 
@@ -222,19 +223,22 @@ func missingErr(where string, parts []*Manifest, missing []int, started map[int]
 		}
 		fmt.Fprintf(&b, " part %d (%s: %s);", i, PartDir(i, count), state)
 	}
-	hint := fmt.Sprintf("rerun those tasks (each redoes only its own part, keeping what it had finished): the same command with --num-workers %d --worker-index I, for I in %s", count, joinInts(missing, ","))
+	var hint string
 	if o.RerunHint != nil {
 		hint = o.RerunHint(missing, count)
-	}
-	for _, m := range parts {
-		if m != nil {
-			if cmd, ok := m.Source["command"].(string); ok && cmd != "" {
-				hint += fmt.Sprintf(" (part %d ran: %s)", m.Part.Index, cmd)
+	} else {
+		hint = fmt.Sprintf("rerun those tasks (each redoes only its own part, keeping what it had finished): the same command with --num-workers %d --worker-index I, for I in %s", count, joinInts(missing, ","))
+		for _, m := range parts {
+			if m != nil {
+				if cmd, ok := m.Source["command"].(string); ok && cmd != "" {
+					hint += fmt.Sprintf(" (part %d ran: %s)", m.Part.Index, cmd)
+				}
+				break
 			}
-			break
 		}
+		hint += "; then merge again"
 	}
-	return &wrapped{msg: fmt.Sprintf("%s\n---> HINT: %s; then merge again", strings.TrimSuffix(b.String(), ";"), hint), err: ErrPartMissing}
+	return &wrapped{msg: fmt.Sprintf("%s\n---> HINT: %s", strings.TrimSuffix(b.String(), ";"), hint), err: ErrPartMissing}
 }
 
 // wrapped is a message of its own that matches a sentinel.

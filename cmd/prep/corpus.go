@@ -30,7 +30,10 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 		"Downloads the corpus into DIR/"+corpus.Name+"/downloads/ (parallel, resumable, verified by size and sha256),\n"+
 		"then tokenizes it on every core into DIR/"+corpus.Name+"/: "+corpus.Name+"_text_document*.{bin,idx} (val and test\n"+
 		"splits as "+corpus.Name+"_val_text_document*, "+corpus.Name+"_test_text_document*) and manifest.json, written\n"+
-		"last. Rerun the same command after a crash: finished shards are kept.")
+		"last. Rerun the same command after a crash: finished shards are kept.\n\n"+
+		"On a cluster, --slurm writes and submits an array job of --array-size tasks, each tokenizing\n"+
+		"one part (an equal share of the bytes) into DIR/"+corpus.Name+"/parts/, and a merge job after it\n"+
+		"(--merge-parts) that writes the manifest. DIR must be shared by the nodes; --dest may be S3.")
 	var f jobFlags
 	f.register(c)
 	mirror := c.Flags.String("mirror", "", "fetch the corpus' files from `BASE`/<name> (e.g. BASE/train/00.jsonl.zst) before the catalog's URLs; BASE/SHA256SUMS, if there, verifies them")
@@ -53,7 +56,8 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 			return cli.Fail(stderr, who, fmt.Errorf("--checksums %s: %w", *checksums, err))
 		}
 	}
-	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true}
+	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,
+		sub: corpus.Name, flagSet: c.Flags}
 	j.fetches = corpus.Plan(j.workDir(), opt)
 	if *mirror != "" {
 		// The mirror's SHA256SUMS is asked for only when something is to be downloaded.

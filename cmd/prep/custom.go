@@ -25,7 +25,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			".zip (one document per member) and .parquet (streamed by row group; --text-key names the\n"+
 			"column), from local paths, https:// URLs or s3://bucket/key. Remote files are downloaded\n"+
 			"into DIR/NAME/downloads/ first (resumable). Output: DIR/NAME/NAME_text_document*.{bin,idx}\n"+
-			"and manifest.json.")
+			"and manifest.json. --slurm, --num-workers and --merge-parts work as for `prep NAME`.")
 	var f jobFlags
 	f.register(c)
 	inputs := cli.ListFlag{Comma: true}
@@ -44,7 +44,8 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, msg)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true}
+	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,
+		sub: "custom", flagSet: c.Flags}
 	local := make([]string, len(inputs.Values))
 	var s3Inputs []int
 	for i, in := range inputs.Values {
@@ -101,11 +102,13 @@ func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Lo
 	if err := os.MkdirAll(filepath.Dir(dest), 0o777); err != nil {
 		return err
 	}
-	tmp := dest + ".part"
-	out, err := os.Create(tmp)
+	// A temp file of its own: the tasks of an array job may copy the same input at once.
+	out, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".*.part")
 	if err != nil {
 		return err
 	}
+	tmp := out.Name()
+	defer os.Remove(tmp) // a no-op once renamed
 	if _, err := io.Copy(out, obj); err != nil {
 		out.Close()
 		return fmt.Errorf("download %s: %w", uri, err)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"strings"
 
 	"gptkit/internal/cli"
+	"gptkit/pipelines"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
 )
@@ -32,6 +34,17 @@ type jobFlags struct {
 	s3Endpoint    string
 	s3PathStyle   bool
 	progress      string
+
+	// Partitioned runs (array jobs).
+	numWorkers  int
+	workerIndex int
+	mergeParts  bool
+	slurm       bool
+	arraySize   int
+	sbatchArgs  string
+	dryRun      bool
+	task        pipelines.ArrayTask // resolved by check
+	partitioned bool
 }
 
 func (f *jobFlags) register(c *cli.Command) {
@@ -54,6 +67,13 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
 	fs.BoolVar(&f.s3PathStyle, "s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
 	fs.StringVar(&f.progress, "progress", "auto", "`MODE`: auto (a live line on a terminal, log lines otherwise), on, off")
+	fs.IntVar(&f.numWorkers, "num-workers", -1, "tokenize only part --worker-index of `W` parts, into OUT/parts/ (an array job's task; -1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment); with --merge-parts, the parts to merge")
+	fs.IntVar(&f.workerIndex, "worker-index", -1, "with --num-workers: the part `I` (from 0) to do (-1: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
+	fs.BoolVar(&f.mergeParts, "merge-parts", false, "do not tokenize: write OUT/manifest.json from the finished parts of a partitioned run (refusing, naming them, while parts are missing), then remove the downloads unless --keep-downloads")
+	fs.BoolVar(&f.slurm, "slurm", false, "do not tokenize here: write a SLURM array job of --array-size tasks (one part each) and a merge job that runs after it into DIR/NAME/slurm/, submit both with sbatch, and print their ids")
+	fs.IntVar(&f.arraySize, "array-size", 16, "with --slurm: the number of array tasks `W` (parts)")
+	fs.StringVar(&f.sbatchArgs, "sbatch-args", "", "with --slurm: more sbatch options for both jobs, space-separated (e.g. \"--partition=cpu --time=4:00:00 --cpus-per-task=16\"), written into the scripts as #SBATCH lines")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --slurm: print the scripts and the sbatch commands instead of writing and submitting them")
 }
 
 // check returns a usage error message, or "".
@@ -75,6 +95,28 @@ func (f *jobFlags) check() string {
 	if _, err := cli.ParseSize(f.shardSize); err != nil {
 		return "--shard-size: " + err.Error()
 	}
+	switch {
+	case f.slurm && f.mergeParts:
+		return "--slurm submits the merge itself: drop --merge-parts"
+	case f.slurm && (f.numWorkers >= 0 || f.workerIndex >= 0):
+		return "--slurm sets the parts itself: use --array-size W, not --num-workers or --worker-index"
+	case f.slurm && f.arraySize < 1:
+		return "--array-size must be at least 1"
+	case f.dryRun && !f.slurm:
+		return "--dry-run goes with --slurm"
+	case f.mergeParts && f.workerIndex >= 0:
+		return "--merge-parts merges every part: drop --worker-index"
+	case f.mergeParts && f.numWorkers < 0:
+		f.numWorkers = 0 // from the parts found
+	}
+	if f.slurm || f.mergeParts {
+		return ""
+	}
+	task, ok, err := pipelines.ResolveArrayTask(f.numWorkers, f.workerIndex, os.Getenv)
+	if err != nil {
+		return err.Error()
+	}
+	f.task, f.partitioned = task, ok
 	return ""
 }
 

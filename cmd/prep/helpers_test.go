@@ -50,10 +50,14 @@ import (
 // for a minute, and so that a test can say whether anything beyond the mirror was asked.
 //
 // With GPTKIT_PREP_CHILD set, the test binary is instead a `prep` process that kills
-// itself at a chosen moment (resume_test.go).
+// itself at a chosen moment (resume_test.go); with GPTKIT_PREP_MAIN=1, it is `prep`
+// itself, as the SLURM jobs that `prep --slurm` writes run it (slurm_test.go).
 func TestMain(m *testing.M) {
 	if c := os.Getenv(childEnv); c != "" {
 		os.Exit(childMain(c))
+	}
+	if os.Getenv(prepMainEnv) == "1" {
+		os.Exit(prepMain())
 	}
 	stop, err := startFakeInternet()
 	if err != nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -28,6 +30,10 @@ type job struct {
 	log     *slog.Logger
 	stdout  io.Writer
 	stderr  io.Writer
+	// sub and flagSet are the command as parsed (the corpus name or "custom", and its
+	// flags), which --slurm writes into its scripts.
+	sub     string
+	flagSet *flag.FlagSet
 
 	fetches []fetch.File
 	// beforeFetch, if set, runs once before the first download (it fetches the mirror's
@@ -60,9 +66,15 @@ func (j *job) output() string {
 func (j *job) run(ctx context.Context) int {
 	f := j.flags
 	who := "prep " + j.name
+	if f.slurm {
+		return j.submitSlurm(ctx)
+	}
 	st, err := storage.Open(ctx, j.output(), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: j.log})
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
+	}
+	if f.mergeParts {
+		return j.merge(ctx, st)
 	}
 	tok, tokSpec, err := j.tokenizer(ctx, st)
 	if err != nil {
@@ -85,49 +97,74 @@ func (j *job) run(ctx context.Context) int {
 		return cli.Fail(j.stderr, who, err)
 	}
 	shardBytes, _ := cli.ParseSize(f.shardSize)
-	var total int64
-	for _, s := range splits {
-		for _, in := range s.Inputs {
-			if fi, err := os.Stat(in); err == nil {
-				total += fi.Size()
-			}
-		}
-	}
 	if j.beforeRun != nil {
 		if err := j.beforeRun(ctx, st); err != nil {
 			return cli.Fail(j.stderr, who, err)
 		}
 	}
-	bar := j.bar("tokenize", total)
 	run := &pipelines.TokenizeRun{
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
 		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite,
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
-		Progress: func(bytes, docs int64) { bar.Add(bytes, docs) },
+		OnShard: func(info shards.ShardInfo) {
+			j.log.Debug("shard written", "shard", info.Prefix, "docs", info.Documents, "tokens", info.Tokens)
+			if testShardHook != nil {
+				testShardHook(info)
+			}
+		},
 	}
+	if f.partitioned {
+		run.NumWorkers, run.WorkerIndex = f.task.Count, f.task.Index
+		j.log.Info("partitioned run", "part", f.task.Index, "of", f.task.Count, "index_from", f.task.IndexFrom, "count_from", f.task.CountFrom)
+	}
+	_, total, err := run.Slice()
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	bar := j.bar("tokenize", total)
+	run.Progress = func(bytes, docs int64) { bar.Add(bytes, docs) }
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
 		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
 	}
 	bar.Done()
-	reportPath, err := j.writeReport(stats)
+	where, report := j.output(), "prep-report.json"
+	if f.partitioned && !stats.AlreadyMerged {
+		// The other parts still need the downloads: the merge removes them.
+		where += "/" + stats.PartDir
+		report = "prep-report-" + path.Base(stats.PartDir) + ".json"
+	} else {
+		j.removeDownloads()
+	}
+	reportPath, err := j.writeReport(report, stats)
 	if err != nil {
 		j.log.Warn("could not write the bad-record report", "err", err)
 	}
-	printSummary(j.stderr, j.output(), stats)
-	if !f.keepDownloads {
-		if err := os.RemoveAll(filepath.Join(j.workDir(), "downloads")); err != nil {
-			j.log.Warn("could not remove the downloads", "err", err)
-		}
+	printSummary(j.stderr, where, stats)
+	if f.partitioned && !stats.AlreadyMerged {
+		fmt.Fprintf(j.stderr, "part %d of %d done; once every part is: prep %s ... --merge-parts (or shards merge-parts %s)\n", f.task.Index, f.task.Count, j.sub, j.output())
 	}
-	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", where, m.Documents, m.Tokens, len(m.Shards))
 	if rate := errorRate(stats); rate > f.maxErrorRate {
 		return cli.Fail(j.stderr, who, fmt.Errorf("%d of %d records were bad (%.2f%% > --max-error-rate %.2f%%); the dataset was written, the bad records are listed in %s",
 			stats.Bad, records(stats), 100*rate, 100*f.maxErrorRate, reportPath))
 	}
 	return cli.ExitOK
 }
+
+// removeDownloads removes DIR/NAME/downloads/ unless --keep-downloads.
+func (j *job) removeDownloads() {
+	if j.flags.keepDownloads {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(j.workDir(), "downloads")); err != nil {
+		j.log.Warn("could not remove the downloads", "err", err)
+	}
+}
+
+// testShardHook, if set (by tests), is called after each shard a run commits.
+var testShardHook func(info shards.ShardInfo)
 
 // errorRate is the share of bad records among all the records read, as
 // prep.Stats.ErrorRate defines what --max-error-rate checks: records of other subsets
@@ -185,8 +222,8 @@ func (j *job) bar(label string, total int64) *progress.Bar {
 
 // writeReport writes the bad records (counts and first examples per split) next to the
 // dataset's local directory, DIR/NAME/prep-report.json.
-func (j *job) writeReport(stats pipelines.RunStats) (string, error) {
-	path := filepath.Join(j.workDir(), "prep-report.json")
+func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error) {
+	file := filepath.Join(j.workDir(), name)
 	var b strings.Builder
 	b.WriteString("{\"splits\": [")
 	for i, s := range stats.Splits {
@@ -203,7 +240,7 @@ func (j *job) writeReport(stats pipelines.RunStats) (string, error) {
 	if err := os.MkdirAll(j.workDir(), 0o777); err != nil {
 		return "", err
 	}
-	return path, os.WriteFile(path, []byte(b.String()), 0o666)
+	return file, os.WriteFile(file, []byte(b.String()), 0o666)
 }
 
 // printSummary writes the end-of-run table to w.

@@ -4,6 +4,9 @@
 //	prep list
 //	prep NAME -d DIR [--tokenizer SPEC] [--workers N] [--mirror BASE] [--checksums FILE] [--dest s3://...]
 //	prep custom --input PATH_OR_URL... --name NAME -d DIR [...]
+//	prep NAME -d DIR [...] --slurm [--array-size W] [--sbatch-args ARGS] [--dry-run]
+//	prep NAME -d DIR [...] --num-workers W [--worker-index I]   (one task of an array job)
+//	prep NAME -d DIR [...] --merge-parts
 //
 // Output: DIR/NAME/ (or DEST/NAME/ with --dest) with NAME_text_document*.{bin,idx} (val and
 // test splits as NAME_val_text_document*, NAME_test_text_document*) and manifest.json,
@@ -62,6 +65,11 @@ func printUsage(w io.Writer) {
 Downloads a corpus (resumable, verified by size and sha256), then tokenizes it on every core
 into DIR/NAME/: GPT-NeoX indexed datasets NAME_text_document*.{bin,idx} and manifest.json.
 Killed at any moment, the same command continues where it stopped.
+
+On a cluster: --slurm submits an array job (--array-size tasks, one part of the corpus each)
+and a merge job; under Kubernetes Indexed Jobs or AWS Batch array jobs, run the same command
+in every task with --num-workers W (the task's index comes from the environment), then once
+with --merge-parts.
 
 Run 'prep NAME -h' for the flags.
 `, strings.Join(prep.CorpusNames(), ", "))

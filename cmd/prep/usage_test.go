@@ -36,6 +36,13 @@ func TestUsage(t *testing.T) {
 		{"unknown flag", []string{"pile", "-d", "d", "--frob"}, 2, []string{"-frob", "prep pile -h"}},
 		{"stray argument", []string{"pile", "-d", "d", "extra"}, 2, []string{`unexpected argument "extra"`}},
 		{"alias -h", []string{"pile_subset", "-h"}, 0, []string{"usage: prep pile-00"}},
+		{"--slurm with --merge-parts", []string{"pile", "-d", "d", "--slurm", "--merge-parts"}, 2, []string{"drop --merge-parts"}},
+		{"--slurm with --num-workers", []string{"pile", "-d", "d", "--slurm", "--num-workers", "3"}, 2, []string{"use --array-size W"}},
+		{"bad --array-size", []string{"pile", "-d", "d", "--slurm", "--array-size", "0"}, 2, []string{"--array-size must be at least 1"}},
+		{"--dry-run alone", []string{"pile", "-d", "d", "--dry-run"}, 2, []string{"--dry-run goes with --slurm"}},
+		{"--worker-index alone", []string{"pile", "-d", "d", "--worker-index", "1"}, 2, []string{"--worker-index 1 needs --num-workers W"}},
+		{"--worker-index too big", []string{"pile", "-d", "d", "--num-workers", "2", "--worker-index", "2"}, 2, []string{"worker index 2 (--worker-index) is not in [0, 2)"}},
+		{"--merge-parts with an index", []string{"pile", "-d", "d", "--merge-parts", "--worker-index", "1"}, 2, []string{"drop --worker-index"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +89,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--keep-downloads": "false", "--text-key": `"text"`, "--shard-size": `"0"`, "--filter-set": `""`,
 		"--on-error": `"skip"`, "--max-error-rate": "0.01", "--overwrite": "false", "--s3-endpoint": `""`,
 		"--s3-path-style": "false", "--progress": `"auto"`,
+		"--num-workers": "-1", "--worker-index": "-1", "--merge-parts": "false", "--slurm": "false",
+		"--array-size": "16", "--sbatch-args": `""`, "--dry-run": "false",
 	}
 	for _, tt := range []struct {
 		args  []string

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/shards"
+)
+
+// partsCorpus writes a JSONL file (cut into byte ranges across parts) and a .jsonl.zst
+// file (read whole by one part) and returns their paths and the documents a run makes.
+func partsCorpus(t *testing.T, dir string) (inputs []string, want [][]int) {
+	t.Helper()
+	tok := gpt2(t)
+	a, b := genPile(t, 400, 21), genPile(t, 150, 22)
+	inputs = []string{writeFile(t, dir, "a.jsonl", jsonl(a)), writeFile(t, dir, "b.jsonl.zst", zst(t, jsonl(b)))}
+	return inputs, encodeAll(tok, append(texts(a, ""), texts(b, "")...), tok.EOD())
+}
+
+// TestPartitionedCustom: `prep custom` as the three tasks of an array job (numbered by
+// flags, or by AWS Batch's environment), then --merge-parts, makes a single run's
+// dataset; the merge refuses, naming the part, while one is missing.
+func TestPartitionedCustom(t *testing.T) {
+	inputs, want := partsCorpus(t, t.TempDir())
+	data := t.TempDir()
+	args := []string{"custom", "--input", inputs[0], inputs[1], "--name", "c", "-d", data, "--tokenizer", gpt2Dir(t),
+		"--shard-size", "2KiB", "--progress", "off", "--workers", "2"}
+	ds := filepath.Join(data, "c")
+	for _, i := range []int{0, 2} {
+		out, errOut := mustPrep(t, append(args, "--num-workers", "3", "--worker-index", fmt.Sprint(i))...)
+		hasAll(t, "stdout", out, fmt.Sprintf("%s/%s/manifest.json: ", ds, shards.PartDir(i, 3)))
+		hasAll(t, "stderr", errOut, "--merge-parts")
+	}
+	code, _, errOut := runPrep(t, append(args, "--merge-parts")...)
+	if code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("merge with part 1 missing: exit %d, %q", code, errOut)
+	}
+	hasAll(t, "stderr", errOut, "1 of 3 parts are not finished", "part 1 (parts/part-00001-of-00003: not started)", "--worker-index I, for I in 1")
+	noManifest(t, ds)
+
+	t.Setenv("AWS_BATCH_JOB_ARRAY_INDEX", "1")
+	t.Setenv("AWS_BATCH_JOB_ARRAY_SIZE", "3")
+	out, _ := mustPrep(t, args...)
+	hasAll(t, "stdout", out, fmt.Sprintf("%s/%s/manifest.json: ", ds, shards.PartDir(1, 3)))
+	os.Unsetenv("AWS_BATCH_JOB_ARRAY_INDEX")
+	os.Unsetenv("AWS_BATCH_JOB_ARRAY_SIZE")
+	if _, err := os.Stat(filepath.Join(ds, "prep-report-part-00001-of-00003.json")); err != nil {
+		t.Errorf("part 1's report: %v", err)
+	}
+
+	out, _ = mustPrep(t, append(args, "--merge-parts")...)
+	hasAll(t, "stdout", out, ds+"/manifest.json: ")
+	compareDocs(t, "merged parts", datasetDocs(t, ds), want)
+	if m := readManifest(t, ds); len(m.Shards) < 6 || !strings.HasPrefix(m.Shards[0].Prefix, "parts/part-00000-of-00003/c_text_document") {
+		t.Errorf("merged manifest: %d shards, first %+v", len(m.Shards), m.Shards[0])
+	}
+	// Done: every task, and the merge, has nothing left to do.
+	out, _ = mustPrep(t, append(args, "--num-workers", "3", "--worker-index", "2")...)
+	hasAll(t, "stdout", out, ds+"/manifest.json: ", "already complete")
+	_, errOut = mustPrep(t, append(args, "--merge-parts")...)
+	hasAll(t, "stderr", errOut, "already merged from its 3 parts")
+}
+
+// TestSlurmDryRun: --slurm --dry-run prints the array job and the merge job, which run
+// this command's corpus and flags as parts; nothing is written or submitted.
+func TestSlurmDryRun(t *testing.T) {
+	data := t.TempDir()
+	out, _ := mustPrep(t, "custom", "--input", "in.jsonl", "--name", "c", "-d", data, "--tokenizer", "gpt2", "--shard-size", "1GiB",
+		"--slurm", "--array-size", "8", "--sbatch-args", "--partition=cpu -t 60 --cpus-per-task=16", "--dry-run")
+	exe, _ := os.Executable()
+	cwd, _ := os.Getwd()
+	slurm := filepath.Join(data, "c", "slurm")
+	hasAll(t, "stdout", out,
+		"# "+filepath.Join(slurm, "tokenize.sbatch"), "#SBATCH --array=0-7", "#SBATCH --job-name=prep-c\n",
+		"#SBATCH --output="+filepath.Join(slurm, "logs")+"/tokenize-%A_%a.out", "#SBATCH --chdir="+cwd,
+		"#SBATCH --partition=cpu\n#SBATCH -t 60\n#SBATCH --cpus-per-task=16\n",
+		"exec "+shellQuote(exe)+" custom -d="+data+" --input=in.jsonl --name=c --shard-size=1GiB --tokenizer=gpt2 --num-workers=8\n",
+		"# "+filepath.Join(slurm, "merge.sbatch"), "#SBATCH --job-name=prep-c-merge",
+		"--tokenizer=gpt2 --num-workers=8 --merge-parts\n",
+		"sbatch --parsable --dependency=afterany:ARRAY_JOB_ID "+filepath.Join(slurm, "merge.sbatch"))
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "exec ") && (strings.Contains(line, "--slurm") || strings.Contains(line, "--dry-run") || strings.Contains(line, "--array-size") || strings.Contains(line, "--sbatch-args")) {
+			t.Errorf("a job's command line keeps --slurm's own flags: %s", line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "c")); !os.IsNotExist(err) {
+		t.Errorf("--dry-run wrote %s: %v", filepath.Join(data, "c"), err)
+	}
+	for _, tc := range []struct{ in, want string }{{"a", "a"}, {"it's", `'it'\''s'`}, {"", "''"}, {"a b", "'a b'"}, {"--x=/p/q", "--x=/p/q"}} {
+		if got := shellQuote(tc.in); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gptkit/internal/cli"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// The flags --slurm handles itself: they are not passed on to the jobs it writes.
+var slurmOnlyFlags = map[string]bool{"slurm": true, "array-size": true, "sbatch-args": true, "dry-run": true,
+	"num-workers": true, "worker-index": true, "merge-parts": true}
+
+// slurmDir is where --slurm writes its scripts (DIR/NAME/slurm/) and the jobs their logs.
+func (j *job) slurmDir() string { return filepath.Join(j.workDir(), "slurm") }
+
+// scriptPaths are the array job's and the merge job's scripts.
+func (j *job) scriptPaths() (tokenize, merge string) {
+	return filepath.Join(j.slurmDir(), "tokenize.sbatch"), filepath.Join(j.slurmDir(), "merge.sbatch")
+}
+
+// jobArgs is the command line of the jobs --slurm writes: this one's corpus and flags,
+// without the flags only --slurm reads, then extra.
+func (j *job) jobArgs(extra ...string) []string {
+	args := []string{j.sub}
+	j.flagSet.Visit(func(fl *flag.Flag) {
+		if slurmOnlyFlags[fl.Name] {
+			return
+		}
+		dash := "--"
+		if len(fl.Name) == 1 {
+			dash = "-"
+		}
+		if list, ok := fl.Value.(*cli.ListFlag); ok {
+			for _, v := range list.Values {
+				args = append(args, dash+fl.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, dash+fl.Name+"="+fl.Value.String())
+	})
+	return append(args, extra...)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// sbatchLines turns --sbatch-args into #SBATCH lines: "--partition=cpu -t 60" is
+// "#SBATCH --partition=cpu" and "#SBATCH -t 60".
+func sbatchLines(args string) []string {
+	var lines []string
+	fields := strings.Fields(args)
+	for i := 0; i < len(fields); i++ {
+		line := fields[i]
+		if strings.HasPrefix(line, "-") && !strings.Contains(line, "=") && i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-") {
+			line += " " + fields[i+1]
+			i++
+		}
+		lines = append(lines, "#SBATCH "+line)
+	}
+	return lines
+}
+
+// scripts returns the array job's and the merge job's scripts.
+func (j *job) scripts() (tokenize, merge string, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "", fmt.Errorf("find the prep executable for the jobs: %w", err)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	w := j.flags.arraySize
+	logs := filepath.Join(j.slurmDir(), "logs")
+	tokPath, mergePath := j.scriptPaths()
+	quote := func(args []string) string {
+		q := []string{shellQuote(exe)}
+		for _, a := range args {
+			q = append(q, shellQuote(a))
+		}
+		return strings.Join(q, " ")
+	}
+	command := cli.OneLine(j.command) // a comment line
+	user := strings.Join(sbatchLines(j.flags.sbatchArgs), "\n")
+	if user != "" {
+		user += "\n"
+	}
+	tokenize = fmt.Sprintf(`#!/bin/bash
+# prep %[1]s as a SLURM array job, written by: %[2]s
+# Task I (SLURM_ARRAY_TASK_ID) tokenizes part I of %[3]d of the corpus into
+# %[4]s/%[5]s/part-IIIII-of-%05[3]d/. A task that failed or was killed can be rerun
+# alone, keeping the shards it had finished: sbatch --array=I %[6]s
+# A finished task is not redone. Then merge: sbatch %[7]s
+#SBATCH --job-name=prep-%[1]s
+#SBATCH --array=0-%[8]d
+#SBATCH --output=%[9]s/tokenize-%%A_%%a.out
+#SBATCH --chdir=%[10]s
+%[11]sset -eu
+exec %[12]s
+`, j.name, command, w, j.output(), shards.PartsDir, tokPath, mergePath, w-1, logs, cwd, user,
+		quote(j.jobArgs("--num-workers="+strconv.Itoa(w))))
+	merge = fmt.Sprintf(`#!/bin/bash
+# prep %[1]s: merges the %[2]d parts of the array job into %[3]s/manifest.json, written by: %[4]s
+# It fails, naming them, while parts are missing: rerun those tasks
+# (sbatch --array=I,J %[5]s), then this script again (sbatch %[6]s).
+#SBATCH --job-name=prep-%[1]s-merge
+#SBATCH --output=%[7]s/merge-%%j.out
+#SBATCH --chdir=%[8]s
+%[9]sset -eu
+exec %[10]s
+`, j.name, w, j.output(), command, tokPath, mergePath, logs, cwd, user,
+		quote(j.jobArgs("--num-workers="+strconv.Itoa(w), "--merge-parts")))
+	return tokenize, merge, nil
+}
+
+// submitSlurm implements --slurm: it writes the array job and the merge job that runs
+// after it (whatever the tasks' outcome: it names the parts that are missing), submits
+// both, and prints their ids and how to follow them. With --dry-run it prints the scripts.
+func (j *job) submitSlurm(ctx context.Context) int {
+	who := "prep " + j.name
+	tokScript, mergeScript, err := j.scripts()
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	tokPath, mergePath := j.scriptPaths()
+	if j.flags.dryRun {
+		fmt.Fprintf(j.stdout, "# %s\n%s\n# %s\n%s\n# submit with:\nsbatch --parsable %s\nsbatch --parsable --dependency=afterany:ARRAY_JOB_ID %s\n",
+			tokPath, tokScript, mergePath, mergeScript, tokPath, mergePath)
+		return cli.ExitOK
+	}
+	if err := os.MkdirAll(filepath.Join(j.slurmDir(), "logs"), 0o777); err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	for path, text := range map[string]string{tokPath: tokScript, mergePath: mergeScript} {
+		if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+			return cli.Fail(j.stderr, who, err)
+		}
+	}
+	array, err := sbatch(ctx, tokPath)
+	if err != nil {
+		return cli.Fail(j.stderr, who, err)
+	}
+	merge, err := sbatch(ctx, "--dependency=afterany:"+array, mergePath)
+	if err != nil {
+		return cli.Fail(j.stderr, who, fmt.Errorf("%w (the array job %s was submitted: scancel it, or submit the merge yourself once it is done: sbatch %s)", err, array, mergePath))
+	}
+	w := j.flags.arraySize
+	fmt.Fprintf(j.stdout, "array job %s: %d tasks (%s)\nmerge job %s: runs after it (%s)\nfollow: squeue -j %s,%s; logs in %s\n",
+		array, w, tokPath, merge, mergePath, array, merge, filepath.Join(j.slurmDir(), "logs"))
+	return cli.ExitOK
+}
+
+// sbatch submits a job (sbatch --parsable ARGS...) and returns its id.
+func sbatch(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "sbatch", append([]string{"--parsable"}, args...)...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("sbatch is not on PATH: run prep --slurm on a SLURM login node (or --dry-run to see the scripts)")
+		}
+		return "", fmt.Errorf("sbatch %s: %v: %s", strings.Join(args, " "), err, cli.OneLine(errOut.String()))
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(out.String()), ";") // "ID" or "ID;cluster"
+	if _, err := strconv.Atoi(id); err != nil {
+		return "", fmt.Errorf("sbatch %s printed %q, not a job id", strings.Join(args, " "), out.String())
+	}
+	return id, nil
+}
+
+// merge implements --merge-parts: the dataset's manifest from its parts; the downloads
+// go once it is written.
+func (j *job) merge(ctx context.Context, st storage.Store) int {
+	who := "prep " + j.name
+	tokPath, mergePath := j.scriptPaths()
+	opt := shards.MergePartsOptions{Count: max(j.flags.numWorkers, 0), Overwrite: j.flags.overwrite, Command: j.command}
+	if _, err := os.Stat(tokPath); err == nil {
+		opt.RerunHint = func(missing []int, _ int) string {
+			ids := make([]string, len(missing))
+			for i, m := range missing {
+				ids[i] = strconv.Itoa(m)
+			}
+			return fmt.Sprintf("rerun those tasks, each keeping the shards it had finished (sbatch --array=%s %s), then merge again (sbatch --dependency=afterany:JOBID %s)",
+				strings.Join(ids, ","), tokPath, mergePath)
+		}
+	}
+	res, err := shards.MergeParts(ctx, st, "", opt)
+	if err != nil {
+		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+	}
+	if res.Already {
+		fmt.Fprintf(j.stderr, "%s: already merged from its %d parts\n", j.output(), res.Parts)
+	}
+	j.removeDownloads()
+	m := res.Manifest
+	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+	return cli.ExitOK
+}
