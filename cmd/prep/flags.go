@@ -70,7 +70,7 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.IntVar(&f.numWorkers, "num-workers", -1, "tokenize only part --worker-index of `W` parts, into OUT/parts/ (an array job's task; -1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment); with --merge-parts, the parts to merge")
 	fs.IntVar(&f.workerIndex, "worker-index", -1, "with --num-workers: the part `I` (from 0) to do (-1: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	fs.BoolVar(&f.mergeParts, "merge-parts", false, "do not tokenize: write OUT/manifest.json from the finished parts of a partitioned run (refusing, naming them, while parts are missing), then remove the downloads unless --keep-downloads")
-	fs.BoolVar(&f.slurm, "slurm", false, "do not tokenize here: write a SLURM array job of --array-size tasks (one part each) and a merge job that runs after it into DIR/NAME/slurm/, submit both with sbatch, and print their ids")
+	fs.BoolVar(&f.slurm, "slurm", false, "do not tokenize here: download the corpus, write a SLURM array job of --array-size tasks (one part each) and a merge job that runs after it into DIR/NAME/slurm/, submit both with sbatch, and print their ids")
 	fs.IntVar(&f.arraySize, "array-size", 16, "with --slurm: the number of array tasks `W` (parts)")
 	fs.StringVar(&f.sbatchArgs, "sbatch-args", "", "with --slurm: more sbatch options for both jobs, space-separated (e.g. \"--partition=cpu --time=4:00:00 --cpus-per-task=16\"), written into the scripts as #SBATCH lines")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "with --slurm: print the scripts and the sbatch commands instead of writing and submitting them")

@@ -128,9 +128,10 @@ exec %[10]s
 	return tokenize, merge, nil
 }
 
-// submitSlurm implements --slurm: it writes the array job and the merge job that runs
-// after it (whatever the tasks' outcome: it names the parts that are missing), submits
-// both, and prints their ids and how to follow them. With --dry-run it prints the scripts.
+// submitSlurm implements --slurm: it downloads the corpus (here, where the internet is),
+// writes the array job and the merge job that runs after it (whatever the tasks'
+// outcome: it names the parts that are missing), submits both, and prints their ids and
+// how to follow them. With --dry-run it only prints the scripts.
 func (j *job) submitSlurm(ctx context.Context) int {
 	who := "prep " + j.name
 	tokScript, mergeScript, err := j.scripts()
@@ -142,6 +143,17 @@ func (j *job) submitSlurm(ctx context.Context) int {
 		fmt.Fprintf(j.stdout, "# %s\n%s\n# %s\n%s\n# submit with:\nsbatch --parsable %s\nsbatch --parsable --dependency=afterany:ARRAY_JOB_ID %s\n",
 			tokPath, tokScript, mergePath, mergeScript, tokPath, mergePath)
 		return cli.ExitOK
+	}
+	// Download here first: compute nodes often have no way out, and the tasks would all
+	// wait on the same downloads anyway. The tasks find the files in place.
+	if len(j.fetches) > 0 || j.beforeFetch != nil {
+		j.log.Info("downloading before submitting the jobs", "dir", filepath.Join(j.workDir(), "downloads"))
+	}
+	if err := j.fetch(ctx); err != nil {
+		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+	}
+	if _, err := j.splits(ctx); err != nil {
+		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
 	}
 	if err := os.MkdirAll(filepath.Join(j.slurmDir(), "logs"), 0o777); err != nil {
 		return cli.Fail(j.stderr, who, err)

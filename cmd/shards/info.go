@@ -85,6 +85,9 @@ func printManifest(w io.Writer, location string, m *shards.Manifest) error {
 	fmt.Fprintf(tw, "documents\t%d\n", m.Documents)
 	fmt.Fprintf(tw, "tokens\t%d (%s)\n", m.Tokens, byteSize(m.Tokens*int64(m.DType.Size())))
 	fmt.Fprintf(tw, "shards\t%d\n", len(m.Shards))
+	if p := m.Part; p != nil {
+		fmt.Fprintf(tw, "part\t%d of %d of a partitioned run (job %s): `shards merge-parts` on the run's directory lists it\n", p.Index, p.Count, shortFingerprint(p.Job))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

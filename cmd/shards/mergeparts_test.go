@@ -43,6 +43,9 @@ func TestMergeParts(t *testing.T) {
 	}
 	part(0)
 	part(2)
+	if info := mustRun(t, "info", filepath.Join(dir, shards.PartDir(2, 3))); !strings.Contains(info, "part       2 of 3 of a partitioned run") {
+		t.Errorf("info on a part:\n%s", info)
+	}
 	wantFailure(t, 1, []string{"1 of 3 parts are not finished", "part 1 (parts/part-00001-of-00003: not started)",
 		"--num-workers 3 --worker-index I, for I in 1", "(part 0 ran: tokenize run --worker-index 0)"}, "merge-parts", dir)
 	part(1)
