@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"gptkit/kernels"
+	"gptkit/kernels/cpu"
 	"gptkit/kernels/ref"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -215,54 +217,66 @@ func sameCheckpointFiles(t *testing.T, a, b string) {
 
 // TestResumeBitIdentical: N steps straight, and N/2-ish steps, an interruption
 // (which saves a checkpoint), and a resumed run to N, give the same metrics (all
-// but tokens_per_s) and the same final weights and AdamW state, bit for bit.
+// but tokens_per_s) and the same final weights and AdamW state, bit for bit: on
+// the reference kernels, and on the cpu kernels with another thread count in each
+// of the three runs.
 func TestResumeBitIdentical(t *testing.T) {
-	data := tinyDataset(t)
-	straight := tinyConfig(t, data)
-	want, err := Run(context.Background(), straight, ref.New(), Single{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	for _, tc := range []struct {
+		name                    string
+		straight, before, after func() kernels.Backend
+	}{
+		{"ref", ref.New, ref.New, ref.New},
+		{"cpu", func() kernels.Backend { return cpu.New(2) }, func() kernels.Backend { return cpu.New(1) }, func() kernels.Backend { return cpu.New(3) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tinyDataset(t)
+			straight := tinyConfig(t, data)
+			want, err := Run(context.Background(), straight, tc.straight(), Single{}, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
 
-	cfg := tinyConfig(t, data)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tr, err := NewTrainer(ctx, cfg, ref.New(), Single{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.OnStep = func(m Metrics) {
-		if m.Step == 7 { // not a checkpoint step: the interruption saves one
-			cancel()
-		}
-	}
-	res, err := tr.Train(ctx)
-	tr.Close()
-	if !errors.Is(err, context.Canceled) || res.Step != 7 {
-		t.Fatalf("interrupted run: step %d, err %v; want step 7 and a cancellation", res.Step, err)
-	}
-	if filepath.Base(res.Checkpoint) == "" || !strings.Contains(res.Checkpoint, "7") {
-		t.Fatalf("interrupted run saved %q", res.Checkpoint)
-	}
-	got, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ResumedFrom != res.Checkpoint || got.Step != 20 {
-		t.Fatalf("resumed from %q to step %d, want from %q to 20", got.ResumedFrom, got.Step, res.Checkpoint)
-	}
-	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
-	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
-	if got.Loss != want.Loss || got.ValLoss != want.ValLoss {
-		t.Errorf("final loss %v val %v, want %v val %v", got.Loss, got.ValLoss, want.Loss, want.ValLoss)
-	}
+			cfg := tinyConfig(t, data)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tr, err := NewTrainer(ctx, cfg, tc.before(), Single{}, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.OnStep = func(m Metrics) {
+				if m.Step == 7 { // not a checkpoint step: the interruption saves one
+					cancel()
+				}
+			}
+			res, err := tr.Train(ctx)
+			tr.Close()
+			if !errors.Is(err, context.Canceled) || res.Step != 7 {
+				t.Fatalf("interrupted run: step %d, err %v; want step 7 and a cancellation", res.Step, err)
+			}
+			if !strings.HasSuffix(res.Checkpoint, "07") {
+				t.Fatalf("interrupted run saved %q", res.Checkpoint)
+			}
+			got, err := Run(context.Background(), cfg, tc.after(), Single{}, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ResumedFrom != res.Checkpoint || got.Step != 20 {
+				t.Fatalf("resumed from %q to step %d, want from %q to 20", got.ResumedFrom, got.Step, res.Checkpoint)
+			}
+			sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+			sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
+			if got.Loss != want.Loss || got.ValLoss != want.ValLoss {
+				t.Errorf("final loss %v val %v, want %v val %v", got.Loss, got.ValLoss, want.Loss, want.ValLoss)
+			}
 
-	// Running again does nothing: the run is complete.
-	again, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
-	if err != nil || again.Step != 20 {
-		t.Fatalf("rerun: step %d, %v", again.Step, err)
+			// Running again does nothing: the run is complete.
+			again, err := Run(context.Background(), cfg, tc.after(), Single{}, testLogger(t))
+			if err != nil || again.Step != 20 {
+				t.Fatalf("rerun: step %d, %v", again.Step, err)
+			}
+			sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+		})
 	}
-	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
 }
 
 // TestResumeRefuses: another model shape or tokenizer cannot continue a run; resume
