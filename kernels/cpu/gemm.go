@@ -65,12 +65,23 @@ type gemmArgs struct {
 }
 
 // microKernel computes, on one MR×NR tile, c[i*ldc+j] = fma(Σ_p
-// a[i*rs+p*ps]·b[p*NR+j], alpha, c[i*ldc+j]) for p < k.
+// a[i*rs+p*ps]·b[p*bs+j], alpha, c[i*ldc+j]) for p < k.
 type microKernel struct {
 	name   string
 	mr, nr int
-	fn     func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32)
+	fn     func(k int, a []float32, rs, ps int, b []float32, bs int, c []float32, ldc int, alpha float32)
 }
+
+// Which operands the kernels read in place rather than from packed panels
+// (variables so benchmarks can compare). Measured on the GPT shapes (Sapphire
+// Rapids, AVX-512 kernel): reading a transposed A in place costs 5-15%, so it
+// is packed; reading a row-major B in place wins up to 20% on the small
+// shapes (row stride ≤ 512 floats) and loses 10-20% on the large ones.
+var (
+	directTransA = false // A transposed: MR contiguous values per step, row stride lda
+	directB      = true  // B row-major: NR contiguous values per step, row stride ldb
+	directBMaxLD = 512   // ... when ldb is at most this
+)
 
 // gemmScratch is one worker's packing buffer for A and an edge tile.
 type gemmScratch struct {
@@ -137,13 +148,20 @@ func (be *Backend) gemm(g *gemmArgs) {
 		for pc := 0; pc < g.K; pc += gemmKC {
 			kcur := min(gemmKC, g.K-pc)
 			bp := be.packedB[:nTiles*nr*kcur]
-			// Pack B: tasks of up to 8 micro-panels.
-			const panelsPerTask = 8
-			be.pool.run(ceilDiv(nTiles, panelsPerTask), func(_, t int) {
-				for jt := t * panelsPerTask; jt < min(nTiles, (t+1)*panelsPerTask); jt++ {
-					packB(bp[jt*nr*kcur:][:nr*kcur], &g.b, pc, kcur, jc+jt*nr, min(nr, ncur-jt*nr), nr)
+			if g.directB() {
+				// Only a partial last panel is packed (zero-padded).
+				if jt := nTiles - 1; ncur-jt*nr < nr {
+					packB(bp[jt*nr*kcur:][:nr*kcur], &g.b, pc, kcur, jc+jt*nr, ncur-jt*nr, nr)
 				}
-			})
+			} else {
+				// Pack B: tasks of up to 8 micro-panels.
+				const panelsPerTask = 8
+				be.pool.run(ceilDiv(nTiles, panelsPerTask), func(_, t int) {
+					for jt := t * panelsPerTask; jt < min(nTiles, (t+1)*panelsPerTask); jt++ {
+						packB(bp[jt*nr*kcur:][:nr*kcur], &g.b, pc, kcur, jc+jt*nr, min(nr, ncur-jt*nr), nr)
+					}
+				})
+			}
 			// Tasks: row blocks × chunks of column tiles, enough to keep every
 			// thread busy; with one thread, one chunk.
 			mTiles := ceilDiv(g.M, mr)
@@ -187,7 +205,9 @@ func gemmSerial(g *gemmArgs, mk *microKernel, s *gemmScratch, packed []float32) 
 			} else {
 				bp, stride = packed[:nTiles*nr*kcur], nr*kcur
 				for jt := 0; jt < nTiles; jt++ {
-					packB(bp[jt*stride:][:stride], &g.b, pc, kcur, jc+jt*nr, min(nr, ncur-jt*nr), nr)
+					if w := min(nr, ncur-jt*nr); !g.directB() || w < nr {
+						packB(bp[jt*stride:][:stride], &g.b, pc, kcur, jc+jt*nr, w, nr)
+					}
 				}
 			}
 			mTiles := ceilDiv(g.M, mr)
@@ -197,6 +217,11 @@ func gemmSerial(g *gemmArgs, mk *microKernel, s *gemmScratch, packed []float32) 
 			}
 		}
 	}
+}
+
+// directB reports whether full B panels are read in place.
+func (g *gemmArgs) directB() bool {
+	return directB && !g.b.trans && g.bp == nil && g.b.ld <= directBMaxLD
 }
 
 // gemmTask computes the C tiles [it0,it1)×[jt0,jt1) of column block jc for
@@ -209,7 +234,8 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride
 	// A strips: in place (row-major A, full strips), or packed into s.a at
 	// strip (it-it0) (transposed A, and a partial last strip).
 	var ap []float32
-	if g.a.trans {
+	packedA := g.a.trans && !directTransA
+	if packedA {
 		ap = s.a[:(it1-it0)*mr*kcur]
 		for it := it0; it < it1; it++ {
 			packA(ap[(it-it0)*mr*kcur:][:mr*kcur], &g.a, it*mr, min(mr, g.M-it*mr), pc, kcur, mr)
@@ -230,10 +256,14 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride
 			}
 		}
 	}
+	dB := g.directB()
 	for jt := jt0; jt < jt1; jt++ {
-		b := bp[jt*stride:][:nr*kcur]
 		j := jc + jt*nr
 		w := min(nr, ncur-jt*nr)
+		b, bs := bp[jt*stride:][:nr*kcur], nr
+		if dB && w == nr {
+			b, bs = g.b.x[pc*g.b.ld+j:], g.b.ld
+		}
 		for it := it0; it < it1; it++ {
 			i := it * mr
 			h := min(mr, g.M-i)
@@ -251,21 +281,25 @@ func gemmTask(g *gemmArgs, mk *microKernel, s *gemmScratch, bp []float32, stride
 			if k1 <= k0 {
 				continue
 			}
-			a, rs, ps := ap, 1, mr
-			if g.a.trans || h < mr {
-				a = ap[(it-it0)*mr*kcur:]
-			} else {
+			var a []float32
+			var rs, ps int
+			switch {
+			case packedA || h < mr:
+				a, rs, ps = ap[(it-it0)*mr*kcur:], 1, mr
+			case g.a.trans:
+				a, rs, ps = g.a.x[pc*g.a.ld+i:], 1, g.a.ld
+			default:
 				a, rs, ps = g.a.x[i*g.a.ld+pc:], g.a.ld, 1
 			}
-			a, bk := a[k0*ps:], b[k0*nr:]
+			a, bk := a[k0*ps:], b[k0*bs:]
 			if h == mr && w == nr {
-				mk.fn(k1-k0, a, rs, ps, bk, g.c[i*g.ldc+j:], g.ldc, g.alpha)
+				mk.fn(k1-k0, a, rs, ps, bk, bs, g.c[i*g.ldc+j:], g.ldc, g.alpha)
 				continue
 			}
 			// Edge tile: compute into a zeroed buffer, add the valid part.
 			tile := s.tile[:mr*nr]
 			clear(tile)
-			mk.fn(k1-k0, a, rs, ps, bk, tile, nr, 1)
+			mk.fn(k1-k0, a, rs, ps, bk, bs, tile, nr, 1)
 			for r := 0; r < h; r++ {
 				vecFmaAcc(g.c[(i+r)*g.ldc+j:][:w], tile[r*nr:][:w], g.alpha)
 			}

@@ -11,20 +11,20 @@ import "golang.org/x/sys/cpu"
 //		for j := 0; j < 16; j++ {
 //			var acc float32
 //			for p := 0; p < k; p++ {
-//				acc = fma(a[i*rs+p*ps], b[p*16+j], acc)
+//				acc = fma(a[i*rs+p*ps], b[p*bs+j], acc)
 //			}
 //			c[i*ldc+j] = fma(acc, alpha, c[i*ldc+j])
 //		}
 //	}
 //
 //go:noescape
-func gemmKernelAVX2(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
+func gemmKernelAVX2(k int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32)
 
 // gemmKernelAVX512 is the same loop on a 12×32 tile with AVX-512 registers
 // (MR=12, NR=32).
 //
 //go:noescape
-func gemmKernelAVX512(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
+func gemmKernelAVX512(k int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32)
 
 // vecFmaAccAVX2 is vecFmaAccGo with c = fma(t, alpha, c), the kernels'
 // epilogue arithmetic, for edge tiles.
@@ -33,20 +33,20 @@ func gemmKernelAVX512(k int, a *float32, rs, ps int, b, c *float32, ldc int, alp
 func vecFmaAccAVX2(c, t *float32, n int, alpha float32)
 
 // kernelCall checks that a k-step call on an mr×nr tile stays inside a, b and c.
-func kernelCall(mr, nr, k int, a []float32, rs, ps int, b, c []float32, ldc int) {
-	if k < 1 || len(a) <= (mr-1)*rs+(k-1)*ps || len(b) < k*nr || len(c) < (mr-1)*ldc+nr {
+func kernelCall(mr, nr, k int, a []float32, rs, ps int, b []float32, bs int, c []float32, ldc int) {
+	if k < 1 || len(a) <= (mr-1)*rs+(k-1)*ps || len(b) < (k-1)*bs+nr || len(c) < (mr-1)*ldc+nr {
 		panic("kernels/cpu: micro-kernel operands out of range")
 	}
 }
 
-var avx2Kernel = microKernel{name: "avx2", mr: 6, nr: 16, fn: func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
-	kernelCall(6, 16, k, a, rs, ps, b, c, ldc)
-	gemmKernelAVX2(k, &a[0], rs, ps, &b[0], &c[0], ldc, alpha)
+var avx2Kernel = microKernel{name: "avx2", mr: 6, nr: 16, fn: func(k int, a []float32, rs, ps int, b []float32, bs int, c []float32, ldc int, alpha float32) {
+	kernelCall(6, 16, k, a, rs, ps, b, bs, c, ldc)
+	gemmKernelAVX2(k, &a[0], rs, ps, &b[0], bs, &c[0], ldc, alpha)
 }}
 
-var avx512Kernel = microKernel{name: "avx512", mr: 12, nr: 32, fn: func(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
-	kernelCall(12, 32, k, a, rs, ps, b, c, ldc)
-	gemmKernelAVX512(k, &a[0], rs, ps, &b[0], &c[0], ldc, alpha)
+var avx512Kernel = microKernel{name: "avx512", mr: 12, nr: 32, fn: func(k int, a []float32, rs, ps int, b []float32, bs int, c []float32, ldc int, alpha float32) {
+	kernelCall(12, 32, k, a, rs, ps, b, bs, c, ldc)
+	gemmKernelAVX512(k, &a[0], rs, ps, &b[0], bs, &c[0], ldc, alpha)
 }}
 
 func vecFmaAcc(c, t []float32, alpha float32) {
@@ -70,7 +70,27 @@ func copyColsAVX2(dst, src *float32, ldd, lds, k, loadLanes, storeLanes int)
 //go:noescape
 func transpose8AVX2(dst *float32, ldd int, src *float32, lds, blocks int)
 
+// copyCols16AVX512 is copyColsAVX2 on 16 lanes, with lane masks.
+//
+//go:noescape
+func copyCols16AVX512(dst, src *float32, ldd, lds, k int, loadMask, storeMask uint16)
+
 func packCopy(dst []float32, ldd int, src []float32, lds, k, w, width int) {
+	if hasAVX512 && k > 0 {
+		if len(dst) < (k-1)*ldd+width || (w > 0 && len(src) < (k-1)*lds+w) {
+			panic("kernels/cpu: pack operands out of range")
+		}
+		for i := 0; i < width; i += 16 {
+			store := min(16, width-i)
+			load := min(store, max(0, w-i))
+			s := &dst[i] // not read when every lane is masked off
+			if load > 0 {
+				s = &src[i]
+			}
+			copyCols16AVX512(&dst[i], s, ldd, lds, k, uint16(1<<load-1), uint16(1<<store-1))
+		}
+		return
+	}
 	if !hasAVX2 || k == 0 {
 		packCopyGo(dst, ldd, src, lds, k, w, width)
 		return
@@ -81,11 +101,9 @@ func packCopy(dst []float32, ldd int, src []float32, lds, k, w, width int) {
 	for i := 0; i < width; i += 8 {
 		store := min(8, width-i)
 		load := min(store, max(0, w-i))
-		var s *float32
+		s := &dst[i] // not read when every lane is masked off
 		if load > 0 {
 			s = &src[i]
-		} else {
-			s = &src[0] // not read: every lane is masked off
 		}
 		copyColsAVX2(&dst[i], s, ldd, lds, k, load, store)
 	}

@@ -4,11 +4,12 @@
 
 // The GEMM micro-kernels (see gemm.go and the stubs in gemm_amd64.go):
 //
-//	c[i·ldc+j] = fma(Σ_p a[i·rs + p·ps]·b[p·NR+j], alpha, c[i·ldc+j])
+//	c[i·ldc+j] = fma(Σ_p a[i·rs + p·ps]·b[p·bs+j], alpha, c[i·ldc+j])
 //
-// for i < MR, j < NR, where b is a packed panel and a is read in place
-// through two strides (rs between rows, ps between steps: a row-major matrix
-// has rs = lda, ps = 1; a packed panel rs = 1, ps = MR). Each element has one
+// for i < MR, j < NR, where a is read through two strides (rs between rows,
+// ps between steps: a row-major matrix has rs = lda, ps = 1, a transposed one
+// rs = 1, ps = lda, a packed panel rs = 1, ps = MR) and b through one (a
+// packed panel has bs = NR, a row-major matrix bs = ldb). Each element has one
 // register accumulator, zeroed at the start and updated by one FMA per step
 // in p order; rows are broadcast from a, columns are vectors from b.
 //
@@ -34,7 +35,7 @@
 	AVX2_ROW((AX)(R9*1), Y6, Y7) \
 	AVX2_ROW((AX)(R8*4), Y8, Y9) \
 	AVX2_ROW((R10), Y10, Y11) \
-	ADDQ $64, BX \
+	ADDQ R13, BX \
 	ADDQ R11, AX \
 	ADDQ R11, R10
 
@@ -45,19 +46,21 @@
 	VMOVUPS     acc1, 32(DI) \
 	ADDQ        SI, DI
 
-// func gemmKernelAVX2(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
-TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-60
+// func gemmKernelAVX2(k int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32)
+TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-68
 	MOVQ         k+0(FP), CX
 	MOVQ         a+8(FP), AX
 	MOVQ         rs+16(FP), R8
 	MOVQ         ps+24(FP), R11
 	MOVQ         b+32(FP), BX
-	MOVQ         c+40(FP), DI
-	MOVQ         ldc+48(FP), SI
-	VBROADCASTSS alpha+56(FP), Y15
+	MOVQ         bs+40(FP), R13
+	MOVQ         c+48(FP), DI
+	MOVQ         ldc+56(FP), SI
+	VBROADCASTSS alpha+64(FP), Y15
 	SHLQ         $2, SI
 	SHLQ         $2, R8
 	SHLQ         $2, R11
+	SHLQ         $2, R13
 	LEAQ         (R8)(R8*2), R9
 	LEAQ         (R8)(R8*4), R10
 	ADDQ         AX, R10
@@ -121,7 +124,7 @@ avx2_store:
 	Z_ROW((R10)(R8*4), Z18, Z19) \
 	Z_ROW((R12), Z20, Z21) \
 	Z_ROW((R12)(R8*1), Z22, Z23) \
-	ADDQ $128, BX \
+	ADDQ R13, BX \
 	ADDQ R11, AX \
 	ADDQ R11, R10 \
 	ADDQ R11, R12
@@ -138,19 +141,21 @@ avx2_store:
 	PREFETCHT0 64(DX) \
 	ADDQ       SI, DX
 
-// func gemmKernelAVX512(k int, a *float32, rs, ps int, b, c *float32, ldc int, alpha float32)
-TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-60
+// func gemmKernelAVX512(k int, a *float32, rs, ps int, b *float32, bs int, c *float32, ldc int, alpha float32)
+TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-68
 	MOVQ         k+0(FP), CX
 	MOVQ         a+8(FP), AX
 	MOVQ         rs+16(FP), R8
 	MOVQ         ps+24(FP), R11
 	MOVQ         b+32(FP), BX
-	MOVQ         c+40(FP), DI
-	MOVQ         ldc+48(FP), SI
-	VBROADCASTSS alpha+56(FP), Z27
+	MOVQ         bs+40(FP), R13
+	MOVQ         c+48(FP), DI
+	MOVQ         ldc+56(FP), SI
+	VBROADCASTSS alpha+64(FP), Z27
 	SHLQ         $2, SI
 	SHLQ         $2, R8
 	SHLQ         $2, R11
+	SHLQ         $2, R13
 	LEAQ         (R8)(R8*2), R9
 	LEAQ         (R8)(R8*4), R10
 	LEAQ         (R10)(R10*1), R12
@@ -378,5 +383,44 @@ tr_loop:
 	JNZ     tr_loop
 
 tr_done:
+	VZEROUPPER
+	RET
+
+// func copyCols16AVX512(dst, src *float32, ldd, lds, k int, loadMask, storeMask uint16)
+// copyColsAVX2 on 16 lanes with AVX-512 mask registers: for p < k, the lanes
+// of loadMask are copied from src+p·lds, the other lanes of storeMask get 0.
+TEXT ·copyCols16AVX512(SB), NOSPLIT, $0-44
+	MOVQ    dst+0(FP), DI
+	MOVQ    src+8(FP), SI
+	MOVQ    ldd+16(FP), DX
+	MOVQ    lds+24(FP), R8
+	MOVQ    k+32(FP), CX
+	MOVWLZX loadMask+40(FP), AX
+	KMOVW   AX, K1
+	MOVWLZX storeMask+42(FP), AX
+	KMOVW   AX, K2
+	SHLQ    $2, DX
+	SHLQ    $2, R8
+	MOVQ    CX, R9
+	SHRQ    $1, R9
+	JZ      c16_tail
+
+c16_loop2:
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (SI)(R8*1), K1, Z1
+	VMOVUPS   Z0, K2, (DI)
+	VMOVUPS   Z1, K2, (DI)(DX*1)
+	LEAQ      (SI)(R8*2), SI
+	LEAQ      (DI)(DX*2), DI
+	DECQ      R9
+	JNZ       c16_loop2
+
+c16_tail:
+	ANDQ      $1, CX
+	JZ        c16_done
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS   Z0, K2, (DI)
+
+c16_done:
 	VZEROUPPER
 	RET

@@ -5,15 +5,14 @@ package cpu
 // and on amd64 machines without AVX2 and FMA.
 var goKernel = microKernel{name: "go", mr: 4, nr: 8, fn: gemmKernelGo}
 
-// gemmKernelGo: c[i*ldc+j] = alpha·Σ_p a[i*rs+p*ps]·b[p*NR+j] + c[i*ldc+j],
+// gemmKernelGo: c[i*ldc+j] = alpha·Σ_p a[i*rs+p*ps]·b[p*bs+j] + c[i*ldc+j],
 // with a zero-started accumulator per element summed over p in order. (The
 // assembly kernels fuse the final multiply-add; Go does not.)
-func gemmKernelGo(k int, a []float32, rs, ps int, b, c []float32, ldc int, alpha float32) {
+func gemmKernelGo(k int, a []float32, rs, ps int, b []float32, bs int, c []float32, ldc int, alpha float32) {
 	const mr, nr = 4, 8
 	var acc [mr][nr]float32
-	b = b[:k*nr]
 	for p := 0; p < k; p++ {
-		bp := b[p*nr : p*nr+nr : p*nr+nr]
+		bp := b[p*bs : p*bs+nr : p*bs+nr]
 		for i := 0; i < mr; i++ {
 			ai := a[i*rs+p*ps]
 			acc[i][0] += ai * bp[0]

@@ -47,7 +47,7 @@ func TestMicroKernels(t *testing.T) {
 					c[i] = float32(r.NormFloat64())
 				}
 				copy(want, c)
-				mk.fn(k, a, rs, ps, b, c, ldc, alpha)
+				mk.fn(k, a, rs, ps, b, mk.nr, c, ldc, alpha)
 				for i := 0; i < mk.mr; i++ {
 					for j := 0; j < mk.nr; j++ {
 						var acc float64
