@@ -108,7 +108,9 @@ func compare(t *testing.T, be kernels.Backend, name string, tol float64, body fu
 // closeEnough reports the worst element where |got-want| > tol·(|want| +
 // mean|want|): relative error, with the mean magnitude as a floor so elements
 // near zero after cancellation are judged against the output's scale.
-func closeEnough(got, want []float32, tol float64) error {
+func closeEnough(got, want []float32, tol float64) error { return closeFloor(got, want, tol, 0) }
+
+func closeFloor(got, want []float32, tol, floor float64) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("length %d, want %d", len(got), len(want))
 	}
@@ -134,7 +136,7 @@ func closeEnough(got, want []float32, tol float64) error {
 		if math.IsNaN(w) || math.IsInf(w, 0) {
 			continue
 		}
-		e := math.Abs(g-w) / (math.Abs(w) + mean + 1e-30)
+		e := math.Abs(g-w) / (math.Abs(w) + mean + floor + 1e-30)
 		if !(e <= worst) {
 			worst, wi = e, i
 		}
@@ -165,3 +167,17 @@ func normal(r *rand.Rand, n int, s float64) []float32 {
 	}
 	return x
 }
+
+// Close reports whether got matches want within tol, by the suite's relative
+// measure with an absolute floor: |got-want| ≤ tol·(|want| + mean|want| +
+// floor) per element. For differential tests and fuzz targets outside this
+// package; floor is the scale of the terms summed (1 for unit-scale data), so
+// an output that is small only by cancellation is not held to a relative
+// error it cannot have.
+func Close(got, want []float32, tol, floor float64) error {
+	return closeFloor(got, want, tol, floor)
+}
+
+// Tolerance is the suite's tolerance for float32 sums (matmul, attention,
+// reductions) against ref.
+const Tolerance = tolSum
