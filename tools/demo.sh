@@ -36,3 +36,19 @@ echo "trained a 2000-token tokenizer on tinyshakespeare; 'First Citizen: ...' en
 "$bin/shards" info "$work/data/parity" | sed 's/^/  /'
 "$bin/shards" verify "$work/data/parity" | tail -1
 echo "document 1 decoded: $("$bin/shards" cat "$work/data/parity" --doc 1 --decode --tokenizer "$shared/tokenizers/gpt2" | cut -c1-100)..."
+
+# The baby GPT (configs/shakespeare-char.yaml, nanoGPT's CPU config) on tiny Shakespeare,
+# character-level: prep it (the text goes where prep expects its download, since GitHub is
+# out of reach), train 2000 steps on the CPU, check the val loss against nanoGPT's 1.8857,
+# and print a sample.
+mkdir -p "$work/data/shakespeare/downloads"
+cp "$text" "$work/data/shakespeare/downloads/input.txt"
+"$bin/prep" shakespeare -d "$work/data" --progress off 2>/dev/null | sed 's/^/  /'
+echo "training the baby GPT (4 layers, 4 heads, 128 wide, context 64) for 2000 steps on the CPU..."
+"$bin/train" --config "$root/configs/shakespeare-char.yaml" --data "$work/data/shakespeare" --out "$work/baby" > "$work/baby.json"
+read -r step val secs < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["step"], s["val_loss"], s["seconds"])' "$work/baby.json")
+printf 'baby GPT: val loss %.4f after %d steps in %.0fs (nanoGPT: 1.8857; wanted <= 1.89)\n' "$val" "$step" "$secs"
+echo "sample (--prompt 'ROMEO:' --max-new-tokens 300 --seed 1337):"
+"$bin/train" sample --ckpt "$work/baby" --prompt "ROMEO:" --max-new-tokens 300 --seed 1337 | sed 's/^/  | /'
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 1.89 else 1)' "$val" \
+  || { echo "demo: val loss $val is above 1.89" >&2; exit 1; }

@@ -235,7 +235,7 @@ func (t *Trainer) restore(ctx context.Context, dir string) error {
 		return err
 	}
 	if st.Model != t.model.Config {
-		return fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start a new run (another out directory, or resume none)", dir, st.Model, t.model.Config)
+		return fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start the new run in another out directory", dir, st.Model, t.model.Config)
 	}
 	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
 		return fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",

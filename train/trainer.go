@@ -261,7 +261,9 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			}
 		}
 		if last || (cfg.CheckpointEvery > 0 && t.step%cfg.CheckpointEvery == 0) {
-			if err := t.save(ctx); err != nil {
+			// A signal during the save does not abandon it: the checkpoint is what the
+			// user wants on the way out.
+			if err := t.save(context.WithoutCancel(ctx)); err != nil {
 				return res(), err
 			}
 		}
@@ -319,6 +321,9 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 		return Metrics{}, fmt.Errorf("train: step %d: all-reduce the loss: %w", step, err)
 	}
 	norm := math.Sqrt(be.SumSquares(model.Grads))
+	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; the weights are those after step %d (the newest checkpoint is older)\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, t.step)
+	}
 	if cfg.GradClip > 0 {
 		// torch.nn.utils.clip_grad_norm_: scale by max_norm/(norm+1e-6) when that is < 1.
 		if coef := cfg.GradClip / (norm + 1e-6); coef < 1 {
@@ -335,8 +340,11 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	be.Sync()
 	t.step = step
 	t.lastLoss = loss
-	secs := time.Since(start).Seconds()
-	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: float64(B*T*accum*world) / secs}, nil
+	var tps float64
+	if secs := time.Since(start).Seconds(); secs > 0 {
+		tps = float64(B*T*accum*world) / secs
+	}
+	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}, nil
 }
 
 // mean averages a per-rank value over the ranks (itself on one rank).
