@@ -5,7 +5,7 @@
 //	train sample --ckpt DIR --prompt TEXT [--max-new-tokens N --temperature T --top-k K --seed S]
 //	train score --ckpt DIR --tokens FILE                    mean next-token loss, {"loss": X}
 //	train export --ckpt DIR --format hf --out DIR2          a Hugging Face GPT-2 directory
-//	train plot ...                                          plot metrics.jsonl
+//	train plot --out DIR                                    DIR/loss.png from DIR/metrics.jsonl
 //	train samples --data DATA --seq-len L --num-samples N   the training samples, in order
 //
 // DATA may be a local dataset directory, s3://bucket/prefix, a bare GPT-NeoX prefix or a
@@ -41,8 +41,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runScore(ctx, rest, stdin, stdout, stderr)
 	case "export":
 		return runExport(ctx, rest, stdout, stderr)
-	// case "plot":
-	// 	return runPlot(ctx, rest, stdout, stderr)
+	case "plot":
+		return runPlot(ctx, rest, stdout, stderr)
 	case "help":
 		printUsage(stderr)
 		return cli.ExitOK
@@ -67,7 +67,7 @@ Commands:
   sample    generate text from a checkpoint
   score     the mean next-token loss of a checkpoint on token sequences
   export    write a checkpoint as a Hugging Face GPT-2 directory
-  plot      plot runs' metrics.jsonl
+  plot      draw a run's loss curve (OUT/loss.png from OUT/metrics.jsonl)
   samples   print the training samples in order (GPT-NeoX order), or those one rank receives
 
 Run 'train COMMAND -h' for a command's flags.
