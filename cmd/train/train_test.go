@@ -279,8 +279,17 @@ func TestTrainUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
-	if code, _, stderr := runTrain(t, "-h"); code != 0 || !strings.Contains(stderr, "--n-layer N") || !strings.Contains(stderr, "--resume MODE") {
-		t.Errorf("-h: exit %d: %s", code, stderr)
+	code, _, help := runTrain(t, "-h")
+	if code != 0 || !strings.Contains(help, "--n-layer N") || !strings.Contains(help, "--resume MODE") {
+		t.Errorf("-h: exit %d: %s", code, help)
+	}
+	// The flags, and the ones users expect.
+	for _, f := range strings.Fields("config data out device n-layer n-head n-embd block-size batch-size grad-accum max-steps lr " +
+		"min-lr warmup-steps lr-decay-steps weight-decay grad-clip eval-every eval-steps checkpoint-every seed resume " +
+		"dropout bias beta1 beta2 keep-checkpoints threads order split init-from log-every") {
+		if !strings.Contains(help, "\n  --"+f+" ") && !strings.Contains(help, "\n  --"+f+"\n") {
+			t.Errorf("-h lists no --%s", f)
+		}
 	}
 }
 
