@@ -162,15 +162,18 @@ func (be *Backend) gemm(g *gemmArgs) {
 					}
 				})
 			}
-			// Tasks: row blocks × chunks of column tiles, enough to keep every
-			// thread busy; with one thread, one chunk.
+			// Tasks: about 4 per thread, splitting rows first (a task packs
+			// its own A, so column chunks repeat that work), then columns.
 			mTiles := ceilDiv(g.M, mr)
 			mcTiles := min(gemmMC/mr, mTiles)
-			rowBlocks := ceilDiv(mTiles, mcTiles)
 			colChunks := 1
-			if threads > 1 && rowBlocks < 4*threads {
-				colChunks = min(nTiles, ceilDiv(4*threads, rowBlocks))
+			if target := 4 * threads; threads > 1 && ceilDiv(mTiles, mcTiles) < target {
+				mcTiles = max(1, ceilDiv(mTiles, target))
+				if rb := ceilDiv(mTiles, mcTiles); rb < target {
+					colChunks = min(nTiles, ceilDiv(target, rb))
+				}
 			}
+			rowBlocks := ceilDiv(mTiles, mcTiles)
 			tilesPerChunk := ceilDiv(nTiles, colChunks)
 			colChunks = ceilDiv(nTiles, tilesPerChunk)
 			first := pc == 0 && !g.accumulate
