@@ -5,7 +5,7 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export SHARED
 
-.PHONY: all build test test-noasm race fuzz bench lint demo generate check-generated ci clean
+.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ci clean
 
 all: build
 
@@ -35,6 +35,10 @@ fuzz:
 
 bench: build
 	bash tools/bench.sh
+
+# The trainer against PyTorch on the CPU only (also part of make bench).
+bench-trainer:
+	bash tools/bench-trainer.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -176,3 +176,14 @@ if [ "${BENCH_LOADER:-1}" != 0 ]; then
     echo '```'
   } >> "$out/report.md"
 fi
+
+# 8. The trainer against PyTorch on the CPU (tools/bench-trainer.sh). BENCH_TRAINER=0 skips it.
+if [ "${BENCH_TRAINER:-1}" != 0 ]; then
+  say "trainer vs PyTorch: bash tools/bench-trainer.sh"
+  if bash tools/bench-trainer.sh > "$out/trainer-table.md"; then
+    { echo; echo "## Trainer vs PyTorch (CPU)"; echo; echo "\`bash tools/bench-trainer.sh\`"; echo; cat "$out/trainer-table.md"; } >> "$out/report.md"
+  else
+    say "tools/bench-trainer.sh failed (is python3-torch with libopenblas0-openmp installed?)"
+    { echo; echo "## Trainer vs PyTorch (CPU)"; echo; echo "not measured: tools/bench-trainer.sh failed"; } >> "$out/report.md"
+  fi
+fi
