@@ -18,6 +18,12 @@ type Doc struct {
 	// line of a byte range read from the middle of a file (ReadRanges), whose number
 	// is not known. 0 otherwise.
 	Offset int64
+	// Range is the index, in the files or ranges ReadDocs or ReadRanges was given,
+	// of the one the document came from.
+	Range int
+	// Stripe is, for a document of a striped range (FileRange.IsStriped), the stripe
+	// of the uncompressed stream its line starts in; 0 otherwise.
+	Stripe int64
 }
 
 // ReadOptions configure ReadDocs.
@@ -120,9 +126,13 @@ func ReadDocs(ctx context.Context, files []string, opt ReadOptions, fn func(Doc)
 
 // ReadRanges is ReadDocs over parts of files (see FileRange): a whole file is read as
 // ReadDocs reads it; a byte range of an uncompressed JSONL file hands on the documents
-// of the lines that start in it. Ranges that tile a file hand on, together and in
-// order, exactly the documents ReadDocs hands on for the whole file. Stats.Files counts
-// the ranges read to their end.
+// of the lines that start in it; a striped range of a JSONL file, compressed or not
+// (see Striped), those of the lines that start in its stripes, each Doc saying its
+// stripe. Ranges that tile a file hand on, together and in order, exactly the
+// documents ReadDocs hands on for the whole file; so do the k striped ranges of a
+// file, taken stripe by stripe. Stats.Files counts the ranges read to their end; a
+// striped range counts all of its file's bytes (it reads them), and only the records
+// of its stripes.
 func ReadRanges(ctx context.Context, ranges []FileRange, opt ReadOptions, fn func(Doc) error) (Stats, error) {
 	r := newDocReader(ctx, opt, fn)
 	files := make([]string, len(ranges))
@@ -142,6 +152,7 @@ func ReadRanges(ctx context.Context, ranges []FileRange, opt ReadOptions, fn fun
 		if err := ctx.Err(); err != nil {
 			return r.stats, err
 		}
+		r.rangeIdx, r.stripe = i, 0
 		if err := r.readFile(rg, formats[i]); err != nil {
 			return r.stats, err
 		}

@@ -20,14 +20,23 @@ import (
 // large JSONL files over many workers without a pass over the data to find lines.
 //
 // Compressed files (.jsonl.zst, .jsonl.gz, ...), text files (one document each), zip
-// and Parquet files are read only whole: their byte offsets do not map to lines
-// without decompressing what comes before.
+// and Parquet files cannot be cut into byte ranges: their byte offsets do not map to
+// lines without decompressing what comes before. A JSONL file, compressed or not, can
+// instead be read in stripes (StripeMod > 0, see Striped): the whole stream is
+// decompressed, and only the lines of some stripes of it are parsed.
 type FileRange struct {
 	File string `json:"file"`
 	// Start and End delimit the range in bytes; End < 0 means the whole file (Start
 	// must then be 0). An End past the file's size is its size.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
+	// StripeBytes, StripeMod and StripeRem, when StripeMod > 0, read the whole
+	// file's lines but hand on only those that start in a stripe b (the bytes
+	// [b·StripeBytes, (b+1)·StripeBytes) of the uncompressed stream) with
+	// b mod StripeMod == StripeRem. See Striped.
+	StripeBytes int64 `json:"stripe_bytes,omitempty"`
+	StripeMod   int   `json:"stripe_mod,omitempty"`
+	StripeRem   int   `json:"stripe_rem,omitempty"`
 }
 
 // Whole is the FileRange of all of file.
@@ -36,8 +45,12 @@ func Whole(file string) FileRange { return FileRange{File: file, End: -1} }
 // IsWhole reports whether r is a whole file.
 func (r FileRange) IsWhole() bool { return r.End < 0 }
 
-// String names the range for messages: the file, or "file[start:end]".
+// String names the range for messages: the file, "file[start:end]", or, for
+// stripes, "file[stripes b%mod==rem of N bytes]".
 func (r FileRange) String() string {
+	if r.IsStriped() {
+		return fmt.Sprintf("%s[stripes b%%%d==%d of %d bytes]", r.File, r.StripeMod, r.StripeRem, r.StripeBytes)
+	}
 	if r.IsWhole() {
 		return r.File
 	}
@@ -61,6 +74,9 @@ func Splittable(file string) bool {
 
 // check reports a range that cannot be read as asked.
 func (r FileRange) check(f format) error {
+	if r.StripeMod != 0 || r.StripeBytes != 0 || r.StripeRem != 0 {
+		return r.checkStripes(f)
+	}
 	switch {
 	case r.IsWhole() && r.Start != 0:
 		return &FileError{File: r.File, Err: fmt.Errorf("a whole-file range (End < 0) starts at byte %d", r.Start), Hint: "start it at 0"}
@@ -143,10 +159,13 @@ func skipLine(br *bufio.Reader) (int64, error) {
 
 // lineSpan says which lines of a stream readJSONL reads: those that start before end
 // (end < 0: all), the first at offset start of the file; numbered says whether the
-// line numbers are known (the stream starts at the file's first line).
+// line numbers are known (the stream starts at the file's first line). With stripes
+// (stripeMod > 0), of those only the lines that start in a stripe the span owns.
 type lineSpan struct {
 	start, end int64
 	numbered   bool
+
+	stripeBytes, stripeMod, stripeRem int64
 }
 
 // allLines is the span of a whole stream.

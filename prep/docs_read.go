@@ -27,6 +27,8 @@ func (r *docReader) readFile(rg FileRange, f format) error {
 		r.counter = nil
 	}()
 	switch {
+	case rg.IsStriped():
+		err = r.readStripes(rg, f)
 	case !rg.IsWhole():
 		err = r.readRange(file, rg, fi.Size())
 	case f.kind == zipKind:
@@ -58,6 +60,17 @@ func (r *docReader) readStream(name string, f format, size int64) error {
 	return r.readWhole(src, name, size)
 }
 
+// readStripes reads the lines of the stripes rg owns of a JSONL file of format f,
+// decompressing all of it.
+func (r *docReader) readStripes(rg FileRange, f format) error {
+	src, closeSrc, err := decompress(r.counter, rg.File, f)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	return r.readJSONL(src, rg.File, stripedSpan(rg))
+}
+
 // corrupt deals with a stream that cannot be read on, as e describes: with Skip, the
 // rest of it is skipped (and the caller returns nil); with Fail, e is returned.
 func (r *docReader) corrupt(e *FileError) error {
@@ -85,6 +98,19 @@ func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
 			n = i
 		}
 		lineOff := off
+		stripe, owned := span.stripeOf(off)
+		if !owned {
+			// Another reader's line: its end is all that matters. A stream that
+			// breaks here is the stripe owner's to report; for this reader the
+			// file ends.
+			skipped, err := skipLine(br)
+			off += skipped
+			if err != nil {
+				return nil
+			}
+			continue
+		}
+		r.stripe = stripe
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			long = append(long[:0], line...)

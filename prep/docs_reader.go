@@ -21,6 +21,10 @@ type docReader struct {
 	skip     int64 // documents still to skip
 	examples int   // examples of each reason to keep
 
+	// Where the current record comes from: Doc.Range and Doc.Stripe.
+	rangeIdx int
+	stripe   int64
+
 	// Progress not yet reported.
 	counter     *countingReader // the current file's
 	docsPending int64
@@ -112,6 +116,7 @@ func (r *docReader) offerString(text, source string) error {
 
 // emit hands d, not empty, to fn.
 func (r *docReader) emit(d Doc, badUTF8 bool) error {
+	d.Range, d.Stripe = r.rangeIdx, r.stripe
 	if badUTF8 {
 		r.stats.InvalidUTF8++
 		r.report().addInvalidUTF8(d)

@@ -93,9 +93,9 @@ func TestReadDocsFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Doc{
-		{"one", files[0], 1, 0}, {"a\n\nb", files[0], 4, 0}, {"last, no newline", files[0], 5, 0},
-		{"zstd", files[1], 1, 0}, {"gzip", files[2], 1, 0}, {"c4", files[3], 1, 0}, {"style", files[3], 2, 0},
-		{"whole\nfile\n\n", files[4], 0, 0}, {"gzipped text", files[5], 0, 0}, {"zstd text", files[6], 0, 0},
+		{"one", files[0], 1, 0, 0, 0}, {"a\n\nb", files[0], 4, 0, 0, 0}, {"last, no newline", files[0], 5, 0, 0, 0},
+		{"zstd", files[1], 1, 0, 1, 0}, {"gzip", files[2], 1, 0, 2, 0}, {"c4", files[3], 1, 0, 3, 0}, {"style", files[3], 2, 0, 3, 0},
+		{"whole\nfile\n\n", files[4], 0, 0, 4, 0}, {"gzipped text", files[5], 0, 0, 5, 0}, {"zstd text", files[6], 0, 0, 6, 0},
 	}
 	if !slices.Equal(docs, want) {
 		t.Errorf("docs\n%+v\nwant\n%+v", docs, want)
@@ -127,7 +127,7 @@ func TestReadDocsTextKeyAndLongLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Doc{{"short", file, 1, 0}, {long, file, 2, 0}, {"after", file, 3, 0}}
+		want := []Doc{{"short", file, 1, 0, 0, 0}, {long, file, 2, 0, 0, 0}, {"after", file, 3, 0, 0, 0}}
 		if !slices.Equal(docs, want) {
 			t.Errorf("%s: got %d docs, not the three written", name, len(docs))
 		}
@@ -204,7 +204,7 @@ func TestReadDocsParityCorpus(t *testing.T) {
 			empty++
 			continue
 		}
-		want = append(want, Doc{text, file, i + 1, 0})
+		want = append(want, Doc{text, file, i + 1, 0, 0, 0})
 	}
 	docs, stats, err := readAll(t, []string{file}, ReadOptions{})
 	if err != nil {

@@ -37,7 +37,7 @@ func TestReadDocsFilterSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Doc{{"mail 1", file, 1, 0}, {"mail\n\n2", file, 3, 0}, {"mail 3", file, 8, 0}, {"last name counts", file, 10, 0}, {"deep", file, 17, 0}}
+	want := []Doc{{"mail 1", file, 1, 0, 0, 0}, {"mail\n\n2", file, 3, 0, 0, 0}, {"mail 3", file, 8, 0, 0, 0}, {"last name counts", file, 10, 0, 0, 0}, {"deep", file, 17, 0, 0, 0}}
 	if !slices.Equal(docs, want) {
 		t.Errorf("docs %+v\nwant %+v", docs, want)
 	}

@@ -114,7 +114,7 @@ func TestReadParquet(t *testing.T) {
 	path := writeParquet(t, dir, "a.parquet", arrow.BinaryTypes.String, 5, rows) // 5 row groups
 	for i, row := range rows {
 		if row.text != nil && *row.text != "" {
-			want = append(want, Doc{*row.text, path, i + 1, 0})
+			want = append(want, Doc{*row.text, path, i + 1, 0, 0, 0})
 		}
 	}
 	var progressBytes int64
@@ -162,7 +162,7 @@ func TestReadParquetColumnTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Doc{{"one", path, 1, 0}, {"two \uFFFD bad", path, 2, 0}, {"three", path, 3, 0}}
+			want := []Doc{{"one", path, 1, 0, 0, 0}, {"two \uFFFD bad", path, 2, 0, 0, 0}, {"three", path, 3, 0, 0, 0}}
 			if !slices.Equal(docs, want) || stats.InvalidUTF8 != 1 {
 				t.Errorf("docs %+v, %d with invalid UTF-8", docs, stats.InvalidUTF8)
 			}
@@ -230,7 +230,7 @@ func TestReadParquetFilterAndSkip(t *testing.T) {
 		case *row.set != "Enron Emails":
 			filtered++
 		case row.text != nil && *row.text != "":
-			want = append(want, Doc{*row.text, path, i + 1, 0})
+			want = append(want, Doc{*row.text, path, i + 1, 0, 0, 0})
 		}
 	}
 	opt := ReadOptions{FilterSet: "Enron Emails"}

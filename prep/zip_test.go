@@ -61,11 +61,11 @@ func TestReadZip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Doc{
-		{"second in name order, first in the archive", path + ":b.txt", 0, 0},
-		{`{"text":"a member is text, whatever its name"}`, path + ":a.jsonl", 0, 0},
-		{"stored, not deflated", path + ":stored", 0, 0},
-		{big, path + ":enwik8", 0, 0},
-		{"caf\uFFFD", path + ":latin1", 0, 0},
+		{"second in name order, first in the archive", path + ":b.txt", 0, 0, 0, 0},
+		{`{"text":"a member is text, whatever its name"}`, path + ":a.jsonl", 0, 0, 0, 0},
+		{"stored, not deflated", path + ":stored", 0, 0, 0, 0},
+		{big, path + ":enwik8", 0, 0, 0, 0},
+		{"caf\uFFFD", path + ":latin1", 0, 0, 0, 0},
 	}
 	if !slices.Equal(docs, want) {
 		t.Errorf("got %d docs, want %d", len(docs), len(want))
