@@ -155,6 +155,9 @@ func (m *Manifest) Validate() error {
 		if !isSHA256(s.BinSHA256) || !isSHA256(s.IdxSHA256) {
 			bad("shards[%d] %s: bin_sha256 and idx_sha256 must be 64 lowercase hex digits", i, s.Prefix)
 		}
+		if st := s.Stripe; st != nil && (st.Input < 0 || st.Stripe < 0) {
+			bad("shards[%d] %s: stripe %d of input %d: both must be at least 0", i, s.Prefix, st.Stripe, st.Input)
+		}
 		docs += s.Documents
 		toks += s.Tokens
 	}

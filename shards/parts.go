@@ -1,6 +1,7 @@
 package shards
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,11 @@ import (
 // MergeParts then writes DIR/manifest.json listing the parts' shards where they are (no
 // copy), split by split and, within a split, part by part: the order a single process
 // would have written the documents in. It refuses while a part is unfinished, naming it.
+//
+// An input that several parts share by stripes (a compressed JSONL file read by k
+// parts, each handing on the lines of every k-th stripe of its uncompressed stream)
+// leaves shards that each hold one stripe, marked with a StripeInfo: their parts are
+// consecutive, and MergeParts lists those shards by stripe instead of by part.
 
 // PartsDir is the directory, inside a dataset directory, that holds the parts.
 const PartsDir = "parts"
@@ -32,6 +38,16 @@ func PartDir(i, w int) string { return fmt.Sprintf("%s/part-%05d-of-%05d", Parts
 
 // partDirRE matches a key under the dataset directory that lies in a part's directory.
 var partDirRE = regexp.MustCompile(`^` + PartsDir + `/part-(\d{5,})-of-(\d{5,})/`)
+
+// StripeInfo says which stripe of which input a part's shard holds: the documents of
+// the lines that start in bytes [Stripe·S, (Stripe+1)·S) of the input's uncompressed
+// stream (S, the stripe size, is the run's: it is part of Part.Job). A stripe's
+// documents are all in one part, in one or more consecutive shards.
+type StripeInfo struct {
+	Input  int    `json:"input"`  // the input's index among its split's inputs, from 0
+	File   string `json:"file"`   // the input's name, for people
+	Stripe int64  `json:"stripe"` // the stripe's index, from 0
+}
 
 // PartInfo marks a manifest as one part of a partitioned run.
 type PartInfo struct {
@@ -137,7 +153,10 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 	if err := checkPartShards(ctx, st, dir, parts); err != nil {
 		return MergeResult{}, err
 	}
-	m := mergedManifest(parts, o.Command)
+	m, err := mergedManifest(where, parts, o.Command)
+	if err != nil {
+		return MergeResult{}, err
+	}
 
 	old, err := ReadManifest(ctx, st, dir)
 	switch {
@@ -315,8 +334,9 @@ func checkPartShards(ctx context.Context, st storage.Store, dir string, parts []
 	return nil
 }
 
-// mergedManifest lists the parts' shards split by split, part by part.
-func mergedManifest(parts []*Manifest, command string) *Manifest {
+// mergedManifest lists the parts' shards split by split, part by part, and the
+// shards of a striped input by stripe (see splitOrder).
+func mergedManifest(where string, parts []*Manifest, command string) (*Manifest, error) {
 	p0 := parts[0]
 	src := maps.Clone(p0.Source)
 	if src == nil {
@@ -340,16 +360,71 @@ func mergedManifest(parts []*Manifest, command string) *Manifest {
 	}
 	out := NewManifest(p0.Tokenizer, p0.DType, src)
 	for _, split := range p0.Part.Splits {
-		for i, m := range parts {
-			for _, s := range m.Shards {
-				if s.Split == split {
-					s.Prefix = PartDir(i, len(parts)) + "/" + s.Prefix
-					out.Shards = append(out.Shards, s)
-					out.Documents += s.Documents
-					out.Tokens += s.Tokens
-				}
+		order, err := splitOrder(where, parts, split)
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range order {
+			s := ps.info
+			s.Prefix = PartDir(ps.part, len(parts)) + "/" + s.Prefix
+			out.Shards = append(out.Shards, s)
+			out.Documents += s.Documents
+			out.Tokens += s.Tokens
+		}
+	}
+	return out, nil
+}
+
+// partShard is a shard of part part.
+type partShard struct {
+	part int
+	info ShardInfo
+}
+
+// splitOrder lists the shards of split in the order of a single process's documents:
+// part by part, except that the shards of an input the parts share by stripes, which
+// lie in consecutive parts with nothing else of the split between them, are listed by
+// stripe (a stable sort: a stripe's shards keep their order). It refuses striped
+// shards that cannot come from one cut of the inputs: an input's stripes in parts
+// that are not consecutive, or one stripe in two parts.
+func splitOrder(where string, parts []*Manifest, split string) ([]partShard, error) {
+	var list []partShard
+	for i, m := range parts {
+		for _, s := range m.Shards {
+			if s.Split == split {
+				list = append(list, partShard{i, s})
 			}
 		}
 	}
-	return out
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("shards: merge-parts %s: %w: split %q: %s\n---> HINT: the parts were not cut from the same inputs by the same gptkit: rerun the run's tasks with one gptkit version (delete parts/ to start over)",
+			where, ErrIncompatible, split, fmt.Sprintf(format, args...))
+	}
+	done := map[int]bool{} // inputs whose striped shards have been ordered
+	for lo := 0; lo < len(list); {
+		st := list[lo].info.Stripe
+		if st == nil {
+			lo++
+			continue
+		}
+		hi := lo + 1
+		for hi < len(list) && list[hi].info.Stripe != nil && list[hi].info.Stripe.Input == st.Input {
+			hi++
+		}
+		if done[st.Input] {
+			return nil, bad("the stripes of input %d (%s) are in parts that are not consecutive (%s is in %s)",
+				st.Input, st.File, list[lo].info.Prefix, PartDir(list[lo].part, len(parts)))
+		}
+		done[st.Input] = true
+		run := list[lo:hi]
+		slices.SortStableFunc(run, func(a, b partShard) int { return cmp.Compare(a.info.Stripe.Stripe, b.info.Stripe.Stripe) })
+		for k := 1; k < len(run); k++ {
+			if a, b := run[k-1], run[k]; a.info.Stripe.Stripe == b.info.Stripe.Stripe && a.part != b.part {
+				return nil, bad("stripe %d of input %d (%s) is in %s and in %s",
+					a.info.Stripe.Stripe, st.Input, st.File, PartDir(a.part, len(parts)), PartDir(b.part, len(parts)))
+			}
+		}
+		lo = hi
+	}
+	return list, nil
 }

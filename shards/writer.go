@@ -28,6 +28,10 @@ type ShardInfo struct {
 	Tokens    int64  `json:"tokens"`
 	BinSHA256 string `json:"bin_sha256"` // lowercase hex
 	IdxSHA256 string `json:"idx_sha256"`
+	// Stripe, in a part of a partitioned run, marks a shard that holds documents of
+	// one stripe of an input the run's parts share (see StripeInfo); nil otherwise.
+	// The Writer leaves it nil.
+	Stripe *StripeInfo `json:"stripe,omitempty"`
 }
 
 // writeBufSize is how many token bytes the Writer converts before handing them to the
