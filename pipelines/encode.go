@@ -102,7 +102,7 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 			}
 			t0 := time.Now()
 			for i, ids := range out {
-				if err := rot.add(ids, len(j.docs[i].Text)); err != nil {
+				if err := rot.add(ids, len(j.docs[i].Text), rot.stripeOf(j.docs[i])); err != nil {
 					return err
 				}
 				tokens += int64(len(ids))

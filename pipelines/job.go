@@ -35,6 +35,10 @@ type jobDesc struct {
 	FilterSet  string            `json:"filter_set,omitempty"`
 	Splits     []jobSplit        `json:"splits"`
 	Params     map[string]string `json:"params,omitempty"`
+	// StripeBytes is the stripe size of a partitioned run whose inputs include a
+	// compressed JSONL file, which parts may share by stripes (see Partition); 0
+	// otherwise, which leaves the job of any other run as it was.
+	StripeBytes int64 `json:"stripe_bytes,omitempty"`
 	// Partition, in the job of one part of a partitioned run, says which part.
 	Partition *jobPartition `json:"partition,omitempty"`
 }
@@ -69,6 +73,9 @@ func (r *TokenizeRun) describeJob(dtype shards.DType) (*jobDesc, error) {
 	d := &jobDesc{
 		Version: pipelineVersion, Name: r.Name, Tokenizer: r.Tokenizer.Fingerprint(), EOD: r.Tokenizer.EOD(),
 		DType: dtype.String(), TextKey: key, AppendEOD: r.AppendEOD, ShardBytes: r.ShardBytes, FilterSet: r.FilterSet, Params: r.Params,
+	}
+	if r.NumWorkers > 0 && stripesShared(r.splits()) {
+		d.StripeBytes = r.stripeSize()
 	}
 	for _, sp := range r.splits() {
 		js := jobSplit{Split: sp.Split}
@@ -145,6 +152,7 @@ func (a *jobDesc) changes(b *jobDesc) string {
 	diff("append-eod", a.AppendEOD, b.AppendEOD)
 	diff("shard size", a.ShardBytes, b.ShardBytes)
 	diff("filter set", a.FilterSet, b.FilterSet)
+	diff("stripe size", a.StripeBytes, b.StripeBytes)
 	if pa, pb := a.Partition, b.Partition; (pa == nil) != (pb == nil) || pa != nil && *pa != *pb {
 		out = append(out, fmt.Sprintf("partition %s → %s", pa.String(), pb.String()))
 	}

@@ -55,7 +55,7 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 
 	sizes := desc.sizes()
 	size := func(name string) int64 { return sizes[name] }
-	slice := Partition(r.splits(), size, w)[i]
+	slice := Partition(r.splits(), size, w, r.stripeSize())[i]
 	part := *r
 	part.NumWorkers, part.WorkerIndex = 0, 0
 	part.Dir = joinKey(r.Dir, shards.PartDir(i, w))
@@ -64,9 +64,10 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	pd.Partition = &jobPartition{Version: partitionVersion, NumWorkers: w, WorkerIndex: i}
 	part.partDesc = &pd
 	part.ranges = make([][]prep.FileRange, len(slice))
+	part.rangeInputs = make([][]int, len(slice))
 	splitNames := make([]string, len(slice))
 	for k, s := range slice {
-		part.ranges[k] = s.Ranges
+		part.ranges[k], part.rangeInputs[k] = s.Ranges, s.Inputs
 		if part.ranges[k] == nil {
 			part.ranges[k] = []prep.FileRange{}
 		}
@@ -102,7 +103,7 @@ func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
 		if r.WorkerIndex < 0 || r.WorkerIndex >= r.NumWorkers {
 			return nil, 0, fmt.Errorf("worker index %d is not in [0, %d)", r.WorkerIndex, r.NumWorkers)
 		}
-		slice = Partition(r.splits(), size, r.NumWorkers)[r.WorkerIndex]
+		slice = Partition(r.splits(), size, r.NumWorkers, r.stripeSize())[r.WorkerIndex]
 	} else {
 		for _, s := range r.splits() {
 			slice = append(slice, SplitRanges{Split: s.Split, Ranges: wholeRanges(s.Inputs)})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -17,11 +18,13 @@ import (
 )
 
 // TestPartition checks the cut on random inputs: every JSONL file is tiled by its ranges
-// in worker order, every other file goes whole to one worker, the slices read the inputs
-// in order, and with only JSONL inputs every worker gets its exact share of the bytes.
+// in worker order, every compressed JSONL file goes whole to one worker or in stripes to
+// consecutive workers, every other file goes whole to one worker, the slices read the
+// inputs in order, and with only JSONL inputs every worker gets its exact share of the
+// bytes.
 func TestPartition(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for try := range 300 {
+	for try := range 500 {
 		var splits []SplitInputs
 		sizes := map[string]int64{}
 		onlyJSONL := r.IntN(3) == 0
@@ -29,8 +32,9 @@ func TestPartition(t *testing.T) {
 			sp := SplitInputs{Split: []string{"", "val", "test"}[s]}
 			for f := range r.IntN(6) {
 				name := fmt.Sprintf("s%d-f%d.jsonl", s, f)
-				if !onlyJSONL && r.IntN(3) == 0 {
-					name += ".zst"
+				if !onlyJSONL {
+					name += []string{"", "", ".zst", ".gz", ".zip"}[r.IntN(5)]
+					name = strings.Replace(name, ".jsonl.zip", ".zip", 1)
 				}
 				sp.Inputs = append(sp.Inputs, name)
 				sizes[name] = r.Int64N(1000)
@@ -38,61 +42,74 @@ func TestPartition(t *testing.T) {
 					sizes[name] = 0
 				}
 			}
+			if len(sp.Inputs) > 1 && r.IntN(4) == 0 { // a file listed twice
+				sp.Inputs = append(sp.Inputs, sp.Inputs[0])
+			}
 			splits = append(splits, sp)
 		}
-		w := 1 + r.IntN(9)
-		slices := Partition(splits, func(n string) int64 { return sizes[n] }, w)
+		w := 1 + r.IntN(12)
+		slices := Partition(splits, func(n string) int64 { return sizes[n] }, w, 100)
 		if len(slices) != w {
 			t.Fatalf("try %d: %d slices for %d workers", try, len(slices), w)
 		}
 		// Flattened in worker order, the pieces must read every input in order.
 		type piece struct {
-			split int
-			rg    prep.FileRange
+			worker, split, input int
+			rg                   prep.FileRange
 		}
 		var flat []piece
-		var total int64
+		var all int64
+		for _, sp := range splits {
+			for _, in := range sp.Inputs {
+				all += sizes[in]
+			}
+		}
 		for k, sl := range slices {
 			if len(sl) != len(splits) {
 				t.Fatalf("try %d: worker %d has %d splits, want %d", try, k, len(sl), len(splits))
 			}
 			var mine int64
 			for i, s := range sl {
-				if s.Split != splits[i].Split {
-					t.Fatalf("try %d: worker %d split %d is %q", try, k, i, s.Split)
+				if s.Split != splits[i].Split || len(s.Inputs) != len(s.Ranges) {
+					t.Fatalf("try %d: worker %d split %d is %q, inputs %v for ranges %v", try, k, i, s.Split, s.Inputs, s.Ranges)
 				}
-				for _, rg := range s.Ranges {
-					flat = append(flat, piece{i, rg})
-					if rg.IsWhole() {
+				for j, rg := range s.Ranges {
+					if x := s.Inputs[j]; x < 0 || x >= len(splits[i].Inputs) || splits[i].Inputs[x] != rg.File {
+						t.Fatalf("try %d: worker %d split %d: range %v is of input %d", try, k, i, rg, x)
+					}
+					flat = append(flat, piece{k, i, s.Inputs[j], rg})
+					switch {
+					case rg.IsStriped():
+						mine += sizes[rg.File] / int64(rg.StripeMod)
+					case rg.IsWhole():
 						mine += sizes[rg.File]
-					} else {
+					default:
 						mine += rg.End - rg.Start
 					}
 				}
 			}
-			total += mine
-			if onlyJSONL {
-				var all int64
-				for _, n := range sizes {
-					all += n
-				}
-				if lo, hi := all*int64(k)/int64(w), all*int64(k+1)/int64(w); mine != hi-lo {
-					t.Fatalf("try %d: worker %d of %d reads %d bytes, want %d", try, k, w, mine, hi-lo)
-				}
+			if lo, hi := all*int64(k)/int64(w), all*int64(k+1)/int64(w); onlyJSONL && mine != hi-lo {
+				t.Fatalf("try %d: worker %d of %d reads %d bytes, want %d", try, k, w, mine, hi-lo)
 			}
 		}
-		// Sort the pieces by worker order within each file: order check below.
 		order := 0
 		for i, sp := range splits {
-			for _, in := range sp.Inputs {
+			for x, in := range sp.Inputs {
 				var off int64
-				for order < len(flat) && flat[order].rg.File == in {
+				stripes := 0
+				for order < len(flat) && flat[order].split == i && flat[order].input == x {
 					p := flat[order]
-					if p.split != i {
-						t.Fatalf("try %d: %s read in split %d, want %d", try, in, p.split, i)
-					}
 					switch {
-					case p.rg.IsWhole() && off == 0:
+					case p.rg.IsStriped():
+						if !sharedByStripes(in) || p.rg.StripeMod < 2 || p.rg.StripeRem != stripes || p.rg.StripeBytes != 100 ||
+							stripes > 0 && p.worker != flat[order-1].worker+1 {
+							t.Fatalf("try %d: %s: stripes %v of worker %d after %d stripes", try, in, p.rg, p.worker, stripes)
+						}
+						stripes++
+						if stripes == p.rg.StripeMod {
+							off = sizes[in]
+						}
+					case p.rg.IsWhole() && off == 0 && stripes == 0:
 						off = sizes[in]
 					case p.rg.IsWhole() || p.rg.Start != off || p.rg.End <= p.rg.Start:
 						t.Fatalf("try %d: %s: piece %v after byte %d", try, in, p.rg, off)
@@ -111,6 +128,76 @@ func TestPartition(t *testing.T) {
 		}
 		if order != len(flat) {
 			t.Fatalf("try %d: pieces out of order: %v", try, flat)
+		}
+	}
+}
+
+// TestPartitionPile: the Pile's 30 train files (.jsonl.zst of 14-15.5 GB each) over 64
+// and 256 workers keep every worker busy, each with about its share of the compressed
+// bytes (a shared file's bytes divided among its workers), and every file gets ⌊nW/T⌋
+// or ⌈nW/T⌉ workers, so that none gets more than n/⌊nW/T⌋ of a file of n bytes. With
+// 30 files of ~2.13 shares over 64 workers no cut does much better: a file has 2
+// workers (1.07 shares each) or 3 (0.71). With val and test (~0.47 GB each) after
+// them, the worker they go to may carry them on top.
+func TestPartitionPile(t *testing.T) {
+	sizes := map[string]int64{}
+	train := SplitInputs{Split: "train"}
+	r := rand.New(rand.NewPCG(30, 1))
+	for i := range 30 {
+		name := fmt.Sprintf("train/%02d.jsonl.zst", i)
+		train.Inputs = append(train.Inputs, name)
+		sizes[name] = 14_000_000_000 + r.Int64N(1_500_000_000)
+	}
+	sizes["val.jsonl.zst"], sizes["test.jsonl.zst"] = 470_000_000, 460_000_000
+	for _, tc := range []struct {
+		name      string
+		splits    []SplitInputs
+		w         int
+		low, high float64 // bounds on a worker's compressed bytes, in equal shares
+	}{
+		{"train", []SplitInputs{train}, 64, 0.65, 1.13},
+		{"train", []SplitInputs{train}, 256, 0.9, 1.12},
+		{"train, val, test", []SplitInputs{train, {Split: "val", Inputs: []string{"val.jsonl.zst"}}, {Split: "test", Inputs: []string{"test.jsonl.zst"}}}, 64, 0.65, 1.26},
+		{"train, val, test", []SplitInputs{train, {Split: "val", Inputs: []string{"val.jsonl.zst"}}, {Split: "test", Inputs: []string{"test.jsonl.zst"}}}, 256, 0.5, 1.12},
+	} {
+		var total int64
+		for _, sp := range tc.splits {
+			for _, in := range sp.Inputs {
+				total += sizes[in]
+			}
+		}
+		share := float64(total) / float64(tc.w)
+		workers := map[string]int{}
+		lo, hi := math.Inf(1), 0.0
+		for k, sl := range Partition(tc.splits, func(n string) int64 { return sizes[n] }, tc.w, 0) {
+			var mine float64
+			for _, s := range sl {
+				for _, rg := range s.Ranges {
+					workers[rg.File]++
+					switch {
+					case rg.IsStriped() && rg.StripeBytes != DefaultStripeBytes:
+						t.Fatalf("%s over %d workers: %v", tc.name, tc.w, rg)
+					case rg.IsStriped():
+						mine += float64(sizes[rg.File]) / float64(rg.StripeMod)
+					default:
+						mine += float64(sizes[rg.File])
+					}
+				}
+			}
+			if mine == 0 {
+				t.Fatalf("%s over %d workers: worker %d has nothing to do", tc.name, tc.w, k)
+			}
+			lo, hi = min(lo, mine/share), max(hi, mine/share)
+		}
+		for _, in := range train.Inputs {
+			x := float64(sizes[in]) * float64(tc.w) / float64(total)
+			if k := workers[in]; k < int(math.Floor(x)) || k > int(math.Ceil(x)) {
+				t.Errorf("%s over %d workers: %s (%.2f shares) has %d workers", tc.name, tc.w, in, x, k)
+			}
+		}
+		t.Logf("%s over %d workers: compressed bytes per worker %.2f-%.2f of an equal share", tc.name, tc.w, lo, hi)
+		if lo < tc.low || hi > tc.high {
+			t.Errorf("%s over %d workers: compressed bytes per worker %.2f-%.2f of an equal share, want %.2f-%.2f", tc.name, tc.w, lo, hi, tc.low, tc.high)
 		}
 	}
 }

@@ -84,11 +84,23 @@ type TokenizeRun struct {
 	NumWorkers, WorkerIndex int
 
 	hooks testHooks
+	// stripeBytes is the stripe size of a partitioned run (0: DefaultStripeBytes):
+	// tests make it small, so that small files have many stripes.
+	stripeBytes int64
 
 	// Set in the run of one part (runPart).
-	partDesc *jobDesc           // the part's job
-	ranges   [][]prep.FileRange // per split, what the part reads
-	part     *shards.PartInfo   // for the part's manifest
+	partDesc    *jobDesc           // the part's job
+	ranges      [][]prep.FileRange // per split, what the part reads
+	rangeInputs [][]int            // per split, the input index of each range
+	part        *shards.PartInfo   // for the part's manifest
+}
+
+// stripeSize is the run's stripe size (see Partition).
+func (r *TokenizeRun) stripeSize() int64 {
+	if r.stripeBytes > 0 {
+		return r.stripeBytes
+	}
+	return DefaultStripeBytes
 }
 
 // testHooks let tests stop a run at chosen moments and fix its clock.
@@ -234,11 +246,11 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	}
 
 	for i, sp := range r.splits() {
-		ranges := wholeRanges(sp.Inputs)
+		ranges, inputIdx := wholeRanges(sp.Inputs), []int(nil)
 		if r.ranges != nil {
-			ranges = r.ranges[i]
+			ranges, inputIdx = r.ranges[i], r.rangeInputs[i]
 		}
-		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, dtype, workers, log)
+		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, inputIdx, dtype, workers, log)
 		stats.add(ss)
 		if err != nil {
 			return nil, stats, err
@@ -292,8 +304,9 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 }
 
 // runSplit writes one split, continuing after its journaled shards, and journals each
-// shard it commits. A split the journal says is done is not read again.
-func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
+// shard it commits. A split the journal says is done is not read again. inputIdx gives
+// the index among the split's inputs of each striped range's file.
+func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, inputIdx []int, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
 	t0 := time.Now()
 	ss := SplitStats{Split: js.Split, ResumedShards: len(js.Shards), ResumedDocs: js.Docs}
 	for _, info := range js.Shards {
@@ -306,7 +319,7 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 		return ss, nil
 	}
 	rot := &shardRotator{st: r.Store, dir: r.Dir, name: r.Name, split: js.Split, dtype: dtype,
-		shardBytes: r.ShardBytes, next: len(js.Shards)}
+		shardBytes: r.ShardBytes, next: len(js.Shards), ranges: inputs, inputIdx: inputIdx}
 	rot.committed = func(info shards.ShardInfo, textBytes int64) error {
 		r.event("commit")
 		js.Shards = append(js.Shards, info)
