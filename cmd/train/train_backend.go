@@ -5,20 +5,40 @@ import (
 
 	"gptkit/kernels"
 	"gptkit/kernels/cpu"
+	"gptkit/kernels/cuda"
 	"gptkit/kernels/ref"
+	"gptkit/train"
 )
 
-// openBackend returns the kernels for --device: auto and cpu are the CPU backend on
-// threads goroutines (0: one per CPU); ref is the reference backend (slow; for
-// checking); cuda is refused until the CUDA backend exists.
+// The NCCL collectives satisfy the trainer's interface (kernels/cuda cannot import
+// train, so the check lives here).
+var _ train.Collectives = (*cuda.NCCL)(nil)
+
+// openBackend returns the kernels for --device:
+//
+//   - cuda: the GPU backend on GPU $LOCAL_RANK (0 when unset; one process per
+//     GPU), bf16 matmuls. Without a usable GPU it fails with one line saying why
+//     (no driver, no device, driver too old for the PTX, no cuBLAS).
+//   - auto: cuda when a GPU is usable, else the CPU backend.
+//   - cpu: the CPU backend on threads goroutines (0: one per CPU).
+//   - ref: the reference backend (slow; for checking).
 func openBackend(device string, threads int) (kernels.Backend, error) {
 	switch device {
-	case "auto", "cpu":
+	case "auto":
+		if be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()}); err == nil {
+			return be, nil
+		}
+		return cpu.New(threads), nil
+	case "cpu":
 		return cpu.New(threads), nil
 	case "ref":
 		return ref.New(), nil
 	case "cuda":
-		return nil, fmt.Errorf("--device cuda: the CUDA backend is not there yet (it is a later issue); use --device cpu (or auto)")
+		be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()})
+		if err != nil {
+			return nil, fmt.Errorf("--device cuda: %w", err)
+		}
+		return be, nil
 	}
-	return nil, fmt.Errorf("--device %q: want auto, cpu or cuda", device)
+	return nil, fmt.Errorf("--device %q: want auto, cpu, ref or cuda", device)
 }

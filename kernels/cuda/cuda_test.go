@@ -1,0 +1,227 @@
+package cuda
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"gptkit/kernels"
+)
+
+// These tests need no GPU: they run in every CI job. gpu_test.go runs the
+// conformance suite where a device is present.
+
+func oneLine(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error spans lines: %q", err)
+	}
+}
+
+func TestOpenNoDriver(t *testing.T) {
+	o := Options{DriverLibs: []string{"libcuda-gptkit-missing.so.1"}}
+	_, err := Open(o)
+	oneLine(t, err)
+	if !errors.Is(err, ErrNoDriver) {
+		t.Errorf("Open without a driver: %v, want ErrNoDriver", err)
+	}
+	if _, err := Probe(o); !errors.Is(err, ErrNoDriver) {
+		t.Errorf("Probe without a driver: %v, want ErrNoDriver", err)
+	}
+	if !strings.Contains(err.Error(), "--device cpu") {
+		t.Errorf("the error does not say what to do: %v", err)
+	}
+}
+
+// TestOpenHere opens the real driver: on a machine without a GPU (CI) it must
+// fail with ErrNoDriver or ErrNoDevice on one line.
+func TestOpenHere(t *testing.T) {
+	b, err := Open(Options{})
+	if err == nil {
+		t.Logf("GPU present: %s", b.Name())
+		b.Close()
+		return
+	}
+	oneLine(t, err)
+	if !errors.Is(err, ErrNoDriver) && !errors.Is(err, ErrNoDevice) && !errors.Is(err, ErrNoCUBLAS) && !errors.Is(err, ErrDriverTooOld) {
+		t.Errorf("Open: %v, want a no-driver, no-device, too-old or no-cuBLAS error", err)
+	}
+	t.Logf("no GPU here: %v", err)
+}
+
+func TestOpenBadPrecision(t *testing.T) {
+	_, err := Open(Options{Precision: "fp8"})
+	oneLine(t, err)
+	if !strings.Contains(err.Error(), "bf16") {
+		t.Errorf("%v does not list the choices", err)
+	}
+}
+
+func TestNCCLMissing(t *testing.T) {
+	_, err := NewUniqueID([]string{"libnccl-gptkit-missing.so.2"})
+	oneLine(t, err)
+	if !errors.Is(err, ErrNoNCCL) {
+		t.Errorf("NewUniqueID without NCCL: %v, want ErrNoNCCL", err)
+	}
+}
+
+func TestCUBLASMissing(t *testing.T) {
+	_, err := loadCUBLAS([]string{"libcublas-gptkit-missing.so.12"})
+	oneLine(t, err)
+	if !errors.Is(err, ErrNoCUBLAS) {
+		t.Errorf("loadCUBLAS: %v, want ErrNoCUBLAS", err)
+	}
+}
+
+// TestArgumentChecks: bad arguments panic before the backend touches a device
+// (the zero Backend has none), with the kernels' messages; good arguments get as
+// far as the device.
+func TestArgumentChecks(t *testing.T) {
+	b := &Backend{}
+	f := func(n int) []float32 { return make([]float32, n) }
+	bad := map[string]func(){
+		"matmul short out":     func() { b.MatmulForward(f(5), f(6), f(6), nil, 2, 3, 3) },
+		"matmul zero dim":      func() { b.MatmulForward(f(6), f(6), f(6), nil, 2, 0, 3) },
+		"matmul short weight":  func() { b.MatmulBackward(f(6), f(9), nil, f(6), f(6), f(8), 2, 3, 3) },
+		"layernorm short rstd": func() { b.LayerNormForward(f(6), f(2), f(1), f(6), f(3), nil, 2, 3) },
+		"layernorm bwd dbias":  func() { b.LayerNormBackward(f(6), f(3), f(2), f(6), f(6), f(3), f(2), f(2), 2, 3) },
+		"attention heads":      func() { b.AttentionForward(f(10), f(4), f(30), 1, 2, 5, 2) },
+		"attention bwd dqkv":   func() { b.AttentionBackward(f(29), f(10), f(30), f(8), 1, 2, 5, 1) },
+		"encoder bad token":    func() { b.EncoderForward(f(4), []int32{0, 7}, f(6), f(4), 1, 2, 2) },
+		"encoder bwd token":    func() { b.EncoderBackward(f(6), f(4), f(4), []int32{-1, 0}, 1, 2, 2) },
+		"crossentropy V > Vp":  func() { b.CrossEntropyForward(f(1), f(4), f(4), []int32{0}, 1, 5, 4) },
+		"crossentropy target":  func() { b.CrossEntropyForward(f(1), f(4), f(4), []int32{3}, 1, 3, 4) },
+		"crossentropy bwd":     func() { b.CrossEntropyBackward(f(3), f(4), []int32{0}, 1, 1, 3, 4) },
+		"gelu short input":     func() { b.GeluForward(f(8), f(7)) },
+		"gelu bwd short":       func() { b.GeluBackward(f(8), f(8), f(7)) },
+		"residual short":       func() { b.ResidualForward(f(8), f(8), f(7)) },
+		"dropout p=1":          func() { b.DropoutForward(f(8), f(8), 1, 0) },
+		"dropout bwd p<0":      func() { b.DropoutBackward(f(8), f(8), -0.5, 0) },
+		"adamw step 0":         func() { b.AdamW(f(3), f(3), f(3), f(3), kernels.AdamW{LR: 1, Step: 0}) },
+		"adamw short m":        func() { b.AdamW(f(3), f(3), f(2), f(3), kernels.AdamW{LR: 1, Step: 1}) },
+	}
+	for name, fn := range bad {
+		if msg := panicOf(fn); !strings.HasPrefix(msg, "kernels: ") {
+			t.Errorf("%s: panic %q, want an argument check's (kernels: ...)", name, msg)
+		}
+	}
+	good := map[string]func(){
+		"matmul":  func() { b.MatmulForward(f(6), f(6), f(9), nil, 2, 3, 3) },
+		"gelu":    func() { b.GeluForward(f(8), f(8)) },
+		"encoder": func() { b.EncoderForward(f(4), []int32{0, 1}, f(4), f(4), 1, 2, 2) },
+		"zero":    func() { b.Zero(f(3)) },
+		"alloc":   func() { b.Alloc(3) },
+	}
+	for name, fn := range good {
+		if msg := panicOf(fn); msg != "cuda: backend used without Open" {
+			t.Errorf("%s with good arguments: panic %q, want the no-device one", name, msg)
+		}
+	}
+	// Empty elementwise ops do nothing at all.
+	for name, fn := range map[string]func(){
+		"gelu": func() { b.GeluForward(nil, nil) }, "scale": func() { b.Scale(nil, 2) },
+		"sumsq": func() { b.SumSquares(nil) }, "adamw": func() { b.AdamW(nil, nil, nil, nil, kernels.AdamW{Step: 1}) },
+	} {
+		if msg := panicOf(fn); msg != "" {
+			t.Errorf("empty %s: panic %q", name, msg)
+		}
+	}
+}
+
+func panicOf(fn func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			switch v := r.(type) {
+			case string:
+				msg = v
+			case error:
+				msg = v.Error()
+			default:
+				msg = "?"
+			}
+		}
+	}()
+	fn()
+	return ""
+}
+
+func TestEncoderBuckets(t *testing.T) {
+	inp := []int32{5, 2, 5, 0, 2, 5, 9}
+	tok, start, pos := encoderBuckets(inp)
+	want := map[int32][]int32{0: {3}, 2: {1, 4}, 5: {0, 2, 5}, 9: {6}}
+	if len(tok) != len(want) || len(start) != len(tok)+1 || len(pos) != len(inp) {
+		t.Fatalf("buckets %v %v %v", tok, start, pos)
+	}
+	if !sort.SliceIsSorted(tok, func(i, j int) bool { return tok[i] < tok[j] }) {
+		t.Errorf("tokens not sorted: %v", tok)
+	}
+	for k, tk := range tok {
+		got := pos[start[k]:start[k+1]]
+		if !equalInts(got, want[tk]) {
+			t.Errorf("token %d at %v, want %v", tk, got, want[tk])
+		}
+	}
+	if tok, start, pos := encoderBuckets(nil); len(tok) != 0 || len(start) != 1 || len(pos) != 0 {
+		t.Errorf("empty: %v %v %v", tok, start, pos)
+	}
+}
+
+func equalInts(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPTX checks the embedded PTX against the kernel list: every kernel the Go
+// side launches is an entry of its module, every entry is launched, and the
+// modules are PTX ISA 7.8 for sm_80 (what drivers from R520 JIT).
+func TestPTX(t *testing.T) {
+	mods, names, err := ptxModules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, _ := readDirNames(".", ".cu")
+	if len(cu) != len(names) {
+		t.Errorf("%d .cu files %v but %d PTX modules %v: run make ptx", len(cu), cu, len(names), names)
+	}
+	entry := regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
+	for _, name := range names {
+		src := string(mods[name])
+		if !strings.Contains(src, "\n.version 7.8\n") || !strings.Contains(src, "\n.target sm_80\n") {
+			t.Errorf("%s: not PTX ISA 7.8 for sm_80", name)
+		}
+		var got []string
+		for _, m := range entry.FindAllStringSubmatch(src, -1) {
+			got = append(got, m[1])
+		}
+		want := append([]string(nil), kernelNames[name]...)
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: entries %v, the Go side launches %v", name, got, want)
+		}
+	}
+}
+
+func readDirNames(dir, ext string) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	var out []string
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ext) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, err
+}

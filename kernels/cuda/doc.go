@@ -1,0 +1,28 @@
+// Package cuda is the GPU backend of kernels.Backend: CUDA C kernels (the .cu
+// files beside this one, compiled to PTX by `make ptx` and embedded), cuBLAS for
+// the matmuls, NCCL for data-parallel collectives.
+//
+// Nothing CUDA is needed to build or test it. libcuda.so.1, libcublas.so.{13,12,11}
+// and libnccl.so.2 are opened at run time with dlopen through
+// github.com/ebitengine/purego (no cgo, no CUDA headers), so one binary runs on CPU
+// and GPU nodes alike and `go build ./...` works anywhere. Open fails with a one-line
+// error (no driver, no device, driver too old for the PTX) that callers can show as
+// is or use to fall back to the CPU backend; the bindings are hand-written because
+// they are a few dozen functions and the usual Go CUDA bindings (gorgonia.org/cu)
+// link libcuda at build time and exit the process in init when there is no device.
+//
+// Memory: Alloc hands out CUDA managed memory (cuMemAllocManaged), so the []float32
+// the trainer holds are addressable from Go and from kernels at the same address;
+// the backend passes &s[0] to the device. The trainer must call Sync before reading
+// what a kernel wrote (as the Backend contract says). Token ids ([]int32 in Go
+// memory) are copied to device buffers in stream order. Scratch (attention's
+// permuted q, k, v, partial sums) is plain device memory.
+//
+// Numerics: every op but the matmuls is float32 in the kernels here; the matmuls
+// (and attention's two products) go through cublasGemmEx with float32 operands and
+// a compute type chosen by Options.Precision: bf16 (CUBLAS_COMPUTE_32F_FAST_16BF:
+// operands rounded to bfloat16 on the tensor cores, float32 accumulation, the
+// default), tf32, or fp32 (no tensor cores; passes the kerneltest suite's float32
+// tolerances). Reductions use a fixed summation order (no atomics), so a run is
+// repeatable on the same GPU.
+package cuda

@@ -1,0 +1,108 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"gptkit/kernels"
+	"gptkit/kernels/kerneltest"
+	"gptkit/kernels/ref"
+)
+
+// The tests here need a GPU: they skip without one, unless GPTKIT_REQUIRE_GPU is
+// set (tools/gpu/verify.sh sets it), when they fail instead.
+
+func openOrSkip(t *testing.T, precision string) *Backend {
+	t.Helper()
+	b, err := Open(Options{Device: LocalRank(), Precision: precision})
+	if err != nil {
+		if os.Getenv("GPTKIT_REQUIRE_GPU") != "" {
+			t.Fatalf("GPTKIT_REQUIRE_GPU is set: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("%s", b.Info())
+	return b
+}
+
+// TestConformanceFP32: with float32 matmuls the GPU backend passes the same suite
+// (and tolerances) as the CPU backends, and is deterministic.
+func TestConformanceFP32(t *testing.T) {
+	b := openOrSkip(t, FP32)
+	kerneltest.Conformance(t, func() kernels.Backend { return b })
+	kerneltest.Deterministic(t, b, b)
+}
+
+// TestBF16VsRef: the bf16 matmuls and attention at GPT-2 shapes, on fresh random
+// inputs each run, outputs poisoned with NaN first: ‖out − ref‖/‖ref‖ must stay
+// under 1e-2 (bf16 operands give about 1e-3), never NaN.
+func TestBF16VsRef(t *testing.T) {
+	b := openOrSkip(t, BF16)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	dev := func(x []float32) []float32 { y := b.Alloc(len(x)); copy(y, x); return y }
+	poison := func(n int) []float32 {
+		y := b.Alloc(n)
+		for i := range y {
+			y[i] = float32(math.NaN())
+		}
+		return y
+	}
+	for _, s := range []struct{ N, C, OC int }{{256, 768, 2304}, {256, 3072, 768}, {512, 768, 50304}, {7, 33, 65}} {
+		inp, w, bias := randn(r, s.N*s.C), randn(r, s.OC*s.C), randn(r, s.OC)
+		scaleBy(w, 1/math.Sqrt(float64(s.C)))
+		want := make([]float32, s.N*s.OC)
+		ref.New().MatmulForward(want, inp, w, bias, s.N, s.C, s.OC)
+		got := poison(s.N * s.OC)
+		b.MatmulForward(got, dev(inp), dev(w), dev(bias), s.N, s.C, s.OC)
+		b.Sync()
+		normErr(t, fmt.Sprintf("matmul forward N%d C%d OC%d", s.N, s.C, s.OC), got, want, 1e-2)
+	}
+	for _, s := range []struct{ B, T, C, NH int }{{2, 256, 768, 12}, {1, 1024, 768, 12}, {3, 17, 20, 5}} {
+		qkv := randn(r, s.B*s.T*3*s.C)
+		wantOut, wantAtt := make([]float32, s.B*s.T*s.C), make([]float32, s.B*s.NH*s.T*s.T)
+		ref.New().AttentionForward(wantOut, wantAtt, qkv, s.B, s.T, s.C, s.NH)
+		out, att := poison(len(wantOut)), poison(len(wantAtt))
+		b.AttentionForward(out, att, dev(qkv), s.B, s.T, s.C, s.NH)
+		b.Sync()
+		name := fmt.Sprintf("attention B%d T%d C%d NH%d", s.B, s.T, s.C, s.NH)
+		normErr(t, name+" out", out, wantOut, 1e-2)
+		normErr(t, name+" att", att, wantAtt, 1e-2)
+	}
+}
+
+func scaleBy(x []float32, s float64) {
+	for i := range x {
+		x[i] = float32(float64(x[i]) * s)
+	}
+}
+
+// normErr checks ‖got − want‖/‖want‖ ≤ tol and that got has no NaN.
+func normErr(t *testing.T, name string, got, want []float32, tol float64) {
+	t.Helper()
+	var d2, w2 float64
+	for i := range want {
+		if math.IsNaN(float64(got[i])) {
+			t.Errorf("%s: element %d is NaN (unwritten or overflow)", name, i)
+			return
+		}
+		d := float64(got[i]) - float64(want[i])
+		d2 += d * d
+		w2 += float64(want[i]) * float64(want[i])
+	}
+	e := math.Sqrt(d2 / w2)
+	t.Logf("%s: relative error %.3g", name, e)
+	if !(e <= tol) {
+		t.Errorf("%s: relative error %.3g > %.3g", name, e, tol)
+	}
+}
