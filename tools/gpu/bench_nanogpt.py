@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""GPT-2 124M training-step benchmark in PyTorch, nanoGPT's model and settings, as the
+yardstick for kernels/cuda's BenchmarkGPT2Step (tools/gpu/verify.sh runs both).
+
+The model is nanoGPT's model.py GPT (12 layers, 12 heads, 768 wide, block 1024,
+vocab 50304, biases, tied embeddings, no dropout) written out here so the script needs
+only torch. Like nanoGPT's train.py: bf16 autocast, flash attention
+(scaled_dot_product_attention, causal), fused AdamW (lr 6e-4, betas 0.9/0.95, wd 0.1
+on 2-D weights), grad clip 1.0, torch.compile (--no-compile to skip), TF32 allowed.
+Random tokens, so the data loader is not measured.
+
+Prints one JSON line: tokens_per_s, ms_per_step, mfu (nanoGPT's estimate: 6N +
+12·L·H·Q·T FLOPs per token against --peak-tflops).
+
+    python3 tools/gpu/bench_nanogpt.py --batch 16 --steps 20 --peak-tflops 989
+"""
+import argparse
+import json
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, C, nh):
+        super().__init__()
+        self.nh = nh
+        self.ln_1 = nn.LayerNorm(C)
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+        self.ln_2 = nn.LayerNorm(C)
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.mlp_proj = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.nh, C // self.nh).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, L=12, nh=12, C=768, T=1024, V=50304):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(T, C)
+        self.h = nn.ModuleList(Block(C, nh) for _ in range(L))
+        self.ln_f = nn.LayerNorm(C)
+        self.lm_head = nn.Linear(C, V, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied, as nanoGPT and gptkit
+        self.apply(self._init)
+        for n, p in self.named_parameters():
+            if n.endswith("c_proj.weight") or n.endswith("mlp_proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L))
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for b in self.h:
+            x = b(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--peak-tflops", type=float, default=989.0)
+    ap.add_argument("--no-compile", action="store_true")
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    dev = "cuda"
+    L, nh, C, T, V = 12, 12, 768, 1024, 50304
+    model = GPT(L, nh, C, T, V).to(dev)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    step_model = model if a.no_compile else torch.compile(model)
+    g = torch.Generator(device=dev).manual_seed(1)
+    x = torch.randint(0, 50257, (a.batch, T), device=dev, generator=g)
+    y = torch.randint(0, 50257, (a.batch, T), device=dev, generator=g)
+
+    def step():
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = step_model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    n_params = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+    flops_per_token = 6 * n_params + 12 * L * nh * (C // nh) * T
+    tps = a.steps * a.batch * T / secs
+    print(json.dumps({
+        "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "batch": a.batch, "T": T,
+        "compiled": not a.no_compile, "ms_per_step": 1000 * secs / a.steps, "tokens_per_s": tps,
+        "mfu": flops_per_token * tps / (a.peak_tflops * 1e12), "loss": float(loss),
+    }))
+
+
+if __name__ == "__main__":
+    main()
