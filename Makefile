@@ -5,7 +5,7 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export SHARED
 
-.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ci clean
+.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda ci clean
 
 all: build
 
@@ -51,8 +51,25 @@ lint:
 generate:
 	$(GO) generate ./...
 
-check-generated: generate
+check-generated: generate check-ptx
 	git diff --exit-code -- '*.go'
+
+NVCC      ?= nvcc
+NVCCFLAGS := -ptx -arch=compute_80 -fmad=false -O3
+# PTX of kernels/cuda (nvcc 11.8: Debian nvidia-cuda-toolkit, contrib non-free); committed and
+# embedded, so building needs no CUDA. The flags must match nvccFlags() in kernels/cuda/ptx_test.go.
+ptx:
+	@command -v $(NVCC) >/dev/null || { echo "make ptx: no nvcc (apt-get install nvidia-cuda-toolkit from contrib non-free)"; exit 1; }
+	@mkdir -p kernels/cuda/ptx
+	@set -e; for f in kernels/cuda/*.cu; do b=$$(basename $$f .cu); (cd kernels/cuda && $(NVCC) $(NVCCFLAGS) -o ptx/$$b.ptx $$b.cu); done
+
+# The committed PTX matches the sources (where nvcc exists).
+check-ptx:
+	@if command -v $(NVCC) >/dev/null; then $(MAKE) ptx && git diff --exit-code -- kernels/cuda/ptx; else echo "check-ptx: no nvcc, skipped"; fi
+
+# Is a GPU usable here? Prints the device or why not.
+cuda:
+	$(GO) test -count=1 -v -run 'TestOpenHere' ./kernels/cuda | grep -E 'GPU present|no GPU here'
 
 demo: build
 	bash tools/demo.sh

@@ -21,6 +21,7 @@ func TestImportDirection(t *testing.T) {
 		"gptkit/kernels":       {},
 		"gptkit/kernels/ref":   {"gptkit/kernels"},
 		"gptkit/kernels/cpu":   {"gptkit/kernels"},
+		"gptkit/kernels/cuda":  {"gptkit/kernels"},
 		// train never imports tokenize or prep: the tokenizer comes in through the manifest
 		// (cmd/train wires tokenize/spec for sample).
 		"gptkit/train": {"gptkit/kernels", "gptkit/loader", "gptkit/shards", "gptkit/storage",
