@@ -8,7 +8,9 @@
 //   - kernels/ref: plain, obvious Go; the numerical reference and the fallback.
 //   - kernels/cpu: the fast CPU backend (goroutines over rows/heads, amd64
 //     AVX2/FMA assembly with a pure-Go fallback under the noasm tag).
-//   - kernels/cuda (later, behind a build tag): CUDA sources and generated PTX.
+//   - kernels/cuda: CUDA C sources compiled to committed PTX, the driver API, cuBLAS
+//     and NCCL loaded at run time (no cgo, no CUDA needed to build); managed memory
+//     from Alloc.
 //
 // kernels/kerneltest is the conformance suite every backend must pass: results
 // against ref, and gradients against float64 finite differences.

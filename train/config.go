@@ -23,7 +23,7 @@ type Config struct {
 	S3PathStyle bool   `key:"s3_path_style" help:"address S3 buckets path-style"`
 
 	// Where it runs.
-	Device  string `key:"device" help:"the {DEVICE}: auto (cpu for now), cpu, ref (the reference kernels: slow, for checking) or cuda (not there yet)"`
+	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking) or cuda"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU)"`
 
 	// The model.
