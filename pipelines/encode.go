@@ -19,7 +19,8 @@ import (
 // BenchmarkEndToEndVsTokenizer.) Peak RSS of a whole run over 512 MB of JSONL
 // (BenchmarkTokenizeRunPeakRSS, GPT-2, 2 cores): 99 MiB with 2 workers; with 4 MB
 // batches it was 190 MiB with 2 workers, 460 MiB with 16, 320 MiB with 32, 410 MiB with 64.
-// Batch sizes do not change the output.
+// Batch sizes do not change the output. A part that reads stripes of a shared file
+// queues one stripe more (stripeAhead: 64 MiB of text with the default stripes).
 const (
 	maxBatchBytes = 1 << 20
 	minBatchBytes = 256 << 10
@@ -29,6 +30,25 @@ const (
 // batchBytes is how much text one encoding job holds with workers encoding.
 func batchBytes(workers int) int {
 	return min(maxBatchBytes, max(minBatchBytes, inFlightText/(2*workers+2)))
+}
+
+// maxStripeAhead caps the text queued ahead for stripes (see stripeAhead).
+const maxStripeAhead = 256 << 20
+
+// stripeAhead is how many batches more than usual the reader may queue when it reads
+// stripes of a file it shares with others: one stripe's worth (at most maxStripeAhead
+// of text). Between two of its stripes the reader decompresses the others' without
+// handing anything on; with the usual queue (a few MB) the tokenizers would finish it
+// early and wait; with a stripe queued they work through it while the reader skips.
+func stripeAhead(inputs []prep.FileRange, workers int) int {
+	var stripe int64
+	for _, rg := range inputs {
+		if rg.IsStriped() && rg.StripeMod > 1 {
+			stripe = max(stripe, min(rg.StripeBytes, maxStripeAhead))
+		}
+	}
+	bb := int64(batchBytes(workers))
+	return int((stripe + bb - 1) / bb)
 }
 
 // encodeSplit reads split's inputs, encodes them on workers goroutines and writes the ids
@@ -46,8 +66,9 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 		docs   []prep.Doc
 		result chan [][]int
 	}
-	jobs := make(chan job, workers)
-	order := make(chan job, 2*workers)
+	ahead := stripeAhead(inputs, workers)
+	jobs := make(chan job, workers+ahead)
+	order := make(chan job, 2*workers+ahead)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)

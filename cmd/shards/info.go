@@ -98,7 +98,11 @@ func printManifest(w io.Writer, location string, m *shards.Manifest) error {
 		wt = max(wt, len(fmt.Sprint(s.Tokens)))
 	}
 	for _, s := range m.Shards {
-		fmt.Fprintf(w, "  %-*s  %*d documents  %*d tokens\n", wp, s.Prefix, wd, s.Documents, wt, s.Tokens)
+		stripe := ""
+		if st := s.Stripe; st != nil {
+			stripe = fmt.Sprintf("  stripe %d of %s", st.Stripe, st.File)
+		}
+		fmt.Fprintf(w, "  %-*s  %*d documents  %*d tokens%s\n", wp, s.Prefix, wd, s.Documents, wt, s.Tokens, stripe)
 	}
 	if len(m.Source) > 0 {
 		fmt.Fprintln(w, "source")

@@ -15,7 +15,8 @@ func runMergeParts(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"Finishes a partitioned run (`tokenize run` or `prep` with --num-workers W, one array-job\n"+
 			"task per part): writes DIR/manifest.json listing the shards of every part in\n"+
 			"DIR/parts/part-IIIII-of-WWWWW/ where they are (nothing is copied), split by split and\n"+
-			"part by part, so that the dataset holds the documents of a single-process run in the\n"+
+			"part by part (the shards of a compressed file that several parts shared, stripe by\n"+
+			"stripe), so that the dataset holds the documents of a single-process run in the\n"+
 			"same order. Refuses while a part has no manifest (killed, failed or still running),\n"+
 			"naming it, and when the parts do not belong to one run (inputs, tokenizer, settings,\n"+
 			"W). Merging again is a no-op. DIR may be s3://bucket/prefix. Prints\n"+

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"gptkit/shards"
 	"gptkit/storage"
@@ -88,5 +91,44 @@ func TestRunPartitioned(t *testing.T) {
 		if code, _, errOut := runTokenize(t, "", append(append(common, "--output", out), tc...)...); code != 2 || !strings.Contains(errOut, "worker") {
 			t.Errorf("%v: exit %d, %q", tc, code, errOut)
 		}
+	}
+}
+
+// TestRunPartitionedZst: one .jsonl.zst file over 3 parts is shared by stripes (all of
+// this small file is stripe 0, part 0's; the others decompress it and find nothing of
+// theirs), and the merge gives a single run's documents.
+func TestRunPartitionedZst(t *testing.T) {
+	spec := alphabetSpec(t)
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "{\"text\": \"doc %s\"}\n", strings.Repeat("y", i%37))
+	}
+	var zb bytes.Buffer
+	zw, _ := zstd.NewWriter(&zb)
+	zw.Write([]byte(b.String()))
+	zw.Close()
+	in := filepath.Join(t.TempDir(), "in.jsonl.zst")
+	os.WriteFile(in, zb.Bytes(), 0o644)
+	common := []string{"run", "--input", in, "--name", "c", "--tokenizer", spec, "--append-eod=false", "--shard-size", "100", "--progress", "off"}
+	single := filepath.Join(t.TempDir(), "single")
+	if code, _, errOut := runTokenize(t, "", append(common, "--output", single)...); code != 0 {
+		t.Fatalf("single run: %s", errOut)
+	}
+	out := filepath.Join(t.TempDir(), "parts")
+	for i := range 3 {
+		if code, _, errOut := runTokenize(t, "", append(common, "--output", out, "--num-workers", "3", "--worker-index", fmt.Sprint(i))...); code != 0 {
+			t.Fatalf("part %d: %s", i, errOut)
+		}
+	}
+	st, _ := storage.Open(context.Background(), out, storage.Options{})
+	res, err := shards.MergeParts(context.Background(), st, "", shards.MergePartsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Manifest.Shards[0].Stripe; s == nil || s.Stripe != 0 || s.File != in {
+		t.Fatalf("the first shard holds %+v, want stripe 0 of %s", s, in)
+	}
+	if got, want := runDocs(t, out), runDocs(t, single); !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged documents differ from a single run's:\n%v\n%v", got, want)
 	}
 }
