@@ -1,0 +1,287 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// storeClient is one connection to the store: a reader goroutine that keeps the
+// store's messages (answering nothing itself), and a heartbeat goroutine that
+// sends a heartbeat each interval and declares the store lost when it has heard
+// nothing back for the heartbeat timeout.
+type storeClient struct {
+	conn   net.Conn
+	w      *msgWriter
+	addr   string // the store's address, for messages
+	host   string // who hosts it ("rank 0", "the launcher of node 0"), for messages
+	events chan message
+
+	lostOnce sync.Once
+	lost     chan struct{} // closed when the store is gone or silent
+	lostErr  error
+	closing  atomic.Bool
+	heard    atomic.Int64 // unix nanoseconds of the last message
+	state    func() (seq int64, in bool)
+	paused   atomic.Bool // tests: a hung process sends no heartbeats
+	done     chan struct{}
+	wg       sync.WaitGroup
+	log      *slog.Logger
+}
+
+// dialStore connects to the store at addr (retrying until ctx ends: the master may
+// start later than this process), says hello and waits for the answer.
+func dialStore(ctx context.Context, addr, host string, hello message, log *slog.Logger) (*storeClient, message, error) {
+	var conn net.Conn
+	var lastErr error
+	backoff := 50 * time.Millisecond
+	start := time.Now()
+	logged := start
+	for {
+		var d net.Dialer
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			conn = c
+			break
+		}
+		lastErr = err
+		if time.Since(logged) > 10*time.Second {
+			log.Info("waiting for the rendezvous store", "addr", addr, "err", err)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, message{}, fmt.Errorf("dist: cannot reach the rendezvous store at %s (%s) after %s: %v\n---> HINT: check MASTER_ADDR/--master-addr and the port, and that the master node's process is running", addr, host, time.Since(start).Round(time.Second), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+	tuneConn(conn)
+	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256),
+		lost: make(chan struct{}), done: make(chan struct{}), log: log}
+	hello.Type, hello.Version = msgHello, protocolVersion
+	conn.SetDeadline(time.Now().Add(helloTimeout))
+	if err := sc.w.write(hello); err != nil {
+		conn.Close()
+		return nil, message{}, fmt.Errorf("dist: say hello to the rendezvous store at %s: %w", addr, err)
+	}
+	mr := newMsgReader(conn)
+	ok, err := mr.read()
+	if err != nil {
+		conn.Close()
+		return nil, message{}, fmt.Errorf("dist: the rendezvous store at %s did not answer the hello: %w", addr, err)
+	}
+	conn.SetDeadline(time.Time{})
+	switch ok.Type {
+	case msgOK:
+	case msgError:
+		conn.Close()
+		return nil, message{}, fmt.Errorf("dist: the rendezvous store at %s refused this process: %s", addr, ok.Reason)
+	default:
+		conn.Close()
+		return nil, message{}, fmt.Errorf("dist: the rendezvous store at %s answered %q to the hello", addr, ok.Type)
+	}
+	sc.heard.Store(time.Now().UnixNano())
+	sc.wg.Add(1)
+	go sc.read(mr)
+	return sc, ok, nil
+}
+
+// startHeartbeats sends a heartbeat every interval (with state's collective
+// position) and declares the store lost after timeout without a word from it.
+func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state func() (int64, bool)) {
+	sc.state = state
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sc.done:
+				return
+			case <-sc.lost:
+				return
+			case <-tick.C:
+			}
+			if sc.paused.Load() {
+				continue
+			}
+			m := message{Type: msgHB}
+			if sc.state != nil {
+				m.Seq, m.In = sc.state()
+			}
+			if err := sc.w.write(m); err != nil && !sc.closing.Load() {
+				sc.setLost(fmt.Errorf("lost the rendezvous store at %s (%s): %v", sc.addr, sc.host, cutErr(err)))
+				return
+			}
+			if quiet := time.Since(time.Unix(0, sc.heard.Load())); quiet > timeout {
+				sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) has not answered for %s: %s hung or is unreachable", sc.addr, sc.host, quiet.Round(time.Second), sc.host))
+				return
+			}
+		}
+	}()
+}
+
+func (sc *storeClient) read(mr *msgReader) {
+	defer sc.wg.Done()
+	for {
+		m, err := mr.read()
+		if err != nil {
+			if !sc.closing.Load() {
+				sc.setLost(fmt.Errorf("lost the rendezvous store at %s (%s: it died, or its host went away): %s", sc.addr, sc.host, cutErr(err)))
+			}
+			return
+		}
+		sc.heard.Store(time.Now().UnixNano())
+		if m.Type == msgHB {
+			continue
+		}
+		if m.Type == msgStatus {
+			hb := message{Type: msgHB}
+			if sc.state != nil && !sc.paused.Load() {
+				hb.Seq, hb.In = sc.state()
+				sc.send(hb)
+			}
+			continue
+		}
+		select {
+		case sc.events <- m:
+		default:
+			sc.log.Warn("dist: store events pile up; dropping one", "type", m.Type)
+		}
+	}
+}
+
+func (sc *storeClient) setLost(err error) {
+	sc.lostOnce.Do(func() {
+		sc.lostErr = err
+		close(sc.lost)
+		sc.conn.Close()
+	})
+}
+
+// send writes a message; errors are dropped (a lost store is reported by the
+// reader and the heartbeats).
+func (sc *storeClient) send(m message) {
+	if err := sc.w.write(m); err != nil {
+		sc.log.Debug("dist: write to the store", "type", m.Type, "err", err)
+	}
+}
+
+// close ends the connection (after a leave, fail or giveup message).
+func (sc *storeClient) close() {
+	if sc.closing.Swap(true) {
+		return
+	}
+	close(sc.done)
+	sc.conn.Close()
+	sc.wg.Wait()
+}
+
+// Agent is a launcher's connection to the store of a job hosted elsewhere (by
+// node 0's launcher): it receives the store's events and can give the job up.
+type Agent struct {
+	sc     *storeClient
+	events chan Event
+	wg     sync.WaitGroup
+}
+
+// AgentOptions configures DialAgent.
+type AgentOptions struct {
+	Token                               string
+	Node                                int           // this launcher's node rank
+	Timeout                             time.Duration // to reach the store (0: DefaultTimeout)
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	Logger                              *slog.Logger
+}
+
+// DialAgent connects a launcher to the store at addr.
+func DialAgent(ctx context.Context, addr string, o AgentOptions) (*Agent, error) {
+	o.defaults()
+	log := o.Logger
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	sc, _, err := dialStore(ctx, addr, "the launcher of node 0", message{Token: o.Token, Role: roleAgent, Node: o.Node, Rank: -1}, log)
+	if err != nil {
+		return nil, err
+	}
+	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, nil)
+	a := &Agent{sc: sc, events: make(chan Event, 256)}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(a.events)
+		for {
+			select {
+			case m := <-sc.events:
+				if ev, ok := eventOf(m); ok {
+					select {
+					case a.events <- ev:
+					case <-sc.done:
+						return
+					}
+				}
+			case <-sc.lost:
+				select {
+				case a.events <- Event{Kind: EventLost, Rank: -1, Reason: sc.lostErr.Error()}:
+				case <-sc.done:
+				}
+				return
+			case <-sc.done:
+				return
+			}
+		}
+	}()
+	return a, nil
+}
+
+func (o *AgentOptions) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func eventOf(m message) (Event, bool) {
+	switch m.Type {
+	case msgStart:
+		return Event{Kind: EventStart, Gen: m.Gen, Rank: -1}, true
+	case msgAbort:
+		return Event{Kind: EventAbort, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason}, true
+	case msgFatal:
+		return Event{Kind: EventFatal, Gen: m.Gen, Rank: -1, Reason: m.Reason}, true
+	}
+	return Event{}, false
+}
+
+// Events are the store's events; the channel closes after EventLost or Close.
+func (a *Agent) Events() <-chan Event { return a.events }
+
+// GiveUp tells the store the job cannot go on (this launcher has no restarts
+// left): every rank and launcher stops.
+func (a *Agent) GiveUp(reason string) { a.sc.send(message{Type: msgGiveUp, Reason: reason}) }
+
+// Close disconnects.
+func (a *Agent) Close() error {
+	a.sc.close()
+	a.wg.Wait()
+	return nil
+}
+
+var errClosed = errors.New("dist: the communicator is closed")

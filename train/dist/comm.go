@@ -1,0 +1,467 @@
+package dist
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures Init.
+type Options struct {
+	// Token is the job token (see Token).
+	Token string
+	// Timeout bounds every wait: reaching the store, the rendezvous, the ring links
+	// and each collective (0: DefaultTimeout).
+	Timeout time.Duration
+	// HeartbeatInterval and HeartbeatTimeout: how often a rank tells the store it
+	// lives, and how long a silent rank (or store) is given (0: the defaults).
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// ChunkBytes is the ring's pipelining unit (0: DefaultChunkBytes).
+	ChunkBytes int
+	Logger     *slog.Logger
+}
+
+// DefaultChunkBytes is the ring's default chunk: large enough for few system
+// calls, small enough that the steps overlap on megabyte buffers.
+const DefaultChunkBytes = 512 << 10
+
+// failGrace is how long a rank whose ring link broke waits for the store to say
+// which rank failed before reporting the broken link itself.
+const failGrace = 3 * time.Second
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.HeartbeatTimeout <= 0 {
+		o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultChunkBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Comm is one rank's communicator: the store connection and the ring links. It
+// implements train.Collectives. Collectives are serialized: one runs at a time,
+// and every rank must call them in the same order with the same lengths (a
+// mismatch is detected and fails the group).
+//
+// A failure anywhere (a rank that dies, hangs or fails, a broken link, a
+// collective past the timeout, a cancelled context) aborts the communicator: the
+// collective under way and every later one return the error, which names the rank
+// at fault. Aborted is closed then, so a command can make sure the process ends.
+type Comm struct {
+	rank, world int
+	gen         int
+	next, prev  net.Conn
+	chunk       int // floats per chunk
+	timeout     time.Duration
+	store       *storeClient
+	server      *Server
+	log         *slog.Logger
+
+	mu      sync.Mutex // one collective at a time
+	seq     atomic.Int64
+	in      atomic.Bool
+	scratch []float32
+
+	abortMu  sync.Mutex
+	abortErr error
+	aborted  chan struct{}
+	closed   atomic.Bool
+	wg       sync.WaitGroup
+}
+
+// Init joins the job as place says: it starts the store when place.HostStore,
+// connects to it, waits until every rank has joined and links the ring. With a
+// world of one it returns a communicator that talks to nobody.
+func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
+	o.defaults()
+	if err := place.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Comm{rank: place.Rank, world: place.World, chunk: max(o.ChunkBytes/4, 1), timeout: o.Timeout, log: o.Logger,
+		aborted: make(chan struct{})}
+	if place.World == 1 {
+		return c, nil
+	}
+	if o.Token == "" {
+		return nil, errors.New("dist: no job token (set GPTKIT_JOB_TOKEN)")
+	}
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return nil, errors.New("dist: the ring sends float32s as they lie in memory, little-endian; this host is big-endian")
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	storeAddr := net.JoinHostPort(place.MasterAddr, strconv.Itoa(place.MasterPort))
+	host := "rank 0"
+	if place.StoreHostedByLauncher {
+		host = "the launcher of node 0"
+	}
+	if place.HostStore {
+		ln, err := Listen(":" + strconv.Itoa(place.MasterPort))
+		if err != nil {
+			return nil, err
+		}
+		c.server, err = NewServer(ln, ServerConfig{Token: o.Token, World: place.World, HeartbeatTimeout: o.HeartbeatTimeout,
+			Timeout: o.Timeout, Logger: o.Logger})
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	err := c.join(ctx, storeAddr, host, place, o)
+	if err != nil {
+		if c.store != nil {
+			c.store.send(message{Type: msgFail, Reason: err.Error()})
+			c.store.close()
+		}
+		if c.server != nil {
+			c.server.Close()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// join does the rendezvous and links the ring.
+func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o Options) error {
+	// The ring listener goes on the address this host reaches the store from
+	// (the route a UDP "connection" picks, which sends nothing): the other ranks
+	// reach this one there.
+	localIP, err := routeTo(ctx, storeAddr)
+	if err != nil {
+		return fmt.Errorf("dist: rank %d: find the local address toward the store %s: %w", place.Rank, storeAddr, err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(localIP, "0"))
+	if err != nil {
+		return fmt.Errorf("dist: rank %d: listen for the ring on %s: %w", place.Rank, localIP, err)
+	}
+	defer ln.Close()
+	hello := message{Token: o.Token, Role: roleWorker, Rank: place.Rank, World: place.World, Node: place.NodeRank, Addr: ln.Addr().String()}
+	sc, ok, err := dialStore(ctx, storeAddr, host, hello, c.log)
+	if err != nil {
+		return err
+	}
+	c.store = sc
+	c.gen = ok.Gen
+	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, func() (int64, bool) { return c.seq.Load(), c.in.Load() })
+	c.log.Info("joined the rendezvous", "rank", place.Rank, "world", place.World, "store", storeAddr, "ring_addr", hello.Addr, "gen", ok.Gen)
+
+	// Wait for every rank.
+	var missing []int
+	var addrs []string
+	for addrs == nil {
+		select {
+		case m := <-sc.events:
+			switch m.Type {
+			case msgWaiting:
+				missing = m.Missing
+			case msgStart:
+				if len(m.Addrs) != place.World {
+					return fmt.Errorf("dist: the store sent %d ring addresses for a world of %d", len(m.Addrs), place.World)
+				}
+				addrs, c.gen = m.Addrs, m.Gen
+			case msgAbort, msgFatal:
+				return fmt.Errorf("dist: rendezvous: %s", m.Reason)
+			}
+		case <-sc.lost:
+			return fmt.Errorf("dist: rendezvous: %w", sc.lostErr)
+		case <-ctx.Done():
+			if len(missing) == 0 {
+				return fmt.Errorf("dist: rendezvous at %s timed out after %s (rank %d of %d)", storeAddr, o.Timeout, place.Rank, place.World)
+			}
+			return fmt.Errorf("dist: rendezvous at %s timed out after %s: %s did not arrive (this is rank %d of %d)\n---> HINT: check that every node started (and with the same --nnodes, --nproc-per-node and GPTKIT_JOB_TOKEN)",
+				storeAddr, o.Timeout, ranksText(missing), place.Rank, place.World)
+		}
+	}
+	if err := c.link(ctx, ln, addrs, o.Token); err != nil {
+		return err
+	}
+	c.wg.Add(1)
+	go c.monitor()
+	return nil
+}
+
+// The ring links' hello: magic, version, generation, the dialing rank, the token.
+var ringMagic = [8]byte{'G', 'P', 'T', 'K', 'R', 'I', 'N', 'G'}
+
+const ringVersion = 1
+
+// link dials the next rank and accepts the previous one.
+func (c *Comm) link(ctx context.Context, ln net.Listener, addrs []string, token string) error {
+	prevRank := (c.rank - 1 + c.world) % c.world
+	nextRank := (c.rank + 1) % c.world
+	type result struct {
+		conn net.Conn
+		err  error
+	}
+	accepted := make(chan result, 1)
+	go func() {
+		for {
+			if dl, ok := ctx.Deadline(); ok {
+				ln.(*net.TCPListener).SetDeadline(dl)
+			}
+			conn, err := ln.Accept()
+			if err != nil {
+				accepted <- result{err: err}
+				return
+			}
+			conn.SetDeadline(time.Now().Add(helloTimeout))
+			gen, from, err := readRingHello(conn, token)
+			if err == nil && (from != prevRank || gen != c.gen) {
+				err = fmt.Errorf("a ring link from rank %d of generation %d, want rank %d of generation %d", from, gen, prevRank, c.gen)
+			}
+			if err == nil {
+				_, err = conn.Write([]byte{'K'})
+			}
+			if err != nil {
+				c.log.Warn("dist: refused a ring connection", "remote", conn.RemoteAddr(), "err", err)
+				conn.Close()
+				continue
+			}
+			conn.SetDeadline(time.Time{})
+			accepted <- result{conn: conn}
+			return
+		}
+	}()
+
+	var next net.Conn
+	var lastErr error
+	for next == nil {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addrs[nextRank])
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(helloTimeout))
+			err = writeRingHello(conn, c.gen, c.rank, token)
+			var ack [1]byte
+			if err == nil {
+				_, err = io.ReadFull(conn, ack[:])
+			}
+			if err == nil && ack[0] != 'K' {
+				err = errors.New("bad acknowledgement")
+			}
+			if err == nil {
+				conn.SetDeadline(time.Time{})
+				next = conn
+				break
+			}
+			conn.Close()
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			ln.Close()
+			<-accepted
+			return fmt.Errorf("dist: rank %d cannot link to rank %d at %s: %v", c.rank, nextRank, addrs[nextRank], lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var prev result
+	select {
+	case prev = <-accepted:
+	case <-ctx.Done():
+		ln.Close()
+		prev = <-accepted
+	}
+	if prev.err != nil {
+		next.Close()
+		return fmt.Errorf("dist: rank %d (at %s) did not link to rank %d within the timeout: %v", prevRank, addrs[prevRank], c.rank, prev.err)
+	}
+	for _, conn := range []net.Conn{next, prev.conn} {
+		tuneConn(conn)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4 << 20)
+			tc.SetWriteBuffer(4 << 20)
+		}
+	}
+	c.next, c.prev = next, prev.conn
+	return nil
+}
+
+func writeRingHello(w io.Writer, gen, rank int, token string) error {
+	b := make([]byte, 0, 24+len(token))
+	b = append(b, ringMagic[:]...)
+	b = binary.LittleEndian.AppendUint32(b, ringVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(gen))
+	b = binary.LittleEndian.AppendUint32(b, uint32(rank))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(token)))
+	b = append(b, token...)
+	_, err := w.Write(b)
+	return err
+}
+
+// maxToken bounds a token on the wire.
+const maxToken = 4096
+
+func readRingHello(r io.Reader, token string) (gen, rank int, err error) {
+	var h [24]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, 0, err
+	}
+	if [8]byte(h[:8]) != ringMagic {
+		return 0, 0, errors.New("not a gptkit ring link")
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != ringVersion {
+		return 0, 0, fmt.Errorf("ring version %d, want %d", v, ringVersion)
+	}
+	n := binary.LittleEndian.Uint32(h[20:])
+	if n > maxToken {
+		return 0, 0, errors.New("token too long")
+	}
+	got := make([]byte, n)
+	if _, err := io.ReadFull(r, got); err != nil {
+		return 0, 0, err
+	}
+	if !tokenEqual(string(got), token) {
+		return 0, 0, errors.New("wrong job token")
+	}
+	return int(binary.LittleEndian.Uint32(h[12:])), int(binary.LittleEndian.Uint32(h[16:])), nil
+}
+
+// monitor aborts the communicator when the store reports a failure or is lost.
+func (c *Comm) monitor() {
+	defer c.wg.Done()
+	sc := c.store
+	for {
+		select {
+		case m := <-sc.events:
+			switch m.Type {
+			case msgAbort:
+				if m.Gen == c.gen {
+					c.abort(fmt.Errorf("dist: %s (seen by rank %d)", m.Reason, c.rank), false)
+				}
+			case msgFatal:
+				c.abort(fmt.Errorf("dist: the job was given up: %s (seen by rank %d)", m.Reason, c.rank), false)
+			}
+		case <-sc.lost:
+			if !c.closed.Load() {
+				c.abort(fmt.Errorf("dist: %w (seen by rank %d)", sc.lostErr, c.rank), false)
+			}
+			return
+		case <-sc.done:
+			return
+		}
+	}
+}
+
+// abort fails the communicator with err (once): the ring links close, so any
+// collective under way returns. With report the store is told, so that every
+// other rank stops too.
+func (c *Comm) abort(err error, report bool) {
+	c.abortMu.Lock()
+	if c.abortErr != nil {
+		c.abortMu.Unlock()
+		return
+	}
+	c.abortErr = err
+	close(c.aborted)
+	c.abortMu.Unlock()
+	if !c.closed.Load() {
+		c.log.Error("communicator aborted", "rank", c.rank, "err", err)
+	}
+	if report && c.store != nil {
+		c.store.send(message{Type: msgFail, Reason: err.Error()})
+	}
+	for _, conn := range []net.Conn{c.next, c.prev} {
+		if conn != nil {
+			conn.Close()
+		}
+	}
+}
+
+// Err returns the error that aborted the communicator, or nil.
+func (c *Comm) Err() error {
+	c.abortMu.Lock()
+	defer c.abortMu.Unlock()
+	return c.abortErr
+}
+
+// Aborted is closed when the communicator fails (not when it is closed after a
+// success): a command watching it can make sure the process ends even when the
+// failure came in the middle of a long computation.
+func (c *Comm) Aborted() <-chan struct{} { return c.aborted }
+
+// Rank implements train.Collectives.
+func (c *Comm) Rank() int { return c.rank }
+
+// World implements train.Collectives.
+func (c *Comm) World() int { return c.world }
+
+// Generation is the store's generation this communicator belongs to (restarts
+// make new generations).
+func (c *Comm) Generation() int { return c.gen }
+
+// Close leaves the job. A nil failure says this rank finished; otherwise the store
+// is told failure, so that the other ranks stop at once. The rank that hosts the
+// store waits (a bounded time) for the others to leave before closing it.
+func (c *Comm) Close(failure error) error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.store != nil {
+		if failure == nil {
+			c.store.send(message{Type: msgLeave})
+		} else if c.Err() == nil {
+			c.store.send(message{Type: msgFail, Reason: failure.Error()})
+		}
+	}
+	c.abortMu.Lock()
+	if c.abortErr == nil {
+		c.abortErr = errClosed // (Aborted stays open: this is no failure)
+	}
+	c.abortMu.Unlock()
+	for _, conn := range []net.Conn{c.next, c.prev} {
+		if conn != nil {
+			conn.Close()
+		}
+	}
+	if c.store != nil {
+		c.store.close()
+	}
+	c.wg.Wait()
+	if c.server != nil {
+		wait := 30 * time.Second
+		if failure != nil {
+			wait = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		c.server.WaitIdle(ctx)
+		cancel()
+		c.server.Close()
+	}
+	return nil
+}
+
+// routeTo returns the local IP address the kernel would send packets to addr from.
+func routeTo(ctx context.Context, addr string) (string, error) {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "udp", addr)
+		if err == nil {
+			ip, _, _ := net.SplitHostPort(conn.LocalAddr().String())
+			conn.Close()
+			return ip, nil
+		}
+		// A name that does not resolve yet (DNS of a starting cluster) is retried.
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package dist
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// die makes a rank vanish as a killed process does: its connections close with no
+// goodbye.
+func (c *Comm) die() {
+	c.closed.Store(true)
+	c.store.conn.Close()
+	c.next.Close()
+	c.prev.Close()
+}
+
+// waitAll runs f on the ranks in ranks and checks each fails within limit with a
+// message containing want.
+func expectFailures(t *testing.T, comms []*Comm, ranks []int, limit time.Duration, want string, f func(c *Comm) error) {
+	t.Helper()
+	start := time.Now()
+	errs := make(chan struct {
+		r   int
+		err error
+	}, len(ranks))
+	for _, r := range ranks {
+		go func() {
+			errs <- struct {
+				r   int
+				err error
+			}{r, f(comms[r])}
+		}()
+	}
+	for range ranks {
+		select {
+		case e := <-errs:
+			if e.err == nil || !strings.Contains(e.err.Error(), want) {
+				t.Errorf("rank %d: %v, want an error containing %q", e.r, e.err, want)
+			} else {
+				t.Logf("rank %d after %s: %v", e.r, time.Since(start).Round(time.Millisecond), e.err)
+			}
+		case <-time.After(limit):
+			t.Fatalf("ranks still waiting after %s", limit)
+		}
+	}
+	for _, r := range ranks {
+		select {
+		case <-comms[r].Aborted():
+		default:
+			t.Errorf("rank %d: Aborted not closed", r)
+		}
+	}
+}
+
+// TestRankDies: a rank that vanishes in the middle of a collective fails every
+// other rank within seconds, naming it, even the ranks not linked to it.
+func TestRankDies(t *testing.T) {
+	comms := startGroup(t, 4, Options{Timeout: time.Minute}, ServerConfig{})
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		comms[2].die()
+	}()
+	expectFailures(t, comms, []int{0, 1, 3}, 10*time.Second, "rank 2 disconnected", func(c *Comm) error {
+		return c.AllReduceSum(context.Background(), make([]float32, 1000))
+	})
+}
+
+// TestRankFails: a rank that fails (its error reaches the store) stops the others
+// with its message.
+func TestRankFails(t *testing.T) {
+	comms := startGroup(t, 3, Options{Timeout: time.Minute}, ServerConfig{})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		comms[1].Close(errString("out of disk"))
+	}()
+	expectFailures(t, comms, []int{0, 2}, 10*time.Second, "rank 1 failed: out of disk", func(c *Comm) error {
+		return c.Barrier(context.Background())
+	})
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// TestRankHangs: a rank that stops sending heartbeats (a stopped or wedged
+// process) is named once the heartbeat timeout has passed.
+func TestRankHangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a heartbeat timeout")
+	}
+	comms := startGroup(t, 3, Options{Timeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second},
+		ServerConfig{HeartbeatTimeout: time.Second})
+	comms[1].store.paused.Store(true)
+	expectFailures(t, comms, []int{0, 2}, 10*time.Second, "rank 1 sent no heartbeat", func(c *Comm) error {
+		return c.Barrier(context.Background())
+	})
+}
+
+// TestCollectiveTimeout: a rank that lives (heartbeats) but never arrives at a
+// collective is named when the others' collective times out.
+func TestCollectiveTimeout(t *testing.T) {
+	comms := startGroup(t, 3, Options{Timeout: 500 * time.Millisecond}, ServerConfig{})
+	expectFailures(t, comms, []int{0, 1}, 10*time.Second, "rank 2 did not arrive at collective #1", func(c *Comm) error {
+		return c.AllReduceSum(context.Background(), make([]float32, 10))
+	})
+}
+
+// TestStoreLost: the ranks notice when the store goes away.
+func TestStoreLost(t *testing.T) {
+	s, port := startStore(t, 2, ServerConfig{})
+	comms := make([]*Comm, 2)
+	done := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			var err error
+			comms[r], err = Init(context.Background(), Place{Rank: r, World: 2, MasterAddr: "127.0.0.1", MasterPort: port}, Options{Token: testToken, Logger: testLogger(t)})
+			done <- err
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	expectFailures(t, comms, []int{0, 1}, 10*time.Second, "lost the rendezvous store", func(c *Comm) error {
+		<-c.Aborted()
+		return c.Barrier(context.Background())
+	})
+}
+
+// TestRendezvousTimeout: a rendezvous that times out names the missing ranks.
+func TestRendezvousTimeout(t *testing.T) {
+	_, port := startStore(t, 4, ServerConfig{})
+	errs := make(chan error, 2)
+	for _, r := range []int{0, 2} {
+		go func() {
+			// Rank 2 waits longer: rank 0 times out while rank 2 is there.
+			_, err := Init(context.Background(), Place{Rank: r, World: 4, MasterAddr: "127.0.0.1", MasterPort: port},
+				Options{Token: testToken, Timeout: time.Duration(1+r) * time.Second, Logger: testLogger(t)})
+			errs <- err
+		}()
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "ranks 1, 3 did not arrive") || !strings.Contains(err.Error(), "rank 0 of 4") {
+		t.Errorf("rendezvous: %v, want ranks 1, 3 named", err)
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "ranks 0, 1, 3 did not arrive") {
+		t.Errorf("rendezvous: %v, want ranks 0, 1, 3 named (rank 0 gave up)", err)
+	}
+}
+
+// TestTokenRefused: the store and the ring refuse a process without the job's
+// token.
+func TestTokenRefused(t *testing.T) {
+	_, port := startStore(t, 2, ServerConfig{})
+	_, err := Init(context.Background(), Place{Rank: 0, World: 2, MasterAddr: "127.0.0.1", MasterPort: port},
+		Options{Token: "not-the-token", Timeout: 5 * time.Second, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "wrong job token") {
+		t.Errorf("wrong token: %v, want a refusal", err)
+	}
+
+	// A ring listener refuses a link with the wrong token.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			writeRingHello(conn, 0, 1, "nope")
+			conn.Close()
+		}
+	}()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, _, err := readRingHello(conn, testToken); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Errorf("ring hello with a wrong token: %v", err)
+	}
+}
+
+// TestRestartGeneration: a rank that joins again while its generation runs (its
+// launcher restarted it) fails that generation, naming it, and a new generation
+// gathers.
+func TestRestartGeneration(t *testing.T) {
+	s, port := startStore(t, 2, ServerConfig{})
+	events := s.Subscribe()
+	join := func(r int) (*Comm, error) {
+		return Init(context.Background(), Place{Rank: r, World: 2, MasterAddr: "127.0.0.1", MasterPort: port},
+			Options{Token: testToken, Timeout: 10 * time.Second, Logger: testLogger(t)})
+	}
+	first := make([]*Comm, 2)
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			var err error
+			first[r], err = join(r)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev := <-events; ev.Kind != EventStart || ev.Gen != 0 {
+		t.Fatalf("event %+v, want start of generation 0", ev)
+	}
+	second := make([]*Comm, 2)
+	go func() {
+		var err error
+		second[1], err = join(1)
+		errs <- err
+	}()
+	if ev := <-events; ev.Kind != EventAbort || ev.Gen != 0 || !strings.Contains(ev.Reason, "rank 1 joined again") {
+		t.Fatalf("event %+v, want generation 0 aborted by rank 1's return", ev)
+	}
+	<-first[0].Aborted()
+	first[0].Close(first[0].Err())
+	first[1].Close(first[1].Err())
+	go func() {
+		var err error
+		second[0], err = join(0)
+		errs <- err
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if second[0].Generation() != 1 || second[1].Generation() != 1 {
+		t.Errorf("generations %d %d, want 1", second[0].Generation(), second[1].Generation())
+	}
+	mustEach(t, second, func(r int, c *Comm) error { return c.Barrier(context.Background()) })
+	for _, c := range second {
+		c.Close(nil)
+	}
+}

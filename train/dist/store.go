@@ -1,0 +1,593 @@
+package dist
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Default timings. The heartbeat timeout bounds how long a hung rank (or a host
+// that vanished without closing its connections) goes unnoticed.
+const (
+	DefaultHeartbeatInterval = time.Second
+	DefaultHeartbeatTimeout  = 15 * time.Second
+	DefaultTimeout           = 10 * time.Minute
+	helloTimeout             = 10 * time.Second
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Token is the job token every client must present.
+	Token string
+	// World is the number of ranks of the job.
+	World int
+	// HeartbeatTimeout fails a running generation when one of its ranks sends no
+	// heartbeat for this long (0: DefaultHeartbeatTimeout).
+	HeartbeatTimeout time.Duration
+	// Timeout is the collective timeout the ranks use; it only appears in messages.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The events a launcher acts on.
+const (
+	EventStart EventKind = iota + 1 // every rank of generation Gen has joined
+	EventAbort                      // generation Gen failed: Rank (or -1) and Reason say why
+	EventFatal                      // the job failed for good (a launcher gave up)
+	EventLost                       // the store is gone or stopped answering (client side)
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventStart:
+		return "start"
+	case EventAbort:
+		return "abort"
+	case EventFatal:
+		return "fatal"
+	case EventLost:
+		return "lost"
+	}
+	return fmt.Sprintf("event(%d)", int(k))
+}
+
+// Event is what the store tells the launchers.
+type Event struct {
+	Kind   EventKind
+	Gen    int
+	Rank   int // the rank at fault (-1: none or unknown)
+	Reason string
+}
+
+// Server is the rendezvous store: it gathers the ranks of each generation, hands
+// them the ring's addresses, watches their heartbeats and tells everyone when a
+// generation fails. It is safe for concurrent use.
+type Server struct {
+	cfg ServerConfig
+	ln  net.Listener
+	log *slog.Logger
+
+	mu      sync.Mutex
+	gen     int
+	running bool
+	members map[int]*peer // the current generation's workers
+	peers   map[*peer]struct{}
+	subs    []chan Event
+	fatal   string
+	closed  bool
+	idle    *sync.Cond
+
+	wg   sync.WaitGroup
+	stop chan struct{}
+}
+
+type peer struct {
+	conn     net.Conn
+	w        *msgWriter
+	role     string
+	rank     int
+	node     int
+	addr     string
+	gen      int
+	lastSeen time.Time
+	seq      int64
+	in       bool
+	left     bool
+}
+
+// NewServer serves the store on ln (see Serve) until Close.
+func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
+	if cfg.World < 1 {
+		return nil, fmt.Errorf("dist: store for a world of %d ranks", cfg.World)
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("dist: store without a job token")
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{})}
+	s.idle = sync.NewCond(&s.mu)
+	s.wg.Add(2)
+	go s.accept()
+	go s.watch()
+	return s, nil
+}
+
+// Listen opens the store's listener on addr (host:port; an empty host listens on
+// every interface).
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dist: listen for the rendezvous store on %s: %w\n---> HINT: another job may hold the port; choose another --master-port", addr, err)
+	}
+	return ln, nil
+}
+
+// Addr is the address the store listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Subscribe returns a channel of the store's events (for the launcher that hosts
+// it). The channel is buffered; it is closed by Close.
+func (s *Server) Subscribe() <-chan Event {
+	ch := make(chan Event, 256)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		close(ch)
+	} else {
+		s.subs = append(s.subs, ch)
+	}
+	return ch
+}
+
+// GiveUp fails the job for good: every rank and launcher is told reason.
+func (s *Server) GiveUp(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.giveUp(reason)
+}
+
+func (s *Server) giveUp(reason string) {
+	if s.fatal != "" {
+		return
+	}
+	s.fatal = reason
+	s.log.Error("job failed", "reason", reason)
+	for p := range s.peers {
+		p.w.write(message{Type: msgFatal, Reason: reason, Gen: s.gen})
+	}
+	s.emit(Event{Kind: EventFatal, Gen: s.gen, Rank: -1, Reason: reason})
+}
+
+// WaitIdle waits until no client is connected (every rank and launcher has gone),
+// or ctx ends.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.idle.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.peers) > 0 && ctx.Err() == nil {
+		s.idle.Wait()
+	}
+	return ctx.Err()
+}
+
+// Close stops the store and closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	err := s.ln.Close()
+	for p := range s.peers {
+		p.conn.Close()
+	}
+	for _, ch := range s.subs {
+		close(ch)
+	}
+	s.subs = nil
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) emit(ev Event) {
+	for _, ch := range s.subs {
+		select {
+		case ch <- ev:
+		default:
+			s.log.Warn("a store subscriber is not reading its events; one dropped", "event", ev.Kind)
+		}
+	}
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("store: accept", "err", err)
+			return
+		}
+		s.wg.Add(1)
+		go s.serve(conn)
+	}
+}
+
+// serve handles one client connection: the hello, then its messages until it
+// goes.
+func (s *Server) serve(conn net.Conn) {
+	defer s.wg.Done()
+	defer conn.Close()
+	tuneConn(conn)
+	mr := newMsgReader(conn)
+	w := &msgWriter{w: conn}
+	conn.SetReadDeadline(time.Now().Add(helloTimeout))
+	hello, err := mr.read()
+	if err != nil {
+		s.log.Warn("store: a connection sent no hello", "remote", conn.RemoteAddr(), "err", err)
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	p, err := s.admit(conn, w, hello)
+	if err != nil {
+		s.log.Warn("store: refused a connection", "remote", conn.RemoteAddr(), "err", err)
+		w.write(message{Type: msgError, Reason: err.Error()})
+		return
+	}
+	for {
+		m, err := mr.read()
+		if err != nil {
+			s.gone(p, err)
+			return
+		}
+		s.handle(p, m)
+	}
+}
+
+// admit checks a hello and registers the peer.
+func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
+	if h.Type != msgHello {
+		return nil, fmt.Errorf("first message %q, want hello", h.Type)
+	}
+	if subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.cfg.Token)) != 1 {
+		return nil, errors.New("wrong job token: this store belongs to another job (set GPTKIT_JOB_TOKEN to the job's token)")
+	}
+	if h.Version != protocolVersion {
+		return nil, fmt.Errorf("protocol version %d, this store speaks %d (mixed gptkit versions?)", h.Version, protocolVersion)
+	}
+	p := &peer{conn: conn, w: w, role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, lastSeen: time.Now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the store is closing")
+	}
+	switch h.Role {
+	case roleAgent:
+		s.peers[p] = struct{}{}
+		w.write(message{Type: msgOK, Gen: s.gen})
+		if s.fatal != "" {
+			w.write(message{Type: msgFatal, Reason: s.fatal, Gen: s.gen})
+		}
+		return p, nil
+	case roleWorker:
+	default:
+		return nil, fmt.Errorf("role %q, want worker or agent", h.Role)
+	}
+	if h.World != s.cfg.World {
+		return nil, fmt.Errorf("rank %d says the world has %d ranks, this job has %d", h.Rank, h.World, s.cfg.World)
+	}
+	if h.Rank < 0 || h.Rank >= s.cfg.World {
+		return nil, fmt.Errorf("rank %d is not in [0,%d)", h.Rank, s.cfg.World)
+	}
+	if _, _, err := net.SplitHostPort(h.Addr); err != nil {
+		return nil, fmt.Errorf("rank %d: bad ring address %q", h.Rank, h.Addr)
+	}
+	if s.fatal != "" {
+		return nil, errors.New(s.fatal)
+	}
+	if s.running {
+		if s.finished() {
+			s.log.Info("store: generation done", "gen", s.gen)
+			s.gen++
+			s.running = false
+			s.members = map[int]*peer{}
+		} else {
+			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank))
+		}
+	}
+	if old := s.members[h.Rank]; old != nil {
+		// The process of a previous attempt, still connected: the new one replaces it.
+		s.log.Warn("store: rank joined twice; dropping the older connection", "rank", h.Rank, "old", old.conn.RemoteAddr())
+		old.gen = -1
+		old.conn.Close()
+	}
+	p.gen = s.gen
+	s.peers[p] = struct{}{}
+	s.members[h.Rank] = p
+	w.write(message{Type: msgOK, Gen: s.gen})
+	s.log.Info("store: rank joined", "rank", h.Rank, "gen", s.gen, "addr", h.Addr, "joined", len(s.members), "world", s.cfg.World)
+	if len(s.members) == s.cfg.World {
+		s.startGen()
+	} else {
+		s.tellWaiting()
+	}
+	return p, nil
+}
+
+// finished reports whether every member of the running generation has left.
+func (s *Server) finished() bool {
+	for _, p := range s.members {
+		if !p.left {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) missing() []int {
+	var miss []int
+	for r := range s.cfg.World {
+		if s.members[r] == nil {
+			miss = append(miss, r)
+		}
+	}
+	return miss
+}
+
+func (s *Server) tellWaiting() {
+	miss := s.missing()
+	for _, p := range s.members {
+		p.w.write(message{Type: msgWaiting, Gen: s.gen, Missing: miss})
+	}
+}
+
+func (s *Server) startGen() {
+	addrs := make([]string, s.cfg.World)
+	now := time.Now()
+	for r, p := range s.members {
+		addrs[r] = p.addr
+		p.lastSeen = now
+	}
+	s.running = true
+	s.log.Info("store: generation starts", "gen", s.gen, "world", s.cfg.World)
+	for p := range s.peers {
+		if p.role == roleAgent || s.members[p.rank] == p {
+			p.w.write(message{Type: msgStart, Gen: s.gen, Addrs: addrs})
+		}
+	}
+	s.emit(Event{Kind: EventStart, Gen: s.gen, Rank: -1})
+}
+
+// failGen ends the running generation: every member and launcher hears reason.
+func (s *Server) failGen(rank int, reason string) {
+	if !s.running {
+		return
+	}
+	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
+	for p := range s.peers {
+		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
+			p.w.write(message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason})
+		}
+	}
+	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason})
+	s.gen++
+	s.running = false
+	s.members = map[int]*peer{}
+}
+
+// member reports whether p is a worker of the current generation.
+func (s *Server) member(p *peer) bool {
+	return p.role == roleWorker && p.gen == s.gen && s.members[p.rank] == p
+}
+
+func (s *Server) handle(p *peer, m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m.Type {
+	case msgHB:
+		p.lastSeen = time.Now()
+		p.seq, p.in = m.Seq, m.In
+		p.w.write(message{Type: msgHB})
+	case msgLeave:
+		p.left = true
+	case msgFail:
+		if !s.member(p) {
+			return
+		}
+		if s.running {
+			s.failGen(p.rank, fmt.Sprintf("rank %d failed: %s", p.rank, m.Reason))
+		} else {
+			delete(s.members, p.rank)
+			s.tellWaiting()
+		}
+	case msgTimeout:
+		if s.member(p) && s.running {
+			s.probeLaggards(p, m)
+		}
+	case msgGiveUp:
+		if p.role == roleAgent {
+			s.giveUp(m.Reason)
+		}
+	default:
+		s.log.Warn("store: unexpected message", "type", m.Type, "remote", p.conn.RemoteAddr())
+	}
+}
+
+// probeLaggards asks every rank of the generation for a heartbeat now, and once
+// they have answered (or after a second) fails the generation naming the ranks
+// that had not reached the collective rank p timed out in.
+func (s *Server) probeLaggards(p *peer, m message) {
+	gen, asked := s.gen, time.Now()
+	for _, q := range s.members {
+		q.w.write(message{Type: msgStatus})
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		deadline := time.Now().Add(time.Second)
+		for {
+			s.mu.Lock()
+			if s.gen != gen || !s.running {
+				s.mu.Unlock()
+				return
+			}
+			answered := true
+			for _, q := range s.members {
+				answered = answered && (q.left || q.lastSeen.After(asked))
+			}
+			if answered || time.Now().After(deadline) {
+				s.failGen(-1, s.laggards(p, m))
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+// laggards names the ranks that had not reached the collective a rank timed out in.
+func (s *Server) laggards(p *peer, m message) string {
+	var behind []int
+	for r, q := range s.members {
+		if q.left || q.seq < m.Seq || (q.seq == m.Seq && !q.in) {
+			behind = append(behind, r)
+		}
+	}
+	slices.Sort(behind)
+	if len(behind) == 0 {
+		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: a ring link is stuck (network?)", m.Seq, m.Op, m.Reason, p.rank)
+	}
+	return fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason)
+}
+
+// gone handles a closed connection.
+func (s *Server) gone(p *peer, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.peers, p)
+	if len(s.peers) == 0 {
+		s.idle.Broadcast()
+	}
+	if s.closed || !s.member(p) {
+		return
+	}
+	if s.running {
+		if !p.left {
+			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)))
+		}
+		return
+	}
+	delete(s.members, p.rank)
+	s.tellWaiting()
+}
+
+// watch fails a running generation whose rank misses its heartbeats.
+func (s *Server) watch() {
+	defer s.wg.Done()
+	tick := time.NewTicker(min(s.cfg.HeartbeatTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		if s.running {
+			for _, r := range slices.Sorted(mapKeys(s.members)) {
+				p := s.members[r]
+				if quiet := time.Since(p.lastSeen); !p.left && quiet > s.cfg.HeartbeatTimeout {
+					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, quiet.Round(time.Second)))
+					break
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// ranksText is "rank 3" or "ranks 1, 2".
+func ranksText(ranks []int) string {
+	s := make([]string, len(ranks))
+	for i, r := range ranks {
+		s[i] = fmt.Sprint(r)
+	}
+	if len(ranks) == 1 {
+		return "rank " + s[0]
+	}
+	return "ranks " + strings.Join(s, ", ")
+}
+
+// cutErr shortens a network error for a message.
+func cutErr(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "connection closed"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "read tcp") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// tuneConn sets what every gptkit TCP connection wants: no Nagle delay and
+// keep-alives (a peer that vanishes without closing is noticed by heartbeats
+// sooner; keep-alives only clean up).
+func tuneConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetKeepAlive(true)
+		tc.SetKeepAlivePeriod(15 * time.Second)
+	}
+}

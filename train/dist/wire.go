@@ -1,0 +1,129 @@
+package dist
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// The store's messages. A connection starts with the client's hello; the store
+// answers ok (or error, and closes). Workers then receive waiting, start, abort
+// and fatal; every client sends hb each heartbeat interval and the store answers
+// hb.
+const (
+	msgHello   = "hello"   // client → store: token, role, rank, world, addr, node
+	msgOK      = "ok"      // store → client: accepted
+	msgError   = "error"   // store → client: refused (reason); the store closes
+	msgWaiting = "waiting" // store → workers of a gathering generation: missing ranks
+	msgStart   = "start"   // store → workers and launchers: the generation runs (addrs)
+	msgAbort   = "abort"   // store → workers and launchers: the generation failed (rank, reason)
+	msgFatal   = "fatal"   // store → all: the job failed for good (reason)
+	msgHB      = "hb"      // heartbeat, both ways (a worker's carries seq and in)
+	msgFail    = "fail"    // worker → store: this rank failed (reason)
+	msgLeave   = "leave"   // worker → store: this rank is done
+	msgTimeout = "timeout" // worker → store: collective seq has waited past the timeout
+	msgGiveUp  = "giveup"  // launcher → store: no restarts left (reason)
+	msgStatus  = "status"  // store → worker: send a heartbeat now
+)
+
+// Roles of a store client.
+const (
+	roleWorker = "worker"
+	roleAgent  = "agent"
+)
+
+// protocolVersion is the store protocol's version; a hello of another is refused.
+const protocolVersion = 1
+
+// maxMessage bounds one store message (a start message carries World addresses).
+const maxMessage = 4 << 20
+
+// message is one line of the store protocol.
+type message struct {
+	Type    string   `json:"type"`
+	Version int      `json:"version,omitempty"`
+	Token   string   `json:"token,omitempty"`
+	Role    string   `json:"role,omitempty"`
+	Rank    int      `json:"rank"`
+	World   int      `json:"world,omitempty"`
+	Node    int      `json:"node,omitempty"`
+	Addr    string   `json:"addr,omitempty"`
+	Gen     int      `json:"gen"`
+	Addrs   []string `json:"addrs,omitempty"`
+	Missing []int    `json:"missing,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Seq     int64    `json:"seq,omitempty"`
+	In      bool     `json:"in,omitempty"`
+	Op      string   `json:"op,omitempty"`
+}
+
+// msgReader reads newline-delimited messages of at most maxMessage bytes.
+type msgReader struct {
+	r *bufio.Reader
+}
+
+func newMsgReader(r io.Reader) *msgReader { return &msgReader{r: bufio.NewReaderSize(r, 64<<10)} }
+
+var errMessageTooLong = fmt.Errorf("dist: a store message longer than %d bytes", maxMessage)
+
+// read returns the next message. A line that is not a JSON object of the protocol
+// is an error: the stream cannot be trusted after it.
+func (mr *msgReader) read() (message, error) {
+	var line []byte
+	for {
+		part, err := mr.r.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > maxMessage {
+			return message{}, errMessageTooLong
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == io.EOF && len(line) > 0 {
+			return message{}, io.ErrUnexpectedEOF
+		}
+		return message{}, err
+	}
+	return parseMessage(line)
+}
+
+// parseMessage decodes one line of the protocol.
+func parseMessage(line []byte) (message, error) {
+	var m message
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return message{}, fmt.Errorf("dist: bad store message %.80q: %w", line, err)
+	}
+	if dec.More() {
+		return message{}, fmt.Errorf("dist: bad store message %.80q: more than one JSON value", line)
+	}
+	if m.Type == "" {
+		return message{}, fmt.Errorf("dist: bad store message %.80q: no type", line)
+	}
+	return m, nil
+}
+
+// msgWriter writes messages; it is safe for concurrent use.
+type msgWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (mw *msgWriter) write(m message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	_, err = mw.w.Write(append(b, '\n'))
+	return err
+}
