@@ -25,6 +25,9 @@ type Config struct {
 	// Where it runs.
 	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking) or cuda"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU)"`
+	// Data parallelism (with several ranks: see train/dist and the launcher flags).
+	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
+	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; not used with zero 1)"`
 
 	// The model.
 	NLayer    int     `key:"n_layer" help:"transformer blocks {N}"`
@@ -69,7 +72,7 @@ func Default() Config {
 		LR: 6e-4, MinLR: 6e-5, WarmupSteps: 2000, LRDecaySteps: 600000,
 		WeightDecay: 0.1, Beta1: 0.9, Beta2: 0.95, GradClip: 1.0, Seed: 1337,
 		EvalEvery: 2000, EvalSteps: 200, CheckpointEvery: 2000, KeepCheckpoints: 3, LogEvery: 1,
-		Resume: "auto",
+		Resume: "auto", BucketMB: 25,
 	}
 }
 
@@ -252,6 +255,12 @@ func (c *Config) Validate() error {
 	nonneg("eval_steps", c.EvalSteps)
 	nonneg("checkpoint_every", c.CheckpointEvery)
 	nonneg("keep_checkpoints", c.KeepCheckpoints)
+	if c.Zero != 0 && c.Zero != 1 {
+		add("zero %d: want 0 or 1 (ZeRO stage 1 shards the optimizer state)", c.Zero)
+	}
+	if !(c.BucketMB >= 0) {
+		add("bucket_mb %g: want >= 0", c.BucketMB)
+	}
 	if c.NHead >= 1 && c.NEmbd >= 1 && c.NEmbd%c.NHead != 0 {
 		add("n_embd %d is not a multiple of n_head %d", c.NEmbd, c.NHead)
 	}

@@ -24,17 +24,31 @@ type Model struct {
 	Params   []float32
 	Grads    []float32 // nil until AllocGrads
 
+	// padded is the length Params and Grads can be resliced to (their capacity
+	// as allocated): the collectives of data parallelism work on whole blocks and
+	// equal shards; the padding stays zero.
+	padded int
+	// gradsDone, if set, is called by Backward when a stage's gradients are final
+	// (gradient buckets): stage NLayer after the final LayerNorm, l after block l,
+	// -1 after the embeddings.
+	gradsDone func(stage int)
+
 	p, g weights
 	a    *activations
 }
 
 // NewModel allocates a zeroed model of shape mc on be (call Init or load weights).
-func NewModel(be kernels.Backend, mc ModelConfig) (*Model, error) {
+func NewModel(be kernels.Backend, mc ModelConfig) (*Model, error) { return newModel(be, mc, 0) }
+
+// newModel is NewModel with Params (and Grads) allocated padded floats long and
+// sliced to the layout's length (padded <= the length: none).
+func newModel(be kernels.Backend, mc ModelConfig, padded int) (*Model, error) {
 	if err := mc.Validate(); err != nil {
 		return nil, err
 	}
 	tensors, decayLen, total := mc.Layout()
-	m := &Model{Config: mc, be: be, Tensors: tensors, DecayLen: decayLen, Params: be.Alloc(total)}
+	padded = max(padded, total)
+	m := &Model{Config: mc, be: be, Tensors: tensors, DecayLen: decayLen, Params: be.Alloc(padded)[:total], padded: padded}
 	m.p = views(mc, tensors, m.Params)
 	return m, nil
 }
@@ -42,7 +56,7 @@ func NewModel(be kernels.Backend, mc ModelConfig) (*Model, error) {
 // AllocGrads allocates the gradient buffer (training needs it; sampling does not).
 func (m *Model) AllocGrads() {
 	if m.Grads == nil {
-		m.Grads = m.be.Alloc(len(m.Params))
+		m.Grads = m.be.Alloc(m.padded)[:len(m.Params)]
 		m.g = views(m.Config, m.Tensors, m.Grads)
 	}
 }
@@ -294,6 +308,7 @@ func (m *Model) Backward(dloss float32) {
 		last = a.layers[L-1].res3[:N*C]
 	}
 	be.LayerNormBackward(dres, g.lnfW, g.lnfB, dlnf, last, p.lnfW, a.lnfMean[:N], a.lnfRstd[:N], N, C)
+	m.stageDone(len(a.layers))
 
 	for l := len(a.layers) - 1; l >= 0; l-- {
 		la, w, gw := &a.layers[l], p.layers[l], g.layers[l]
@@ -338,6 +353,7 @@ func (m *Model) Backward(dloss float32) {
 		be.Zero(dln1)
 		be.MatmulBackward(dln1, gw.qkvW, gw.qkvB, dqkv, la.ln1[:N*C], w.qkvW, N, C, 3*C)
 		be.LayerNormBackward(dres, gw.ln1W, gw.ln1B, dln1, x, w.ln1W, la.ln1Mean[:N], la.ln1Rstd[:N], N, C)
+		m.stageDone(l)
 	}
 	denc := dres
 	if a.dropped {
@@ -346,4 +362,14 @@ func (m *Model) Backward(dloss float32) {
 		be.DropoutBackward(denc, dres, pd, dropSeed(a.dropKey, 0, siteEmbed))
 	}
 	be.EncoderBackward(g.wte, g.wpe, denc, a.inputs[:N], B, T, C)
+	m.stageDone(-1)
+}
+
+// stageDone hands a stage's final gradients to gradsDone (after the backend has
+// finished writing them).
+func (m *Model) stageDone(stage int) {
+	if m.gradsDone != nil {
+		m.be.Sync()
+		m.gradsDone(stage)
+	}
 }

@@ -94,6 +94,10 @@ var testHookSave func(step int)
 
 // save writes a checkpoint of the current step (rank 0; the others wait at a barrier).
 func (t *Trainer) save(ctx context.Context) error {
+	m, v, err := t.gatherMoments(ctx)
+	if err != nil {
+		return err
+	}
 	if t.coll.Rank() == 0 {
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
@@ -117,7 +121,7 @@ func (t *Trainer) save(ctx context.Context) error {
 				if testHookSave != nil {
 					testHookSave(step)
 				}
-				ts := append(t.model.tensorsOf(t.m, "exp_avg."), t.model.tensorsOf(t.v, "exp_avg_sq.")...)
+				ts := append(t.model.tensorsOf(m, "exp_avg."), t.model.tensorsOf(v, "exp_avg_sq.")...)
 				return safetensors.Write(w, ts, map[string]string{"step": strconv.Itoa(step), "optimizer": "AdamW"})
 			}},
 			{Name: StateFile, Write: func(w io.Writer) error {
@@ -227,9 +231,10 @@ func readTensors(ctx context.Context, dir, name string) (*safetensors.File, erro
 	return f, nil
 }
 
-// restore continues from the checkpoint in dir: weights, AdamW state, step and
-// sample cursor. It refuses a checkpoint of another model shape or tokenizer.
-func (t *Trainer) restore(ctx context.Context, dir string) error {
+// restore continues from the checkpoint in dir: weights, AdamW state (into m and
+// v, laid out like Params), step and sample cursor. It refuses a checkpoint of
+// another model shape or tokenizer.
+func (t *Trainer) restore(ctx context.Context, dir string, m, v []float32) error {
 	st, err := ReadState(ctx, dir)
 	if err != nil {
 		return err
@@ -256,10 +261,10 @@ func (t *Trainer) restore(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.model.loadTensors(t.m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
+	if err := t.model.loadTensors(m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
 		return err
 	}
-	if err := t.model.loadTensors(t.v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
+	if err := t.model.loadTensors(v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
 		return err
 	}
 	t.step, t.saved, t.resumed, t.lastCkpt = st.Step, st.Step, dir, dir

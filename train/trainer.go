@@ -28,10 +28,18 @@ type Trainer struct {
 
 	cfg   Config
 	be    kernels.Backend
-	coll  Collectives
+	coll  FullCollectives
 	log   *slog.Logger
 	model *Model
-	m, v  []float32 // AdamW moments, laid out like model.Params
+	// The AdamW moments of this rank's slice flat.lo..flat.hi of the layout (all of
+	// it, padded, without ZeRO-1).
+	m, v    []float32
+	flat    flat
+	buckets *bucketPlan // nil: one all-reduce after the backward pass
+
+	commWait    time.Duration // the steps' time waiting for gradient buckets (benchmarks)
+	checkEveryN int           // tests: compare the weights' checksums this often
+	scratchBufs map[int][]float32
 
 	data       *loader.Data
 	tok        shards.TokenizerInfo
@@ -90,7 +98,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, be: be, coll: coll, log: log, saved: -1, lastLoss: math.NaN(), lastVal: math.NaN(),
+	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), log: log, saved: -1, lastLoss: math.NaN(), lastVal: math.NaN(),
 		ckptRoot: filepath.Join(cfg.Out, CheckpointsDir)}
 	defer func() {
 		if err != nil {
@@ -100,10 +108,14 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	world := int64(coll.World())
 	B, T := cfg.BatchSize, cfg.BlockSize
 
-	// Which checkpoint, if any, this run continues from.
-	ckpt, err := t.resumeTarget(ctx)
-	if err != nil {
-		return nil, err
+	// Which checkpoint, if any, this run continues from: rank 0 decides (and reads
+	// it), and broadcasts it to the others, which need not see the same disk.
+	rank0 := coll.Rank() == 0
+	var ckpt string
+	if rank0 {
+		if ckpt, err = t.resumeTarget(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	// The data: every sample the run's steps consume, and the evaluation's.
@@ -134,22 +146,28 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 
 	// The model and the optimizer state.
 	mc := cfg.Model(vocab)
-	if t.model, err = NewModel(be, mc); err != nil {
+	_, _, total := mc.Layout()
+	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
+	if t.model, err = newModel(be, mc, t.flat.padded); err != nil {
 		return nil, err
 	}
 	t.model.Dropout = float32(cfg.Dropout)
 	t.model.AllocGrads()
 	t.model.Reserve(B, T, true)
-	t.m, t.v = be.Alloc(len(t.model.Params)), be.Alloc(len(t.model.Params))
+	t.m, t.v = be.Alloc(t.flat.hi-t.flat.lo), be.Alloc(t.flat.hi-t.flat.lo)
 	t.batch = make([]int32, 0, B*(T+1))
 	t.in, t.tgt = make([]int32, B*T), make([]int32, B*T)
+	if coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 {
+		t.buckets = planBuckets(t.model, cfg.BucketMB)
+	}
 
+	mFull, vFull := t.fullMoments()
 	switch {
 	case ckpt != "":
-		if err := t.restore(ctx, ckpt); err != nil {
+		if err := t.restore(ctx, ckpt, mFull, vFull); err != nil {
 			return nil, err
 		}
-	case cfg.InitFrom != "":
+	case cfg.InitFrom != "" && rank0:
 		if err := t.initFrom(cfg.InitFrom); err != nil {
 			return nil, err
 		}
@@ -158,14 +176,11 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		t.model.Init(uint64(cfg.Seed))
 	}
 	if coll.World() > 1 {
-		// Every rank starts from rank 0's state (the same bits anyway, from the same seed
-		// or checkpoint, but cheap insurance).
-		for _, buf := range [][]float32{t.model.Params, t.m, t.v} {
-			if err := coll.Broadcast(ctx, buf, 0); err != nil {
-				return nil, fmt.Errorf("train: broadcast the initial state: %w", err)
-			}
+		if err := t.shareStart(ctx, ckpt != "", mFull, vFull); err != nil {
+			return nil, err
 		}
 	}
+	t.keepShard(mFull, vFull)
 
 	if coll.Rank() == 0 {
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -180,7 +195,49 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(),
 		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len())
+	if coll.World() > 1 {
+		log.Info("data parallel", "rank", coll.Rank(), "world", coll.World(), "zero", cfg.Zero,
+			"adamw_floats_per_rank", len(t.m), "buckets", t.buckets != nil)
+	}
 	return t, nil
+}
+
+// shareStart makes every rank start from rank 0's state: whether it resumed (and
+// from which step and sample), its weights, and its AdamW state when resumed.
+func (t *Trainer) shareStart(ctx context.Context, resumed bool, m, v []float32) error {
+	ctx = context.WithoutCancel(ctx)
+	hdr := t.scratch(6)
+	clear(hdr)
+	if t.coll.Rank() == 0 {
+		var flag float64
+		if resumed {
+			flag = 1
+		}
+		putBits(hdr[0:], flag)
+		putBits(hdr[2:], float64(t.step))
+		putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
+	}
+	if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
+		return fmt.Errorf("train: broadcast the starting point: %w", err)
+	}
+	resumed = getBits(hdr[0:]) == 1
+	if t.coll.Rank() != 0 && resumed {
+		t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
+		t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
+		if err := t.sampler.Validate(); err != nil {
+			return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
+		}
+	}
+	bufs := [][]float32{t.model.Params}
+	if resumed {
+		bufs = append(bufs, m[:t.flat.n], v[:t.flat.n])
+	}
+	for _, buf := range bufs {
+		if err := t.coll.Broadcast(ctx, buf, 0); err != nil {
+			return fmt.Errorf("train: broadcast the initial state: %w", err)
+		}
+	}
+	return nil
 }
 
 // ConfigName is the resolved configuration's file in the run directory.
@@ -224,13 +281,21 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 		return res(), nil
 	}
 	for t.step < cfg.MaxSteps {
-		if ctx.Err() != nil {
+		stop, err := t.agreeStop(ctx)
+		if err != nil {
+			return res(), err
+		}
+		if stop {
 			if t.saved != t.step && t.step > 0 {
 				if err := t.save(context.WithoutCancel(ctx)); err != nil {
 					return res(), fmt.Errorf("train: interrupted at step %d, and the checkpoint failed: %w", t.step, err)
 				}
 			}
-			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, context.Cause(ctx))
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = errOtherRankInterrupted
+			}
+			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, cause)
 		}
 		m, err := t.trainStep(ctx)
 		if err != nil {
@@ -260,7 +325,13 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 				t.log.Info("step", args...)
 			}
 		}
-		if last || (cfg.CheckpointEvery > 0 && t.step%cfg.CheckpointEvery == 0) {
+		saving := last || (cfg.CheckpointEvery > 0 && t.step%cfg.CheckpointEvery == 0)
+		if saving || t.step%t.checkEvery() == 0 {
+			if err := t.checkWeights(context.WithoutCancel(ctx)); err != nil {
+				return res(), err
+			}
+		}
+		if saving {
 			// A signal during the save does not abandon it: the checkpoint is what the
 			// user wants on the way out.
 			if err := t.save(context.WithoutCancel(ctx)); err != nil {
@@ -291,17 +362,21 @@ func fill(in, tgt, batch []int32, B, T int) {
 }
 
 // trainStep runs one optimizer step: grad_accum micro-batches forward and backward,
-// the all-reduce, clipping and AdamW.
+// the reduction of the gradients (all-reduced bucket by bucket during the last
+// backward pass, or reduce-scattered under ZeRO-1), clipping, AdamW (on this rank's
+// shard under ZeRO-1, then the weights all-gathered).
 func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	start := time.Now()
+	cctx := context.WithoutCancel(ctx) // a signal stops between steps, never inside a collective
 	cfg, be, model := t.cfg, t.be, t.model
 	B, T, accum, world := cfg.BatchSize, cfg.BlockSize, cfg.GradAccum, t.coll.World()
 	step := t.step + 1
 	dloss := float32(1 / (float64(B) * float64(T) * float64(accum) * float64(world)))
 
-	be.Zero(model.Grads)
+	be.Zero(t.gradsAll())
 	var lossSum float64
 	var count int
+	var run *bucketRun
 	for micro := range accum {
 		var err error
 		if t.batch, err = t.sampler.NextInt32(t.batch[:0]); err != nil {
@@ -311,33 +386,64 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 		ls, n := model.Forward(t.in, t.tgt, B, T, true, dropKey(cfg.Seed, step, micro, t.coll.Rank()))
 		lossSum += ls
 		count += n
+		if micro == accum-1 && t.buckets != nil {
+			run = t.startBuckets(cctx)
+			model.gradsDone = run.stage
+		}
 		model.Backward(dloss)
+		model.gradsDone = nil
 	}
-	if err := t.coll.AllReduceSum(ctx, model.Grads); err != nil {
-		return Metrics{}, fmt.Errorf("train: step %d: all-reduce the gradients: %w", step, err)
+	var err error
+	switch {
+	case run != nil:
+		err = run.wait()
+		t.commWait += run.waited
+	case t.zero():
+		err = t.coll.ReduceScatterSum(cctx, t.gradsAll())
+	default:
+		err = t.coll.AllReduceSum(cctx, model.Grads)
 	}
-	loss, err := t.mean(ctx, lossSum/float64(count))
 	if err != nil {
-		return Metrics{}, fmt.Errorf("train: step %d: all-reduce the loss: %w", step, err)
+		return Metrics{}, fmt.Errorf("train: step %d: reduce the gradients: %w", step, err)
 	}
-	norm := math.Sqrt(be.SumSquares(model.Grads))
+	loss, err := t.globalMean(cctx, lossSum, count)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("train: step %d: gather the loss: %w", step, err)
+	}
+	normSq, err := t.gradNormSq(cctx)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("train: step %d: gather the gradient norm: %w", step, err)
+	}
+	norm := math.Sqrt(normSq)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; the weights are those after step %d (the newest checkpoint is older)\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, t.step)
 	}
+	lo, hi := t.flat.lo, t.flat.hi
 	if cfg.GradClip > 0 {
 		// torch.nn.utils.clip_grad_norm_: scale by max_norm/(norm+1e-6) when that is < 1.
 		if coef := cfg.GradClip / (norm + 1e-6); coef < 1 {
-			be.Scale(model.Grads, float32(coef))
+			be.Scale(t.gradsAll()[lo:hi], float32(coef))
 		}
 	}
 	lr := cfg.LRAt(step - 1)
 	opt := kernels.AdamW{LR: float32(lr), Beta1: float32(cfg.Beta1), Beta2: float32(cfg.Beta2), Eps: AdamEps,
 		WeightDecay: float32(cfg.WeightDecay), Step: step}
-	D := model.DecayLen
-	be.AdamW(model.Params[:D], model.Grads[:D], t.m[:D], t.v[:D], opt)
+	// AdamW over this rank's slice [lo, hi): weight decay on the part in [0, D),
+	// none on the part in [D, n); the padding is left alone.
+	P, G, D, n := t.paramsAll(), t.gradsAll(), model.DecayLen, t.flat.n
+	if a, b := max(lo, 0), min(hi, D); a < b {
+		be.AdamW(P[a:b], G[a:b], t.m[a-lo:b-lo], t.v[a-lo:b-lo], opt)
+	}
 	opt.WeightDecay = 0
-	be.AdamW(model.Params[D:], model.Grads[D:], t.m[D:], t.v[D:], opt)
+	if a, b := max(lo, D), min(hi, n); a < b {
+		be.AdamW(P[a:b], G[a:b], t.m[a-lo:b-lo], t.v[a-lo:b-lo], opt)
+	}
 	be.Sync()
+	if t.zero() {
+		if err := t.coll.AllGather(cctx, P); err != nil {
+			return Metrics{}, fmt.Errorf("train: step %d: gather the updated weights: %w", step, err)
+		}
+	}
 	t.step = step
 	t.lastLoss = loss
 	var tps float64
@@ -347,16 +453,28 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}, nil
 }
 
-// mean averages a per-rank value over the ranks (itself on one rank).
-func (t *Trainer) mean(ctx context.Context, x float64) (float64, error) {
-	if t.coll.World() == 1 {
-		return x, nil
-	}
-	buf := []float32{float32(x)}
-	if err := t.coll.AllReduceSum(ctx, buf); err != nil {
+// globalMean is the mean per-token loss over every rank's tokens: the ranks' sums
+// and counts are gathered exactly (as float64 bits) and added in rank order, so
+// the loss is the global batch's mean whatever the world size and grad_accum.
+func (t *Trainer) globalMean(ctx context.Context, sum float64, count int) (float64, error) {
+	all, err := t.gather(ctx, sum, float64(count))
+	if err != nil {
 		return 0, err
 	}
-	return float64(buf[0]) / float64(t.coll.World()), nil
+	var s, c float64
+	for r := range t.coll.World() {
+		s += all[2*r]
+		c += all[2*r+1]
+	}
+	return s / c, nil
+}
+
+// checkEvery returns how often the weights' checksums are compared.
+func (t *Trainer) checkEvery() int {
+	if t.checkEveryN > 0 {
+		return t.checkEveryN
+	}
+	return checkEvery
 }
 
 // Evaluate returns the mean loss over the first eval_steps x batch_size x world
@@ -380,9 +498,9 @@ func (t *Trainer) Evaluate(ctx context.Context) (float64, error) {
 		sum += ls
 		count += n
 	}
-	v, err := t.mean(ctx, sum/float64(count))
+	v, err := t.globalMean(context.WithoutCancel(ctx), sum, count)
 	if err != nil {
-		return 0, fmt.Errorf("train: evaluate: all-reduce the loss: %w", err)
+		return 0, fmt.Errorf("train: evaluate: gather the loss: %w", err)
 	}
 	return v, nil
 }

@@ -1,0 +1,278 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// flat is the geometry of the flat buffers (weights, gradients, AdamW moments)
+// under data parallelism. They are padded with zeros to whole norm blocks and to
+// World equal shards, so that the gradient norm is summed block by block in the
+// same order whatever the world size and sharding, and so that ZeRO-1's
+// reduce-scatter and all-gather work on equal parts.
+type flat struct {
+	n      int // the layout's length: len(Params)
+	block  int // the gradient norm's block, and ZeRO-1's shard unit
+	padded int // n rounded up to a multiple of block·world
+	lo, hi int // this rank's slice of the AdamW state: its shard (ZeRO-1) or [0, padded)
+}
+
+// normBlock is the gradient norm's block for a buffer of n floats: about n/64,
+// a power of two in [256, 65536]. It depends on n alone, so the norm's bits do not
+// depend on the world size.
+func normBlock(n int) int {
+	b := 256
+	for b < 65536 && b*64 < n {
+		b *= 2
+	}
+	return b
+}
+
+func newFlat(n, world, rank int, zero bool) flat {
+	block := normBlock(n)
+	blocks := (n + block - 1) / block
+	perRank := (blocks + world - 1) / world
+	f := flat{n: n, block: block, padded: perRank * world * block}
+	f.hi = f.padded
+	if zero {
+		f.lo, f.hi = rank*perRank*block, (rank+1)*perRank*block
+	}
+	return f
+}
+
+// gradsAll is the gradient buffer with its padding.
+func (t *Trainer) gradsAll() []float32 { return t.model.Grads[:t.flat.padded] }
+
+// paramsAll is the weight buffer with its padding.
+func (t *Trainer) paramsAll() []float32 { return t.model.Params[:t.flat.padded] }
+
+// gradNormSq is Σg² of the (reduced) gradient: per block with the backend's
+// SumSquares, the blocks added in order. With ZeRO-1 each rank sums the blocks of
+// its shard and the partial sums are all-gathered, which gives the same bits.
+func (t *Trainer) gradNormSq(ctx context.Context) (float64, error) {
+	f, g := t.flat, t.gradsAll()
+	var s float64
+	if !t.zero() {
+		for b := 0; b < f.padded; b += f.block {
+			s += t.be.SumSquares(g[b : b+f.block])
+		}
+		return s, nil
+	}
+	parts := make([]float64, (f.hi-f.lo)/f.block)
+	for i := range parts {
+		lo := f.lo + i*f.block
+		parts[i] = t.be.SumSquares(g[lo : lo+f.block])
+	}
+	all, err := t.gather(ctx, parts...)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range all {
+		s += p
+	}
+	return s, nil
+}
+
+// zero reports whether the AdamW state is sharded (ZeRO-1 over several ranks).
+func (t *Trainer) zero() bool { return t.cfg.Zero == 1 && t.coll.World() > 1 }
+
+// fullMoments returns buffers for the whole AdamW state, laid out like Params: the
+// trainer's own under ZeRO-0, fresh ones under ZeRO-1 (for a checkpoint).
+func (t *Trainer) fullMoments() (m, v []float32) {
+	if !t.zero() {
+		return t.m, t.v
+	}
+	return t.be.Alloc(t.flat.padded), t.be.Alloc(t.flat.padded)
+}
+
+// keepShard copies this rank's shard of the whole AdamW state into its own.
+func (t *Trainer) keepShard(m, v []float32) {
+	if t.zero() {
+		copy(t.m, m[t.flat.lo:t.flat.hi])
+		copy(t.v, v[t.flat.lo:t.flat.hi])
+	}
+}
+
+// gatherMoments returns the whole AdamW state on every rank (all-gathering the
+// shards under ZeRO-1), for a checkpoint.
+func (t *Trainer) gatherMoments(ctx context.Context) (m, v []float32, err error) {
+	m, v = t.fullMoments()
+	if t.zero() {
+		for _, p := range [][2][]float32{{m, t.m}, {v, t.v}} {
+			copy(p[0][t.flat.lo:t.flat.hi], p[1])
+			if err := t.coll.AllGather(ctx, p[0]); err != nil {
+				return nil, nil, fmt.Errorf("train: gather the sharded AdamW state: %w", err)
+			}
+		}
+	}
+	return m, v, nil
+}
+
+// agreeStop decides, the same way on every rank, whether to stop before the next
+// step: when any rank's context is done (a signal). One rank deciding alone would
+// leave the others waiting in the step's collectives.
+func (t *Trainer) agreeStop(ctx context.Context) (bool, error) {
+	if t.coll.World() == 1 {
+		return ctx.Err() != nil, nil
+	}
+	var flag float64
+	if ctx.Err() != nil {
+		flag = 1
+	}
+	all, err := t.gather(context.WithoutCancel(ctx), flag)
+	if err != nil {
+		return false, fmt.Errorf("train: agree on stopping before step %d: %w", t.step+1, err)
+	}
+	return slices.Contains(all, 1), nil
+}
+
+// checkEvery is how often (in steps) the ranks compare their weights' checksums,
+// besides the last step and every checkpoint.
+const checkEvery = 100
+
+// checkWeights compares a checksum (CRC-32C) of every rank's weights with rank
+// 0's: data-parallel ranks apply the same update to the same weights, so any
+// difference is a fault (a nondeterministic kernel, memory corruption) that would
+// only grow.
+func (t *Trainer) checkWeights(ctx context.Context) error {
+	if t.coll.World() == 1 {
+		return nil
+	}
+	sum := crc32.Checksum(floatBytes(t.model.Params), crc32.MakeTable(crc32.Castagnoli))
+	all, err := t.gather(ctx, float64(sum))
+	if err != nil {
+		return fmt.Errorf("train: step %d: compare the ranks' weights: %w", t.step, err)
+	}
+	var bad []string
+	for r, s := range all {
+		if s != all[0] {
+			bad = append(bad, strconv.Itoa(r))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("train: step %d: the weights of rank(s) %s differ from rank 0's (checksum %08x vs %08x): the data-parallel ranks diverged (a nondeterministic kernel or a hardware fault)\n---> HINT: resume from the newest checkpoint; if it recurs, run with --device ref to find the kernel",
+			t.step, strings.Join(bad, ", "), uint32(all[mustAtoi(bad[0])]), uint32(all[0]))
+	}
+	return nil
+}
+
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// floatBytes is the memory of f as bytes.
+func floatBytes(f []float32) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
+// span is a range [lo, hi) of the flat buffers.
+type span struct{ lo, hi int }
+
+// bucketPlan says which parts of the gradient each stage of the backward pass
+// finishes (see Model.gradsDone) and how large a bucket grows before its
+// all-reduce starts.
+type bucketPlan struct {
+	stages map[int][]span
+	limit  int // floats
+}
+
+// planBuckets maps each tensor to its stage: the blocks' to their layer, the final
+// LayerNorm's to NLayer, the embeddings' to -1.
+func planBuckets(m *Model, mb float64) *bucketPlan {
+	p := &bucketPlan{stages: map[int][]span{}, limit: max(int(mb*(1<<20)/4), 1)}
+	for _, ti := range m.Tensors {
+		stage := -1
+		switch {
+		case strings.HasPrefix(ti.Name, "transformer.h."):
+			rest := strings.TrimPrefix(ti.Name, "transformer.h.")
+			l, _, _ := strings.Cut(rest, ".")
+			stage, _ = strconv.Atoi(l)
+		case strings.HasPrefix(ti.Name, "transformer.ln_f."):
+			stage = m.Config.NLayer
+		}
+		// The alignment gap after a tensor goes with it (zeros), so that neighbours merge.
+		s := span{ti.Offset, ti.Offset + (ti.Size+align-1)/align*align}
+		p.stages[stage] = append(p.stages[stage], s)
+	}
+	return p
+}
+
+// bucketRun all-reduces the buckets of one backward pass on its own goroutine, in
+// the order the pass finishes them (the same on every rank).
+type bucketRun struct {
+	plan    *bucketPlan
+	pending []span
+	size    int
+	jobs    chan []span
+	done    chan error
+	waited  time.Duration
+}
+
+func (t *Trainer) startBuckets(ctx context.Context) *bucketRun {
+	r := &bucketRun{plan: t.buckets, jobs: make(chan []span, 2*len(t.buckets.stages)+1), done: make(chan error, 1)}
+	grads := t.model.Grads
+	go func() {
+		var err error
+		for job := range r.jobs {
+			for _, s := range job {
+				if err == nil {
+					err = t.coll.AllReduceSum(ctx, grads[s.lo:s.hi])
+				}
+			}
+		}
+		r.done <- err
+	}()
+	return r
+}
+
+// stage takes a finished stage's gradients into the bucket, and sends the bucket
+// once it is full (or the pass is over).
+func (r *bucketRun) stage(st int) {
+	for _, s := range r.plan.stages[st] {
+		r.pending = append(r.pending, s)
+		r.size += s.hi - s.lo
+	}
+	if r.size >= r.plan.limit || st == -1 {
+		r.flush()
+	}
+}
+
+func (r *bucketRun) flush() {
+	if len(r.pending) == 0 {
+		return
+	}
+	slices.SortFunc(r.pending, func(a, b span) int { return a.lo - b.lo })
+	merged := []span{r.pending[0]}
+	for _, s := range r.pending[1:] {
+		if last := &merged[len(merged)-1]; s.lo == last.hi {
+			last.hi = s.hi
+		} else {
+			merged = append(merged, s)
+		}
+	}
+	r.jobs <- merged
+	r.pending, r.size = nil, 0
+}
+
+// wait sends what is left and waits for every bucket's all-reduce.
+func (r *bucketRun) wait() error {
+	r.flush()
+	close(r.jobs)
+	start := time.Now()
+	err := <-r.done
+	r.waited = time.Since(start)
+	return err
+}
+
+var errOtherRankInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")
