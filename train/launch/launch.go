@@ -1,0 +1,408 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"gptkit/train/dist"
+)
+
+// Config is one node's launcher.
+type Config struct {
+	NProcPerNode int    // ranks on this node
+	NNodes       int    // nodes (0 means 1)
+	NodeRank     int    // this node's rank in [0, NNodes)
+	MasterAddr   string // node 0's address (the store's host)
+	MasterPort   int    // the store's port
+	MaxRestarts  int    // group restarts after a failure
+	Token        string // the job token (required with several nodes; else generated when empty)
+
+	Program string   // the rank's executable
+	Args    []string // its arguments
+	Env     []string // the base environment of the ranks (nil: this process's)
+
+	Stdout io.Writer // rank 0's stdout, verbatim
+	Stderr io.Writer // every rank's stderr (and the other ranks' stdout), each line after "[rank R] "
+
+	// Signals are forwarded to the ranks (the first as it is, a second as
+	// SIGKILL); ctx's end counts as a SIGTERM.
+	Signals <-chan os.Signal
+	// Stop, when closed, stops the ranks as a signal does (a remote launcher whose
+	// ssh connection closed).
+	Stop <-chan struct{}
+
+	// Timeout, HeartbeatInterval, HeartbeatTimeout: the store's (train/dist).
+	Timeout, HeartbeatInterval, HeartbeatTimeout time.Duration
+	// StopGrace is how long ranks stopped after a failure get before SIGKILL (0: 10s).
+	StopGrace time.Duration
+	Logger    *slog.Logger
+}
+
+// ErrInterrupted is returned when a signal (or Stop) ended the run.
+var ErrInterrupted = errors.New("launch: interrupted")
+
+func (c *Config) defaults() error {
+	if c.NNodes == 0 {
+		c.NNodes = 1
+	}
+	switch {
+	case c.NProcPerNode < 1:
+		return fmt.Errorf("launch: --nproc-per-node %d: want >= 1", c.NProcPerNode)
+	case c.NNodes < 1:
+		return fmt.Errorf("launch: --nnodes %d: want >= 1", c.NNodes)
+	case c.NodeRank < 0 || c.NodeRank >= c.NNodes:
+		return fmt.Errorf("launch: --node-rank %d is not in [0,%d)", c.NodeRank, c.NNodes)
+	case c.MaxRestarts < 0:
+		return fmt.Errorf("launch: --max-restarts %d: want >= 0", c.MaxRestarts)
+	case c.MasterPort < 1 || c.MasterPort > 65535:
+		return fmt.Errorf("launch: --master-port %d: want a port in [1,65535]", c.MasterPort)
+	case c.Program == "":
+		return errors.New("launch: no program to run")
+	}
+	if c.MasterAddr == "" {
+		if c.NNodes > 1 {
+			return errors.New("launch: several nodes need --master-addr (node 0's address)")
+		}
+		c.MasterAddr = "127.0.0.1"
+	}
+	if c.Token == "" {
+		if c.NNodes > 1 {
+			return fmt.Errorf("launch: several nodes need the same job token on every node: export %s (e.g. $(openssl rand -hex 16)) before starting each node's launcher, or use --hostfile", dist.EnvToken)
+		}
+		c.Token = dist.NewToken()
+	}
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 10 * time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = dist.DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// World is the number of ranks of the job.
+func (c *Config) World() int { return max(c.NNodes, 1) * c.NProcPerNode }
+
+// Run launches this node's ranks and supervises them until they all finish (nil),
+// the job fails for good, or a signal stops it (ErrInterrupted).
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("node", cfg.NodeRank)
+	l := &launcher{cfg: cfg, log: log, sink: lineSink{mu: &sync.Mutex{}, w: cfg.Stderr}, out: lineSink{mu: &sync.Mutex{}, w: cfg.Stdout}}
+	l.spawn = startSpawner()
+	defer close(l.spawn)
+	storeAddr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
+	var events <-chan dist.Event
+	if cfg.World() > 1 {
+		if cfg.NodeRank == 0 {
+			ln, err := dist.Listen(":" + strconv.Itoa(cfg.MasterPort))
+			if err != nil {
+				return err
+			}
+			srv, err := dist.NewServer(ln, dist.ServerConfig{Token: cfg.Token, World: cfg.World(), HeartbeatTimeout: cfg.HeartbeatTimeout,
+				Timeout: cfg.Timeout, Logger: log})
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer srv.Close()
+			l.srv = srv
+			events = srv.Subscribe()
+			log.Info("rendezvous store", "addr", ln.Addr().String(), "world", cfg.World())
+		} else {
+			agent, err := dist.DialAgent(ctx, storeAddr, dist.AgentOptions{Token: cfg.Token, Node: cfg.NodeRank, Timeout: cfg.Timeout,
+				HeartbeatInterval: cfg.HeartbeatInterval, HeartbeatTimeout: cfg.HeartbeatTimeout, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer agent.Close()
+			l.agent = agent
+			events = agent.Events()
+		}
+	}
+	for restarts := 0; ; restarts++ {
+		out := l.attempt(ctx, restarts, events)
+		switch {
+		case out.interrupted:
+			return ErrInterrupted
+		case out.fatal != "":
+			return fmt.Errorf("launch: %s", out.fatal)
+		case out.failure == "":
+			if l.srv != nil {
+				// The other nodes' ranks may still be saying goodbye to the store.
+				wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				l.srv.WaitIdle(wctx)
+				cancel()
+			}
+			return nil
+		}
+		if restarts >= cfg.MaxRestarts {
+			reason := out.failure
+			if cfg.MaxRestarts > 0 {
+				reason = fmt.Sprintf("%s (no restarts left after %d)", out.failure, cfg.MaxRestarts)
+			}
+			l.giveUp(reason)
+			return fmt.Errorf("launch: %s", reason)
+		}
+		log.Warn("restarting the group from the newest checkpoint", "restart", restarts+1, "max_restarts", cfg.MaxRestarts, "after", out.failure)
+	}
+}
+
+type launcher struct {
+	cfg   Config
+	log   *slog.Logger
+	sink  lineSink // stderr
+	out   lineSink // stdout
+	srv   *dist.Server
+	agent *dist.Agent
+	spawn chan spawnReq
+	sigs  int // signals received so far (a second one kills)
+}
+
+func (l *launcher) giveUp(reason string) {
+	switch {
+	case l.srv != nil:
+		l.srv.GiveUp(fmt.Sprintf("node %d: %s", l.cfg.NodeRank, reason))
+	case l.agent != nil:
+		l.agent.GiveUp(fmt.Sprintf("node %d: %s", l.cfg.NodeRank, reason))
+	}
+}
+
+// outcome is how an attempt ended.
+type outcome struct {
+	failure     string // the first failure ("" none)
+	fatal       string // the job is over (given up elsewhere, store lost)
+	interrupted bool
+}
+
+type worker struct {
+	rank int
+	cmd  *exec.Cmd
+}
+
+type exit struct {
+	rank int
+	err  error
+	last string // the last line of its stderr
+}
+
+// attempt starts this node's ranks once and waits for them.
+func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.Event) outcome {
+	cfg := l.cfg
+	exits := make(chan exit, cfg.NProcPerNode)
+	var workers []*worker
+	var out outcome
+	stopping := false
+	var killTimer <-chan time.Time
+	stop := func(sig syscall.Signal, grace time.Duration) {
+		for _, w := range workers {
+			if w.cmd.ProcessState == nil {
+				w.cmd.Process.Signal(sig)
+			}
+		}
+		if !stopping && grace > 0 {
+			killTimer = time.After(grace)
+		}
+		stopping = true
+	}
+	for local := range cfg.NProcPerNode {
+		rank := cfg.NodeRank*cfg.NProcPerNode + local
+		w, err := l.start(rank, local, restart, exits)
+		if err != nil {
+			out.failure = fmt.Sprintf("rank %d did not start: %v", rank, err)
+			stop(syscall.SIGKILL, 0)
+			break
+		}
+		workers = append(workers, w)
+	}
+	running := len(workers)
+	gen := -1
+	ctxDone := ctx.Done()
+	stopCh := l.cfg.Stop
+	for running > 0 {
+		select {
+		case ex := <-exits:
+			running--
+			if ex.err != nil && !stopping {
+				out.failure = describeExit(ex)
+				l.log.Error("a rank failed; stopping the others", "rank", ex.rank, "failure", out.failure)
+				stop(syscall.SIGTERM, cfg.StopGrace)
+			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			switch ev.Kind {
+			case dist.EventStart:
+				gen = ev.Gen
+			case dist.EventAbort:
+				if ev.Gen == gen && !stopping {
+					out.failure = ev.Reason
+					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
+					stop(syscall.SIGTERM, cfg.StopGrace)
+				}
+			case dist.EventFatal, dist.EventLost:
+				if out.fatal == "" {
+					out.fatal = ev.Reason
+					l.log.Error("the job is over", "reason", ev.Reason)
+					stop(syscall.SIGTERM, cfg.StopGrace)
+				}
+			}
+		case sig := <-l.cfg.Signals:
+			l.interrupt(&out, sig.(syscall.Signal), stop)
+		case <-ctxDone:
+			ctxDone = nil
+			l.interrupt(&out, syscall.SIGTERM, stop)
+		case <-stopCh:
+			stopCh = nil
+			l.log.Warn("stopping: the launcher that started this one went away")
+			out.interrupted = true
+			stop(syscall.SIGTERM, cfg.StopGrace)
+		case <-killTimer:
+			l.log.Warn("ranks still running after the grace period; killing them")
+			stop(syscall.SIGKILL, 0)
+		}
+	}
+	return out
+}
+
+// interrupt forwards a signal: the first as it is (the ranks checkpoint and
+// exit), the next ones as SIGKILL.
+func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall.Signal, time.Duration)) {
+	out.interrupted = true
+	l.sigs++
+	if l.sigs > 1 {
+		l.log.Warn("second signal: killing the ranks")
+		stop(syscall.SIGKILL, 0)
+		return
+	}
+	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; another signal kills them)", "signal", sig)
+	stop(sig, 0)
+}
+
+func describeExit(ex exit) string {
+	var msg string
+	var ee *exec.ExitError
+	if errors.As(ex.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			msg = fmt.Sprintf("rank %d was killed by signal %d (%s)", ex.rank, ws.Signal(), ws.Signal())
+		} else {
+			msg = fmt.Sprintf("rank %d exited with status %d", ex.rank, ee.ExitCode())
+		}
+	} else {
+		msg = fmt.Sprintf("rank %d: %v", ex.rank, ex.err)
+	}
+	if ex.last != "" {
+		msg += ": " + ex.last
+	}
+	return msg
+}
+
+// start starts one rank with torchrun's environment.
+func (l *launcher) start(rank, local, restart int, exits chan<- exit) (*worker, error) {
+	cfg := l.cfg
+	cmd := exec.Command(cfg.Program, cfg.Args...)
+	cmd.Env = append(append([]string(nil), cfg.Env...),
+		"RANK="+strconv.Itoa(rank),
+		"WORLD_SIZE="+strconv.Itoa(cfg.World()),
+		"LOCAL_RANK="+strconv.Itoa(local),
+		"LOCAL_WORLD_SIZE="+strconv.Itoa(cfg.NProcPerNode),
+		"GROUP_RANK="+strconv.Itoa(cfg.NodeRank),
+		"GROUP_WORLD_SIZE="+strconv.Itoa(cfg.NNodes),
+		"MASTER_ADDR="+cfg.MasterAddr,
+		"MASTER_PORT="+strconv.Itoa(cfg.MasterPort),
+		"TORCHELASTIC_RESTART_COUNT="+strconv.Itoa(restart),
+		"TORCHELASTIC_MAX_RESTARTS="+strconv.Itoa(cfg.MaxRestarts),
+		dist.EnvToken+"="+cfg.Token,
+		dist.EnvLauncherStore+"=1",
+	)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	detach(cmd)
+	if err := l.startCmd(cmd); err != nil {
+		return nil, err
+	}
+	l.log.Info("rank started", "rank", rank, "local_rank", local, "pid", cmd.Process.Pid, "restart", restart)
+	prefix := fmt.Sprintf("[rank %d] ", rank)
+	var wg sync.WaitGroup
+	var last string
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if rank == 0 {
+			copyLines(stdout, l.out, "")
+		} else {
+			copyLines(stdout, l.sink, prefix)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		last = copyLines(stderr, l.sink, prefix)
+	}()
+	go func() {
+		wg.Wait() // the pipes first: Wait closes them
+		err := cmd.Wait()
+		exits <- exit{rank: rank, err: err, last: last}
+	}()
+	return &worker{rank: rank, cmd: cmd}, nil
+}
+
+// spawnReq asks the spawner goroutine to start a process.
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startSpawner starts the goroutine that starts every rank. It keeps its OS thread
+// for good: Linux sends a child's parent-death signal when the thread that forked
+// it exits, not the process.
+func startSpawner() chan spawnReq {
+	ch := make(chan spawnReq)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the process
+		for req := range ch {
+			req.done <- req.cmd.Start()
+		}
+	}()
+	return ch
+}
+
+func (l *launcher) startCmd(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	l.spawn <- spawnReq{cmd: cmd, done: done}
+	return <-done
+}
+
+func newToken() string { return dist.NewToken() }

@@ -1,0 +1,223 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// workerEnv makes the test binary a fake rank: it runs the behaviour the variable
+// names (see fakeRank).
+const workerEnv = "GPTKIT_LAUNCH_TEST_RANK"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(workerEnv); mode != "" {
+		os.Exit(fakeRank(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeRank: "env" prints its place; "fail1" fails on rank 1 (at restart 0 only
+// with "fail1once"); "term" waits for SIGTERM.
+func fakeRank(mode string) int {
+	rank := os.Getenv("RANK")
+	restart := os.Getenv("TORCHELASTIC_RESTART_COUNT")
+	fmt.Fprintf(os.Stderr, "hello from %s of %s (local %s of %s, node %s, restart %s, master %s:%s, token %t)\n", rank, os.Getenv("WORLD_SIZE"),
+		os.Getenv("LOCAL_RANK"), os.Getenv("LOCAL_WORLD_SIZE"), os.Getenv("GROUP_RANK"), restart, os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT"),
+		os.Getenv("GPTKIT_JOB_TOKEN") != "")
+	fmt.Printf("stdout of %s\n", rank)
+	switch mode {
+	case "env":
+		return 0
+	case "fail1", "fail1once":
+		if rank == "1" && (mode == "fail1" || restart == "0") {
+			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
+			return 3
+		}
+		if rank == "1" {
+			return 0
+		}
+		if mode == "fail1once" && restart != "0" {
+			return 0
+		}
+		fallthrough
+	case "term":
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		select {
+		case s := <-sig:
+			fmt.Fprintf(os.Stderr, "got %v\n", s)
+			return 1
+		case <-time.After(time.Minute):
+			return 9
+		}
+	}
+	return 2
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testConfig(t *testing.T, mode string, nproc int) (Config, *syncBuffer, *syncBuffer) {
+	var stdout, stderr syncBuffer
+	return Config{NProcPerNode: nproc, MasterPort: freePort(t), Program: os.Args[0], Args: []string{"-test.run=^$"},
+		Env: append(os.Environ(), workerEnv+"="+mode), Stdout: &stdout, Stderr: &stderr, StopGrace: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&stderr, nil))}, &stdout, &stderr
+}
+
+// TestRunEnvAndOutput: every rank gets torchrun's variables and the token; stderr
+// lines carry the rank; rank 0's stdout passes through as it is.
+func TestRunEnvAndOutput(t *testing.T) {
+	cfg, stdout, stderr := testConfig(t, "env", 3)
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for r := range 3 {
+		want := fmt.Sprintf("[rank %d] hello from %d of 3 (local %d of 3, node 0, restart 0, master 127.0.0.1:%d, token true)", r, r, r, cfg.MasterPort)
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if stdout.String() != "stdout of 0\n" || !strings.Contains(stderr.String(), "[rank 2] stdout of 2") {
+		t.Errorf("stdout %q; stderr %s", stdout, stderr)
+	}
+}
+
+// TestFirstFailureStopsOthers: when a rank fails the launcher stops the others
+// and reports the failed rank with its last words.
+func TestFirstFailureStopsOthers(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "fail1", 3)
+	start := time.Now()
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 exited with status 3: rank 1 gives up: out of cheese") {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s", took)
+	}
+	// (The others were stopped: they would wait a minute.)
+}
+
+// TestMaxRestarts: a group that fails once finishes with one restart, and gives
+// up without.
+func TestMaxRestarts(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "fail1once", 2)
+	cfg.MaxRestarts = 1
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "restart 1, master") || !strings.Contains(stderr.String(), "restarting the group") {
+		t.Errorf("no restart:\n%s", stderr)
+	}
+	cfg, _, stderr = testConfig(t, "fail1", 2)
+	cfg.MaxRestarts = 1
+	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no restarts left after 1") {
+		t.Errorf("%v\n%s", err, stderr)
+	}
+}
+
+// TestSignalForwarded: a signal reaches every rank once; a second one kills.
+func TestSignalForwarded(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "term", 2)
+	sigs := make(chan os.Signal, 1)
+	cfg.Signals = sigs
+	go func() {
+		for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // the ranks' signal handlers are up
+		sigs <- syscall.SIGINT
+	}()
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for r := range 2 {
+		if !strings.Contains(stderr.String(), fmt.Sprintf("[rank %d] got interrupt", r)) {
+			t.Errorf("rank %d did not get the SIGINT:\n%s", r, stderr)
+		}
+	}
+}
+
+func TestParseHostfile(t *testing.T) {
+	hosts, err := ParseHostfile([]byte("# nodes\nnode1 slots=4\n\n10.0.0.2  slots=4 # second\nuser@node3 slots=4\n"), "hf")
+	if err != nil || len(hosts) != 3 || hosts[1] != (Host{"10.0.0.2", 4}) || masterHost(hosts[2].Name) != "node3" {
+		t.Fatalf("%v %v", hosts, err)
+	}
+	for _, bad := range []string{"", "node1", "node1 slots=x", "node1 slots=0", "-oProxyCommand=x slots=1", "a;b slots=1",
+		"n1 slots=2\nn2 slots=4", "n1 slots=1\nn1 slots=1", "n1 gpus=2", "n1 slots=1 extra"} {
+		if _, err := ParseHostfile([]byte(bad), "hf"); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestShellQuote: a quoted command line reaches the program word for word through
+// a real shell, whatever the words hold.
+func TestShellQuote(t *testing.T) {
+	words := []string{"plain", "with space", "it's", `"dq"`, "$(touch /nonexistent/x)", "`id`", "a;b", "a&&b", "*", "~", "new\nline", `back\slash`, "", "$HOME", "--flag=v"}
+	out, err := exec.Command("sh", "-c", shellCommand(append([]string{"printf", "%s\\0"}, words...))).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(got) != len(words) {
+		t.Fatalf("%d words came back, want %d: %q", len(got), len(words), got)
+	}
+	for i := range words {
+		if got[i] != words[i] {
+			t.Errorf("word %d: %q came back as %q", i, words[i], got[i])
+		}
+	}
+}
+
+// FuzzParseHostfile: never panics; every accepted host is safe to hand ssh.
+func FuzzParseHostfile(f *testing.F) {
+	for _, s := range []string{"node1 slots=4\nnode2 slots=4", "# c\n", "a slots=1 # x", "-x slots=1", "a\tslots=2", "a slots=99999"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		hosts, err := ParseHostfile(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, h := range hosts {
+			if checkHost(h.Name) != nil || h.Slots < 1 || h.Slots != hosts[0].Slots || shellQuote(h.Name) != h.Name && !strings.ContainsAny(h.Name, "[]") {
+				t.Fatalf("accepted %+v from %q", h, data)
+			}
+		}
+	})
+}

@@ -1,0 +1,206 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// HostfileConfig starts one launcher per host over ssh.
+type HostfileConfig struct {
+	Hosts      []Host
+	MasterPort int
+	Token      string   // the job token (generated when empty); sent on ssh's stdin
+	SSH        []string // the ssh command (nil: ssh); the launcher adds -T -o BatchMode=yes HOST COMMAND
+	Dir        string   // the working directory on every host (nil: this one's)
+	Program    string   // the program on every host (the same path everywhere, as with DeepSpeed)
+	// Args are the launcher's arguments on every host; RunHostfile adds
+	// --nnodes, --node-rank, --nproc-per-node, --master-addr, --master-port and
+	// --remote (its token on stdin).
+	Args []string
+
+	Stdout, Stderr io.Writer
+	Signals        <-chan os.Signal
+	// Wait bounds how long the other hosts get to finish after one failed (0: 2 minutes).
+	Wait   time.Duration
+	Logger *slog.Logger
+}
+
+// RemoteFlag is the flag RunHostfile adds for the remote launchers: read the job
+// token from stdin's first line, and stop when stdin closes.
+const RemoteFlag = "--remote"
+
+// RemoteCommand is the command line RunHostfile runs on host i, quoted for the
+// remote shell.
+func (c *HostfileConfig) RemoteCommand(i int) string {
+	words := append([]string{c.Program}, c.Args...)
+	words = append(words,
+		"--nnodes", strconv.Itoa(len(c.Hosts)),
+		"--node-rank", strconv.Itoa(i),
+		"--nproc-per-node", strconv.Itoa(c.Hosts[i].Slots),
+		"--master-addr", masterHost(c.Hosts[0].Name),
+		"--master-port", strconv.Itoa(c.MasterPort),
+		RemoteFlag)
+	return "cd " + shellQuote(c.Dir) + " && exec " + shellCommand(words)
+}
+
+// RunHostfile starts a launcher on every host of the hostfile over ssh (GPT-NeoX
+// starts its nodes with pdsh the same way), forwards their output (node 0's stdout
+// to Stdout, everything else to Stderr), and waits. The first host is the master.
+func RunHostfile(ctx context.Context, c HostfileConfig) error {
+	if len(c.Hosts) == 0 {
+		return errors.New("launch: the hostfile names no host")
+	}
+	if c.Token == "" {
+		c.Token = NewToken()
+	}
+	if len(c.SSH) == 0 {
+		c.SSH = []string{"ssh"}
+	}
+	if c.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		c.Dir = wd
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
+	}
+	if c.Wait <= 0 {
+		c.Wait = 2 * time.Minute
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	errSink, outSink := lineSink{mu: &sync.Mutex{}, w: c.Stderr}, lineSink{mu: &sync.Mutex{}, w: c.Stdout}
+	spawn := startSpawner()
+	defer close(spawn)
+
+	type node struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+	}
+	type done struct {
+		i    int
+		err  error
+		last string
+	}
+	dones := make(chan done, len(c.Hosts))
+	var nodes []node
+	closeAll := func() {
+		for _, n := range nodes {
+			n.stdin.Close()
+		}
+	}
+	for i, h := range c.Hosts {
+		args := append(append([]string(nil), c.SSH[1:]...), "-T", "-o", "BatchMode=yes", h.Name, c.RemoteCommand(i))
+		cmd := exec.Command(c.SSH[0], args...)
+		stdin, err := cmd.StdinPipe()
+		var stdout, stderr io.ReadCloser
+		if err == nil {
+			stdout, err = cmd.StdoutPipe()
+		}
+		if err == nil {
+			stderr, err = cmd.StderrPipe()
+		}
+		if err == nil {
+			detach(cmd)
+			req := spawnReq{cmd: cmd, done: make(chan error, 1)}
+			spawn <- req
+			err = <-req.done
+		}
+		if err != nil {
+			closeAll()
+			for range nodes {
+				<-dones
+			}
+			return fmt.Errorf("launch: start %s for host %s: %w", c.SSH[0], h.Name, err)
+		}
+		log.Info("node started", "host", h.Name, "node_rank", i, "slots", h.Slots)
+		// The token, then stdin stays open: its end stops the remote launcher.
+		io.WriteString(stdin, c.Token+"\n")
+		nodes = append(nodes, node{cmd: cmd, stdin: stdin})
+		var wg sync.WaitGroup
+		var last string
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if i == 0 {
+				copyLines(stdout, outSink, "")
+			} else {
+				copyLines(stdout, errSink, "")
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			last = copyLines(stderr, errSink, "")
+		}()
+		go func() {
+			wg.Wait()
+			dones <- done{i: i, err: cmd.Wait(), last: last}
+		}()
+	}
+
+	var first error
+	interrupted := false
+	var deadline <-chan time.Time
+	ctxDone := ctx.Done()
+	for left := len(nodes); left > 0; {
+		select {
+		case d := <-dones:
+			left--
+			if d.err != nil && first == nil {
+				msg := fmt.Sprintf("node %d (%s): %v", d.i, c.Hosts[d.i].Name, d.err)
+				if d.last != "" {
+					msg += ": " + d.last
+				}
+				first = errors.New("launch: " + msg)
+				log.Error("a node failed; the others stop on their own, or in a while", "node", d.i, "err", d.err)
+				deadline = time.After(c.Wait)
+			}
+		case <-c.Signals:
+			interrupted = true
+			closeAll() // the remote launchers forward a SIGTERM to their ranks
+			if deadline == nil {
+				deadline = time.After(c.Wait)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			interrupted = true
+			closeAll()
+			if deadline == nil {
+				deadline = time.After(c.Wait)
+			}
+		case <-deadline:
+			log.Warn("nodes still running; closing their connections")
+			closeAll()
+			for _, n := range nodes {
+				if n.cmd.ProcessState == nil {
+					n.cmd.Process.Signal(syscall.SIGTERM)
+				}
+			}
+			deadline = time.After(c.Wait)
+		}
+	}
+	closeAll()
+	if interrupted {
+		return ErrInterrupted
+	}
+	return first
+}
+
+// NewToken returns a fresh job token.
+func NewToken() string { return newToken() }
