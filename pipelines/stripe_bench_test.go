@@ -17,6 +17,7 @@ import (
 
 	"gptkit/prep"
 	"gptkit/shards"
+	"gptkit/tokenize"
 )
 
 // benchStripeBytes is the stripe size of the striped benchmarks: $BENCH_STRIPE_MB MiB
@@ -41,7 +42,8 @@ func benchStripeBytes() int64 {
 //   - parse_MB/s: the file read whole, every line parsed and its text handed on;
 //   - tok_MB/s_per_core: the tokenizer (GPT-2) alone on the texts, one core;
 //   - skip_per_tok: skip_MB/s / tok_MB/s_per_core, the number of cores whose
-//     tokenizing one skipping reader keeps up with.
+//     tokenizing one skipping reader keeps up with;
+//   - zstd_ratio: the JSONL's size over the .jsonl.zst's.
 //
 // A worker that shares a file of n uncompressed bytes with k-1 others decompresses and
 // scans n bytes and tokenizes n/k: with c cores, about n/skip + n/(k·c·tok) of work
@@ -114,57 +116,78 @@ func BenchmarkStripeSkip(b *testing.B) {
 	b.ReportMetric(mbs(tParse), "parse_MB/s")
 	b.ReportMetric(mbs(tTok), "tok_MB/s_per_core")
 	b.ReportMetric(mbs(tSkip)/mbs(tTok), "skip_per_tok")
+	if fi, err := os.Stat(zst); err == nil {
+		b.ReportMetric(float64(size)/float64(fi.Size()), "zstd_ratio")
+	}
 }
 
 // BenchmarkStripedParts runs the k parts (the -cpu flag's GOMAXPROCS workers each) that
 // share one .jsonl.zst file by stripes (benchJSONL, stripes of $BENCH_STRIPE_MB MiB),
 // one after the other, as the tasks of an array job would each run on a node of their
-// own, against a single run of the file. It reports speedup, the single run's time over
-// the slowest part's (k is the most it could be: the parts tokenize 1/k each but all
-// decompress the whole file), and skip_pct, the share of the slowest part's time that
-// would be left without the stripes it does not own (1 - (single/k)/slowest, in %).
-// k is $BENCH_STRIPE_PARTS (default 4).
+// own, against a single run of the file; k is $BENCH_STRIPE_PARTS (default 4). It
+// reports
+//
+//   - speedup: the single run's wall time over the slowest part's (k at most: the parts
+//     tokenize 1/k each but all decompress the whole file);
+//   - cpu_speedup: the same in CPU time of this process, steadier where other processes
+//     share the cores;
+//   - extra_cpu_pct: the CPU time the k parts take together beyond the single run's, in
+//     % of it: the k-1 extra decompressions, and each part's fixed costs (its shards:
+//     one at least per stripe it owns, its journal, its manifest).
+//
+// The sub-benchmark jsonl is the control: the same text as one uncompressed .jsonl
+// file, which the k parts cut into byte ranges (no stripes, nothing read twice), so that
+// the difference of the two extra_cpu_pct is what sharing by stripes costs.
 func BenchmarkStripedParts(b *testing.B) {
 	corpus, size := benchJSONL(b)
 	zst := filepath.Join(b.TempDir(), "corpus.jsonl.zst")
 	compressZstd(b, corpus, zst)
 	tok := gpt2(b)
-	ctx := context.Background()
 	k := 4
 	if v, err := strconv.Atoi(os.Getenv("BENCH_STRIPE_PARTS")); err == nil && v > 1 {
 		k = v
 	}
-	var tSingle, tSlowest time.Duration
+	b.Run("zst", func(b *testing.B) { benchParts(b, zst, size, k, tok) })
+	b.Run("jsonl", func(b *testing.B) { benchParts(b, corpus, size, k, tok) })
+}
+
+// benchParts is BenchmarkStripedParts over file, of size bytes uncompressed.
+func benchParts(b *testing.B, file string, size int64, k int, tok *tokenize.Tokenizer) {
+	ctx := context.Background()
+	var tSingle, tSlowest, cSingle, cSlowest, cParts time.Duration
 	b.SetBytes(size)
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
-		t0 := time.Now()
-		single := &TokenizeRun{Inputs: []string{zst}, Store: dirStore(b, dir+"/single"), Name: "bench", Tokenizer: tok, AppendEOD: true, ShardBytes: 64 << 20}
+		t0, c0 := time.Now(), processCPU()
+		single := &TokenizeRun{Inputs: []string{file}, Store: dirStore(b, dir+"/single"), Name: "bench", Tokenizer: tok, AppendEOD: true, ShardBytes: 64 << 20}
 		if _, _, err := single.Run(ctx); err != nil {
 			b.Fatal(err)
 		}
-		tSingle += time.Since(t0)
-		var slowest time.Duration
+		tSingle, cSingle = tSingle+time.Since(t0), cSingle+processCPU()-c0
+		var slowest, slowestCPU time.Duration
 		st := dirStore(b, dir+"/parts")
 		for j := range k {
-			t0 := time.Now()
-			part := &TokenizeRun{Inputs: []string{zst}, Store: st, Name: "bench", Tokenizer: tok, AppendEOD: true, ShardBytes: 64 << 20,
+			t0, c0 := time.Now(), processCPU()
+			part := &TokenizeRun{Inputs: []string{file}, Store: st, Name: "bench", Tokenizer: tok, AppendEOD: true, ShardBytes: 64 << 20,
 				NumWorkers: k, WorkerIndex: j, Command: fmt.Sprint("part ", j), stripeBytes: benchStripeBytes()}
 			m, _, err := part.Run(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if j == 0 && (len(m.Shards) == 0 || m.Shards[0].Stripe == nil) {
-				b.Fatalf("part 0 of %d holds no stripe: %+v", k, m.Shards)
+			// A .jsonl.zst is shared by stripes, a .jsonl cut into byte ranges.
+			if striped := len(m.Shards) > 0 && m.Shards[0].Stripe != nil; j == 0 && striped == prep.Splittable(file) {
+				b.Fatalf("part 0 of %d of %s: %+v", k, file, m.Shards)
 			}
-			slowest = max(slowest, time.Since(t0))
+			c := processCPU() - c0
+			slowest, slowestCPU, cParts = max(slowest, time.Since(t0)), max(slowestCPU, c), cParts+c
 		}
-		tSlowest += slowest
+		tSlowest, cSlowest = tSlowest+slowest, cSlowest+slowestCPU
 		if _, err := shards.MergeParts(ctx, st, "", shards.MergePartsOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(tSingle.Seconds()/tSlowest.Seconds(), "speedup")
-	b.ReportMetric(100*(1-tSingle.Seconds()/float64(k)/tSlowest.Seconds()), "skip_pct")
+	b.ReportMetric(cSingle.Seconds()/cSlowest.Seconds(), "cpu_speedup")
+	b.ReportMetric(100*(cParts-cSingle).Seconds()/cSingle.Seconds(), "extra_cpu_pct")
 	b.ReportMetric(float64(size)*float64(b.N)/tSingle.Seconds()/1e6, "MB/s_single")
 }
