@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // readStripes reads the k striped ranges of file, one by one, and returns their
@@ -60,14 +62,17 @@ func sameDocs(t testing.TB, what string, got, want []Doc) {
 // no final newline), and count its records once; each reads all of the file's bytes.
 func TestReadStripesTile(t *testing.T) {
 	dir := t.TempDir()
-	for seed := range uint64(8) {
+	for seed := range uint64(5) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		data := rangeCorpus(r, 30+r.IntN(60))
 		for _, ext := range []string{".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl"} {
-			file := writeCorpusFile(t, dir, fmt.Sprintf("s%d%s", seed, ext), data)
+			file := filepath.Join(dir, fmt.Sprintf("s%d%s", seed, ext))
+			if err := os.WriteFile(file, smallCompress(t, file, []byte(data)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			opt := ReadOptions{OnError: Skip, MaxBadExamples: 1000}
 			want, wantSt := readRangeDocs(t, []FileRange{Whole(file)}, opt)
-			for _, k := range []int{1, 2, 3, 7} {
+			for _, k := range []int{2, 3, 7} {
 				stripe := int64(1 + r.IntN(len(data)/4+1))
 				got, sum := readStripes(t, file, stripe, k, opt)
 				what := fmt.Sprintf("%s in %d stripes of %d bytes", filepath.Base(file), k, stripe)
@@ -86,6 +91,21 @@ func TestReadStripesTile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// smallCompress is compress with zstd's default window (a frame of small content
+// declares a small one), so that every reader does not clear a 128 MiB window.
+func smallCompress(t testing.TB, name string, data []byte) []byte {
+	t.Helper()
+	if !strings.HasSuffix(name, ".zst") {
+		return compress(t, name, data)
+	}
+	zw, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zw.Close()
+	return zw.EncodeAll(data, nil)
 }
 
 // lineStart is the byte offset of line n (from 1) of data.
@@ -169,7 +189,7 @@ func FuzzReadStripes(f *testing.F) {
 	dir := f.TempDir()
 	file := filepath.Join(dir, "f.jsonl.zst")
 	f.Fuzz(func(t *testing.T, data []byte, stripe uint16, k uint8) {
-		if err := os.WriteFile(file, compress(t, file, data), 0o666); err != nil {
+		if err := os.WriteFile(file, smallCompress(t, file, data), 0o666); err != nil {
 			t.Fatal(err)
 		}
 		opt := ReadOptions{OnError: Skip}
