@@ -19,13 +19,13 @@ import (
 )
 
 // testStripeBytes is the stripe size of the striped tests: the compressed files of
-// stripedCorpus hold 2 to 50 stripes of it.
-const testStripeBytes = 16 << 10
+// stripedCorpus hold 1 to 50 stripes of it.
+const testStripeBytes = 8 << 10
 
 // stripedCorpus writes a corpus of compressed JSONL files to dir, tinyshakespeare
 // pieces of 100 to 1,500 bytes (every 13th document empty, every 29th line not JSON):
-// train = x.jsonl.zst (1,000 documents, about 60% of the bytes), y.jsonl.gz (300),
-// z.jsonl (60), val = v.json.gz (150), test = w.jsonl.zst (40).
+// train = x.jsonl.zst (500 documents, about half the bytes), y.jsonl.gz (250),
+// z.jsonl (30), val = v.json.gz (80), test = w.jsonl.zst (20).
 func stripedCorpus(t testing.TB, dir string) []SplitInputs {
 	t.Helper()
 	text := string(sharedtest.Read(t, "corpora/tinyshakespeare.txt"))
@@ -79,9 +79,9 @@ func stripedCorpus(t testing.TB, dir string) []SplitInputs {
 		return p
 	}
 	return []SplitInputs{
-		{Split: "train", Inputs: []string{write("x.jsonl.zst", jsonl(1000)), write("y.jsonl.gz", jsonl(300)), write("z.jsonl", jsonl(60))}},
-		{Split: "val", Inputs: []string{write("v.json.gz", jsonl(150))}},
-		{Split: "test", Inputs: []string{write("w.jsonl.zst", jsonl(40))}},
+		{Split: "train", Inputs: []string{write("x.jsonl.zst", jsonl(500)), write("y.jsonl.gz", jsonl(250)), write("z.jsonl", jsonl(30))}},
+		{Split: "val", Inputs: []string{write("v.json.gz", jsonl(80))}},
+		{Split: "test", Inputs: []string{write("w.jsonl.zst", jsonl(20))}},
 	}
 }
 
