@@ -74,7 +74,18 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		splitNames[k] = s.Split
 	}
 	part.part = &shards.PartInfo{Index: i, Count: w, Job: runJob, Splits: splitNames, Slice: slice}
+	var shared []string
+	for _, s := range slice {
+		for _, rg := range s.Ranges {
+			if rg.IsStriped() {
+				shared = append(shared, rg.String())
+			}
+		}
+	}
 	log.Info("partitioned run", "part", i, "of", w, "dir", part.where(), "input_bytes", sliceBytes(slice, size), "run_job", short(runJob))
+	if len(shared) > 0 {
+		log.Info("files shared with other parts: decompressing all of each, tokenizing these stripes", "part", i, "stripes", shared)
+	}
 	m, pstats, err := part.Run(ctx)
 	pstats.PartDir = stats.PartDir
 	if err == nil && pstats.AlreadyComplete {

@@ -73,7 +73,8 @@ type TokenizeRun struct {
 	// NumWorkers, when positive, makes the run part WorkerIndex (from 0) of a
 	// partitioned run of NumWorkers parts: one task of an array job (see
 	// ResolveArrayTask). The part reads its slice of the inputs (Partition: whole
-	// files, or line-aligned byte ranges of uncompressed JSONL files) and writes a
+	// files, line-aligned byte ranges of uncompressed JSONL files, or every k-th stripe
+	// of a compressed JSONL file it shares with k-1 other parts) and writes a
 	// dataset of its own in Dir/parts/part-IIIII-of-WWWWW (shards.PartDir), its
 	// manifest last, marked with shards.PartInfo; shards.MergeParts then lists every
 	// part's shards in Dir/manifest.json, in the order of a single-process run. A part
