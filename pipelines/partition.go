@@ -27,7 +27,7 @@ type SplitRanges struct {
 	Split  string           `json:"split"` // as in the manifest's shard entries ("" for an unsplit run)
 	Ranges []prep.FileRange `json:"ranges"`
 	// Inputs holds, for each range, the index of its file among the split's inputs.
-	Inputs []int `json:"inputs"`
+	Inputs []int `json:"inputs,omitempty"`
 }
 
 // sharedByStripes reports whether Partition may share file among several workers by
