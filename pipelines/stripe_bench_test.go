@@ -3,6 +3,7 @@
 package pipelines
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -43,7 +44,9 @@ func benchStripeBytes() int64 {
 //   - tok_MB/s_per_core: the tokenizer (GPT-2) alone on the texts, one core;
 //   - skip_per_tok: skip_MB/s / tok_MB/s_per_core, the number of cores whose
 //     tokenizing one skipping reader keeps up with;
-//   - zstd_ratio: the JSONL's size over the .jsonl.zst's.
+//   - zstd_ratio: the JSONL's size over the .jsonl.zst's;
+//   - gz_skip_MB/s: skip_MB/s for the same JSONL gzipped (.jsonl.gz, level 6), and
+//     gz_skip_per_tok.
 //
 // A worker that shares a file of n uncompressed bytes with k-1 others decompresses and
 // scans n bytes and tokenizes n/k: with c cores, about n/skip + n/(k·c·tok) of work
@@ -53,6 +56,8 @@ func BenchmarkStripeSkip(b *testing.B) {
 	corpus, size := benchJSONL(b)
 	zst := filepath.Join(b.TempDir(), "corpus.jsonl.zst")
 	compressZstd(b, corpus, zst)
+	gz := filepath.Join(b.TempDir(), "corpus.jsonl.gz")
+	compressGzip(b, corpus, gz)
 	ctx := context.Background()
 	var texts []string
 	var textBytes int64
@@ -66,7 +71,19 @@ func BenchmarkStripeSkip(b *testing.B) {
 	tok := gpt2(b)
 	// Owns stripe 2^30-1 only: none of this file's.
 	none := prep.Striped(zst, benchStripeBytes(), 1<<30, 1<<30-1)
-	var tDecode, tSkip, tParse, tTok time.Duration
+	gzNone := prep.Striped(gz, benchStripeBytes(), 1<<30, 1<<30-1)
+	skip := func(rg prep.FileRange) time.Duration {
+		t0 := time.Now()
+		st, err := prep.ReadRanges(ctx, []prep.FileRange{rg}, prep.ReadOptions{}, func(prep.Doc) error {
+			b.Fatal("a document of a stripe not owned")
+			return nil
+		})
+		if err != nil || st.Docs != 0 {
+			b.Fatalf("%+v %v", st, err)
+		}
+		return time.Since(t0)
+	}
+	var tDecode, tSkip, tGzSkip, tParse, tTok time.Duration
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -86,15 +103,8 @@ func BenchmarkStripeSkip(b *testing.B) {
 		f.Close()
 		tDecode += time.Since(t0)
 
-		t0 = time.Now()
-		st, err := prep.ReadRanges(ctx, []prep.FileRange{none}, prep.ReadOptions{}, func(prep.Doc) error {
-			b.Fatal("a document of a stripe not owned")
-			return nil
-		})
-		if err != nil || st.Docs != 0 {
-			b.Fatalf("%+v %v", st, err)
-		}
-		tSkip += time.Since(t0)
+		tSkip += skip(none)
+		tGzSkip += skip(gzNone)
 
 		t0 = time.Now()
 		var n int64
@@ -119,6 +129,27 @@ func BenchmarkStripeSkip(b *testing.B) {
 	if fi, err := os.Stat(zst); err == nil {
 		b.ReportMetric(float64(size)/float64(fi.Size()), "zstd_ratio")
 	}
+	b.ReportMetric(mbs(tGzSkip), "gz_skip_MB/s")
+	b.ReportMetric(mbs(tGzSkip)/mbs(tTok), "gz_skip_per_tok")
+}
+
+func compressGzip(b *testing.B, src, dst string) {
+	in, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	zw := gzip.NewWriter(out)
+	if _, err := zw.Write(in); err != nil {
+		b.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	out.Close()
 }
 
 // BenchmarkStripedParts runs the k parts (the -cpu flag's GOMAXPROCS workers each) that
