@@ -82,7 +82,7 @@ func runRanks(t testing.TB, ctx context.Context, cfg Config, comms []Collectives
 			}
 			results[r], errs[r] = tr.Train(rctx)
 			tr.Close()
-			if d, ok := c.(*dist.Comm); ok && errs[r] != nil && !errors.Is(errs[r], context.Canceled) && !errors.Is(errs[r], errOtherRankInterrupted) {
+			if d, ok := c.(*dist.Comm); ok && errs[r] != nil && !errors.Is(errs[r], context.Canceled) && !errors.Is(errs[r], ErrPeerInterrupted) {
 				d.Close(errs[r])
 			}
 		}()
@@ -231,7 +231,7 @@ func TestElasticResume(t *testing.T) {
 					}
 				}
 			})
-			if !errors.Is(errs[0], context.Canceled) || !errors.Is(errs[1], errOtherRankInterrupted) {
+			if !errors.Is(errs[0], context.Canceled) || !errors.Is(errs[1], ErrPeerInterrupted) {
 				t.Fatalf("interrupted run: %v", errs)
 			}
 			st, err := ReadState(context.Background(), filepath.Join(cfg.Out, CheckpointsDir, "step_00000007"))

@@ -275,4 +275,6 @@ func (r *bucketRun) wait() error {
 	return err
 }
 
-var errOtherRankInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")
+// ErrPeerInterrupted ends Train on the ranks that were not signalled themselves
+// when another rank was (SIGINT, SIGTERM): every rank stops after the same step.
+var ErrPeerInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")

@@ -293,7 +293,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			}
 			cause := context.Cause(ctx)
 			if cause == nil {
-				cause = errOtherRankInterrupted
+				cause = ErrPeerInterrupted
 			}
 			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, cause)
 		}

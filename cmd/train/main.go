@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cli.ExitOK
 	default:
 		if strings.HasPrefix(cmd, "-") {
-			return runTraining(ctx, args, stdout, stderr)
+			return runTraining(ctx, args, stdin, stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "train: unknown command %q\n\n", cmd)
 		printUsage(stderr)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"gptkit/internal/cli"
+	"gptkit/kernels"
 	"gptkit/train"
 )
 
@@ -77,9 +78,11 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"one JSON line: step, loss, val_loss, checkpoint, params, seconds."
 
 // runTraining implements `train [flags]`, the trainer.
-func runTraining(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := trainCommand()
 	configFile := c.Flags.String("config", "", "the YAML config `FILE` (e.g. configs/shakespeare-char.yaml)")
+	var df distFlags
+	df.register(c.Flags)
 	var flags []*cfgFlag
 	def := train.Default()
 	for _, f := range train.Fields() {
@@ -136,21 +139,67 @@ func runTraining(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := cfg.Validate(); err != nil {
 		return usage(trimPrefix(err.Error(), "train: "))
 	}
+	set := map[string]bool{}
+	c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := df.validate(set); err != nil {
+		return usage(err.Error())
+	}
+	switch {
+	case df.hostfile != "":
+		return runHostfile(ctx, &df, c.Flags, args, stdout, stderr)
+	case df.nprocPerNode > 0:
+		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
+	}
+
 	be, err := openBackend(cfg.Device, cfg.Threads)
 	if err != nil {
 		return usage(err.Error())
 	}
 
+	// One rank: this process (alone, or one of a job's ranks).
+	place, comm, err := joinJob(ctx, &df, set, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	var coll train.Collectives = train.Single{}
+	if comm != nil {
+		coll = withFault(comm, place)
+	}
+	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
+	if comm == nil {
+		if err != nil {
+			return trainFail(ctx, stderr, err)
+		}
+		return cli.ExitOK
+	}
+	if cerr := comm.Err(); cerr != nil && err != nil {
+		// The group failed: say why (the rank at fault), even if a signal came too.
+		comm.Close(err)
+		return cli.Fail(stderr, "train", cerr)
+	}
+	leave := err
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted) {
+		leave = nil // every rank stopped after the same step: a clean leave
+	}
+	comm.Close(leave)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	return cli.ExitOK
+}
+
+// trainRank trains on one rank (rank 0 prints the summary).
+func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) error {
 	var live *liveLine
 	var logOut io.Writer = stderr
-	if isTerminal(stderr) {
+	if isTerminal(stderr) && coll.Rank() == 0 {
 		live = newLiveLine(stderr, cfg.MaxSteps)
 		logOut = live
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
-	t, err := train.NewTrainer(ctx, cfg, be, train.Single{}, log)
+	t, err := train.NewTrainer(ctx, cfg, be, coll, log)
 	if err != nil {
-		return trainFail(ctx, stderr, err)
+		return err
 	}
 	defer t.Close()
 	if live != nil {
@@ -161,13 +210,16 @@ func runTraining(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		live.done()
 	}
 	if err != nil {
-		if ctx.Err() != nil && res != nil && res.Checkpoint != "" {
+		if res != nil && res.Checkpoint != "" && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
 			log.Info("interrupted", "step", res.Step, "checkpoint", res.Checkpoint)
 		}
-		return trainFail(ctx, stderr, err)
+		return err
 	}
 	if err := t.Close(); err != nil {
-		return trainFail(ctx, stderr, err)
+		return err
+	}
+	if coll.Rank() != 0 {
+		return nil
 	}
 	summary := struct {
 		Step       int      `json:"step"`
@@ -181,7 +233,7 @@ func runTraining(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Resumed: res.ResumedFrom, Params: res.Params, Seconds: math.Round(res.TrainedSeconds*100) / 100}
 	line, _ := json.Marshal(summary)
 	fmt.Fprintf(stdout, "%s\n", line)
-	return cli.ExitOK
+	return nil
 }
 
 func finite(x float64) *float64 {

@@ -223,6 +223,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 		for _, w := range workers {
 			if w.cmd.ProcessState == nil {
 				w.cmd.Process.Signal(sig)
+				if sig != syscall.SIGKILL {
+					w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
+				}
 			}
 		}
 		if !stopping && grace > 0 {

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"gptkit/internal/cli"
+	"gptkit/train"
+	"gptkit/train/dist"
+	"gptkit/train/launch"
+)
+
+// distFlags are the command line's data-parallel flags: the launcher's
+// (torchrun's names), a rank's own place, and the timeouts.
+type distFlags struct {
+	nprocPerNode int
+	nnodes       int
+	nodeRank     int
+	masterAddr   string
+	masterPort   int
+	maxRestarts  int
+	hostfile     string
+	ssh          string
+	remote       bool
+	rank         int
+	worldSize    int
+	timeout      time.Duration
+	heartbeat    time.Duration
+}
+
+// launcherOnly are the flags a launcher consumes; the ranks it starts get the
+// others (their place comes in torchrun's environment).
+var launcherOnly = []string{"nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "max-restarts", "hostfile", "ssh", "remote"}
+
+// hostfileOnly are the flags the hostfile launcher consumes; the remote launchers
+// get the others (and their node's flags).
+var hostfileOnly = []string{"nproc-per-node", "nnodes", "node-rank", "master-addr", "hostfile", "ssh", "remote", "master-port"}
+
+func (d *distFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&d.nprocPerNode, "nproc-per-node", 0, "launch `N` ranks on this node (as torchrun): each a process of this command with the other flags (0: train in this process)")
+	fs.IntVar(&d.nnodes, "nnodes", 1, "`NODES` in the job (start a launcher on each, with its --node-rank)")
+	fs.IntVar(&d.nodeRank, "node-rank", 0, "this node's `RANK` in [0, nnodes); node 0 hosts the rendezvous store")
+	fs.StringVar(&d.masterAddr, "master-addr", "", "node 0's `ADDRESS` (default: MASTER_ADDR, SLURM_NODELIST's first host, or 127.0.0.1)")
+	fs.IntVar(&d.masterPort, "master-port", dist.DefaultMasterPort, "the rendezvous store's `PORT` on node 0 (default: MASTER_PORT, else 29500)")
+	fs.IntVar(&d.maxRestarts, "max-restarts", 0, "restart the ranks up to `K` times after a failure; they resume from the newest checkpoint")
+	fs.StringVar(&d.hostfile, "hostfile", "", "start a launcher on every host of `FILE` (DeepSpeed/GPT-NeoX format: HOST slots=N per line) over ssh; the first host is the master")
+	fs.StringVar(&d.ssh, "ssh", "ssh", "the ssh `COMMAND` for --hostfile (words split at spaces, e.g. \"ssh -p 2222\")")
+	fs.BoolVar(&d.remote, "remote", false, "(set by --hostfile) read the job token from stdin's first line; stop when stdin closes")
+	fs.IntVar(&d.rank, "rank", -1, "this process's `RANK` when starting ranks by hand (with --world-size, --master-addr, --master-port and GPTKIT_JOB_TOKEN; default: RANK or SLURM_PROCID)")
+	fs.IntVar(&d.worldSize, "world-size", 0, "`RANKS` in the job when starting ranks by hand (default: WORLD_SIZE or SLURM_NTASKS)")
+	fs.DurationVar(&d.timeout, "dist-timeout", dist.DefaultTimeout, "bound on every data-parallel wait: the rendezvous, each collective (`DURATION`)")
+	fs.DurationVar(&d.heartbeat, "heartbeat-timeout", dist.DefaultHeartbeatTimeout, "a rank (or the store) silent this long is declared hung (`DURATION`)")
+}
+
+// dropFlags removes the named flags (and their values) from a command line.
+func dropFlags(fs *flag.FlagSet, args []string, names []string) []string {
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop[n] = true
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !drop[name] {
+			out = append(out, a)
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) {
+			i++ // its value
+		}
+	}
+	return out
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// validate checks the flags' combinations (a usage error otherwise).
+func (d *distFlags) validate(set map[string]bool) error {
+	switch {
+	case d.nprocPerNode < 0:
+		return fmt.Errorf("--nproc-per-node %d: want >= 0", d.nprocPerNode)
+	case d.hostfile != "" && d.nprocPerNode > 0:
+		return errors.New("--hostfile and --nproc-per-node: the hostfile's slots say how many ranks each node runs")
+	case d.hostfile == "" && d.nprocPerNode == 0 && (set["nnodes"] || set["node-rank"] || set["max-restarts"]):
+		return errors.New("--nnodes, --node-rank and --max-restarts are launcher flags: give --nproc-per-node too")
+	case (d.rank >= 0) != (d.worldSize > 0):
+		return errors.New("--rank and --world-size go together")
+	case d.rank >= 0 && d.nprocPerNode > 0:
+		return errors.New("--rank is a rank's own place; a launcher (--nproc-per-node) gives its ranks theirs")
+	case d.timeout <= 0 || d.heartbeat <= 0:
+		return errors.New("--dist-timeout and --heartbeat-timeout must be positive")
+	}
+	return nil
+}
+
+// runLauncher implements --nproc-per-node: this process starts the node's ranks.
+func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	self, err := os.Executable()
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	token := os.Getenv(dist.EnvToken)
+	var stop chan struct{}
+	if d.remote {
+		// Started by --hostfile over ssh: the token is stdin's first line, and the end of
+		// stdin (the ssh connection gone) stops this launcher.
+		br := bufio.NewReader(stdin)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return trainFail(ctx, stderr, fmt.Errorf("--remote: read the job token from stdin: %w", err))
+		}
+		token = strings.TrimSpace(line)
+		stop = make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, br)
+			close(stop)
+		}()
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	addr, port := d.masterAddr, d.masterPort
+	if addr == "" {
+		addr = os.Getenv("MASTER_ADDR")
+	}
+	err = launch.Run(context.WithoutCancel(ctx), launch.Config{
+		NProcPerNode: d.nprocPerNode, NNodes: d.nnodes, NodeRank: d.nodeRank, MasterAddr: addr, MasterPort: port,
+		MaxRestarts: d.maxRestarts, Token: token, Program: self, Args: dropFlags(fs, args, launcherOnly),
+		Stdout: stdout, Stderr: stderr, Signals: sigs, Stop: stop,
+		Timeout: d.timeout, HeartbeatTimeout: d.heartbeat, Logger: log,
+	})
+	if errors.Is(err, launch.ErrInterrupted) {
+		fmt.Fprintln(stderr, "train: interrupted")
+		return cli.ExitFailure
+	}
+	if err != nil {
+		return cli.Fail(stderr, "train", err)
+	}
+	return cli.ExitOK
+}
+
+// runHostfile implements --hostfile: a launcher on every host, over ssh.
+func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	data, err := os.ReadFile(d.hostfile)
+	if err != nil {
+		return trainFail(ctx, stderr, fmt.Errorf("--hostfile: %w", err))
+	}
+	hosts, err := launch.ParseHostfile(data, d.hostfile)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	sshCmd := strings.Fields(d.ssh)
+	if len(sshCmd) == 0 {
+		sshCmd = []string{"ssh"}
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	err = launch.RunHostfile(context.WithoutCancel(ctx), launch.HostfileConfig{
+		Hosts: hosts, MasterPort: d.masterPort, Token: os.Getenv(dist.EnvToken), SSH: sshCmd, Program: self,
+		Args: dropFlags(fs, args, hostfileOnly), Stdout: stdout, Stderr: stderr, Signals: sigs,
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
+	})
+	if errors.Is(err, launch.ErrInterrupted) {
+		fmt.Fprintln(stderr, "train: interrupted")
+		return cli.ExitFailure
+	}
+	if err != nil {
+		return cli.Fail(stderr, "train", err)
+	}
+	return cli.ExitOK
+}
+
+// joinJob finds this process's place (the flags, else torchrun's or SLURM's
+// environment) and, in a job of several ranks, joins it. It returns the
+// collectives and, when distributed, the communicator.
+func joinJob(ctx context.Context, d *distFlags, set map[string]bool, log *slog.Logger) (dist.Place, *dist.Comm, error) {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		return place, nil, err
+	}
+	if d.rank >= 0 {
+		place = dist.Place{Rank: d.rank, World: d.worldSize, LocalWorld: 1, MasterAddr: os.Getenv("MASTER_ADDR"),
+			MasterPort: d.masterPort, HostStore: d.rank == 0, Source: "flags"}
+	}
+	if set["master-addr"] {
+		place.MasterAddr = d.masterAddr
+	}
+	if set["master-port"] {
+		place.MasterPort = d.masterPort
+	}
+	if place.World > 1 && place.MasterAddr == "" {
+		place.MasterAddr = "127.0.0.1"
+	}
+	if place.World == 1 {
+		return place, nil, nil
+	}
+	token, derived := dist.Token(os.Getenv, place)
+	if derived {
+		log.Warn("no "+dist.EnvToken+": using a token derived from the job's id and master address; it keeps other jobs out, not someone who can read this job's environment", "source", place.Source)
+	}
+	comm, err := dist.Init(ctx, place, dist.Options{Token: token, Timeout: d.timeout, HeartbeatTimeout: d.heartbeat, Logger: log})
+	if err != nil {
+		return place, nil, err
+	}
+	// However the rank is busy when the group fails (a long step), the process ends
+	// within a bounded time, saying why.
+	go func() {
+		<-comm.Aborted()
+		time.Sleep(abortGrace)
+		fmt.Fprintf(os.Stderr, "train: %s\n", cli.OneLine(comm.Err().Error()))
+		os.Exit(cli.ExitFailure)
+	}()
+	return place, comm, nil
+}
+
+// abortGrace is how long a rank whose group failed may take to return the error
+// itself before it exits anyway.
+const abortGrace = 20 * time.Second
+
+// faultEnv makes a rank fail on purpose, for the tests of failure handling:
+// "ACTION:RANK:N" with ACTION kill (SIGKILL), stop (SIGSTOP: a hang) or fail (an
+// error) at the rank's N-th collective, in the first attempt only (a restarted
+// group runs clean).
+const faultEnv = "GPTKIT_TEST_FAULT"
+
+// withFault wraps coll as faultEnv says (coll itself without it).
+func withFault(coll train.Collectives, place dist.Place) train.Collectives {
+	spec := os.Getenv(faultEnv)
+	if spec == "" || place.RestartCount > 0 {
+		return coll
+	}
+	var action string
+	var rank, n int
+	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%s %d %d", &action, &rank, &n); err != nil || rank != coll.Rank() {
+		return coll
+	}
+	return &faulty{FullCollectives: train.Full(coll), action: action, at: n}
+}
+
+type faulty struct {
+	train.FullCollectives
+	action string
+	at, n  int
+}
+
+func (f *faulty) hit() error {
+	if f.n++; f.n != f.at {
+		return nil
+	}
+	switch f.action {
+	case "kill":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "stop":
+		// A hang: stopped, no heartbeats. (Stopped again should anything continue
+		// it: where a shell's job control continues stopped processes.)
+		for {
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return fmt.Errorf("%s: injected failure at collective %d", faultEnv, f.n)
+}
+
+func (f *faulty) AllReduceSum(ctx context.Context, buf []float32) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.FullCollectives.AllReduceSum(ctx, buf)
+}
+
+func (f *faulty) AllGather(ctx context.Context, buf []float32) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.FullCollectives.AllGather(ctx, buf)
+}
+
+func (f *faulty) ReduceScatterSum(ctx context.Context, buf []float32) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.FullCollectives.ReduceScatterSum(ctx, buf)
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gptkit/internal/cli"
+	"gptkit/train"
+)
+
+// mainEnv makes the test binary the train command (the launcher starts
+// os.Executable, which under test is this binary).
+const mainEnv = "GPTKIT_TRAIN_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		cli.Main(run)
+	}
+	os.Exit(m.Run())
+}
+
+// dpArgs is a small data-parallel run on the cpu kernels: batch samples per rank,
+// steps steps, a checkpoint every ckpt steps.
+func dpArgs(data, out string, batch, steps, ckpt int) []string {
+	return []string{"--data", data, "--out", out, "--device", "cpu", "--threads", "1", "--n-layer", "2", "--n-head", "2", "--n-embd", "32",
+		"--block-size", "16", "--batch-size", fmt.Sprint(batch), "--max-steps", fmt.Sprint(steps), "--lr", "1e-2", "--warmup-steps", "2",
+		"--lr-decay-steps", fmt.Sprint(steps), "--eval-every", "0", "--eval-steps", fmt.Sprint(8 / batch), "--checkpoint-every", fmt.Sprint(ckpt),
+		"--cache-dir", out + "-cache", "--dropout", "0"}
+}
+
+type procResult struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// trainProc runs the train command as a process (this test binary) with extra
+// environment, bounded by limit.
+func trainProc(t *testing.T, limit time.Duration, env []string, args ...string) procResult {
+	t.Helper()
+	return command(t, limit, env, os.Args[0], args...)
+}
+
+func command(t *testing.T, limit time.Duration, env []string, prog string, args ...string) procResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := procResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v: still running after %s: %v\nstderr:\n%s", prog, args, limit, err, r.stderr)
+	}
+	return r
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// closeLosses checks two runs' losses agree within a relative tolerance.
+func closeLosses(t *testing.T, got, want []train.Metrics, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d metric lines, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(got[i].Loss-want[i].Loss) / math.Abs(want[i].Loss); d > tol || got[i].Step != want[i].Step {
+			t.Errorf("step %d: loss %.9g, want %.9g (relative difference %.2g)", got[i].Step, got[i].Loss, want[i].Loss, d)
+		}
+	}
+}
+
+// TestLaunchNProcPerNode: --nproc-per-node 2 trains the same loss curve as one
+// process with the same global batch; stdout is rank 0's summary alone, and the
+// ranks' stderr lines carry their rank.
+func TestLaunchNProcPerNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	single := filepath.Join(t.TempDir(), "single")
+	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 20, 0)...); code != 0 {
+		t.Fatalf("single: %s", stderr)
+	}
+	out := filepath.Join(t.TempDir(), "dp")
+	r := trainProc(t, time.Minute, nil, append(dpArgs(data, out, 4, 20, 0), "--nproc-per-node", "2", "--master-port", freePort(t))...)
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	sum := parseSummary(t, r.stdout)
+	if sum.Step != 20 || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	for _, want := range []string{"[rank 0] ", "[rank 1] ", "msg=\"data parallel\""} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	closeLosses(t, readMetrics(t, out), readMetrics(t, single), 1e-5)
+}
+
+// TestRanksByHand: ranks started one by one with --rank and --world-size (and the
+// job token in the environment) find each other.
+func TestRanksByHand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "dp")
+	port := freePort(t)
+	env := []string{"GPTKIT_JOB_TOKEN=s3cret", "MASTER_ADDR=127.0.0.1"}
+	var wg sync.WaitGroup
+	results := make([]procResult, 2)
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[r] = trainProc(t, time.Minute, env, append(dpArgs(data, out, 4, 6, 0), "--rank", fmt.Sprint(r), "--world-size", "2", "--master-port", port)...)
+		}()
+	}
+	wg.Wait()
+	for r, res := range results {
+		if res.code != 0 {
+			t.Fatalf("rank %d: exit %d:\n%s", r, res.code, res.stderr)
+		}
+	}
+	if parseSummary(t, results[0].stdout).Step != 6 || results[1].stdout != "" {
+		t.Errorf("stdout: %q and %q", results[0].stdout, results[1].stdout)
+	}
+
+}
+
+// TestLaunchRankKilled: a rank killed in the middle of a step brings the whole
+// job down within seconds, with a message naming it; with --max-restarts 1 the job
+// finishes from the last checkpoint with the metrics of an uninterrupted run.
+func TestLaunchRankKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	straight := filepath.Join(t.TempDir(), "straight")
+	if r := trainProc(t, time.Minute, nil, append(dpArgs(data, straight, 4, 12, 4), "--nproc-per-node", "2", "--master-port", freePort(t))...); r.code != 0 {
+		t.Fatalf("uninterrupted: exit %d:\n%s", r.code, r.stderr)
+	}
+	// Rank 1's 40th collective is in step 7 or so (a few per step): after the checkpoint of step 4.
+	fault := []string{faultEnv + "=kill:1:40"}
+
+	out := filepath.Join(t.TempDir(), "killed")
+	r := trainProc(t, 2*time.Minute, fault, append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "2", "--master-port", freePort(t))...)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	last := lines[len(lines)-1]
+	if r.code != 1 || !strings.Contains(last, "rank 1 was killed by signal 9") && !strings.Contains(last, "rank 1 disconnected") {
+		t.Fatalf("exit %d, last line %q; want 1 and rank 1 named:\n%s", r.code, last, r.stderr)
+	}
+	if r.took > 60*time.Second {
+		t.Errorf("the job took %s to stop", r.took)
+	}
+	if !strings.Contains(r.stderr, "[rank 0] train: dist: rank 1 disconnected") {
+		t.Errorf("rank 0 did not say rank 1 disconnected:\n%s", r.stderr)
+	}
+	t.Logf("stopped after %s: %s", r.took.Round(time.Millisecond), last)
+
+	out = filepath.Join(t.TempDir(), "restarted")
+	r = trainProc(t, 2*time.Minute, fault, append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "2", "--master-port", freePort(t), "--max-restarts", "1")...)
+	if r.code != 0 || !strings.Contains(r.stderr, "restarting the group") {
+		t.Fatalf("with a restart: exit %d:\n%s", r.code, r.stderr)
+	}
+	sum := parseSummary(t, r.stdout)
+	if sum.Resumed == "" || sum.Step != 12 {
+		t.Errorf("summary %+v: want resumed to step 12", sum)
+	}
+	got, want := readMetrics(t, out), readMetrics(t, straight)
+	for i := range want {
+		g, w := got[i], want[i]
+		g.TokensPerS, w.TokensPerS = 0, 0
+		if (g.ValLoss == nil) != (w.ValLoss == nil) || g.ValLoss != nil && *g.ValLoss != *w.ValLoss {
+			t.Errorf("step %d: val_loss %v, want %v", w.Step, g.ValLoss, w.ValLoss)
+		}
+		g.ValLoss, w.ValLoss = nil, nil
+		if g != w {
+			t.Errorf("step %d: %+v, want %+v", w.Step, g, w)
+		}
+	}
+}
+
+// TestLaunchRankHangs: a rank that stops (SIGSTOP: no heartbeats) is named within
+// the heartbeat timeout and every process exits.
+func TestLaunchRankHangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "hung")
+	r := trainProc(t, 2*time.Minute, []string{faultEnv + "=stop:2:30"},
+		append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "3", "--master-port", freePort(t), "--heartbeat-timeout", "3s")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "rank 2 sent no heartbeat") {
+		t.Fatalf("exit %d; want 1 and rank 2 named:\n%s", r.code, r.stderr)
+	}
+	if r.took > 60*time.Second {
+		t.Errorf("the job took %s to stop", r.took)
+	}
+	t.Logf("stopped after %s", r.took.Round(time.Millisecond))
+}
+
+func TestDropFlags(t *testing.T) {
+	c := trainCommand()
+	var d distFlags
+	d.register(c.Flags)
+	c.Flags.String("data", "", "")
+	got := dropFlags(c.Flags, []string{"--data", "D", "--nproc-per-node", "2", "--nnodes=2", "--remote", "--master-port", "9", "--rank", "1", "--", "--ssh"}, launcherOnly)
+	if want := []string{"--data", "D", "--rank", "1", "--", "--ssh"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
