@@ -44,7 +44,9 @@ func benchTrainer(b *testing.B, cfg Config, vocab int) *Trainer {
 	be := cpu.New(cfg.Threads)
 	mc := cfg.Model(vocab)
 	mc.PaddedVocab = PaddedVocab(vocab)
-	model, err := NewModel(be, mc)
+	_, _, total := mc.Layout()
+	f := newFlat(total, 1, 0, false)
+	model, err := newModel(be, mc, f.padded)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,8 +56,8 @@ func benchTrainer(b *testing.B, cfg Config, vocab int) *Trainer {
 	B, T := cfg.BatchSize, cfg.BlockSize
 	model.Reserve(B, T, true)
 	src := randomSource{n: 1 << 40, seqLen: T, vocab: vocab}
-	return &Trainer{cfg: cfg, be: be, coll: Single{}, model: model,
-		m: be.Alloc(len(model.Params)), v: be.Alloc(len(model.Params)),
+	return &Trainer{cfg: cfg, be: be, coll: Single{}, model: model, flat: f,
+		m: be.Alloc(f.hi - f.lo), v: be.Alloc(f.hi - f.lo),
 		sampler: &loader.Sampler{Samples: src, World: 1, Micro: B, GradAccum: cfg.GradAccum},
 		batch:   make([]int32, 0, B*(T+1)), in: make([]int32, B*T), tgt: make([]int32, B*T)}
 }

@@ -20,10 +20,24 @@
 // gradients and the two AdamW moments mirror the layout. Activations are
 // allocated once for the micro-batch shape (B, T).
 //
-// Data parallelism: Run takes a Collectives (rank, world size, all-reduce,
-// broadcast, barrier). Each rank draws its share of every global micro-batch
-// from loader.Sampler, and a step all-reduces the flat gradient once, after
-// the last micro-batch. Single is the one-process implementation.
+// Data parallelism: Run takes a Collectives (train/dist's TCP ring on the CPU,
+// NCCL on GPUs, Single for one process). Rank 0 decides whether to resume, reads
+// the checkpoint and broadcasts the starting point (step, sample cursor, weights
+// and AdamW state), so the other ranks need not see its disk. Each rank draws its
+// share of every global micro-batch from loader.Sampler. During the last
+// micro-batch's backward pass the gradient is all-reduced bucket by bucket as the
+// layers finish (bucket_mb), overlapping the rest of the pass. With zero 1
+// (ZeRO stage 1) the gradient is reduce-scattered instead, each rank runs AdamW
+// on its shard of the flat buffers (so it holds 1/World of the AdamW state) and
+// the weights are all-gathered; results are the same as without. The loss is the
+// mean over the whole global batch (the ranks' sums and counts are gathered
+// exactly), the gradient norm is summed block by block in an order that does not
+// depend on the world size, the ranks agree before each step whether to stop (a
+// signal on one rank stops all after the same step), and every 100 steps and at
+// each checkpoint the ranks compare checksums of their weights: ranks that
+// diverged are an error. Only rank 0 writes (the sharded AdamW state is gathered
+// for a checkpoint, so checkpoints do not depend on the world size and a run can
+// resume on another number of ranks with the same global batch).
 //
 // Randomness: the initialization is seeded (PCG per tensor, keyed by the
 // tensor's name), and dropout masks are keyed by (seed, step, micro-step, rank,

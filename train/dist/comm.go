@@ -26,7 +26,10 @@ type Options struct {
 	HeartbeatInterval, HeartbeatTimeout time.Duration
 	// ChunkBytes is the ring's pipelining unit (0: DefaultChunkBytes).
 	ChunkBytes int
-	Logger     *slog.Logger
+	// TCPOnly links ranks of the same host over TCP too (by default they use a
+	// Unix socket, several times faster than TCP over loopback).
+	TCPOnly bool
+	Logger  *slog.Logger
 }
 
 // DefaultChunkBytes is the ring's default chunk: large enough for few system
@@ -153,6 +156,13 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 	}
 	defer ln.Close()
 	hello := message{Token: o.Token, Role: roleWorker, Rank: place.Rank, World: place.World, Node: place.NodeRank, Addr: ln.Addr().String()}
+	var uln net.Listener
+	if !o.TCPOnly {
+		if uln = listenLocal(); uln != nil {
+			defer uln.Close()
+			hello.Local = uln.Addr().String()
+		}
+	}
 	sc, ok, err := dialStore(ctx, storeAddr, host, hello, c.log)
 	if err != nil {
 		return err
@@ -164,7 +174,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 
 	// Wait for every rank.
 	var missing []int
-	var addrs []string
+	var addrs, locals []string
 	for addrs == nil {
 		select {
 		case m := <-sc.events:
@@ -175,7 +185,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 				if len(m.Addrs) != place.World {
 					return fmt.Errorf("dist: the store sent %d ring addresses for a world of %d", len(m.Addrs), place.World)
 				}
-				addrs, c.gen = m.Addrs, m.Gen
+				addrs, locals, c.gen = m.Addrs, m.Locals, m.Gen
 			case msgAbort, msgFatal:
 				return fmt.Errorf("dist: rendezvous: %s", m.Reason)
 			}
@@ -189,7 +199,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 				storeAddr, o.Timeout, ranksText(missing), place.Rank, place.World)
 		}
 	}
-	if err := c.link(ctx, ln, addrs, o.Token); err != nil {
+	if err := c.link(ctx, []net.Listener{ln, uln}, addrs, locals, o.Token); err != nil {
 		return err
 	}
 	c.wg.Add(1)
@@ -202,95 +212,138 @@ var ringMagic = [8]byte{'G', 'P', 'T', 'K', 'R', 'I', 'N', 'G'}
 
 const ringVersion = 1
 
-// link dials the next rank and accepts the previous one.
-func (c *Comm) link(ctx context.Context, ln net.Listener, addrs []string, token string) error {
+// link dials the next rank and accepts the previous one. A rank on the same host
+// (the same ring IP) is dialled on its Unix socket, when it has one.
+func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []string, token string) error {
 	prevRank := (c.rank - 1 + c.world) % c.world
 	nextRank := (c.rank + 1) % c.world
 	type result struct {
 		conn net.Conn
 		err  error
 	}
-	accepted := make(chan result, 1)
-	go func() {
-		for {
-			if dl, ok := ctx.Deadline(); ok {
-				ln.(*net.TCPListener).SetDeadline(dl)
-			}
-			conn, err := ln.Accept()
-			if err != nil {
-				accepted <- result{err: err}
+	accepted := make(chan result, len(lns))
+	acceptCtx, stopAccepting := context.WithCancel(ctx)
+	var live []net.Listener
+	for _, ln := range lns {
+		if ln == nil {
+			continue
+		}
+		live = append(live, ln)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					accepted <- result{err: err}
+					return
+				}
+				conn.SetDeadline(time.Now().Add(helloTimeout))
+				gen, from, err := readRingHello(conn, token)
+				if err == nil && (from != prevRank || gen != c.gen) {
+					err = fmt.Errorf("a ring link from rank %d of generation %d, want rank %d of generation %d", from, gen, prevRank, c.gen)
+				}
+				if err == nil {
+					_, err = conn.Write([]byte{'K'})
+				}
+				if err != nil {
+					c.log.Warn("dist: refused a ring connection", "remote", conn.RemoteAddr(), "err", err)
+					conn.Close()
+					continue
+				}
+				conn.SetDeadline(time.Time{})
+				accepted <- result{conn: conn}
 				return
 			}
-			conn.SetDeadline(time.Now().Add(helloTimeout))
-			gen, from, err := readRingHello(conn, token)
-			if err == nil && (from != prevRank || gen != c.gen) {
-				err = fmt.Errorf("a ring link from rank %d of generation %d, want rank %d of generation %d", from, gen, prevRank, c.gen)
-			}
-			if err == nil {
-				_, err = conn.Write([]byte{'K'})
-			}
-			if err != nil {
-				c.log.Warn("dist: refused a ring connection", "remote", conn.RemoteAddr(), "err", err)
-				conn.Close()
-				continue
-			}
-			conn.SetDeadline(time.Time{})
-			accepted <- result{conn: conn}
-			return
+		}()
+	}
+	// The listeners close when linking is over (or ctx ends), which ends the
+	// accepting goroutines.
+	go func() {
+		<-acceptCtx.Done()
+		for _, ln := range live {
+			ln.Close()
 		}
 	}()
+	defer stopAccepting()
 
+	dial := func(network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn.SetDeadline(time.Now().Add(helloTimeout))
+		err = writeRingHello(conn, c.gen, c.rank, token)
+		var ack [1]byte
+		if err == nil {
+			_, err = io.ReadFull(conn, ack[:])
+		}
+		if err == nil && ack[0] != 'K' {
+			err = errors.New("bad acknowledgement")
+		}
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn.SetDeadline(time.Time{})
+		return conn, nil
+	}
+	local := ""
+	if nextRank < len(locals) && locals[nextRank] != "" && sameHost(addrs[nextRank], addrs[c.rank]) {
+		local = locals[nextRank]
+	}
 	var next net.Conn
 	var lastErr error
 	for next == nil {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addrs[nextRank])
-		if err == nil {
-			conn.SetDeadline(time.Now().Add(helloTimeout))
-			err = writeRingHello(conn, c.gen, c.rank, token)
-			var ack [1]byte
-			if err == nil {
-				_, err = io.ReadFull(conn, ack[:])
+		var err error
+		if local != "" {
+			if next, err = dial("unix", local); err != nil {
+				c.log.Info("dist: the next rank's Unix socket failed; using TCP", "rank", nextRank, "err", err)
+				local = ""
+				continue
 			}
-			if err == nil && ack[0] != 'K' {
-				err = errors.New("bad acknowledgement")
-			}
-			if err == nil {
-				conn.SetDeadline(time.Time{})
-				next = conn
-				break
-			}
-			conn.Close()
+			break
+		}
+		if next, err = dial("tcp", addrs[nextRank]); err == nil {
+			break
 		}
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			ln.Close()
-			<-accepted
 			return fmt.Errorf("dist: rank %d cannot link to rank %d at %s: %v", c.rank, nextRank, addrs[nextRank], lastErr)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	var prev result
-	select {
-	case prev = <-accepted:
-	case <-ctx.Done():
-		ln.Close()
-		prev = <-accepted
-	}
-	if prev.err != nil {
-		next.Close()
-		return fmt.Errorf("dist: rank %d (at %s) did not link to rank %d within the timeout: %v", prevRank, addrs[prevRank], c.rank, prev.err)
+	for prev.conn == nil {
+		select {
+		case prev = <-accepted:
+		case <-ctx.Done():
+			prev.err = ctx.Err()
+		}
+		if prev.err != nil {
+			next.Close()
+			return fmt.Errorf("dist: rank %d (at %s) did not link to rank %d within the timeout: %v", prevRank, addrs[prevRank], c.rank, prev.err)
+		}
 	}
 	for _, conn := range []net.Conn{next, prev.conn} {
 		tuneConn(conn)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetReadBuffer(4 << 20)
-			tc.SetWriteBuffer(4 << 20)
+		if bc, ok := conn.(interface {
+			SetReadBuffer(int) error
+			SetWriteBuffer(int) error
+		}); ok {
+			bc.SetReadBuffer(4 << 20)
+			bc.SetWriteBuffer(4 << 20)
 		}
 	}
 	c.next, c.prev = next, prev.conn
 	return nil
+}
+
+// sameHost reports whether two ring addresses are on the same IP.
+func sameHost(a, b string) bool {
+	ha, _, err1 := net.SplitHostPort(a)
+	hb, _, err2 := net.SplitHostPort(b)
+	return err1 == nil && err2 == nil && ha == hb
 }
 
 func writeRingHello(w io.Writer, gen, rank int, token string) error {

@@ -99,6 +99,7 @@ type peer struct {
 	rank     int
 	node     int
 	addr     string
+	local    string
 	gen      int
 	lastSeen time.Time
 	seq      int64
@@ -291,7 +292,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 	if h.Version != protocolVersion {
 		return nil, fmt.Errorf("protocol version %d, this store speaks %d (mixed gptkit versions?)", h.Version, protocolVersion)
 	}
-	p := &peer{conn: conn, w: w, role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, lastSeen: time.Now()}
+	p := &peer{conn: conn, w: w, role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -378,17 +379,17 @@ func (s *Server) tellWaiting() {
 }
 
 func (s *Server) startGen() {
-	addrs := make([]string, s.cfg.World)
+	addrs, locals := make([]string, s.cfg.World), make([]string, s.cfg.World)
 	now := time.Now()
 	for r, p := range s.members {
-		addrs[r] = p.addr
+		addrs[r], locals[r] = p.addr, p.local
 		p.lastSeen = now
 	}
 	s.running = true
 	s.log.Info("store: generation starts", "gen", s.gen, "world", s.cfg.World)
 	for p := range s.peers {
 		if p.role == roleAgent || s.members[p.rank] == p {
-			p.w.write(message{Type: msgStart, Gen: s.gen, Addrs: addrs})
+			p.w.write(message{Type: msgStart, Gen: s.gen, Addrs: addrs, Locals: locals})
 		}
 	}
 	s.emit(Event{Kind: EventStart, Gen: s.gen, Rank: -1})

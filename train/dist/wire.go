@@ -54,6 +54,8 @@ type message struct {
 	Addr    string   `json:"addr,omitempty"`
 	Gen     int      `json:"gen"`
 	Addrs   []string `json:"addrs,omitempty"`
+	Local   string   `json:"local,omitempty"`  // hello: the rank's same-host (Unix socket) ring address
+	Locals  []string `json:"locals,omitempty"` // start: every rank's Local
 	Missing []int    `json:"missing,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	Seq     int64    `json:"seq,omitempty"`
