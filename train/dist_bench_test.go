@@ -114,7 +114,7 @@ func BenchmarkDataParallelStep(b *testing.B) {
 			b.ReportMetric(float64(per.Microseconds())/1000, "ms/step")
 			b.ReportMetric(cpu*1000, "cpu_ms/step/rank")
 			b.ReportMetric((cpu-oneCPU)*1000, "comm_cpu_ms/step/rank")
-			b.ReportMetric(float64((per - one).Microseconds())/1000, "overhead_ms/step")
+			b.ReportMetric(float64((per-one).Microseconds())/1000, "overhead_ms/step")
 			b.ReportMetric(float64(per-one)/float64(per)*100, "overhead_%")
 			if v.bucketMB > 0 {
 				b.ReportMetric(float64(ts[0].commWait.Microseconds())/1000/float64(b.N), "bucket_wait_ms/step")
