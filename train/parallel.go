@@ -24,12 +24,13 @@ type flat struct {
 	lo, hi int // this rank's slice of the AdamW state: its shard (ZeRO-1) or [0, padded)
 }
 
-// normBlock is the gradient norm's block for a buffer of n floats: about n/64,
-// a power of two in [256, 65536]. It depends on n alone, so the norm's bits do not
-// depend on the world size.
+// normBlock is the gradient norm's block for a buffer of n floats: the power of
+// two at or above n/128, in [256, 4M] (about 128 blocks: few calls of the
+// backend's SumSquares, and shards for up to 128 ranks). It depends on n alone, so
+// the norm's bits do not depend on the world size.
 func normBlock(n int) int {
 	b := 256
-	for b < 65536 && b*64 < n {
+	for b < 1<<22 && b*128 < n {
 		b *= 2
 	}
 	return b
