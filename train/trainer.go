@@ -393,6 +393,7 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 		model.Backward(dloss)
 		model.gradsDone = nil
 	}
+	be.Sync() // the collectives may read the gradient from the host
 	var err error
 	switch {
 	case run != nil:
