@@ -192,7 +192,7 @@ exec ip netns exec "$ns" sh -c "$*"
 	}
 }
 
-// TestSrun: `srun -n 2 bin/train ...` on a real (single-node) SLURM trains with no
+// TestSrun: `srun -n 4 bin/train ...` on a real (single-node) SLURM trains with no
 // launcher flags: the ranks read SLURM's environment.
 func TestSrun(t *testing.T) {
 	if testing.Short() {
@@ -207,7 +207,7 @@ func TestSrun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "srun")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := c.Command(ctx, "srun", append([]string{"-n", "2", "--kill-on-bad-exit=1", os.Args[0]}, dpArgs(data, out, 4, 12, 4)...)...)
+	cmd := c.Command(ctx, "srun", append([]string{"-n", "4", "--kill-on-bad-exit=1", os.Args[0]}, dpArgs(data, out, 2, 12, 4)...)...)
 	cmd.Env = append(cmd.Env, mainEnv+"=1", "MASTER_PORT="+freePort(t))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -2,6 +2,10 @@
 // reference of gptkit's trainers:
 //
 //	train --data DATA [--config FILE] [--out DIR] [flags]   train (see configs/ and train -h)
+//	train ... --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] [--max-restarts K]
+//	                                                        data-parallel: launch N ranks on this node
+//	train ... --hostfile FILE                               a launcher on every host of FILE, over ssh
+//	srun -n W train ...                                     data-parallel under SLURM (one task per rank)
 //	train sample --ckpt DIR --prompt TEXT [--max-new-tokens N --temperature T --top-k K --seed S]
 //	train score --ckpt DIR --tokens FILE                    mean next-token loss, {"loss": X}
 //	train export --ckpt DIR --format hf --out DIR2          a Hugging Face GPT-2 directory
@@ -61,7 +65,9 @@ func printUsage(w io.Writer) {
        train COMMAND [flags]
 
 Trains GPT models on gptkit datasets (nanoGPT's GPT-2 and recipe, on the CPU).
-With flags and no command it trains (train -h lists the flags).
+With flags and no command it trains (train -h lists the flags); with --nproc-per-node N
+(and --nnodes, --node-rank, --master-addr, --master-port) or --hostfile FILE it trains
+data-parallel, and so it does when started by srun or torchrun.
 
 Commands:
   sample    generate text from a checkpoint

@@ -75,7 +75,13 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT\n" +
 	"or SIGTERM saves a checkpoint and exits (status 1). On a terminal a progress line shows\n" +
 	"the steps; otherwise stderr gets a log line every --log-every steps. When done, stdout gets\n" +
-	"one JSON line: step, loss, val_loss, checkpoint, params, seconds."
+	"one JSON line: step, loss, val_loss, checkpoint, params, seconds.\n\n" +
+	"Data-parallel: --nproc-per-node N starts N ranks on this node (torchrun's flags and\n" +
+	"environment; --nnodes, --node-rank, --master-addr, --master-port for several nodes, with\n" +
+	"the same GPTKIT_JOB_TOKEN on each), --hostfile FILE starts every node over ssh, and under\n" +
+	"srun each task is a rank. The global batch is batch_size x grad_accum x ranks; the loss is\n" +
+	"its mean. Each rank's stderr lines start with [rank R]; a failed or hung rank stops them\n" +
+	"all, named; --max-restarts K restarts them from the newest checkpoint."
 
 // runTraining implements `train [flags]`, the trainer.
 func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
