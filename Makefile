@@ -30,7 +30,8 @@ FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRou
 	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
-	cmd/train:FuzzParseTokenArrays
+	cmd/train:FuzzParseTokenArrays train/dist:FuzzParseNodeList train/dist:FuzzParseTasksPerNode \
+	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$pkg $$fn"; \

@@ -30,6 +30,8 @@ func TestImportDirection(t *testing.T) {
 		"gptkit/train/safetensors": {},
 		"gptkit/train/hfgpt2":      {"gptkit/train/safetensors"},
 		"gptkit/train/plot":        {},
+		"gptkit/train/dist":        {},
+		"gptkit/train/launch":      {"gptkit/train/dist"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
