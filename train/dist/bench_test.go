@@ -3,55 +3,134 @@ package dist
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// BenchmarkAllReduce measures the ring all-reduce between ranks of this process,
-// over loopback TCP (tcp) and over the Unix sockets same-host ranks use (local),
-// for 1, 10 and 100 MB buffers on 2 and 4 ranks. It reports the
+// BenchmarkAllReduce measures the ring all-reduce between ranks that are
+// separate processes, as in a training run (this process is rank 0; the others
+// are this test binary started again), over loopback TCP (tcp), over Unix
+// sockets (unix) and over the shared-memory rings that same-host ranks use by
+// default (shm), for 1, 10 and 100 MB buffers on 2 and 4 ranks. It reports the
 // bus bandwidth (NCCL's busbw: 2(W-1)/W · bytes / time, what each link carries per
 // second), the memcpy bandwidth of the same buffer measured in the same run, and
 // their ratio (the goal: at least 0.5).
 //
 //	go test ./train/dist -run '^$' -bench BenchmarkAllReduce -benchtime 5x
 func BenchmarkAllReduce(b *testing.B) {
-	for _, transport := range []string{"tcp", "local"} {
+	for _, transport := range []string{"tcp", "unix", "shm"} {
 		for _, world := range []int{2, 4} {
 			for _, mb := range []int{1, 10, 100} {
 				b.Run(fmt.Sprintf("%s-w%d-%dMB", transport, world, mb), func(b *testing.B) {
-					benchAllReduce(b, world, mb, transport == "tcp")
+					benchAllReduce(b, world, mb, transport)
 				})
 			}
 		}
 	}
 }
 
-func benchAllReduce(b *testing.B, world, mb int, tcpOnly bool) {
+// benchOptions are the communicator options of a benchmark transport.
+func benchOptions(transport string) Options {
+	return Options{Token: testToken, Timeout: time.Minute, TCPOnly: transport == "tcp", NoSharedMemory: transport == "unix"}
+}
+
+func benchAllReduce(b *testing.B, world, mb int, transport string) {
 	n := mb << 20 / 4
-	comms := startGroup(b, world, Options{Timeout: time.Minute, TCPOnly: tcpOnly}, ServerConfig{})
-	bufs := randomBufs(world, n, 1)
-	ctx := context.Background()
-	step := func() {
-		if err := errorsOf(each(comms, func(r int, c *Comm) error { return c.AllReduceSum(ctx, bufs[r]) })); err != nil {
+	_, port := startStore(b, world, ServerConfig{})
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var helpers []*exec.Cmd
+	for r := 1; r < world; r++ {
+		cmd := exec.Command(exe, "-test.run", "^TestBenchmarkRank$")
+		cmd.Env = append(os.Environ(), "GPTKIT_DIST_BENCH="+fmt.Sprintf("%d,%d,%d,%d,%d,%s", r, world, port, n, b.N, transport))
+		cmd.Stderr = os.Stderr // (its stdout, the test verdict, is dropped)
+		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		helpers = append(helpers, cmd)
 	}
-	step() // warm up: connections, scratch, page faults
-	b.SetBytes(int64(n) * 4)
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		step()
+	o := benchOptions(transport)
+	o.Logger = testLogger(b)
+	c, err := Init(context.Background(), Place{Rank: 0, World: world, MasterAddr: "127.0.0.1", MasterPort: port, StoreHostedByLauncher: true}, o)
+	if err != nil {
+		b.Fatal(err)
 	}
-	secs := time.Since(start).Seconds() / float64(b.N)
-	b.StopTimer()
+	buf := randomBufs(1, n, 1)[0]
+	secs, err := timeAllReduces(c, buf, b.N)
+	c.Close(err)
+	for _, h := range helpers {
+		if werr := h.Wait(); werr != nil && err == nil {
+			err = fmt.Errorf("a helper rank: %w", werr)
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	bytes := float64(n) * 4
 	busbw := 2 * float64(world-1) / float64(world) * bytes / secs / 1e9
-	copyBW := memcpyBandwidth(bufs[0], bufs[1])
+	copyBW := memcpyBandwidth(make([]float32, n), buf)
+	b.ReportMetric(secs*1e9, "ns/allreduce")
 	b.ReportMetric(busbw, "busbw_GB/s")
 	b.ReportMetric(copyBW, "memcpy_GB/s")
 	b.ReportMetric(busbw/copyBW, "busbw/memcpy")
+}
+
+// timeAllReduces runs one all-reduce to warm up (links, page faults) and a
+// barrier, then times count all-reduces: the seconds of one.
+func timeAllReduces(c *Comm, buf []float32, count int) (float64, error) {
+	ctx := context.Background()
+	if err := c.AllReduceSum(ctx, buf); err != nil {
+		return 0, err
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range count {
+		if err := c.AllReduceSum(ctx, buf); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start).Seconds() / float64(count), nil
+}
+
+// TestBenchmarkRank is a helper rank of BenchmarkAllReduce (a no-op otherwise).
+func TestBenchmarkRank(t *testing.T) {
+	spec := os.Getenv("GPTKIT_DIST_BENCH")
+	if spec == "" {
+		t.Skip("a helper process of BenchmarkAllReduce")
+	}
+	var v [5]int
+	var transport string
+	parts := strings.Split(spec, ",")
+	if len(parts) != 6 {
+		t.Fatalf("GPTKIT_DIST_BENCH=%q", spec)
+	}
+	for i := range v {
+		var err error
+		if v[i], err = strconv.Atoi(parts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	transport = parts[5]
+	rank, world, port, n, count := v[0], v[1], v[2], v[3], v[4]
+	o := benchOptions(transport)
+	o.Logger = testLogger(t)
+	c, err := Init(context.Background(), Place{Rank: rank, World: world, MasterAddr: "127.0.0.1", MasterPort: port, StoreHostedByLauncher: true}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = timeAllReduces(c, randomBufs(1, n, uint64(rank+1))[0], count)
+	c.Close(err)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // memcpyBandwidth is copy's bandwidth on buffers of this size (bytes read per

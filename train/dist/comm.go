@@ -27,9 +27,12 @@ type Options struct {
 	// ChunkBytes is the ring's pipelining unit (0: DefaultChunkBytes).
 	ChunkBytes int
 	// TCPOnly links ranks of the same host over TCP too (by default they use a
-	// Unix socket, several times faster than TCP over loopback).
+	// Unix socket, and a shared-memory ring beside it).
 	TCPOnly bool
-	Logger  *slog.Logger
+	// NoSharedMemory keeps the data of same-host links on the Unix socket's
+	// stream instead of a shared-memory ring (for comparisons).
+	NoSharedMemory bool
+	Logger         *slog.Logger
 }
 
 // DefaultChunkBytes is the ring's default chunk: large enough for few system
@@ -70,17 +73,18 @@ func (o *Options) defaults() {
 type Comm struct {
 	rank, world int
 	gen         int
-	next, prev  net.Conn
-	chunk       int // floats per chunk
+	next, prev  net.Conn // the links' connections
+	out         sender   // data to the next rank (over next, or shared memory)
+	in          receiver // data from the previous rank
+	chunk       int      // floats per chunk
 	timeout     time.Duration
 	store       *storeClient
 	server      *Server
 	log         *slog.Logger
 
-	mu      sync.Mutex // one collective at a time
-	seq     atomic.Int64
-	in      atomic.Bool
-	scratch []float32
+	mu   sync.Mutex // one collective at a time
+	seq  atomic.Int64
+	busy atomic.Bool
 
 	abortMu  sync.Mutex
 	abortErr error
@@ -169,7 +173,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 	}
 	c.store = sc
 	c.gen = ok.Gen
-	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, func() (int64, bool) { return c.seq.Load(), c.in.Load() })
+	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, func() (int64, bool) { return c.seq.Load(), c.busy.Load() })
 	c.log.Info("joined the rendezvous", "rank", place.Rank, "world", place.World, "store", storeAddr, "ring_addr", hello.Addr, "gen", ok.Gen)
 
 	// Wait for every rank.
@@ -199,7 +203,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 				storeAddr, o.Timeout, ranksText(missing), place.Rank, place.World)
 		}
 	}
-	if err := c.link(ctx, []net.Listener{ln, uln}, addrs, locals, o.Token); err != nil {
+	if err := c.link(ctx, []net.Listener{ln, uln}, addrs, locals, o.Token, !o.NoSharedMemory); err != nil {
 		return err
 	}
 	c.wg.Add(1)
@@ -210,11 +214,11 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 // The ring links' hello: magic, version, generation, the dialing rank, the token.
 var ringMagic = [8]byte{'G', 'P', 'T', 'K', 'R', 'I', 'N', 'G'}
 
-const ringVersion = 1
+const ringVersion = 2 // 2: the link-kind byte after the hello on Unix sockets
 
 // link dials the next rank and accepts the previous one. A rank on the same host
 // (the same ring IP) is dialled on its Unix socket, when it has one.
-func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []string, token string) error {
+func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []string, token string, shared bool) error {
 	prevRank := (c.rank - 1 + c.world) % c.world
 	nextRank := (c.rank + 1) % c.world
 	type result struct {
@@ -336,7 +340,52 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		}
 	}
 	c.next, c.prev = next, prev.conn
+	// Over a Unix socket the dialing side offers a shared-memory ring; both sides
+	// write before they read, so the order cannot deadlock.
+	out, err := newSender(next, shared)
+	if err == nil {
+		c.out = out
+		c.in, err = newReceiver(prev.conn)
+	}
+	if err != nil {
+		c.shutdownLinks()
+		return fmt.Errorf("dist: rank %d: set up the links to rank %d and from rank %d: %v", c.rank, nextRank, prevRank, err)
+	}
 	return nil
+}
+
+// releaseRings unmaps the shared-memory rings once no collective uses them (the
+// links are shut down, so one under way returns promptly; if it does not within
+// a few seconds, the mappings are left for the process's exit).
+func (c *Comm) releaseRings() {
+	start := time.Now()
+	for !c.mu.TryLock() {
+		if time.Since(start) > 5*time.Second {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	defer c.mu.Unlock()
+	for _, l := range []any{c.out, c.in} {
+		if r, ok := l.(interface{ release() }); ok {
+			r.release()
+		}
+	}
+}
+
+// shutdownLinks closes the ring links, so that a collective under way returns.
+func (c *Comm) shutdownLinks() {
+	for _, conn := range []net.Conn{c.next, c.prev} {
+		if conn != nil {
+			conn.Close()
+		}
+	}
+	if c.out != nil {
+		c.out.shutdown()
+	}
+	if c.in != nil {
+		c.in.shutdown()
+	}
 }
 
 // sameHost reports whether two ring addresses are on the same IP.
@@ -430,11 +479,7 @@ func (c *Comm) abort(err error, report bool) {
 	if report && c.store != nil {
 		c.store.send(message{Type: msgFail, Reason: err.Error()})
 	}
-	for _, conn := range []net.Conn{c.next, c.prev} {
-		if conn != nil {
-			conn.Close()
-		}
-	}
+	c.shutdownLinks()
 }
 
 // Err returns the error that aborted the communicator, or nil.
@@ -478,15 +523,12 @@ func (c *Comm) Close(failure error) error {
 		c.abortErr = errClosed // (Aborted stays open: this is no failure)
 	}
 	c.abortMu.Unlock()
-	for _, conn := range []net.Conn{c.next, c.prev} {
-		if conn != nil {
-			conn.Close()
-		}
-	}
+	c.shutdownLinks()
 	if c.store != nil {
 		c.store.close()
 	}
 	c.wg.Wait()
+	c.releaseRings()
 	if c.server != nil {
 		wait := 30 * time.Second
 		if failure != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -173,8 +172,8 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 		return err
 	}
 	seq := c.seq.Add(1)
-	c.in.Store(true)
-	defer c.in.Store(false)
+	c.busy.Store(true)
+	defer c.busy.Store(false)
 	name := opName(op)
 
 	// The watch: the timeout (reported to the store, which names the ranks that
@@ -298,7 +297,7 @@ func (c *Comm) sendSteps(op uint32, seq int64, buf []float32, parts int, steps [
 	binary.LittleEndian.PutUint32(h[4:], op)
 	binary.LittleEndian.PutUint64(h[8:], uint64(seq))
 	binary.LittleEndian.PutUint64(h[16:], uint64(len(buf)))
-	if _, err := c.next.Write(h[:]); err != nil {
+	if err := c.out.send(h[:]); err != nil {
 		return err
 	}
 	for t, st := range steps {
@@ -315,7 +314,7 @@ func (c *Comm) sendSteps(op uint32, seq int64, buf []float32, parts int, steps [
 					return errors.New("receiving failed")
 				}
 			}
-			if _, err := c.next.Write(floatBytes(buf[p:min(hi, p+c.chunk)])); err != nil {
+			if err := c.out.send(floatBytes(buf[p:min(hi, p+c.chunk)])); err != nil {
 				return err
 			}
 			x.sent.Add(1)
@@ -337,7 +336,7 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 		return nil
 	}
 	var h [24]byte
-	if _, err := io.ReadFull(c.prev, h[:]); err != nil {
+	if err := c.in.recv(h[:]); err != nil {
 		return err
 	}
 	gotOp, gotSeq, gotN := binary.LittleEndian.Uint32(h[4:]), int64(binary.LittleEndian.Uint64(h[8:])), binary.LittleEndian.Uint64(h[16:])
@@ -347,9 +346,6 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 	if gotOp != op || gotSeq != seq || gotN != uint64(len(buf)) {
 		return protocolError{fmt.Sprintf("ranks disagree: the previous rank runs collective #%d (%s of %d floats), this rank #%d (%s of %d floats)",
 			gotSeq, opName(gotOp), gotN, seq, opName(op), len(buf))}
-	}
-	if len(c.scratch) < c.chunk {
-		c.scratch = make([]float32, c.chunk)
 	}
 	for t, st := range steps {
 		if st.recv < 0 {
@@ -369,20 +365,17 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 					<-x.notify
 				}
 			}
-			if st.mode == recvCopy {
-				if _, err := io.ReadFull(c.prev, floatBytes(dst)); err != nil {
-					return err
-				}
-			} else {
-				in := c.scratch[:q-p]
-				if _, err := io.ReadFull(c.prev, floatBytes(in)); err != nil {
-					return err
-				}
-				if st.mode == recvAddAvg {
-					addDiv(dst, in, float32(c.world))
-				} else {
-					add(dst, in)
-				}
+			var err error
+			switch st.mode {
+			case recvCopy:
+				err = c.in.recv(floatBytes(dst))
+			case recvAddAvg:
+				err = c.in.recvAdd(dst, float32(c.world))
+			default:
+				err = c.in.recvAdd(dst, 0)
+			}
+			if err != nil {
+				return err
 			}
 			if post {
 				x.ready <- struct{}{}

@@ -138,79 +138,121 @@ func clone(bufs [][]float32) [][]float32 {
 	return out
 }
 
-// TestCollectives: every collective on 2, 3 and 4 ranks, over lengths that leave
-// segments empty, fit one chunk or span several, gives the ring's sums bit for bit
-// on every rank.
+// transports are the ways ranks can be linked: TCP, Unix socket streams, and the
+// shared-memory rings of same-host ranks (the default).
+var transports = []struct {
+	name string
+	o    Options
+}{{"tcp", Options{TCPOnly: true}}, {"unix", Options{NoSharedMemory: true}}, {"shm", Options{}}}
+
+// TestCollectives: every collective on 2, 3 and 4 ranks, over every transport and
+// lengths that leave segments empty, fit one chunk or span several, gives the
+// ring's sums bit for bit on every rank.
 func TestCollectives(t *testing.T) {
-	for _, world := range []int{2, 3, 4} {
-		t.Run(fmt.Sprint(world), func(t *testing.T) {
-			comms := startGroup(t, world, Options{ChunkBytes: 64, Timeout: 30 * time.Second}, ServerConfig{})
-			ctx := context.Background()
-			for _, n := range []int{0, 1, world - 1, world, 17, 100, 1000, 4099} {
-				in := randomBufs(world, n, uint64(n))
+	for _, tr := range transports {
+		for _, world := range []int{2, 3, 4} {
+			t.Run(fmt.Sprint(tr.name, "-", world), func(t *testing.T) {
+				o := tr.o
+				o.ChunkBytes, o.Timeout = 64, 30*time.Second
+				testCollectives(t, world, o)
+			})
+		}
+	}
+}
 
-				bufs := clone(in)
-				mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceSum(ctx, bufs[r]) })
-				for i := range n {
-					want := ringSum(in, i, world)
-					for r := range world {
-						if math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
-							t.Fatalf("n %d: all-reduce sum: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
-						}
-					}
-				}
-
-				bufs = clone(in)
-				mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceAvg(ctx, bufs[r]) })
-				for i := range n {
-					want := ringSum(in, i, world) / float32(world)
-					for r := range world {
-						if math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
-							t.Fatalf("n %d: all-reduce avg: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
-						}
-					}
-				}
-
-				for root := range world {
-					bufs = clone(in)
-					mustEach(t, comms, func(r int, c *Comm) error { return c.Broadcast(ctx, bufs[r], root) })
-					for r := range world {
-						for i := range n {
-							if math.Float32bits(bufs[r][i]) != math.Float32bits(in[root][i]) {
-								t.Fatalf("n %d: broadcast from %d: rank %d [%d] = %g, want %g", n, root, r, i, bufs[r][i], in[root][i])
+// TestLargeAllReduce: buffers several times the shared ring, of lengths that are
+// no multiple of anything, with the default chunk, on every transport.
+func TestLargeAllReduce(t *testing.T) {
+	for _, tr := range transports {
+		for _, world := range []int{2, 3} {
+			t.Run(fmt.Sprint(tr.name, "-", world), func(t *testing.T) {
+				o := tr.o
+				o.Timeout = 30 * time.Second
+				comms := startGroup(t, world, o, ServerConfig{})
+				for _, n := range []int{3<<20 + 7, 1<<20 + 1} {
+					in := randomBufs(world, n, uint64(n))
+					bufs := clone(in)
+					mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceSum(context.Background(), bufs[r]) })
+					for i := range n {
+						want := ringSum(in, i, world)
+						for r := range world {
+							if math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
+								t.Fatalf("n %d: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
 							}
 						}
 					}
 				}
+			})
+		}
+	}
+}
 
-				if n%world == 0 {
-					bufs = clone(in)
-					mustEach(t, comms, func(r int, c *Comm) error { return c.ReduceScatterSum(ctx, bufs[r]) })
-					for r := range world {
-						lo, hi := segment(n, world, r)
-						for i := lo; i < hi; i++ {
-							if want := ringSum(in, i, world); math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
-								t.Fatalf("n %d: reduce-scatter: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
-							}
-						}
-					}
-					bufs = clone(in)
-					mustEach(t, comms, func(r int, c *Comm) error { return c.AllGather(ctx, bufs[r]) })
-					for r := range world {
-						for i := range n {
-							owner := i / (n / world)
-							if math.Float32bits(bufs[r][i]) != math.Float32bits(in[owner][i]) {
-								t.Fatalf("n %d: all-gather: rank %d [%d] = %g, want rank %d's %g", n, r, i, bufs[r][i], owner, in[owner][i])
-							}
-						}
-					}
-				} else if err := comms[0].ReduceScatterSum(ctx, in[0]); err == nil {
-					t.Errorf("reduce-scatter of %d floats over %d ranks: no error", n, world)
+func testCollectives(t *testing.T, world int, o Options) {
+	comms := startGroup(t, world, o, ServerConfig{})
+	ctx := context.Background()
+	for _, n := range []int{0, 1, world - 1, world, 17, 100, 1000, 4099} {
+		in := randomBufs(world, n, uint64(n))
+
+		bufs := clone(in)
+		mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceSum(ctx, bufs[r]) })
+		for i := range n {
+			want := ringSum(in, i, world)
+			for r := range world {
+				if math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
+					t.Fatalf("n %d: all-reduce sum: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
 				}
 			}
-			mustEach(t, comms, func(r int, c *Comm) error { return c.Barrier(ctx) })
-		})
+		}
+
+		bufs = clone(in)
+		mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceAvg(ctx, bufs[r]) })
+		for i := range n {
+			want := ringSum(in, i, world) / float32(world)
+			for r := range world {
+				if math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
+					t.Fatalf("n %d: all-reduce avg: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
+				}
+			}
+		}
+
+		for root := range world {
+			bufs = clone(in)
+			mustEach(t, comms, func(r int, c *Comm) error { return c.Broadcast(ctx, bufs[r], root) })
+			for r := range world {
+				for i := range n {
+					if math.Float32bits(bufs[r][i]) != math.Float32bits(in[root][i]) {
+						t.Fatalf("n %d: broadcast from %d: rank %d [%d] = %g, want %g", n, root, r, i, bufs[r][i], in[root][i])
+					}
+				}
+			}
+		}
+
+		if n%world == 0 {
+			bufs = clone(in)
+			mustEach(t, comms, func(r int, c *Comm) error { return c.ReduceScatterSum(ctx, bufs[r]) })
+			for r := range world {
+				lo, hi := segment(n, world, r)
+				for i := lo; i < hi; i++ {
+					if want := ringSum(in, i, world); math.Float32bits(bufs[r][i]) != math.Float32bits(want) {
+						t.Fatalf("n %d: reduce-scatter: rank %d [%d] = %g, want %g", n, r, i, bufs[r][i], want)
+					}
+				}
+			}
+			bufs = clone(in)
+			mustEach(t, comms, func(r int, c *Comm) error { return c.AllGather(ctx, bufs[r]) })
+			for r := range world {
+				for i := range n {
+					owner := i / (n / world)
+					if math.Float32bits(bufs[r][i]) != math.Float32bits(in[owner][i]) {
+						t.Fatalf("n %d: all-gather: rank %d [%d] = %g, want rank %d's %g", n, r, i, bufs[r][i], owner, in[owner][i])
+					}
+				}
+			}
+		} else if err := comms[0].ReduceScatterSum(ctx, in[0]); err == nil {
+			t.Errorf("reduce-scatter of %d floats over %d ranks: no error", n, world)
+		}
 	}
+	mustEach(t, comms, func(r int, c *Comm) error { return c.Barrier(ctx) })
 }
 
 // TestBarrierWaits: no rank leaves a barrier before the last one enters it.

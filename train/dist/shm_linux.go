@@ -1,0 +1,356 @@
+package dist
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Ranks of one host move the ring's data through shared memory: the rank that
+// dials the next one creates a memfd holding a single-producer single-consumer
+// byte ring, passes its descriptor over the Unix socket (SCM_RIGHTS), and both map
+// it. A chunk then crosses with one copy into the ring and is added straight out
+// of it, with no system call on the data path (a socket costs a copy into the
+// kernel and one out of it, plus the calls); a side that finds the ring empty (or
+// full) spins briefly, then sleeps on a futex in the shared page, which the other
+// side wakes. The Unix socket stays open beside the ring: its end of file is how
+// a side learns that the other process died, and closing it (an abort) wakes the
+// waits.
+
+// shmRingBytes is the data area of a shared ring: several chunks in flight.
+const shmRingBytes = 4 << 20
+
+// shmPublishBytes is how much a sender copies before it publishes, so that the
+// receiver works on the front of a chunk while its back is being copied.
+const shmPublishBytes = 64 << 10
+
+// The header page of a shared ring; each side's words on their own cache line.
+const (
+	offHead          = 0   // uint64: bytes written, ever (the sender's)
+	offDataSeq       = 8   // uint32: bumped after each publish (futex word)
+	offReaderWaiting = 12  // uint32: 1 while the receiver sleeps or is about to
+	offTail          = 128 // uint64: bytes consumed, ever (the receiver's)
+	offSpaceSeq      = 136 // uint32: bumped after each consume (futex word)
+	offWriterWaiting = 140 // uint32: 1 while the sender sleeps or is about to
+	shmHeaderBytes   = 4096
+)
+
+// The byte that follows the ring hello on a Unix socket link: the dialing side
+// offers a shared ring (with its descriptor) or keeps the socket's stream.
+const (
+	linkShared = 'M'
+	linkStream = 'S'
+)
+
+// shmSpins is how many times a side looks at the ring before it sleeps on the
+// futex: a microsecond or so. Longer spinning measured no faster here, and on a
+// host with no more cores than ranks it takes the core the other side needs.
+const shmSpins = 256
+
+// shmSleep bounds each futex sleep, so that a wait notices a closed link even if
+// no wake-up comes.
+const shmSleep = 50 * time.Millisecond
+
+// shmRing is one side of a shared ring.
+type shmRing struct {
+	conn   net.Conn // the Unix socket: liveness and shutdown
+	mem    []byte   // the whole mapping
+	data   []byte   // mem[shmHeaderBytes:]
+	broken atomic.Bool
+	pos    uint64 // this side's count (head for the sender, tail for the receiver)
+
+	mapMu   sync.Mutex    // guards mem against unmap while a wake-up uses it
+	watched chan struct{} // closed when watch returns
+}
+
+func (r *shmRing) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
+func (r *shmRing) word32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
+
+// newSender sets up the sending side of a link to the next rank: over a Unix
+// socket, a shared ring when shared is set (a failure to make one falls back to
+// the stream); otherwise the stream.
+func newSender(conn net.Conn, shared bool) (sender, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return &streamLink{conn: conn}, nil
+	}
+	var r *shmRing
+	var fd = -1
+	if shared {
+		var err error
+		if r, fd, err = createRing(); err != nil {
+			r, fd = nil, -1
+		}
+	}
+	conn.SetDeadline(time.Now().Add(helloTimeout))
+	defer conn.SetDeadline(time.Time{})
+	if r == nil {
+		if _, err := conn.Write([]byte{linkStream}); err != nil {
+			return nil, err
+		}
+		return &streamLink{conn: conn}, nil
+	}
+	_, _, err := uc.WriteMsgUnix([]byte{linkShared}, unix.UnixRights(fd), nil)
+	unix.Close(fd)
+	if err != nil {
+		r.unmap()
+		return nil, err
+	}
+	r.startWatch(conn)
+	return r, nil
+}
+
+// newReceiver sets up the receiving side of a link from the previous rank, as
+// the previous rank's newSender offers it.
+func newReceiver(conn net.Conn) (receiver, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return &streamLink{conn: conn}, nil
+	}
+	conn.SetDeadline(time.Now().Add(helloTimeout))
+	defer conn.SetDeadline(time.Time{})
+	var b [1]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(b[:], oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			got, err := unix.ParseUnixRights(&m)
+			if err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	switch {
+	case n == 1 && b[0] == linkStream && len(fds) == 0:
+		return &streamLink{conn: conn}, nil
+	case n == 1 && b[0] == linkShared && len(fds) == 1:
+		r, err := mapRing(fds[0])
+		if err != nil {
+			return nil, err
+		}
+		r.startWatch(conn)
+		return r, nil
+	}
+	return nil, errors.New("the previous rank offered neither a shared ring nor a stream")
+}
+
+// createRing makes the shared memory of a ring and maps it.
+func createRing() (*shmRing, int, error) {
+	fd, err := unix.MemfdCreate("gptkit-ring", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, -1, fmt.Errorf("memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, shmHeaderBytes+shmRingBytes); err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("size the shared ring: %w", err)
+	}
+	r, err := mapRing(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, err
+	}
+	return r, fd, nil
+}
+
+// mapRing maps a ring's memfd (which must have the ring's size).
+func mapRing(fd int) (*shmRing, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Size != shmHeaderBytes+shmRingBytes {
+		return nil, fmt.Errorf("the shared ring has %d bytes, want %d", st.Size, shmHeaderBytes+shmRingBytes)
+	}
+	mem, err := unix.Mmap(fd, 0, shmHeaderBytes+shmRingBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map the shared ring: %w", err)
+	}
+	return &shmRing{mem: mem, data: mem[shmHeaderBytes:]}, nil
+}
+
+// startWatch waits on the Unix socket: nothing comes on it after the setup, so a
+// read returns when the other process dies or the link is shut down; then the
+// ring is broken and its waits end.
+func (r *shmRing) startWatch(conn net.Conn) {
+	r.conn = conn
+	r.watched = make(chan struct{})
+	go func() {
+		defer close(r.watched)
+		var b [1]byte
+		conn.Read(b[:])
+		r.breakRing()
+	}()
+}
+
+func (r *shmRing) breakRing() {
+	r.broken.Store(true)
+	r.mapMu.Lock()
+	defer r.mapMu.Unlock()
+	if r.mem != nil {
+		futexWake(r.word32(offDataSeq))
+		futexWake(r.word32(offSpaceSeq))
+	}
+}
+
+func (r *shmRing) shutdown() {
+	r.conn.Close()
+	r.breakRing()
+}
+
+// release shuts the link down and unmaps the ring: no collective may be using it.
+func (r *shmRing) release() {
+	r.shutdown()
+	<-r.watched
+	r.unmap()
+}
+
+func (r *shmRing) unmap() {
+	r.mapMu.Lock()
+	defer r.mapMu.Unlock()
+	if r.mem != nil {
+		unix.Munmap(r.mem)
+		r.mem, r.data = nil, nil
+	}
+}
+
+var errRingBroken = errors.New("the shared-memory link is closed (the other rank's process exited, or this rank aborted)")
+
+func (r *shmRing) send(p []byte) error {
+	head, tail := r.word64(offHead), r.word64(offTail)
+	for len(p) > 0 {
+		var free uint64
+		full := func() bool { free = shmRingBytes - (r.pos - atomic.LoadUint64(tail)); return free == 0 }
+		if full() {
+			if err := r.wait(offSpaceSeq, offWriterWaiting, full); err != nil {
+				return err
+			}
+		}
+		at := r.pos % shmRingBytes
+		n := min(uint64(len(p)), free, shmRingBytes-at, shmPublishBytes)
+		copy(r.data[at:at+n], p[:n])
+		r.pos += n
+		atomic.StoreUint64(head, r.pos)
+		r.signal(offDataSeq, offReaderWaiting)
+		p = p[n:]
+	}
+	return nil
+}
+
+// take hands f the next n bytes of the ring (n a multiple of 4), piece by piece
+// as they arrive, and frees each piece after f.
+func (r *shmRing) take(n int, f func(piece []byte)) error {
+	head, tail := r.word64(offHead), r.word64(offTail)
+	for n > 0 {
+		var avail uint64
+		empty := func() bool { avail = atomic.LoadUint64(head) - r.pos; return avail == 0 }
+		if empty() {
+			if err := r.wait(offDataSeq, offReaderWaiting, empty); err != nil {
+				return err
+			}
+		}
+		at := r.pos % shmRingBytes
+		k := min(uint64(n), avail, shmRingBytes-at)
+		f(r.data[at : at+k])
+		r.pos += k
+		atomic.StoreUint64(tail, r.pos)
+		r.signal(offSpaceSeq, offWriterWaiting)
+		n -= int(k)
+	}
+	return nil
+}
+
+func (r *shmRing) recv(p []byte) error {
+	return r.take(len(p), func(piece []byte) {
+		copy(p, piece)
+		p = p[len(piece):]
+	})
+}
+
+func (r *shmRing) recvAdd(dst []float32, div float32) error {
+	return r.take(len(dst)*4, func(piece []byte) {
+		in := unsafe.Slice((*float32)(unsafe.Pointer(&piece[0])), len(piece)/4)
+		if div != 0 {
+			addDiv(dst[:len(in)], in, div)
+		} else {
+			add(dst[:len(in)], in)
+		}
+		dst = dst[len(in):]
+	})
+}
+
+// wait returns once blocked() is false, or when the ring breaks: it spins a
+// little, then sleeps on the futex word at seqOff, announcing itself in the word
+// at waitingOff (the other side wakes it only then).
+func (r *shmRing) wait(seqOff, waitingOff int, blocked func() bool) error {
+	for range shmSpins {
+		if !blocked() {
+			return nil
+		}
+		if r.broken.Load() {
+			return errRingBroken
+		}
+	}
+	seq, waiting := r.word32(seqOff), r.word32(waitingOff)
+	for {
+		s := atomic.LoadUint32(seq)
+		atomic.StoreUint32(waiting, 1)
+		if !blocked() {
+			atomic.StoreUint32(waiting, 0)
+			return nil
+		}
+		if r.broken.Load() {
+			atomic.StoreUint32(waiting, 0)
+			return errRingBroken
+		}
+		futexWait(seq, s, shmSleep)
+		atomic.StoreUint32(waiting, 0)
+	}
+}
+
+// signal bumps the futex word at seqOff and wakes the other side if it sleeps.
+// (With sequentially consistent atomics, a waiter that announced itself after
+// this load saw the new state before sleeping.)
+func (r *shmRing) signal(seqOff, waitingOff int) {
+	seq := r.word32(seqOff)
+	atomic.AddUint32(seq, 1)
+	if atomic.LoadUint32(r.word32(waitingOff)) != 0 {
+		futexWake(seq)
+	}
+}
+
+// The futex operations (linux/futex.h), without FUTEX_PRIVATE_FLAG: the words
+// are shared between processes.
+const (
+	futexWaitOp = 0
+	futexWakeOp = 1
+)
+
+// futexWait sleeps while *addr == val, at most d (the word is shared between
+// processes, so no FUTEX_PRIVATE_FLAG).
+func futexWait(addr *uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+func futexWake(addr *uint32) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1, 0, 0, 0)
+}
