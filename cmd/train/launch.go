@@ -241,8 +241,9 @@ func joinJob(ctx context.Context, d *distFlags, set map[string]bool, log *slog.L
 const abortGrace = 20 * time.Second
 
 // faultEnv makes a rank fail on purpose, for the tests of failure handling:
-// "ACTION:RANK:N" with ACTION kill (SIGKILL), stop (SIGSTOP: a hang) or fail (an
-// error) at the rank's N-th collective, in the first attempt only (a restarted
+// "ACTION:RANK:N" with ACTION kill (SIGKILL), stop (SIGSTOP: a hang), term
+// (SIGTERM: an orderly stop, as from a scheduler) or fail (an error) at the rank's
+// N-th collective, in the first attempt only (a restarted
 // group runs clean).
 const faultEnv = "GPTKIT_TEST_FAULT"
 
@@ -273,6 +274,9 @@ func (f *faulty) hit() error {
 	switch f.action {
 	case "kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "term":
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		return nil // the step goes on; the ranks stop together after it
 	case "stop":
 		// A hang: stopped, no heartbeats. (Stopped again should anything continue
 		// it: where a shell's job control continues stopped processes.)

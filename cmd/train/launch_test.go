@@ -203,6 +203,39 @@ func TestLaunchRankKilled(t *testing.T) {
 	}
 }
 
+// TestLaunchElasticResume: a job of 2 ranks stopped by a SIGTERM to one rank
+// (the ranks stop together and checkpoint) resumes with --nproc-per-node 4 and
+// half the per-rank batch (the same global batch): it continues the same sample
+// sequence, so the losses match an uninterrupted single-process run's.
+func TestLaunchElasticResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	single := filepath.Join(t.TempDir(), "single")
+	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 12, 0)...); code != 0 {
+		t.Fatalf("single: %s", stderr)
+	}
+	out := filepath.Join(t.TempDir(), "elastic")
+	r := trainProc(t, time.Minute, []string{faultEnv + "=term:1:20"}, append(dpArgs(data, out, 4, 12, 0), "--nproc-per-node", "2", "--master-port", freePort(t))...)
+	if r.code != 1 || !strings.Contains(r.stderr, "train: interrupted") {
+		t.Fatalf("interrupted on 2 ranks: exit %d, want 1 (interrupted):\n%s", r.code, r.stderr)
+	}
+	stopped := len(readMetrics(t, out))
+	if stopped == 0 || stopped >= 12 {
+		t.Fatalf("the interrupted run made %d steps of 12", stopped)
+	}
+	r = trainProc(t, time.Minute, nil, append(dpArgs(data, out, 2, 12, 0), "--nproc-per-node", "4", "--master-port", freePort(t))...)
+	if r.code != 0 {
+		t.Fatalf("resumed on 4 ranks: exit %d:\n%s", r.code, r.stderr)
+	}
+	if sum := parseSummary(t, r.stdout); sum.Resumed == "" || sum.Step != 12 {
+		t.Errorf("summary %+v: want resumed to step 12", sum)
+	}
+	t.Logf("stopped after step %d on 2 ranks, finished on 4", stopped)
+	closeLosses(t, readMetrics(t, out), readMetrics(t, single), 1e-5)
+}
+
 // TestLaunchRankHangs: a rank that stops (SIGSTOP: no heartbeats) is named within
 // the heartbeat timeout and every process exits.
 func TestLaunchRankHangs(t *testing.T) {
