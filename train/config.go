@@ -24,7 +24,7 @@ type Config struct {
 
 	// Where it runs.
 	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking) or cuda"`
-	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU)"`
+	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU, shared among the ranks of a node: SLURM_CPUS_PER_TASK under srun)"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
 	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
 	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; not used with zero 1)"`

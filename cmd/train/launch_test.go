@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -263,5 +264,36 @@ func TestDropFlags(t *testing.T) {
 	got := dropFlags(c.Flags, []string{"--data", "D", "--nproc-per-node", "2", "--nnodes=2", "--remote", "--master-port", "9", "--rank", "1", "--", "--ssh"}, launcherOnly)
 	if want := []string{"--data", "D", "--rank", "1", "--", "--ssh"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestRankThreads: the CPU kernels' default threads are shared among a node's ranks.
+func TestRankThreads(t *testing.T) {
+	cpus := runtime.NumCPU()
+	slurm := func(perNode string) map[string]string {
+		return map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_NODELIST": "n[1-2]",
+			"SLURM_STEP_TASKS_PER_NODE": perNode + "(x2)", "SLURM_NODEID": "0", "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}
+	}
+	torchrun := func(world, local int) map[string]string {
+		return map[string]string{"RANK": "0", "WORLD_SIZE": fmt.Sprint(world), "LOCAL_WORLD_SIZE": fmt.Sprint(local), "MASTER_ADDR": "127.0.0.1"}
+	}
+	with := func(m map[string]string, k, v string) map[string]string { m[k] = v; return m }
+	for _, tc := range []struct {
+		threads int
+		env     map[string]string
+		want    int
+	}{
+		{3, torchrun(4, 4), 3},
+		{0, nil, 0},
+		{0, torchrun(1, 1), 0},
+		{0, torchrun(4, 1), cpus},
+		{0, torchrun(2*cpus, 2*cpus), 1},
+		{0, torchrun(2, 2), max(1, cpus/2)},
+		{0, slurm("2"), max(1, cpus/2)},
+		{0, with(slurm("2"), "SLURM_CPUS_PER_TASK", "1"), 1},
+	} {
+		if got := rankThreads(tc.threads, func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("rankThreads(%d, %v) = %d, want %d", tc.threads, tc.env, got, tc.want)
+		}
 	}
 }

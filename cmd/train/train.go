@@ -157,7 +157,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
 	}
 
-	be, err := openBackend(cfg.Device, cfg.Threads)
+	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv))
 	if err != nil {
 		return usage(err.Error())
 	}

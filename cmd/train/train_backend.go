@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"runtime"
+	"strconv"
 
 	"gptkit/kernels"
 	"gptkit/kernels/cpu"
 	"gptkit/kernels/cuda"
 	"gptkit/kernels/ref"
 	"gptkit/train"
+	"gptkit/train/dist"
 )
 
 // The NCCL collectives satisfy the trainer's interface (kernels/cuda cannot import
@@ -41,4 +44,22 @@ func openBackend(device string, threads int) (kernels.Backend, error) {
 		return be, nil
 	}
 	return nil, fmt.Errorf("--device %q: want auto, cpu, ref or cuda", device)
+}
+
+// rankThreads is the CPU kernels' thread count of a rank: threads when set;
+// otherwise the task's SLURM_CPUS_PER_TASK under SLURM, else the CPUs this
+// process may use shared among the ranks of its node (as torchrun keeps N ranks
+// from each starting one thread per CPU). A single process gets every CPU (0).
+func rankThreads(threads int, getenv func(string) string) int {
+	if threads > 0 {
+		return threads
+	}
+	place, _, err := dist.Detect(getenv)
+	if err != nil || place.World <= 1 {
+		return 0
+	}
+	if n, err := strconv.Atoi(getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 && place.Source == "slurm" {
+		return min(n, runtime.NumCPU())
+	}
+	return max(1, runtime.NumCPU()/max(1, place.LocalWorld))
 }
