@@ -16,9 +16,9 @@ build:
 test: build
 	$(GO) test -count=1 ./...
 
-# The kernels again with the pure-Go fallbacks instead of the assembly.
+# The kernels (and the ring's reductions) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
-	$(GO) test -count=1 -tags noasm ./kernels/...
+	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/
 
 race:
 	$(GO) test -count=1 -race -short ./...

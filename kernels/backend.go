@@ -28,6 +28,14 @@
 // Vp (vocab padded), OC (output channels).
 package kernels
 
+// HostMemory is implemented by the backends that compute on ordinary host memory
+// (kernels/ref, kernels/cpu): any []float32 may be passed to them, not only
+// Alloc's, so the trainer can give them buffers that the data-parallel
+// collectives share between processes.
+type HostMemory interface {
+	HostMemory()
+}
+
 // Backend runs the ops of a GPT step. Methods panic on bad arguments (slice too
 // short, non-positive dims): those are programming errors, not input errors.
 type Backend interface {

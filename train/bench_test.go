@@ -46,7 +46,7 @@ func benchTrainer(b *testing.B, cfg Config, vocab int) *Trainer {
 	mc.PaddedVocab = PaddedVocab(vocab)
 	_, _, total := mc.Layout()
 	f := newFlat(total, 1, 0, false)
-	model, err := newModel(be, mc, f.padded)
+	model, err := newModel(be, mc, f.padded, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

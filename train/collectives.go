@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"gptkit/kernels"
 )
 
 // Collectives is how the data-parallel ranks of a run talk. Every rank calls the
@@ -34,6 +36,17 @@ type Collectives interface {
 	Broadcast(ctx context.Context, buf []float32, root int) error
 	// Barrier returns once every rank has called it.
 	Barrier(ctx context.Context) error
+}
+
+// SharedMemory is implemented by Collectives that move data faster between
+// buffers they allocated (train/dist's Comm: a rank reads its same-host
+// neighbour's buffer in place instead of receiving a copy). With a backend on
+// host memory (kernels.HostMemory) the trainer takes the weights, the gradients
+// and its small collective buffers from AllocShared, and returns them with
+// FreeShared when it closes. AllocShared is not collective: each rank decides.
+type SharedMemory interface {
+	AllocShared(n int) []float32
+	FreeShared(buf []float32)
 }
 
 // FullCollectives is Collectives with the rest of the usual set: the average, and
@@ -167,15 +180,31 @@ func (t *Trainer) gather(ctx context.Context, vals ...float64) ([]float64, error
 	return out, nil
 }
 
-// scratch returns a buffer of n floats from the backend (collectives want the
-// backend's memory), reused across steps.
+// collectiveMemory is where the buffers the collectives work on come from: the
+// collectives' shared memory when they have it and the backend computes on host
+// memory, else the backend's.
+func collectiveMemory(be kernels.Backend, coll Collectives) (func(n int) []float32, SharedMemory) {
+	if sm, ok := coll.(SharedMemory); ok && coll.World() > 1 {
+		if _, host := be.(kernels.HostMemory); host {
+			return sm.AllocShared, sm
+		}
+	}
+	return be.Alloc, nil
+}
+
+// scratch returns a buffer of n floats for collectives (from the backend, or
+// shared memory), reused across steps.
 func (t *Trainer) scratch(n int) []float32 {
 	if t.scratchBufs == nil {
 		t.scratchBufs = map[int][]float32{}
 	}
 	b, ok := t.scratchBufs[n]
 	if !ok {
-		b = t.be.Alloc(n)
+		alloc := t.alloc
+		if alloc == nil {
+			alloc = t.be.Alloc
+		}
+		b = alloc(n)
 		t.scratchBufs[n] = b
 	}
 	return b

@@ -18,7 +18,8 @@ func dpBenchTrainer(b *testing.B, cfg Config, vocab int, coll Collectives) *Trai
 	mc := cfg.Model(vocab)
 	_, _, total := mc.Layout()
 	f := newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
-	model, err := newModel(be, mc, f.padded)
+	alloc, shared := collectiveMemory(be, coll)
+	model, err := newModel(be, mc, f.padded, alloc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func dpBenchTrainer(b *testing.B, cfg Config, vocab int, coll Collectives) *Trai
 	model.AllocGrads()
 	B, T := cfg.BatchSize, cfg.BlockSize
 	model.Reserve(B, T, true)
-	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), model: model, flat: f,
+	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), model: model, flat: f, alloc: alloc, shared: shared,
 		m: be.Alloc(f.hi - f.lo), v: be.Alloc(f.hi - f.lo),
 		sampler: &loader.Sampler{Samples: randomSource{n: 1 << 40, seqLen: T, vocab: vocab}, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum},
 		batch:   make([]int32, 0, B*(T+1)), in: make([]int32, B*T), tgt: make([]int32, B*T)}

@@ -133,7 +133,8 @@ func closeMetrics(t *testing.T, got, want []Metrics, tol float64) float64 {
 // TestDataParallelMatchesSingle: 2 and 4 ranks with the same global batch (and
 // another grad_accum) give the single process's loss curve within 1e-5 relative
 // for 50 steps, with and without ZeRO-1 and gradient buckets; the loss is the
-// mean over the whole global batch.
+// mean over the whole global batch. (The ranks' buffers are shared memory, so the
+// ring passes chunks by reference; the cmd/train tests run them across hosts.)
 func TestDataParallelMatchesSingle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 8 runs of 50 steps")
@@ -162,6 +163,9 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 				mu.Unlock()
 				if tr.buckets != nil && tc.bucketMB > 0 && len(tr.buckets.stages) < 3 {
 					t.Errorf("bucket plan %v", tr.buckets)
+				}
+				if tr.shared == nil {
+					t.Errorf("rank %d: the weights and gradients are not in the ranks' shared memory", r)
 				}
 			})
 			if err := errors.Join(errs...); err != nil {

@@ -19,8 +19,9 @@ type Model struct {
 	Dropout float32
 
 	be       kernels.Backend
-	Tensors  []TensorInfo // the layout of Params (and Grads)
-	DecayLen int          // Params[:DecayLen] get weight decay, Params[DecayLen:] not
+	alloc    func(n int) []float32 // Params' and Grads' memory: be.Alloc, or shared memory
+	Tensors  []TensorInfo          // the layout of Params (and Grads)
+	DecayLen int                   // Params[:DecayLen] get weight decay, Params[DecayLen:] not
 	Params   []float32
 	Grads    []float32 // nil until AllocGrads
 
@@ -38,17 +39,21 @@ type Model struct {
 }
 
 // NewModel allocates a zeroed model of shape mc on be (call Init or load weights).
-func NewModel(be kernels.Backend, mc ModelConfig) (*Model, error) { return newModel(be, mc, 0) }
+func NewModel(be kernels.Backend, mc ModelConfig) (*Model, error) { return newModel(be, mc, 0, nil) }
 
-// newModel is NewModel with Params (and Grads) allocated padded floats long and
-// sliced to the layout's length (padded <= the length: none).
-func newModel(be kernels.Backend, mc ModelConfig, padded int) (*Model, error) {
+// newModel is NewModel with Params (and Grads) allocated padded floats long by
+// alloc (nil: be.Alloc) and sliced to the layout's length (padded <= the length:
+// none).
+func newModel(be kernels.Backend, mc ModelConfig, padded int, alloc func(n int) []float32) (*Model, error) {
 	if err := mc.Validate(); err != nil {
 		return nil, err
 	}
 	tensors, decayLen, total := mc.Layout()
 	padded = max(padded, total)
-	m := &Model{Config: mc, be: be, Tensors: tensors, DecayLen: decayLen, Params: be.Alloc(padded)[:total], padded: padded}
+	if alloc == nil {
+		alloc = be.Alloc
+	}
+	m := &Model{Config: mc, be: be, alloc: alloc, Tensors: tensors, DecayLen: decayLen, Params: alloc(padded)[:total], padded: padded}
 	m.p = views(mc, tensors, m.Params)
 	return m, nil
 }
@@ -56,7 +61,7 @@ func newModel(be kernels.Backend, mc ModelConfig, padded int) (*Model, error) {
 // AllocGrads allocates the gradient buffer (training needs it; sampling does not).
 func (m *Model) AllocGrads() {
 	if m.Grads == nil {
-		m.Grads = m.be.Alloc(m.padded)[:len(m.Params)]
+		m.Grads = m.alloc(m.padded)[:len(m.Params)]
 		m.g = views(m.Config, m.Tensors, m.Grads)
 	}
 }

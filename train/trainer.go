@@ -40,6 +40,11 @@ type Trainer struct {
 	commWait    time.Duration // the steps' time waiting for gradient buckets (benchmarks)
 	checkEveryN int           // tests: compare the weights' checksums this often
 	scratchBufs map[int][]float32
+	// alloc gives the buffers the collectives work on (the weights, the
+	// gradients, scratch): the backend's memory, or the collectives' shared memory
+	// (freed by Close).
+	alloc  func(n int) []float32
+	shared SharedMemory
 
 	data       *loader.Data
 	tok        shards.TokenizerInfo
@@ -148,7 +153,8 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	mc := cfg.Model(vocab)
 	_, _, total := mc.Layout()
 	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
-	if t.model, err = newModel(be, mc, t.flat.padded); err != nil {
+	t.alloc, t.shared = collectiveMemory(be, coll)
+	if t.model, err = newModel(be, mc, t.flat.padded, t.alloc); err != nil {
 		return nil, err
 	}
 	t.model.Dropout = float32(cfg.Dropout)
@@ -252,8 +258,20 @@ func (t *Trainer) Model() *Model { return t.model }
 // Step returns the optimizer steps done.
 func (t *Trainer) Step() int { return t.step }
 
-// Close releases the data and the metrics file.
+// Close releases the data, the metrics file and the shared buffers (the model is
+// unusable afterwards).
 func (t *Trainer) Close() error {
+	if t.shared != nil {
+		if t.model != nil {
+			t.shared.FreeShared(t.model.Params)
+			t.shared.FreeShared(t.model.Grads)
+			t.model.Params, t.model.Grads = nil, nil
+		}
+		for _, b := range t.scratchBufs {
+			t.shared.FreeShared(b)
+		}
+		t.scratchBufs, t.shared = nil, nil
+	}
 	var errs []error
 	if t.metrics != nil {
 		errs = append(errs, t.metrics.close())

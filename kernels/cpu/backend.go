@@ -70,6 +70,10 @@ func (be *Backend) Name() string {
 // Alloc implements kernels.Backend: zeroed Go memory aligned to 64 bytes.
 func (be *Backend) Alloc(n int) []float32 { return alignedFloats(n) }
 
+// HostMemory implements kernels.HostMemory: any host memory will do (aligned
+// memory is faster).
+func (be *Backend) HostMemory() {}
+
 // Sync implements kernels.Backend: every op has finished when it returns.
 func (be *Backend) Sync() {}
 

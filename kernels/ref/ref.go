@@ -34,6 +34,9 @@ func (Backend) Name() string { return "ref" }
 // Alloc implements kernels.Backend: plain Go memory.
 func (Backend) Alloc(n int) []float32 { return make([]float32, n) }
 
+// HostMemory implements kernels.HostMemory.
+func (Backend) HostMemory() {}
+
 // Sync implements kernels.Backend (nothing to wait for).
 func (Backend) Sync() {}
 

@@ -214,7 +214,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 // The ring links' hello: magic, version, generation, the dialing rank, the token.
 var ringMagic = [8]byte{'G', 'P', 'T', 'K', 'R', 'I', 'N', 'G'}
 
-const ringVersion = 2 // 2: the link-kind byte after the hello on Unix sockets
+const ringVersion = 3 // 2: the link-kind byte after the hello on Unix sockets; 3: shared buffers
 
 // link dials the next rank and accepts the previous one. A rank on the same host
 // (the same ring IP) is dialled on its Unix socket, when it has one.
@@ -352,6 +352,32 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		return fmt.Errorf("dist: rank %d: set up the links to rank %d and from rank %d: %v", c.rank, nextRank, prevRank, err)
 	}
 	return nil
+}
+
+// AllocShared returns n zeroed floats for the buffers of collectives. When the
+// next rank is on this host, they are shared memory that it maps: a collective
+// on (a part of) such a buffer passes its chunks by reference, and the next rank
+// reads them straight from this rank's memory, instead of each chunk being
+// copied into the link and out of it. Otherwise (another host, shared memory
+// off or failing) they are ordinary memory. The buffer lives until FreeShared or
+// the process's end (Close does not unmap it: its user may still hold it). Any
+// rank may call it any time; the ranks need not agree.
+func (c *Comm) AllocShared(n int) []float32 {
+	if a, ok := c.out.(interface{ allocShared(int) []float32 }); ok && n > 0 {
+		if buf := a.allocShared(n); buf != nil {
+			return buf
+		}
+		c.log.Warn("no shared memory for a buffer: its collectives copy through the link", "floats", n)
+	}
+	return make([]float32, n)
+}
+
+// FreeShared unmaps a buffer AllocShared returned (no collective may be using
+// it); for other memory it does nothing.
+func (c *Comm) FreeShared(buf []float32) {
+	if f, ok := c.out.(interface{ freeShared([]float32) bool }); ok {
+		f.freeShared(buf)
+	}
 }
 
 // releaseRings unmaps the shared-memory rings once no collective uses them (the

@@ -1,6 +1,6 @@
 // Package dist is how the data-parallel ranks of a training run find each other
-// and talk: a rendezvous store over TCP, a ring of TCP links between the ranks
-// carrying the collectives (all-reduce sum/avg, broadcast, barrier,
+// and talk: a rendezvous store over TCP, a ring of links between the ranks (TCP
+// across hosts; on one host a Unix socket and shared memory) carrying the collectives (all-reduce sum/avg, broadcast, barrier,
 // reduce-scatter, all-gather), heartbeats, and the detection of a rank that dies
 // or hangs. Comm implements train.Collectives; a CUDA/NCCL backend implements the
 // same interface later.
@@ -34,6 +34,21 @@
 // ... + x[s], rank numbers mod World), never on timing, and is computed once and
 // copied, so every rank ends with the same bits and the ranks' weights never
 // drift apart.
+//
+// Between the ranks of one host the data skips the kernel: the dialing rank
+// passes a memfd holding a single-producer ring over the Unix socket
+// (SCM_RIGHTS), chunks are copied into it and added straight out of it, and a
+// side that finds it empty or full spins briefly, then sleeps on a futex in it.
+// Buffers from Comm.AllocShared (the trainer's weights, gradients and small
+// buffers) are memfds the next rank maps too: a collective on them sends an
+// 8-byte token per chunk through the ring, and the next rank reads the chunk
+// straight from this rank's memory and frees the token when done, which is also
+// how this rank knows when it may overwrite the chunk (one pass over the data
+// instead of a copy in and a copy out; the sends then need no goroutine of
+// their own). The socket stays open beside: its end of file is how a rank
+// learns that its neighbour died. The additions run 8 floats at a time (AVX2,
+// add_amd64.s; the same bits as the Go loops in reduce.go, which noasm builds
+// use).
 //
 // Hand-written rather than built on an RPC framework or MPI: the wire is two small
 // protocols (newline-delimited JSON for the store, a 24-byte header and raw

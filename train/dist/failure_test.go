@@ -2,6 +2,7 @@ package dist
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -56,16 +57,28 @@ func expectFailures(t *testing.T, comms []*Comm, ranks []int, limit time.Duratio
 }
 
 // TestRankDies: a rank that vanishes in the middle of a collective fails every
-// other rank within seconds, naming it, even the ranks not linked to it.
+// other rank within seconds, naming it, even the ranks not linked to it; also when
+// the ranks pass chunks by reference (shared buffers).
 func TestRankDies(t *testing.T) {
-	comms := startGroup(t, 4, Options{Timeout: time.Minute}, ServerConfig{})
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		comms[2].die()
-	}()
-	expectFailures(t, comms, []int{0, 1, 3}, 10*time.Second, "rank 2 disconnected", func(c *Comm) error {
-		return c.AllReduceSum(context.Background(), make([]float32, 1000))
-	})
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprint("shared=", shared), func(t *testing.T) {
+			comms := startGroup(t, 4, Options{Timeout: time.Minute}, ServerConfig{})
+			bufs := make([][]float32, len(comms))
+			for r, c := range comms {
+				bufs[r] = make([]float32, 1000)
+				if shared {
+					bufs[r] = c.AllocShared(1000)
+				}
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				comms[2].die()
+			}()
+			expectFailures(t, comms, []int{0, 1, 3}, 10*time.Second, "rank 2 disconnected", func(c *Comm) error {
+				return c.AllReduceSum(context.Background(), bufs[c.rank])
+			})
+		})
+	}
 }
 
 // TestRankFails: a rank that fails (its error reaches the store) stops the others

@@ -59,3 +59,31 @@ func (l *streamLink) recvAdd(dst []float32, div float32) error {
 }
 
 func (l *streamLink) shutdown() { l.conn.Close() }
+
+// tokenBytes is a chunk's token on a direct link: the chunk's number in the
+// collective.
+const tokenBytes = 8
+
+// directSender is a sender that can pass the chunks of this rank's shared
+// buffers (Comm.AllocShared) by reference: a token per chunk, which the receiver
+// frees once it has read the chunk from this rank's memory.
+type directSender interface {
+	// regionOf returns the index of the shared buffer holding all of buf and
+	// buf's offset in it (in floats), or index 0.
+	regionOf(buf []float32) (index uint32, off uint64)
+	// sendToken says chunk k of the collective is ready.
+	sendToken(k uint64) error
+	// position is the count of bytes sent so far.
+	position() uint64
+	// waitConsumed waits until the receiver has freed everything sent before pos.
+	waitConsumed(pos uint64) error
+}
+
+// directReceiver is a receiver that can read the previous rank's shared buffers.
+type directReceiver interface {
+	// peerRegion returns n floats at off of the previous rank's shared buffer index.
+	peerRegion(index uint32, off, n uint64) ([]float32, error)
+	// recvDirect takes chunk k's token, applies src to dst as mode says, and
+	// frees the token.
+	recvDirect(k uint64, dst, src []float32, mode int, div float32) error
+}

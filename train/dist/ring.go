@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -33,6 +34,11 @@ func opName(op uint32) string {
 
 // headerMagic starts every collective's header ("GPTC").
 const headerMagic = 0x43545047
+
+// A collective's header: magic, op, seq (uint64), the buffer's length (uint64),
+// then the sender's shared buffer holding it (index uint32, 0: none; 4 bytes
+// reserved; the offset in floats, uint64): with one, the chunks go by reference.
+const headerBytes = 40
 
 // How a step treats what it receives.
 const (
@@ -177,31 +183,31 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 	name := opName(op)
 
 	// The watch: the timeout (reported to the store, which names the ranks that
-	// did not arrive) and ctx.
-	done := make(chan struct{})
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		timer := time.NewTimer(c.timeout)
-		defer timer.Stop()
+	// did not arrive) and ctx, as callbacks, so that a collective that finishes
+	// in time wakes no other goroutine.
+	var finished atomic.Bool
+	timer := time.AfterFunc(c.timeout, func() {
+		if finished.Load() {
+			return
+		}
+		c.store.send(message{Type: msgTimeout, Seq: seq, Op: name, Reason: c.timeout.String()})
 		select {
-		case <-done:
 		case <-c.aborted:
-		case <-ctx.Done():
-			c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) cancelled: %w", c.rank, seq, name, context.Cause(ctx)), true)
-		case <-timer.C:
-			c.store.send(message{Type: msgTimeout, Seq: seq, Op: name, Reason: c.timeout.String()})
-			select {
-			case <-done:
-			case <-c.aborted:
-			case <-time.After(failGrace):
+		case <-time.After(failGrace):
+			if !finished.Load() {
 				c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) did not finish within %s", c.rank, seq, name, c.timeout), true)
 			}
 		}
-	}()
+	})
+	stopCtx := context.AfterFunc(ctx, func() {
+		if !finished.Load() {
+			c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) cancelled: %w", c.rank, seq, name, context.Cause(ctx)), true)
+		}
+	})
 	err := c.run(op, seq, buf, parts, steps)
-	close(done)
-	<-watchDone
+	finished.Store(true)
+	timer.Stop()
+	stopCtx()
 	if err == nil {
 		return nil
 	}
@@ -259,14 +265,50 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 		}
 	}
 	x := &exchange{ready: make(chan struct{}, total), quit: make(chan struct{}), notify: make(chan struct{}, 1)}
-	sendErr := make(chan error, 1)
-	sends := false
-	for _, st := range steps {
-		sends = sends || st.send >= 0
+	if ds, ok := c.out.(directSender); ok {
+		if x.region, x.offset = ds.regionOf(buf); x.region != 0 {
+			x.direct, x.base = ds, ds.position()+headerBytes
+		}
 	}
-	if sends {
+	out := c.newOutbound(op, seq, buf, parts, steps, x)
+	if x.direct != nil {
+		// Direct sends are tokens, which never wait on the next rank's progress: this
+		// goroutine sends each chunk's token as soon as the chunk is ready, between
+		// its receives, and no goroutine hands chunks over to another.
+		var sendErr error
+		x.post = func() error {
+			out.released++
+			if sendErr = out.pump(); sendErr != nil {
+				return errors.New("sending failed")
+			}
+			return nil
+		}
+		if sendErr = out.header(); sendErr == nil {
+			sendErr = out.pump()
+		}
+		var err error
+		if sendErr == nil {
+			err = c.recvSteps(op, seq, buf, parts, steps, x, sendBefore, overwrite)
+		}
+		if err == nil && sendErr == nil {
+			sendErr = out.flush()
+		}
+		if sendErr != nil {
+			return fmt.Errorf("send to rank %d: %w", nextRank, sendErr)
+		}
+		if err != nil {
+			return fmt.Errorf("receive from rank %d: %w", prevRank, err)
+		}
+		return nil
+	}
+	x.post = func() error {
+		x.ready <- struct{}{}
+		return nil
+	}
+	sendErr := make(chan error, 1)
+	if out.active {
 		go func() {
-			sendErr <- c.sendSteps(op, seq, buf, parts, steps, x)
+			sendErr <- out.run()
 		}()
 	} else {
 		sendErr <- nil
@@ -283,23 +325,61 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 	return nil
 }
 
-// exchange is what a collective's sending and receiving goroutines share.
+// exchange is what a collective's sending and receiving halves share.
 type exchange struct {
 	ready  chan struct{} // one per chunk the sender may forward
 	quit   chan struct{} // closed when receiving failed
 	sent   atomic.Int64  // chunks written out
 	notify chan struct{} // a nudge after each chunk written
+	// post says that a chunk the next step sends has been received (and reduced).
+	post func() error
+
+	// Direct sends (buf is one of this rank's shared buffers): the chunks go as
+	// tokens, the first at ring position base; region and offset locate buf.
+	direct directSender
+	region uint32
+	offset uint64
+	base   uint64
 }
 
-func (c *Comm) sendSteps(op uint32, seq int64, buf []float32, parts int, steps []step, x *exchange) error {
-	var h [24]byte
-	binary.LittleEndian.PutUint32(h[0:], headerMagic)
-	binary.LittleEndian.PutUint32(h[4:], op)
-	binary.LittleEndian.PutUint64(h[8:], uint64(seq))
-	binary.LittleEndian.PutUint64(h[16:], uint64(len(buf)))
-	if err := c.out.send(h[:]); err != nil {
-		return err
+// sentOut waits until the first k chunks sent are out of this rank's hands: written
+// (a copy went on the link), or, for direct sends, read by the next rank.
+func (x *exchange) sentOut(k int64) error {
+	if x.direct != nil {
+		if x.sent.Load() < k {
+			// (Sent inline, before this chunk's receive: the ring's causality.)
+			return protocolError{fmt.Sprintf("a segment is overwritten before its chunk %d was sent", k)}
+		}
+		return x.direct.waitConsumed(x.base + uint64(k)*tokenBytes)
 	}
+	for x.sent.Load() < k {
+		<-x.notify
+	}
+	return nil
+}
+
+// outbound is the sending half of a collective: its header, then the chunks of
+// its send steps in order, each chunk of a segment received in the step before
+// (gated) only once the receiving half has released it.
+type outbound struct {
+	c        *Comm
+	x        *exchange
+	buf      []float32
+	op       uint32
+	seq      int64
+	active   bool // whether this rank sends in this collective (a header, at least)
+	chunks   []outChunk
+	next     int // the next chunk to send
+	released int // gated chunks released and not yet sent (inline sending)
+}
+
+type outChunk struct {
+	lo, hi int
+	gated  bool
+}
+
+func (c *Comm) newOutbound(op uint32, seq int64, buf []float32, parts int, steps []step, x *exchange) *outbound {
+	o := &outbound{c: c, x: x, buf: buf, op: op, seq: seq}
 	for t, st := range steps {
 		if st.send < 0 {
 			continue
@@ -307,24 +387,90 @@ func (c *Comm) sendSteps(op uint32, seq int64, buf []float32, parts int, steps [
 		gated := t > 0 && steps[t-1].recv == st.send
 		lo, hi := segment(len(buf), parts, st.send)
 		for p := lo; p < hi; p += c.chunk {
-			if gated {
-				select {
-				case <-x.ready:
-				case <-x.quit:
-					return errors.New("receiving failed")
-				}
-			}
-			if err := c.out.send(floatBytes(buf[p:min(hi, p+c.chunk)])); err != nil {
-				return err
-			}
-			x.sent.Add(1)
-			select {
-			case x.notify <- struct{}{}:
-			default:
-			}
+			o.chunks = append(o.chunks, outChunk{lo: p, hi: min(hi, p+c.chunk), gated: gated})
+		}
+	}
+	o.active = slices.ContainsFunc(steps, func(st step) bool { return st.send >= 0 })
+	return o
+}
+
+func (o *outbound) header() error {
+	if !o.active {
+		return nil
+	}
+	var h [headerBytes]byte
+	binary.LittleEndian.PutUint32(h[0:], headerMagic)
+	binary.LittleEndian.PutUint32(h[4:], o.op)
+	binary.LittleEndian.PutUint64(h[8:], uint64(o.seq))
+	binary.LittleEndian.PutUint64(h[16:], uint64(len(o.buf)))
+	binary.LittleEndian.PutUint32(h[24:], o.x.region)
+	binary.LittleEndian.PutUint64(h[32:], o.x.offset)
+	return o.c.out.send(h[:])
+}
+
+// send sends the next chunk: its token, or its data.
+func (o *outbound) send() error {
+	ch := o.chunks[o.next]
+	var err error
+	if o.x.direct != nil {
+		err = o.x.direct.sendToken(uint64(o.next))
+	} else {
+		err = o.c.out.send(floatBytes(o.buf[ch.lo:ch.hi]))
+	}
+	if err != nil {
+		return err
+	}
+	o.next++
+	o.x.sent.Add(1)
+	select {
+	case o.x.notify <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// pump sends the chunks that may go now: the ungated, and as many gated as were
+// released (inline sending).
+func (o *outbound) pump() error {
+	for o.next < len(o.chunks) && (!o.chunks[o.next].gated || o.released > 0) {
+		if o.chunks[o.next].gated {
+			o.released--
+		}
+		if err := o.send(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// run sends the header and every chunk, waiting for the receiving half to release
+// each gated one (a goroutine of its own).
+func (o *outbound) run() error {
+	if err := o.header(); err != nil {
+		return err
+	}
+	for o.next < len(o.chunks) {
+		if o.chunks[o.next].gated {
+			select {
+			case <-o.x.ready:
+			case <-o.x.quit:
+				return errors.New("receiving failed")
+			}
+		}
+		if err := o.send(); err != nil {
+			return err
+		}
+	}
+	return o.flush()
+}
+
+// flush waits, for direct sends, until the next rank has read every chunk: buf is
+// the caller's again when the collective returns.
+func (o *outbound) flush() error {
+	if o.x.direct == nil {
+		return nil
+	}
+	return o.x.direct.waitConsumed(o.x.direct.position())
 }
 
 func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps []step, x *exchange, sendBefore, overwrite []int) error {
@@ -335,7 +481,7 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 	if !receives {
 		return nil
 	}
-	var h [24]byte
+	var h [headerBytes]byte
 	if err := c.in.recv(h[:]); err != nil {
 		return err
 	}
@@ -347,29 +493,44 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 		return protocolError{fmt.Sprintf("ranks disagree: the previous rank runs collective #%d (%s of %d floats), this rank #%d (%s of %d floats)",
 			gotSeq, opName(gotOp), gotN, seq, opName(op), len(buf))}
 	}
+	// The previous rank's buffer, when it passes chunks by reference.
+	var dr directReceiver
+	var peer []float32
+	if region := binary.LittleEndian.Uint32(h[24:]); region != 0 {
+		var ok bool
+		if dr, ok = c.in.(directReceiver); !ok {
+			return protocolError{"the previous rank passes chunks by reference over a link without shared memory"}
+		}
+		var err error
+		if peer, err = dr.peerRegion(region, binary.LittleEndian.Uint64(h[32:]), gotN); err != nil {
+			return err
+		}
+	}
+	var k uint64 // chunks received
 	for t, st := range steps {
 		if st.recv < 0 {
 			continue
 		}
 		post := t+1 < len(steps) && steps[t+1].send == st.recv
 		lo, hi := segment(len(buf), parts, st.recv)
-		k := 0
-		for p := lo; p < hi; p, k = p+c.chunk, k+1 {
+		j := 0
+		for p := lo; p < hi; p, j = p+c.chunk, j+1 {
 			q := min(hi, p+c.chunk)
 			dst := buf[p:q]
 			if end := overwrite[t]; end > 0 {
-				// This segment went out in an earlier step: its chunk k must be sent
-				// before it is overwritten.
-				need := int64(end - (hi-lo+c.chunk-1)/c.chunk + k + 1)
-				for x.sent.Load() < need {
-					<-x.notify
+				// This segment went out in an earlier step: its chunk j must be out of
+				// this rank's hands before it is overwritten.
+				if err := x.sentOut(int64(end - (hi-lo+c.chunk-1)/c.chunk + j + 1)); err != nil {
+					return err
 				}
 			}
 			var err error
-			switch st.mode {
-			case recvCopy:
+			switch {
+			case dr != nil:
+				err = dr.recvDirect(k, dst, peer[p:q], st.mode, float32(c.world))
+			case st.mode == recvCopy:
 				err = c.in.recv(floatBytes(dst))
-			case recvAddAvg:
+			case st.mode == recvAddAvg:
 				err = c.in.recvAdd(dst, float32(c.world))
 			default:
 				err = c.in.recvAdd(dst, 0)
@@ -377,8 +538,11 @@ func (c *Comm) recvSteps(op uint32, seq int64, buf []float32, parts int, steps [
 			if err != nil {
 				return err
 			}
+			k++
 			if post {
-				x.ready <- struct{}{}
+				if err := x.post(); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -392,32 +556,6 @@ func floatBytes(f []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(f)*4)
-}
-
-// add sets dst[i] = in[i] + dst[i]: the partial sum that came along the ring plus
-// this rank's own value, always in that order.
-func add(dst, in []float32) {
-	in = in[:len(dst)]
-	i := 0
-	for ; i+4 <= len(dst); i += 4 {
-		d := dst[i : i+4 : i+4]
-		s := in[i : i+4 : i+4]
-		d[0] = s[0] + d[0]
-		d[1] = s[1] + d[1]
-		d[2] = s[2] + d[2]
-		d[3] = s[3] + d[3]
-	}
-	for ; i < len(dst); i++ {
-		dst[i] = in[i] + dst[i]
-	}
-}
-
-// addDiv sets dst[i] = (in[i] + dst[i]) / w.
-func addDiv(dst, in []float32, w float32) {
-	in = in[:len(dst)]
-	for i := range dst {
-		dst[i] = (in[i] + dst[i]) / w
-	}
 }
 
 // protocolError is a ring stream that does not match this rank's collective: a

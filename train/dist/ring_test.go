@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -138,12 +139,47 @@ func clone(bufs [][]float32) [][]float32 {
 	return out
 }
 
-// transports are the ways ranks can be linked: TCP, Unix socket streams, and the
-// shared-memory rings of same-host ranks (the default).
+// transports are the ways ranks can be linked: TCP, Unix socket streams, the
+// shared-memory rings of same-host ranks (the default), and those rings passing
+// chunks by reference (direct: the buffers are the ranks' AllocShared memory).
 var transports = []struct {
-	name string
-	o    Options
-}{{"tcp", Options{TCPOnly: true}}, {"unix", Options{NoSharedMemory: true}}, {"shm", Options{}}}
+	name   string
+	o      Options
+	shared bool
+}{{"tcp", Options{TCPOnly: true}, false}, {"unix", Options{NoSharedMemory: true}, false}, {"shm", Options{}, false}, {"direct", Options{}, true}}
+
+// stager puts each rank's copy of the inputs where the collectives take it:
+// fresh memory, or (shared) each rank's AllocShared arena, at an offset that
+// differs between ranks.
+type stager struct {
+	arenas [][]float32
+}
+
+func newStager(t *testing.T, comms []*Comm, shared bool, maxN int) *stager {
+	s := &stager{}
+	if shared {
+		for r, c := range comms {
+			a := c.AllocShared(maxN + 3*r + 1)
+			if ds, ok := c.out.(directSender); runtime.GOOS == "linux" && (!ok || func() bool { k, _ := ds.regionOf(a); return k == 0 }()) {
+				t.Fatalf("rank %d: AllocShared gave no shared memory", r)
+			}
+			s.arenas = append(s.arenas, a)
+		}
+	}
+	return s
+}
+
+func (s *stager) stage(in [][]float32) [][]float32 {
+	if s.arenas == nil {
+		return clone(in)
+	}
+	out := make([][]float32, len(in))
+	for r, b := range in {
+		out[r] = s.arenas[r][3*r+1 : 3*r+1+len(b)]
+		copy(out[r], b)
+	}
+	return out
+}
 
 // TestCollectives: every collective on 2, 3 and 4 ranks, over every transport and
 // lengths that leave segments empty, fit one chunk or span several, gives the
@@ -154,7 +190,7 @@ func TestCollectives(t *testing.T) {
 			t.Run(fmt.Sprint(tr.name, "-", world), func(t *testing.T) {
 				o := tr.o
 				o.ChunkBytes, o.Timeout = 64, 30*time.Second
-				testCollectives(t, world, o)
+				testCollectives(t, world, o, tr.shared)
 			})
 		}
 	}
@@ -169,9 +205,10 @@ func TestLargeAllReduce(t *testing.T) {
 				o := tr.o
 				o.Timeout = 30 * time.Second
 				comms := startGroup(t, world, o, ServerConfig{})
+				st := newStager(t, comms, tr.shared, 3<<20+7)
 				for _, n := range []int{3<<20 + 7, 1<<20 + 1} {
 					in := randomBufs(world, n, uint64(n))
-					bufs := clone(in)
+					bufs := st.stage(in)
 					mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceSum(context.Background(), bufs[r]) })
 					for i := range n {
 						want := ringSum(in, i, world)
@@ -187,13 +224,14 @@ func TestLargeAllReduce(t *testing.T) {
 	}
 }
 
-func testCollectives(t *testing.T, world int, o Options) {
+func testCollectives(t *testing.T, world int, o Options, shared bool) {
 	comms := startGroup(t, world, o, ServerConfig{})
 	ctx := context.Background()
+	st := newStager(t, comms, shared, 4099)
 	for _, n := range []int{0, 1, world - 1, world, 17, 100, 1000, 4099} {
 		in := randomBufs(world, n, uint64(n))
 
-		bufs := clone(in)
+		bufs := st.stage(in)
 		mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceSum(ctx, bufs[r]) })
 		for i := range n {
 			want := ringSum(in, i, world)
@@ -204,7 +242,7 @@ func testCollectives(t *testing.T, world int, o Options) {
 			}
 		}
 
-		bufs = clone(in)
+		bufs = st.stage(in)
 		mustEach(t, comms, func(r int, c *Comm) error { return c.AllReduceAvg(ctx, bufs[r]) })
 		for i := range n {
 			want := ringSum(in, i, world) / float32(world)
@@ -216,7 +254,7 @@ func testCollectives(t *testing.T, world int, o Options) {
 		}
 
 		for root := range world {
-			bufs = clone(in)
+			bufs = st.stage(in)
 			mustEach(t, comms, func(r int, c *Comm) error { return c.Broadcast(ctx, bufs[r], root) })
 			for r := range world {
 				for i := range n {
@@ -228,7 +266,7 @@ func testCollectives(t *testing.T, world int, o Options) {
 		}
 
 		if n%world == 0 {
-			bufs = clone(in)
+			bufs = st.stage(in)
 			mustEach(t, comms, func(r int, c *Comm) error { return c.ReduceScatterSum(ctx, bufs[r]) })
 			for r := range world {
 				lo, hi := segment(n, world, r)
@@ -238,7 +276,7 @@ func testCollectives(t *testing.T, world int, o Options) {
 					}
 				}
 			}
-			bufs = clone(in)
+			bufs = st.stage(in)
 			mustEach(t, comms, func(r int, c *Comm) error { return c.AllGather(ctx, bufs[r]) })
 			for r := range world {
 				for i := range n {

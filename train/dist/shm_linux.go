@@ -1,8 +1,10 @@
 package dist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -34,10 +36,10 @@ const shmPublishBytes = 64 << 10
 const (
 	offHead          = 0   // uint64: bytes written, ever (the sender's)
 	offDataSeq       = 8   // uint32: bumped after each publish (futex word)
-	offReaderWaiting = 12  // uint32: 1 while the receiver sleeps or is about to
+	offReaderWaiting = 12  // uint32: waiters on the receiving side (sleeping or about to)
 	offTail          = 128 // uint64: bytes consumed, ever (the receiver's)
 	offSpaceSeq      = 136 // uint32: bumped after each consume (futex word)
-	offWriterWaiting = 140 // uint32: 1 while the sender sleeps or is about to
+	offWriterWaiting = 140 // uint32: waiters on the sending side (sleeping or about to)
 	shmHeaderBytes   = 4096
 )
 
@@ -67,6 +69,21 @@ type shmRing struct {
 
 	mapMu   sync.Mutex    // guards mem against unmap while a wake-up uses it
 	watched chan struct{} // closed when watch returns
+
+	// The sending side: this rank's shared buffers, which the next rank maps.
+	ownMu sync.Mutex
+	own   []ownRegion
+	// The receiving side: the previous rank's shared buffers, mapped here as the
+	// watch receives them (index → memory); arrived is closed and replaced on each.
+	peerMu  sync.Mutex
+	peers   map[uint32][]byte
+	arrived chan struct{}
+}
+
+// ownRegion is one of this rank's shared buffers.
+type ownRegion struct {
+	index uint32 // 1, 2, ...: as the next rank knows it
+	mem   []byte
 }
 
 func (r *shmRing) word64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
@@ -187,19 +204,196 @@ func mapRing(fd int) (*shmRing, error) {
 	return &shmRing{mem: mem, data: mem[shmHeaderBytes:]}, nil
 }
 
-// startWatch waits on the Unix socket: nothing comes on it after the setup, so a
-// read returns when the other process dies or the link is shut down; then the
-// ring is broken and its waits end.
+// startWatch reads the Unix socket beside the ring: after the setup only the
+// sender's region messages come on it (a shared buffer's descriptor, which the
+// receiving side maps), so a read fails when the other process dies or the link
+// is shut down; then the ring is broken and its waits end.
 func (r *shmRing) startWatch(conn net.Conn) {
 	r.conn = conn
 	r.watched = make(chan struct{})
+	r.peers = map[uint32][]byte{}
+	r.arrived = make(chan struct{})
 	go func() {
 		defer close(r.watched)
-		var b [1]byte
-		conn.Read(b[:])
-		r.breakRing()
+		defer r.breakRing()
+		uc := conn.(*net.UnixConn)
+		for {
+			index, fd, err := readRegionMessage(uc)
+			if err != nil {
+				return
+			}
+			err = r.addPeerRegion(index, fd)
+			unix.Close(fd)
+			if err != nil {
+				return // (the receiving side then waits for it in vain, and fails on the abort)
+			}
+		}
 	}()
 }
+
+// A region message: regionMessage, the region's index (uint32), with its memfd
+// attached (SCM_RIGHTS).
+const (
+	regionMessage     = 'R'
+	regionMessageSize = 5
+)
+
+// readRegionMessage reads one region message from the socket.
+func readRegionMessage(uc *net.UnixConn) (index uint32, fd int, err error) {
+	var b [regionMessageSize]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	fd = -1
+	for got := 0; got < len(b); {
+		n, oobn, _, _, err := uc.ReadMsgUnix(b[got:], oob)
+		if err != nil {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			return 0, -1, err
+		}
+		got += n
+		if oobn > 0 {
+			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+			for _, m := range msgs {
+				fds, _ := unix.ParseUnixRights(&m)
+				for _, f := range fds {
+					if fd < 0 {
+						fd = f
+					} else {
+						unix.Close(f)
+					}
+				}
+			}
+		}
+	}
+	if b[0] != regionMessage || fd < 0 {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return 0, -1, errors.New("the previous rank sent something other than a region on the link")
+	}
+	return binary.LittleEndian.Uint32(b[1:]), fd, nil
+}
+
+// addPeerRegion maps the previous rank's shared buffer index from its memfd.
+func (r *shmRing) addPeerRegion(index uint32, fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Size <= 0 || st.Size%4 != 0 {
+		return fmt.Errorf("a shared buffer of %d bytes", st.Size)
+	}
+	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	r.peerMu.Lock()
+	defer r.peerMu.Unlock()
+	if old, dup := r.peers[index]; dup {
+		unix.Munmap(old)
+	}
+	r.peers[index] = mem
+	close(r.arrived)
+	r.arrived = make(chan struct{})
+	return nil
+}
+
+// peerRegion returns n floats at off of the previous rank's shared buffer index,
+// waiting for its message if it has not come yet.
+func (r *shmRing) peerRegion(index uint32, off, n uint64) ([]float32, error) {
+	for {
+		r.peerMu.Lock()
+		mem, ok := r.peers[index]
+		arrived := r.arrived
+		r.peerMu.Unlock()
+		if ok {
+			if off > uint64(len(mem)/4) || n > uint64(len(mem)/4)-off {
+				return nil, protocolError{fmt.Sprintf("the previous rank refers to floats [%d,%d) of its shared buffer %d of %d floats", off, off+n, index, len(mem)/4)}
+			}
+			if n == 0 {
+				return nil, nil
+			}
+			return unsafe.Slice((*float32)(unsafe.Pointer(&mem[4*off])), n), nil
+		}
+		select {
+		case <-arrived:
+		case <-r.watched:
+			return nil, errRingBroken
+		}
+	}
+}
+
+// allocShared returns n floats of shared memory that the next rank maps (its
+// descriptor goes over the socket), or nil when that fails.
+func (r *shmRing) allocShared(n int) []float32 {
+	size := (n*4 + pageSize - 1) / pageSize * pageSize
+	fd, err := unix.MemfdCreate("gptkit-buffer", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	if unix.Ftruncate(fd, int64(size)) != nil {
+		return nil
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	index := uint32(len(r.own) + 1)
+	var msg [regionMessageSize]byte
+	msg[0] = regionMessage
+	binary.LittleEndian.PutUint32(msg[1:], index)
+	if _, _, err := r.conn.(*net.UnixConn).WriteMsgUnix(msg[:], unix.UnixRights(fd), nil); err != nil {
+		unix.Munmap(mem)
+		return nil
+	}
+	r.own = append(r.own, ownRegion{index: index, mem: mem})
+	return unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), n)
+}
+
+// freeShared unmaps the shared buffer buf starts (allocShared's), if it is one.
+func (r *shmRing) freeShared(buf []float32) bool {
+	if len(buf) == 0 {
+		return false
+	}
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	p := uintptr(unsafe.Pointer(&buf[0]))
+	for i, o := range r.own {
+		if o.mem != nil && p == uintptr(unsafe.Pointer(&o.mem[0])) {
+			unix.Munmap(o.mem)
+			r.own[i].mem = nil
+			return true
+		}
+	}
+	return false
+}
+
+// regionOf returns the index of this rank's shared buffer holding all of buf and
+// buf's offset in it (in floats), or index 0.
+func (r *shmRing) regionOf(buf []float32) (index uint32, off uint64) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	p, end := uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&buf[0]))+uintptr(4*len(buf))
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	for _, o := range r.own {
+		if o.mem == nil {
+			continue
+		}
+		base := uintptr(unsafe.Pointer(&o.mem[0]))
+		if p >= base && end <= base+uintptr(len(o.mem)) {
+			return o.index, uint64(p-base) / 4
+		}
+	}
+	return 0, 0
+}
+
+var pageSize = unix.Getpagesize()
 
 func (r *shmRing) breakRing() {
 	r.broken.Store(true)
@@ -216,11 +410,19 @@ func (r *shmRing) shutdown() {
 	r.breakRing()
 }
 
-// release shuts the link down and unmaps the ring: no collective may be using it.
+// release shuts the link down and unmaps the ring and the previous rank's shared
+// buffers: no collective may be using them. (This rank's own shared buffers stay:
+// their users may still hold them; freeShared unmaps one.)
 func (r *shmRing) release() {
 	r.shutdown()
 	<-r.watched
 	r.unmap()
+	r.peerMu.Lock()
+	defer r.peerMu.Unlock()
+	for k, mem := range r.peers {
+		unix.Munmap(mem)
+		delete(r.peers, k)
+	}
 }
 
 func (r *shmRing) unmap() {
@@ -297,6 +499,76 @@ func (r *shmRing) recvAdd(dst []float32, div float32) error {
 	})
 }
 
+// Direct transfers: when the buffer of a collective is one of the sender's shared
+// buffers, the ring carries a token per chunk instead of the chunk, and the
+// receiver reads the chunk straight from the sender's memory, which it has mapped
+// (one pass over the data instead of a copy into the ring and one out of it). A
+// token stays in the ring until the receiver is done with its chunk, so the
+// ring's tail tells the sender which chunks it may overwrite.
+
+// sendToken says that chunk k is ready in the sender's shared buffer.
+func (r *shmRing) sendToken(k uint64) error {
+	var b [tokenBytes]byte
+	binary.LittleEndian.PutUint64(b[:], k)
+	return r.send(b[:])
+}
+
+// position is how many bytes this side has put into (or taken out of) the ring.
+func (r *shmRing) position() uint64 { return r.pos }
+
+// waitConsumed waits until the receiver has taken every byte before pos: every
+// token (and so every chunk) sent before it.
+func (r *shmRing) waitConsumed(pos uint64) error {
+	tail := r.word64(offTail)
+	blocked := func() bool { return atomic.LoadUint64(tail) < pos }
+	if !blocked() {
+		return nil
+	}
+	return r.wait(offSpaceSeq, offWriterWaiting, blocked)
+}
+
+// recvDirect takes chunk k's token and applies src, the chunk in the previous
+// rank's shared buffer, to dst (copy, add, or add and divide by div), before it
+// frees the token.
+func (r *shmRing) recvDirect(k uint64, dst, src []float32, mode int, div float32) error {
+	var b [tokenBytes]byte
+	if err := r.peek(b[:]); err != nil {
+		return err
+	}
+	if got := binary.LittleEndian.Uint64(b[:]); got != k {
+		return protocolError{fmt.Sprintf("the previous rank's chunk token %d, want %d", got, k)}
+	}
+	switch mode {
+	case recvCopy:
+		copy(dst, src)
+	case recvAddAvg:
+		addDiv(dst, src, div)
+	default:
+		add(dst, src)
+	}
+	r.pos += tokenBytes
+	atomic.StoreUint64(r.word64(offTail), r.pos)
+	r.signal(offSpaceSeq, offWriterWaiting)
+	return nil
+}
+
+// peek fills p with the next len(p) bytes of the ring, waiting for them, without
+// taking them.
+func (r *shmRing) peek(p []byte) error {
+	head := r.word64(offHead)
+	var avail uint64
+	short := func() bool { avail = atomic.LoadUint64(head) - r.pos; return avail < uint64(len(p)) }
+	if short() {
+		if err := r.wait(offDataSeq, offReaderWaiting, short); err != nil {
+			return err
+		}
+	}
+	at := r.pos % shmRingBytes
+	n := copy(p, r.data[at:])
+	copy(p[n:], r.data)
+	return nil
+}
+
 // wait returns once blocked() is false, or when the ring breaks: it spins a
 // little, then sleeps on the futex word at seqOff, announcing itself in the word
 // at waitingOff (the other side wakes it only then).
@@ -310,19 +582,19 @@ func (r *shmRing) wait(seqOff, waitingOff int, blocked func() bool) error {
 		}
 	}
 	seq, waiting := r.word32(seqOff), r.word32(waitingOff)
+	// (A count, not a flag: on a direct link two goroutines of the sender may wait
+	// for the receiver at once.)
+	atomic.AddUint32(waiting, 1)
+	defer atomic.AddUint32(waiting, ^uint32(0))
 	for {
 		s := atomic.LoadUint32(seq)
-		atomic.StoreUint32(waiting, 1)
 		if !blocked() {
-			atomic.StoreUint32(waiting, 0)
 			return nil
 		}
 		if r.broken.Load() {
-			atomic.StoreUint32(waiting, 0)
 			return errRingBroken
 		}
 		futexWait(seq, s, shmSleep)
-		atomic.StoreUint32(waiting, 0)
 	}
 }
 
@@ -351,6 +623,7 @@ func futexWait(addr *uint32, val uint32, d time.Duration) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
+// futexWake wakes every waiter on addr.
 func futexWake(addr *uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1, 0, 0, 0)
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, math.MaxInt32, 0, 0, 0)
 }
