@@ -187,3 +187,26 @@ if [ "${BENCH_TRAINER:-1}" != 0 ]; then
     { echo; echo "## Trainer vs PyTorch (CPU)"; echo; echo "not measured: tools/bench-trainer.sh failed"; } >> "$out/report.md"
   fi
 fi
+
+# 9. Data parallelism: ring all-reduce bus bandwidth against memcpy measured in the same run (1, 10,
+# 100 MB; 2 and 4 ranks as processes; every transport), the loopback TCP ceiling, and the per-step
+# cost of 2 ranks. BENCH_DIST=0 skips it.
+if [ "${BENCH_DIST:-1}" != 0 ]; then
+  dist_cmd1="go test ./train/dist -run '^\$' -bench 'BenchmarkAllReduce|BenchmarkLoopbackTCP' -benchtime 30x -count 1"
+  dist_cmd2="go test ./train -run '^\$' -bench BenchmarkDataParallelStep -benchtime 30x -count 1"
+  say "data parallelism: $dist_cmd1; $dist_cmd2"
+  { go test ./train/dist -run '^$' -bench 'BenchmarkAllReduce|BenchmarkLoopbackTCP' -benchtime 30x -count 1 -timeout "$BENCH_GO_TIMEOUT" 2>&1 &&
+    go test ./train -run '^$' -bench BenchmarkDataParallelStep -benchtime 30x -count 1 -timeout "$BENCH_GO_TIMEOUT" 2>&1
+  } | grep -v '^time=' | tee "$out/go-bench-dist.txt"
+  {
+    echo
+    echo "## Data parallelism"
+    echo
+    echo "Ring all-reduce: busbw (NCCL's: 2(W-1)/W x bytes / time) and its ratio to memcpy on the same buffer (goal >= 0.5);"
+    echo "the per-step overhead of 2 ranks. \`$dist_cmd1\`; \`$dist_cmd2\`"
+    echo
+    echo '```'
+    grep -E '^(Benchmark|pkg:)' "$out/go-bench-dist.txt"
+    echo '```'
+  } >> "$out/report.md"
+fi

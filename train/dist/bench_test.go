@@ -3,6 +3,8 @@ package dist
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -177,4 +179,51 @@ func errorsOf(errs []error) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkLoopbackTCP is the ceiling of the tcp transport on this machine: one
+// TCP stream over loopback between two goroutines, 128 writes of 512 KiB (the
+// ring's chunk) per op, in one direction (a ring link carries one direction; on a 2-rank ring
+// both directions run at once, sharing the cores).
+//
+//	go test ./train/dist -run '^$' -bench BenchmarkLoopbackTCP
+func BenchmarkLoopbackTCP(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	chunk := make([]byte, DefaultChunkBytes)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		in := make([]byte, len(chunk))
+		for range b.N * 128 {
+			if _, err := io.ReadFull(c, in); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.SetBytes(128 * int64(len(chunk)))
+	b.ResetTimer()
+	for range b.N * 128 {
+		if _, err := c.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
 }
