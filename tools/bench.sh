@@ -189,8 +189,9 @@ if [ "${BENCH_TRAINER:-1}" != 0 ]; then
 fi
 
 # 9. Data parallelism: ring all-reduce bus bandwidth against memcpy measured in the same run (1, 10,
-# 100 MB; 2 and 4 ranks as processes; every transport), the loopback TCP ceiling, and the per-step
-# cost of 2 ranks. BENCH_DIST=0 skips it.
+# 100 MB; 2 and 4 ranks as processes; every transport), the ceilings of this machine (one loopback TCP
+# stream; a 2-rank exchange between pinned threads: BenchmarkAllReduceCeiling, matched by the
+# BenchmarkAllReduce pattern), and the per-step cost of 2 ranks. BENCH_DIST=0 skips it.
 if [ "${BENCH_DIST:-1}" != 0 ]; then
   dist_cmd1="go test ./train/dist -run '^\$' -bench 'BenchmarkAllReduce|BenchmarkLoopbackTCP' -benchtime 30x -count 1"
   dist_cmd2="go test ./train -run '^\$' -bench BenchmarkDataParallelStep -benchtime 30x -count 1"

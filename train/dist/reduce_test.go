@@ -36,14 +36,23 @@ func TestReductions(t *testing.T) {
 	}
 }
 
+// BenchmarkAdd: the ring's addition (AVX2 where the CPU has it) against the
+// plain Go loop, in cache and beyond.
+//
+//	go test ./train/dist -run '^$' -bench BenchmarkAdd
 func BenchmarkAdd(b *testing.B) {
 	for _, n := range []int{128 << 10, 4 << 20} {
 		in := randomBufs(2, n, 1)
-		b.Run(fmt.Sprint(n*4>>10, "KiB"), func(b *testing.B) {
-			b.SetBytes(int64(n * 4))
-			for range b.N {
-				add(in[0], in[1])
-			}
-		})
+		for _, f := range []struct {
+			name string
+			add  func(dst, in []float32)
+		}{{"add", add}, {"go", addGo}} {
+			b.Run(fmt.Sprint(f.name, "-", n*4>>10, "KiB"), func(b *testing.B) {
+				b.SetBytes(int64(n * 4))
+				for range b.N {
+					f.add(in[0], in[1])
+				}
+			})
+		}
 	}
 }
