@@ -48,7 +48,9 @@
 // their own). The socket stays open beside: its end of file is how a rank
 // learns that its neighbour died. The additions run 8 floats at a time (AVX2,
 // add_amd64.s; the same bits as the Go loops in reduce.go, which noasm builds
-// use).
+// use): kernels/cpu has such loops, but this package depends on nothing of
+// gptkit's (the CUDA backend's communicator stands beside it), so it keeps its
+// own thirty lines.
 //
 // Hand-written rather than built on an RPC framework or MPI: the wire is two small
 // protocols (newline-delimited JSON for the store, a 24-byte header and raw
