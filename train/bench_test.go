@@ -56,7 +56,7 @@ func benchTrainer(b *testing.B, cfg Config, vocab int) *Trainer {
 	B, T := cfg.BatchSize, cfg.BlockSize
 	model.Reserve(B, T, true)
 	src := randomSource{n: 1 << 40, seqLen: T, vocab: vocab}
-	return &Trainer{cfg: cfg, be: be, coll: Single{}, model: model, flat: f,
+	return &Trainer{cfg: cfg, be: be, coll: Single{}, model: model, flat: f, alloc: be.Alloc,
 		m: be.Alloc(f.hi - f.lo), v: be.Alloc(f.hi - f.lo),
 		sampler: &loader.Sampler{Samples: src, World: 1, Micro: B, GradAccum: cfg.GradAccum},
 		batch:   make([]int32, 0, B*(T+1)), in: make([]int32, B*T), tgt: make([]int32, B*T)}

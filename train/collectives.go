@@ -200,11 +200,7 @@ func (t *Trainer) scratch(n int) []float32 {
 	}
 	b, ok := t.scratchBufs[n]
 	if !ok {
-		alloc := t.alloc
-		if alloc == nil {
-			alloc = t.be.Alloc
-		}
-		b = alloc(n)
+		b = t.alloc(n)
 		t.scratchBufs[n] = b
 	}
 	return b

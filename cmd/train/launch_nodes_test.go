@@ -72,10 +72,7 @@ func TestTwoNodes(t *testing.T) {
 	}
 	n := netnsPair(t)
 	data, _ := makeCharDataset(t)
-	single := filepath.Join(t.TempDir(), "single")
-	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 12, 4)...); code != 0 {
-		t.Fatalf("single: %s", stderr)
-	}
+	single := singleRun(t, data, 8, 12, 4)
 	run := func(out string, env []string, extra ...string) []procResult {
 		port := freePort(t)
 		env = append(env, "GPTKIT_JOB_TOKEN=two-nodes-"+port)
@@ -200,10 +197,7 @@ func TestSrun(t *testing.T) {
 	}
 	c := slurmtest.Start(t)
 	data, _ := makeCharDataset(t)
-	single := filepath.Join(t.TempDir(), "single")
-	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 12, 4)...); code != 0 {
-		t.Fatalf("single: %s", stderr)
-	}
+	single := singleRun(t, data, 8, 12, 4)
 	out := filepath.Join(t.TempDir(), "srun")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

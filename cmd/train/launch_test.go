@@ -39,6 +39,17 @@ func dpArgs(data, out string, batch, steps, ckpt int) []string {
 		"--cache-dir", out + "-cache", "--dropout", "0"}
 }
 
+// singleRun trains dpArgs in this process (one rank): the reference run of a
+// data-parallel test. It returns the run directory.
+func singleRun(t *testing.T, data string, batch, steps, ckpt int) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "single")
+	if code, _, stderr := runTrain(t, dpArgs(data, out, batch, steps, ckpt)...); code != 0 {
+		t.Fatalf("single: %s", stderr)
+	}
+	return out
+}
+
 type procResult struct {
 	code           int
 	stdout, stderr string
@@ -99,10 +110,7 @@ func TestLaunchNProcPerNode(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	data, _ := makeCharDataset(t)
-	single := filepath.Join(t.TempDir(), "single")
-	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 20, 0)...); code != 0 {
-		t.Fatalf("single: %s", stderr)
-	}
+	single := singleRun(t, data, 8, 20, 0)
 	out := filepath.Join(t.TempDir(), "dp")
 	r := trainProc(t, time.Minute, nil, append(dpArgs(data, out, 4, 20, 0), "--nproc-per-node", "2", "--master-port", freePort(t))...)
 	if r.code != 0 {
@@ -213,10 +221,7 @@ func TestLaunchElasticResume(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	data, _ := makeCharDataset(t)
-	single := filepath.Join(t.TempDir(), "single")
-	if code, _, stderr := runTrain(t, dpArgs(data, single, 8, 12, 0)...); code != 0 {
-		t.Fatalf("single: %s", stderr)
-	}
+	single := singleRun(t, data, 8, 12, 0)
 	out := filepath.Join(t.TempDir(), "elastic")
 	r := trainProc(t, time.Minute, []string{faultEnv + "=term:1:20"}, append(dpArgs(data, out, 4, 12, 0), "--nproc-per-node", "2", "--master-port", freePort(t))...)
 	if r.code != 1 || !strings.Contains(r.stderr, "train: interrupted") {
