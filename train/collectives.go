@@ -180,28 +180,51 @@ func (t *Trainer) gather(ctx context.Context, vals ...float64) ([]float64, error
 	return out, nil
 }
 
-// collectiveMemory is where the buffers the collectives work on come from: the
-// collectives' shared memory when they have it and the backend computes on host
-// memory, else the backend's.
-func collectiveMemory(be kernels.Backend, coll Collectives) (func(n int) []float32, SharedMemory) {
+// collectiveMemory is where the buffers the collectives work on come from. With
+// a backend on host memory, the weights and gradients are host tensors the
+// collectives read in place: the collectives' shared memory when they have it,
+// else the backend's. A device backend's are its own, and the collectives work
+// on host copies (stage). The returned host function gives the trainer's small
+// host buffers for collectives (shared memory when there is some).
+func collectiveMemory(be kernels.Backend, coll Collectives) (dev func(what string, n int) (kernels.Tensor, error), host func(n int) []float32, shared SharedMemory) {
+	dev = func(what string, n int) (kernels.Tensor, error) { return be.Alloc(what, kernels.Float32, n) }
+	host = func(n int) []float32 { return make([]float32, n) }
 	if sm, ok := coll.(SharedMemory); ok && coll.World() > 1 {
-		if _, host := be.(kernels.HostMemory); host {
-			return sm.AllocShared, sm
+		host = sm.AllocShared
+		if _, onHost := be.(kernels.HostMemory); onHost {
+			dev = func(_ string, n int) (kernels.Tensor, error) { return kernels.Host(sm.AllocShared(n)), nil }
 		}
+		return dev, host, sm
 	}
-	return be.Alloc, nil
+	return dev, host, nil
 }
 
-// scratch returns a buffer of n floats for collectives (from the backend, or
-// shared memory), reused across steps.
+// scratch returns a host buffer of n floats for collectives (shared memory when
+// the collectives have it), reused across steps.
 func (t *Trainer) scratch(n int) []float32 {
 	if t.scratchBufs == nil {
 		t.scratchBufs = map[int][]float32{}
 	}
 	b, ok := t.scratchBufs[n]
 	if !ok {
-		b = t.alloc(n)
+		b = t.hostAlloc(n)
 		t.scratchBufs[n] = b
 	}
 	return b
+}
+
+// staged gives the collectives a Float32 tensor as host memory: the tensor's own
+// memory when the host can address it, else a host copy (downloaded; the
+// returned done uploads it back when the collective changed it).
+func (t *Trainer) staged(x kernels.Tensor, changed bool) (buf []float32, done func()) {
+	if x.IsHost() {
+		return x.Float32s(), func() {}
+	}
+	buf = t.scratch(x.Len())
+	t.be.Download(kernels.Float32Bytes(buf), x)
+	return buf, func() {
+		if changed {
+			t.be.Upload(x, kernels.Float32Bytes(buf))
+		}
+	}
 }

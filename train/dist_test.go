@@ -159,7 +159,7 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 			var mu sync.Mutex
 			_, errs := runRanks(t, context.Background(), cfg, startComms(t, tc.world), func(r int, tr *Trainer) {
 				mu.Lock()
-				adam = append(adam, len(tr.m))
+				adam = append(adam, tr.m.Len())
 				mu.Unlock()
 				if tr.buckets != nil && tc.bucketMB > 0 && len(tr.buckets.stages) < 3 {
 					t.Errorf("bucket plan %v", tr.buckets)

@@ -157,7 +157,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
 	}
 
-	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv))
+	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return usage(err.Error())
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 
@@ -22,15 +23,18 @@ var _ train.Collectives = (*cuda.NCCL)(nil)
 //   - cuda: the GPU backend on GPU $LOCAL_RANK (0 when unset; one process per
 //     GPU), bf16 matmuls. Without a usable GPU it fails with one line saying why
 //     (no driver, no device, driver too old for the PTX, no cuBLAS).
-//   - auto: cuda when a GPU is usable, else the CPU backend.
+//   - auto: cuda when a GPU is usable, else the CPU backend; when it falls back,
+//     it logs why on log (no driver, no device, driver too old, no cuBLAS).
 //   - cpu: the CPU backend on threads goroutines (0: one per CPU).
 //   - ref: the reference backend (slow; for checking).
-func openBackend(device string, threads int) (kernels.Backend, error) {
+func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend, error) {
 	switch device {
 	case "auto":
-		if be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()}); err == nil {
+		be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()})
+		if err == nil {
 			return be, nil
 		}
+		log.Info("device auto: no usable GPU, running on the CPU", "reason", err.Error())
 		return cpu.New(threads), nil
 	case "cpu":
 		return cpu.New(threads), nil

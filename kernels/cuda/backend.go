@@ -120,6 +120,9 @@ func Open(o Options) (*Backend, error) {
 	if err := b.initParams(); err != nil {
 		return nil, err
 	}
+	if err := b.initStaging(); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -138,7 +141,7 @@ func (b *Backend) Sync() {
 	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
 }
 
-// Close waits for the device, frees every buffer (slices from Alloc must not be
+// Close waits for the device, frees every buffer (tensors from Alloc must not be
 // used after it) and releases the context.
 func (b *Backend) Close() error {
 	b.enter()
@@ -168,6 +171,16 @@ func (b *Backend) enter() {
 func (b *Backend) leave() {
 	runtime.UnlockOSThread()
 	b.mu.Unlock()
+}
+
+// owned panics unless every given tensor is this backend's memory (a host
+// tensor or another backend's cannot be addressed by its kernels).
+func (b *Backend) owned(op string, ts ...kernels.Tensor) {
+	for _, t := range ts {
+		if !t.Nil() && t.Owner() != b {
+			panic(fmt.Sprintf("kernels: %s: %s is not this cuda backend's memory (use its Alloc and Upload)", op, t))
+		}
+	}
 }
 
 // must panics on a CUDA error: after a failed launch or a sticky error the

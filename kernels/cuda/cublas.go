@@ -24,6 +24,8 @@ const (
 	opN           = 0
 	opT           = 1
 	cudaR32F      = 0
+	cudaR16F      = 2
+	cudaR16BF     = 14
 	compute32F    = 68 // CUBLAS_COMPUTE_32F: plain float32 (no tensor cores unless the math mode allows)
 	compute32F16B = 75 // CUBLAS_COMPUTE_32F_FAST_16BF: bf16 tensor cores, float32 accumulation
 	compute32FTF  = 77 // CUBLAS_COMPUTE_32F_FAST_TF32
@@ -87,6 +89,8 @@ type gemm struct {
 	ldc            int
 	strideC        int64
 	batch          int // 1: a plain GEMM
+	// The operands' cudaDataType (cudaR32F, cudaR16BF, cudaR16F; 0 is float32).
+	aType, bType, cType int32
 }
 
 func op(t bool) int32 {
@@ -96,15 +100,20 @@ func op(t bool) int32 {
 	return opN
 }
 
-// run issues g on the handle's stream with the given compute type.
+// run issues g on the handle's stream. compute is the compute type of an
+// all-float32 GEMM (Options.Precision); any 16-bit operand computes in
+// CUBLAS_COMPUTE_32F (16-bit inputs on the tensor cores, float32 accumulation).
 func (c *cublas) run(h uintptr, g gemm, compute int32) error {
 	alpha, beta := g.alpha, g.beta
+	if g.aType != cudaR32F || g.bType != cudaR32F || g.cType != cudaR32F {
+		compute = compute32F
+	}
 	if g.batch <= 1 {
 		return cublasCheck("cublasGemmEx", c.gemmEx(h, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
-			unsafe.Pointer(&alpha), g.A, cudaR32F, int32(g.lda), g.B, cudaR32F, int32(g.ldb),
-			unsafe.Pointer(&beta), g.C, cudaR32F, int32(g.ldc), compute, gemmDefault))
+			unsafe.Pointer(&alpha), g.A, g.aType, int32(g.lda), g.B, g.bType, int32(g.ldb),
+			unsafe.Pointer(&beta), g.C, g.cType, int32(g.ldc), compute, gemmDefault))
 	}
 	return cublasCheck("cublasGemmStridedBatchedEx", c.gemmStridedBatchedEx(h, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
-		unsafe.Pointer(&alpha), g.A, cudaR32F, int32(g.lda), g.strideA, g.B, cudaR32F, int32(g.ldb), g.strideB,
-		unsafe.Pointer(&beta), g.C, cudaR32F, int32(g.ldc), g.strideC, int32(g.batch), compute, gemmDefault))
+		unsafe.Pointer(&alpha), g.A, g.aType, int32(g.lda), g.strideA, g.B, g.bType, int32(g.ldb), g.strideB,
+		unsafe.Pointer(&beta), g.C, g.cType, int32(g.ldc), g.strideC, int32(g.batch), compute, gemmDefault))
 }

@@ -35,7 +35,6 @@ type driver struct {
 	cuModuleLoadDataEx        func(mod *uintptr, image *byte, n uint32, opts *int32, vals *uintptr) int32
 	cuModuleGetFunction       func(f *uintptr, mod uintptr, name *byte) int32
 	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, s uintptr, params unsafe.Pointer, extra uintptr) int32
-	cuMemAllocManaged         func(p *unsafe.Pointer, bytes uint64, flags uint32) int32
 	cuMemAlloc                func(p *uintptr, bytes uint64) int32
 	cuMemAllocHost            func(p *unsafe.Pointer, bytes uint64) int32
 	cuMemFree                 func(p uintptr) int32
@@ -44,6 +43,11 @@ type driver struct {
 	cuMemsetD8Async           func(dst uintptr, v uint8, n uint64, s uintptr) int32
 	cuMemsetD32Async          func(dst uintptr, v uint32, n uint64, s uintptr) int32
 	cuMemGetInfo              func(free, total *uint64) int32
+	cuEventCreate             func(ev *uintptr, flags uint32) int32
+	cuEventRecord             func(ev, s uintptr) int32
+	cuEventSynchronize        func(ev uintptr) int32
+	cuEventDestroy            func(ev uintptr) int32
+	cuMemFreeHost             func(p unsafe.Pointer) int32
 }
 
 // loadDriver opens libcuda (the first of names that loads) and binds the API.
@@ -70,7 +74,6 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"},
 		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
 		{&d.cuLaunchKernel, "cuLaunchKernel"},
-		{&d.cuMemAllocManaged, "cuMemAllocManaged"},
 		{&d.cuMemAlloc, "cuMemAlloc_v2"},
 		{&d.cuMemAllocHost, "cuMemAllocHost_v2"},
 		{&d.cuMemFree, "cuMemFree_v2"},
@@ -79,6 +82,11 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuMemsetD8Async, "cuMemsetD8Async"},
 		{&d.cuMemsetD32Async, "cuMemsetD32Async"},
 		{&d.cuMemGetInfo, "cuMemGetInfo_v2"},
+		{&d.cuEventCreate, "cuEventCreate"},
+		{&d.cuEventRecord, "cuEventRecord"},
+		{&d.cuEventSynchronize, "cuEventSynchronize"},
+		{&d.cuEventDestroy, "cuEventDestroy_v2"},
+		{&d.cuMemFreeHost, "cuMemFreeHost"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w (%w); update the NVIDIA driver", err, ErrDriverTooOld)
@@ -88,11 +96,9 @@ func loadDriver(names []string) (*driver, error) {
 
 // Device attributes (CUdevice_attribute).
 const (
-	attrSMCount                 = 16
-	attrComputeMajor            = 75
-	attrComputeMinor            = 76
-	attrManagedMemory           = 83
-	attrConcurrentManagedAccess = 89
+	attrSMCount      = 16
+	attrComputeMajor = 75
+	attrComputeMinor = 76
 )
 
 // Info describes a device, as Probe reports it.
@@ -164,9 +170,6 @@ func initDevice(names []string, ordinal int) (*driver, Info, error) {
 	if info.Major < 8 {
 		return nil, info, fmt.Errorf("cuda: %w: %s has compute capability %d.%d; the kernels need 8.0 (A100, H100) or newer; use --device cpu",
 			ErrNoDevice, info.Name, info.Major, info.Minor)
-	}
-	if attr(attrManagedMemory) == 0 || attr(attrConcurrentManagedAccess) == 0 {
-		return nil, info, fmt.Errorf("cuda: %w: %s has no concurrent managed memory (needed for host-visible buffers); use --device cpu", ErrNoDevice, info.Name)
 	}
 	return d, info, nil
 }

@@ -1,10 +1,26 @@
 package cuda
 
-import "gptkit/kernels/internal/check"
+import (
+	"gptkit/kernels"
+	"gptkit/kernels/internal/check"
+)
 
 // The row-major products of kernels.Backend as column-major cuBLAS GEMMs. A
 // row-major (R×K) matrix is the column-major (K×R) matrix of its transpose, so
 // out = inp·Wᵀ becomes outᵀ = W·inpᵀ with W read transposed, and so on.
+
+// cudaType is a tensor's cudaDataType.
+func cudaType(dt kernels.DType) int32 {
+	switch dt {
+	case kernels.Float32:
+		return cudaR32F
+	case kernels.BFloat16:
+		return cudaR16BF
+	case kernels.Float16:
+		return cudaR16F
+	}
+	panic("cuda: no cuBLAS type for " + dt.String())
+}
 
 // matmulForwardGemm: out (N,OC) = inp (N,C)·W (OC,C)ᵀ (+ out when accumulate,
 // which is how a bias pre-filled into out is added).
@@ -16,53 +32,110 @@ func matmulForwardGemm(out, inp, w uintptr, N, C, OC int, accumulate bool) gemm 
 	return g
 }
 
-// matmulBackwardGemms: dinp (N,C) += dout (N,OC)·W (OC,C); dW (OC,C) += doutᵀ·inp.
+// matmulBackwardGemms: dinp (N,C) = dout (N,OC)·W (OC,C) (written); dW (OC,C) +=
+// doutᵀ·inp.
 func matmulBackwardGemms(dinp, dw, dout, inp, w uintptr, N, C, OC int) (gDinp, gDw gemm) {
-	gDinp = gemm{m: C, n: N, k: OC, alpha: 1, beta: 1, A: w, lda: C, B: dout, ldb: OC, C: dinp, ldc: C, batch: 1}
+	gDinp = gemm{m: C, n: N, k: OC, alpha: 1, A: w, lda: C, B: dout, ldb: OC, C: dinp, ldc: C, batch: 1}
 	gDw = gemm{transB: true, m: C, n: OC, k: N, alpha: 1, beta: 1, A: inp, lda: C, B: dout, ldb: OC, C: dw, ldc: C, batch: 1}
 	return gDinp, gDw
 }
 
-func (b *Backend) gemm(g gemm) { b.must(b.blas.run(b.handle, g, b.compute)) }
-
-// MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
-// out, then the GEMM adds the product to it.
-func (b *Backend) MatmulForward(out, inp, weight, bias []float32, N, C, OC int) {
-	const op = "matmul forward"
-	check.Dims(op, N, C, OC)
-	check.Len(op, "out", out, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
-	check.LenOpt(op, "bias", bias, OC)
-	b.enter()
-	defer b.leave()
-	if bias != nil {
-		b.launch("bias_fill", b.elems(N*OC), dp(out), dp(bias), int32(N), int32(OC))
-	}
-	b.gemm(matmulForwardGemm(dp(out), dp(inp), dp(weight), N, C, OC, bias != nil))
+// typed sets a GEMM's operand types from its tensors (A, B, C in cuBLAS's
+// order).
+func typed(g gemm, a, b, c kernels.Tensor) gemm {
+	g.aType, g.bType, g.cType = cudaType(a.DType()), cudaType(b.DType()), cudaType(c.DType())
+	return g
 }
 
-// MatmulBackward implements kernels.Backend; dbias sums dout's rows in fixed
-// chunks, then the chunks in order.
-func (b *Backend) MatmulBackward(dinp, dweight, dbias []float32, dout, inp, weight []float32, N, C, OC int) {
-	const op = "matmul backward"
+func (b *Backend) gemm(g gemm) { b.must(b.blas.run(b.handle, g, b.compute)) }
+
+func checkMatmulForward(op string, out, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	check.Dims(op, N, C, OC)
-	check.Len(op, "dinp", dinp, N*C)
-	check.Len(op, "dweight", dweight, OC*C)
-	check.LenOpt(op, "dbias", dbias, OC)
-	check.Len(op, "dout", dout, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
+	check.T(op, "out", out, N*OC)
+	check.T(op, "inp", inp, N*C)
+	check.T(op, "weight", weight, OC*C)
+	check.Opt(op, "bias", bias, OC)
+}
+
+// MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
+// out, then the GEMM adds the product to it (one rounding). out may have
+// another dtype than the inputs (float32 logits for sampling).
+func (b *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	const op = "matmul forward"
+	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
+	b.owned(op, out, inp, weight, bias)
+	sameType(op, inp, weight)
+	if !bias.Nil() {
+		sameType(op, out, bias)
+	}
 	b.enter()
 	defer b.leave()
-	gi, gw := matmulBackwardGemms(dp(dinp), dp(dweight), dp(dout), dp(inp), dp(weight), N, C, OC)
-	b.gemm(gi)
-	b.gemm(gw)
-	if dbias != nil {
-		chunks := (N + rowsPerChunk - 1) / rowsPerChunk
-		part := b.scratch(scrPartial, 4*chunks*OC)
-		cols := uint32((OC + threads - 1) / threads)
-		b.launch("column_partials", dims{gx: cols, gy: uint32(chunks), bx: threads}, part, dp(dout), int32(N), int32(OC), int32(rowsPerChunk))
-		b.launch("reduce_partials_add", dims{gx: cols, bx: threads}, dp(dbias), part, int32(chunks), int32(OC))
+	b.matmulForward(out, inp, weight, bias, N, C, OC)
+}
+
+func (b *Backend) matmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	if !bias.Nil() {
+		b.launch(kname("bias_fill", out.DType()), b.elems(N*OC), out, bias, int32(N), int32(OC))
 	}
+	b.gemm(typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, !bias.Nil()), weight, inp, out))
+}
+
+// MatmulGeluForward implements kernels.Backend: the bias broadcast and the GEMM
+// into pre, then out = gelu(pre) (from pre as stored).
+func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	const op = "matmul gelu forward"
+	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
+	check.T(op, "pre", pre, N*OC)
+	check.NoOverlap(op, out, pre)
+	b.owned(op, out, pre, inp, weight, bias)
+	dt := sameType(op, out, pre, inp, weight, bias)
+	b.enter()
+	defer b.leave()
+	b.matmulForward(pre, inp, weight, bias, N, C, OC)
+	b.launch(kname("gelu_forward", dt), b.elems(N*OC), out, pre, int64(N*OC))
+}
+
+// MatmulBackward implements kernels.Backend; dinp by a GEMM that writes (times
+// gelu'(geluPre) in place after it), dweight by one that accumulates; dbias sums
+// dout's rows in fixed chunks, then the chunks in order.
+func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
+	const op = "matmul backward"
+	check.Dims(op, N, C, OC)
+	check.Opt(op, "dinp", dinp, N*C)
+	check.Typed(op, "dweight", dweight, kernels.Float32, OC*C)
+	check.TypedOpt(op, "dbias", dbias, kernels.Float32, OC)
+	check.T(op, "dout", dout, N*OC)
+	check.T(op, "inp", inp, N*C)
+	check.T(op, "weight", weight, OC*C)
+	check.Opt(op, "geluPre", geluPre, N*C)
+	b.owned(op, dinp, dweight, dbias, dout, inp, weight, geluPre)
+	dt := sameType(op, dout, inp, weight, dinp, geluPre)
+	b.enter()
+	defer b.leave()
+	gi, gw := matmulBackwardGemms(dinp.Addr(), dweight.Addr(), dout.Addr(), inp.Addr(), weight.Addr(), N, C, OC)
+	if !dinp.Nil() {
+		b.gemm(typed(gi, weight, dout, dinp))
+		if !geluPre.Nil() {
+			b.launch(kname("gelu_backward_inplace", dt), b.elems(N*C), dinp, geluPre, int64(N*C))
+		}
+	}
+	b.gemm(typed(gw, inp, dout, dweight))
+	if !dbias.Nil() {
+		b.columnSums(dbias, dout, N, OC)
+	}
+}
+
+// rowsPerChunk is the row chunk of the column reductions (bias and layernorm
+// weight gradients): a constant, so the summation order depends on the shape only.
+const rowsPerChunk = 256
+
+// columnSums adds the column sums of src (N,OC) into dst (float32): partial sums
+// per chunk of rows, then the chunks in order. Called between enter and leave.
+func (b *Backend) columnSums(dst, src kernels.Tensor, N, OC int) {
+	chunks := (N + rowsPerChunk - 1) / rowsPerChunk
+	part := b.tmp(4 * chunks * OC)
+	defer b.untmp(part)
+	cols := uint32((OC + threads - 1) / threads)
+	b.launch(kname("column_partials", src.DType()), dims{gx: cols, gy: uint32(chunks), bx: threads}, part, src, int32(N), int32(OC), int32(rowsPerChunk))
+	b.launch("reduce_partials_add", dims{gx: cols, bx: threads}, dst, part, int32(chunks), int32(OC))
 }

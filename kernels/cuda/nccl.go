@@ -3,6 +3,8 @@ package cuda
 import (
 	"context"
 	"fmt"
+
+	"gptkit/kernels"
 )
 
 // ncclLibs are the names NCCL is tried under.
@@ -80,16 +82,18 @@ func NewUniqueID(names []string) (UniqueID, error) {
 }
 
 // NCCL is the data-parallel collectives over NCCL, one process per GPU: it has
-// the method set of train.Collectives (this package cannot import train). Buffers
-// must come from the backend's Alloc (the device reads them in place). NCCL's
-// ring and tree all-reduces hand every rank the same reduced bytes, so the ranks'
-// weights stay bit-identical, as train.Collectives demands.
+// the method set of train.Collectives (this package cannot import train), whose
+// buffers are host memory (staged through device scratch: for the small
+// buffers of the trainer's bookkeeping), and the same collectives on the
+// backend's own tensors in place (AllReduceSumTensor, BroadcastTensor: the
+// gradients and weights). NCCL's ring and tree all-reduces hand every rank the
+// same reduced bytes, so the ranks' weights stay bit-identical, as
+// train.Collectives demands.
 type NCCL struct {
 	b           *Backend
 	n           *ncclLib
 	comm        uintptr
 	rank, world int
-	one         []float32 // Barrier's buffer
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
@@ -107,7 +111,6 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, names []string) (*NCCL, e
 		return nil, err
 	}
 	c := &NCCL{b: b, n: n, rank: rank, world: world}
-	c.one = b.Alloc(1)
 	b.enter()
 	defer b.leave()
 	if err := ncclCheck("ncclCommInitRank", n.commInitRank(&c.comm, int32(world), id, int32(rank))); err != nil {
@@ -122,31 +125,36 @@ func (c *NCCL) Rank() int { return c.rank }
 // World implements train.Collectives.
 func (c *NCCL) World() int { return c.world }
 
-func (c *NCCL) device(op string, buf []float32) (uintptr, error) {
-	if !c.b.owns(buf) {
-		return 0, fmt.Errorf("cuda: nccl %s of %d floats not allocated by the cuda backend (use its Alloc)", op, len(buf))
+// staged runs a collective on host floats through device scratch.
+func (c *NCCL) staged(buf []float32, run func(p uintptr) error) error {
+	if len(buf) == 0 {
+		return nil
 	}
-	return dp(buf), nil
+	t, err := c.b.Alloc("nccl staging", kernels.Float32, len(buf))
+	if err != nil {
+		return err
+	}
+	defer c.b.Free(t)
+	c.b.Upload(t, kernels.Float32Bytes(buf))
+	c.b.enter()
+	err = run(t.Addr())
+	c.b.leave()
+	if err != nil {
+		return err
+	}
+	c.b.Download(kernels.Float32Bytes(buf), t)
+	return nil
 }
 
-// AllReduceSum implements train.Collectives, in place, then waits for it.
+// AllReduceSum implements train.Collectives (host floats, staged).
 func (c *NCCL) AllReduceSum(ctx context.Context, buf []float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := c.device("all-reduce", buf)
-	if err != nil || len(buf) == 0 {
-		return err
-	}
-	c.b.enter()
-	defer c.b.leave()
-	if err := ncclCheck("ncclAllReduce", c.n.allReduce(p, p, uint64(len(buf)), ncclFloat32, ncclSum, c.comm, c.b.stream)); err != nil {
-		return err
-	}
-	return cuCheck("cuStreamSynchronize", c.b.d.cuStreamSynchronize(c.b.stream))
+	return c.staged(buf, func(p uintptr) error { return c.allReduce(p, len(buf)) })
 }
 
-// Broadcast implements train.Collectives.
+// Broadcast implements train.Collectives (host floats, staged).
 func (c *NCCL) Broadcast(ctx context.Context, buf []float32, root int) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -154,20 +162,62 @@ func (c *NCCL) Broadcast(ctx context.Context, buf []float32, root int) error {
 	if root < 0 || root >= c.world {
 		return fmt.Errorf("cuda: nccl broadcast from rank %d in a world of %d", root, c.world)
 	}
-	p, err := c.device("broadcast", buf)
-	if err != nil || len(buf) == 0 {
+	return c.staged(buf, func(p uintptr) error { return c.broadcast(p, len(buf), root) })
+}
+
+// AllReduceSumTensor all-reduces a float32 tensor of the backend in place.
+func (c *NCCL) AllReduceSumTensor(ctx context.Context, t kernels.Tensor) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.tensor("all-reduce", t); err != nil || t.Len() == 0 {
 		return err
 	}
 	c.b.enter()
 	defer c.b.leave()
-	if err := ncclCheck("ncclBroadcast", c.n.broadcast(p, p, uint64(len(buf)), ncclFloat32, int32(root), c.comm, c.b.stream)); err != nil {
+	return c.allReduce(t.Addr(), t.Len())
+}
+
+// BroadcastTensor broadcasts a float32 tensor of the backend from root in place.
+func (c *NCCL) BroadcastTensor(ctx context.Context, t kernels.Tensor, root int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if root < 0 || root >= c.world {
+		return fmt.Errorf("cuda: nccl broadcast from rank %d in a world of %d", root, c.world)
+	}
+	if err := c.tensor("broadcast", t); err != nil || t.Len() == 0 {
+		return err
+	}
+	c.b.enter()
+	defer c.b.leave()
+	return c.broadcast(t.Addr(), t.Len(), root)
+}
+
+func (c *NCCL) tensor(op string, t kernels.Tensor) error {
+	if t.Owner() != c.b || t.DType() != kernels.Float32 {
+		return fmt.Errorf("cuda: nccl %s of %s: want a float32 tensor of this cuda backend", op, t)
+	}
+	return nil
+}
+
+// allReduce and broadcast run in the stream and wait for it. Called between
+// enter and leave.
+func (c *NCCL) allReduce(p uintptr, n int) error {
+	if err := ncclCheck("ncclAllReduce", c.n.allReduce(p, p, uint64(n), ncclFloat32, ncclSum, c.comm, c.b.stream)); err != nil {
 		return err
 	}
 	return cuCheck("cuStreamSynchronize", c.b.d.cuStreamSynchronize(c.b.stream))
 }
 
-// Barrier implements train.Collectives: an all-reduce of one float.
-func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, c.one) }
+func (c *NCCL) broadcast(p uintptr, n, root int) error {
+	if err := ncclCheck("ncclBroadcast", c.n.broadcast(p, p, uint64(n), ncclFloat32, int32(root), c.comm, c.b.stream)); err != nil {
+		return err
+	}
+	return cuCheck("cuStreamSynchronize", c.b.d.cuStreamSynchronize(c.b.stream))
+}
+
+func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, make([]float32, 1)) }
 
 // Close destroys the communicator.
 func (c *NCCL) Close() error {
