@@ -5,7 +5,7 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export SHARED
 
-.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda ci clean
+.PHONY: all build test test-noasm test-mixed-precision race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda ci clean
 
 all: build
 
@@ -19,6 +19,11 @@ test: build
 # The kernels (and the ring's reductions) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
 	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/
+
+# The mixed-precision step end to end on the CPU: the baby GPT on tiny Shakespeare, 2000 steps
+# in float32 and in bfloat16 (val loss <= 1.90, within 2% of float32 at every evaluation); ~3 min.
+test-mixed-precision:
+	GPTKIT_MIXED_PRECISION=1 $(GO) test -count=1 -timeout 30m -run '^TestMixedPrecisionShakespeare$$' -v ./train | grep -E '^(=== RUN|--- |\s+mixed_precision_test|ok|FAIL|PASS)'
 
 race:
 	$(GO) test -count=1 -race -short ./...
@@ -75,7 +80,7 @@ cuda:
 demo: build
 	bash tools/demo.sh
 
-ci: lint test test-noasm race
+ci: lint test test-noasm test-mixed-precision race
 
 clean:
 	rm -rf $(BIN) .cache
