@@ -132,7 +132,9 @@ type Backend interface {
 	// matrix is stored). Scale 1/√hs.
 	AttentionForward(out, lse, qkv Tensor, B, T, C, NH int)
 	// AttentionBackward writes dqkv (B,T,3C) from dout (B,T,C), recomputing the
-	// probabilities from qkv and lse block by block.
+	// probabilities from qkv and lse block by block. With 16-bit activations the
+	// probabilities P and dS = P⊙(dP − rowsum(dout⊙out)) enter their products
+	// rounded to that dtype (the inputs of a GPU's tensor cores).
 	AttentionBackward(dqkv, dout, qkv, out, lse Tensor, B, T, C, NH int)
 
 	// Classifier is the language-model head fused with its loss: per chunk of

@@ -108,7 +108,8 @@ func (be *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH in
 // per block of query rows, the probabilities P = exp(scale·Q·Kᵀ - lse)
 // recomputed (GEMM, then exp), dP = dO·Vᵀ, dS = P⊙(dP - rowsum(dO⊙O)), then
 // dQ = scale·dS·K (written), dK += scale·dSᵀ·Q and dV += Pᵀ·dO (GEMMs
-// accumulating over the blocks into the head's zeroed columns of dqkv).
+// accumulating over the blocks into the head's zeroed columns of dqkv). With
+// 16-bit activations P and dS are rounded to that dtype for their GEMMs.
 func (be *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
 	const op = "attention backward"
 	checkAttention(op, out, lse, qkv, B, T, C, NH)
@@ -123,6 +124,7 @@ func (be *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B
 	nr := be.kernel.nr
 	x, d, y := be.in(qkv, B*T*C3, slotA), be.in(dout, B*T*C, slotB), be.in(out, B*T*C, slotC)
 	dx := be.out(dqkv, B*T*C3, slotD)
+	dt := qkv.DType()
 	l := lse.Float32s()
 	be.pool.run(B*NH, func(w, task int) {
 		b, h := task/NH, task%NH
@@ -165,6 +167,11 @@ func (be *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B
 				dr := ds[(t-r0)*r1:][:r1]
 				softmaxBackward(dr[:t+1], pr[:t+1], dot(do[t*C:][:hs], o[t*C:][:hs]))
 				clear(dr[t+1:])
+				if dt != kernels.Float32 { // P and dS enter their products rounded, as on tensor cores
+					for i := range pr[:t+1] {
+						pr[i], dr[i] = kernels.Round(dt, pr[i]), kernels.Round(dt, dr[i])
+					}
+				}
 			}
 			gemmSerial(&gemmArgs{
 				M: R, N: hs, K: r1,

@@ -42,6 +42,7 @@ func (b *Backend) Zero(x kernels.Tensor) {
 	}
 	b.enter()
 	defer b.leave()
+	b.forgetIDs(x.Addr(), x.Bytes())
 	b.must(cuCheck("cuMemsetD8Async", b.d.cuMemsetD8Async(x.Addr(), 0, uint64(x.Bytes()), b.stream)))
 }
 

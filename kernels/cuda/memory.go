@@ -140,7 +140,7 @@ func (b *Backend) freeBlock(p uintptr) {
 		panic(fmt.Sprintf("cuda: free of %#x, which is not a live allocation (freed twice?)", p))
 	}
 	delete(m.live, p)
-	delete(m.idMirror, p)
+	b.forgetIDs(p, class)
 	m.used -= int64(class)
 	m.cache[class] = append(m.cache[class], p)
 	m.cached += int64(class)
@@ -200,18 +200,29 @@ func (b *Backend) Download(dst []byte, src kernels.Tensor) {
 	runtime.KeepAlive(dst)
 }
 
-// mirrorIDs remembers the host copy of an Int32 upload (see memory.idMirror).
+// mirrorIDs remembers the host copy of an Int32 upload (see memory.idMirror),
+// forgetting the copies of any earlier upload it overwrites.
 func (b *Backend) mirrorIDs(dst kernels.Tensor, src []byte) {
 	m := &b.mem
 	if m.idMirror == nil {
 		m.idMirror = map[uintptr][]int32{}
 	}
+	b.forgetIDs(dst.Addr(), dst.Bytes())
 	if len(m.idMirror) >= mirrorLimit {
 		clear(m.idMirror)
 	}
 	ids := make([]int32, dst.Len())
 	copy(kernels.Int32Bytes(ids), src)
 	m.idMirror[dst.Addr()] = ids
+}
+
+// forgetIDs drops the host copies of uploads overlapping [addr, addr+n).
+func (b *Backend) forgetIDs(addr uintptr, n int) {
+	for a, ids := range b.mem.idMirror {
+		if a < addr+uintptr(n) && addr < a+uintptr(4*len(ids)) {
+			delete(b.mem.idMirror, a)
+		}
+	}
 }
 
 // hostIDs returns the n token ids of t on the host: the mirror of the upload

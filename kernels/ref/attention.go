@@ -70,7 +70,8 @@ func (Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
 // AttentionBackward writes dqkv (B,T,3C) from dout (B,T,C), FlashAttention-2's
 // way: the probabilities P = exp(S - lse) are recomputed from q, k and the saved
 // lse; D = rowsum(dout ⊙ out); dS = P ⊙ (dout·vᵀ - D); dq = scale·dS·k,
-// dk = scale·dSᵀ·q, dv = Pᵀ·dout.
+// dk = scale·dSᵀ·q, dv = Pᵀ·dout. With 16-bit activations, P and dS enter their
+// products rounded to that dtype, as they enter a GPU's tensor cores.
 func (Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
 	const op = "attention backward"
 	checkAttention(op, out, lse, qkv, B, T, C, NH)
@@ -79,6 +80,8 @@ func (Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T,
 	check.Host(op, dqkv, dout)
 	hs := C / NH
 	scale := 1 / math.Sqrt(float64(hs))
+	dt := qkv.DType()
+	rnd := func(x float64) float64 { return float64(kernels.Round(dt, float32(x))) }
 	x, d, y, l := vals(qkv, B*T*3*C), vals(dout, B*T*C), vals(out, B*T*C), vals(lse, B*NH*T)
 	dx := make([]float64, B*T*3*C)
 	for b := 0; b < B; b++ {
@@ -98,12 +101,13 @@ func (Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T,
 					var dp float64
 					for i := 0; i < hs; i++ {
 						dp += do[i] * v[i]
-						dx[(b*T+u)*3*C+2*C+h*hs+i] += p * do[i] // dv
 					}
-					ds := p * (dp - D) * scale
+					ds := rnd(p*(dp-D)) * scale
+					p = rnd(p)
 					for i := 0; i < hs; i++ {
-						dx[(b*T+t)*3*C+h*hs+i] += ds * k[i]   // dq
-						dx[(b*T+u)*3*C+C+h*hs+i] += ds * q[i] // dk
+						dx[(b*T+u)*3*C+2*C+h*hs+i] += p * do[i] // dv
+						dx[(b*T+t)*3*C+h*hs+i] += ds * k[i]     // dq
+						dx[(b*T+u)*3*C+C+h*hs+i] += ds * q[i]   // dk
 					}
 				}
 			}
