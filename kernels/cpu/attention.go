@@ -14,15 +14,6 @@ import (
 // the rows' logsumexp is saved; the backward recomputes the probabilities.
 const attnBlock = 64
 
-func checkAttention(op string, y, lse, qkv kernels.Tensor, B, T, C, NH int) {
-	check.Dims(op, B, T, C, NH)
-	check.Heads(op, C, NH)
-	check.T(op, "out", y, B*T*C)
-	check.Typed(op, "lse", lse, kernels.Float32, B*NH*T)
-	check.T(op, "qkv", qkv, B*T*3*C)
-	check.Host(op, y, lse, qkv)
-}
-
 // attnScratch is one worker's scratch for a head: whole packed operands (the
 // keys and values, packed once per head and shared by every row block's GEMMs;
 // the backward packs the keys twice, transposed and not), a packed-B panel for the GEMMs whose B changes per block, and two
@@ -57,7 +48,8 @@ func prepack(dst []float32, b operand, K, N, nr int) *packedB {
 // per block of query rows, scores = scale·Q·Kᵀ (GEMM into scratch), the causal
 // softmax per row (its logsumexp saved), then out = P·V (GEMM).
 func (be *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
-	checkAttention("attention forward", out, lse, qkv, B, T, C, NH)
+	check.Attention("attention forward", out, lse, qkv, B, T, C, NH)
+	check.Host("attention forward", out, lse, qkv)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	hs := C / NH
@@ -111,11 +103,8 @@ func (be *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH in
 // accumulating over the blocks into the head's zeroed columns of dqkv). With
 // 16-bit activations P and dS are rounded to that dtype for their GEMMs.
 func (be *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
-	const op = "attention backward"
-	checkAttention(op, out, lse, qkv, B, T, C, NH)
-	check.T(op, "dout", dout, B*T*C)
-	check.T(op, "dqkv", dqkv, B*T*3*C)
-	check.Host(op, dqkv, dout)
+	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
+	check.Host("attention backward", dqkv, dout, qkv, out, lse)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	hs := C / NH

@@ -14,24 +14,10 @@ import (
 // accumulating GEMM) over those V rows. With 16-bit logits, the logits and
 // dlogits are rounded to that dtype before they are used, as a GPU stores them.
 func (be *Backend) Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets kernels.Tensor, dloss float32, N, C, V, Vp int) {
-	const op = "classifier"
-	check.Dims(op, N, C, V, Vp)
-	check.Vocab(op, V, Vp)
-	check.Typed(op, "losses", losses, kernels.Float32, N)
-	check.TypedOpt(op, "lossSum", lossSum, kernels.Float64, 1)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.TypedOpt(op, "dweight", dweight, kernels.Float32, Vp*C)
-	check.T(op, "logits", logits, Vp)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, Vp*C)
-	check.Typed(op, "targets", targets, kernels.Int32, N)
-	check.Host(op, losses, lossSum, dinp, dweight, logits, inp, weight, targets)
+	check.Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets, N, C, V, Vp)
+	check.Host("classifier", losses, lossSum, dinp, dweight, logits, inp, weight, targets)
 	tg := targets.Int32s()[:N]
-	for _, t := range tg {
-		if int(t) >= V {
-			panic("kernels: " + op + ": target ≥ V")
-		}
-	}
+	check.Targets("classifier", tg, V)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	rows := min(N, logits.Len()/Vp)

@@ -5,26 +5,10 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkEncoder(op string, x, inp, wte, wpe kernels.Tensor, B, T, C int) []int32 {
-	check.Dims(op, B, T, C)
-	check.T(op, "activations", x, B*T*C)
-	check.Typed(op, "inp", inp, kernels.Int32, B*T)
-	check.Host(op, x, inp, wte, wpe)
-	ids := inp.Int32s()[:B*T]
-	for _, ix := range ids {
-		if ix < 0 || (int(ix)+1)*C > wte.Len() {
-			panic("kernels: " + op + ": token id out of range of wte")
-		}
-	}
-	return ids
-}
-
 // EncoderForward implements kernels.Backend, parallel over rows.
 func (be *Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int) {
-	const op = "encoder forward"
-	check.T(op, "wte", wte, C)
-	check.T(op, "wpe", wpe, T*C)
-	ids := checkEncoder(op, out, inp, wte, wpe, B, T, C)
+	check.EncoderForward(out, inp, wte, wpe, B, T, C)
+	ids := check.HostIDs("encoder forward", inp, wte, B*T, C, out, wpe)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	we, pe := be.in(wte, wte.Len()/C*C, slotA), be.in(wpe, T*C, slotB)
@@ -43,10 +27,8 @@ func (be *Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int
 // and dwte over channel ranges; each element accumulates its rows in (b, t)
 // order, exactly as ref does.
 func (be *Backend) EncoderBackward(dwte, dwpe, dout, inp kernels.Tensor, B, T, C int) {
-	const op = "encoder backward"
-	check.Typed(op, "dwte", dwte, kernels.Float32, C)
-	check.Typed(op, "dwpe", dwpe, kernels.Float32, T*C)
-	ids := checkEncoder(op, dout, inp, dwte, dwpe, B, T, C)
+	check.EncoderBackward(dwte, dwpe, dout, inp, B, T, C)
+	ids := check.HostIDs("encoder backward", inp, dwte, B*T, C, dout, dwpe)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	d := be.in(dout, B*T*C, slotA)

@@ -13,21 +13,11 @@ const lnEps = 1e-5
 // sums: each chunk's partial sums are combined in chunk order.
 const lnChunk = 32
 
-func checkLayerNorm(op string, out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
-	check.Dims(op, N, C)
-	check.T(op, "out", out, N*C)
-	check.T(op, "inp", inp, N*C)
-	check.Typed(op, "mean", mean, kernels.Float32, N)
-	check.Typed(op, "rstd", rstd, kernels.Float32, N)
-	check.T(op, "weight", weight, C)
-	check.Opt(op, "bias", bias, C)
-	check.Host(op, out, mean, rstd, inp, weight, bias)
-}
-
 // LayerNormForward implements kernels.Backend, parallel over rows; float32
 // arithmetic with a two-pass variance.
 func (be *Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
-	checkLayerNorm("layernorm forward", out, mean, rstd, inp, weight, bias, N, C)
+	check.LayerNorm("layernorm forward", out, mean, rstd, inp, weight, bias, N, C)
+	check.Host("layernorm forward", out, mean, rstd, inp, weight, bias)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	x, w, b := be.in(inp, N*C, slotA), be.in(weight, C, slotB), be.in(bias, C, slotC)
@@ -40,11 +30,8 @@ func (be *Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.T
 // then the row's layernorm while it is in cache. A 16-bit res is rounded before
 // the layernorm reads it, as the GPU reads what it stored.
 func (be *Backend) ResidualLayerNormForward(res, out, mean, rstd, a, b, weight, bias kernels.Tensor, N, C int) {
-	const op = "residual layernorm forward"
-	checkLayerNorm(op, out, mean, rstd, res, weight, bias, N, C)
-	check.T(op, "a", a, N*C)
-	check.T(op, "b", b, N*C)
-	check.Host(op, a, b)
+	check.ResidualLayerNorm(res, out, mean, rstd, a, b, weight, bias, N, C)
+	check.Host("residual layernorm forward", res, out, mean, rstd, a, b, weight, bias)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	x, y := be.in(a, N*C, slotA), be.in(b, N*C, slotB)
@@ -94,13 +81,8 @@ func layerNormRows(out, mean, rstd, inp, weight, bias []float32, lo, hi, C int) 
 // (starting from dres, or zero); dweight and dbias as per-chunk partial sums
 // (lnChunk rows each) added in chunk order.
 func (be *Backend) LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd kernels.Tensor, N, C int) {
-	const op = "layernorm backward"
-	checkLayerNorm(op, dout, mean, rstd, inp, weight, kernels.Tensor{}, N, C)
-	check.T(op, "dinp", dinp, N*C)
-	check.Opt(op, "dres", dres, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, C)
-	check.Host(op, dinp, dweight, dbias, dres)
+	check.LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd, N, C)
+	check.Host("layernorm backward", dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	d, x, w := be.in(dout, N*C, slotA), be.in(inp, N*C, slotB), be.in(weight, C, slotC)

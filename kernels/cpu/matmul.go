@@ -5,19 +5,11 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkMatmulForward(op string, out, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	check.Dims(op, N, C, OC)
-	check.T(op, "out", out, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "bias", bias, OC)
-	check.Host(op, out, inp, weight, bias)
-}
-
 // MatmulForward implements kernels.Backend: out = inp·weightᵀ + bias, one
 // GEMM (A = inp, B = weightᵀ read in place through the packing).
 func (be *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	checkMatmulForward("matmul forward", out, inp, weight, bias, N, C, OC)
+	check.MatmulForward("matmul forward", out, inp, weight, bias, N, C, OC)
+	check.Host("matmul forward", out, inp, weight, bias)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	o := be.out(out, N*OC, slotA)
@@ -36,11 +28,8 @@ func (be *Backend) matmul(out, inp, weight, bias []float32, N, C, OC int) {
 // MatmulGeluForward implements kernels.Backend: the GEMM into pre, then the
 // GELU of each float32 value (before pre is rounded, when it is 16-bit).
 func (be *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	const op = "matmul gelu forward"
-	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
-	check.T(op, "pre", pre, N*OC)
-	check.Host(op, pre)
-	check.NoOverlap(op, out, pre)
+	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
+	check.Host("matmul gelu forward", out, pre, inp, weight, bias)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	p, o := be.out(pre, N*OC, slotA), be.out(out, N*OC, slotE)
@@ -55,16 +44,8 @@ func (be *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor,
 // accumulating GEMM) and dbias += column sums of dout, each column summed over
 // rows in order by one task.
 func (be *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
-	const op = "matmul backward"
-	check.Dims(op, N, C, OC)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, OC*C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, OC)
-	check.T(op, "dout", dout, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "geluPre", geluPre, N*C)
-	check.Host(op, dinp, dweight, dbias, dout, inp, weight, geluPre)
+	check.MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre, N, C, OC)
+	check.Host("matmul backward", dinp, dweight, dbias, dout, inp, weight, geluPre)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	d, x := be.in(dout, N*OC, slotA), be.in(inp, N*C, slotB)

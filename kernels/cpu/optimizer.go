@@ -12,18 +12,8 @@ import (
 // of the interface's formula. The gradient scale (loss scale, clipping) is
 // applied to the gradients in place first, when it is not 1.
 func (be *Backend) AdamW(params, grads, m, v, cp, gradNorm kernels.Tensor, o kernels.AdamW) {
-	const op = "adamw"
-	n := params.Len()
-	check.Typed(op, "params", params, kernels.Float32, n)
-	check.Typed(op, "grads", grads, kernels.Float32, n)
-	check.Typed(op, "m", m, kernels.Float32, n)
-	check.Typed(op, "v", v, kernels.Float32, n)
-	check.Opt(op, "copy", cp, n)
-	check.TypedOpt(op, "gradNorm", gradNorm, kernels.Float64, 0)
-	check.Host(op, params, grads, m, v, cp, gradNorm)
-	if o.Step < 1 {
-		panic("kernels: adamw: step must be ≥ 1")
-	}
+	n := check.AdamW(params, grads, m, v, cp, gradNorm, o)
+	check.Host("adamw", params, grads, m, v, cp, gradNorm)
 	scale, ok := kernels.GradientScale(gradNorm, o)
 	if !ok {
 		return // the gradient is not finite: skip the step
@@ -94,15 +84,8 @@ const sumSquaresChunk = 1 << 14
 // of its chunks' sums (sumSquaresChunk elements each, summed in float64 in
 // parallel).
 func (be *Backend) SumSquares(out, x kernels.Tensor, block int) {
-	const op = "sumsquares"
-	check.Dims(op, block)
-	check.T(op, "x", x, 0)
-	if x.Len()%block != 0 {
-		panic("kernels: sumsquares: len(x) is not a multiple of block")
-	}
-	nb := x.Len() / block
-	check.Typed(op, "out", out, kernels.Float64, nb)
-	check.Host(op, out, x)
+	nb := check.SumSquares(out, x, block)
+	check.Host("sumsquares", out, x)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	xs := be.in(x, x.Len(), slotA)

@@ -8,14 +8,6 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkAttention(op string, y, lse, qkv kernels.Tensor, B, T, C, NH int) {
-	check.Dims(op, B, T, C, NH)
-	check.Heads(op, C, NH)
-	check.T(op, "out", y, B*T*C)
-	check.Typed(op, "lse", lse, kernels.Float32, B*NH*T)
-	check.T(op, "qkv", qkv, B*T*3*C)
-}
-
 // flashBlock is the tensor-core kernels' tile of queries and keys (attention.cu).
 const flashBlock = 64
 
@@ -40,7 +32,7 @@ func simtRows(rows int) dims { return dims{gx: uint32((rows + 3) / 4), bx: 128} 
 // AttentionForward implements kernels.Backend.
 func (b *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
 	const op = "attention forward"
-	checkAttention(op, out, lse, qkv, B, T, C, NH)
+	check.Attention(op, out, lse, qkv, B, T, C, NH)
 	b.owned(op, out, lse, qkv)
 	dt := sameType(op, out, qkv)
 	hs := C / NH
@@ -62,9 +54,7 @@ func (b *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int
 // and dV by key blocks and dQ by query blocks (no atomics).
 func (b *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
 	const op = "attention backward"
-	checkAttention(op, out, lse, qkv, B, T, C, NH)
-	check.T(op, "dout", dout, B*T*C)
-	check.T(op, "dqkv", dqkv, B*T*3*C)
+	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
 	b.owned(op, dqkv, dout, qkv, out, lse)
 	dt := sameType(op, dqkv, dout, qkv, out)
 	hs := C / NH

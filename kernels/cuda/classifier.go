@@ -12,16 +12,7 @@ import (
 // order.
 func (b *Backend) Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets kernels.Tensor, dloss float32, N, C, V, Vp int) {
 	const op = "classifier"
-	check.Dims(op, N, C, V, Vp)
-	check.Vocab(op, V, Vp)
-	check.Typed(op, "losses", losses, kernels.Float32, N)
-	check.TypedOpt(op, "lossSum", lossSum, kernels.Float64, 1)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.TypedOpt(op, "dweight", dweight, kernels.Float32, Vp*C)
-	check.T(op, "logits", logits, Vp)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, Vp*C)
-	check.Typed(op, "targets", targets, kernels.Int32, N)
+	check.Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets, N, C, V, Vp)
 	b.owned(op, losses, lossSum, dinp, dweight, logits, inp, weight, targets)
 	dt := sameType(op, logits, inp, weight, dinp)
 	b.enter()
@@ -60,11 +51,7 @@ func (b *Backend) checkTargets(op string, targets kernels.Tensor, n, V int) {
 	for addr, ids := range b.mem.idMirror {
 		if a := targets.Addr(); a >= addr && a+uintptr(4*n) <= addr+uintptr(4*len(ids)) {
 			off := int(a-addr) / 4
-			for _, t := range ids[off : off+n] {
-				if int(t) >= V {
-					panic("kernels: " + op + ": target ≥ V")
-				}
-			}
+			check.Targets(op, ids[off:off+n], V)
 			return
 		}
 	}

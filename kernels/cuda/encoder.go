@@ -7,19 +7,11 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkEncoder(op string, x, inp kernels.Tensor, B, T, C int) {
-	check.Dims(op, B, T, C)
-	check.T(op, "activations", x, B*T*C)
-	check.Typed(op, "inp", inp, kernels.Int32, B*T)
-}
-
 // EncoderForward implements kernels.Backend. Token ids out of range are not
 // checked on the device (the trainer checks them on the host before the upload).
 func (b *Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int) {
 	const op = "encoder forward"
-	checkEncoder(op, out, inp, B, T, C)
-	check.T(op, "wte", wte, C)
-	check.T(op, "wpe", wpe, T*C)
+	check.EncoderForward(out, inp, wte, wpe, B, T, C)
 	b.owned(op, out, inp, wte, wpe)
 	dt := sameType(op, out, wte, wpe)
 	b.enter()
@@ -50,9 +42,7 @@ func (b *Backend) checkIDs(op string, inp kernels.Tensor, n, V int) {
 // the result is deterministic without atomics.
 func (b *Backend) EncoderBackward(dwte, dwpe, dout, inp kernels.Tensor, B, T, C int) {
 	const op = "encoder backward"
-	checkEncoder(op, dout, inp, B, T, C)
-	check.Typed(op, "dwte", dwte, kernels.Float32, C)
-	check.Typed(op, "dwpe", dwpe, kernels.Float32, T*C)
+	check.EncoderBackward(dwte, dwpe, dout, inp, B, T, C)
 	b.owned(op, dwte, dwpe, dout, inp)
 	dt := dout.DType()
 	b.enter()

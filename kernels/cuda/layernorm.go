@@ -5,20 +5,10 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkLayerNorm(op string, out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
-	check.Dims(op, N, C)
-	check.T(op, "out", out, N*C)
-	check.T(op, "inp", inp, N*C)
-	check.Typed(op, "mean", mean, kernels.Float32, N)
-	check.Typed(op, "rstd", rstd, kernels.Float32, N)
-	check.T(op, "weight", weight, C)
-	check.Opt(op, "bias", bias, C)
-}
-
 // LayerNormForward implements kernels.Backend, one warp per row.
 func (b *Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
 	const op = "layernorm forward"
-	checkLayerNorm(op, out, mean, rstd, inp, weight, bias, N, C)
+	check.LayerNorm(op, out, mean, rstd, inp, weight, bias, N, C)
 	b.owned(op, out, mean, rstd, inp, weight, bias)
 	dt := sameType(op, out, inp, weight, bias)
 	b.enter()
@@ -30,9 +20,7 @@ func (b *Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.Te
 // row adds the residual and normalizes it.
 func (b *Backend) ResidualLayerNormForward(res, out, mean, rstd, a, bb, weight, bias kernels.Tensor, N, C int) {
 	const op = "residual layernorm forward"
-	checkLayerNorm(op, out, mean, rstd, res, weight, bias, N, C)
-	check.T(op, "a", a, N*C)
-	check.T(op, "b", bb, N*C)
+	check.ResidualLayerNorm(res, out, mean, rstd, a, bb, weight, bias, N, C)
 	b.owned(op, res, out, mean, rstd, a, bb, weight, bias)
 	dt := sameType(op, res, out, a, bb, weight, bias)
 	b.enter()
@@ -44,11 +32,7 @@ func (b *Backend) ResidualLayerNormForward(res, out, mean, rstd, a, bb, weight, 
 // row; dweight and dbias by partial sums over chunks of rows, added in order.
 func (b *Backend) LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd kernels.Tensor, N, C int) {
 	const op = "layernorm backward"
-	checkLayerNorm(op, dout, mean, rstd, inp, weight, kernels.Tensor{}, N, C)
-	check.T(op, "dinp", dinp, N*C)
-	check.Opt(op, "dres", dres, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, C)
+	check.LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd, N, C)
 	b.owned(op, dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd)
 	dt := sameType(op, dinp, dres, dout, inp, weight)
 	b.enter()

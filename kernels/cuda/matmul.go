@@ -49,20 +49,12 @@ func typed(g gemm, a, b, c kernels.Tensor) gemm {
 
 func (b *Backend) gemm(g gemm) { b.must(b.blas.run(b.handle, g, b.compute)) }
 
-func checkMatmulForward(op string, out, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	check.Dims(op, N, C, OC)
-	check.T(op, "out", out, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "bias", bias, OC)
-}
-
 // MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
 // out, then the GEMM adds the product to it (one rounding). out may have
 // another dtype than the inputs (float32 logits for sampling).
 func (b *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	const op = "matmul forward"
-	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
+	check.MatmulForward(op, out, inp, weight, bias, N, C, OC)
 	b.owned(op, out, inp, weight, bias)
 	sameType(op, inp, weight)
 	if !bias.Nil() {
@@ -84,9 +76,7 @@ func (b *Backend) matmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC 
 // into pre, then out = gelu(pre) (from pre as stored).
 func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	const op = "matmul gelu forward"
-	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
-	check.T(op, "pre", pre, N*OC)
-	check.NoOverlap(op, out, pre)
+	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
 	b.owned(op, out, pre, inp, weight, bias)
 	dt := sameType(op, out, pre, inp, weight, bias)
 	b.enter()
@@ -100,14 +90,7 @@ func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, 
 // dout's rows in fixed chunks, then the chunks in order.
 func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
 	const op = "matmul backward"
-	check.Dims(op, N, C, OC)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, OC*C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, OC)
-	check.T(op, "dout", dout, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "geluPre", geluPre, N*C)
+	check.MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre, N, C, OC)
 	b.owned(op, dinp, dweight, dbias, dout, inp, weight, geluPre)
 	dt := sameType(op, dout, inp, weight, dinp, geluPre)
 	b.enter()

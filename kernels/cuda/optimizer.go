@@ -13,21 +13,8 @@ import (
 // computed on the device from the norm's partial sums, and a non-finite norm
 // skips the update there, so the host never waits for the norm.
 func (b *Backend) AdamW(params, grads, m, v, cp, gradNorm kernels.Tensor, o kernels.AdamW) {
-	const op = "adamw"
-	n := params.Len()
-	check.Typed(op, "params", params, kernels.Float32, n)
-	check.Typed(op, "grads", grads, kernels.Float32, n)
-	check.Typed(op, "m", m, kernels.Float32, n)
-	check.Typed(op, "v", v, kernels.Float32, n)
-	check.Opt(op, "copy", cp, n)
-	check.TypedOpt(op, "gradNorm", gradNorm, kernels.Float64, 0)
-	b.owned(op, params, grads, m, v, cp, gradNorm)
-	if o.Step < 1 {
-		panic("kernels: adamw: step must be ≥ 1")
-	}
-	if o.MaxNorm > 0 && gradNorm.Nil() {
-		panic("kernels: adamw: MaxNorm without gradNorm")
-	}
+	n := check.AdamW(params, grads, m, v, cp, gradNorm, o)
+	b.owned("adamw", params, grads, m, v, cp, gradNorm)
 	bc1 := float32(1 - math.Pow(float64(o.Beta1), float64(o.Step)))
 	bc2 := float32(1 - math.Pow(float64(o.Beta2), float64(o.Step)))
 	name := "adamw_f32" // copy's type (none: any instantiation, with a null copy)
@@ -50,15 +37,8 @@ const sumSquaresChunk = 1 << 14
 // SumSquares implements kernels.Backend: partial sums per chunk of each block,
 // then each block's chunks added in order, all on the device.
 func (b *Backend) SumSquares(out, x kernels.Tensor, block int) {
-	const op = "sumsquares"
-	check.Dims(op, block)
-	check.T(op, "x", x, 0)
-	if x.Len()%block != 0 {
-		panic("kernels: sumsquares: len(x) is not a multiple of block")
-	}
-	nb := x.Len() / block
-	check.Typed(op, "out", out, kernels.Float64, nb)
-	b.owned(op, out, x)
+	nb := check.SumSquares(out, x, block)
+	b.owned("sumsquares", out, x)
 	if nb == 0 {
 		return
 	}

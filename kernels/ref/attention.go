@@ -7,15 +7,6 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkAttention(op string, y, lse, qkv kernels.Tensor, B, T, C, NH int) {
-	check.Dims(op, B, T, C, NH)
-	check.Heads(op, C, NH)
-	check.T(op, "out", y, B*T*C)
-	check.Typed(op, "lse", lse, kernels.Float32, B*NH*T)
-	check.T(op, "qkv", qkv, B*T*3*C)
-	check.Host(op, y, lse, qkv)
-}
-
 // scores returns the scaled scores of query row t of head (b,h) against keys
 // 0..t.
 func scores(qkv []float64, b, h, t, T, C, hs int) []float64 {
@@ -36,7 +27,8 @@ func scores(qkv []float64, b, h, t, T, C, hs int) []float64 {
 // AttentionForward: causal multi-head attention over qkv (B,T,3C): out (B,T,C)
 // the heads' outputs, lse (B,NH,T) each row's logsumexp of scaled scores.
 func (Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
-	checkAttention("attention forward", out, lse, qkv, B, T, C, NH)
+	check.Attention("attention forward", out, lse, qkv, B, T, C, NH)
+	check.Host("attention forward", out, lse, qkv)
 	hs := C / NH
 	x := vals(qkv, B*T*3*C)
 	o := make([]float64, B*T*C)
@@ -73,11 +65,8 @@ func (Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
 // dk = scale·dSᵀ·q, dv = Pᵀ·dout. With 16-bit activations, P and dS enter their
 // products rounded to that dtype, as they enter a GPU's tensor cores.
 func (Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
-	const op = "attention backward"
-	checkAttention(op, out, lse, qkv, B, T, C, NH)
-	check.T(op, "dout", dout, B*T*C)
-	check.T(op, "dqkv", dqkv, B*T*3*C)
-	check.Host(op, dqkv, dout)
+	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
+	check.Host("attention backward", dqkv, dout, qkv, out, lse)
 	hs := C / NH
 	scale := 1 / math.Sqrt(float64(hs))
 	dt := qkv.DType()

@@ -12,24 +12,10 @@ import (
 // logsumexp - logit[target], and dlogits = (p - onehot)·dloss (rounded the same
 // way) into dinp = dlogits·weight and dweight += dlogitsᵀ·inp.
 func (Backend) Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets kernels.Tensor, dloss float32, N, C, V, Vp int) {
-	const op = "classifier"
-	check.Dims(op, N, C, V, Vp)
-	check.Vocab(op, V, Vp)
-	check.Typed(op, "losses", losses, kernels.Float32, N)
-	check.TypedOpt(op, "lossSum", lossSum, kernels.Float64, 1)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.TypedOpt(op, "dweight", dweight, kernels.Float32, Vp*C)
-	check.T(op, "logits", logits, Vp)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, Vp*C)
-	check.Typed(op, "targets", targets, kernels.Int32, N)
-	check.Host(op, losses, lossSum, dinp, dweight, logits, inp, weight, targets)
+	check.Classifier(losses, lossSum, dinp, dweight, logits, inp, weight, targets, N, C, V, Vp)
+	check.Host("classifier", losses, lossSum, dinp, dweight, logits, inp, weight, targets)
 	tg := targets.Int32s()[:N]
-	for _, t := range tg {
-		if int(t) >= V {
-			panic("kernels: " + op + ": target ≥ V")
-		}
-	}
+	check.Targets("classifier", tg, V)
 	x, w := vals(inp, N*C), vals(weight, Vp*C)
 	grads := !dinp.Nil() || !dweight.Nil()
 	rowDT := logits.DType()

@@ -5,26 +5,10 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-func checkEncoder(op string, x, inp, wte, wpe kernels.Tensor, B, T, C int) []int32 {
-	check.Dims(op, B, T, C)
-	check.T(op, "activations", x, B*T*C)
-	check.Typed(op, "inp", inp, kernels.Int32, B*T)
-	check.Host(op, x, inp, wte, wpe)
-	ids := inp.Int32s()[:B*T]
-	for _, ix := range ids {
-		if ix < 0 || (int(ix)+1)*C > wte.Len() {
-			panic("kernels: " + op + ": token id out of range of wte")
-		}
-	}
-	return ids
-}
-
 // EncoderForward: out (B,T,C) = wte[inp[b,t]] + wpe[t].
 func (Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int) {
-	const op = "encoder forward"
-	check.T(op, "wte", wte, C)
-	check.T(op, "wpe", wpe, T*C)
-	ids := checkEncoder(op, out, inp, wte, wpe, B, T, C)
+	check.EncoderForward(out, inp, wte, wpe, B, T, C)
+	ids := check.HostIDs("encoder forward", inp, wte, B*T, C, out, wpe)
 	we, pe := kernels.ReadFloat32(wte), kernels.ReadFloat32(wpe.Slice(0, T*C))
 	o := make([]float64, B*T*C)
 	for b := 0; b < B; b++ {
@@ -41,10 +25,8 @@ func (Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int) {
 // EncoderBackward: dwte[inp[b,t]] += dout[b,t]; dwpe[t] += dout[b,t], in (b,t)
 // order, in float32 (each addition rounded, as the fast backends do it).
 func (Backend) EncoderBackward(dwte, dwpe, dout, inp kernels.Tensor, B, T, C int) {
-	const op = "encoder backward"
-	check.Typed(op, "dwte", dwte, kernels.Float32, C)
-	check.Typed(op, "dwpe", dwpe, kernels.Float32, T*C)
-	ids := checkEncoder(op, dout, inp, dwte, dwpe, B, T, C)
+	check.EncoderBackward(dwte, dwpe, dout, inp, B, T, C)
+	ids := check.HostIDs("encoder backward", inp, dwte, B*T, C, dout, dwpe)
 	d := kernels.ReadFloat32(dout.Slice(0, B*T*C))
 	dwe, dpe := dwte.Float32s(), dwpe.Float32s()
 	for b := 0; b < B; b++ {

@@ -9,30 +9,17 @@ import (
 
 const lnEps = 1e-5
 
-func checkLayerNorm(op string, out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
-	check.Dims(op, N, C)
-	check.T(op, "out", out, N*C)
-	check.T(op, "inp", inp, N*C)
-	check.Typed(op, "mean", mean, kernels.Float32, N)
-	check.Typed(op, "rstd", rstd, kernels.Float32, N)
-	check.T(op, "weight", weight, C)
-	check.Opt(op, "bias", bias, C)
-	check.Host(op, out, mean, rstd, inp, weight, bias)
-}
-
 // LayerNormForward normalizes each row of inp (N,C); saves mean (N), rstd (N).
 func (Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
-	checkLayerNorm("layernorm forward", out, mean, rstd, inp, weight, bias, N, C)
+	check.LayerNorm("layernorm forward", out, mean, rstd, inp, weight, bias, N, C)
+	check.Host("layernorm forward", out, mean, rstd, inp, weight, bias)
 	layerNorm(out, mean, rstd, vals(inp, N*C), weight, bias, N, C)
 }
 
 // ResidualLayerNormForward: res = a + b, then the layernorm of res (as stored).
 func (Backend) ResidualLayerNormForward(res, out, mean, rstd, a, b, weight, bias kernels.Tensor, N, C int) {
-	const op = "residual layernorm forward"
-	checkLayerNorm(op, out, mean, rstd, res, weight, bias, N, C)
-	check.T(op, "a", a, N*C)
-	check.T(op, "b", b, N*C)
-	check.Host(op, a, b)
+	check.ResidualLayerNorm(res, out, mean, rstd, a, b, weight, bias, N, C)
+	check.Host("residual layernorm forward", res, out, mean, rstd, a, b, weight, bias)
 	x, y := vals(a, N*C), vals(b, N*C)
 	for i := range x {
 		x[i] += y[i]
@@ -74,13 +61,8 @@ func layerNorm(out, mean, rstd kernels.Tensor, x []float64, weight, bias kernels
 // LayerNormBackward: dinp = dres + the layernorm's input gradient; dweight and
 // dbias accumulate.
 func (Backend) LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd kernels.Tensor, N, C int) {
-	const op = "layernorm backward"
-	checkLayerNorm(op, dout, mean, rstd, inp, weight, kernels.Tensor{}, N, C)
-	check.T(op, "dinp", dinp, N*C)
-	check.Opt(op, "dres", dres, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, C)
-	check.Host(op, dinp, dweight, dbias, dres)
+	check.LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd, N, C)
+	check.Host("layernorm backward", dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd)
 	x, d, w := vals(inp, N*C), vals(dout, N*C), vals(weight, C)
 	ms, rs := vals(mean, N), vals(rstd, N)
 	di := make([]float64, N*C)

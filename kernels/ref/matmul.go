@@ -20,15 +20,6 @@ func geluGrad(x float64) float64 {
 	return 0.5*(1+th) + 0.5*x*(1-th*th)*geluScale*(1+3*0.044715*x*x)
 }
 
-func checkMatmulForward(op string, out, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	check.Dims(op, N, C, OC)
-	check.T(op, "out", out, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "bias", bias, OC)
-	check.Host(op, out, inp, weight, bias)
-}
-
 // product returns inp (N,C) · weight (OC,C)ᵀ + bias in float64.
 func product(inp, weight, bias kernels.Tensor, N, C, OC int) []float64 {
 	x, w, b := vals(inp, N*C), vals(weight, OC*C), vals(bias, OC)
@@ -50,16 +41,15 @@ func product(inp, weight, bias kernels.Tensor, N, C, OC int) []float64 {
 
 // MatmulForward: out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC).
 func (Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	checkMatmulForward("matmul forward", out, inp, weight, bias, N, C, OC)
+	check.MatmulForward("matmul forward", out, inp, weight, bias, N, C, OC)
+	check.Host("matmul forward", out, inp, weight, bias)
 	put(out, product(inp, weight, bias, N, C, OC))
 }
 
 // MatmulGeluForward: pre = inp·weightᵀ + bias, out = gelu(pre).
 func (Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
-	const op = "matmul gelu forward"
-	checkMatmulForward(op, out, inp, weight, bias, N, C, OC)
-	check.T(op, "pre", pre, N*OC)
-	check.Host(op, pre)
+	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
+	check.Host("matmul gelu forward", out, pre, inp, weight, bias)
 	p := product(inp, weight, bias, N, C, OC)
 	g := make([]float64, len(p))
 	for i, v := range p {
@@ -73,16 +63,8 @@ func (Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, 
 // MatmulBackward: dinp = dout·weight (times gelu'(geluPre)), dweight += doutᵀ·inp,
 // dbias += Σrows dout.
 func (Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
-	const op = "matmul backward"
-	check.Dims(op, N, C, OC)
-	check.Opt(op, "dinp", dinp, N*C)
-	check.Typed(op, "dweight", dweight, kernels.Float32, OC*C)
-	check.TypedOpt(op, "dbias", dbias, kernels.Float32, OC)
-	check.T(op, "dout", dout, N*OC)
-	check.T(op, "inp", inp, N*C)
-	check.T(op, "weight", weight, OC*C)
-	check.Opt(op, "geluPre", geluPre, N*C)
-	check.Host(op, dinp, dweight, dbias, dout, inp, weight, geluPre)
+	check.MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre, N, C, OC)
+	check.Host("matmul backward", dinp, dweight, dbias, dout, inp, weight, geluPre)
 	d, x, w := vals(dout, N*OC), vals(inp, N*C), vals(weight, OC*C)
 	if !dinp.Nil() {
 		pre := vals(geluPre, N*C)

@@ -130,20 +130,8 @@ func (be Backend) DropoutBackward(dinp, dout kernels.Tensor, p float32, seed uin
 // float64 and rounded to float32; the update itself is float32 arithmetic in
 // the order the interface documents.
 func (Backend) AdamW(params, grads, m, v, cp, gradNorm kernels.Tensor, o kernels.AdamW) {
-	const op = "adamw"
-	n := params.Len()
-	for _, t := range []struct {
-		name string
-		t    kernels.Tensor
-	}{{"params", params}, {"grads", grads}, {"m", m}, {"v", v}} {
-		check.Typed(op, t.name, t.t, kernels.Float32, n)
-	}
-	check.Opt(op, "copy", cp, n)
-	check.TypedOpt(op, "gradNorm", gradNorm, kernels.Float64, 0)
-	check.Host(op, params, grads, m, v, cp, gradNorm)
-	if o.Step < 1 {
-		panic("kernels: adamw: step must be ≥ 1")
-	}
+	n := check.AdamW(params, grads, m, v, cp, gradNorm, o)
+	check.Host("adamw", params, grads, m, v, cp, gradNorm)
 	scale, ok := kernels.GradientScale(gradNorm, o)
 	if !ok {
 		return // not finite: skip the step
@@ -174,15 +162,8 @@ func (Backend) AdamW(params, grads, m, v, cp, gradNorm kernels.Tensor, o kernels
 
 // SumSquares: out[i] = Σx² over block i, in float64, left to right.
 func (Backend) SumSquares(out, x kernels.Tensor, block int) {
-	const op = "sumsquares"
-	check.Dims(op, block)
-	check.T(op, "x", x, 0)
-	if x.Len()%block != 0 {
-		panic("kernels: sumsquares: len(x) is not a multiple of block")
-	}
-	nb := x.Len() / block
-	check.Typed(op, "out", out, kernels.Float64, nb)
-	check.Host(op, out, x)
+	nb := check.SumSquares(out, x, block)
+	check.Host("sumsquares", out, x)
 	xs := kernels.ReadFloat32(x)
 	o := out.Float64s()
 	for b := 0; b < nb; b++ {
