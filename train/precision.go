@@ -38,10 +38,12 @@ type lossScaler struct {
 }
 
 const (
-	lossScaleInit   = 1 << 16
 	lossScaleWindow = 1000
 	lossScaleMax    = 1 << 24
 )
+
+// lossScaleInit is the first scale (a variable for tests).
+var lossScaleInit = float64(1 << 16)
 
 func newLossScaler() lossScaler { return lossScaler{scale: lossScaleInit} }
 

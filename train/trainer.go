@@ -398,7 +398,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			}
 			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, cause)
 		}
-		m, err := t.trainStep(ctx)
+		m, err := t.guardedStep(ctx)
 		if err != nil {
 			return res(), err
 		}
@@ -553,7 +553,29 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	if secs := time.Since(start).Seconds(); secs > 0 {
 		tps = float64(B*T*accum*world) / secs
 	}
-	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}, nil
+	m := Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}
+	if t.scaler.on() {
+		m.LossScale = t.scaler.scale
+		if !finite {
+			m.GradNorm, m.Skipped = 0, true
+		}
+	}
+	return m, nil
+}
+
+// guardedStep is trainStep with a device running out of memory mid-step (a
+// backend's scratch) turned into the same one-line error as at the start.
+func (t *Trainer) guardedStep(ctx context.Context) (m Metrics, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			oom, ok := r.(*kernels.OutOfMemoryError)
+			if !ok {
+				panic(r)
+			}
+			err = t.memoryError(oom)
+		}
+	}()
+	return t.trainStep(ctx)
 }
 
 // reduceGrads sums the ranks' gradients: the buckets already under way (run),
