@@ -191,6 +191,7 @@ func (j *job) fetch(ctx context.Context) error {
 	if len(j.fetches) == 0 {
 		return nil
 	}
+	j.announce(ctx)
 	var total int64
 	for _, f := range j.fetches {
 		total += f.Size

@@ -165,8 +165,8 @@ func TestNilBar(t *testing.T) {
 
 func TestFormat(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 kB", 312_449_999: "312.4 MB", 999_960_000: "1.0 GB", 1_234_000_000_000_000: "1.2 PB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1_203_334: "1,203,334", -12345: "-12,345"} {

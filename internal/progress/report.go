@@ -71,9 +71,9 @@ func (b *Bar) stats(now time.Time) stats {
 //	encode  312.4 MB  48.1 MB/s  1,203,334 docs  0:07        (no total: the time so far)
 func (b *Bar) liveLine(now time.Time) string {
 	s := b.stats(now)
-	parts := []string{b.label, formatBytes(s.bytes)}
+	parts := []string{b.label, FormatBytes(s.bytes)}
 	if s.percent >= 0 {
-		parts[1] += " / " + formatBytes(b.total)
+		parts[1] += " / " + FormatBytes(b.total)
 		parts = append(parts, fmt.Sprintf("%.0f%%", s.percent))
 	}
 	parts = append(parts, fmt.Sprintf("%.1f MB/s", s.mbPerS), formatCount(s.docs)+" docs")
@@ -91,7 +91,7 @@ func (b *Bar) liveLine(now time.Time) string {
 //	encode  1.2 GB  48.1 MB/s  1,203,334 docs  in 0:25
 func (b *Bar) summaryLine(now time.Time) string {
 	s := b.stats(now)
-	return strings.Join([]string{b.label, formatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS),
+	return strings.Join([]string{b.label, FormatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS),
 		formatCount(s.docs) + " docs", "in " + formatDuration(s.elapsed)}, "  ")
 }
 
@@ -111,8 +111,8 @@ func (b *Bar) log(now time.Time, msg string) {
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// formatBytes formats n bytes in decimal units: 999 B, 1.0 kB, 312.4 MB, 1.2 GB.
-func formatBytes(n int64) string {
+// FormatBytes formats n bytes in decimal units: 999 B, 1.0 kB, 312.4 MB, 1.2 GB.
+func FormatBytes(n int64) string {
 	if n < 1000 {
 		return fmt.Sprintf("%d B", n)
 	}
