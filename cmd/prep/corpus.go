@@ -119,7 +119,7 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 	var chars *tokenize.Tokenizer
 	const charSpec = "char (nanoGPT shakespeare_char: chars.json beside the data)"
 	j.tokenizer = func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error) {
-		if f.tokenizer != "" && f.tokenizer != "char" {
+		if f.tok.Spec != "" && f.tok.Spec != "char" {
 			return f.loadTokenizer(ctx, "", log)
 		}
 		// A finished dataset has its vocabulary beside it: no need to fetch the text

@@ -69,7 +69,7 @@ func (j *job) run(ctx context.Context) int {
 	if f.slurm {
 		return j.submitSlurm(ctx)
 	}
-	st, err := storage.Open(ctx, j.output(), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: j.log})
+	st, err := f.s3.Open(ctx, j.output(), j.log)
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}

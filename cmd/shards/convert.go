@@ -33,7 +33,7 @@ type convertFlags struct {
 var (
 	exportOnlyFlags = []string{"allow-merged-doc-idx", "cache-dir", "split"}
 	llmcExportFlags = []string{"name", "first-index", "shard-tokens"}
-	importOnlyFlags = []string{"tokenizer", "tokenizer-cache-dir", "split-at-eod"}
+	importOnlyFlags = []string{"tokenizer", "tokenizer-url", "tokenizer-sha256", "tokenizer-cache-dir", "split-at-eod"}
 )
 
 func (cf *convertFlags) register(fs *flag.FlagSet) {
@@ -45,7 +45,7 @@ func (cf *convertFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cf.firstIndex, "first-index", -1, "--to llmc: `NNNNNN` of the first file (-1: llm.c's numbering, 0 for val and 1 for train)")
 	fs.IntVar(&cf.shardTokens, "shard-tokens", shards.LLMCShardTokens, "--to llmc: tokens per file, `N` (documents may straddle files, as in llm.c)")
 	fs.BoolVar(&cf.splitAtEOD, "split-at-eod", false, "--from: recover documents at the tokenizer's end-of-document id (nanoGPT files end documents with it, llm.c files start them with it); without it each file is one document")
-	cf.tf.register(fs, "--from: the tokenizer that made the ids, recorded in the manifest (required)")
+	cf.tf.Register(fs, "--from: the tokenizer that made the ids, recorded in the manifest (required)")
 	cf.allow.register(fs)
 	cf.sf.register(fs, true)
 }
@@ -145,7 +145,7 @@ func (cf *convertFlags) check(pos []string, set map[string]bool) string {
 			return m
 		}
 	}
-	if cf.tf.spec == "" {
+	if cf.tf.Spec == "" {
 		return "--tokenizer is required with --from"
 	}
 	for _, f := range pos {
@@ -302,7 +302,7 @@ func llmcFirstIndex(split string) int {
 
 // importFiles makes a new dataset in cf.out from nanoGPT or llm.c files.
 func importFiles(ctx context.Context, cf *convertFlags, files, args []string, stdout, stderr io.Writer) error {
-	tok, err := cf.tf.load(ctx, cf.tf.spec, stderr)
+	tok, err := cf.tf.load(ctx, cf.tf.Spec, stderr)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 		Format:     shards.Format(cf.from),
 		Tokenizer:  tokenizerInfo(tok),
 		SplitAtEOD: cf.splitAtEOD,
-		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.spec},
+		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.Spec},
 	})
 	if err != nil {
 		cleanup()

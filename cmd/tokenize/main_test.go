@@ -305,8 +305,8 @@ func TestUsage(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
 		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
 		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default false)",
-			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--cache-dir DIR"}},
-		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--cache-dir"}},
+			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR"}},
+		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--tokenizer-cache-dir"}},
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
 		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},
 		{"no workers", []string{"encode", "--tokenizer", "char", "--workers", "0"}, 2, []string{"--workers"}},
@@ -387,7 +387,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}))
 	defer srv.Close()
 	cache := t.TempDir()
-	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--cache-dir", cache}
+	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--tokenizer-cache-dir", cache}
 	for i := range 2 {
 		code, out, errOut := runTokenize(t, "Hello, world", args...)
 		if code != 0 || out != "[15496,11,995]\n" {
@@ -404,7 +404,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 
 	// A failed download is one line naming the URL.
-	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--cache-dir", cache)
+	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--tokenizer-cache-dir", cache)
 	if code != 1 || !strings.Contains(errOut, srv.URL+"/nope.json") || !strings.Contains(errOut, "404") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
