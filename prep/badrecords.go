@@ -123,16 +123,29 @@ func (r *BadRecordReport) Bad() int64 {
 	return n
 }
 
-// WriteJSON writes the report to w as an indented JSON object, {"counts": {reason:
-// n, ...}, "examples": [{"file", "line", "reason", "error", "kept"}, ...]}, with a
-// final newline. A nil report writes empty counts and examples.
+// MarshalJSON writes {"counts": {reason: n, ...}, "examples": [{"file", "line",
+// "reason", "error", "kept"}, ...]}, with empty (not null) counts and examples when
+// there are none.
+func (r BadRecordReport) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Counts   map[string]int64 `json:"counts"`
+		Examples []BadRecord      `json:"examples"`
+	}{r.Counts, r.Examples}
+	if out.Counts == nil {
+		out.Counts = map[string]int64{}
+	}
+	if out.Examples == nil {
+		out.Examples = []BadRecord{}
+	}
+	return json.Marshal(out)
+}
+
+// WriteJSON writes the report to w as an indented JSON object (see MarshalJSON), with
+// a final newline. A nil report writes empty counts and examples.
 func (r *BadRecordReport) WriteJSON(w io.Writer) error {
-	out := BadRecordReport{Counts: map[string]int64{}, Examples: []BadRecord{}}
+	var out BadRecordReport
 	if r != nil {
-		out.Counts, out.Examples = r.Counts, r.Examples
-		if out.Examples == nil {
-			out.Examples = []BadRecord{}
-		}
+		out = *r
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

@@ -106,6 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	job.Progress = addProgress
+	job.ProgressTokens = bar.AddTokens
 	m, stats, err := job.Run(ctx)
 	if bar != nil {
 		if err != nil {
@@ -121,6 +122,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if partitioned && !stats.AlreadyMerged {
 		where += "/" + stats.PartDir
 		fmt.Fprintf(stderr, "part %d of %d done; once every part is: shards merge-parts %s\n", task.Index, task.Count, strings.TrimSuffix(*output, "/"))
+	}
+	if progress.mode != "off" {
+		io.WriteString(stderr, stats.Summary(where, ""))
 	}
 	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", where+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
 	return exitOK
