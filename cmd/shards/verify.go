@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"path/filepath"
 	"strings"
 
 	"gptkit/internal/cli"
@@ -190,22 +190,9 @@ func (c cachedReads) Open(ctx context.Context, key string) (storage.Object, erro
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	dir, err := storage.Open(ctx, filepath.Dir(path), storage.Options{})
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return localObject{f, fi.Size()}, nil
+	return dir.Open(ctx, filepath.Base(path))
 }
-
-// localObject is an open local file as a storage.Object.
-type localObject struct {
-	*os.File
-	size int64
-}
-
-func (o localObject) Size() int64 { return o.size }
