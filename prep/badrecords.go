@@ -3,7 +3,6 @@ package prep
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -124,8 +123,8 @@ func (r *BadRecordReport) Bad() int64 {
 }
 
 // MarshalJSON writes {"counts": {reason: n, ...}, "examples": [{"file", "line",
-// "reason", "error", "kept"}, ...]}, with empty (not null) counts and examples when
-// there are none.
+// "reason", "error", "kept"}, ...]} (prep-report.json's "bad_records"), with empty (not
+// null) counts and examples when there are none.
 func (r BadRecordReport) MarshalJSON() ([]byte, error) {
 	out := struct {
 		Counts   map[string]int64 `json:"counts"`
@@ -138,21 +137,4 @@ func (r BadRecordReport) MarshalJSON() ([]byte, error) {
 		out.Examples = []BadRecord{}
 	}
 	return json.Marshal(out)
-}
-
-// WriteJSON writes the report to w as an indented JSON object (see MarshalJSON), with
-// a final newline. A nil report writes empty counts and examples.
-func (r *BadRecordReport) WriteJSON(w io.Writer) error {
-	var out BadRecordReport
-	if r != nil {
-		out = *r
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
-	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
-	}
-	return nil
 }
