@@ -1,7 +1,9 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,8 +34,15 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 	cfg := tinyConfig(t, tinyDataset(t))
 	cfg.MaxSteps, cfg.EvalEvery = 6, 3
 	cfg.TensorboardDir = filepath.Join(t.TempDir(), "tb")
-	if _, err := Run(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err != nil {
+	var log bytes.Buffer
+	if _, err := Run(context.Background(), cfg, cpu.New(1), Single{}, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
+	}
+	// The step lines carry the same figures.
+	for _, want := range []string{"msg=step step=6 ", " samples_per_s=", " tflops=", " mfu=", " tokens_per_s="} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log has no %q:\n%s", want, log.String())
+		}
 	}
 	ms := readMetricsFile(t, cfg.Out)
 	fpt := cfg.Model(20).FLOPsPerToken()
