@@ -55,7 +55,7 @@ type TokenizerFlags struct {
 // Register adds --tokenizer (what says what it is for, and its default) and
 // --tokenizer-url, --tokenizer-sha256 and --tokenizer-cache-dir to fs.
 func (f *TokenizerFlags) Register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&f.Spec, "tokenizer", "", what+"; `SPEC` is a tokenizer.json, a directory holding one (or vocab.json+merges.txt, or chars.json), a .tiktoken file, or a built-in name: "+strings.Join(spec.Names(), ", "))
+	fs.StringVar(&f.Spec, "tokenizer", "", what+"; `SPEC` is a tokenizer.json, a directory holding one (or vocab.json+merges.txt, or chars.json), a .tiktoken file, a built-in name ("+strings.Join(spec.Names(), ", ")+"), a Hugging Face id ORG/NAME or an http(s) URL")
 	fs.StringVar(&f.URL, "tokenizer-url", "", "download the named tokenizer from this `URL` instead of using the built-in copy (gpt2, r50k_base: a base URL that /vocab.json and /merges.txt are appended to)")
 	fs.StringVar(&f.SHA256, "tokenizer-sha256", "", "expected sha256 `HEX` of the downloaded tokenizer file instead of the canonical one (gpt2, r50k_base: VOCAB,MERGES); implies a download")
 	fs.StringVar(&f.CacheDir, "tokenizer-cache-dir", "", "`DIR` keeping downloaded tokenizer files (empty: $GPTKIT_CACHE/tokenizers, else the user cache directory's gptkit/tokenizers)")
