@@ -40,7 +40,7 @@ func (be *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor,
 }
 
 // MatmulBackward implements kernels.Backend: dinp = dout·weight (a GEMM that
-// writes), times gelu'(geluPre) in a second pass; dweight += doutᵀ·inp (an
+// writes), times gelu'(geluPre) in place in a second pass; dweight += doutᵀ·inp (an
 // accumulating GEMM) and dbias += column sums of dout, each column summed over
 // rows in order by one task.
 func (be *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
@@ -52,25 +52,14 @@ func (be *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluP
 	if !dinp.Nil() {
 		w := be.in(weight, OC*C, slotC)
 		di := be.out(dinp, N*C, slotD)
-		if geluPre.Nil() {
-			be.gemm(&gemmArgs{
-				M: N, N: C, K: OC,
-				a: operand{x: d, ld: OC}, b: operand{x: w, ld: C},
-				c: di, ldc: C, alpha: 1,
-			})
-		} else {
-			// The GEMM into scratch, then dinp = gelu'(pre)·scratch.
-			s := be.wideBuf(slotE, N*C)
-			be.gemm(&gemmArgs{
-				M: N, N: C, K: OC,
-				a: operand{x: d, ld: OC}, b: operand{x: w, ld: C},
-				c: s, ldc: C, alpha: 1,
-			})
+		be.gemm(&gemmArgs{
+			M: N, N: C, K: OC,
+			a: operand{x: d, ld: OC}, b: operand{x: w, ld: C},
+			c: di, ldc: C, alpha: 1,
+		})
+		if !geluPre.Nil() { // dinp ·= gelu'(pre), in place
 			pre := be.in(geluPre, N*C, slotF)
-			be.forChunks(N*C, elementGrain/4, func(lo, hi int) {
-				clear(di[lo:hi])
-				geluBackward(di[lo:hi], pre[lo:hi], s[lo:hi])
-			})
+			be.forChunks(N*C, elementGrain/4, func(lo, hi int) { geluGradMul(di[lo:hi], pre[lo:hi]) })
 		}
 		be.store(dinp, di)
 	}
