@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
 	"unsafe"
 )
 
@@ -69,30 +68,28 @@ func (b *Backend) Alloc(n int) []float32 {
 // silently and slowly).
 func (b *Backend) allocManaged(bytes int) region {
 	b.checkFree(bytes)
-	var p unsafe.Pointer
-	r := b.d.cuMemAllocManaged(&p, uint64(bytes), 1 /* CU_MEM_ATTACH_GLOBAL */)
-	if r == errOutOfMemory {
+	p, err := b.drv.memAllocManaged(bytes)
+	if errors.Is(err, Result(errOutOfMemory)) {
 		b.oom(bytes)
 	}
-	b.must(cuCheck(fmt.Sprintf("cuMemAllocManaged(%d bytes)", bytes), r))
-	b.must(cuCheck("cuMemsetD8Async", b.d.cuMemsetD8Async(uintptr(p), 0, uint64(bytes), b.stream)))
-	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
+	b.must(err)
+	b.must(b.drv.memsetD8(uintptr(p), 0, bytes, b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
 	reg := region{p, bytes}
 	b.mem.managed = append(b.mem.managed, reg)
 	return reg
 }
 
 func (b *Backend) checkFree(bytes int) {
-	var free, total uint64
-	b.must(cuCheck("cuMemGetInfo", b.d.cuMemGetInfo(&free, &total)))
+	free, _, err := b.drv.memGetInfo()
+	b.must(err)
 	if uint64(bytes) > free {
 		b.oom(bytes)
 	}
 }
 
 func (b *Backend) oom(bytes int) {
-	var free, total uint64
-	b.d.cuMemGetInfo(&free, &total)
+	free, total, _ := b.drv.memGetInfo()
 	panic(&OutOfMemoryError{Device: b.info.Name, Asked: int64(bytes), Free: free, Total: total})
 }
 
@@ -145,29 +142,28 @@ func (b *Backend) scratch(s scratchSlot, bytes int) uintptr {
 	}
 	bytes = roundUp(max(bytes, align), align)
 	if r, ok := m.scratch[s]; ok {
-		b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
-		b.must(cuCheck("cuMemFree", b.d.cuMemFree(r.p)))
+		b.must(b.drv.streamSynchronize(b.stream))
+		b.must(b.drv.memFree(r.p))
 		delete(m.scratch, s)
 	}
 	b.checkFree(bytes)
-	var p uintptr
-	r := b.d.cuMemAlloc(&p, uint64(bytes))
-	if r == errOutOfMemory {
+	p, err := b.drv.memAlloc(bytes)
+	if errors.Is(err, Result(errOutOfMemory)) {
 		b.oom(bytes)
 	}
-	b.must(cuCheck("cuMemAlloc", r))
+	b.must(err)
 	m.scratch[s] = dregion{p, bytes}
 	return p
 }
 
 // free releases everything (Close).
-func (m *memory) free(d *driver) error {
+func (m *memory) free(d driverAPI) error {
 	var err error
 	for _, r := range m.managed {
-		err = errors.Join(err, cuCheck("cuMemFree", d.cuMemFree(uintptr(r.p))))
+		err = errors.Join(err, d.memFree(uintptr(r.p)))
 	}
 	for _, r := range m.scratch {
-		err = errors.Join(err, cuCheck("cuMemFree", d.cuMemFree(r.p)))
+		err = errors.Join(err, d.memFree(r.p))
 	}
 	*m = memory{}
 	return err
