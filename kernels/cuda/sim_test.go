@@ -32,3 +32,11 @@ func TestSimConformance(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{Seed: 1})
 	kerneltest.Conformance(t, func() kernels.Backend { return b })
 }
+
+// TestSimDeterministic: with random block and warp orders every launch, the
+// kernels still give bit-identical results run after run (the backend's
+// reductions have a fixed order).
+func TestSimDeterministic(t *testing.T) {
+	b := openSim(t, FP32, SimOptions{Seed: 2})
+	kerneltest.Deterministic(t, b, b)
+}

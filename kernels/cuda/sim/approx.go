@@ -8,7 +8,7 @@ import (
 // The approximate instructions (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh,
 // div .approx/.full) return the exact result rounded to the format, moved by a
 // pseudo-random amount within the error bound the PTX ISA states for the
-// instruction (unless Config.ExactApprox). The amount is a hash of the launch
+// instruction (unless Config.ExactApprox). The amount is a hash of the device's
 // seed and the input bits, so a run is repeatable and a kernel that is correct
 // only when its approximations are exact fails. The bounds (PTX ISA 9.1):
 //
@@ -30,12 +30,13 @@ import (
 // exactly: the hardware's table-driven approximations are exact there, and
 // kernels rely on exp(0) = 1.
 
-// noise returns a number in [-1, 1) fixed by the launch seed, the input and salt.
+// noise returns a number in [-1, 1) fixed by the device's seed, the input and
+// salt: like the hardware's, an approximation is a function of its input.
 func (w *warp) noise(x uint64, salt uint64) float64 {
 	if w.l.dev.cfg.ExactApprox {
 		return 0
 	}
-	z := w.l.seed ^ x*0x9e3779b97f4a7c15 ^ salt*0xbf58476d1ce4e5b9
+	z := w.l.dev.cfg.Seed ^ x*0x9e3779b97f4a7c15 ^ salt*0xbf58476d1ce4e5b9
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	z ^= z >> 31
