@@ -483,23 +483,21 @@ func f64mode(op string) execFn {
 			case "div":
 				q := a / b
 				if in.mode != rn && !math.IsInf(q, 0) && !math.IsNaN(q) && q != 0 {
-					rem := math.FMA(-q, b, a)
-					r = round64(q, rem*math.Copysign(1, b)*math.SmallestNonzeroFloat64, in.mode)
+					r = round64(q, residual(math.FMA(-q, b, a), b), in.mode)
 				} else {
 					r = q
 				}
 			case "sqrt":
 				s := math.Sqrt(a)
 				if in.mode != rn && s != 0 && !math.IsNaN(s) && !math.IsInf(s, 0) {
-					r = round64(s, math.FMA(-s, s, a)*math.SmallestNonzeroFloat64, in.mode)
+					r = round64(s, residual(math.FMA(-s, s, a), 1), in.mode)
 				} else {
 					r = s
 				}
 			case "rcp":
 				q := 1 / a
 				if in.mode != rn && !math.IsInf(q, 0) && !math.IsNaN(q) && q != 0 {
-					rem := math.FMA(-q, a, 1)
-					r = round64(q, rem*math.Copysign(1, a)*math.SmallestNonzeroFloat64, in.mode)
+					r = round64(q, residual(math.FMA(-q, a, 1), a), in.mode)
 				} else {
 					r = q
 				}
@@ -518,6 +516,18 @@ func f64mode(op string) execFn {
 			d[l] = b64(r)
 		}
 	}
+}
+
+// residual is a tiny number with the sign of rem·b (zero when rem is): the
+// sign of what a quotient or root dropped.
+func residual(rem, b float64) float64 {
+	if rem == 0 {
+		return 0
+	}
+	if (rem < 0) != (b < 0) {
+		return -math.SmallestNonzeroFloat64
+	}
+	return math.SmallestNonzeroFloat64
 }
 
 // half is the arithmetic of .f16, .bf16 and their x2 forms: each element is

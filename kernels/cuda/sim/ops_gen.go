@@ -2287,7 +2287,7 @@ func xEquF32(w *warp, in *inst, m uint32) {
 	var res uint32
 	for l := range ra {
 		a, b := ra[l], rb[l]
-		if !(f32(a) != f32(b)) {
+		if f32(a) == f32(b) || nan32(a) || nan32(b) {
 			res |= 1 << l
 		}
 	}
@@ -2455,7 +2455,7 @@ func xEquF64(w *warp, in *inst, m uint32) {
 	var res uint32
 	for l := range ra {
 		a, b := ra[l], rb[l]
-		if !(f64(a) != f64(b)) {
+		if f64(a) == f64(b) || nan64(a) || nan64(b) {
 			res |= 1 << l
 		}
 	}
