@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -185,7 +186,10 @@ func (d *simDriver) flushTo(st *simStream, n uint64) error {
 		if err := op.run(); err != nil {
 			d.mu.Lock()
 			if d.sticky == nil {
-				d.sticky = fmt.Errorf("cuda: %s: %w", op.name, err)
+				d.sticky = err
+				if !strings.HasPrefix(err.Error(), "cuda: ") {
+					d.sticky = fmt.Errorf("cuda: %s: %w", op.name, err)
+				}
 			}
 			err = d.sticky
 			d.mu.Unlock()
