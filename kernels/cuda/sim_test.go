@@ -40,3 +40,12 @@ func TestSimDeterministic(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{Seed: 2})
 	kerneltest.Deterministic(t, b, b)
 }
+
+// TestSimAgreesWithItself checks Agree's plumbing without a GPU: two simulated
+// GPUs with different seeds (schedules) give bit-identical results, but for the
+// ops whose approximations differ with the seed.
+func TestSimAgreesWithItself(t *testing.T) {
+	a := openSim(t, FP32, SimOptions{Seed: 1})
+	b := openSim(t, FP32, SimOptions{Seed: 2})
+	kerneltest.Agree(t, a, b, kerneltest.Tolerance)
+}

@@ -21,6 +21,7 @@ type storeClient struct {
 	addr   string // the store's address, for messages
 	host   string // who hosts it ("rank 0", "the launcher of node 0"), for messages
 	events chan message
+	values chan message // answers to get (Comm.Lookup)
 
 	lostOnce sync.Once
 	lost     chan struct{} // closed when the store is gone or silent
@@ -64,7 +65,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		backoff = min(backoff*2, time.Second)
 	}
 	tuneConn(conn)
-	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256),
+	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256), values: make(chan message, 16),
 		lost: make(chan struct{}), done: make(chan struct{}), log: log}
 	hello.Type, hello.Version = msgHello, protocolVersion
 	conn.SetDeadline(time.Now().Add(helloTimeout))
@@ -142,6 +143,14 @@ func (sc *storeClient) read(mr *msgReader) {
 		}
 		sc.heard.Store(time.Now().UnixNano())
 		if m.Type == msgHB {
+			continue
+		}
+		if m.Type == msgValue {
+			select {
+			case sc.values <- m:
+			default:
+				sc.log.Warn("dist: store values pile up; dropping one", "key", m.Key)
+			}
 			continue
 		}
 		if m.Type == msgStatus {

@@ -83,6 +83,8 @@ type Server struct {
 	running bool
 	members map[int]*peer // the current generation's workers
 	peers   map[*peer]struct{}
+	kv      map[string][]byte  // the current generation's published values (Comm.Publish)
+	waiters map[string][]*peer // workers waiting for a key (Comm.Lookup)
 	subs    []chan Event
 	fatal   string
 	closed  bool
@@ -328,6 +330,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 			s.gen++
 			s.running = false
 			s.members = map[int]*peer{}
+			s.kv, s.waiters = nil, nil
 		} else {
 			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank))
 		}
@@ -410,6 +413,7 @@ func (s *Server) failGen(rank int, reason string) {
 	s.gen++
 	s.running = false
 	s.members = map[int]*peer{}
+	s.kv, s.waiters = nil, nil
 }
 
 // member reports whether p is a worker of the current generation.
@@ -445,6 +449,30 @@ func (s *Server) handle(p *peer, m message) {
 		if p.role == roleAgent {
 			s.giveUp(m.Reason)
 		}
+	case msgSet:
+		if !s.member(p) {
+			return
+		}
+		if s.kv == nil {
+			s.kv = map[string][]byte{}
+		}
+		s.kv[m.Key] = m.Value
+		for _, q := range s.waiters[m.Key] {
+			q.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: m.Value})
+		}
+		delete(s.waiters, m.Key)
+	case msgGet:
+		if !s.member(p) {
+			return
+		}
+		if v, ok := s.kv[m.Key]; ok {
+			p.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: v})
+			return
+		}
+		if s.waiters == nil {
+			s.waiters = map[string][]*peer{}
+		}
+		s.waiters[m.Key] = append(s.waiters[m.Key], p)
 	default:
 		s.log.Warn("store: unexpected message", "type", m.Type, "remote", p.conn.RemoteAddr())
 	}

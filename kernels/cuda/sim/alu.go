@@ -103,73 +103,38 @@ func prmtMode(tab [4][4]uint8, a, b, c uint32) uint32 {
 }
 
 // min and max of PTX: a NaN operand gives the other one, -0 is below +0.
-func fminF32(a, b float32) float32 {
+func fminOf[T float32 | float64](a, b T) T {
 	switch {
 	case a != a:
 		return b
 	case b != b:
 		return a
-	case a == b && a == 0:
-		if math.Signbit(float64(a)) {
-			return a
-		}
+	case a == b && a == 0 && math.Signbit(float64(b)):
 		return b
-	case a < b:
+	case a <= b:
 		return a
 	}
 	return b
 }
 
-func fmaxF32(a, b float32) float32 {
+func fmaxOf[T float32 | float64](a, b T) T {
 	switch {
 	case a != a:
 		return b
 	case b != b:
 		return a
-	case a == b && a == 0:
-		if math.Signbit(float64(a)) {
-			return b
-		}
-		return a
-	case a > b:
+	case a == b && a == 0 && math.Signbit(float64(a)):
+		return b
+	case a >= b:
 		return a
 	}
 	return b
 }
 
-func fminF64(a, b float64) float64 {
-	switch {
-	case a != a:
-		return b
-	case b != b:
-		return a
-	case a == b && a == 0:
-		if math.Signbit(a) {
-			return a
-		}
-		return b
-	case a < b:
-		return a
-	}
-	return b
-}
-
-func fmaxF64(a, b float64) float64 {
-	switch {
-	case a != a:
-		return b
-	case b != b:
-		return a
-	case a == b && a == 0:
-		if math.Signbit(a) {
-			return b
-		}
-		return a
-	case a > b:
-		return a
-	}
-	return b
-}
+func fminF32(a, b float32) float32 { return fminOf(a, b) }
+func fmaxF32(a, b float32) float32 { return fmaxOf(a, b) }
+func fminF64(a, b float64) float64 { return fminOf(a, b) }
+func fmaxF64(a, b float64) float64 { return fmaxOf(a, b) }
 
 func nan32(a uint64) bool { return uint32(a)&0x7fffffff > 0x7f800000 }
 func nan64(a uint64) bool { return a&^(1<<63) > 0x7ff0000000000000 }
@@ -396,51 +361,59 @@ func sat01(x float64) float64 {
 	return x
 }
 
-// f32mode runs the f32 arithmetic with a rounding mode, .ftz and .sat.
+// f32mode runs the f32 arithmetic with a rounding mode, .ftz and .sat (one
+// closure per operation: no choice is made per lane).
 func f32mode(op string) execFn {
+	var f func(in *inst, a, b, c float32) float32
+	switch op {
+	case "add":
+		f = func(in *inst, a, b, c float32) float32 { return addf32(a, b, in.mode, in.ftz) }
+	case "sub":
+		f = func(in *inst, a, b, c float32) float32 { return addf32(a, -b, in.mode, in.ftz) }
+	case "mul":
+		f = func(in *inst, a, b, c float32) float32 { return mulf32(a, b, in.mode, in.ftz) }
+	case "fma":
+		f = func(in *inst, a, b, c float32) float32 { return fmaf32(a, b, c, in.mode, in.ftz) }
+	case "div":
+		f = func(in *inst, a, b, c float32) float32 { return divf32(a, b, in.mode, in.ftz) }
+	case "sqrt":
+		f = func(in *inst, a, b, c float32) float32 { return sqrtf32(a, in.mode, in.ftz) }
+	case "rcp":
+		f = func(in *inst, a, b, c float32) float32 { return divf32(1, a, in.mode, in.ftz) }
+	case "min", "max":
+		isMin := op == "min"
+		f = func(in *inst, a, b, c float32) float32 {
+			if in.ftz {
+				a, b = ftz32(a), ftz32(b)
+			}
+			switch {
+			case in.imm != 0 && (a != a || b != b): // .NaN
+				return math.Float32frombits(0x7fffffff)
+			case isMin:
+				return fminF32(a, b)
+			}
+			return fmaxF32(a, b)
+		}
+	case "abs":
+		f = func(in *inst, a, b, c float32) float32 {
+			if in.ftz {
+				a = ftz32(a)
+			}
+			return float32(math.Abs(float64(a)))
+		}
+	case "neg":
+		f = func(in *inst, a, b, c float32) float32 {
+			if in.ftz {
+				a = ftz32(a)
+			}
+			return -a
+		}
+	}
 	return func(w *warp, in *inst, m uint32) {
 		d, ra, rb, rc := &w.r[in.d], &w.r[in.a], &w.r[in.b], &w.r[in.c]
 		for ; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m) & 31
-			a, b := f32(ra[l]), f32(rb[l])
-			var r float32
-			switch op {
-			case "add":
-				r = addf32(a, b, in.mode, in.ftz)
-			case "sub":
-				r = addf32(a, -b, in.mode, in.ftz)
-			case "mul":
-				r = mulf32(a, b, in.mode, in.ftz)
-			case "fma":
-				r = fmaf32(a, b, f32(rc[l]), in.mode, in.ftz)
-			case "div":
-				r = divf32(a, b, in.mode, in.ftz)
-			case "sqrt":
-				r = sqrtf32(a, in.mode, in.ftz)
-			case "rcp":
-				r = divf32(1, a, in.mode, in.ftz)
-			case "min", "max":
-				if in.ftz {
-					a, b = ftz32(a), ftz32(b)
-				}
-				if in.imm != 0 && (a != a || b != b) { // .NaN
-					r = math.Float32frombits(0x7fffffff)
-				} else if op == "min" {
-					r = fminF32(a, b)
-				} else {
-					r = fmaxF32(a, b)
-				}
-			case "abs":
-				if in.ftz {
-					a = ftz32(a)
-				}
-				r = float32(math.Abs(float64(a)))
-			case "neg":
-				if in.ftz {
-					a = ftz32(a)
-				}
-				r = -a
-			}
+			r := f(in, f32(ra[l]), f32(rb[l]), f32(rc[l]))
 			if in.sat {
 				r = float32(sat01(float64(r)))
 			}

@@ -43,15 +43,19 @@ func (w *warp) noise(x uint64, salt uint64) float64 {
 	return float64(int64(z)>>11) / (1 << 52)
 }
 
-// ulps moves x by k ulps (toward +inf for k > 0), stopping at infinities.
+// ulps32 moves a finite nonzero x by k ulps (toward +inf for k > 0), stopping
+// at the largest finite value and at zero.
 func ulps32(x float32, k int) float32 {
-	for ; k > 0; k-- {
-		x = math.Nextafter32(x, float32(math.Inf(1)))
+	b := int64(math.Float32bits(x) & 0x7fffffff)
+	if x < 0 {
+		k = -k
 	}
-	for ; k < 0; k++ {
-		x = math.Nextafter32(x, float32(math.Inf(-1)))
+	b = min(max(b+int64(k), 0), 0x7f7fffff)
+	r := math.Float32frombits(uint32(b))
+	if x < 0 {
+		r = -r
 	}
-	return x
+	return r
 }
 
 // ulpNoise turns noise into a whole number of ulps in [-n, n].
@@ -239,12 +243,48 @@ func (w *warp) approxHalf(fn string, a uint64, f ffmt, ftz bool) uint64 {
 }
 
 func approxLanes(fn string) execFn {
+	if fn == "ex2" {
+		return xEx2Approx
+	}
 	return func(w *warp, in *inst, m uint32) {
 		d, ra, rb := &w.r[in.d], &w.r[in.a], &w.r[in.b]
 		for ; m != 0; m &= m - 1 {
 			l := bits.TrailingZeros32(m) & 31
 			d[l] = b32(w.approxF32(fn, f32(ra[l]), f32(rb[l]), in.ftz))
 		}
+	}
+}
+
+// xEx2Approx is ex2.approx.f32 (the hot one: every expf), approxF32's "ex2" inlined.
+func xEx2Approx(w *warp, in *inst, m uint32) {
+	d, ra := &w.r[in.d], &w.r[in.a]
+	exact := w.l.dev.cfg.ExactApprox
+	for ; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		a := f32(ra[l])
+		if in.ftz {
+			a = ftz32(a)
+		}
+		x := float64(a)
+		var r float32
+		switch {
+		case a != a:
+			r = float32(math.NaN())
+		case math.IsInf(x, -1):
+			r = 0
+		case math.IsInf(x, 1):
+			r = a
+		default:
+			y := math.Exp2(x)
+			r = float32(y)
+			if !exact && r != 0 && !math.IsInf(float64(r), 0) && float64(r) != y {
+				r = ulps32(r, ulpNoise(w.noise(uint64(math.Float32bits(a)), saltEx2), 2))
+			}
+		}
+		if in.ftz {
+			r = ftz32(r)
+		}
+		d[l] = b32(r)
 	}
 }
 

@@ -225,6 +225,22 @@ func clampInt(v uint64, srcSigned bool, db uint, dstSigned bool) uint64 {
 	return min(v, hi) & mask(db)
 }
 
+// xCvtSatF32 is cvt.sat.f32.f32 (clamp to [0, 1], NaN to 0), expf's range check.
+func xCvtSatF32(w *warp, in *inst, m uint32) {
+	d, ra := &w.r[in.d], &w.r[in.a]
+	for ; m != 0; m &= m - 1 {
+		l := bits.TrailingZeros32(m) & 31
+		x := f32(ra[l])
+		switch {
+		case !(x > 0): // NaN, zeros and negatives
+			x = 0
+		case x > 1:
+			x = 1
+		}
+		d[l] = b32(x)
+	}
+}
+
 func cvtLanes(c *cvtSpec) execFn {
 	return func(w *warp, in *inst, m uint32) {
 		d, ra, rb := &w.r[in.d], &w.r[in.a], &w.r[in.b]

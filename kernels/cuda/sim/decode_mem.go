@@ -482,6 +482,9 @@ func decCvt(d *decoder, s *Instr, m *mods, in *inst) error {
 
 // fastCvt returns a generated loop for the common conversions, nil otherwise.
 func fastCvt(c *cvtSpec) execFn {
+	if c.sat && c.src.name == "f32" && c.dst.name == "f32" && c.irnd == "" && !c.ftz {
+		return xCvtSatF32
+	}
 	if c.sat || c.relu || c.satfinite || c.ftz {
 		return nil
 	}
@@ -568,13 +571,13 @@ func decCvta(d *decoder, s *Instr, m *mods, in *inst) error {
 	case sp == spGlobal || sp == spConst:
 		in.fn = xMov
 	case sp == spShared && to:
-		in.fn = xCvtaToShared
+		in.fn = cvtaTo(sharedWindow, sp)
 	case sp == spShared:
-		in.fn = xCvtaFromShared
+		in.fn = cvtaFrom(sharedWindow)
 	case sp == spLocal && to:
-		in.fn = xCvtaToLocal
+		in.fn = cvtaTo(localWindow, sp)
 	case sp == spLocal:
-		in.fn = xCvtaFromLocal
+		in.fn = cvtaFrom(localWindow)
 	default:
 		return d.errf("cvta of .%s is not simulated", sp)
 	}
@@ -685,6 +688,7 @@ func decCp(d *decoder, s *Instr, m *mods, in *inst) error {
 	if !m.has("async") {
 		return d.errf("cp.%s is not simulated", strings.Join(m.parts, "."))
 	}
+	d.prog.usesAsync = true
 	switch {
 	case m.has("commit_group"):
 		if len(s.Args) != 0 {
@@ -926,28 +930,16 @@ func decShfl(d *decoder, s *Instr, m *mods, in *inst) error {
 		return err
 	}
 	in.imm2 = -1
-	dst := s.Args[0]
-	if dst.Kind == oPair {
-		p, err := d.pred(dst.Elems[1])
+	args := append([]Operand(nil), s.Args...)
+	if args[0].Kind == oPair {
+		p, err := d.pred(args[0].Elems[1])
 		if err != nil {
 			return err
 		}
 		in.imm2 = int64(p)
-		dst = dst.Elems[0]
+		args[0] = args[0].Elems[0]
 	}
-	if in.d, _, err = d.dst(dst, t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], u32t); err != nil {
-		return err
-	}
-	if in.c, err = d.src(s.Args[3], u32t); err != nil {
-		return err
-	}
-	if in.e, err = d.src(s.Args[4], b32t); err != nil {
+	if err := d.ops(&Instr{Args: args}, in, t, t, u32t, u32t, b32t); err != nil {
 		return err
 	}
 	in.fn = xShfl
@@ -1043,10 +1035,7 @@ func decRedux(d *decoder, s *Instr, m *mods, in *inst) error {
 	if err := d.nargs(s, 3); err != nil {
 		return err
 	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
+	if err := d.ops(&Instr{Args: s.Args[:2]}, in, t, t); err != nil {
 		return err
 	}
 	if in.e, err = d.src(s.Args[2], b32t); err != nil {

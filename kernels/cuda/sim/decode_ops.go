@@ -61,15 +61,21 @@ func (d *decoder) instr(s *Instr) (inst, error) {
 
 // dsts decodes d, a, b[, c] with the same type t for all.
 func (d *decoder) abc(s *Instr, in *inst, t ptype, n int) error {
-	if err := d.nargs(s, n+1); err != nil {
+	return d.ops(s, in, t, []ptype{t, t, t}[:n]...)
+}
+
+// ops decodes the operands d, a[, b, c, e]: the destination as dt, the
+// sources as the types given, into in.d, in.a, in.b, in.c and in.e.
+func (d *decoder) ops(s *Instr, in *inst, dt ptype, srcs ...ptype) error {
+	if err := d.nargs(s, 1+len(srcs)); err != nil {
 		return err
 	}
 	var err error
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
+	if in.d, _, err = d.dst(s.Args[0], dt); err != nil {
 		return err
 	}
-	slots := []*int32{&in.a, &in.b, &in.c}
-	for i := 0; i < n; i++ {
+	slots := []*int32{&in.a, &in.b, &in.c, &in.e}
+	for i, t := range srcs {
 		if *slots[i], err = d.src(s.Args[1+i], t); err != nil {
 			return err
 		}
@@ -245,16 +251,7 @@ func decMul(d *decoder, s *Instr, m *mods, in *inst) error {
 			return d.errf("mul.wide of 64-bit operands")
 		}
 		wt, _ := typeOf(fmt.Sprintf("%c%d", t.name[0], 2*t.bits()))
-		if err := d.nargs(s, 3); err != nil {
-			return err
-		}
-		if in.d, _, err = d.dst(s.Args[0], wt); err != nil {
-			return err
-		}
-		if in.a, err = d.src(s.Args[1], t); err != nil {
-			return err
-		}
-		if in.b, err = d.src(s.Args[2], t); err != nil {
+		if err := d.ops(s, in, wt, t, t); err != nil {
 			return err
 		}
 		switch {
@@ -316,9 +313,6 @@ func decMad(d *decoder, s *Instr, m *mods, in *inst) error {
 		return d.errf("integer mad needs .lo, .hi or .wide")
 	}
 	sat := m.has("sat")
-	if err := d.nargs(s, 4); err != nil {
-		return err
-	}
 	dt := t
 	if mode == "wide" {
 		if t.size != 4 {
@@ -326,16 +320,7 @@ func decMad(d *decoder, s *Instr, m *mods, in *inst) error {
 		}
 		dt, _ = typeOf(fmt.Sprintf("%c64", t.name[0]))
 	}
-	if in.d, _, err = d.dst(s.Args[0], dt); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], t); err != nil {
-		return err
-	}
-	if in.c, err = d.src(s.Args[3], dt); err != nil {
+	if err := d.ops(s, in, dt, t, t, dt); err != nil {
 		return err
 	}
 	switch {
@@ -646,16 +631,7 @@ func decShift(d *decoder, s *Instr, m *mods, in *inst) error {
 	if op == "shl" && t.class != tcBits {
 		return d.errf("shl takes .b16, .b32 or .b64")
 	}
-	if err := d.nargs(s, 3); err != nil {
-		return err
-	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], u32t); err != nil {
+	if err := d.ops(s, in, t, t, u32t); err != nil {
 		return err
 	}
 	switch {
@@ -678,17 +654,11 @@ func decBitCount(d *decoder, s *Instr, m *mods, in *inst) error {
 	if t.name != "b32" && t.name != "b64" {
 		return d.errf("%s takes .b32 or .b64", op)
 	}
-	if err := d.nargs(s, 2); err != nil {
-		return err
-	}
 	dt := u32t
 	if op == "brev" {
 		dt = t
 	}
-	if in.d, _, err = d.dst(s.Args[0], dt); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
+	if err := d.ops(s, in, dt, t); err != nil {
 		return err
 	}
 	switch op {
@@ -710,19 +680,7 @@ func decBfe(d *decoder, s *Instr, m *mods, in *inst) error {
 	if (t.class != tcUint && t.class != tcSint) || t.size < 4 {
 		return d.errf("bfe takes .u32, .s32, .u64 or .s64")
 	}
-	if err := d.nargs(s, 4); err != nil {
-		return err
-	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], u32t); err != nil {
-		return err
-	}
-	if in.c, err = d.src(s.Args[3], u32t); err != nil {
+	if err := d.ops(s, in, t, t, u32t, u32t); err != nil {
 		return err
 	}
 	width, signed := t.bits(), t.signed()
@@ -738,22 +696,7 @@ func decBfi(d *decoder, s *Instr, m *mods, in *inst) error {
 	if t.name != "b32" && t.name != "b64" {
 		return d.errf("bfi takes .b32 or .b64")
 	}
-	if err := d.nargs(s, 5); err != nil {
-		return err
-	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], t); err != nil {
-		return err
-	}
-	if in.c, err = d.src(s.Args[3], u32t); err != nil {
-		return err
-	}
-	if in.e, err = d.src(s.Args[4], u32t); err != nil {
+	if err := d.ops(s, in, t, t, t, u32t, u32t); err != nil {
 		return err
 	}
 	width := t.bits()
@@ -776,13 +719,7 @@ func decBfind(d *decoder, s *Instr, m *mods, in *inst) error {
 	if (t.class != tcUint && t.class != tcSint) || t.size < 4 {
 		return d.errf("bfind takes .u32, .s32, .u64 or .s64")
 	}
-	if err := d.nargs(s, 2); err != nil {
-		return err
-	}
-	if in.d, _, err = d.dst(s.Args[0], u32t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
+	if err := d.ops(s, in, u32t, t); err != nil {
 		return err
 	}
 	width, signed := t.bits(), t.signed()
@@ -852,19 +789,7 @@ func decShf(d *decoder, s *Instr, m *mods, in *inst) error {
 	if t.name != "b32" {
 		return d.errf("shf takes .b32")
 	}
-	if err := d.nargs(s, 4); err != nil {
-		return err
-	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], t); err != nil {
-		return err
-	}
-	if in.c, err = d.src(s.Args[3], u32t); err != nil {
+	if err := d.ops(s, in, t, t, t, u32t); err != nil {
 		return err
 	}
 	left, wrap := dir == "l", mode == "wrap"
@@ -1090,11 +1015,12 @@ func (d *decoder) cmpFn(op string, t ptype) (execFn, error) {
 	if t.class != tcSint {
 		idx++
 	}
-	if op == "eq" || op == "ne" {
-		// compare the low bits of the type only
-		width := t.bits()
-		eq := op == "eq"
-		return lanesPred(func(a, b uint64) bool { return (a^b)&mask(width) == 0 == eq }), nil
+	if op == "eq" || op == "ne" { // the low bits of the type only
+		eqs := [3]execFn{xEq16, xEq32, xEqI}
+		if op == "ne" {
+			eqs = [3]execFn{xNe16, xNe32, xNeI}
+		}
+		return eqs[idx/2], nil
 	}
 	return f[idx], nil
 }
@@ -1215,13 +1141,7 @@ func decSelp(d *decoder, s *Instr, m *mods, in *inst) error {
 	if err := d.nargs(s, 4); err != nil {
 		return err
 	}
-	if in.d, _, err = d.dst(s.Args[0], t); err != nil {
-		return err
-	}
-	if in.a, err = d.src(s.Args[1], t); err != nil {
-		return err
-	}
-	if in.b, err = d.src(s.Args[2], t); err != nil {
+	if err := d.ops(&Instr{Args: s.Args[:3]}, in, t, t, t); err != nil {
 		return err
 	}
 	c, neg, err := d.predSrc(s.Args[3])

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -70,6 +71,8 @@ type Kernel struct {
 	dev        *Device
 	prog       *program
 	maxDynSmem int
+	mu         sync.Mutex // one launch at a time (they share spare)
+	spare      []*warp    // warps (register files) kept from the last launch
 }
 
 // Name is the kernel's name.
@@ -177,10 +180,12 @@ func (k *Kernel) Launch(cfg LaunchConfig) (err error) {
 	if err := k.Check(cfg); err != nil {
 		return err
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	p := k.prog
 	g, bl := cfg.Grid, cfg.Block
 	n := k.dev.launches.Add(1)
-	l := &launch{dev: k.dev, prog: p, grid: g, block: bl, dynSmem: cfg.SharedBytes,
+	l := &launch{dev: k.dev, k: k, prog: p, grid: g, block: bl, dynSmem: cfg.SharedBytes,
 		rng: rand.New(rand.NewPCG(k.dev.cfg.Seed, n)), seed: k.dev.cfg.Seed ^ n*0x9e3779b97f4a7c15}
 	l.params = make([]byte, p.paramSize)
 	for i, a := range p.params {
@@ -207,6 +212,7 @@ func (k *Kernel) Launch(cfg LaunchConfig) (err error) {
 // launch is the state of one kernel launch.
 type launch struct {
 	dev     *Device
+	k       *Kernel
 	prog    *program
 	mem     *Memory
 	grid    Dim3
@@ -236,14 +242,25 @@ func (l *launch) run() {
 	l.blk.shared = make([]byte, smem)
 	l.blk.shinit = make([]byte, smem)
 	for i := 0; i < nw; i++ {
-		w := &warp{l: l, prog: p, id: i, r: make([][32]uint64, p.nslots), p: make([]uint32, p.npreds)}
+		var w *warp
+		if i < len(l.k.spare) { // the register files of the kernel's last launch
+			w = l.k.spare[i]
+			*w = warp{r: w.r, p: w.p, local: w.local, async: w.async}
+		} else {
+			w = &warp{r: make([][32]uint64, p.nslots), p: make([]uint32, p.npreds)}
+			if p.localSize > 0 {
+				w.local = make([]byte, 32*p.localSize)
+			}
+			w.initSlots(p)
+		}
+		w.l, w.prog, w.id = l, p, i
 		lanes := min(32, nthr-32*i)
 		w.exists = uint32(mask(uint(lanes)))
-		if p.localSize > 0 {
-			w.local = make([]byte, 32*p.localSize)
-		}
-		w.initSlots()
+		w.fillSpecials(true)
 		l.warps = append(l.warps, w)
+	}
+	if len(l.warps) > len(l.k.spare) {
+		l.k.spare = l.warps
 	}
 	nb := l.grid.count()
 	order := l.blockOrder(nb)
@@ -378,8 +395,8 @@ type warp struct {
 
 const fullMask = 0xffffffff
 
-func (w *warp) initSlots() {
-	for _, s := range w.prog.inits {
+func (w *warp) initSlots(p *program) {
+	for _, s := range p.inits {
 		if !s.isSR {
 			for i := range w.r[s.slot] {
 				w.r[s.slot][i] = s.val
@@ -390,8 +407,6 @@ func (w *warp) initSlots() {
 
 // startBlock resets the warp for the block l.blk and fills the special registers.
 func (w *warp) startBlock() {
-	l := w.l
-	b := &l.blk
 	w.exited = ^w.exists
 	w.atBar = 0
 	w.act = w.exists
@@ -400,12 +415,27 @@ func (w *warp) startBlock() {
 	for i := range w.pc {
 		w.pc[i] = 0
 	}
-	for i := range w.async {
-		w.async[i] = asyncState{}
+	if w.prog.usesAsync {
+		for i := range w.async {
+			w.async[i] = asyncState{}
+		}
 	}
 	clear(w.local)
+	w.fillSpecials(false)
+}
+
+// perBlock reports whether a special register changes from block to block.
+func perBlock(sr special) bool {
+	return sr == srCtaidX || sr == srCtaidY || sr == srCtaidZ || sr == srSmid
+}
+
+// fillSpecials fills the special-register slots: all of them (at the launch's
+// start; the warps are reused by every block) or those that change per block.
+func (w *warp) fillSpecials(all bool) {
+	l := w.l
+	b := &l.blk
 	for _, s := range w.prog.inits {
-		if !s.isSR {
+		if !s.isSR || !all && !perBlock(s.sr) {
 			continue
 		}
 		r := &w.r[s.slot]

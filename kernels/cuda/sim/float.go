@@ -221,12 +221,58 @@ func ftz32(x float32) float32 {
 }
 
 // round32 rounds hi+lo to f32 with mode (rn takes the hardware path when the
-// pair is exact).
+// pair is exact; the directed modes adjust the nearest f32 by the sign of what
+// it dropped, when that is a normal number).
 func round32(hi, lo float64, mode rmode, ftz bool) float32 {
 	if mode == rn && lo == 0 && !ftz {
 		return float32(hi)
 	}
+	if mode == rz || mode == rm || mode == rp {
+		r := float32(hi)
+		if a := math.Abs(float64(r)); a >= 0x1p-126 && a <= math.MaxFloat32 {
+			d := (hi - float64(r)) + lo // exact difference, then the residual: the sign is right
+			switch {
+			case d == 0:
+				return r
+			case mode == rm && d < 0, mode == rz && d < 0 && r > 0:
+				return stepDown32(r)
+			case mode == rp && d > 0, mode == rz && d > 0 && r < 0:
+				return stepUp32(r)
+			}
+			return r
+		}
+	}
 	return math.Float32frombits(uint32(round(hi, lo, fmtF32, mode, false, ftz)))
+}
+
+// stepUp32 and stepDown32 are the next f32 toward +inf and -inf of a finite
+// nonzero x.
+func stepUp32(x float32) float32 {
+	b := math.Float32bits(x)
+	if x > 0 {
+		return math.Float32frombits(b + 1)
+	}
+	return math.Float32frombits(b - 1)
+}
+
+func stepDown32(x float32) float32 {
+	b := math.Float32bits(x)
+	if x > 0 {
+		return math.Float32frombits(b - 1)
+	}
+	return math.Float32frombits(b + 1)
+}
+
+// fmaRN32 is fma.rn.f32. The product of two f32 is exact in float64, so the
+// float64 FMA is a·b+c rounded once to 53 bits; rounding that to 24 bits is
+// the single rounding to f32 unless it sits exactly on an f32 tie (or in the
+// subnormal range), when the exact path decides.
+func fmaRN32(a, b, c float32) float32 {
+	r := math.FMA(float64(a), float64(b), float64(c))
+	if u := math.Float64bits(r); u&(1<<29-1) != 1<<28 && (math.Abs(r) >= 0x1p-126 || r == 0) {
+		return float32(r)
+	}
+	return fmaf32(a, b, c, rn, false)
 }
 
 // fmaf32 is fma.rnd.f32: a·b+c rounded once.

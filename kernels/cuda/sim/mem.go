@@ -231,44 +231,28 @@ func xLdParam(w *warp, in *inst, m uint32) {
 	}
 }
 
-// cvta between generic and a state space's addresses.
-func xCvtaToShared(w *warp, in *inst, m uint32) {
-	d, ra := &w.r[in.d], &w.r[in.a]
-	for ; m != 0; m &= m - 1 {
-		l := bits.TrailingZeros32(m) & 31
-		a := ra[l]
-		if a-sharedWindow >= windowSize {
-			w.faultAddr(in, l, a, "cvta.to.shared of a generic address outside the shared window")
+// cvta between generic addresses and the shared or local window's offsets.
+func cvtaTo(window uint64, sp space) execFn {
+	return func(w *warp, in *inst, m uint32) {
+		d, ra := &w.r[in.d], &w.r[in.a]
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m) & 31
+			a := ra[l]
+			if a-window >= windowSize {
+				w.faultAddr(in, l, a, "cvta.to."+sp.String()+" of a generic address outside the "+sp.String()+" window")
+			}
+			d[l] = (a - window) & mask(uint(in.size)*8)
 		}
-		d[l] = (a - sharedWindow) & mask(uint(in.size)*8)
 	}
 }
 
-func xCvtaToLocal(w *warp, in *inst, m uint32) {
-	d, ra := &w.r[in.d], &w.r[in.a]
-	for ; m != 0; m &= m - 1 {
-		l := bits.TrailingZeros32(m) & 31
-		a := ra[l]
-		if a-localWindow >= windowSize {
-			w.faultAddr(in, l, a, "cvta.to.local of a generic address outside the local window")
+func cvtaFrom(window uint64) execFn {
+	return func(w *warp, in *inst, m uint32) {
+		d, ra := &w.r[in.d], &w.r[in.a]
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m) & 31
+			d[l] = ra[l] + window
 		}
-		d[l] = (a - localWindow) & mask(uint(in.size)*8)
-	}
-}
-
-func xCvtaFromShared(w *warp, in *inst, m uint32) {
-	d, ra := &w.r[in.d], &w.r[in.a]
-	for ; m != 0; m &= m - 1 {
-		l := bits.TrailingZeros32(m) & 31
-		d[l] = ra[l] + sharedWindow
-	}
-}
-
-func xCvtaFromLocal(w *warp, in *inst, m uint32) {
-	d, ra := &w.r[in.d], &w.r[in.a]
-	for ; m != 0; m &= m - 1 {
-		l := bits.TrailingZeros32(m) & 31
-		d[l] = ra[l] + localWindow
 	}
 }
 

@@ -1391,14 +1391,14 @@ func xFmaF32(w *warp, in *inst, m uint32) {
 	if m == fullMask {
 		for l := range d {
 			a, b, c := ra[l], rb[l], rc[l]
-			d[l] = b32(fmaf32(f32(a), f32(b), f32(c), rn, false))
+			d[l] = b32(fmaRN32(f32(a), f32(b), f32(c)))
 		}
 		return
 	}
 	for ; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m) & 31
 		a, b, c := ra[l], rb[l], rc[l]
-		d[l] = b32(fmaf32(f32(a), f32(b), f32(c), rn, false))
+		d[l] = b32(fmaRN32(f32(a), f32(b), f32(c)))
 	}
 }
 
@@ -1916,6 +1916,54 @@ func xNeI(w *warp, in *inst, m uint32) {
 	for l := range ra {
 		a, b := ra[l], rb[l]
 		if a != b {
+			res |= 1 << l
+		}
+	}
+	w.setPred(in, m, res)
+}
+
+func xEq16(w *warp, in *inst, m uint32) {
+	ra, rb := &w.r[in.a], &w.r[in.b]
+	var res uint32
+	for l := range ra {
+		a, b := ra[l], rb[l]
+		if uint16(a) == uint16(b) {
+			res |= 1 << l
+		}
+	}
+	w.setPred(in, m, res)
+}
+
+func xNe16(w *warp, in *inst, m uint32) {
+	ra, rb := &w.r[in.a], &w.r[in.b]
+	var res uint32
+	for l := range ra {
+		a, b := ra[l], rb[l]
+		if uint16(a) != uint16(b) {
+			res |= 1 << l
+		}
+	}
+	w.setPred(in, m, res)
+}
+
+func xEq32(w *warp, in *inst, m uint32) {
+	ra, rb := &w.r[in.a], &w.r[in.b]
+	var res uint32
+	for l := range ra {
+		a, b := ra[l], rb[l]
+		if uint32(a) == uint32(b) {
+			res |= 1 << l
+		}
+	}
+	w.setPred(in, m, res)
+}
+
+func xNe32(w *warp, in *inst, m uint32) {
+	ra, rb := &w.r[in.a], &w.r[in.b]
+	var res uint32
+	for l := range ra {
+		a, b := ra[l], rb[l]
+		if uint32(a) != uint32(b) {
 			res |= 1 << l
 		}
 	}

@@ -138,6 +138,7 @@ type program struct {
 	sharedAl   int // alignment of the dynamic shared area's start
 	localSize  int // bytes of .local per thread
 	usesAtomic bool
-	maxThreads int // .maxntid/.reqntid product, 0 when not given
+	usesAsync  bool // cp.async: the per-thread copy queues need resetting
+	maxThreads int  // .maxntid/.reqntid product, 0 when not given
 	reqNTID    []int
 }

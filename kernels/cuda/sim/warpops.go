@@ -49,34 +49,30 @@ func (w *warp) memberMask(in *inst, slot int32, m uint32) uint32 {
 	}
 	if miss := mask &^ m; miss != 0 {
 		l := bits.TrailingZeros32(miss)
-		why := "is not executing it (diverged, or its guard predicate is false)"
-		switch {
-		case w.exists>>l&1 == 0:
-			why = "does not exist (the block's last warp is partial)"
-		case w.exited>>l&1 != 0:
-			why = "has exited"
-		case w.atBar>>l&1 != 0:
-			why = "waits at a barrier"
-		}
-		w.fault(in, lane, fmt.Sprintf("%s: membermask %#x names lane %d, which %s (executing: %s)", in.op, mask, l, why, laneList(m)))
+		w.fault(in, lane, fmt.Sprintf("%s: membermask %#x names lane %d, which %s (executing: %s)", in.op, mask, l, w.absent(l), laneList(m)))
 	}
 	return mask
+}
+
+// absent says why lane l is not executing the current instruction.
+func (w *warp) absent(l int) string {
+	switch {
+	case w.exists>>l&1 == 0:
+		return "does not exist (the block's last warp is partial)"
+	case w.exited>>l&1 != 0:
+		return "has exited"
+	case w.atBar>>l&1 != 0:
+		return "waits at a barrier"
+	}
+	return "is not executing it (diverged, or its guard predicate is false)"
 }
 
 // aligned checks that the whole warp executes a .aligned warp-wide instruction
 // (ldmatrix, mma): all 32 threads, converged.
 func (w *warp) aligned(in *inst, m uint32) {
 	if m != fullMask {
-		miss := fullMask &^ m
-		l := bits.TrailingZeros32(miss)
-		why := "is not executing it"
-		switch {
-		case w.exists>>l&1 == 0:
-			why = "does not exist"
-		case w.exited>>l&1 != 0:
-			why = "has exited"
-		}
-		w.fault(in, bits.TrailingZeros32(m), fmt.Sprintf("%s needs all 32 threads of the warp converged; lane %d %s (executing: %s)", in.op, l, why, laneList(m)))
+		l := bits.TrailingZeros32(fullMask &^ m)
+		w.fault(in, bits.TrailingZeros32(m), fmt.Sprintf("%s needs all 32 threads of the warp converged; lane %d %s (executing: %s)", in.op, l, w.absent(l), laneList(m)))
 	}
 }
 
