@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -510,4 +511,71 @@ func equal32(a, b []uint32) bool {
 		}
 	}
 	return true
+}
+
+// Dynamic shared memory (extern .shared x[]) follows the static variables; a
+// launch may ask for up to 48 KiB less the static part, more once raised.
+func TestDynamicShared(t *testing.T) {
+	src := ptxHeader + `
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry dynk(.param .u64 p, .param .u32 n)
+{
+	.shared .align 4 .b8 stat[12];
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	ld.param.u32 %r6, [n];
+	mov.u32 %r1, %tid.x;
+	shl.b32 %r2, %r1, 2;
+	mov.u32 %r3, dyn;
+	add.u32 %r4, %r3, %r2;
+	st.shared.u32 [%r4], %r1;
+	bar.sync 0;
+	sub.u32 %r7, %r6, 1;
+	sub.u32 %r5, %r7, %r1;          // read the mirror thread's word
+	shl.b32 %r5, %r5, 2;
+	add.u32 %r5, %r3, %r5;
+	ld.shared.u32 %r5, [%r5];
+	mov.u32 %r7, stat;              // the static variable sits below dyn
+	st.shared.u32 [%r7], %r3;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r5;
+	ret;
+}`
+	d := newTestDev(t)
+	k := d.kernelText("dyn.ptx", src, "dynk")
+	if k.StaticShared() != 12 || k.MaxDynamicShared() != 48<<10-12 {
+		t.Errorf("static %d, max dynamic %d", k.StaticShared(), k.MaxDynamicShared())
+	}
+	n := 64
+	out := d.floats(make([]float32, n))
+	if err := k.Launch(LaunchConfig{Grid: Dim3{1, 1, 1}, Block: Dim3{n, 1, 1}, SharedBytes: 4 * n, Args: []uint64{out, uint64(n)}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := d.Mem.Bytes(out, 4*n)
+	for i := 0; i < n; i++ {
+		if got := binary.LittleEndian.Uint32(b[4*i:]); got != uint32(n-1-i) {
+			t.Fatalf("thread %d read %d, want %d", i, got, n-1-i)
+		}
+	}
+	// too little dynamic memory: the store past it faults
+	err := k.Launch(LaunchConfig{Grid: Dim3{1, 1, 1}, Block: Dim3{n, 1, 1}, SharedBytes: 4 * (n - 1), Args: []uint64{out, uint64(n)}})
+	if err == nil || !strings.Contains(err.Error(), "out-of-bounds 4-byte write of shared memory") {
+		t.Errorf("%v", err)
+	}
+	// more than 48 KiB needs the attribute
+	big := LaunchConfig{Grid: Dim3{1, 1, 1}, Block: Dim3{n, 1, 1}, SharedBytes: 64 << 10, Args: []uint64{out, uint64(n)}}
+	if err := k.Launch(big); err == nil || !errors.Is(err, ErrLaunch) {
+		t.Errorf("64 KiB without the attribute: %v", err)
+	}
+	if err := k.SetMaxDynamicShared(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(big); err != nil {
+		t.Errorf("64 KiB with the attribute: %v", err)
+	}
+	if err := k.SetMaxDynamicShared(200 << 10); err == nil {
+		t.Error("200 KiB: past sm_80's 163 KiB")
+	}
 }
