@@ -321,10 +321,18 @@ func (d *simDriver) eventDestroy(e event) error {
 
 // modules
 
+// moduleLoad JITs PTX as a CUDA 11.8 driver on an sm_80 GPU would: a newer
+// PTX ISA or a higher target is refused as the real driver refuses it.
 func (d *simDriver) moduleLoad(name string, ptx []byte) (module, error) {
 	m, err := sim.Parse(name, ptx)
 	if err != nil {
 		return 0, simErr("cuModuleLoadDataEx", errInvalidPTX, "%v", err)
+	}
+	if v, ok := ptxVersion(m.Version); !ok || v > 78 {
+		return 0, simErr("cuModuleLoadDataEx", errUnsupportedPTXVers, "%s is PTX ISA %q; the simulated driver (CUDA 11.8) JITs up to 7.8", name, m.Version)
+	}
+	if sm, ok := strings.CutPrefix(m.Target, "sm_"); !ok || len(sm) < 2 || sm > "80" && len(sm) == 2 || len(sm) > 2 && sm[:2] > "80" {
+		return 0, simErr("cuModuleLoadDataEx", errNoBinaryForGPU, "%s targets %q; the simulated GPU is sm_80", name, m.Target)
 	}
 	im, err := d.dev.Load(m)
 	if err != nil {
@@ -335,6 +343,15 @@ func (d *simDriver) moduleLoad(name string, ptx []byte) (module, error) {
 	h := module(d.handle())
 	d.modules[h] = im
 	return h, nil
+}
+
+// ptxVersion reads "7.8" as 78.
+func ptxVersion(v string) (int, bool) {
+	major, minor, ok := strings.Cut(v, ".")
+	if !ok || len(major) != 1 || len(minor) != 1 || major[0] < '0' || major[0] > '9' || minor[0] < '0' || minor[0] > '9' {
+		return 0, false
+	}
+	return int(major[0]-'0')*10 + int(minor[0]-'0'), true
 }
 
 func (d *simDriver) moduleUnload(m module) error {

@@ -379,3 +379,26 @@ func TestSimNCCLTransport(t *testing.T) {
 		}
 	}
 }
+
+// The simulated driver is CUDA 11.8 on sm_80: a newer PTX ISA or a higher
+// target is refused as the real driver refuses it.
+func TestSimDriverRefusesNewerPTX(t *testing.T) {
+	d := newSimDriver(SimOptions{})
+	ok := ".version 7.8\n.target sm_80\n.address_size 64\n"
+	if _, err := d.moduleLoad("ok.ptx", []byte(ok)); err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[string]int32{
+		".version 8.0\n.target sm_80\n.address_size 64\n":  errUnsupportedPTXVers,
+		".version 7.8\n.target sm_90a\n.address_size 64\n": errNoBinaryForGPU,
+		".version 7.8\n.target sm_86\n.address_size 64\n":  errNoBinaryForGPU,
+	} {
+		_, err := d.moduleLoad("new.ptx", []byte(src))
+		if !errors.Is(err, Result(want)) {
+			t.Errorf("%q: %v, want %v", src, err, Result(want))
+		}
+	}
+	if _, err := d.moduleLoad("old.ptx", []byte(".version 7.0\n.target sm_75\n.address_size 64\n")); err != nil {
+		t.Errorf("sm_75 code on sm_80: %v", err)
+	}
+}
