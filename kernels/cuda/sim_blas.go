@@ -20,10 +20,9 @@ import (
 // the compute type's tensor cores take them (CUBLAS_COMPUTE_32F_FAST_16BF:
 // bfloat16, nearest even; _FAST_TF32: TF32, nearest with ties away, as
 // cvt.rna.tf32; _FAST_16F: half; _32F: as is). Products are exact in float32
-// for rounded operands; each dot product is accumulated in float32 in four
-// interleaved partial sums (k mod 4) added at the end: fp32 accumulation in a
-// fixed order, as cuBLAS's is fixed for a shape (its exact order is not
-// documented). Then D = alpha·acc + beta·C (C is not read when beta = 0), the
+// for rounded operands; each dot product is accumulated in float32 in k order:
+// fp32 accumulation in a fixed order, as cuBLAS's is fixed for a shape (its
+// exact order is not documented). Then D = alpha·acc + beta·C (C is not read when beta = 0), the
 // epilogue, and D stored in its type (bfloat16 rounded to nearest even).
 type simBLAS struct{ d *simDriver }
 
@@ -281,10 +280,16 @@ func (b *simBLAS) run(call string, g gemm) error {
 		}
 		acc := make([]float32, g.m*g.n) // column-major m×n
 		parallelRows(g.m, g.n*g.k, func(lo, hi int) {
+			k := g.k
 			for i := lo; i < hi; i++ {
-				a := ar[i*g.k : (i+1)*g.k]
-				for j := 0; j < g.n; j++ {
-					acc[j*g.m+i] = dot(a, bc[j*g.k:(j+1)*g.k])
+				a := ar[i*k : (i+1)*k]
+				j := 0
+				for ; j+4 <= g.n; j += 4 {
+					acc[j*g.m+i], acc[(j+1)*g.m+i], acc[(j+2)*g.m+i], acc[(j+3)*g.m+i] =
+						dot4(a, bc[j*k:(j+1)*k], bc[(j+1)*k:(j+2)*k], bc[(j+2)*k:(j+3)*k], bc[(j+3)*k:(j+4)*k])
+				}
+				for ; j < g.n; j++ {
+					acc[j*g.m+i] = dot(a, bc[j*k:(j+1)*k])
 				}
 			}
 		})
@@ -340,22 +345,28 @@ func (b *simBLAS) run(call string, g gemm) error {
 	return nil
 }
 
-// dot sums a·b in float32 in four interleaved partial sums.
+// dot sums a·b in float32, in k order.
 func dot(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
+	var s float32
+	b = b[:len(a)]
+	for l, x := range a {
+		s += x * b[l]
+	}
+	return s
+}
+
+// dot4 is dot of a with four vectors at once (each summed in k order: the
+// same bits as dot, a quarter of the loads of a).
+func dot4(a, b0, b1, b2, b3 []float32) (s0, s1, s2, s3 float32) {
 	n := len(a)
-	b = b[:n]
-	l := 0
-	for ; l+4 <= n; l += 4 {
-		s0 += a[l] * b[l]
-		s1 += a[l+1] * b[l+1]
-		s2 += a[l+2] * b[l+2]
-		s3 += a[l+3] * b[l+3]
+	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
+	for l, x := range a {
+		s0 += x * b0[l]
+		s1 += x * b1[l]
+		s2 += x * b2[l]
+		s3 += x * b3[l]
 	}
-	for ; l < n; l++ {
-		s0 += a[l] * b[l]
-	}
-	return (s0 + s1) + (s2 + s3)
+	return s0, s1, s2, s3
 }
 
 // parallelRows splits rows over the CPUs when the work is large enough.

@@ -136,20 +136,54 @@ func putN(b []byte, n int, v uint64) {
 	}
 }
 
-// ldGlobal32 is the common ld.global of one 32-bit value.
+// inAlloc reports whether the 4-byte accesses at ra[l]+off of the lanes of m
+// are all aligned and inside the allocation the warp's last access hit: then
+// the loops below skip the per-lane checks.
+func (w *warp) inAlloc(ra *[32]uint64, off uint64, m uint32) *Alloc {
+	a := w.alloc
+	if a == nil || len(a.Buf) < 4 {
+		return nil
+	}
+	span := uint64(len(a.Buf) - 4)
+	for ; m != 0; m &= m - 1 {
+		p := ra[bits.TrailingZeros32(m)&31] + off - a.Base
+		if p > span || p&3 != 0 {
+			return nil
+		}
+	}
+	return a
+}
+
+// xLdGlobal32 is the common ld.global of one 32-bit value.
 func xLdGlobal32(w *warp, in *inst, m uint32) {
 	d, ra := &w.r[in.d], &w.r[in.a]
+	off := uint64(in.imm)
+	if a := w.inAlloc(ra, off, m); a != nil {
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m) & 31
+			d[l] = uint64(binary.LittleEndian.Uint32(a.Buf[ra[l]+off-a.Base:]))
+		}
+		return
+	}
 	for ; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m) & 31
-		d[l] = uint64(binary.LittleEndian.Uint32(w.global(in, l, ra[l]+uint64(in.imm), 4, accRead)))
+		d[l] = uint64(binary.LittleEndian.Uint32(w.global(in, l, ra[l]+off, 4, accRead)))
 	}
 }
 
 func xStGlobal32(w *warp, in *inst, m uint32) {
 	ra, rb := &w.r[in.a], &w.r[in.b]
+	off := uint64(in.imm)
+	if a := w.inAlloc(ra, off, m); a != nil {
+		for ; m != 0; m &= m - 1 {
+			l := bits.TrailingZeros32(m) & 31
+			binary.LittleEndian.PutUint32(a.Buf[ra[l]+off-a.Base:], uint32(rb[l]))
+		}
+		return
+	}
 	for ; m != 0; m &= m - 1 {
 		l := bits.TrailingZeros32(m) & 31
-		binary.LittleEndian.PutUint32(w.global(in, l, ra[l]+uint64(in.imm), 4, accWrite), uint32(rb[l]))
+		binary.LittleEndian.PutUint32(w.global(in, l, ra[l]+off, 4, accWrite), uint32(rb[l]))
 	}
 }
 
