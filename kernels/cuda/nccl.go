@@ -3,8 +3,6 @@ package cuda
 import (
 	"context"
 	"fmt"
-	"math"
-	"unsafe"
 )
 
 // ncclLibs are the names NCCL is tried under.
@@ -298,8 +296,3 @@ func (c *NCCL) Close() error {
 	defer c.b.leave()
 	return c.n.commDestroy(c.comm)
 }
-
-var (
-	_ = math.Float32bits
-	_ = unsafe.Pointer(nil)
-)

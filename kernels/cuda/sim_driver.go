@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -509,13 +508,8 @@ func (d *simDriver) isPinned(p unsafe.Pointer, n int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	addr := uintptr(p)
-	keys := make([]uintptr, 0, len(d.pinned))
-	for k := range d.pinned {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	for _, k := range keys {
-		if addr >= k && addr+uintptr(n) <= k+uintptr(d.pinned[k]) {
+	for k, size := range d.pinned {
+		if addr >= k && addr+uintptr(n) <= k+uintptr(size) {
 			return true
 		}
 	}

@@ -192,13 +192,11 @@ func (w *warp) approxF32(fn string, a, b float32, ftz bool) float32 {
 		y := math.Tanh(x) * (1 + w.noise(bitsA, saltTanh)*(0x1p-11-0x1p-24))
 		r = float32(max(-1, min(1, y)))
 	case "div":
-		y := float64(b)
 		bitsB := uint64(math.Float32bits(b))
 		r = a / b
 		if r != 0 && !math.IsInf(float64(r), 0) && r == r && float64(r)*float64(b) != float64(a) {
 			r = ulps32(r, ulpNoise(w.noise(bitsA^bitsB<<32, saltDiv), 2))
 		}
-		_ = y
 	}
 	if ftz {
 		r = ftz32(r)

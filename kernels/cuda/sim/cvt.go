@@ -77,9 +77,6 @@ func (c *cvtSpec) toFloat(a uint64) uint64 {
 	src := c.src
 	f, iv, isInt := cvtRead(a, src, c.ftz)
 	df := fmtOf(c.dst)
-	if c.dst.name == "f16x2" || c.dst.name == "bf16x2" {
-		df = fmtOf(c.dst)
-	}
 	var hi, lo float64
 	if isInt {
 		if src.class == tcSint {

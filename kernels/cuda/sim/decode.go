@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -603,5 +602,3 @@ func (d *decoder) nargs(in *Instr, n ...int) error {
 	}
 	return d.errf("%d operands, want %v", len(in.Args), n)
 }
-
-var _ = sort.Strings

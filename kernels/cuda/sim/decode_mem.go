@@ -1,8 +1,6 @@
 package sim
 
-import (
-	"strconv"
-)
+import ()
 
 // memory instruction modifiers that change nothing in a sequential simulator
 var memHints = []string{"weak", "volatile", "relaxed", "acquire", "release", "acq_rel", "mmio",
@@ -311,5 +309,3 @@ func decAtom(d *decoder, s *Instr, m *mods, in *inst) error {
 	d.prog.usesAtomic = true
 	return nil
 }
-
-var _ = strconv.Itoa

@@ -10,9 +10,6 @@ import (
 
 func decNop(d *decoder, s *Instr, m *mods, in *inst) error {
 	// prefetch{.space}.level [a], prefetchu.L1 [a], nanosleep.u32 t: nothing to simulate
-	for _, p := range m.parts {
-		_ = p
-	}
 	for i := range m.used {
 		m.used[i] = true
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -672,5 +671,3 @@ func (w *warp) shuffledLanes(m uint32) []int {
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
-
-var _ = sort.Ints

@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/bits"
 )
 
@@ -528,5 +527,3 @@ func (w *warp) finishAsync() {
 		w.async[i].groups = w.async[i].groups[:0]
 	}
 }
-
-var _ = math.Float32bits
