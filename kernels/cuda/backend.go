@@ -135,6 +135,7 @@ func Open(o Options) (*Backend, error) {
 		if real, err = loadCUBLAS(names); err != nil {
 			return nil, err
 		}
+		real.drv = drv
 		b.blas = real
 	}
 	runtime.LockOSThread()

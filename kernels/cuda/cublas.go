@@ -15,6 +15,10 @@ type cublas struct {
 	handle uintptr
 	stream stream // the stream the handle is set to
 
+	lt      *cublasLt // loaded on the first matmul that needs it
+	ltNames []string
+	drv     driverAPI // the workspace of cuBLASLt comes from it
+
 	create               func(h *uintptr) int32
 	destroy              func(h uintptr) int32
 	setStream            func(h, s uintptr) int32
@@ -144,12 +148,22 @@ func op(t bool) int32 {
 
 func (c *cublas) name() string { return c.lib }
 
-// gemm issues g on stream s: cublasGemmEx or cublasGemmStridedBatchedEx. The
-// cuBLASLt forms (a separate D, an epilogue) are not bound to the library yet:
-// they run on the simulator only (sim_blas.go) and fail here.
+// gemm issues g on stream s: cublasGemmEx or cublasGemmStridedBatchedEx, or
+// cublasLtMatmul for the forms only cuBLASLt has (a separate D, an epilogue).
 func (c *cublas) gemm(s stream, g gemm) error {
 	if g.epilogue != epiNone || g.D != 0 && g.D != g.C {
-		return fmt.Errorf("cuda: cuBLASLt matmuls (epilogue %v, separate D) are not bound to the library yet; only the simulator runs them", g.epilogue)
+		if c.lt == nil {
+			names := c.ltNames
+			if names == nil {
+				names = cublasLtLibs
+			}
+			lt, err := loadCUBLASLt(names)
+			if err != nil {
+				return err
+			}
+			c.lt = lt
+		}
+		return c.lt.run(s, g, c.drv.memAlloc)
 	}
 	if s != c.stream || c.stream == 0 {
 		if err := cublasCheck("cublasSetStream", c.setStream(c.handle, uintptr(s))); err != nil {
@@ -169,10 +183,16 @@ func (c *cublas) gemm(s stream, g gemm) error {
 }
 
 func (c *cublas) close() error {
-	if c.handle == 0 {
-		return nil
+	var err error
+	if c.lt != nil {
+		err = c.lt.close(c.drv.memFree)
 	}
-	err := cublasCheck("cublasDestroy", c.destroy(c.handle))
+	if c.handle == 0 {
+		return err
+	}
+	if e := cublasCheck("cublasDestroy", c.destroy(c.handle)); err == nil {
+		err = e
+	}
 	c.handle = 0
 	return err
 }
