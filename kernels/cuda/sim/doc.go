@@ -89,14 +89,16 @@
 //
 // # Adding an instruction
 //
-// Write its decoder in decode_ops.go or decode_mem.go (register it in
-// opDecoders): consume the modifiers it accepts from mods (what is left over
-// is reported as unsupported), check the types, resolve the operands with
-// d.src, d.dst, d.pred and d.addr, and set in.fn to the function that runs it
-// for the lanes of a mask. A plain register-to-register operation is one line
-// in gen_ops.go's table (then go generate); anything else is a function in
-// alu.go, mem.go or warpops.go. Add a test with hand-written PTX to
-// instr_test.go that checks it against values worked out from the PTX ISA.
+// Write its decoder beside its family's (decode_int.go, decode_float.go,
+// decode_cmp.go, decode_cvt.go, decode_mem.go, decode_sync.go) and register it
+// in opDecoders (decode_ops.go): consume the modifiers it accepts from mods
+// (what is left over is reported as unsupported), check the types, resolve the
+// operands with d.ops, d.src, d.dst, d.pred and d.addr, and set in.fn to the
+// function that runs it for the lanes of a mask. A plain register-to-register
+// operation is one line in gen_ops.go's table (then go generate); anything
+// else is a function in alu.go, mem.go or warpops.go. Add a test with
+// hand-written PTX to the instr_*_test.go of its family that checks it against
+// values worked out from the PTX ISA, and, when it can fault, a fault test.
 //
 // Written by hand rather than wrapping GPGPU-Sim: a C++ simulator would need
 // cgo and a CUDA toolkit at build time, which the project avoids everywhere.
