@@ -51,6 +51,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// EmptySplitError is Open's error when samples are asked of a split (Train, Valid or
+// Test) that the data has no documents for, so that callers can suggest asking for none.
+type EmptySplitError struct {
+	Split int // Train, Valid or Test
+	msg   string
+}
+
+func (e *EmptySplitError) Error() string { return e.msg }
+
 // Data is an opened run's data: one Source per split.
 type Data struct {
 	// Train, Valid and Test are the splits' samples; nil when a split was not
@@ -147,7 +156,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 		}
 		list := lists[k]
 		if len(list) == 0 {
-			return nil, fmt.Errorf("loader: %d %s samples asked for, but %s lists no %s datasets", n, SplitNames[k], o.Data, SplitNames[k])
+			return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %d %s samples asked for, but %s lists no %s datasets", n, SplitNames[k], o.Data, SplitNames[k])}
 		}
 		counts := []int64{n}
 		var weights []float64
@@ -181,7 +190,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 					if presplit {
 						how = "its manifest labels no shard " + SplitNames[k]
 					}
-					return nil, fmt.Errorf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, or change the split", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k])
+					return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, or change the split", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k])}
 				}
 			}
 			s, file, err := set.samples(ctx, o, k, splitName, docs, counts[c])

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -137,6 +138,7 @@ func (m *Manifest) Validate() error {
 		bad("dtype %s cannot hold a vocabulary of %d ids", m.DType, t.VocabSize)
 	}
 	var docs, toks int64
+	overflow := false
 	seen := map[string]int{}
 	for i, s := range m.Shards {
 		if err := checkRelPrefix(s.Prefix); err != nil {
@@ -158,13 +160,20 @@ func (m *Manifest) Validate() error {
 		if st := s.Stripe; st != nil && (st.Input < 0 || st.Stripe < 0) {
 			bad("shards[%d] %s: stripe %d of input %d: both must be at least 0", i, s.Prefix, st.Stripe, st.Input)
 		}
+		if docs > math.MaxInt64-max(s.Documents, 0) || toks > math.MaxInt64-max(s.Tokens, 0) {
+			if !overflow {
+				bad("shards[%d] %s: the shards' documents or tokens add up to more than an int64 holds (9.2e18): the counts are corrupt", i, s.Prefix)
+			}
+			overflow = true
+			continue
+		}
 		docs += s.Documents
 		toks += s.Tokens
 	}
 	if m.Part != nil {
 		errs = append(errs, m.Part.validate(m.Shards)...)
 	}
-	if docs != m.Documents || toks != m.Tokens {
+	if !overflow && (docs != m.Documents || toks != m.Tokens) {
 		bad("totals say %d documents and %d tokens, the shards add up to %d and %d", m.Documents, m.Tokens, docs, toks)
 	}
 	return errors.Join(errs...)

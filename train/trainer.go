@@ -132,7 +132,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, S3Endpoint: cfg.S3Endpoint,
 		S3PathStyle: cfg.S3PathStyle, Logger: log})
 	if err != nil {
-		if cfg.EvalSteps > 0 {
+		if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
 			return nil, fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
 		}
 		return nil, fmt.Errorf("train: open the data: %w", err)
