@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"gptkit/internal/redact"
 	"gptkit/storage"
 )
 
@@ -265,7 +266,9 @@ func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifes
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("shards: write %s: %w: %s", keyName(st, key), ErrBadManifest, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
+	stored := *m
+	stored.Source = redactSource(m.Source)
+	data, err := json.MarshalIndent(&stored, "", "  ")
 	if err != nil {
 		return fmt.Errorf("shards: encode %s: %w", keyName(st, key), err)
 	}
@@ -286,6 +289,44 @@ func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifes
 		return fmt.Errorf("shards: commit %s: %w", keyName(st, key), err)
 	}
 	return nil
+}
+
+// redactSource is a copy of a manifest's source with the credentials of every URL in its
+// strings redacted (a command line's --s3-endpoint http://key:SECRET@host, say): a
+// manifest is shared with the data, and never carries a secret.
+func redactSource(src map[string]any) map[string]any {
+	if src == nil {
+		return nil
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return redact.String(v)
+		case []string:
+			return redact.Args(v)
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				out[i] = walk(x)
+			}
+			return out
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, x := range v {
+				out[k] = walk(x)
+			}
+			return out
+		case map[string][]string:
+			out := make(map[string][]string, len(v))
+			for k, x := range v {
+				out[k] = redact.Args(x)
+			}
+			return out
+		}
+		return v
+	}
+	return walk(src).(map[string]any)
 }
 
 func isSHA256(s string) bool {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"gptkit/internal/redact"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -76,7 +78,14 @@ func openS3(ctx context.Context, location string, opt Options) (*s3Store, error)
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("storage: open %s: S3 endpoint %q is not a URL like http://127.0.0.1:9000 or https://s3.example.com (check --s3-endpoint / AWS_ENDPOINT_URL_S3)", location, endpoint)
+			return nil, fmt.Errorf("storage: open %s: S3 endpoint %q is not a URL like http://127.0.0.1:9000 or https://s3.example.com (check --s3-endpoint / AWS_ENDPOINT_URL_S3)", location, redact.URL(endpoint))
+		}
+		if u.User != nil {
+			// S3 signs requests with AWS credentials; user information in the URL is
+			// never sent, and never printed or stored (see internal/redact).
+			opt.Logger.Warn("storage: credentials in the S3 endpoint URL are ignored: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)", "endpoint", redact.URL(endpoint))
+			u.User = nil
+			endpoint = u.String()
 		}
 		host := u.Hostname()
 		if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"gptkit/internal/redact"
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
@@ -80,6 +81,14 @@ func (s *State) RunConfig() (Config, error) {
 	return c, nil
 }
 
+// recordedConfig is c as a run records it (config.yaml, checkpoints): the credentials of
+// its URLs redacted.
+func recordedConfig(c Config) *Config {
+	c.S3Endpoint = redact.URL(c.S3Endpoint)
+	c.Data = redact.String(c.Data)
+	return &c
+}
+
 func configMap(c *Config) map[string]string {
 	m := map[string]string{}
 	for _, f := range fields {
@@ -104,7 +113,7 @@ func (t *Trainer) save(ctx context.Context) error {
 		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
-			World: t.coll.World(), Config: configMap(&t.cfg), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
+			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}

@@ -192,7 +192,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, fmt.Errorf("train: create the run directory: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), cfg.MarshalYAML()); err != nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), recordedConfig(cfg).MarshalYAML()); err != nil {
 			return nil, err
 		}
 		if t.metrics, err = openMetrics(cfg.Out, t.step); err != nil {
