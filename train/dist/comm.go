@@ -120,7 +120,7 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 		host = "the launcher of node 0"
 	}
 	if place.HostStore {
-		ln, err := Listen(":" + strconv.Itoa(place.MasterPort))
+		ln, err := Listen(place.MasterAddr, place.MasterPort, o.Logger)
 		if err != nil {
 			return nil, err
 		}

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -133,10 +135,22 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// Listen opens the store's listener on addr (host:port; an empty host listens on
-// every interface).
-func Listen(addr string) (net.Listener, error) {
+// Listen opens the store's listener on the address the other ranks reach it at,
+// host:port (--master-addr, --master-port), and on no other interface: a store for
+// 127.0.0.1 is not reachable from the network. An empty host, 0.0.0.0 or :: listens on
+// every interface. Where host is no address of this machine (a name that resolves to a
+// NAT's or a load balancer's address), the store listens on every interface and log
+// says so.
+func Listen(host string, port int, log *slog.Logger) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ln, err := net.Listen("tcp", addr)
+	if err != nil && errors.Is(err, syscall.EADDRNOTAVAIL) {
+		if log != nil {
+			log.Warn("dist: the master address is not an address of this host; the rendezvous store listens on every interface", "master_addr", host, "port", port)
+		}
+		addr = net.JoinHostPort("", strconv.Itoa(port))
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dist: listen for the rendezvous store on %s: %w\n---> HINT: another job may hold the port; choose another --master-port", addr, err)
 	}

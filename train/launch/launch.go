@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var events <-chan dist.Event
 	if cfg.World() > 1 {
 		if cfg.NodeRank == 0 {
-			ln, err := dist.Listen(":" + strconv.Itoa(cfg.MasterPort))
+			ln, err := dist.Listen(cfg.MasterAddr, cfg.MasterPort, log)
 			if err != nil {
 				return err
 			}
