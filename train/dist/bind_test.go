@@ -56,3 +56,22 @@ func TestListenFallsBack(t *testing.T) {
 		t.Errorf("listens on %v, want every interface", ln.Addr())
 	}
 }
+
+// TestPauseClock: a gap between ticks longer than the threshold is a pause, recent for
+// the window after it.
+func TestPauseClock(t *testing.T) {
+	c := newPauseClock(time.Second)
+	t0 := c.last
+	if _, p := c.tick(t0.Add(500 * time.Millisecond)); p {
+		t.Error("a short gap counted as a pause")
+	}
+	if d, p := c.tick(t0.Add(5 * time.Second)); !p || d != 4500*time.Millisecond {
+		t.Errorf("tick = %v %v, want a 4.5s pause", d, p)
+	}
+	if d, ok := c.recent(t0.Add(6*time.Second), 2*time.Second); !ok || d != 4500*time.Millisecond {
+		t.Errorf("recent = %v %v", d, ok)
+	}
+	if _, ok := c.recent(t0.Add(8*time.Second), 2*time.Second); ok {
+		t.Error("a pause long past is still recent")
+	}
+}

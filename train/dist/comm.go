@@ -125,7 +125,7 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 			return nil, err
 		}
 		c.server, err = NewServer(ln, ServerConfig{Token: o.Token, World: place.World, HeartbeatTimeout: o.HeartbeatTimeout,
-			Timeout: o.Timeout, Logger: o.Logger})
+			Timeout: o.Timeout, Host: host, Logger: o.Logger})
 		if err != nil {
 			ln.Close()
 			return nil, err

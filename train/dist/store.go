@@ -36,7 +36,10 @@ type ServerConfig struct {
 	HeartbeatTimeout time.Duration
 	// Timeout is the collective timeout the ranks use; it only appears in messages.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Host names the process that hosts the store in messages ("the launcher of node
+	// 0", "rank 0"; empty: "the process hosting the store").
+	Host   string
+	Logger *slog.Logger
 }
 
 // EventKind says what an Event reports.
@@ -89,6 +92,7 @@ type Server struct {
 	fatal   string
 	closed  bool
 	idle    *sync.Cond
+	clock   *pauseClock // the watcher's ticks: was this process itself stopped?
 
 	wg   sync.WaitGroup
 	stop chan struct{}
@@ -123,11 +127,15 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Host == "" {
+		cfg.Host = "the process hosting the store"
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{}),
+		clock: newPauseClock(cfg.HeartbeatTimeout / 2)}
 	s.idle = sync.NewCond(&s.mu)
 	s.wg.Add(2)
 	go s.accept()
@@ -414,6 +422,9 @@ func (s *Server) failGen(rank int, reason string) {
 	if !s.running {
 		return
 	}
+	if explained := s.explain(reason); explained != reason {
+		reason, rank = explained, -1 // no rank's fault
+	}
 	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
 	for p := range s.peers {
 		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
@@ -537,6 +548,41 @@ func (s *Server) gone(p *peer, err error) {
 	s.tellWaiting()
 }
 
+// noticePause checks whether this process was itself stopped since the watcher's last
+// tick; if so the ranks' heartbeat times are reset (they could not be read meanwhile).
+// The caller holds s.mu.
+func (s *Server) noticePause(now time.Time) {
+	gap, paused := s.clock.tick(now)
+	if !paused {
+		return
+	}
+	s.log.Warn("store: this process did not run for a while (stopped, or its machine suspended); the ranks' heartbeats are not held against them", "gap", gap.Round(time.Millisecond))
+	for _, p := range s.members {
+		p.lastSeen = now
+	}
+}
+
+// explain prefixes reason with the cause when this process was stopped just before
+// (the ranks then lose the store and leave, which is not their fault). The caller
+// holds s.mu.
+func (s *Server) explain(reason string) string {
+	now := time.Now()
+	s.noticePause(now)
+	d, ok := s.clock.recent(now, 2*s.cfg.HeartbeatTimeout)
+	if !ok || strings.Contains(reason, "did not run for") {
+		return reason
+	}
+	return pauseNote(s.cfg.Host, d) + "; then: " + reason
+}
+
+// Explain is explain for a launcher hosting the store: a failure it saw itself (a rank
+// that exited) right after the launcher was stopped is put down to the stop.
+func (s *Server) Explain(reason string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.explain(reason)
+}
+
 // watch fails a running generation whose rank misses its heartbeats.
 func (s *Server) watch() {
 	defer s.wg.Done()
@@ -549,6 +595,7 @@ func (s *Server) watch() {
 		case <-tick.C:
 		}
 		s.mu.Lock()
+		s.noticePause(time.Now())
 		if s.running {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]
