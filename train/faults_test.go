@@ -2,6 +2,8 @@ package train
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,5 +62,44 @@ func writeManifestFile(t testing.TB, dir string, m *shards.Manifest) {
 	}
 	if err := shards.WriteManifest(context.Background(), st, "", m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResumeSkipWarns: a newest checkpoint with a truncated optimizer file, or a garbage
+// checkpoint.json, is skipped for an older one with a warning that names it and says why
+// (issue 15, item 9).
+func TestResumeSkipWarns(t *testing.T) {
+	data := tinyDataset(t)
+	for _, tc := range []struct {
+		name, why string
+		damage    func(dir string) error
+	}{
+		{"truncated optimizer", OptimizerFile, func(dir string) error {
+			return os.Truncate(filepath.Join(dir, OptimizerFile), 10)
+		}},
+		{"garbage checkpoint.json", "checkpoint.json", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "checkpoint.json"), []byte("{garbage"), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig(t, data)
+			cfg.MaxSteps, cfg.LRDecaySteps, cfg.CheckpointEvery, cfg.EvalEvery = 4, 4, 2, 0
+			if _, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t)); err != nil {
+				t.Fatal(err)
+			}
+			newest := filepath.Join(cfg.Out, CheckpointsDir, "step_00000004")
+			if err := tc.damage(newest); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			cfg.MaxSteps, cfg.LRDecaySteps = 5, 5
+			if _, err := Run(context.Background(), cfg, ref.New(), Single{}, log); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "step_00000004") || !strings.Contains(logs.String(), tc.why) {
+				t.Errorf("no warning naming the skipped checkpoint and why:\n%s", logs.String())
+			}
+		})
 	}
 }

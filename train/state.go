@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -181,7 +182,7 @@ func (m *Model) loadTensors(buf []float32, f *safetensors.File, prefix, file str
 func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 	switch r := t.cfg.Resume; r {
 	case "none":
-		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil {
 			return "", err
 		}
@@ -190,13 +191,13 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		}
 		return "", nil
 	case "auto":
-		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil || !found {
 			return "", err
 		}
 		return dir, nil
 	default:
-		dir, err := resolveCheckpoint(ctx, r)
+		dir, err := resolveCheckpoint(ctx, r, t.log)
 		if err != nil {
 			return "", fmt.Errorf("train: resume %s: %w", r, err)
 		}
@@ -286,10 +287,10 @@ func (t *Trainer) restore(ctx context.Context, dir string, m, v []float32) error
 }
 
 // LoadCheckpoint reads the model of a checkpoint (a checkpoint directory or a run
-// directory, whose newest checkpoint it takes) onto be, for sampling, scoring and
-// export.
+// directory, whose newest complete checkpoint it takes, warning through slog.Default
+// about each newer one it skips) onto be, for sampling, scoring and export.
 func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
-	dir, err := resolveCheckpoint(ctx, path)
+	dir, err := resolveCheckpoint(ctx, path, slog.Default())
 	if err != nil {
 		return nil, nil, err
 	}
