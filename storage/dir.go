@@ -5,7 +5,11 @@ package storage
 // Atomic writes: Create writes ".NAME.tmp-RANDOM" in the key's directory; Commit stamps its
 // mtime with the current time (nanoseconds), fsyncs it, publishes it under the final name
 // and fsyncs the directory. Abort, a failed Commit and Sweep remove temp files; List and
-// Stat never see them, and CheckKey rejects keys that look like them.
+// Stat never see them, and CheckKey rejects keys that look like them. A writer holds a
+// lock (flock) on its temp file until it is published or removed, so a temp file whose
+// lock can be taken was left by a writer that died: Create removes those of the key it
+// writes (a rerun cleans up after the run that was killed), and Sweep never removes a
+// live writer's, whatever its age.
 //
 // ETags: "INODE-SIZE-MTIMENANOS" in hex, from one stat. Hashing would read whole objects
 // (gigabytes) on every Stat. The triple changes with every Commit: a commit creates a new
@@ -225,8 +229,8 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 			return nil
 		}
 		fi, err := d.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			return nil
+		if err != nil || !fi.ModTime().Before(cutoff) || !abandoned(p) {
+			return nil // young, or its writer lives (it holds the temp file's lock)
 		}
 		if err := os.Remove(p); err == nil {
 			s.log.Debug("storage: swept temp file", "path", p)

@@ -57,6 +57,51 @@ func lockFile(p string) (unlock func(), err error) {
 	}, nil
 }
 
+// tempLocks: a temp file's writer holds a lock on it, so a dead writer's temp files can
+// be told from a live one's (see holdTemp).
+const tempLocks = true
+
+// holdTemp locks the new temp file f (flock, exclusive) for as long as its writer keeps
+// it open: the kernel drops the lock when the writer closes it or dies, which is how
+// sweeps tell a dead writer's temp file (abandoned) from a live one's. It reports
+// whether f is locked and still at p: a sweep may have locked it (to remove it) or
+// removed it between its creation and the lock, and then the caller makes another.
+func holdTemp(f *os.File, p string) bool {
+	var err error
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false // a sweep holds it and removes it
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Lstat(p)
+	return err == nil && os.SameFile(fi, pi)
+}
+
+// abandoned reports whether the temp file at p has no live writer: its lock can be
+// taken (its writer closed it without Commit or Abort, or died).
+func abandoned(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	return err == nil
+}
+
 // syncDir fsyncs a directory so that renames and unlinks in it are durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
