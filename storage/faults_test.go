@@ -2,6 +2,9 @@ package storage
 
 import (
 	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +55,44 @@ func TestRerunRemovesDeadTemps(t *testing.T) {
 		t.Fatalf("the rerun's commit: %v", err)
 	}
 	assertNoLeftovers(t, st, key)
+}
+
+// TestSymlinkOutsideRefused: a key that is a symbolic link leading out of the store's
+// directory is refused by Open, Stat, LocalPath and Fetch; one that stays inside is an
+// object like any other (issue 15, item 15).
+func TestSymlinkOutsideRefused(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("not yours"), 0o644)
+	os.WriteFile(filepath.Join(root, "real.bin"), []byte("inside"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "a.bin"))
+	os.Symlink("real.bin", filepath.Join(root, "b.bin"))
+	os.Symlink(outside, filepath.Join(root, "sub"))
+	st := mustOpen(t, root, Options{})
+	for _, key := range []string{"a.bin", "sub/secret"} {
+		if _, err := st.Open(ctx, key); err == nil || !strings.Contains(err.Error(), "outside the store's directory") {
+			t.Errorf("Open(%s) = %v, want a refusal", key, err)
+		}
+		if _, err := st.Stat(ctx, key); err == nil || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("Stat(%s) = %v, want a refusal", key, err)
+		}
+		if p, ok := st.LocalPath(key); ok {
+			t.Errorf("LocalPath(%s) = %s", key, p)
+		}
+		if _, err := Fetch(ctx, st, key, t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("Fetch(%s) = %v, want a refusal", key, err)
+		}
+	}
+	if o, err := st.Open(ctx, "b.bin"); err != nil {
+		t.Errorf("a link inside the store: %v", err)
+	} else {
+		o.Close()
+	}
+	// A store whose own directory is reached through a link is fine.
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(root, link)
+	if o, err := mustOpen(t, link, Options{}).Open(ctx, "real.bin"); err != nil {
+		t.Errorf("a store opened through a link: %v", err)
+	} else {
+		o.Close()
+	}
 }

@@ -78,5 +78,9 @@ func openDir(path string, opt Options) (Store, error) {
 	if err := os.MkdirAll(abs, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w (check the path and its permissions)", abs, err)
 	}
-	return &dirStore{root: abs, log: opt.Logger}, nil
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	return &dirStore{root: abs, realRoot: real, log: opt.Logger}, nil
 }
