@@ -69,6 +69,11 @@ type TokenizeRun struct {
 	// ...), counting them in the stats with examples (SplitStats.BadRecords), instead
 	// of failing on the first one as `tokenize run` does.
 	SkipBad bool
+	// AcceptTruncated keeps what precedes the damage of a truncated or corrupt
+	// compressed input and skips the rest of it (prep.ReadOptions.AcceptTruncated),
+	// counting it in the stats (Truncated, UnreadBytes); without it such an input
+	// fails the run.
+	AcceptTruncated bool
 
 	// NumWorkers, when positive, makes the run part WorkerIndex (from 0) of a
 	// partitioned run of NumWorkers parts: one task of an array job (see
@@ -128,6 +133,8 @@ type RunStats struct {
 	Bad                 int64 // bad records skipped (SkipBad)
 	Filtered            int64 // records dropped by FilterSet (of another subset or without one)
 	InvalidUTF8         int64 // documents whose invalid UTF-8 became U+FFFD
+	Truncated           int64 // truncated or corrupt streams whose rest was skipped (AcceptTruncated)
+	UnreadBytes         int64 // input bytes not read because of them
 	BytesIn             int64 // input bytes read, as stored (compressed)
 	TextBytes           int64
 	Shards              int
@@ -157,6 +164,7 @@ type SplitStats struct {
 	Split                              string
 	Docs, Empty, Bad, Filtered, Tokens int64
 	InvalidUTF8, BytesIn, TextBytes    int64
+	Truncated, UnreadBytes             int64
 	Shards, ResumedShards              int
 	ResumedDocs                        int64
 	Elapsed, WriteTime                 time.Duration
@@ -341,7 +349,8 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 	read, tokens, writeTime, err := r.encodeSplit(ctx, inputs, js.Docs, workers, rot)
 	ss.Docs, ss.Tokens, ss.Shards, ss.TextBytes = js.Docs, ss.Tokens+tokens, len(js.Shards), keptText+read.TextBytes
 	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered,
-		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords}
+		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords,
+		Truncated: read.Truncated, UnreadBytes: read.UnreadBytes}
 	ss.setRead(counts)
 	ss.WriteTime = writeTime
 	if err != nil {
@@ -370,6 +379,7 @@ func (ss *SplitStats) setRead(c *readCounts) {
 		return
 	}
 	ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8, ss.BytesIn, ss.BadRecords = c.Empty, c.Bad, c.Filtered, c.InvalidUTF8, c.BytesIn, c.BadRecords
+	ss.Truncated, ss.UnreadBytes = c.Truncated, c.UnreadBytes
 }
 
 // add counts a split into the run's totals.
@@ -380,6 +390,8 @@ func (s *RunStats) add(ss SplitStats) {
 	s.Bad += ss.Bad
 	s.Filtered += ss.Filtered
 	s.InvalidUTF8 += ss.InvalidUTF8
+	s.Truncated += ss.Truncated
+	s.UnreadBytes += ss.UnreadBytes
 	s.Tokens += ss.Tokens
 	s.BytesIn += ss.BytesIn
 	s.TextBytes += ss.TextBytes

@@ -106,6 +106,7 @@ func (j *job) run(ctx context.Context) int {
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
 		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite,
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
+		AcceptTruncated: f.acceptTrunc,
 		OnShard: func(info shards.ShardInfo) {
 			j.log.Debug("shard written", "shard", info.Prefix, "docs", info.Documents, "tokens", info.Tokens)
 			if testShardHook != nil {
@@ -230,7 +231,8 @@ func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error)
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "{\"split\": %q, \"documents\": %d, \"bad\": %d, \"invalid_utf8\": %d, \"filtered\": %d, \"empty\": %d, \"bad_records\": ", s.Split, s.Docs, s.Bad, s.InvalidUTF8, s.Filtered, s.Empty)
+		fmt.Fprintf(&b, "{\"split\": %q, \"documents\": %d, \"bad\": %d, \"invalid_utf8\": %d, \"filtered\": %d, \"empty\": %d, \"truncated\": %d, \"unread_bytes\": %d, \"bad_records\": ",
+			s.Split, s.Docs, s.Bad, s.InvalidUTF8, s.Filtered, s.Empty, s.Truncated, s.UnreadBytes)
 		if err := s.BadRecords.WriteJSON(&b); err != nil {
 			return "", err
 		}
@@ -255,6 +257,9 @@ func printSummary(w io.Writer, where string, s pipelines.RunStats) {
 		fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", name, sp.Docs, sp.Tokens, float64(sp.TextBytes)/1e6, sp.Bad, sp.Empty, secs, float64(sp.TextBytes)/1e6/max(secs, 1e-9))
 	}
 	fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", "total", s.Docs, s.Tokens, float64(s.TextBytes)/1e6, s.Bad, s.Empty, s.Elapsed.Seconds(), float64(s.TextBytes)/1e6/max(s.Elapsed.Seconds(), 1e-9))
+	if s.Truncated > 0 {
+		fmt.Fprintf(w, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated); %d bytes of the files not read\n", s.Truncated, s.UnreadBytes)
+	}
 	if s.ResumedShards > 0 {
 		fmt.Fprintf(w, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
 	}
