@@ -1,9 +1,13 @@
 package shards
 
 import (
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"gptkit/storage"
 )
 
 // TestManifestCountOverflow: counts whose sum overflows int64 are reported as corrupt,
@@ -18,5 +22,37 @@ func TestManifestCountOverflow(t *testing.T) {
 	err := m.Validate()
 	if err == nil || !strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "-9") {
 		t.Fatalf("Validate = %v, want the overflow named and no negative sum", err)
+	}
+}
+
+// TestVerifyChecksIDs: `shards verify` checks every token id against the manifest's
+// vocabulary, naming the offset of the first outside it (issue 15, item 4).
+func TestVerifyChecksIDs(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(ctx, st, "d_text_document", Uint16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddDocument([]int{1, 2, 3})
+	w.AddDocument([]int{4, 60, 5}) // 60: outside a vocabulary of 50
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest(TokenizerInfo{Name: "t", Fingerprint: "f", VocabSize: 50, EODID: -1}, Uint16, nil)
+	m.Add("", info)
+	if err := WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := Verify(ctx, st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrVocab) || !strings.Contains(probs[0].Err.Error(), "d_text_document.bin: byte 8 (document 1, token 1): token id 60") {
+		t.Fatalf("Verify = %v, want the id 60 at byte 8", probs)
 	}
 }

@@ -17,6 +17,14 @@ func fileETag(fi fs.FileInfo) string {
 	return fmt.Sprintf("0-%x-%x", fi.Size(), fi.ModTime().UnixNano())
 }
 
+// FileIdentity names the version of a local file: size and modification time.
+func FileIdentity(fi fs.FileInfo) string {
+	return fmt.Sprintf("%x-%x", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// LockFile takes an exclusive lock named by p, within this process only.
+func LockFile(p string) (unlock func(), err error) { return lockFile(p) }
+
 var procLocks sync.Map // string → *sync.Mutex
 
 // lockDir serializes commits within this process only: there is no flock here, so

@@ -23,6 +23,25 @@ func fileETag(fi fs.FileInfo) string {
 	return fmt.Sprintf("%x-%x-%x", ino, fi.Size(), fi.ModTime().UnixNano())
 }
 
+// FileIdentity names the version of a local file: device, inode, size, and modification
+// and change times (nanoseconds). Rewriting the file in place changes the change time
+// even where the modification time is set back, and replacing it changes the inode; a
+// cache of what was found in a file (a verified checksum) is valid while it is the same.
+func FileIdentity(fi fs.FileInfo) string {
+	var dev, ino uint64
+	var ctime int64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		dev, ino = uint64(st.Dev), uint64(st.Ino)
+		ctime = changeTime(st)
+	}
+	return fmt.Sprintf("%x-%x-%x-%x-%x", dev, ino, fi.Size(), fi.ModTime().UnixNano(), ctime)
+}
+
+// LockFile takes an exclusive lock named by the local file p (created if missing),
+// which excludes other processes (flock) and other goroutines of this one; a process
+// that dies releases it. unlock releases it.
+func LockFile(p string) (unlock func(), err error) { return lockFile(p) }
+
 // procLocks holds one mutex per lock file path, for goroutines of this process.
 var procLocks sync.Map // string → *sync.Mutex
 

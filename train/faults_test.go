@@ -103,3 +103,20 @@ func TestResumeSkipWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainRefusesIDsOutsideVocab: token ids at or above the manifest's vocabulary stop
+// the run before its first step, naming the shard and the offset, instead of a panic
+// mid-run after some steps of metrics (issue 15, item 4).
+func TestTrainRefusesIDsOutsideVocab(t *testing.T) {
+	train := patternDoc(6000, 20, 1)
+	train[4000] = 25 // a vocabulary of 20 ids
+	dir := writeTinyDataset(t, t.TempDir(), train, patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+	cfg := tinyConfig(t, dir)
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "tiny_text_document.bin: byte 8000") || !strings.Contains(err.Error(), "token id 25") {
+		t.Fatalf("Run = %v, want a refusal naming the shard and the offset", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Out, MetricsName)); err == nil {
+		t.Error("metrics were written: the run started")
+	}
+}

@@ -129,7 +129,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		t.numSamples[loader.Valid] = int64(cfg.EvalSteps) * int64(B) * world
 	}
 	t.data, err = loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: T, Seed: uint32(cfg.Seed), Order: cfg.Order,
-		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, S3Endpoint: cfg.S3Endpoint,
+		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
 		S3PathStyle: cfg.S3PathStyle, Logger: log})
 	if err != nil {
 		if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
