@@ -93,7 +93,11 @@ func openS3(ctx context.Context, location string, opt Options) (*s3Store, error)
 		}
 	}
 
-	var lopts []func(*config.LoadOptions) error
+	stall, err := stallTimeout(opt)
+	if err != nil {
+		return nil, err
+	}
+	lopts := []func(*config.LoadOptions) error{config.WithHTTPClient(stallHTTPClient(stall))}
 	if opt.Region != "" {
 		lopts = append(lopts, config.WithRegion(opt.Region))
 	}
@@ -186,6 +190,14 @@ func (s *s3Store) at() string {
 		return " at AWS (region " + s.region + ")"
 	}
 	return " at " + s.endpoint
+}
+
+// endpointName names the endpoint for messages.
+func (s *s3Store) endpointName() string {
+	if s.endpoint == "" {
+		return "AWS S3 (region " + s.region + ")"
+	}
+	return s.endpoint
 }
 
 // cacheID identifies the store for Fetch's cache: the same bucket on another endpoint is
@@ -324,6 +336,9 @@ func (s *s3Store) hint(err error) string {
 		return " (hint: bucket " + s.bucket + " does not exist" + s.at() + ": create it, or fix the location or --s3-endpoint)"
 	case code == "AuthorizationHeaderMalformed" || code == "PermanentRedirect" || code == "IllegalLocationConstraintException" || httpStatus(err) == 301:
 		return " (hint: the bucket is in another region than " + s.region + ": set AWS_REGION)"
+	}
+	if se := (*stallError)(nil); errors.As(err, &se) {
+		return " (hint: the S3 endpoint " + s.endpointName() + " stopped answering: check that the server runs and is not overloaded; $" + EnvStallTimeout + " sets how long a silent connection is given, now " + se.d.String() + ")"
 	}
 	var nerr net.Error
 	var oerr *net.OpError
