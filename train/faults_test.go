@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -119,4 +120,62 @@ func TestTrainRefusesIDsOutsideVocab(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.Out, MetricsName)); err == nil {
 		t.Error("metrics were written: the run started")
 	}
+}
+
+// TestTrainRefusesHugeModel: a shape that cannot fit (--n-embd 1000000 asks for tens of
+// terabytes) is refused in one line with the bytes needed and available, before
+// anything is allocated, instead of a runtime "out of memory" and a stack dump (issue 15,
+// item 7).
+func TestTrainRefusesHugeModel(t *testing.T) {
+	if _, _, ok := AvailableMemory(ref.New()); !ok {
+		t.Skip("no MemAvailable here")
+	}
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.NEmbd, cfg.NHead = 1000000, 2
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), "need") || !strings.Contains(err.Error(), "TiB") || !strings.Contains(err.Error(), "available (MemAvailable") {
+		t.Fatalf("Run = %v, want a refusal with the bytes needed and available", err)
+	}
+}
+
+// TestEstimateMemoryMatchesBuffers: the estimate adds up the buffers the trainer
+// really allocates (parameters, gradients, AdamW, activations).
+func TestEstimateMemoryMatchesBuffers(t *testing.T) {
+	for _, dropout := range []float64{0, 0.1} {
+		cfg := tinyConfig(t, tinyDataset(t))
+		cfg.Dropout = dropout
+		tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := EstimateMemory(cfg, tr.model.Config.VocabSize, 1)
+		got := MemoryEstimate{
+			Params: 4 * float64(cap(tr.model.Params)), Grads: 4 * float64(cap(tr.model.Grads)),
+			Optimizer: 4 * float64(len(tr.m)+len(tr.v)), Activations: 4 * float64(floatsIn(reflect.ValueOf(*tr.model.a))),
+		}
+		tr.Close()
+		if got.Params != est.Params || got.Grads != est.Grads || got.Optimizer != est.Optimizer || got.Activations != est.Activations {
+			t.Errorf("dropout %g: buffers %+v, estimate %+v", dropout, got, est)
+		}
+	}
+}
+
+// floatsIn counts the float32s in the slices of v (a struct, or slices of structs).
+func floatsIn(v reflect.Value) int {
+	n := 0
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += floatsIn(v.Field(i))
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Float32 {
+			return v.Cap()
+		}
+		for i := range v.Len() {
+			n += floatsIn(v.Index(i))
+		}
+	}
+	return n
 }

@@ -149,7 +149,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 	t.sampler = &loader.Sampler{Samples: t.data.Train, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}
 
-	// The model and the optimizer state.
+	// The model and the optimizer state, if they fit.
+	est := EstimateMemory(cfg, vocab, coll.World())
+	if err := CheckMemory(est, be); err != nil {
+		return nil, err
+	}
+	log.Info("memory", "estimate", est.String())
 	mc := cfg.Model(vocab)
 	_, _, total := mc.Layout()
 	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)

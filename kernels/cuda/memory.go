@@ -174,3 +174,11 @@ func (m *memory) free(d *driver) error {
 }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
+
+// DeviceMemory reports the device's free and total memory in bytes (the trainer checks
+// a run's estimated need against the free memory before allocating).
+func (b *Backend) DeviceMemory() (free, total int64) {
+	var f, t uint64
+	b.d.cuMemGetInfo(&f, &t)
+	return int64(f), int64(t)
+}
