@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"time"
 
+	"gptkit/internal/redact"
 	"gptkit/prep"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -195,6 +197,24 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		return nil, stats, err
 	}
 	dtype := shards.DTypeForVocab(tok.VocabSize())
+
+	// One writer at a time: a second run into this directory fails here, naming the
+	// first, instead of renaming its shards over the first's (see storage.LockDir).
+	lock, err := storage.LockDir(ctx, r.Store, r.Dir, r.owner())
+	if err != nil {
+		return nil, stats, err
+	}
+	defer lock.Release()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel(lock.Check())
+		case <-ctx.Done():
+		}
+	}()
+
 	var desc *jobDesc
 	var job string
 	if r.Resume {
@@ -259,7 +279,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		if r.ranges != nil {
 			ranges, inputIdx = r.ranges[i], r.rangeInputs[i]
 		}
-		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, inputIdx, dtype, workers, log)
+		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, inputIdx, dtype, workers, lock, log)
 		stats.add(ss)
 		if err != nil {
 			return nil, stats, err
@@ -271,6 +291,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		}
 	}
 	tw := time.Now()
+	if err := lock.Check(); err != nil {
+		return nil, stats, err
+	}
 	if err := shards.WriteManifest(ctx, r.Store, r.Dir, m); err != nil {
 		return nil, stats, err
 	}
@@ -315,7 +338,7 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 // runSplit writes one split, continuing after its journaled shards, and journals each
 // shard it commits. A split the journal says is done is not read again. inputIdx gives
 // the index among the split's inputs of each striped range's file.
-func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, inputIdx []int, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
+func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, inputIdx []int, dtype shards.DType, workers int, lock *storage.Lock, log *slog.Logger) (SplitStats, error) {
 	t0 := time.Now()
 	ss := SplitStats{Split: js.Split, ResumedShards: len(js.Shards), ResumedDocs: js.Docs}
 	for _, info := range js.Shards {
@@ -328,7 +351,7 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 		return ss, nil
 	}
 	rot := &shardRotator{st: r.Store, dir: r.Dir, name: r.Name, split: js.Split, dtype: dtype,
-		shardBytes: r.ShardBytes, next: len(js.Shards), ranges: inputs, inputIdx: inputIdx}
+		shardBytes: r.ShardBytes, next: len(js.Shards), ranges: inputs, inputIdx: inputIdx, check: lock.Check}
 	rot.committed = func(info shards.ShardInfo, textBytes int64) error {
 		r.event("commit")
 		js.Shards = append(js.Shards, info)
@@ -427,6 +450,16 @@ func (r *TokenizeRun) allInputs() []string {
 		all = append(all, s.Inputs...)
 	}
 	return all
+}
+
+// owner describes this run for the writer lock, which a second writer's error quotes.
+func (r *TokenizeRun) owner() string {
+	cmd := redact.String(r.Command)
+	if cmd == "" {
+		cmd = "a gptkit run of " + r.Name
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%q (pid %d on %s)", cmd, os.Getpid(), host)
 }
 
 func (r *TokenizeRun) where() string {

@@ -24,6 +24,8 @@ import (
 //
 //	crash: write 12 MiB of KEY (three parts on S3), print "ready", wait to be killed.
 //	incr:  increment the counter at KEY $HELPER_N times.
+//	lock:  take the writer lock of directory KEY (S3 lease $HELPER_LEASE), print "ready",
+//	       wait to be killed.
 func runHelper(mode string) int {
 	ctx := context.Background()
 	st, err := Open(ctx, os.Getenv("HELPER_LOCATION"), Options{PartSize: MinPartSize})
@@ -45,6 +47,16 @@ func runHelper(mode string) int {
 		}
 		if sw, ok := w.(*s3Writer); ok {
 			sw.wg.Wait() // the parts are on the server
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "lock":
+		if d, err := time.ParseDuration(os.Getenv("HELPER_LEASE")); err == nil {
+			lockLease = d
+		}
+		if _, err := LockDir(ctx, st, key, "the helper"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
@@ -161,7 +173,7 @@ func leftovers(t testing.TB, st Store, keys ...string) int {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && d.Name() != lockName && reservedName(d.Name()) && slices.Contains(keys, tempKey(s.root, p)) {
+			if !d.IsDir() && isTempName(d.Name()) && slices.Contains(keys, tempKey(s.root, p)) {
 				n++
 			}
 			return nil

@@ -244,7 +244,7 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || d.Name() == lockName || !reservedName(d.Name()) {
+		if d.IsDir() || !isTempName(d.Name()) {
 			return nil
 		}
 		if !strings.HasPrefix(tempKey(s.root, p), prefix) {

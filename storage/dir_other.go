@@ -41,6 +41,19 @@ func lockFile(p string) (unlock func(), err error) {
 
 func syncDir(dir string) error { return nil }
 
+// heldLocks are the writer lock files this process holds (there is no flock here: the
+// lock excludes other writers of this process only).
+var heldLocks sync.Map // string → struct{}
+
+// tryLock takes f's lock within this process.
+func tryLock(f *os.File) (bool, error) {
+	_, taken := heldLocks.LoadOrStore(f.Name(), struct{}{})
+	return !taken, nil
+}
+
+// dropLock forgets f's lock.
+func dropLock(f *os.File) { heldLocks.Delete(f.Name()) }
+
 // tempLocks: without flock a temp file's writer cannot be known alive; sweeps go by age.
 const tempLocks = false
 

@@ -121,6 +121,24 @@ func abandoned(p string) bool {
 	return err == nil
 }
 
+// tryLock takes f's flock without waiting: held is false when another open file (of
+// this process or another) holds it.
+func tryLock(f *os.File) (held bool, err error) {
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// dropLock: closing f drops its flock.
+func dropLock(*os.File) {}
+
 // syncDir fsyncs a directory so that renames and unlinks in it are durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
