@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"time"
 
-	"gptkit/internal/redact"
 	"gptkit/prep"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -454,12 +452,10 @@ func (r *TokenizeRun) allInputs() []string {
 
 // owner describes this run for the writer lock, which a second writer's error quotes.
 func (r *TokenizeRun) owner() string {
-	cmd := redact.String(r.Command)
-	if cmd == "" {
-		cmd = "a gptkit run of " + r.Name
+	if r.Command == "" {
+		return storage.LockOwner("a gptkit run of " + r.Name)
 	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%q (pid %d on %s)", cmd, os.Getpid(), host)
+	return storage.LockOwner(r.Command)
 }
 
 func (r *TokenizeRun) where() string {

@@ -56,3 +56,33 @@ func TestVerifyChecksIDs(t *testing.T) {
 		t.Fatalf("Verify = %v, want the id 60 at byte 8", probs)
 	}
 }
+
+// TestMergeLocksOutput: a merge into a directory another writer holds fails naming it,
+// rather than writing shards under the other's (issue 15, item 1, for `shards merge`).
+func TestMergeLocksOutput(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := testTokenizer(65536)
+	w, _ := NewWriter(ctx, st, "a/a_text_document", Uint16)
+	w.AddDocument([]int{1, 2})
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest(tok, Uint16, nil)
+	m.Add("a", info)
+	if err := WriteManifest(ctx, st, "a", m); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.LockDir(ctx, st, "out", "another merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := Merge(ctx, st, "out", []Input{{st, "a"}}, MergeOptions{}); !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "another merge") {
+		t.Fatalf("Merge into a held directory = %v", err)
+	}
+}
