@@ -61,7 +61,8 @@ type TokenizeRun struct {
 	// then identifies those inputs by content instead of by size and mtime.
 	InputSHA256 map[string]string
 	// Params are other settings that change the output (a filter's configuration, say):
-	// part of the job fingerprint, so that changing them does not resume.
+	// part of the job fingerprint, so that changing them does not resume, and recorded
+	// in the manifest's source ("params").
 	Params map[string]string
 	// FilterSet keeps only the records of one Pile subset (see prep.ReadOptions).
 	FilterSet string
@@ -227,7 +228,15 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
 	sameJob := err == nil && r.Resume && old.Source["job"] == job
+	damaged := "" // a finished dataset of this job that is no longer whole is made again
+	if sameJob && !r.Overwrite {
+		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, old); perr != nil {
+			damaged = perr.Error()
+			log.Warn("the finished dataset is damaged: making it again", "dataset", r.where(), "problem", damaged)
+		}
+	}
 	switch {
+	case damaged != "":
 	case sameJob && !r.Overwrite:
 		if err := r.Store.Delete(ctx, r.journalKey()); err != nil { // left by a run killed after its manifest
 			log.Warn("could not remove the journal", "err", err)
@@ -258,6 +267,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		var restarted string
 		if j, restarted, err = r.resumeJournal(ctx, desc, job, dtype, workers, start, sameJob, log); err != nil {
 			return nil, stats, err
+		}
+		if damaged != "" {
+			restarted = "the finished dataset is damaged (" + damaged + ")"
 		}
 		if stats.Restarted = restarted; restarted != "" {
 			log.Warn("not resuming: starting over", "dataset", r.where(), "why", restarted)
@@ -327,6 +339,9 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 	}
 	if j.Job != "" {
 		src["job"] = j.Job
+	}
+	if len(r.Params) > 0 {
+		src["params"] = r.Params // what a caller (prep) compares before it has the inputs
 	}
 	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
 	m.Part = r.part

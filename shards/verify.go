@@ -231,3 +231,37 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// CheckPresent checks, without reading them, that every shard m lists is in dir of st
+// with the sizes its counts imply: the quick test that a finished dataset is still
+// whole (a shard file deleted, truncated or replaced by another's). A flipped byte needs
+// Verify (or VerifyOnOpen); this costs one List.
+func CheckPresent(ctx context.Context, st storage.Store, dir string, m *Manifest) error {
+	listPrefix := ""
+	if d := cleanDir(dir); d != "" {
+		listPrefix = d + "/"
+	}
+	infos, err := st.List(ctx, listPrefix)
+	if err != nil {
+		return fmt.Errorf("shards: list %s: %w", keyName(st, listPrefix), err)
+	}
+	sizes := make(map[string]int64, len(infos))
+	for _, in := range infos {
+		sizes[in.Key] = in.Size
+	}
+	item := int64(m.DType.Size())
+	for _, s := range m.Shards {
+		key := ShardKey(dir, s)
+		bin, hasBin := sizes[key+".bin"]
+		idx, hasIdx := sizes[key+".idx"]
+		switch {
+		case !hasBin || !hasIdx:
+			return &FormatError{File: keyName(st, key), Offset: -1, Msg: "a shard the manifest lists is missing (.bin or .idx)", Err: ErrMissing}
+		case bin != s.Tokens*item:
+			return formatErr(ErrTruncated, keyName(st, key+".bin"), -1, "", "", "%d bytes, the manifest's %d tokens make %d", bin, s.Tokens, s.Tokens*item)
+		case idx < int64(HeaderSize)+12*s.Documents+8:
+			return formatErr(ErrTruncated, keyName(st, key+".idx"), -1, "", "", "%d bytes, too few for the manifest's %d documents", idx, s.Documents)
+		}
+	}
+	return nil
+}

@@ -57,3 +57,55 @@ func TestTruncatedInputFails(t *testing.T) {
 		t.Errorf("report %s", raw)
 	}
 }
+
+// TestPrepRerunChecksJob: a rerun of `prep` finds its finished dataset complete only if it
+// was made the same way and is still whole: other --input, --text-key, --filter-set or
+// --shard-size are refused (saying what changed and how to start over), and a dataset
+// with a shard file deleted is made again (issue 15, item 2: every one of these printed
+// "already complete" and exited 0).
+func TestPrepRerunChecksJob(t *testing.T) {
+	in := t.TempDir()
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "{\"text\": \"document %d\", \"body\": \"other %d\", \"meta\": {\"pile_set_name\": \"Set\"}}\n", i, i)
+	}
+	a := writeFile(t, in, "a.jsonl", []byte(b.String()))
+	other := writeFile(t, in, "b.jsonl", []byte(strings.ReplaceAll(b.String(), "document", "paper")))
+	dir := t.TempDir()
+	args := []string{"custom", "--name", "c", "-d", dir, "--tokenizer", "char", "--progress", "off", "--shard-size", "1KiB"}
+	mustPrep(t, append(args, "--input", a)...)
+	ds := filepath.Join(dir, "c")
+	want := datasetDocs(t, ds)
+
+	out, _ := mustPrep(t, append(args, "--input", a)...)
+	if !strings.Contains(out, "already complete") {
+		t.Fatalf("the same job again: %s", out)
+	}
+	for _, tc := range []struct {
+		name    string
+		extra   []string
+		mention string
+	}{
+		{"other input", []string{"--input", other}, "inputs"},
+		{"other text key", []string{"--input", a, "--text-key", "body"}, "text_key"},
+		{"a filter", []string{"--input", a, "--filter-set", "Set"}, "filter_set"},
+		{"other shard size", []string{"--input", a, "--shard-size", "2KiB"}, "shard_size"},
+	} {
+		code, out, errOut := runPrep(t, append(append([]string(nil), args...), tc.extra...)...)
+		if code != 1 || !strings.Contains(lastLine(errOut), "other settings") || !strings.Contains(lastLine(errOut), tc.mention) ||
+			!strings.Contains(lastLine(errOut), "--overwrite") {
+			t.Errorf("%s: exit %d, want 1 and a refusal naming %s:\nstdout: %s\nstderr: %s", tc.name, code, tc.mention, out, errOut)
+		}
+	}
+
+	bins, _ := filepath.Glob(filepath.Join(ds, "c_text_document_*.bin"))
+	if len(bins) < 2 {
+		t.Fatalf("%d shards, want several", len(bins))
+	}
+	os.Remove(bins[1])
+	out, errOut := mustPrep(t, append(args, "--input", a)...)
+	if strings.Contains(out, "already complete") || !strings.Contains(errOut, "damaged") {
+		t.Fatalf("a shard deleted: the rerun did not redo the dataset:\nstdout: %s\nstderr: %s", out, errOut)
+	}
+	compareDocs(t, "redone", datasetDocs(t, ds), want)
+}
