@@ -227,3 +227,17 @@ func dirPath(s *dirStore, dir string) string {
 
 // lockKey is the S3 key of dir's lock object (a reserved name, written around Create).
 func (s *s3Store) lockKey(dir string) string { return s.objectKey(path.Join(dir, writerLockName)) }
+
+// procStartTime is the start time field (22) of a /proc/PID/stat line, or "". The
+// command name (field 2) may hold spaces and parentheses: fields count from its last ')'.
+func procStartTime(stat string) string {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) <= 19 {
+		return ""
+	}
+	return f[19]
+}

@@ -145,3 +145,20 @@ func TestLockLeaseExpiry(t *testing.T) {
 	}
 	l.Release()
 }
+
+// FuzzProcStartTime: the /proc/PID/stat parser never panics, and finds field 22 whatever
+// the command name holds.
+func FuzzProcStartTime(f *testing.F) {
+	f.Add("1234 (gptkit) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 3 0 98765 1000 200", "x")
+	f.Add("1 (a) b) c) R", ") (")
+	f.Fuzz(func(t *testing.T, stat, comm string) {
+		procStartTime(stat)
+		if strings.ContainsAny(comm, "\n") {
+			return
+		}
+		line := "42 (" + comm + ") S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 3 0 777 1000 200"
+		if got := procStartTime(line); got != "777" {
+			t.Fatalf("%q: start %q, want 777", line, got)
+		}
+	})
+}

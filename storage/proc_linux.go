@@ -3,7 +3,6 @@ package storage
 import (
 	"os"
 	"strconv"
-	"strings"
 )
 
 // processIdentity names process pid's PID namespace and start time (clock ticks since
@@ -14,15 +13,7 @@ func processIdentity(pid int) (ns, start string) {
 	if err != nil {
 		return "", ""
 	}
-	// The command name (field 2) may hold spaces and parentheses: fields count from
-	// the last ')'; starttime is field 22.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		f := strings.Fields(s[i+1:])
-		if len(f) > 19 {
-			start = f[19]
-		}
-	}
+	start = procStartTime(string(stat))
 	ns, _ = os.Readlink(p + "/ns/pid")
 	if ns == "" {
 		ns = "unknown" // no namespaces: one per host

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -178,4 +179,19 @@ func floatsIn(v reflect.Value) int {
 		}
 	}
 	return n
+}
+
+// FuzzParseMemAvailable: the /proc/meminfo parser never panics and reads its line.
+func FuzzParseMemAvailable(f *testing.F) {
+	f.Add([]byte("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   23000000 kB\n"))
+	f.Add([]byte("MemAvailable: 99999999999999999999 kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := parseMemAvailable(data)
+		if err == nil && n < 0 {
+			t.Fatalf("%q: %d bytes", data, n)
+		}
+		if err == nil && !bytes.Contains(data, []byte("MemAvailable:")) {
+			t.Fatalf("%q: found %d without the line", data, n)
+		}
+	})
 }

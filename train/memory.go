@@ -3,6 +3,7 @@ package train
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -123,6 +124,15 @@ func memAvailable(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	n, err := parseMemAvailable(data)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// parseMemAvailable finds "MemAvailable: N kB" in /proc/meminfo's text, in bytes.
+func parseMemAvailable(data []byte) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -140,7 +150,7 @@ func memAvailable(path string) (int64, error) {
 		}
 		return kb * 1024, nil
 	}
-	return 0, fmt.Errorf("%s has no MemAvailable line", path)
+	return 0, errors.New("no MemAvailable line")
 }
 
 // CheckMemory refuses a run whose rank needs more memory (est) than be has available:
