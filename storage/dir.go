@@ -251,10 +251,10 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 			return nil
 		}
 		fi, err := d.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) || !abandoned(p) {
-			return nil // young, or its writer lives (it holds the temp file's lock)
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			return nil
 		}
-		if err := os.Remove(p); err == nil {
+		if removeAbandoned(p) { // else its writer lives: it holds the temp file's lock
 			s.log.Debug("storage: swept temp file", "path", p)
 			n++
 		}

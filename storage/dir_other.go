@@ -59,6 +59,6 @@ const tempLocks = false
 
 func holdTemp(f *os.File, p string) bool { return true }
 
-func abandoned(p string) bool { return true }
+func removeAbandoned(p string) bool { return os.Remove(p) == nil }
 
 func linkUnsupported(err error) bool { return !errors.Is(err, fs.ErrExist) }

@@ -104,21 +104,20 @@ func holdTemp(f *os.File, p string) bool {
 	return err == nil && os.SameFile(fi, pi)
 }
 
-// abandoned reports whether the temp file at p has no live writer: its lock can be
-// taken (its writer closed it without Commit or Abort, or died).
-func abandoned(p string) bool {
+// removeAbandoned removes the temp file at p if it has no live writer: if its lock can
+// be taken (its writer closed it without Commit or Abort, or died). The lock is held
+// while the file is removed, so that a writer that has just created it and not yet
+// locked it finds it gone (holdTemp) rather than losing it later.
+func removeAbandoned(p string) bool {
 	f, err := os.Open(p)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
+	if held, _ := tryLock(f); !held {
+		return false
 	}
-	return err == nil
+	return os.Remove(p) == nil
 }
 
 // tryLock takes f's flock without waiting: held is false when another open file (of

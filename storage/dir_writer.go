@@ -27,7 +27,7 @@ func (s *dirStore) Create(ctx context.Context, key string, opts ...WriteOption) 
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", final, err)
 	}
-	s.removeAbandoned(dir, path.Base(key))
+	s.removeAbandonedTemps(dir, path.Base(key))
 	f, tmp, err := createTemp(dir, path.Base(key))
 	if err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", final, err)
@@ -55,20 +55,17 @@ func createTemp(dir, name string) (*os.File, string, error) {
 	return nil, "", fmt.Errorf("cannot create a unique temp file in %s", dir)
 }
 
-// removeAbandoned removes the temp files of name in dir that no live writer holds
+// removeAbandonedTemps removes the temp files of name in dir that no live writer holds
 // (left by a writer killed before Commit or Abort): a rerun that writes name again
 // cleans up after the run that died. It returns how many it removed.
-func (s *dirStore) removeAbandoned(dir, name string) int {
+func (s *dirStore) removeAbandonedTemps(dir, name string) int {
 	if !tempLocks {
 		return 0
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+tempMarker+"*"))
 	n := 0
 	for _, p := range matches {
-		if !reservedName(filepath.Base(p)) || !abandoned(p) {
-			continue
-		}
-		if os.Remove(p) == nil {
+		if isTempName(filepath.Base(p)) && removeAbandoned(p) {
 			s.log.Info("storage: removed a temp file a dead writer left", "path", p)
 			n++
 		}
