@@ -74,6 +74,25 @@ func runHelper(mode string) int {
 	return 2
 }
 
+// startHelper starts a helper that says "ready" (crash, lock) and waits until it has.
+func startHelper(t *testing.T, mode, loc, key string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := helperCmd(t, mode, loc, key, env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	return cmd
+}
+
 func helperCmd(t *testing.T, mode, loc, key string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "HELPER_LOCATION="+loc, "HELPER_KEY="+key)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -21,19 +20,7 @@ import (
 func TestRerunRemovesDeadTemps(t *testing.T) {
 	st, loc := storeCases[0].open(t, Options{})
 	const key = "data/a_text_document.bin"
-	cmd := helperCmd(t, "crash", loc, key)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("helper: %q, %v", line, err)
-	}
+	cmd := startHelper(t, "crash", loc, key)
 	// While the writer lives its temp file stays, even for a sweep of any age.
 	if n, err := Sweep(ctx, st, key, 0); err != nil || n != 0 {
 		t.Fatalf("Sweep of a live writer's temp file = %d, %v; want 0", n, err)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -57,16 +56,7 @@ func TestLockDeadHolder(t *testing.T) {
 	for _, c := range storeCases {
 		t.Run(c.name, func(t *testing.T) {
 			st, loc := c.open(t, Options{})
-			cmd := helperCmd(t, "lock", loc, "ds", "HELPER_LEASE="+lease.String())
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatalf("helper: %q, %v", line, err)
-			}
+			cmd := startHelper(t, "lock", loc, "ds", "HELPER_LEASE="+lease.String())
 			if _, err := LockDir(ctx, st, "ds", "next"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "the helper") {
 				t.Fatalf("while the helper lives: %v, want ErrLocked naming it", err)
 			}

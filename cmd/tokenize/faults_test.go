@@ -81,7 +81,7 @@ func TestTwoWritersOneOutput(t *testing.T) {
 	}
 
 	var locked, existed int // how the losers lost: at the lock, or at the finished dataset
-	race := func(t *testing.T, out string, read func() (*shards.Dataset, storage.Store)) {
+	race := func(t *testing.T, out string) {
 		var codes [2]int
 		var errs [2]string
 		var wg sync.WaitGroup
@@ -114,7 +114,14 @@ func TestTwoWritersOneOutput(t *testing.T) {
 		if winner < 0 {
 			t.Fatalf("no writer succeeded: %q", errs)
 		}
-		d, st := read()
+		st, err := storage.Open(context.Background(), out, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := shards.OpenDataset(context.Background(), st, "", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer d.Close()
 		var got [][]int
 		for i := range d.Len() {
@@ -133,17 +140,7 @@ func TestTwoWritersOneOutput(t *testing.T) {
 	t.Run("local", func(t *testing.T) {
 		for i := range 25 {
 			out := filepath.Join(t.TempDir(), fmt.Sprint("out", i))
-			race(t, out, func() (*shards.Dataset, storage.Store) {
-				st, err := storage.Open(context.Background(), out, storage.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := shards.OpenDataset(context.Background(), st, "", t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d, st
-			})
+			race(t, out)
 		}
 	})
 	t.Run("minio", func(t *testing.T) {
@@ -155,17 +152,7 @@ func TestTwoWritersOneOutput(t *testing.T) {
 		bucket := srv.NewBucket(t)
 		for i := range 8 {
 			out := fmt.Sprintf("s3://%s/out%d", bucket, i)
-			race(t, out, func() (*shards.Dataset, storage.Store) {
-				st, err := storage.Open(context.Background(), out, storage.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := shards.OpenDataset(context.Background(), st, "", t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d, st
-			})
+			race(t, out)
 		}
 	})
 }
