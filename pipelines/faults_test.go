@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gptkit/storage"
+	"gptkit/tokenize"
 )
 
 // TestResumeDamagedDataset: a finished dataset of the same job that has lost a shard file
@@ -51,7 +52,8 @@ func fullDiskHelper(loc, input string) int {
 		fmt.Println(err)
 		return 2
 	}
-	run := &TokenizeRun{Inputs: []string{input}, Store: st, Name: "full", Tokenizer: gpt2(&testing.T{}), AppendEOD: true, Workers: 1}
+	tok := tokenize.NewCharsFromText("abcdefghijklmnopqrstuvwxyz0123456789 ", "alnum") // no shared files needed
+	run := &TokenizeRun{Inputs: []string{input}, Store: st, Name: "full", Tokenizer: tok, Workers: 1}
 	_, _, err = run.Run(context.Background())
 	fmt.Println("error:", err)
 	return 0
