@@ -46,6 +46,9 @@ type TokenizeRun struct {
 	// again, without handing them on (their bytes count, they do not), and does not
 	// read the splits it had finished at all.
 	Progress func(bytesRead, docs int64)
+	// ProgressTokens, if set, is called with the tokens of each batch of documents as
+	// it is written (for a tokens/s figure beside Progress's).
+	ProgressTokens func(tokens int64)
 	// OnShard, if set, is called after each shard is committed (and, with Resume,
 	// journaled: a run killed from then on keeps it), with its manifest entry.
 	OnShard func(info shards.ShardInfo)

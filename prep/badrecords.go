@@ -3,7 +3,6 @@ package prep
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -130,23 +129,19 @@ func (r *BadRecordReport) Bad() int64 {
 	return n
 }
 
-// WriteJSON writes the report to w as an indented JSON object, {"counts": {reason:
-// n, ...}, "examples": [{"file", "line", "reason", "error", "kept"}, ...]}, with a
-// final newline. A nil report writes empty counts and examples.
-func (r *BadRecordReport) WriteJSON(w io.Writer) error {
-	out := BadRecordReport{Counts: map[string]int64{}, Examples: []BadRecord{}}
-	if r != nil {
-		out.Counts, out.Examples = r.Counts, r.Examples
-		if out.Examples == nil {
-			out.Examples = []BadRecord{}
-		}
+// MarshalJSON writes {"counts": {reason: n, ...}, "examples": [{"file", "line",
+// "reason", "error", "kept"}, ...]} (prep-report.json's "bad_records"), with empty (not
+// null) counts and examples when there are none.
+func (r BadRecordReport) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Counts   map[string]int64 `json:"counts"`
+		Examples []BadRecord      `json:"examples"`
+	}{r.Counts, r.Examples}
+	if out.Counts == nil {
+		out.Counts = map[string]int64{}
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
+	if out.Examples == nil {
+		out.Examples = []BadRecord{}
 	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
-	}
-	return nil
+	return json.Marshal(out)
 }

@@ -112,6 +112,9 @@ func (t *Trainer) save(ctx context.Context) error {
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
 		}
+		if err := t.tb.Sync(); err != nil {
+			return err
+		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
 			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}

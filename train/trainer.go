@@ -13,6 +13,7 @@ import (
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/train/tensorboard"
 )
 
 // AdamEps is AdamW's epsilon (PyTorch's default, as nanoGPT uses it).
@@ -63,6 +64,9 @@ type Trainer struct {
 	lastCkpt    string
 	ckptRoot    string
 	startTime   time.Time
+
+	tb   *tensorboard.Writer // rank 0's event file
+	peak float64             // the device's peak FLOP/s (0: unknown, no MFU)
 }
 
 // Result sums up a finished (or interrupted) run.
@@ -203,6 +207,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		if t.metrics, err = openMetrics(cfg.Out, t.step); err != nil {
 			return nil, err
 		}
+		if err := t.openTensorBoard(); err != nil {
+			return nil, err
+		}
+		if p, ok := be.(peakFLOPSer); ok {
+			t.peak = p.PeakFLOPS()
+		}
 	}
 	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(),
 		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len())
@@ -282,6 +292,10 @@ func (t *Trainer) Close() error {
 		errs = append(errs, t.metrics.close())
 		t.metrics = nil
 	}
+	if t.tb != nil {
+		errs = append(errs, t.tb.Close())
+		t.tb = nil
+	}
 	if t.data != nil {
 		errs = append(errs, t.data.Close())
 		t.data = nil
@@ -338,10 +352,17 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if err := t.metrics.write(m); err != nil {
 				return res(), err
 			}
+			if err := t.logTensorBoard(m); err != nil {
+				return res(), err
+			}
 			if t.OnStep != nil {
 				t.OnStep(m)
 			} else if t.step%cfg.LogEvery == 0 || last || m.ValLoss != nil {
-				args := []any{"step", m.Step, "loss", round4(m.Loss), "lr", m.LR, "grad_norm", round4(m.GradNorm), "tokens_per_s", math.Round(m.TokensPerS)}
+				args := []any{"step", m.Step, "loss", round4(m.Loss), "lr", m.LR, "grad_norm", round4(m.GradNorm), "tokens_per_s", math.Round(m.TokensPerS),
+					"samples_per_s", round4(m.SamplesPerS), "tflops", round4(m.TFLOPS)}
+				if t.peak > 0 {
+					args = append(args, "mfu", round4(m.MFU))
+				}
 				if m.ValLoss != nil {
 					args = append(args, "val_loss", round4(*m.ValLoss))
 				}
@@ -470,11 +491,9 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	}
 	t.step = step
 	t.lastLoss = loss
-	var tps float64
-	if secs := time.Since(start).Seconds(); secs > 0 {
-		tps = float64(B*T*accum*world) / secs
-	}
-	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}, nil
+	m := Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm}
+	t.throughput(&m, B*accum*world, T, time.Since(start).Seconds())
+	return m, nil
 }
 
 // globalMean is the mean per-token loss over every rank's tokens: the ranks' sums

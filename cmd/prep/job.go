@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -122,7 +123,7 @@ func (j *job) run(ctx context.Context) int {
 	if f.slurm {
 		return j.submitSlurm(ctx)
 	}
-	st, err := storage.Open(ctx, j.output(), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: j.log})
+	st, err := f.s3.Open(ctx, j.output(), j.log)
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
@@ -192,6 +193,7 @@ func (j *job) run(ctx context.Context) int {
 	}
 	bar := j.bar("tokenize", total)
 	run.Progress = func(bytes, docs int64) { bar.Add(bytes, docs) }
+	run.ProgressTokens = bar.AddTokens
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
@@ -210,7 +212,7 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		j.log.Warn("could not write the bad-record report", "err", err)
 	}
-	printSummary(j.stderr, where, stats)
+	io.WriteString(j.stderr, stats.Summary(where, reportPath))
 	if f.partitioned && !stats.AlreadyMerged {
 		fmt.Fprintf(j.stderr, "part %d of %d done; once every part is: prep %s ... --merge-parts (or shards merge-parts %s)\n", f.task.Index, f.task.Count, j.sub, j.output())
 	}
@@ -260,6 +262,7 @@ func (j *job) fetch(ctx context.Context) error {
 	if len(j.fetches) == 0 {
 		return nil
 	}
+	j.announce(ctx)
 	var total int64
 	for _, f := range j.fetches {
 		total += f.Size
@@ -289,52 +292,45 @@ func (j *job) bar(label string, total int64) *progress.Bar {
 	return progress.NewWithOptions(j.stderr, j.log, label, total, progress.Options{Quiet: j.flags.progress == "auto"})
 }
 
+// report is prep-report.json: per split, the documents kept and the records dropped,
+// with the first examples of each kind of bad record.
+type report struct {
+	Splits []splitReport `json:"splits"`
+}
+
+type splitReport struct {
+	Split       string               `json:"split"`
+	Documents   int64                `json:"documents"`
+	Bad         int64                `json:"bad"`
+	InvalidUTF8 int64                `json:"invalid_utf8"`
+	Filtered    int64                `json:"filtered"`
+	Empty       int64                `json:"empty"`
+	Truncated   int64                `json:"truncated"`
+	UnreadBytes int64                `json:"unread_bytes"`
+	BadRecords  prep.BadRecordReport `json:"bad_records"`
+}
+
 // writeReport writes the bad records (counts and first examples per split) next to the
 // dataset's local directory, DIR/NAME/prep-report.json.
 func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error) {
 	file := filepath.Join(j.workDir(), name)
-	var b strings.Builder
-	b.WriteString("{\"splits\": [")
-	for i, s := range stats.Splits {
-		if i > 0 {
-			b.WriteString(", ")
+	r := report{Splits: []splitReport{}}
+	for _, s := range stats.Splits {
+		sr := splitReport{Split: s.Split, Documents: s.Docs, Bad: s.Bad, InvalidUTF8: s.InvalidUTF8, Filtered: s.Filtered, Empty: s.Empty,
+			Truncated: s.Truncated, UnreadBytes: s.UnreadBytes}
+		if s.BadRecords != nil {
+			sr.BadRecords = *s.BadRecords
 		}
-		fmt.Fprintf(&b, "{\"split\": %q, \"documents\": %d, \"bad\": %d, \"invalid_utf8\": %d, \"filtered\": %d, \"empty\": %d, \"truncated\": %d, \"unread_bytes\": %d, \"bad_records\": ",
-			s.Split, s.Docs, s.Bad, s.InvalidUTF8, s.Filtered, s.Empty, s.Truncated, s.UnreadBytes)
-		if err := s.BadRecords.WriteJSON(&b); err != nil {
-			return "", err
-		}
-		b.WriteString("}")
+		r.Splits = append(r.Splits, sr)
 	}
-	b.WriteString("]}\n")
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(j.workDir(), 0o777); err != nil {
 		return "", err
 	}
-	return file, os.WriteFile(file, []byte(b.String()), 0o666)
-}
-
-// printSummary writes the end-of-run table to w.
-func printSummary(w io.Writer, where string, s pipelines.RunStats) {
-	fmt.Fprintf(w, "\n%-8s %12s %14s %12s %8s %8s %10s %9s\n", "split", "documents", "tokens", "text MB", "bad", "empty", "time", "MB/s")
-	for _, sp := range s.Splits {
-		name := sp.Split
-		if name == "" {
-			name = "train"
-		}
-		secs := sp.Elapsed.Seconds()
-		fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", name, sp.Docs, sp.Tokens, float64(sp.TextBytes)/1e6, sp.Bad, sp.Empty, secs, float64(sp.TextBytes)/1e6/max(secs, 1e-9))
-	}
-	fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", "total", s.Docs, s.Tokens, float64(s.TextBytes)/1e6, s.Bad, s.Empty, s.Elapsed.Seconds(), float64(s.TextBytes)/1e6/max(s.Elapsed.Seconds(), 1e-9))
-	if s.Truncated > 0 {
-		fmt.Fprintf(w, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated); %d bytes of the files not read\n", s.Truncated, s.UnreadBytes)
-	}
-	if s.ResumedShards > 0 {
-		fmt.Fprintf(w, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
-	}
-	if s.Restarted != "" {
-		fmt.Fprintf(w, "started over: %s\n", s.Restarted)
-	}
-	fmt.Fprintf(w, "dataset: %s\n", where)
+	return file, os.WriteFile(file, append(data, '\n'), 0o666)
 }
 
 var errNoCorpus = errors.New("no such corpus")

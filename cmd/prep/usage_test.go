@@ -98,7 +98,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		extra map[string]string
 	}{
 		{[]string{"pile", "-h"}, "usage: prep pile -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
-		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
+		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`, "--download": "false"}},
 		{[]string{"custom", "-h"}, "usage: prep custom --input", map[string]string{"--input": `""`, "--name": `""`}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
