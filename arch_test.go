@@ -11,27 +11,29 @@ import (
 // only the packages of ours listed here (gptkit/internal/... is always allowed).
 func TestImportDirection(t *testing.T) {
 	allowed := map[string][]string{
-		"gptkit/tokenize":      {},
-		"gptkit/tokenize/spec": {"gptkit/tokenize"},
-		"gptkit/storage":       {},
-		"gptkit/shards":        {"gptkit/storage"},
-		"gptkit/prep":          {"gptkit/storage"},
-		"gptkit/loader":        {"gptkit/shards", "gptkit/storage"},
-		"gptkit/pipelines":     {"gptkit/prep", "gptkit/tokenize", "gptkit/tokenize/spec", "gptkit/shards", "gptkit/storage"},
-		"gptkit/kernels":       {},
-		"gptkit/kernels/ref":   {"gptkit/kernels"},
-		"gptkit/kernels/cpu":   {"gptkit/kernels"},
-		"gptkit/kernels/cuda":  {"gptkit/kernels", "gptkit/kernels/cuda/sim"},
+		"gptkit/tokenize":          {},
+		"gptkit/tokenize/spec":     {"gptkit/tokenize", "gptkit/tokenize/embedded"},
+		"gptkit/tokenize/embedded": {},
+		"gptkit/storage":           {},
+		"gptkit/shards":            {"gptkit/storage"},
+		"gptkit/prep":              {"gptkit/storage"},
+		"gptkit/loader":            {"gptkit/shards", "gptkit/storage"},
+		"gptkit/pipelines":         {"gptkit/prep", "gptkit/tokenize", "gptkit/tokenize/spec", "gptkit/tokenize/embedded", "gptkit/shards", "gptkit/storage"},
+		"gptkit/kernels":           {},
+		"gptkit/kernels/ref":       {"gptkit/kernels"},
+		"gptkit/kernels/cpu":       {"gptkit/kernels"},
+		"gptkit/kernels/cuda":      {"gptkit/kernels", "gptkit/kernels/cuda/sim"},
 		// the PTX simulator knows nothing of the kernels it runs
 		"gptkit/kernels/cuda/sim": {},
 		// train never imports tokenize or prep: the tokenizer comes in through the manifest
 		// (cmd/train wires tokenize/spec for sample).
 		"gptkit/train": {"gptkit/kernels", "gptkit/loader", "gptkit/shards", "gptkit/storage",
-			"gptkit/train/checkpoint", "gptkit/train/safetensors", "gptkit/train/hfgpt2"},
+			"gptkit/train/checkpoint", "gptkit/train/safetensors", "gptkit/train/hfgpt2", "gptkit/train/tensorboard"},
 		"gptkit/train/checkpoint":  {"gptkit/storage"},
 		"gptkit/train/safetensors": {},
 		"gptkit/train/hfgpt2":      {"gptkit/train/safetensors"},
 		"gptkit/train/plot":        {},
+		"gptkit/train/tensorboard": {},
 		"gptkit/train/dist":        {},
 		"gptkit/train/launch":      {"gptkit/train/dist"},
 	}

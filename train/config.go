@@ -58,6 +58,7 @@ type Config struct {
 	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every {N} steps and after the last (0: only after the last)"`
 	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest {N} checkpoints (0: all)"`
 	LogEvery        int    `key:"log_every" help:"log a step line every {N} steps when stderr is not a terminal"`
+	TensorboardDir  string `key:"tensorboard_dir" help:"{DIR} for TensorBoard's event files, events.out.tfevents.* (GPT-NeoX's key; empty: the run directory out)"`
 	Resume          string `key:"resume" help:"{MODE}: auto (continue from the newest checkpoint in out, if any), none (start afresh; refuse an out holding checkpoints) or a checkpoint or run PATH"`
 	InitFrom        string `key:"init_from" help:"start from the weights in {DIR} (a Hugging Face GPT-2 directory, as export writes)"`
 }

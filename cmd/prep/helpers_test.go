@@ -33,7 +33,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/pipelines"
 	"gptkit/prep"
 	"gptkit/shards"
@@ -206,6 +206,7 @@ type mirror struct {
 	mu        sync.Mutex
 	files     map[string][]byte
 	reqs      []mirrorRequest
+	heads     []string        // HEAD requests (the download plan), by name
 	dropFirst map[string]bool // send half the bytes, then cut the connection, on the first GET
 	dropped   map[string]bool
 	slow      map[string]bool // send requests without Range 16 KiB every 20 ms
@@ -262,6 +263,17 @@ func (m *mirror) requestsFor(name string) []mirrorRequest {
 func (m *mirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	m.mu.Lock()
+	if r.Method == http.MethodHead { // the download plan asking for a size: not a download
+		data, ok := m.files[name]
+		m.heads = append(m.heads, name)
+		m.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		return
+	}
 	m.reqs = append(m.reqs, mirrorRequest{Path: name, Range: r.Header.Get("Range")})
 	data, ok := m.files[name]
 	drop := m.dropFirst[name] && !m.dropped[name]
@@ -333,7 +345,7 @@ type pileRecord struct {
 // now and then a record without meta.
 func genPile(t testing.TB, n int, seed uint64) []pileRecord {
 	t.Helper()
-	lines := strings.Split(string(sharedtest.Read(t, "corpora/tinyshakespeare.txt")), "\n")
+	lines := strings.Split(string(testfiles.Read(t, "corpora/tinyshakespeare.txt")), "\n")
 	rng := mrand.New(mrand.NewPCG(seed, 42))
 	passage := func() string {
 		i := rng.IntN(len(lines) - 10)
@@ -448,7 +460,7 @@ func mustPrep(t testing.TB, args ...string) (stdout, stderr string) {
 // gpt2Dir is the shared GPT-2 tokenizer, a directory SPEC (vocab.json and merges.txt).
 func gpt2Dir(t testing.TB) string {
 	t.Helper()
-	return sharedtest.File(t, "tokenizers/gpt2")
+	return testfiles.Path(t, "tokenizers/gpt2")
 }
 
 var gpt2Cache struct {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/shards"
 )
 
@@ -18,7 +18,7 @@ import (
 // prepare.py with GPT-2).
 func TestShakespeare(t *testing.T) {
 	// Not parallel: it counts the requests that reach the fake internet.
-	text := sharedtest.Read(t, "corpora/tinyshakespeare.txt")
+	text := testfiles.Read(t, "corpora/tinyshakespeare.txt")
 	m := newMirror(t)
 	m.put("input.txt", text) // no SHA256SUMS: the catalog's pinned sha256 checks it
 	data := []rune(string(text))
@@ -113,4 +113,32 @@ func TestShakespeare(t *testing.T) {
 			t.Errorf("chars.json beside a GPT-2 dataset: %v", err)
 		}
 	})
+}
+
+// TestShakespeareOffline: `prep shakespeare -d D` needs no network: the text comes from
+// the binary, and the dataset is the one the download gives. --download goes to the
+// catalog's source instead (here the fake internet, which answers 404).
+func TestShakespeareOffline(t *testing.T) {
+	// Not parallel: it counts the requests that reach the fake internet.
+	text := testfiles.Read(t, "corpora/tinyshakespeare.txt")
+	m := newMirror(t)
+	m.put("input.txt", text)
+	ref := t.TempDir()
+	mustPrep(t, "shakespeare", "-d", ref, "--mirror", m.base(), "--progress", "off")
+
+	dir := t.TempDir()
+	hits := internetHits()
+	_, errOut := mustPrep(t, "shakespeare", "-d", dir, "--progress", "off")
+	if got := internetHitsSince(hits); len(got) > 0 {
+		t.Errorf("prep shakespeare went to the network: %v", got)
+	}
+	hasAll(t, "stderr", errOut, "input.txt: the copy built into this binary", "--download")
+	compareDocs(t, "embedded vs downloaded", datasetDocs(t, filepath.Join(dir, "shakespeare")), datasetDocs(t, filepath.Join(ref, "shakespeare")))
+
+	hits = internetHits()
+	code, _, errOut := runPrep(t, "shakespeare", "-d", t.TempDir(), "--progress", "off", "--download")
+	if code != 1 || len(internetHitsSince(hits)) == 0 {
+		t.Errorf("--download: exit %d, requests %v; want a failed download from the catalog's source (stderr %q)", code, internetHitsSince(hits), errOut)
+	}
+	hasAll(t, "--download stderr", errOut, "raw.githubusercontent.com", "to download: 1 file, 1.1 MB")
 }

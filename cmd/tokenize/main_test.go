@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +49,7 @@ func runTokenize(t *testing.T, stdin string, args ...string) (code int, stdout, 
 // with "text" and "ids".
 func goldenLines(t *testing.T, n int) (lines []string, texts []string, ids [][]int) {
 	t.Helper()
-	f, err := os.Open(sharedtest.File(t, "tokenizers/golden/gpt2-public.jsonl"))
+	f, err := os.Open(testfiles.Path(t, "golden/gpt2.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func idLines(ids [][]int) string {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, spec := range []string{sharedtest.File(t, "tokenizers/gpt2"), sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")} {
+	for _, spec := range []string{testfiles.Path(t, "tokenizers/gpt2"), testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")} {
 		t.Run(filepath.Base(spec), func(t *testing.T) {
 			code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", spec)
 			if code != 0 || out != "[15496,11,995]\n" {
@@ -122,7 +122,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	lines, texts, ids := goldenLines(t, 50)
 	input := strings.Join(lines, "\n") + "\n"
 	want := idLines(ids)
-	spec := sharedtest.File(t, "tokenizers/gpt2")
+	spec := testfiles.Path(t, "tokenizers/gpt2")
 	procs := runtime.GOMAXPROCS(0)
 	for _, workers := range []string{"1", "4"} {
 		t.Run("workers="+workers, func(t *testing.T) {
@@ -158,7 +158,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
-	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
+	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// GPT-2: the id past the end of its vocabulary.
-	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))
+	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))
 	if code != 1 || !strings.Contains(errOut, "stdin line 2: id 50257 is outside the vocabulary of gpt2 (ids 0..50256)") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -305,12 +305,14 @@ func TestUsage(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
 		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
 		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default false)",
-			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--cache-dir DIR"}},
-		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--cache-dir"}},
+			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR"}},
+		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--tokenizer-cache-dir"}},
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
 		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},
 		{"no workers", []string{"encode", "--tokenizer", "char", "--workers", "0"}, 2, []string{"--workers"}},
 		{"stray argument", []string{"encode", "--tokenizer", "char", "file.txt"}, 2, []string{`unexpected argument "file.txt"`}},
+		// --cache-dir means the S3 shard cache everywhere; the tokenizer cache is --tokenizer-cache-dir.
+		{"--cache-dir", []string{"encode", "--tokenizer", "gpt2", "--cache-dir", "x"}, 2, []string{"-cache-dir", "tokenize encode -h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,8 +366,8 @@ func TestTrainIsDispatched(t *testing.T) {
 
 func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	files := map[string]string{
-		"/mirror/gpt2/vocab.json": sharedtest.File(t, "tokenizers/gpt2/vocab.json"),
-		"/mirror/gpt2/merges.txt": sharedtest.File(t, "tokenizers/gpt2/merges.txt"),
+		"/mirror/gpt2/vocab.json": testfiles.Path(t, "tokenizers/gpt2/vocab.json"),
+		"/mirror/gpt2/merges.txt": testfiles.Path(t, "tokenizers/gpt2/merges.txt"),
 	}
 	var mu sync.Mutex
 	var requests []string
@@ -387,7 +389,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}))
 	defer srv.Close()
 	cache := t.TempDir()
-	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--cache-dir", cache}
+	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--tokenizer-cache-dir", cache}
 	for i := range 2 {
 		code, out, errOut := runTokenize(t, "Hello, world", args...)
 		if code != 0 || out != "[15496,11,995]\n" {
@@ -404,7 +406,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 
 	// A failed download is one line naming the URL.
-	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--cache-dir", cache)
+	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--tokenizer-cache-dir", cache)
 	if code != 1 || !strings.Contains(errOut, srv.URL+"/nope.json") || !strings.Contains(errOut, "404") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -430,5 +432,25 @@ func TestWriteIDs(t *testing.T) {
 		if want := idLines([][]int{ids}); b.String() != want {
 			t.Errorf("writeIDs(%d ids) = %.40q..., want %.40q...", len(ids), b.String(), want)
 		}
+	}
+}
+
+// TestNamedTokenizerOffline: `tokenize encode --tokenizer gpt2` needs no network (every
+// proxy leads nowhere) and leaves the tokenizer cache empty: GPT-2 is built in.
+func TestNamedTokenizerOffline(t *testing.T) {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		t.Setenv(v, "http://127.0.0.1:1")
+	}
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	cache := t.TempDir()
+	for name, want := range map[string]string{"gpt2": "[15496,11,995]\n", "neox-20b": "[12092,13,1533]\n"} {
+		code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", name, "--tokenizer-cache-dir", cache)
+		if code != 0 || out != want {
+			t.Errorf("%s: exit %d, stdout %q (want %q), stderr %q", name, code, out, want, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the tokenizer cache got %v", entries)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 // babyArgs are configs/shakespeare-char.yaml for 20 steps (an evaluation of a
@@ -26,7 +26,7 @@ func TestCudaSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on the simulated GPU (about a minute of CPU)")
 	}
-	text := sharedtest.Read(t, "corpora/tinyshakespeare.txt")
+	text := testfiles.Read(t, "corpora/tinyshakespeare.txt")
 	data, _ := makeCharDatasetOf(t, string(text))
 	dir := t.TempDir()
 	cpuOut, simOut, dpOut := filepath.Join(dir, "cpu"), filepath.Join(dir, "sim"), filepath.Join(dir, "sim-dp")

@@ -201,7 +201,7 @@ func TestLaunchRankKilled(t *testing.T) {
 	got, want := readMetrics(t, out), readMetrics(t, straight)
 	for i := range want {
 		g, w := got[i], want[i]
-		g.TokensPerS, w.TokensPerS = 0, 0
+		g.TokensPerS, w.TokensPerS, g.SamplesPerS, w.SamplesPerS, g.TFLOPS, w.TFLOPS, g.MFU, w.MFU = 0, 0, 0, 0, 0, 0, 0, 0
 		if (g.ValLoss == nil) != (w.ValLoss == nil) || g.ValLoss != nil && *g.ValLoss != *w.ValLoss {
 			t.Errorf("step %d: val_loss %v, want %v", w.Step, g.ValLoss, w.ValLoss)
 		}

@@ -69,7 +69,9 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"The configuration is the defaults (nanoGPT's train.py: GPT-2 124M), then --config FILE (a\n" +
 	"YAML file of the keys below in snake_case, e.g. n_layer: 4; see configs/), then the flags.\n\n" +
 	"OUT receives config.yaml (the resolved configuration), metrics.jsonl (one JSON object per\n" +
-	"step: step, loss, lr, grad_norm, tokens_per_s, and val_loss on evaluation steps) and\n" +
+	"step: step, loss, lr, grad_norm, tokens_per_s, samples_per_s, tflops per device, mfu, and\n" +
+	"val_loss on evaluation steps), TensorBoard event files (events.out.tfevents.*, or in\n" +
+	"--tensorboard-dir; tensorboard --logdir OUT) and\n" +
 	"checkpoints/ (weights as safetensors, AdamW state, trainer state; the newest\n" +
 	"--keep-checkpoints kept). --resume auto continues from the newest complete checkpoint, and\n" +
 	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT\n" +

@@ -172,3 +172,12 @@ func (m *memory) free(d driverAPI) error {
 }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
+
+// DeviceMemory reports the device's free and total memory in bytes (the trainer checks
+// a run's estimated need against the free memory before allocating).
+func (b *Backend) DeviceMemory() (free, total int64) {
+	b.enter()
+	defer b.leave()
+	f, t, _ := b.drv.memGetInfo()
+	return int64(f), int64(t)
+}

@@ -70,8 +70,9 @@ func DefaultCacheDir() (string, error) {
 }
 
 // Load resolves spec (a path or a name, see the package documentation) to a
-// tokenizer, downloading a named tokenizer's files into the cache when they are
-// missing or corrupt.
+// tokenizer. A name is built from the files embedded in the binary, unless opt asks for
+// a download (URL or SHA256): then its files are downloaded into the cache when they
+// are missing or corrupt.
 func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("spec: empty tokenizer SPEC: give a path or one of %s", strings.Join(Names(), ", "))
@@ -86,20 +87,26 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	named, ok := lookupName(spec)
-	if !ok {
-		return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory nor a known name (%s)", spec, strings.Join(Names(), ", "))
+	if named, ok := lookupName(spec); ok {
+		return loadNamed(ctx, named, opt)
 	}
-	return loadNamed(ctx, named, opt)
+	if src, rel, ok := remoteSource(spec); ok {
+		return loadRemote(ctx, spec, src, rel, opt)
+	}
+	return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory, a built-in name (%s), a Hugging Face id (ORG/NAME) nor an http(s) URL", spec, strings.Join(Names(), ", "))
 }
 
-// loadNamed fetches named's files into the cache (when needed) and builds it.
+// loadNamed builds named from the files embedded in the binary or, when opt gives a URL
+// or a sha256, from files fetched into the cache (when they are not there yet).
 func loadNamed(ctx context.Context, named namedTokenizer, opt Options) (*tokenize.Tokenizer, error) {
 	if named.build == nil {
 		if opt.URL != "" || opt.SHA256 != "" {
 			return nil, fmt.Errorf("spec: tokenizer %q needs no file, so a download URL or sha256 makes no sense for it", named.name)
 		}
 		return tokenize.NewNeoXChar(), nil
+	}
+	if opt.URL == "" && opt.SHA256 == "" {
+		return loadEmbedded(named)
 	}
 	urls, sums, err := sources(named, opt)
 	if err != nil {

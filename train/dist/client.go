@@ -104,6 +104,7 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 		defer sc.wg.Done()
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
+		clock := newPauseClock(max(timeout/2, 3*interval))
 		for {
 			select {
 			case <-sc.done:
@@ -114,6 +115,12 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 			}
 			if sc.paused.Load() {
 				continue
+			}
+			if gap, paused := clock.tick(time.Now()); paused {
+				// This process was stopped: the store's answers wait unread in the
+				// socket; give it a timeout from now rather than blame it.
+				sc.log.Warn("dist: this process did not run for a while (stopped, or its machine suspended); the store's silence meanwhile is not held against it", "gap", gap.Round(time.Millisecond))
+				sc.heard.Store(time.Now().UnixNano())
 			}
 			m := message{Type: msgHB}
 			if sc.state != nil {

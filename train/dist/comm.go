@@ -120,12 +120,12 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 		host = "the launcher of node 0"
 	}
 	if place.HostStore {
-		ln, err := Listen(":" + strconv.Itoa(place.MasterPort))
+		ln, err := Listen(place.MasterAddr, place.MasterPort, o.Logger)
 		if err != nil {
 			return nil, err
 		}
 		c.server, err = NewServer(ln, ServerConfig{Token: o.Token, World: place.World, HeartbeatTimeout: o.HeartbeatTimeout,
-			Timeout: o.Timeout, Logger: o.Logger})
+			Timeout: o.Timeout, Host: host, Logger: o.Logger})
 		if err != nil {
 			ln.Close()
 			return nil, err
