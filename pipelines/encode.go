@@ -212,7 +212,8 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([][]int, error) 
 
 // readOptions are the reader's options, skipping the first skip documents.
 func (r *TokenizeRun) readOptions(skip int64) prep.ReadOptions {
-	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip}
+	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip,
+		AcceptTruncated: r.AcceptTruncated}
 	if r.SkipBad {
 		opt.OnError = prep.Skip
 	}

@@ -39,6 +39,9 @@ func (s RunStats) Summary(dataset, report string) string {
 		}
 	}
 	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.Elapsed.Seconds())
+	if s.Truncated > 0 {
+		fmt.Fprintf(&b, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated); %d bytes of the files not read\n", s.Truncated, s.UnreadBytes)
+	}
 	if s.ResumedShards > 0 {
 		fmt.Fprintf(&b, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
 	}

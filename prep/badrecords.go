@@ -45,7 +45,11 @@ const (
 	ReasonNotObject   = "not_object"   // a JSONL line that is not an object (ErrNotObject)
 	ReasonMissingText = "missing_text" // no text member (ErrMissing)
 	ReasonNotText     = "not_text"     // a text that is not a string or a list of strings, or a null Parquet value (ErrNotText)
-	ReasonCorrupt     = "corrupt"      // a truncated or corrupt compressed stream, zip member or Parquet page
+	// ReasonCorrupt is no bad record either: a truncated or corrupt compressed
+	// stream, zip member or Parquet page, which fails the reading unless
+	// ReadOptions.AcceptTruncated; then its example says how many bytes were not
+	// read (Stats.Truncated, Stats.UnreadBytes count them).
+	ReasonCorrupt = "corrupt"
 
 	// ReasonInvalidUTF8 is no bad record but a warning: the document was handed
 	// on with its invalid UTF-8 replaced by U+FFFD (Stats.InvalidUTF8).
@@ -66,6 +70,9 @@ type BadRecord struct {
 	Reason string `json:"reason"`         // one of the Reason constants
 	Error  string `json:"error"`          // what is wrong, without the file and line
 	Kept   bool   `json:"kept,omitempty"` // the document was handed on (ReasonInvalidUTF8)
+	// Unread is, for ReasonCorrupt, how many bytes of the file (as stored) were not
+	// read because of it.
+	Unread int64 `json:"unread_bytes,omitempty"`
 }
 
 // BadRecordReport is what a ReadDocs with OnError Skip found wrong: how many records
@@ -108,14 +115,14 @@ func (r *BadRecordReport) addInvalidUTF8(d Doc) {
 }
 
 // Bad returns the number of bad records counted (the documents with invalid UTF-8,
-// which were kept, aside).
+// which were kept, and the accepted truncated streams aside).
 func (r *BadRecordReport) Bad() int64 {
 	if r == nil {
 		return 0
 	}
 	var n int64
 	for reason, c := range r.Counts {
-		if reason != ReasonInvalidUTF8 {
+		if reason != ReasonInvalidUTF8 && reason != ReasonCorrupt {
 			n += c
 		}
 	}

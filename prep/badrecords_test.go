@@ -118,9 +118,10 @@ func TestBadRecordExamplesLimit(t *testing.T) {
 	}
 }
 
-// TestReadDocsTruncatedStreams cuts compressed files short: with Skip, the documents
-// before the cut are kept and the rest of the file is skipped; with Fail, the error
-// names the file and the line.
+// TestReadDocsTruncatedStreams cuts compressed files short: whatever the policy for bad
+// records, the reading fails naming the file, the line and the offsets (a cut is no bad
+// record: issue 15, item 3); with AcceptTruncated the documents before the cut are kept,
+// the rest of the file is skipped, and the bytes not read are counted.
 func TestReadDocsTruncatedStreams(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
@@ -138,11 +139,16 @@ func TestReadDocsTruncatedStreams(t *testing.T) {
 			if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			docs, stats, err := readAll(t, []string{path, after}, ReadOptions{})
+			if _, _, err := readAll(t, []string{path, after}, ReadOptions{}); err == nil || !strings.Contains(err.Error(), path) ||
+				!strings.Contains(err.Error(), "bytes of data, having read") || !strings.Contains(err.Error(), "--accept-truncated") {
+				t.Fatalf("Skip: %v, want an error naming the file and the offsets", err)
+			}
+			docs, stats, err := readAll(t, []string{path, after}, ReadOptions{AcceptTruncated: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stats.Bad != 1 || stats.BadRecords.Counts[ReasonCorrupt] != 1 || stats.Files != 2 || docs[len(docs)-1].Text != "next file" {
+			if stats.Bad != 0 || stats.Truncated != 1 || stats.BadRecords.Counts[ReasonCorrupt] != 1 || stats.BadRecords.Bad() != 0 ||
+				stats.Files != 2 || docs[len(docs)-1].Text != "next file" || stats.BadRecords.Examples[0].Unread != stats.UnreadBytes {
 				t.Fatalf("stats %+v, report %+v", stats, stats.BadRecords)
 			}
 			kept := docs[:len(docs)-1]
@@ -163,7 +169,7 @@ func TestReadDocsTruncatedStreams(t *testing.T) {
 					t.Fatalf("doc %d: %q line %d, want %q", i, d.Text, d.Line, want.Text)
 				}
 			}
-			if ex.File != path || ex.Line != len(kept)+1 || !strings.Contains(ex.Error, hintCorrupt) {
+			if ex.File != path || ex.Line != len(kept)+1 || !strings.Contains(ex.Error, "bytes of the file not read") {
 				t.Errorf("example %+v, want line %d", ex, len(kept)+1)
 			}
 

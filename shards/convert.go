@@ -279,6 +279,11 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 	if o.SplitAtEOD && o.Tokenizer.EODID < 0 {
 		return nil, errors.New("shards: import: splitting at EOD needs the tokenizer's eod_id")
 	}
+	lock, err := storage.LockDir(ctx, st, dir, storage.LockOwner("shards import into "+keyName(st, cleanDir(dir))))
+	if err != nil {
+		return nil, fmt.Errorf("shards: import into %s: %w", keyName(st, cleanDir(dir)), err)
+	}
+	defer lock.Release()
 	if _, err := st.Stat(ctx, ManifestKey(dir)); err == nil {
 		return nil, fmt.Errorf("shards: import into %s: %w: it already has a %s", keyName(st, cleanDir(dir)), ErrExists, ManifestName)
 	}

@@ -53,6 +53,10 @@ func bareTrainer(tb testing.TB, be kernels.Backend, cfg Config, vocab int, coll 
 	B, T := cfg.BatchSize, cfg.BlockSize
 	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), saved: -1,
 		sampler: &loader.Sampler{Samples: randomSource{n: 1 << 40, seqLen: T, vocab: vocab}, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}}
+	var err error
+	if t.dtype, err = ResolveDType(cfg.Dtype, be); err != nil {
+		tb.Fatal(err)
+	}
 	if err := t.build(mc); err != nil {
 		tb.Fatal(err)
 	}

@@ -213,6 +213,61 @@ func (t *Trainer) scratch(n int) []float32 {
 	return b
 }
 
+// TensorCollectives is implemented by Collectives that work on a device
+// backend's Float32 tensors in place (kernels/cuda's NCCL, on the backend's
+// stream): the weights and gradients then never pass through the host. The
+// semantics are FullCollectives' on the tensor's elements.
+type TensorCollectives interface {
+	AllReduceSumTensor(ctx context.Context, x kernels.Tensor) error
+	BroadcastTensor(ctx context.Context, x kernels.Tensor, root int) error
+	ReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error
+	AllGatherTensor(ctx context.Context, x kernels.Tensor) error
+}
+
+// collective names one of the collectives onTensor runs.
+type collective int
+
+const (
+	allReduceSum collective = iota
+	broadcastFrom0
+	reduceScatterSum
+	allGather
+)
+
+// onTensor runs op on the Float32 tensor x (a broadcast from rank 0): in place
+// when the collectives take the backend's tensors, else on x's host memory or
+// a host copy of it (staged).
+func (t *Trainer) onTensor(ctx context.Context, op collective, x kernels.Tensor) error {
+	if tc, ok := t.coll.(TensorCollectives); ok && !x.IsHost() {
+		switch op {
+		case allReduceSum:
+			return tc.AllReduceSumTensor(ctx, x)
+		case broadcastFrom0:
+			return tc.BroadcastTensor(ctx, x, 0)
+		case reduceScatterSum:
+			return tc.ReduceScatterSumTensor(ctx, x)
+		default:
+			return tc.AllGatherTensor(ctx, x)
+		}
+	}
+	buf, done := t.staged(x, true)
+	var err error
+	switch op {
+	case allReduceSum:
+		err = t.coll.AllReduceSum(ctx, buf)
+	case broadcastFrom0:
+		err = t.coll.Broadcast(ctx, buf, 0)
+	case reduceScatterSum:
+		err = t.coll.ReduceScatterSum(ctx, buf)
+	default:
+		err = t.coll.AllGather(ctx, buf)
+	}
+	if err == nil {
+		done()
+	}
+	return err
+}
+
 // staged gives the collectives a Float32 tensor as host memory: the tensor's own
 // memory when the host can address it, else a host copy (downloaded; the
 // returned done uploads it back when the collective changed it).

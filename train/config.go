@@ -23,7 +23,7 @@ type Config struct {
 	S3PathStyle bool   `key:"s3_path_style" help:"address S3 buckets path-style"`
 
 	// Where it runs.
-	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking) or cuda"`
+	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking), cuda, or cuda-sim (the CUDA backend on a simulated GPU: very slow, for tests and for checking a change without a GPU)"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU, shared among the ranks of a node: SLURM_CPUS_PER_TASK under srun)"`
 	Dtype   string `key:"dtype" help:"the compute {DTYPE}: float32, bfloat16 (mixed precision: float32 master weights and AdamW, bfloat16 activations) or float16 (the same with dynamic loss scaling, for GPUs without bfloat16); auto: bfloat16 on cuda, float32 on cpu"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
@@ -225,9 +225,9 @@ func (c *Config) Validate() error {
 		add("order %q: want default or neox", c.Order)
 	}
 	switch c.Device {
-	case "auto", "cpu", "ref", "cuda":
+	case "auto", "cpu", "ref", "cuda", "cuda-sim":
 	default:
-		add("device %q: want auto, cpu, ref or cuda", c.Device)
+		add("device %q: want auto, cpu, ref, cuda or cuda-sim", c.Device)
 	}
 	switch c.Dtype {
 	case "auto", "float32", "bfloat16", "float16":

@@ -9,11 +9,15 @@ import (
 )
 
 // ResolveDType is the compute dtype of the dtype config key on backend be: auto
-// is float32 on a host backend (cpu, ref) and bfloat16 on a device (as PyTorch
-// AMP's users and llm.c choose on GPUs); float32, bfloat16 and float16 are
-// themselves.
+// is the backend's DefaultDType when it has one (kernels/cuda: bfloat16 on a GPU,
+// float32 on the simulator), else float32 on a host backend (cpu, ref) and
+// bfloat16 on a device (as PyTorch AMP's users and llm.c choose on GPUs);
+// float32, bfloat16 and float16 are themselves.
 func ResolveDType(dtype string, be kernels.Backend) (kernels.DType, error) {
 	if dtype == "auto" || dtype == "" {
+		if d, ok := be.(defaultDTyper); ok {
+			return d.DefaultDType(), nil
+		}
 		if _, host := be.(kernels.HostMemory); host {
 			return kernels.Float32, nil
 		}
@@ -24,6 +28,11 @@ func ResolveDType(dtype string, be kernels.Backend) (kernels.DType, error) {
 		return 0, fmt.Errorf("train: %w", err)
 	}
 	return dt, nil
+}
+
+// defaultDTyper is a backend that chooses the compute dtype of dtype auto.
+type defaultDTyper interface {
+	DefaultDType() kernels.DType
 }
 
 // lossScaler is float16's dynamic loss scaling, GPT-NeoX's (DeepSpeed's

@@ -80,7 +80,7 @@ func TestFloat16LossScaling(t *testing.T) {
 
 func mustLatest(t *testing.T, out string) string {
 	t.Helper()
-	dir, err := resolveCheckpoint(context.Background(), out)
+	dir, err := resolveCheckpoint(context.Background(), out, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,10 +140,10 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		t.numSamples[loader.Valid] = int64(cfg.EvalSteps) * int64(B) * world
 	}
 	t.data, err = loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: T, Seed: uint32(cfg.Seed), Order: cfg.Order,
-		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, S3Endpoint: cfg.S3Endpoint,
+		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
 		S3PathStyle: cfg.S3PathStyle, Logger: log})
 	if err != nil {
-		if cfg.EvalSteps > 0 {
+		if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
 			return nil, fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
 		}
 		return nil, fmt.Errorf("train: open the data: %w", err)
@@ -160,7 +160,15 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 	t.sampler = &loader.Sampler{Samples: t.data.Train, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}
 
-	// The model and the optimizer state.
+	// The model and the optimizer state, if they fit.
+	if t.dtype, err = ResolveDType(cfg.Dtype, be); err != nil {
+		return nil, err
+	}
+	est := EstimateMemory(cfg, vocab, coll.World(), t.dtype)
+	if err := CheckMemory(est, be); err != nil {
+		return nil, err
+	}
+	log.Info("memory", "estimate", est.String())
 	mc := cfg.Model(vocab)
 	if err := t.build(mc); err != nil {
 		return nil, err
@@ -189,7 +197,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, fmt.Errorf("train: create the run directory: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), cfg.MarshalYAML()); err != nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), recordedConfig(cfg).MarshalYAML()); err != nil {
 			return nil, err
 		}
 		if t.metrics, err = openMetrics(cfg.Out, t.step); err != nil {
@@ -214,15 +222,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	return t, nil
 }
 
-// build makes the model of shape mc (zeroed), its gradients, activations and
+// build makes the model of shape mc (zeroed, in t.dtype), its gradients, activations and
 // AdamW state on the trainer's backend, laid out for its collectives.
 func (t *Trainer) build(mc ModelConfig) error {
 	cfg, be, coll := t.cfg, t.be, t.coll
 	B, T := cfg.BatchSize, cfg.BlockSize
 	var err error
-	if t.dtype, err = ResolveDType(cfg.Dtype, be); err != nil {
-		return err
-	}
 	if t.dtype == kernels.Float16 {
 		t.scaler = newLossScaler()
 	}
@@ -290,11 +295,9 @@ func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMom
 				return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
 			}
 		}
-		p, done := t.staged(t.model.Params, true)
-		if err := t.coll.Broadcast(ctx, p, 0); err != nil {
+		if err := t.onTensor(ctx, broadcastFrom0, t.model.Params); err != nil {
 			return fmt.Errorf("train: broadcast the initial weights: %w", err)
 		}
-		done()
 		t.model.SyncWork()
 	}
 	if resumed {
@@ -532,11 +535,9 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	}
 	be.AdamW(model.paramsAll.Slice(lo, hi), model.gradsAll.Slice(lo, hi), t.m, t.v, work, t.stats.Slice(1, t.stats.Len()), opt)
 	if t.zero() {
-		p, done := t.staged(model.paramsAll, true)
-		if err := t.coll.AllGather(cctx, p); err != nil {
+		if err := t.onTensor(cctx, allGather, model.paramsAll); err != nil {
 			return Metrics{}, fmt.Errorf("train: step %d: gather the updated weights: %w", step, err)
 		}
-		done()
 		model.SyncWork()
 	}
 	// The one download of the step: the loss sum and the norm's partial sums.
@@ -597,8 +598,8 @@ func (t *Trainer) guardedStep(ctx context.Context) (m Metrics, err error) {
 }
 
 // reduceGrads sums the ranks' gradients: the buckets already under way (run),
-// or one all-reduce, or ZeRO-1's reduce-scatter; on host copies for a device
-// backend.
+// or one all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend
+// with tensor collectives (NCCL), else on host copies.
 func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
 	if t.coll.World() == 1 {
 		return nil
@@ -609,15 +610,10 @@ func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
 		t.commWait += run.waited
 		return err
 	}
-	g, done := t.staged(t.model.gradsAll, true)
-	var err error
 	if t.zero() {
-		err = t.coll.ReduceScatterSum(ctx, g)
-	} else {
-		err = t.coll.AllReduceSum(ctx, g[:t.model.Grads.Len()])
+		return t.onTensor(ctx, reduceScatterSum, t.model.gradsAll)
 	}
-	done()
-	return err
+	return t.onTensor(ctx, allReduceSum, t.model.Grads)
 }
 
 // globalMean is the mean per-token loss over every rank's tokens: the ranks' sums

@@ -64,6 +64,13 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,
 		sub: corpus.Name, flagSet: c.Flags}
 	j.fetches = corpus.Plan(j.workDir(), opt)
+	for _, f := range j.fetches {
+		rel, err := filepath.Rel(j.workDir(), f.Dest)
+		if err != nil {
+			rel = f.Dest
+		}
+		j.inputs = append(j.inputs, fmt.Sprintf("%s (%d bytes)", filepath.ToSlash(rel), f.Size))
+	}
 	if corpus.Embedded() && !download && *mirror == "" {
 		j.beforeFetch = func(context.Context) error { return writeEmbedded(corpus, j.fetches, stderr) }
 	}

@@ -49,6 +49,11 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	local := make([]string, len(inputs.Values))
 	var s3Inputs []int
 	for i, in := range inputs.Values {
+		if strings.Contains(in, "://") {
+			j.inputs = append(j.inputs, in)
+		} else {
+			j.inputs = append(j.inputs, localInput(in))
+		}
 		switch {
 		case strings.HasPrefix(in, "https://") || strings.HasPrefix(in, "http://"):
 			u, err := url.Parse(in)

@@ -25,6 +25,7 @@ type jobFlags struct {
 	filterSet     string
 	onError       string
 	maxErrorRate  float64
+	acceptTrunc   bool
 	overwrite     bool
 	s3            cli.S3Flags
 	progress      string
@@ -52,7 +53,8 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.StringVar(&f.textKey, "text-key", "text", "the JSONL member (or Parquet column) `FIELD` holding the text")
 	fs.StringVar(&f.shardSize, "shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB; 0: one shard per split); a killed run resumes from its last finished shard")
 	fs.StringVar(&f.filterSet, "filter-set", "", "keep only the Pile records whose meta.pile_set_name is `NAME` (e.g. \"Enron Emails\")")
-	fs.StringVar(&f.onError, "on-error", "skip", "`POLICY` for bad records (malformed JSON, a text that is not a string, a truncated .zst): skip them (counted, reported in DIR/NAME/prep-report.json) or fail")
+	fs.StringVar(&f.onError, "on-error", "skip", "`POLICY` for bad records (malformed JSON, a text that is not a string): skip them (counted, reported in DIR/NAME/prep-report.json) or fail")
+	fs.BoolVar(&f.acceptTrunc, "accept-truncated", false, "keep what precedes the damage of a truncated or corrupt compressed file (skipping the rest, reported in DIR/NAME/prep-report.json with the bytes not read) instead of failing")
 	fs.Float64Var(&f.maxErrorRate, "max-error-rate", 0.01, "exit 1 (after writing the dataset) when more than this `FRACTION` of the records were bad")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a finished dataset in the output directory")
 	f.s3.Register(fs)

@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"gptkit/internal/cli"
 	"gptkit/internal/fetch"
 	"gptkit/internal/progress"
+	"gptkit/internal/redact"
 	"gptkit/pipelines"
 	"gptkit/prep"
 	"gptkit/shards"
@@ -50,6 +54,55 @@ type job struct {
 	// beforeRun stores files beside the data (the character vocabulary) before the
 	// tokenizing, so that the manifest is still written last.
 	beforeRun func(ctx context.Context, st storage.Store) error
+	// inputs name the job's inputs as the user gave them (a local file with its size
+	// and modification time), for settings.
+	inputs []string
+}
+
+// settings are what decides the dataset besides the tokenizer (whose fingerprint the
+// manifest records): recorded in the manifest (source.params, see
+// pipelines.TokenizeRun.Params), so that a rerun with other settings is told so even
+// once the downloads are gone, and credentials-free (the manifest redacts them).
+func (j *job) settings() map[string]string {
+	f := j.flags
+	shardBytes, _ := cli.ParseSize(f.shardSize)
+	return map[string]string{
+		"corpus":           j.sub,
+		"inputs":           redact.String(strings.Join(j.inputs, "\n")),
+		"text_key":         f.textKey,
+		"filter_set":       f.filterSet,
+		"shard_size":       fmt.Sprint(shardBytes),
+		"append_eod":       fmt.Sprint(j.appendEOD),
+		"accept_truncated": fmt.Sprint(f.acceptTrunc),
+	}
+}
+
+// settingsChanged says how the settings recorded in a finished dataset's manifest differ
+// from this run's ("" when they do not); ok is false for a manifest without them (made
+// by an older gptkit).
+func (j *job) settingsChanged(m *shards.Manifest) (diff string, ok bool) {
+	rec, isMap := m.Source["params"].(map[string]any)
+	if !isMap {
+		return "", false
+	}
+	now := j.settings()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		was, _ := rec[k].(string)
+		if was != now[k] {
+			out = append(out, fmt.Sprintf("%s %q → %q", k, was, now[k]))
+		}
+	}
+	return strings.Join(out, "; "), true
+}
+
+// localInput names a local input file by its path, size and modification time.
+func localInput(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path
+	}
+	return fmt.Sprintf("%s (%d bytes, modified %s)", path, fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
 }
 
 // workDir is DIR/NAME: the local dataset directory and the downloads' parent.
@@ -81,13 +134,28 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
-	// A finished dataset made with this tokenizer: nothing to do (its downloads may be gone).
+	// A finished dataset of this job (tokenizer and settings), still whole: nothing to
+	// do, and its downloads may be gone. Made with other settings: refused, as `tokenize
+	// run` refuses. Damaged (a shard missing or cut short): made again.
+	redo := false
 	if m, err := shards.ReadManifest(ctx, st, ""); err == nil && !f.overwrite {
 		if m.Tokenizer.Fingerprint != tok.Fingerprint() {
 			return cli.Fail(j.stderr, who, fmt.Errorf("%s already holds a dataset made with tokenizer %s (fingerprint %.12s); pass --overwrite to replace it", j.output(), m.Tokenizer.Name, m.Tokenizer.Fingerprint))
 		}
-		fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
-		return cli.ExitOK
+		if diff, ok := j.settingsChanged(m); ok {
+			if diff != "" {
+				return cli.Fail(j.stderr, who, fmt.Errorf("%s already holds a dataset made with other settings (%s); pass --overwrite to replace it, or choose another -d/--dest", j.output(), diff))
+			}
+			if perr := shards.CheckPresent(ctx, st, "", m); perr != nil {
+				j.log.Warn("the finished dataset is damaged: making it again", "dataset", j.output(), "problem", cli.OneLine(perr.Error()))
+				redo = true
+			} else {
+				fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+				return cli.ExitOK
+			}
+		}
+		// A manifest without settings (an older gptkit): the run below compares the
+		// job's fingerprint once the inputs are there.
 	}
 
 	if err := j.fetch(ctx); err != nil {
@@ -105,8 +173,9 @@ func (j *job) run(ctx context.Context) int {
 	}
 	run := &pipelines.TokenizeRun{
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
-		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite,
+		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite || redo, Params: j.settings(),
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
+		AcceptTruncated: f.acceptTrunc,
 		OnShard: func(info shards.ShardInfo) {
 			j.log.Debug("shard written", "shard", info.Prefix, "docs", info.Documents, "tokens", info.Tokens)
 			if testShardHook != nil {
@@ -236,6 +305,8 @@ type splitReport struct {
 	InvalidUTF8 int64                `json:"invalid_utf8"`
 	Filtered    int64                `json:"filtered"`
 	Empty       int64                `json:"empty"`
+	Truncated   int64                `json:"truncated"`
+	UnreadBytes int64                `json:"unread_bytes"`
 	BadRecords  prep.BadRecordReport `json:"bad_records"`
 }
 
@@ -245,7 +316,8 @@ func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error)
 	file := filepath.Join(j.workDir(), name)
 	r := report{Splits: []splitReport{}}
 	for _, s := range stats.Splits {
-		sr := splitReport{Split: s.Split, Documents: s.Docs, Bad: s.Bad, InvalidUTF8: s.InvalidUTF8, Filtered: s.Filtered, Empty: s.Empty}
+		sr := splitReport{Split: s.Split, Documents: s.Docs, Bad: s.Bad, InvalidUTF8: s.InvalidUTF8, Filtered: s.Filtered, Empty: s.Empty,
+			Truncated: s.Truncated, UnreadBytes: s.UnreadBytes}
 		if s.BadRecords != nil {
 			sr.BadRecords = *s.BadRecords
 		}

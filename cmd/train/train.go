@@ -165,13 +165,23 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 
 	// One rank: this process (alone, or one of a job's ranks).
-	place, comm, err := joinJob(ctx, &df, set, slog.New(slog.NewTextHandler(stderr, nil)))
+	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
+	place, comm, err := joinJob(ctx, &df, set, rankLog)
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}
 	var coll train.Collectives = train.Single{}
 	if comm != nil {
 		coll = withFault(comm, place)
+		nccl, err := deviceCollectives(ctx, be, comm, rankLog)
+		if err != nil {
+			comm.Close(err)
+			return trainFail(ctx, stderr, err)
+		}
+		if nccl != nil {
+			defer nccl.Close()
+			coll = withFault(nccl, place)
+		}
 	}
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
 	if comm == nil {
@@ -197,7 +207,12 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 }
 
 // trainRank trains on one rank (rank 0 prints the summary).
-func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) error {
+func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = deviceError(r)
+		}
+	}()
 	var live *liveLine
 	var logOut io.Writer = stderr
 	if isTerminal(stderr) && coll.Rank() == 0 {

@@ -11,6 +11,24 @@
 // they are a few dozen functions and the usual Go CUDA bindings (gorgonia.org/cu)
 // link libcuda at build time and exit the process in init when there is no device.
 //
+// # Three interfaces, two implementations each
+//
+// The backend reaches the GPU only through driverAPI (the driver: devices,
+// contexts, streams, events, modules, launches, memory, copies), blasAPI (one
+// gemm description covering cublasGemmEx, the strided batched form and
+// cuBLASLt's epilogues) and ncclAPI (unique ids, communicators, all-reduce,
+// broadcast, reduce-scatter, all-gather); api.go declares them. driver_real.go,
+// cublas.go and nccl.go are the libraries loaded with purego; sim_driver.go,
+// sim_blas.go and sim_nccl.go are a simulated GPU (Options.Sim, --device
+// cuda-sim): the same committed PTX runs instruction by instruction on
+// kernels/cuda/sim, device memory is Go memory whose every access is checked,
+// streams are queues that run when something waits for them, the GEMM is a
+// reference that honours every argument, and NCCL reduces between the ranks of
+// one process or, across processes, through a Transport (train/dist's
+// communicator). Everything above the interfaces, the ops, memory management
+// and launches, is the same code on both, so the simulator tests the backend,
+// not a model of it. docs/cuda-sim.md says what is simulated and how strictly.
+//
 // Memory: tensors are plain device memory (cuMemAlloc) from a caching allocator
 // (memory.go); no managed memory. Data moves only through Upload and Download;
 // small uploads (the batch's token ids) are staged through pinned memory and run

@@ -43,7 +43,7 @@ func (b *Backend) Zero(x kernels.Tensor) {
 	b.enter()
 	defer b.leave()
 	b.forgetIDs(x.Addr(), x.Bytes())
-	b.must(cuCheck("cuMemsetD8Async", b.d.cuMemsetD8Async(x.Addr(), 0, uint64(x.Bytes()), b.stream)))
+	b.must(b.drv.memsetD8(x.Addr(), 0, x.Bytes(), b.stream))
 }
 
 // elementwise launches a grid-stride kernel over n elements whose last argument

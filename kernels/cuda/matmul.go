@@ -47,11 +47,41 @@ func typed(g gemm, a, b, c kernels.Tensor) gemm {
 	return g
 }
 
-func (b *Backend) gemm(g gemm) { b.must(b.blas.run(b.handle, g, b.compute)) }
+// gemm issues g on the backend's stream. A GEMM of float32 operands computes in
+// Options.Precision's type; any 16-bit operand computes in CUBLAS_COMPUTE_32F
+// (16-bit inputs on the tensor cores, float32 accumulation).
+func (b *Backend) gemm(g gemm) { b.must(b.tryGemm(g)) }
 
-// MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
-// out, then the GEMM adds the product to it (one rounding). out may have
-// another dtype than the inputs (float32 logits for sampling).
+func (b *Backend) tryGemm(g gemm) error {
+	if g.compute == 0 {
+		g.compute = b.compute
+		if g.aType != cudaR32F || g.bType != cudaR32F || g.cType != cudaR32F {
+			g.compute = compute32F
+		}
+	}
+	return b.blas.gemm(b.stream, g)
+}
+
+// epilogueGemm issues a GEMM with a cuBLASLt epilogue and reports whether it
+// ran: a library that refuses the epilogue for these types makes the backend
+// use its elementwise kernels instead, from then on.
+func (b *Backend) epilogueGemm(g gemm) bool {
+	if b.noEpilogues {
+		return false
+	}
+	if err := b.tryGemm(g); err != nil {
+		if b.sim != nil {
+			panic(err)
+		}
+		b.noEpilogues = true
+		return false
+	}
+	return true
+}
+
+// MatmulForward implements kernels.Backend: one GEMM with cuBLASLt's bias
+// epilogue (or the bias broadcast into out and the GEMM adding to it). out may
+// have another dtype than the inputs (float32 logits for sampling).
 func (b *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	const op = "matmul forward"
 	check.MatmulForward(op, out, inp, weight, bias, N, C, OC)
@@ -66,14 +96,22 @@ func (b *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC 
 }
 
 func (b *Backend) matmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	g := typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, false), weight, inp, out)
 	if !bias.Nil() {
+		e := g
+		e.epilogue, e.bias, e.biasType = epiBias, bias.Addr(), cudaType(bias.DType())
+		if b.epilogueGemm(e) {
+			return
+		}
 		b.launch(kname("bias_fill", out.DType()), b.elems(N*OC), out, bias, int32(N), int32(OC))
+		g.beta = 1
 	}
-	b.gemm(typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, !bias.Nil()), weight, inp, out))
+	b.gemm(g)
 }
 
-// MatmulGeluForward implements kernels.Backend: the bias broadcast and the GEMM
-// into pre, then out = gelu(pre) (from pre as stored).
+// MatmulGeluForward implements kernels.Backend: one GEMM with cuBLASLt's
+// GELU_AUX(_BIAS) epilogue (out = gelu(acc + bias), pre = acc + bias, from the
+// same float32 value), or the GEMM into pre and a GELU kernel.
 func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	const op = "matmul gelu forward"
 	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
@@ -81,12 +119,21 @@ func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, 
 	dt := sameType(op, out, pre, inp, weight, bias)
 	b.enter()
 	defer b.leave()
+	e := typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, false), weight, inp, out)
+	e.aux, e.ldaux, e.epilogue = pre.Addr(), OC, epiGeluAux
+	if !bias.Nil() {
+		e.epilogue, e.bias, e.biasType = epiGeluAuxBias, bias.Addr(), cudaType(bias.DType())
+	}
+	if b.epilogueGemm(e) {
+		return
+	}
 	b.matmulForward(pre, inp, weight, bias, N, C, OC)
 	b.launch(kname("gelu_forward", dt), b.elems(N*OC), out, pre, int64(N*OC))
 }
 
-// MatmulBackward implements kernels.Backend; dinp by a GEMM that writes (times
-// gelu'(geluPre) in place after it), dweight by one that accumulates; dbias sums
+// MatmulBackward implements kernels.Backend; dinp by a GEMM that writes (with
+// cuBLASLt's DGELU epilogue multiplying by gelu'(geluPre), or a kernel after it),
+// dweight by one that accumulates; dbias sums
 // dout's rows in fixed chunks, then the chunks in order.
 func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
 	const op = "matmul backward"
@@ -97,9 +144,16 @@ func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPr
 	defer b.leave()
 	gi, gw := matmulBackwardGemms(dinp.Addr(), dweight.Addr(), dout.Addr(), inp.Addr(), weight.Addr(), N, C, OC)
 	if !dinp.Nil() {
-		b.gemm(typed(gi, weight, dout, dinp))
-		if !geluPre.Nil() {
-			b.launch(kname("gelu_backward_inplace", dt), b.elems(N*C), dinp, geluPre, int64(N*C))
+		gi = typed(gi, weight, dout, dinp)
+		if geluPre.Nil() {
+			b.gemm(gi)
+		} else {
+			e := gi
+			e.epilogue, e.aux, e.ldaux = epiDGelu, geluPre.Addr(), C
+			if !b.epilogueGemm(e) {
+				b.gemm(gi)
+				b.launch(kname("gelu_backward_inplace", dt), b.elems(N*C), dinp, geluPre, int64(N*C))
+			}
 		}
 	}
 	b.gemm(typed(gw, inp, dout, dweight))

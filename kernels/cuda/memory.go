@@ -28,7 +28,7 @@ type memory struct {
 	// with the event recorded after its last copy, so the host writes a slot only
 	// once the device has read it.
 	pinned     unsafe.Pointer
-	slotEvents [2]uintptr
+	slotEvents [2]event
 	slot       int
 
 	// idMirror keeps the host copy of the last Int32 uploads by device address:
@@ -45,8 +45,13 @@ const (
 	mirrorLimit = 8       // Int32 uploads remembered
 )
 
-// sizeClass rounds a request up to its class.
-func sizeClass(bytes int) int {
+// sizeClass rounds a request up to its class. On the simulator every block is
+// exactly its size and is freed for real (no cache), so an access past a
+// tensor's end or after its Free is a fault there.
+func (b *Backend) sizeClass(bytes int) int {
+	if b.sim != nil {
+		return max(bytes, 1)
+	}
 	if bytes <= 1<<20 {
 		return roundUp(max(bytes, 1), smallRound)
 	}
@@ -68,7 +73,7 @@ func (b *Backend) Alloc(what string, dt kernels.DType, n int) (kernels.Tensor, e
 	if err != nil {
 		return kernels.Tensor{}, err
 	}
-	b.must(cuCheck("cuMemsetD8Async", b.d.cuMemsetD8Async(p, 0, uint64(max(size, 1)), b.stream)))
+	b.must(b.drv.memsetD8(p, 0, max(size, 1), b.stream))
 	return kernels.NewTensor(kernels.NewBuffer(b, p, nil, size, what), dt, n), nil
 }
 
@@ -79,7 +84,7 @@ func (b *Backend) allocBlock(what string, size int) (uintptr, error) {
 	if m.live == nil {
 		m.live, m.cache = map[uintptr]int{}, map[int][]uintptr{}
 	}
-	class := sizeClass(size)
+	class := b.sizeClass(size)
 	if free := m.cache[class]; len(free) > 0 {
 		p := free[len(free)-1]
 		m.cache[class] = free[:len(free)-1]
@@ -88,19 +93,17 @@ func (b *Backend) allocBlock(what string, size int) (uintptr, error) {
 		m.used += int64(class)
 		return p, nil
 	}
-	var p uintptr
-	r := b.d.cuMemAlloc(&p, uint64(class))
-	if r == errOutOfMemory && m.cached > 0 {
+	p, err := b.drv.memAlloc(class)
+	if errors.Is(err, Result(errOutOfMemory)) && m.cached > 0 {
 		b.must(b.releaseCache())
-		r = b.d.cuMemAlloc(&p, uint64(class))
+		p, err = b.drv.memAlloc(class)
 	}
-	if r == errOutOfMemory {
-		var free, total uint64
-		b.d.cuMemGetInfo(&free, &total)
+	if errors.Is(err, Result(errOutOfMemory)) {
+		free, total, _ := b.drv.memGetInfo()
 		return 0, &kernels.OutOfMemoryError{Device: b.info.Name, What: what, Bytes: int64(size), Free: int64(free), Total: int64(total)}
 	}
-	if err := cuCheck(fmt.Sprintf("cuMemAlloc(%d bytes for %s)", class, what), r); err != nil {
-		return 0, err
+	if err != nil {
+		return 0, fmt.Errorf("%w (allocating %d bytes for %s)", err, class, what)
 	}
 	m.live[p] = class
 	m.used += int64(class)
@@ -111,10 +114,10 @@ func (b *Backend) allocBlock(what string, size int) (uintptr, error) {
 // finished with them).
 func (b *Backend) releaseCache() error {
 	m := &b.mem
-	err := cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream))
+	err := b.drv.streamSynchronize(b.stream)
 	for class, free := range m.cache {
 		for _, p := range free {
-			err = errors.Join(err, cuCheck("cuMemFree", b.d.cuMemFree(p)))
+			err = errors.Join(err, b.drv.memFree(p))
 		}
 		delete(m.cache, class)
 	}
@@ -142,6 +145,10 @@ func (b *Backend) freeBlock(p uintptr) {
 	delete(m.live, p)
 	b.forgetIDs(p, class)
 	m.used -= int64(class)
+	if b.sim != nil {
+		b.must(b.drv.memFree(p)) // waits for the stream: nothing queued reads it after
+		return
+	}
 	m.cache[class] = append(m.cache[class], p)
 	m.cached += int64(class)
 }
@@ -173,14 +180,14 @@ func (b *Backend) copyIn(dst uintptr, src []byte) {
 		m := &b.mem
 		m.slot ^= 1
 		ev := m.slotEvents[m.slot]
-		b.must(cuCheck("cuEventSynchronize", b.d.cuEventSynchronize(ev)))
+		b.must(b.drv.eventSynchronize(ev))
 		stage := unsafe.Slice((*byte)(unsafe.Add(m.pinned, m.slot*pinnedSlot)), pinnedSlot)
 		copy(stage, src)
-		b.must(cuCheck("cuMemcpyHtoDAsync", b.d.cuMemcpyHtoDAsync(dst, unsafe.Pointer(&stage[0]), uint64(len(src)), b.stream)))
-		b.must(cuCheck("cuEventRecord", b.d.cuEventRecord(ev, b.stream)))
+		b.must(b.drv.memcpyHtoD(dst, unsafe.Pointer(&stage[0]), len(src), b.stream))
+		b.must(b.drv.eventRecord(ev, b.stream))
 		return
 	}
-	b.must(cuCheck("cuMemcpyHtoDAsync", b.d.cuMemcpyHtoDAsync(dst, unsafe.Pointer(&src[0]), uint64(len(src)), b.stream)))
+	b.must(b.drv.memcpyHtoD(dst, unsafe.Pointer(&src[0]), len(src), b.stream))
 	runtime.KeepAlive(src)
 }
 
@@ -195,8 +202,8 @@ func (b *Backend) Download(dst []byte, src kernels.Tensor) {
 	}
 	b.enter()
 	defer b.leave()
-	b.must(cuCheck("cuMemcpyDtoHAsync", b.d.cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.Addr(), uint64(len(dst)), b.stream)))
-	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
+	b.must(b.drv.memcpyDtoH(unsafe.Pointer(&dst[0]), src.Addr(), len(dst), b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
 	runtime.KeepAlive(dst)
 }
 
@@ -236,18 +243,19 @@ func (b *Backend) hostIDs(t kernels.Tensor, n int) []int32 {
 		}
 	}
 	ids := make([]int32, n)
-	b.must(cuCheck("cuMemcpyDtoHAsync", b.d.cuMemcpyDtoHAsync(unsafe.Pointer(&ids[0]), t.Addr(), uint64(4*n), b.stream)))
-	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
+	b.must(b.drv.memcpyDtoH(unsafe.Pointer(&ids[0]), t.Addr(), 4*n, b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
 	return ids
 }
 
 // initStaging allocates the pinned staging slots and their events (Open).
 func (b *Backend) initStaging() error {
-	if err := cuCheck("cuMemAllocHost", b.d.cuMemAllocHost(&b.mem.pinned, 2*pinnedSlot)); err != nil {
+	var err error
+	if b.mem.pinned, err = b.drv.memAllocHost(2 * pinnedSlot); err != nil {
 		return err
 	}
 	for i := range b.mem.slotEvents {
-		if err := cuCheck("cuEventCreate", b.d.cuEventCreate(&b.mem.slotEvents[i], 0)); err != nil {
+		if b.mem.slotEvents[i], err = b.drv.eventCreate(); err != nil {
 			return err
 		}
 	}
@@ -273,7 +281,7 @@ func (b *Backend) untmp(ps ...uintptr) {
 }
 
 // free releases everything (Close).
-func (m *memory) free(d *driver) error {
+func (m *memory) free(d driverAPI) error {
 	var err error
 	addrs := make([]uintptr, 0, len(m.live))
 	for p := range m.live {
@@ -284,15 +292,15 @@ func (m *memory) free(d *driver) error {
 	}
 	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
 	for _, p := range addrs {
-		err = errors.Join(err, cuCheck("cuMemFree", d.cuMemFree(p)))
+		err = errors.Join(err, d.memFree(p))
 	}
 	for _, ev := range m.slotEvents {
 		if ev != 0 {
-			err = errors.Join(err, cuCheck("cuEventDestroy", d.cuEventDestroy(ev)))
+			err = errors.Join(err, d.eventDestroy(ev))
 		}
 	}
 	if m.pinned != nil {
-		err = errors.Join(err, cuCheck("cuMemFreeHost", d.cuMemFreeHost(m.pinned)))
+		err = errors.Join(err, d.memFreeHost(m.pinned))
 	}
 	*m = memory{}
 	return err
@@ -302,3 +310,12 @@ func (m *memory) free(d *driver) error {
 func (b *Backend) MemoryUse() (used, cached int64) { return b.mem.used, b.mem.cached }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
+
+// DeviceMemory reports the device's free and total memory in bytes (the trainer checks
+// a run's estimated need against the free memory before allocating).
+func (b *Backend) DeviceMemory() (free, total int64) {
+	b.enter()
+	defer b.leave()
+	f, t, _ := b.drv.memGetInfo()
+	return int64(f), int64(t)
+}

@@ -8,6 +8,9 @@
 # 1. The kernels conformance suite on the GPU: fp32 matmuls against kernels/ref at
 #    the suite's float32 tolerances, determinism, then bf16 matmuls and attention at
 #    GPT-2 shapes (‖out−ref‖/‖ref‖ < 1e-2, fresh random inputs, NaN-poisoned outputs).
+# 1b. The simulator against the GPU (TestSimVsGPU): every op on the same inputs on both, each
+#    output bit-identical or within the suite's float32 tolerance; the per-op figures go to
+#    $OUT/sim-vs-gpu.txt and belong in docs/cuda-sim.md's table ("not yet measured" until then).
 # 2. 200 steps of configs/shakespeare-char-gpu.yaml (batch 16, no dropout) on the GPU and on the CPU from
 #    the same seed: the losses must agree within 2% (bf16 matmuls vs float32).
 # 3. GPT-2 124M: our step (BenchmarkGPT2Step: tokens/s, MFU) and, when PyTorch with
@@ -38,6 +41,11 @@ echo "== 1. conformance (GPTKIT_REQUIRE_GPU: fail, not skip, without a GPU)"
 GPTKIT_REQUIRE_GPU=1 go test -count=1 -v -run 'Conformance|BF16|Open' ./kernels/cuda 2>&1 | tee "$out/conformance.txt" \
   | grep -E '^(--- |ok|FAIL|PASS)|relative error|sm_' || true
 grep -q '^ok' "$out/conformance.txt" || { echo "verify: conformance failed (see $out/conformance.txt)"; exit 1; }
+
+echo "== 1b. the simulator vs the GPU (every op, bit-identical or within 2e-5)"
+GPTKIT_REQUIRE_GPU=1 go test -count=1 -v -run 'TestSimVsGPU' ./kernels/cuda 2>&1 | tee "$out/sim-vs-gpu.txt" \
+  | grep -E 'agree.go|^(--- |ok|FAIL)' || true
+grep -q '^ok' "$out/sim-vs-gpu.txt" || { echo "verify: the simulator and the GPU disagree (see $out/sim-vs-gpu.txt)"; exit 1; }
 
 echo "== 2. ${STEPS} steps, GPU vs CPU, shakespeare-char-gpu"
 if [ ! -f "$text" ]; then echo "verify: no tiny Shakespeare at $text (pass its path)"; exit 1; fi

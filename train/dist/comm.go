@@ -120,12 +120,12 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 		host = "the launcher of node 0"
 	}
 	if place.HostStore {
-		ln, err := Listen(":" + strconv.Itoa(place.MasterPort))
+		ln, err := Listen(place.MasterAddr, place.MasterPort, o.Logger)
 		if err != nil {
 			return nil, err
 		}
 		c.server, err = NewServer(ln, ServerConfig{Token: o.Token, World: place.World, HeartbeatTimeout: o.HeartbeatTimeout,
-			Timeout: o.Timeout, Logger: o.Logger})
+			Timeout: o.Timeout, Host: host, Logger: o.Logger})
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -525,6 +525,45 @@ func (c *Comm) Rank() int { return c.rank }
 
 // World implements train.Collectives.
 func (c *Comm) World() int { return c.world }
+
+// Publish keeps value under key in the rendezvous store for the ranks of this
+// generation (behind the job token, like everything the store holds): how rank
+// 0 hands the others what they need to join something else, such as NCCL's
+// unique id. A restarted job's new generation starts with no keys.
+func (c *Comm) Publish(ctx context.Context, key string, value []byte) error {
+	if c.store == nil {
+		return fmt.Errorf("dist: publish %q: a world of one has no store", key)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value})
+}
+
+// Lookup waits for the value some rank published under key (Publish), until
+// ctx ends or the communicator fails.
+func (c *Comm) Lookup(ctx context.Context, key string) ([]byte, error) {
+	if c.store == nil {
+		return nil, fmt.Errorf("dist: look up %q: a world of one has no store", key)
+	}
+	if err := c.store.w.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case m := <-c.store.values:
+			if m.Key == key {
+				return m.Value, nil
+			}
+		case <-c.aborted:
+			return nil, c.Err()
+		case <-c.store.lost:
+			return nil, fmt.Errorf("dist: look up %q: %w", key, c.store.lostErr)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dist: look up %q in the rendezvous store: %w (did rank 0 publish it?)", key, ctx.Err())
+		}
+	}
+}
 
 // Generation is the store's generation this communicator belongs to (restarts
 // make new generations).
