@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -49,10 +51,50 @@ func hostBuf(t testing.TB, b *Backend, n int) []float32 {
 
 // TestSimConformance runs the kernel conformance suite on the simulated GPU:
 // the committed PTX of every kernel, instruction by instruction, against the
-// reference backend, with the suite's float32 tolerances (fp32 matmuls).
+// reference backend, with the suite's float32 tolerances (fp32 matmuls) for
+// float32 activations and its 16-bit ones for bfloat16 and float16. Every
+// kernel of the PTX runs, but for those of the path without cuBLASLt
+// epilogues, which TestSimWithoutEpilogues runs.
 func TestSimConformance(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{Seed: 1})
 	kerneltest.Conformance(t, func() kernels.Backend { return b })
+	if never := unlaunched(b, func(name string) bool { return !epilogueFallback(name) }); len(never) > 0 {
+		t.Errorf("the suite never launched %v", never)
+	}
+}
+
+// TestSimWithoutEpilogues: the suite again where cuBLASLt has refused its
+// epilogues (an old cuBLAS), so the bias and GELU run as elementwise kernels.
+func TestSimWithoutEpilogues(t *testing.T) {
+	b := openSim(t, FP32, SimOptions{Seed: 4})
+	b.noEpilogues = true
+	kerneltest.Conformance(t, func() kernels.Backend { return b })
+	if never := unlaunched(b, epilogueFallback); len(never) > 0 {
+		t.Errorf("the suite never launched %v", never)
+	}
+}
+
+// epilogueFallback reports whether kernel name does what a cuBLASLt epilogue
+// does otherwise.
+func epilogueFallback(name string) bool {
+	for _, p := range []string{"bias_fill_", "gelu_forward_", "gelu_backward_inplace_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// unlaunched lists the kernels of b's PTX that pick selects and that never ran.
+func unlaunched(b *Backend, pick func(string) bool) []string {
+	var never []string
+	for name := range b.fns {
+		if pick(name) && b.sim.launches[name] == 0 {
+			never = append(never, name)
+		}
+	}
+	slices.Sort(never)
+	return never
 }
 
 // TestSimDeterministic: with random block and warp orders every launch, the

@@ -390,6 +390,16 @@ func convertZeroVsRef(t *testing.T, be kernels.Backend, m mode) {
 			a.be.Convert(dst, a.in(m.act, x))
 			return []kernels.Tensor{dst}
 		})
+		if m.act != kernels.Float32 {
+			// between the 16-bit types, and a copy
+			for _, to := range []kernels.DType{kernels.BFloat16, kernels.Float16} {
+				compare(t, be, fmt.Sprintf("convert %s to %s n%d", m.act, to, n), tolExact, func(a *arena) []kernels.Tensor {
+					dst := a.garbage(to, n)
+					a.be.Convert(dst, a.in(m.act, x))
+					return []kernels.Tensor{dst}
+				})
+			}
+		}
 		compare(t, be, fmt.Sprintf("zero n%d", n), tolExact, func(a *arena) []kernels.Tensor {
 			s := a.in(m.act, x)
 			a.be.Zero(s)
@@ -457,20 +467,25 @@ func adamwVsRef(t *testing.T, be kernels.Backend) {
 func sumSquaresVsRef(t *testing.T, be kernels.Backend) {
 	for i, n := range append(elementwiseSizes, 1<<20+3) {
 		for _, blocks := range []int{1, 3} {
-			r := newRand(uint64(1000 + i))
-			x := normal(r, n*blocks, 1)
-			a, ra := newArena(be), newArena(refBackend())
-			got, want := a.alloc(kernels.Float64, blocks), ra.alloc(kernels.Float64, blocks)
-			be.SumSquares(got, a.f32(x), n)
-			ra.be.SumSquares(want, ra.f32(x), n)
-			g, w := a.read64(got), ra.read64(want)
-			for b := range w {
-				if math.Abs(g[b]-w[b]) > 1e-12*w[b] {
-					t.Errorf("n%d block %d: SumSquares = %v, want %v", n, b, g[b], w[b])
+			for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16, kernels.Float16} {
+				if dt != kernels.Float32 && n > 1<<20 {
+					continue
 				}
+				r := newRand(uint64(1000 + i))
+				x := normal(r, n*blocks, 1)
+				a, ra := newArena(be), newArena(refBackend())
+				got, want := a.alloc(kernels.Float64, blocks), ra.alloc(kernels.Float64, blocks)
+				be.SumSquares(got, a.in(dt, x), n)
+				ra.be.SumSquares(want, ra.in(dt, x), n)
+				g, w := a.read64(got), ra.read64(want)
+				for b := range w {
+					if math.Abs(g[b]-w[b]) > 1e-12*w[b] {
+						t.Errorf("%s n%d block %d: SumSquares = %v, want %v", dt, n, b, g[b], w[b])
+					}
+				}
+				a.checkGuards(t, "sumsquares")
+				a.free()
 			}
-			a.checkGuards(t, "sumsquares")
-			a.free()
 		}
 	}
 }
