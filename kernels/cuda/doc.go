@@ -29,6 +29,17 @@
 // and launches, is the same code on both, so the simulator tests the backend,
 // not a model of it. docs/cuda-sim.md says what is simulated and how strictly.
 //
+// Data parallel: NCCL, one process per GPU. Devices lists the GPUs a process
+// sees with their UUIDs and PCI bus ids (device_id.go), so that each rank can
+// pick its own and two ranks on one GPU can be caught. Every collective is
+// watched (nccl_watch.go): queued between two events and polled, with
+// ncclCommGetAsyncError, against a deadline (NCCLOptions.Timeout); an error
+// or a deadline passed aborts the communicator (ncclCommAbort) and returns an
+// error, and a CollectiveWatch (train/dist's communicator) hears of each
+// collective so that the rank that never reached one can be named. The
+// simulated GPU can be made to hang or its NCCL to fail (InjectSimFault), which
+// is how CI shows all of this.
+//
 // Memory: Alloc hands out CUDA managed memory (cuMemAllocManaged), so the []float32
 // the trainer holds are addressable from Go and from kernels at the same address;
 // the backend passes &s[0] to the device. The trainer must call Sync before reading

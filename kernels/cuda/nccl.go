@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // ncclLibs are the names NCCL is tried under.
@@ -24,6 +25,8 @@ type ncclLib struct {
 	reduceScatterFn func(send, recv uintptr, recvcount uint64, dtype, op int32, comm, stream uintptr) int32
 	allGatherFn     func(send, recv uintptr, sendcount uint64, dtype int32, comm, stream uintptr) int32
 	getVersion      func(v *int32) int32
+	asyncErrorFn    func(comm uintptr, result *int32) int32
+	abortFn         func(comm uintptr) int32
 }
 
 var ncclResultNames = map[int32]string{
@@ -60,6 +63,8 @@ func loadNCCL(names []string) (*ncclLib, error) {
 		{&n.reduceScatterFn, "ncclReduceScatter"},
 		{&n.allGatherFn, "ncclAllGather"},
 		{&n.getVersion, "ncclGetVersion"},
+		{&n.asyncErrorFn, "ncclCommGetAsyncError"},
+		{&n.abortFn, "ncclCommAbort"},
 	})
 	if err != nil {
 		return nil, err
@@ -131,6 +136,11 @@ type NCCLOptions struct {
 	// (cuda-sim only): the trainer's data-parallel communicator. Without it the
 	// simulated ranks must live in this process.
 	Transport Transport
+	// Timeout is each collective's deadline (--collective-timeout; 0:
+	// DefaultCollectiveTimeout); Watch, when set, is told of each collective
+	// (nccl_watch.go).
+	Timeout time.Duration
+	Watch   CollectiveWatch
 }
 
 // Transport is what the simulated NCCL needs of a communicator between
@@ -153,6 +163,7 @@ type NCCL struct {
 	comm        uintptr
 	rank, world int
 	one         []float32 // Barrier's buffer
+	w           watchdog  // deadlines, health, abort (nccl_watch.go)
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
@@ -188,6 +199,9 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 	if c.comm, err = n.commInitRank(world, id, rank); err != nil {
 		return nil, fmt.Errorf("%w (rank %d of %d)", err, rank, world)
 	}
+	if err := c.initWatch(o); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -221,7 +235,8 @@ func (c *NCCL) device(op string, buf []float32) (uintptr, error) {
 	return dp(buf), nil
 }
 
-// collective runs one NCCL call on the backend's stream and waits for it.
+// collective runs one NCCL call on the backend's stream and waits for it,
+// watched (nccl_watch.go).
 func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call func(p uintptr) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -230,12 +245,7 @@ func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call fu
 	if err != nil || len(buf) == 0 {
 		return err
 	}
-	c.b.enter()
-	defer c.b.leave()
-	if err := call(p); err != nil {
-		return err
-	}
-	return c.b.drv.streamSynchronize(c.b.stream)
+	return c.run(ctx, op, func() error { return call(p) })
 }
 
 // AllReduceSum implements train.Collectives, in place, then waits for it.
@@ -290,9 +300,5 @@ func (c *NCCL) AllGather(ctx context.Context, buf []float32) error {
 // Barrier implements train.Collectives: an all-reduce of one float.
 func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, c.one) }
 
-// Close destroys the communicator.
-func (c *NCCL) Close() error {
-	c.b.enter()
-	defer c.b.leave()
-	return c.n.commDestroy(c.comm)
-}
+// Close destroys the communicator (an aborted one is gone already).
+func (c *NCCL) Close() error { return c.destroy() }
