@@ -159,28 +159,42 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
 	}
 
-	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv))
+	// One rank: this process (alone, or one of a job's ranks).
+	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
+	place, err := rankPlace(&df, set)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	be, err := openRankBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), place, rankLog)
 	if err != nil {
 		return usage(err.Error())
 	}
-
-	// One rank: this process (alone, or one of a job's ranks).
-	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
-	place, comm, err := joinJob(ctx, &df, set, rankLog)
+	comm, err := joinJob(ctx, place, &df, rankLog)
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}
 	var coll train.Collectives = train.Single{}
 	if comm != nil {
-		coll = withFault(comm, place)
-		nccl, err := deviceCollectives(ctx, be, comm, rankLog)
+		coll = withFault(comm, place, be)
+		nccl, err := deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
 		if err != nil {
 			comm.Close(err)
 			return trainFail(ctx, stderr, err)
 		}
 		if nccl != nil {
 			defer nccl.Close()
-			coll = withFault(nccl, place)
+			coll = withFault(nccl, place, be)
+			// When the job fails elsewhere (a rank died, the store named a stuck
+			// one), the communicator is aborted: a collective in flight returns.
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case <-comm.Aborted():
+					nccl.Abort(comm.Err())
+				case <-done:
+				}
+			}()
 		}
 	}
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
