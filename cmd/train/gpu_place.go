@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 
 	"gptkit/kernels"
 	"gptkit/kernels/cuda"
@@ -57,6 +59,19 @@ func chooseGPU(getenv func(string) string, place dist.Place, o cuda.Options) (gp
 	return gpuChoice{local: local, from: from, visible: len(devs), ordinal: local % len(devs)}, nil
 }
 
+// ncclEnv is NCCL's settings in environ (NCCL_*), which NCCL reads itself:
+// each rank logs them, so a setting that did not reach a node shows.
+func ncclEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "NCCL_") {
+			out = append(out, kv)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // openRankBackend opens the kernels of a trainer rank at place: on a GPU
 // backend, the GPU chooseGPU picks, which the rank logs.
 func openRankBackend(device string, threads int, place dist.Place, log *slog.Logger) (kernels.Backend, error) {
@@ -85,7 +100,8 @@ func openRankBackend(device string, threads int, place dist.Place, log *slog.Log
 			cvd = "(unset)"
 		}
 		log.Info("gpu", "rank", place.Rank, "local_rank", choice.local, "local_rank_from", choice.from, "device", choice.ordinal,
-			"visible", choice.visible, "name", info.Name, "uuid", info.UUID, "bus_id", info.BusID, "cuda_visible_devices", cvd)
+			"visible", choice.visible, "name", info.Name, "uuid", info.UUID, "bus_id", info.BusID, "cuda_visible_devices", cvd,
+			"nccl_env", strings.Join(ncclEnv(os.Environ()), " "))
 	}
 	return be, nil
 }

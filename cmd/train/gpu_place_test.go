@@ -159,7 +159,7 @@ func TestGPUPlacementSrun(t *testing.T) {
 	data, _ := makeCharDataset(t)
 	out := filepath.Join(dir, "run")
 	cmd = c.Command(ctx, "srun", append([]string{"-n", "4", "--ntasks-per-node", "4", "--kill-on-bad-exit=1", os.Args[0]}, simDPArgs(data, out, 2, 3, 0)...)...)
-	cmd.Env = append(cmd.Env, mainEnv+"=1", "MASTER_PORT="+freePort(t), envSimGPUs+"=4")
+	cmd.Env = append(cmd.Env, mainEnv+"=1", "MASTER_PORT="+freePort(t), envSimGPUs+"=4", "NCCL_IB_DISABLE=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -171,7 +171,7 @@ func TestGPUPlacementSrun(t *testing.T) {
 			uuids[strings.Fields(rest)[0]] = true
 		}
 	}
-	if len(uuids) != 4 || !strings.Contains(stderr.String(), "local_rank_from=SLURM_LOCALID") || !strings.Contains(stderr.String(), `via=nccl`) && !strings.Contains(stderr.String(), "simulated nccl") {
+	if len(uuids) != 4 || !strings.Contains(stderr.String(), "local_rank_from=SLURM_LOCALID") || strings.Count(stderr.String(), `nccl_env="NCCL_IB_DISABLE=1"`) != 4 || !strings.Contains(stderr.String(), `via=nccl`) && !strings.Contains(stderr.String(), "simulated nccl") {
 		t.Errorf("the 4 ranks used GPUs %v:\n%s", uuids, stderr.String())
 	}
 }

@@ -24,7 +24,7 @@ func simDPArgs(data, out string, batch, steps, ckpt int) []string {
 
 // TestCudaSimRanksMatchOne: 2 and 4 ranks on cuda-sim, their collectives
 // through the simulated NCCL (whose unique id travels through the rendezvous
-// store), ZeRO-1 included, train like one rank with their global batch: losses
+// store), ZeRO-1 included (and NCCL's environment reaching every rank), train like one rank with their global batch: losses
 // within 1e-5 (relative, float32).
 func TestCudaSimRanksMatchOne(t *testing.T) {
 	if testing.Short() {
@@ -47,12 +47,13 @@ func TestCudaSimRanksMatchOne(t *testing.T) {
 	} {
 		out := filepath.Join(t.TempDir(), "dp")
 		args := append(simDPArgs(data, out, tc.batch, 12, 0), "--nproc-per-node", fmt.Sprint(tc.ranks), "--master-port", freePort(t))
-		r := trainProc(t, 3*time.Minute, nil, append(args, tc.extra...)...)
+		r := trainProc(t, 3*time.Minute, []string{"NCCL_DEBUG=WARN"}, append(args, tc.extra...)...)
 		if r.code != 0 {
 			t.Fatalf("%d ranks %v: exit %d:\n%s", tc.ranks, tc.extra, r.code, r.stderr)
 		}
-		if !strings.Contains(r.stderr, `via="simulated nccl over the ring"`) || strings.Count(r.stderr, "msg=gpu ") != tc.ranks {
-			t.Errorf("%d ranks: not over the simulated NCCL, or not every rank logged its GPU:\n%s", tc.ranks, r.stderr)
+		if !strings.Contains(r.stderr, `via="simulated nccl over the ring"`) || strings.Count(r.stderr, "msg=gpu ") != tc.ranks ||
+			strings.Count(r.stderr, `nccl_env="NCCL_DEBUG=WARN"`) != tc.ranks {
+			t.Errorf("%d ranks: not over the simulated NCCL, or not every rank logged its GPU and NCCL's environment:\n%s", tc.ranks, r.stderr)
 		}
 		closeLosses(t, readMetrics(t, out), want, 1e-5)
 	}

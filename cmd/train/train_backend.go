@@ -47,7 +47,8 @@ func openBackend(device string, threads int) (kernels.Backend, error) {
 //
 // $GPTKIT_CUDA_PRECISION (bf16, tf32, fp32) overrides the matmul precision of
 // cuda and cuda-sim; $GPTKIT_SIM_MEMORY is cuda-sim's memory in bytes,
-// $GPTKIT_SIM_GPUS its machine's GPU count (default 8), and cuda-sim honours
+// $GPTKIT_SIM_GPUS its machine's GPU count (default 8), $GPTKIT_SIM_HOST the
+// machine's name in their UUIDs (default: the host name), and cuda-sim honours
 // CUDA_VISIBLE_DEVICES as the driver does.
 func openBackendOn(device string, threads, ordinal int) (kernels.Backend, error) {
 	switch device {
@@ -104,6 +105,7 @@ func simOptions(getenv func(string) string, lookup func(string) (string, bool)) 
 	if v, ok := lookup("CUDA_VISIBLE_DEVICES"); ok {
 		so.VisibleDevices = &v
 	}
+	so.Host = getenv(envSimHost)
 	return so, nil
 }
 
@@ -114,6 +116,7 @@ const (
 	envPrecision = "GPTKIT_CUDA_PRECISION"
 	envSimMemory = "GPTKIT_SIM_MEMORY"
 	envSimGPUs   = "GPTKIT_SIM_GPUS"
+	envSimHost   = "GPTKIT_SIM_HOST" // the simulated machine's name in its GPUs' UUIDs (default: the host name)
 )
 
 // deviceError turns a panic of the CUDA backend (a failed driver call, a
