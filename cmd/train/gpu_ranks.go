@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -122,22 +123,12 @@ func sharedGPUs(ctx context.Context, comm *dist.Comm) (string, error) {
 		where[uuid] = fmt.Sprintf("%s, bus %s on %s", uuid, bus, host)
 	}
 	var msgs []string
-	for _, uuid := range slices.Sorted(mapKeys(byUUID)) {
+	for _, uuid := range slices.Sorted(maps.Keys(byUUID)) {
 		if ranks := byUUID[uuid]; len(ranks) > 1 {
 			msgs = append(msgs, fmt.Sprintf("%s use one GPU (%s)", ranksList(ranks), where[uuid]))
 		}
 	}
 	return strings.Join(msgs, "; "), nil
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // ranksList is "ranks 0 and 1" or "ranks 0, 2 and 5".

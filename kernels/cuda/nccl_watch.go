@@ -187,9 +187,9 @@ func (c *NCCL) asyncError() error {
 	return c.n.commGetAsyncError(c.comm)
 }
 
-// abortComm aborts the communicator (once) and records cause (nil: keep the
-// cause already recorded, or errAborted).
-func (c *NCCL) abortComm(cause error) {
+// setAbort records the cause of the abort (the first one; nil: errAborted)
+// and tells a collective in flight.
+func (c *NCCL) setAbort(cause error) {
 	c.w.abortOnce.Do(func() {
 		if cause == nil {
 			cause = errAborted
@@ -197,33 +197,35 @@ func (c *NCCL) abortComm(cause error) {
 		c.w.abortErr = cause
 		close(c.w.abortCh)
 	})
-	c.w.commMu.Lock()
-	defer c.w.commMu.Unlock()
+}
+
+// abortNow calls ncclCommAbort on a live communicator (commMu held).
+func (c *NCCL) abortNow() {
 	if c.comm != 0 {
 		c.n.commAbort(c.comm)
 		c.comm = 0
 	}
 }
 
+// abortComm aborts the communicator (once) and records cause (nil: keep the
+// cause already recorded, or errAborted).
+func (c *NCCL) abortComm(cause error) {
+	c.setAbort(cause)
+	c.w.commMu.Lock()
+	defer c.w.commMu.Unlock()
+	c.abortNow()
+}
+
 // Abort aborts the communicator because of err (the job failed elsewhere: a
 // rank died, the rendezvous store said so): a collective in flight returns err
 // promptly, and so does every later one. Safe from any goroutine.
 func (c *NCCL) Abort(err error) {
-	c.w.abortOnce.Do(func() {
-		if err == nil {
-			err = errAborted
-		}
-		c.w.abortErr = err
-		close(c.w.abortCh)
-	})
+	c.setAbort(err)
 	// With no collective in flight nothing polls: abort here. (One in flight
 	// does it itself; one blocked inside an NCCL call holds commMu, and the
 	// process's own guard ends it.)
 	if c.w.commMu.TryLock() {
-		if c.comm != 0 {
-			c.n.commAbort(c.comm)
-			c.comm = 0
-		}
+		c.abortNow()
 		c.w.commMu.Unlock()
 	}
 }
