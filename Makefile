@@ -31,7 +31,8 @@ FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRou
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
 	cmd/train:FuzzParseTokenArrays train/dist:FuzzParseNodeList train/dist:FuzzParseTasksPerNode \
-	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile internal/redact:FuzzString storage:FuzzProcStartTime train:FuzzParseMemAvailable kernels/cuda/sim:FuzzParse
+	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile internal/redact:FuzzString storage:FuzzProcStartTime train:FuzzParseMemAvailable kernels/cuda/sim:FuzzParse \
+	kernels/cuda:FuzzSimVisibleDevices
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$pkg $$fn"; \

@@ -79,3 +79,24 @@ func TestSimDevices(t *testing.T) {
 		t.Errorf("ordinal 2 of two visible: %v", err)
 	}
 }
+
+// FuzzSimVisibleDevices: any CUDA_VISIBLE_DEVICES gives a list of distinct GPUs
+// of the machine, in the order named, never a panic.
+func FuzzSimVisibleDevices(f *testing.F) {
+	for _, s := range []string{"", "0", "3,2,1,0", "1,1", "GPU-", "GPU-1", "-1", "0,,1", " 2 , 1", "9999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		gpus := simDevices(SimOptions{GPUs: 4, Host: "fuzz", VisibleDevices: &s})
+		if len(gpus) > 4 {
+			t.Fatalf("%q: %d GPUs of 4", s, len(gpus))
+		}
+		seen := map[int]bool{}
+		for _, g := range gpus {
+			if g.index < 0 || g.index >= 4 || seen[g.index] {
+				t.Fatalf("%q: GPUs %+v", s, gpus)
+			}
+			seen[g.index] = true
+		}
+	})
+}
