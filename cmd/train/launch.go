@@ -65,7 +65,7 @@ func (d *distFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&d.timeout, "dist-timeout", dist.DefaultTimeout, "bound on the data-parallel waits of starting: the rendezvous, the links, the NCCL id (`DURATION`)")
 	fs.DurationVar(&d.heartbeat, "heartbeat-timeout", dist.DefaultHeartbeatTimeout, "a rank (or the store) silent this long is declared hung (`DURATION`)")
 	fs.DurationVar(&d.collTimeout, "collective-timeout", dist.DefaultCollectiveTimeout, "a collective (NCCL's or the CPU ring's) not finished within `DURATION` on a rank fails the job, naming the ranks that never reached it")
-	fs.BoolVar(&d.shareGPUs, "share-gpus", os.Getenv(envShareGPUs) == "1", "allow several ranks on one GPU (default: "+envShareGPUs+"=1; their collectives then go through the host, as NCCL refuses them); without it two ranks on one GPU is an error")
+	fs.BoolVar(&d.shareGPUs, "share-gpus", os.Getenv(envShareGPUs) == "1", "allow several ranks on one GPU (also "+envShareGPUs+"=1): their collectives then go through the host, as NCCL refuses them; without it two ranks on one GPU is an error")
 }
 
 // gpuOptions are the flags' settings for the ranks' GPU collectives.

@@ -83,7 +83,11 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"the same GPTKIT_JOB_TOKEN on each), --hostfile FILE starts every node over ssh, and under\n" +
 	"srun each task is a rank. The global batch is batch_size x grad_accum x ranks; the loss is\n" +
 	"its mean. Each rank's stderr lines start with [rank R]; a failed or hung rank stops them\n" +
-	"all, named; --max-restarts K restarts them from the newest checkpoint."
+	"all, named, as does one that has not reached a collective within --collective-timeout;\n" +
+	"--max-restarts K restarts them from the newest checkpoint. On GPUs (--device cuda) each\n" +
+	"rank takes its own GPU (its local rank: LOCAL_RANK, SLURM_LOCALID or\n" +
+	"OMPI_COMM_WORLD_LOCAL_RANK, among the GPUs CUDA_VISIBLE_DEVICES leaves) and the\n" +
+	"collectives go through NCCL (docs/gpu.md)."
 
 // runTraining implements `train [flags]`, the trainer.
 func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
