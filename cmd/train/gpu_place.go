@@ -52,11 +52,11 @@ func chooseGPU(getenv func(string) string, place dist.Place, o cuda.Options) (gp
 	if err != nil {
 		return gpuChoice{}, err
 	}
-	devs, err := cuda.Devices(o)
+	n, err := cuda.DeviceCount(o)
 	if err != nil {
 		return gpuChoice{}, err
 	}
-	return gpuChoice{local: local, from: from, visible: len(devs), ordinal: local % len(devs)}, nil
+	return gpuChoice{local: local, from: from, visible: n, ordinal: local % n}, nil
 }
 
 // ncclEnv is NCCL's settings in environ (NCCL_*), which NCCL reads itself:

@@ -74,3 +74,26 @@ func Devices(o Options) ([]Info, error) {
 	}
 	return out, nil
 }
+
+// DeviceCount is the number of GPUs this process can use (after
+// CUDA_VISIBLE_DEVICES), without looking at them further: what a rank needs to
+// pick its GPU, which Open then checks. With o.Sim, the simulated machine's.
+func DeviceCount(o Options) (int, error) {
+	drv, err := openDriver(o)
+	if err != nil {
+		return 0, err
+	}
+	if err := drv.init(); err != nil {
+		// initDevice words the reasons (no device, a stub library, ...)
+		_, err := initDevice(drv, 0)
+		return 0, err
+	}
+	n, err := drv.deviceCount()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w: %v", ErrNoDevice, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("cuda: %w: the driver (%s) shows no GPU to this process (CUDA_VISIBLE_DEVICES?); use --device cpu", ErrNoDevice, drv.name())
+	}
+	return n, nil
+}

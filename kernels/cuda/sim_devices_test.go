@@ -66,6 +66,12 @@ func TestSimDevices(t *testing.T) {
 			t.Errorf("CUDA_VISIBLE_DEVICES=%q: GPUs %v, want %v", tc.visible, idx, tc.want)
 		}
 	}
+	if n, err := DeviceCount(Options{Sim: &SimOptions{GPUs: 4, VisibleDevices: vis("2,0")}}); n != 2 || err != nil {
+		t.Errorf("DeviceCount with CUDA_VISIBLE_DEVICES=2,0: %d %v", n, err)
+	}
+	if _, err := DeviceCount(Options{Sim: &SimOptions{GPUs: 4, VisibleDevices: vis("")}}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("DeviceCount with CUDA_VISIBLE_DEVICES empty: %v", err)
+	}
 	// Open takes an ordinal among the visible ones.
 	b, err := Open(Options{Device: 1, Precision: FP32, Sim: &SimOptions{GPUs: 4, Host: "node7", VisibleDevices: vis("3,1"), Memory: 1 << 30}})
 	if err != nil {
