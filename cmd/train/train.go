@@ -83,7 +83,11 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"the same GPTKIT_JOB_TOKEN on each), --hostfile FILE starts every node over ssh, and under\n" +
 	"srun each task is a rank. The global batch is batch_size x grad_accum x ranks; the loss is\n" +
 	"its mean. Each rank's stderr lines start with [rank R]; a failed or hung rank stops them\n" +
-	"all, named; --max-restarts K restarts them from the newest checkpoint."
+	"all, named, as does one that has not reached a collective within --collective-timeout;\n" +
+	"--max-restarts K restarts them from the newest checkpoint. On GPUs (--device cuda) each\n" +
+	"rank takes its own GPU (its local rank: LOCAL_RANK, SLURM_LOCALID or\n" +
+	"OMPI_COMM_WORLD_LOCAL_RANK, among the GPUs CUDA_VISIBLE_DEVICES leaves) and the\n" +
+	"collectives go through NCCL (docs/gpu.md)."
 
 // runTraining implements `train [flags]`, the trainer.
 func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -159,28 +163,42 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
 	}
 
-	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), slog.New(slog.NewTextHandler(stderr, nil)))
+	// One rank: this process (alone, or one of a job's ranks).
+	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
+	place, err := rankPlace(&df, set)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	be, err := openRankBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), place, rankLog)
 	if err != nil {
 		return usage(err.Error())
 	}
-
-	// One rank: this process (alone, or one of a job's ranks).
-	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
-	place, comm, err := joinJob(ctx, &df, set, rankLog)
+	comm, err := joinJob(ctx, place, &df, rankLog)
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}
 	var coll train.Collectives = train.Single{}
 	if comm != nil {
-		coll = withFault(comm, place)
-		nccl, err := deviceCollectives(ctx, be, comm, rankLog)
+		coll = withFault(comm, place, be)
+		nccl, err := deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
 		if err != nil {
 			comm.Close(err)
 			return trainFail(ctx, stderr, err)
 		}
 		if nccl != nil {
 			defer nccl.Close()
-			coll = withFault(nccl, place)
+			coll = withFault(nccl, place, be)
+			// When the job fails elsewhere (a rank died, the store named a stuck
+			// one), the communicator is aborted: a collective in flight returns.
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case <-comm.Aborted():
+					nccl.Abort(comm.Err())
+				case <-done:
+				}
+			}()
 		}
 	}
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"gptkit/kernels"
 	"gptkit/kernels/cpu"
@@ -25,39 +23,53 @@ var (
 	_ train.FullCollectives   = (*cuda.NCCL)(nil)
 	_ train.TensorCollectives = (*cuda.NCCL)(nil)
 	_ cuda.Transport          = (*dist.Comm)(nil)
+	_ cuda.CollectiveWatch    = (*dist.Comm)(nil)
 )
 
-// openBackend returns the kernels for --device:
+// openBackend returns the kernels for --device, for a command of one process
+// (sample, score, export): its GPU is $LOCAL_RANK's (0 when unset). The
+// trainer's ranks choose theirs with openRankBackend (gpu_place.go).
+func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend, error) {
+	return openBackendOn(device, threads, cuda.LocalRank(), log)
+}
+
+// openBackendOn returns the kernels for --device, on GPU ordinal (among the
+// visible ones) for the CUDA backends:
 //
-//   - cuda: the GPU backend on GPU $LOCAL_RANK (0 when unset; one process per
-//     GPU), bf16 matmuls. Without a usable GPU it fails with one line saying why
-//     (no driver, no device, driver too old for the PTX, no cuBLAS).
+//   - cuda: the GPU backend (dtype auto: bfloat16). Without a usable GPU it
+//     fails with one line saying why (no driver, no device, driver too old for
+//     the PTX, no cuBLAS).
 //   - cuda-sim: the same CUDA backend on a simulated GPU (kernels/cuda/sim):
 //     the committed PTX of every kernel runs on the CPU, cuBLAS and NCCL are
 //     simulated. Very slow; for tests and for checking a change without a GPU.
-//     Float32 matmuls, so it matches --device cpu.
-//   - auto: cuda when a GPU is usable, else the CPU backend; when it falls back,
-//     it logs why on log (no driver, no device, driver too old, no cuBLAS).
+//     dtype auto is float32 there, with float32 matmuls, so it matches
+//     --device cpu.
+//   - auto: cuda when a GPU is usable, else the CPU backend; when it falls
+//     back, it logs why on log (no driver, no device, driver too old, no
+//     cuBLAS).
 //   - cpu: the CPU backend on threads goroutines (0: one per CPU).
 //   - ref: the reference backend (slow; for checking).
 //
 // $GPTKIT_CUDA_PRECISION (bf16, tf32, fp32) overrides the matmul precision of
-// cuda and cuda-sim; $GPTKIT_SIM_MEMORY is cuda-sim's memory in bytes.
-func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend, error) {
+// cuda and cuda-sim; $GPTKIT_SIM_MEMORY is cuda-sim's memory in bytes,
+// $GPTKIT_SIM_GPUS its machine's GPU count (default 8), $GPTKIT_SIM_HOST the
+// machine's name in their UUIDs (default: the host name), and cuda-sim honours
+// CUDA_VISIBLE_DEVICES as the driver does.
+func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kernels.Backend, error) {
 	switch device {
 	case "auto":
-		be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank(), Precision: os.Getenv(envPrecision)})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
 		if err == nil {
 			return be, nil
 		}
-		log.Info("device auto: no usable GPU, running on the CPU", "reason", err.Error())
+		logFallback(log, err)
 		return cpu.New(threads), nil
 	case "cpu":
 		return cpu.New(threads), nil
 	case "ref":
 		return ref.New(), nil
 	case "cuda":
-		be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank(), Precision: os.Getenv(envPrecision)})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda: %w", err)
 		}
@@ -67,15 +79,11 @@ func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend,
 		if prec == "" {
 			prec = cuda.FP32
 		}
-		var mem uint64
-		if v := os.Getenv(envSimMemory); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil || n == 0 {
-				return nil, fmt.Errorf("--device cuda-sim: %s=%q: want a number of bytes", envSimMemory, v)
-			}
-			mem = n
+		so, err := simOptions(os.Getenv, os.LookupEnv)
+		if err != nil {
+			return nil, err
 		}
-		be, err := cuda.Open(cuda.Options{Precision: prec, Sim: &cuda.SimOptions{Memory: mem}})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Sim: &so})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda-sim: %w", err)
 		}
@@ -84,60 +92,44 @@ func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend,
 	return nil, fmt.Errorf("--device %q: want auto, cpu, ref, cuda or cuda-sim", device)
 }
 
+// logFallback says why --device auto runs on the CPU.
+func logFallback(log *slog.Logger, why error) {
+	log.Info("device auto: no usable GPU, running on the CPU", "reason", why.Error())
+}
+
+// simOptions is cuda-sim's machine as the environment describes it.
+func simOptions(getenv func(string) string, lookup func(string) (string, bool)) (cuda.SimOptions, error) {
+	so := cuda.SimOptions{GPUs: 8}
+	if v := getenv(envSimMemory); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of bytes", envSimMemory, v)
+		}
+		so.Memory = n
+	}
+	if v := getenv(envSimGPUs); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of GPUs in [1, 64]", envSimGPUs, v)
+		}
+		so.GPUs = n
+	}
+	if v, ok := lookup("CUDA_VISIBLE_DEVICES"); ok {
+		so.VisibleDevices = &v
+	}
+	so.Host = getenv(envSimHost)
+	return so, nil
+}
+
 // envPrecision overrides the CUDA backends' matmul precision; envSimMemory sets
 // the simulated GPU's memory in bytes (default 16 GiB), to try what a smaller
 // card would say.
 const (
 	envPrecision = "GPTKIT_CUDA_PRECISION"
 	envSimMemory = "GPTKIT_SIM_MEMORY"
+	envSimGPUs   = "GPTKIT_SIM_GPUS"
+	envSimHost   = "GPTKIT_SIM_HOST" // the simulated machine's name in its GPUs' UUIDs (default: the host name)
 )
-
-// ncclIDKey is where rank 0 publishes the job's NCCL unique id in the
-// rendezvous store.
-const ncclIDKey = "nccl-unique-id"
-
-// deviceCollectives returns the NCCL communicator of a rank on the CUDA backend
-// (nil on the others, which keep comm's ring): rank 0 makes the unique id and
-// publishes it in the rendezvous store, behind the job token; every rank looks
-// it up and joins. On cuda-sim the simulated NCCL carries the collectives
-// between the processes over comm.
-func deviceCollectives(ctx context.Context, be kernels.Backend, comm *dist.Comm, log *slog.Logger) (*cuda.NCCL, error) {
-	cb, ok := be.(*cuda.Backend)
-	if !ok {
-		return nil, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	var id cuda.UniqueID
-	if comm.Rank() == 0 {
-		var err error
-		if id, err = cb.NewUniqueID(); err != nil {
-			return nil, err
-		}
-		if err := comm.Publish(ctx, ncclIDKey, id.Internal[:]); err != nil {
-			return nil, fmt.Errorf("train: publish the NCCL unique id: %w", err)
-		}
-	} else {
-		v, err := comm.Lookup(ctx, ncclIDKey)
-		if err != nil {
-			return nil, fmt.Errorf("train: rank %d: %w", comm.Rank(), err)
-		}
-		if len(v) != len(id.Internal) {
-			return nil, fmt.Errorf("train: rank %d: the NCCL unique id in the store has %d bytes, want %d", comm.Rank(), len(v), len(id.Internal))
-		}
-		copy(id.Internal[:], v)
-	}
-	var o cuda.NCCLOptions
-	via := "nccl"
-	if cb.Simulated() {
-		o.Transport, via = comm, "simulated nccl over the ring"
-	}
-	c, err := cuda.NewNCCL(cb, id, comm.Rank(), comm.World(), o)
-	if err == nil {
-		log.Info("collectives", "via", via, "rank", comm.Rank(), "world", comm.World())
-	}
-	return c, err
-}
 
 // deviceError turns a panic of the CUDA backend (a failed driver call, a
 // kernel fault on the simulator, out of GPU memory) into the error it carries;

@@ -41,6 +41,8 @@ type driverAPI interface {
 	deviceName(dev int) (string, error)
 	deviceAttribute(attr int32, dev int) (int, error)
 	deviceTotalMem(dev int) (uint64, error)
+	deviceUUID(dev int) ([16]byte, error)   // cuDeviceGetUuid_v2
+	devicePCIBusID(dev int) (string, error) // cuDeviceGetPCIBusId: "0000:18:00.0"
 	primaryCtxRetain(dev int) (cuContext, error)
 	primaryCtxRelease(dev int) error
 	ctxSetCurrent(c cuContext) error
@@ -52,6 +54,9 @@ type driverAPI interface {
 	eventCreate() (event, error)
 	eventRecord(e event, s stream) error
 	eventSynchronize(e event) error
+	// eventQuery reports whether the work queued before the event's record
+	// has finished (cuEventQuery; CUDA_ERROR_NOT_READY is false, no error).
+	eventQuery(e event) (bool, error)
 	eventDestroy(e event) error
 
 	// moduleLoad JIT-compiles PTX text (no NUL needed); an error carries the
@@ -99,6 +104,13 @@ type ncclAPI interface {
 	broadcast(send, recv devicePtr, count int, dt ncclDataType, root int, comm uintptr, s stream) error
 	reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, comm uintptr, s stream) error
 	allGather(send, recv devicePtr, sendCount int, dt ncclDataType, comm uintptr, s stream) error
+	// commGetAsyncError is ncclCommGetAsyncError: nil while the communicator
+	// is healthy (ncclSuccess, ncclInProgress), else the error NCCL met in the
+	// background (a peer gone, a network failure).
+	commGetAsyncError(comm uintptr) error
+	// commAbort is ncclCommAbort: it stops the communicator's operations in
+	// flight and frees it (the handle is dead afterwards).
+	commAbort(comm uintptr) error
 }
 
 // ncclDataType and ncclRedOp are NCCL's enums (nccl.h).

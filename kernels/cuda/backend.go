@@ -49,6 +49,12 @@ type SimOptions struct {
 	// PatchPTX, when set, may change a module's PTX text before it is loaded
 	// (tests: mutate one instruction and watch the suite fail).
 	PatchPTX func(module string, ptx []byte) []byte
+	// GPUs is how many GPUs the simulated machine has (default 1); Host names
+	// the machine in their UUIDs (default: the host name); VisibleDevices, when
+	// set, is CUDA_VISIBLE_DEVICES as the driver applies it (sim_devices.go).
+	GPUs           int
+	Host           string
+	VisibleDevices *string
 }
 
 // Backend is the CUDA kernels.Backend. Methods are safe for concurrent use (they

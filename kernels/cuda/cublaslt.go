@@ -12,7 +12,7 @@ var cublasLtLibs = []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublas
 // separate D and an epilogue (bias, GELU and their gradients), which
 // cublasGemmEx cannot do. Loaded on the first such matmul. Not yet run on a
 // GPU: the simulator's cuBLAS (sim_blas.go) is what tests these gemms, and
-// tools/gpu/verify.sh is where this binding will first meet the library.
+// tools/gpu/check.sh (the GPU check) is where this binding will first meet the library.
 type cublasLt struct {
 	lib       string
 	handle    uintptr

@@ -29,6 +29,17 @@
 // and launches, is the same code on both, so the simulator tests the backend,
 // not a model of it. docs/cuda-sim.md says what is simulated and how strictly.
 //
+// Data parallel: NCCL, one process per GPU. Devices lists the GPUs a process
+// sees with their UUIDs and PCI bus ids (device_id.go), so that each rank can
+// pick its own and two ranks on one GPU can be caught. Every collective is
+// watched (nccl_watch.go): queued between two events and polled, with
+// ncclCommGetAsyncError, against a deadline (NCCLOptions.Timeout); an error
+// or a deadline passed aborts the communicator (ncclCommAbort) and returns an
+// error, and a CollectiveWatch (train/dist's communicator) hears of each
+// collective so that the rank that never reached one can be named. The
+// simulated GPU can be made to hang or its NCCL to fail (InjectSimFault), which
+// is how CI shows all of this.
+//
 // Memory: tensors are plain device memory (cuMemAlloc) from a caching allocator
 // (memory.go); no managed memory. Data moves only through Upload and Download;
 // small uploads (the batch's token ids) are staged through pinned memory and run
@@ -38,8 +49,8 @@
 // float16 (each kernel is instantiated per type, common.cuh); attention is
 // FlashAttention-2 on the tensor cores (mma.sync) for bfloat16 and float16 with
 // head sizes 16, 32, 64 and 128, and a float32 warp-per-row kernel otherwise.
-// The matmuls go through cublasGemmEx with the tensors' own types and float32
-// accumulation; float32 operands use the compute type chosen by
+// The matmuls go through cuBLAS (cuBLASLt with the bias and GELU as epilogues)
+// with the tensors' own types and float32 accumulation; float32 operands use the compute type chosen by
 // Options.Precision: bf16 (CUBLAS_COMPUTE_32F_FAST_16BF, the default), tf32, or
 // fp32 (no tensor cores; passes the kerneltest suite's float32 tolerances).
 // Reductions use a fixed summation order (no atomics), so a run is repeatable

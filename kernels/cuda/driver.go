@@ -33,6 +33,8 @@ type driver struct {
 	cuDeviceGetName           func(name *byte, n int32, dev int32) int32
 	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) int32
 	cuDeviceTotalMem          func(bytes *uint64, dev int32) int32
+	cuDeviceGetUuid           func(uuid *[16]byte, dev int32) int32
+	cuDeviceGetPCIBusId       func(id *byte, n int32, dev int32) int32
 	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	cuDevicePrimaryCtxRelease func(dev int32) int32
 	cuCtxSetCurrent           func(ctx uintptr) int32
@@ -43,6 +45,7 @@ type driver struct {
 	cuEventCreate             func(e *uintptr, flags uint32) int32
 	cuEventRecord             func(e, s uintptr) int32
 	cuEventSynchronize        func(e uintptr) int32
+	cuEventQuery              func(e uintptr) int32
 	cuEventDestroy            func(e uintptr) int32
 	cuModuleLoadDataEx        func(mod *uintptr, image *byte, n uint32, opts *int32, vals *uintptr) int32
 	cuModuleUnload            func(mod uintptr) int32
@@ -77,6 +80,8 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuDeviceGetName, "cuDeviceGetName"},
 		{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
 		{&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&d.cuDeviceGetUuid, "cuDeviceGetUuid_v2"},
+		{&d.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId"},
 		{&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
 		{&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
 		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"},
@@ -87,6 +92,7 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuEventCreate, "cuEventCreate"},
 		{&d.cuEventRecord, "cuEventRecord"},
 		{&d.cuEventSynchronize, "cuEventSynchronize"},
+		{&d.cuEventQuery, "cuEventQuery"},
 		{&d.cuEventDestroy, "cuEventDestroy_v2"},
 		{&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"},
 		{&d.cuModuleUnload, "cuModuleUnload"},
@@ -129,6 +135,8 @@ type Info struct {
 	Memory        uint64 // bytes
 	DriverVersion int    // 1000·major + 10·minor, e.g. 12040
 	Library       string // the libcuda name that loaded
+	UUID          string // "GPU-8-4-4-4-12 hex digits", as nvidia-smi -L prints it
+	BusID         string // the PCI bus id, "0000:18:00.0"
 }
 
 func (i Info) String() string {
@@ -181,7 +189,7 @@ func initDevice(d driverAPI, ordinal int) (Info, error) {
 	if attr(attrManagedMemory) == 0 || attr(attrConcurrentManagedAccess) == 0 {
 		return info, fmt.Errorf("cuda: %w: %s has no concurrent managed memory (needed for host-visible buffers); use --device cpu", ErrNoDevice, info.Name)
 	}
-	return info, nil
+	return info, identify(d, &info)
 }
 
 // cString is the text of a NUL-terminated byte buffer.

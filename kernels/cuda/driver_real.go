@@ -118,6 +118,17 @@ func (d *driver) eventSynchronize(e event) error {
 	return cuCheck("cuEventSynchronize", d.cuEventSynchronize(uintptr(e)))
 }
 
+func (d *driver) eventQuery(e event) (bool, error) {
+	switch r := d.cuEventQuery(uintptr(e)); r {
+	case 0:
+		return true, nil
+	case errNotReady:
+		return false, nil
+	default:
+		return false, cuCheck("cuEventQuery", r)
+	}
+}
+
 func (d *driver) eventDestroy(e event) error {
 	return cuCheck("cuEventDestroy", d.cuEventDestroy(uintptr(e)))
 }

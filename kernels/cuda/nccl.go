@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gptkit/kernels"
 )
@@ -26,6 +27,8 @@ type ncclLib struct {
 	reduceScatterFn func(send, recv uintptr, recvcount uint64, dtype, op int32, comm, stream uintptr) int32
 	allGatherFn     func(send, recv uintptr, sendcount uint64, dtype int32, comm, stream uintptr) int32
 	getVersion      func(v *int32) int32
+	asyncErrorFn    func(comm uintptr, result *int32) int32
+	abortFn         func(comm uintptr) int32
 }
 
 var ncclResultNames = map[int32]string{
@@ -62,6 +65,8 @@ func loadNCCL(names []string) (*ncclLib, error) {
 		{&n.reduceScatterFn, "ncclReduceScatter"},
 		{&n.allGatherFn, "ncclAllGather"},
 		{&n.getVersion, "ncclGetVersion"},
+		{&n.asyncErrorFn, "ncclCommGetAsyncError"},
+		{&n.abortFn, "ncclCommAbort"},
 	})
 	if err != nil {
 		return nil, err
@@ -133,6 +138,11 @@ type NCCLOptions struct {
 	// (cuda-sim only): the trainer's data-parallel communicator. Without it the
 	// simulated ranks must live in this process.
 	Transport Transport
+	// Timeout is each collective's deadline (--collective-timeout; 0:
+	// DefaultCollectiveTimeout); Watch, when set, is told of each collective
+	// (nccl_watch.go).
+	Timeout time.Duration
+	Watch   CollectiveWatch
 }
 
 // Transport is what the simulated NCCL needs of a communicator between
@@ -145,17 +155,19 @@ type Transport interface {
 }
 
 // NCCL is the data-parallel collectives over NCCL, one process per GPU: it has
-// the method set of train.FullCollectives (this package cannot import train),
-// whose buffers are host memory (staged through device memory: the trainer's
-// small bookkeeping buffers), and of train.TensorCollectives, the same
-// collectives in place on the backend's float32 tensors (the gradients and
-// weights). NCCL's ring and tree all-reduces hand every rank the same reduced
-// bytes, so the ranks' weights stay bit-identical, as train.Collectives demands.
+// the method set of train.FullCollectives (this package cannot import train)
+// and train.TensorCollectives. The FullCollectives methods take host slices and
+// stage them through device scratch; the *Tensor methods work on the backend's
+// float32 tensors in place, which is what the trainer uses for the weights and
+// gradients.
+// NCCL's ring and tree all-reduces hand every rank the same reduced bytes, so the
+// ranks' weights stay bit-identical, as train.Collectives demands.
 type NCCL struct {
 	b           *Backend
 	n           ncclAPI
 	comm        uintptr
 	rank, world int
+	w           watchdog // deadlines, health, abort (nccl_watch.go)
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
@@ -190,6 +202,9 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 	if c.comm, err = n.commInitRank(world, id, rank); err != nil {
 		return nil, fmt.Errorf("%w (rank %d of %d)", err, rank, world)
 	}
+	if err := c.initWatch(o); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -217,10 +232,15 @@ func (c *NCCL) Rank() int { return c.rank }
 func (c *NCCL) World() int { return c.world }
 
 // collective runs one NCCL call on host floats, through device scratch: up,
-// the call on the backend's stream, down.
+// the call on the backend's stream (watched), down.
 func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call func(p uintptr) error) error {
 	if err := ctx.Err(); err != nil || len(buf) == 0 {
 		return err
+	}
+	select {
+	case <-c.w.abortCh: // the communicator's error, not the lost context's
+		return c.w.abortErr
+	default:
 	}
 	t, err := c.b.Alloc("nccl staging", kernels.Float32, len(buf))
 	if err != nil {
@@ -236,7 +256,7 @@ func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call fu
 }
 
 // tensorCollective runs one NCCL call on a float32 tensor of the backend, in
-// place, and waits for it.
+// place, on the backend's stream, and waits for it, watched (nccl_watch.go).
 func (c *NCCL) tensorCollective(ctx context.Context, op string, t kernels.Tensor, call func(p uintptr) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -247,12 +267,7 @@ func (c *NCCL) tensorCollective(ctx context.Context, op string, t kernels.Tensor
 	if t.Len() == 0 {
 		return nil
 	}
-	c.b.enter()
-	defer c.b.leave()
-	if err := call(t.Addr()); err != nil {
-		return err
-	}
-	return c.b.drv.streamSynchronize(c.b.stream)
+	return c.run(ctx, op, func() error { return call(t.Addr()) })
 }
 
 // AllReduceSumTensor is AllReduceSum on a float32 tensor of the backend, in place.
@@ -346,9 +361,5 @@ func (c *NCCL) AllGather(ctx context.Context, buf []float32) error {
 // Barrier implements train.Collectives: an all-reduce of one float.
 func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, make([]float32, 1)) }
 
-// Close destroys the communicator.
-func (c *NCCL) Close() error {
-	c.b.enter()
-	defer c.b.leave()
-	return c.n.commDestroy(c.comm)
-}
+// Close destroys the communicator (an aborted one is gone already).
+func (c *NCCL) Close() error { return c.destroy() }

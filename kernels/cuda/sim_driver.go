@@ -21,6 +21,7 @@ import (
 type simDriver struct {
 	opts SimOptions
 	dev  *sim.Device
+	gpus []simGPU // the visible GPUs of the simulated machine (sim_devices.go)
 
 	mu      sync.Mutex
 	next    uintptr
@@ -35,7 +36,8 @@ type simDriver struct {
 	// conformance suite runs every kernel).
 	launches map[string]int
 
-	transport Transport // set by NewNCCL: the simulated NCCL's link to other processes
+	transport Transport     // set by NewNCCL: the simulated NCCL's link to other processes
+	unhang    chan struct{} // closed when injected hangs end (sim_watch.go)
 }
 
 type simOp struct {
@@ -44,9 +46,13 @@ type simOp struct {
 }
 
 type simStream struct {
-	q    []simOp
-	done uint64 // ops run so far
-	sent uint64 // ops queued so far
+	q        []simOp
+	done     uint64     // ops taken to run so far
+	sent     uint64     // ops queued so far
+	finished uint64     // ops that have run to completion
+	run      sync.Mutex // held while one of its ops runs: one at a time, in order
+	async    bool       // a goroutine runs it in the background (eventQuery)
+	target   uint64     // ... up to this many ops
 }
 
 type simEvent struct {
@@ -60,7 +66,7 @@ func newSimDriver(o SimOptions) *simDriver {
 	}
 	d := &simDriver{opts: o, dev: sim.NewDevice(sim.Config{Seed: o.Seed, MemoryBytes: o.Memory, SMs: o.SMs, ExactApprox: o.ExactApprox}),
 		next: 1, streams: map[stream]*simStream{0: {}}, events: map[event]*simEvent{}, modules: map[module]*sim.Image{},
-		funcs: map[function]*sim.Kernel{}, pinned: map[uintptr]int{}, hostMem: map[uintptr][]byte{},
+		funcs: map[function]*sim.Kernel{}, pinned: map[uintptr]int{}, hostMem: map[uintptr][]byte{}, gpus: simDevices(o),
 		launches: map[string]int{}}
 	return d
 }
@@ -81,11 +87,11 @@ func (d *simDriver) handle() uintptr {
 func (d *simDriver) name() string                { return "cuda-sim" }
 func (d *simDriver) driverVersion() (int, error) { return minDriverVersion, nil }
 func (d *simDriver) init() error                 { return nil }
-func (d *simDriver) deviceCount() (int, error)   { return 1, nil }
+func (d *simDriver) deviceCount() (int, error)   { return len(d.gpus), nil }
 
 func (d *simDriver) checkDev(call string, dev int) error {
-	if dev != 0 {
-		return simErr(call, 101, "device %d (the simulator has one, device 0)", dev)
+	if dev < 0 || dev >= len(d.gpus) {
+		return simErr(call, 101, "device %d (the simulated machine shows %d)", dev, len(d.gpus))
 	}
 	return nil
 }
@@ -172,30 +178,37 @@ func (d *simDriver) enqueue(call string, s stream, run func() error) error {
 // past the end). An op's error is sticky: every later call returns it.
 func (d *simDriver) flushTo(st *simStream, n uint64) error {
 	for {
+		st.run.Lock()
 		d.mu.Lock()
 		if d.sticky != nil {
 			err := d.sticky
 			d.mu.Unlock()
+			st.run.Unlock()
 			return err
 		}
 		if st.done >= n || len(st.q) == 0 {
 			d.mu.Unlock()
+			st.run.Unlock()
 			return nil
 		}
 		op := st.q[0]
 		st.q = st.q[1:]
 		st.done++
 		d.mu.Unlock()
-		if err := op.run(); err != nil {
-			d.mu.Lock()
-			if d.sticky == nil {
-				d.sticky = err
-				if !strings.HasPrefix(err.Error(), "cuda: ") {
-					d.sticky = fmt.Errorf("cuda: %s: %w", op.name, err)
-				}
+		err := op.run()
+		d.mu.Lock()
+		if err == nil {
+			st.finished++
+		} else if d.sticky == nil {
+			d.sticky = err
+			if !strings.HasPrefix(err.Error(), "cuda: ") {
+				d.sticky = fmt.Errorf("cuda: %s: %w", op.name, err)
 			}
-			err = d.sticky
-			d.mu.Unlock()
+		}
+		err = d.sticky
+		d.mu.Unlock()
+		st.run.Unlock()
+		if err != nil {
 			return err
 		}
 	}

@@ -88,6 +88,7 @@ func TestSimMutationsFail(t *testing.T) {
 	if os.Getenv(mutantEnv) != "" {
 		t.Skip("in a mutant")
 	}
+	skipShort(t)
 	for i, mu := range mutations {
 		t.Run(mu.name, func(t *testing.T) {
 			src, err := ptxFS.ReadFile("ptx/" + mu.module)

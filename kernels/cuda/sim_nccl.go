@@ -20,10 +20,11 @@ import (
 // driver by NewNCCL. A collective is queued on the stream like a kernel and
 // runs when the stream is synchronized, as NCCL's calls are asynchronous.
 type simNCCL struct {
-	d     *simDriver
-	mu    sync.Mutex
-	comms map[uintptr]*simComm
-	next  uintptr
+	d        *simDriver
+	mu       sync.Mutex
+	comms    map[uintptr]*simComm
+	next     uintptr
+	failNext bool // the next collective fails (SimNCCLError)
 }
 
 func newSimNCCL(d *simDriver) *simNCCL {
@@ -80,6 +81,11 @@ type simComm struct {
 	g            *simGroup // in-process
 	t            Transport // across processes
 	seq          uint64
+
+	mu        sync.Mutex
+	asyncErr  error         // what ncclCommGetAsyncError reports
+	aborted   chan struct{} // closed by ncclCommAbort
+	abortOnce sync.Once
 }
 
 func (n *simNCCL) commInitRank(nranks int, id UniqueID, rank int) (uintptr, error) {
@@ -89,7 +95,7 @@ func (n *simNCCL) commInitRank(nranks int, id UniqueID, rank int) (uintptr, erro
 	if nranks < 1 || rank < 0 || rank >= nranks {
 		return 0, fmt.Errorf("cuda: ncclCommInitRank: %s: rank %d of %d", ncclResultNames[4], rank, nranks)
 	}
-	c := &simComm{rank: rank, nranks: nranks}
+	c := &simComm{rank: rank, nranks: nranks, aborted: make(chan struct{})}
 	if t := n.d.transport; t != nil {
 		if t.World() != nranks || t.Rank() != rank {
 			return 0, fmt.Errorf("cuda: ncclCommInitRank: rank %d of %d over a transport of rank %d of %d", rank, nranks, t.Rank(), t.World())
@@ -188,6 +194,13 @@ func (n *simNCCL) queue(call string, h uintptr, s stream, cl simCall, sendN, rec
 		return err
 	}
 	cl.kind = call
+	n.mu.Lock()
+	fail := n.failNext
+	n.failNext = false
+	n.mu.Unlock()
+	if fail {
+		return n.d.enqueue(call, s, func() error { return c.failing(call) })
+	}
 	return n.d.enqueue(call, s, func() error { return c.run(cl) })
 }
 
@@ -310,8 +323,11 @@ func (c *simComm) run(cl simCall) error {
 	defer g.mu.Unlock()
 	seq := c.seq
 	c.seq++
-	for g.seq != seq && g.err == nil { // an earlier collective still gathering
+	for g.seq != seq && g.err == nil && !c.isAborted() { // an earlier collective still gathering
 		g.cond.Wait()
+	}
+	if c.isAborted() {
+		return nil // an aborted collective ends at once, its result undefined
 	}
 	if g.err != nil {
 		return g.err
@@ -325,8 +341,11 @@ func (c *simComm) run(cl simCall) error {
 		g.seq++
 		g.cond.Broadcast()
 	}
-	for g.done <= seq && g.err == nil {
+	for g.done <= seq && g.err == nil && !c.isAborted() {
 		g.cond.Wait()
+	}
+	if c.isAborted() {
+		return nil
 	}
 	return g.err
 }

@@ -66,11 +66,21 @@ func TestSimConformance(t *testing.T) {
 // TestSimWithoutEpilogues: the suite again where cuBLASLt has refused its
 // epilogues (an old cuBLAS), so the bias and GELU run as elementwise kernels.
 func TestSimWithoutEpilogues(t *testing.T) {
+	skipShort(t)
 	b := openSim(t, FP32, SimOptions{Seed: 4})
 	b.noEpilogues = true
 	kerneltest.Conformance(t, func() kernels.Backend { return b })
 	if never := unlaunched(b, epilogueFallback); len(never) > 0 {
 		t.Errorf("the suite never launched %v", never)
+	}
+}
+
+// skipShort skips a second run of the suite under -short (make race: the
+// simulator under the race detector is slow, and TestSimConformance has run
+// every kernel).
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("another run of the conformance suite on the simulator")
 	}
 }
 
@@ -101,6 +111,7 @@ func unlaunched(b *Backend, pick func(string) bool) []string {
 // kernels still give bit-identical results run after run (the backend's
 // reductions have a fixed order).
 func TestSimDeterministic(t *testing.T) {
+	skipShort(t)
 	b := openSim(t, FP32, SimOptions{Seed: 2})
 	kerneltest.Deterministic(t, b, b)
 }
@@ -109,6 +120,7 @@ func TestSimDeterministic(t *testing.T) {
 // GPUs with different seeds (schedules) give bit-identical results, but for the
 // ops whose approximations differ with the seed.
 func TestSimAgreesWithItself(t *testing.T) {
+	skipShort(t)
 	a := openSim(t, FP32, SimOptions{Seed: 1})
 	b := openSim(t, FP32, SimOptions{Seed: 2})
 	kerneltest.Agree(t, a, b, kerneltest.Tolerance)

@@ -22,6 +22,10 @@ const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultHeartbeatTimeout  = 15 * time.Second
 	DefaultTimeout           = 10 * time.Minute
+	// DefaultCollectiveTimeout is how long a collective may take on a rank
+	// before the group fails, naming the ranks that had not reached it (PyTorch's
+	// NCCL watchdog waits 10 minutes).
+	DefaultCollectiveTimeout = 5 * time.Minute
 	helloTimeout             = 10 * time.Second
 )
 
@@ -550,7 +554,7 @@ func (s *Server) laggards(p *peer, m message) string {
 	}
 	slices.Sort(behind)
 	if len(behind) == 0 {
-		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: a ring link is stuck (network?)", m.Seq, m.Op, m.Reason, p.rank)
+		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
 	}
 	return fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason)
 }
