@@ -37,3 +37,17 @@ func (u MemoryUse) LogValue() slog.Value {
 
 // Memory is the model's memory on its backend (no optimizer state).
 func (m *Model) Memory() MemoryUse { return m.mem }
+
+// deviceMemoryUser is implemented by device backends that count their allocations
+// (kernels/cuda: live bytes, and the bytes of freed blocks kept for reuse).
+type deviceMemoryUser interface{ MemoryUse() (used, cached int64) }
+
+// memoryMetrics is the step's memory figures for metrics.jsonl.
+func (t *Trainer) memoryMetrics() MemoryMetrics {
+	u := t.Memory()
+	m := MemoryMetrics{ParamsBytes: u.Params, GradsBytes: u.Grads, OptimizerBytes: u.Optimizer, ActivationsBytes: u.Activations}
+	if d, ok := t.be.(deviceMemoryUser); ok {
+		m.DeviceBytes, _ = d.MemoryUse()
+	}
+	return m
+}

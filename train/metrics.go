@@ -42,6 +42,28 @@ type Metrics struct {
 	// update, grad_norm 0, the scale halved.
 	LossScale float64 `json:"loss_scale,omitempty"`
 	Skipped   bool    `json:"skipped,omitempty"`
+	// MemoryMetrics is this rank's memory on its backend (its fields appear at the
+	// top level of the JSON line, as mem_*_bytes).
+	MemoryMetrics
+}
+
+// MemoryMetrics is what rank 0 holds on its backend after the step, in bytes, by
+// purpose (MemoryUse), as GPT-NeoX and Megatron report their memory each step; and
+// on a device backend what its allocator has handed out.
+type MemoryMetrics struct {
+	// ParamsBytes: the float32 master weights and, under mixed precision, their
+	// compute-dtype copy.
+	ParamsBytes int64 `json:"mem_params_bytes"`
+	// GradsBytes: the float32 gradients.
+	GradsBytes int64 `json:"mem_grads_bytes"`
+	// OptimizerBytes: AdamW's moments (this rank's shard under ZeRO-1).
+	OptimizerBytes int64 `json:"mem_optimizer_bytes"`
+	// ActivationsBytes: the forward's saved activations, the backward's scratch,
+	// the classifier's chunk, token ids and losses.
+	ActivationsBytes int64 `json:"mem_activations_bytes"`
+	// DeviceBytes: the device allocator's live allocations (kernels/cuda; its
+	// cache of freed blocks not counted); absent on host backends.
+	DeviceBytes int64 `json:"mem_device_bytes,omitempty"`
 }
 
 // metricsFile appends metric lines to OUT/metrics.jsonl.

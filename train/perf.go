@@ -65,6 +65,11 @@ func (t *Trainer) logTensorBoard(m Metrics) error {
 	if t.peak > 0 {
 		values = append(values, tensorboard.Scalar{Tag: "train/mfu", Value: m.MFU})
 	}
+	values = append(values, tensorboard.Scalar{Tag: "memory/params_bytes", Value: float64(m.ParamsBytes)},
+		tensorboard.Scalar{Tag: "memory/activations_bytes", Value: float64(m.ActivationsBytes)})
+	if m.DeviceBytes > 0 {
+		values = append(values, tensorboard.Scalar{Tag: "memory/device_bytes", Value: float64(m.DeviceBytes)})
+	}
 	if m.ValLoss != nil {
 		values = append(values, tensorboard.Scalar{Tag: "val/loss", Value: *m.ValLoss})
 	}

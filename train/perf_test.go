@@ -28,8 +28,8 @@ func TestFLOPsPerToken(t *testing.T) {
 }
 
 // TestMetricsThroughputAndTensorBoard: every step's metrics carry samples/s, tokens/s,
-// TFLOPS per device and MFU (the CPU backend knows its peak; ref does not), and the
-// event file in tensorboard_dir holds the same scalars, read by an independent decoder.
+// TFLOPS per device and MFU (the CPU backend knows its peak; ref does not) and the
+// parameter and activation memory, and the event file in tensorboard_dir holds the same scalars, read by an independent decoder.
 func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 	cfg := tinyConfig(t, tinyDataset(t))
 	cfg.MaxSteps, cfg.EvalEvery = 6, 3
@@ -39,7 +39,7 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The step lines carry the same figures.
-	for _, want := range []string{"msg=step step=6 ", " samples_per_s=", " tflops=", " mfu=", " tokens_per_s="} {
+	for _, want := range []string{"msg=step step=6 ", " samples_per_s=", " tflops=", " mfu=", " tokens_per_s=", " mem_params=", " mem_activations="} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log has no %q:\n%s", want, log.String())
 		}
@@ -51,6 +51,11 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 		if m.SamplesPerS <= 0 || math.Abs(m.TokensPerS-m.SamplesPerS*T) > 1e-6*m.TokensPerS ||
 			math.Abs(m.TFLOPS-m.TokensPerS*fpt/1e12) > 1e-9*m.TFLOPS || m.MFU <= 0 || m.MFU > 10 {
 			t.Errorf("step %d: %+v", m.Step, m)
+		}
+		// float32 weights: as many bytes as their gradients, AdamW twice that; no device.
+		if mm := m.MemoryMetrics; mm.ParamsBytes <= 0 || mm.GradsBytes != mm.ParamsBytes || mm.OptimizerBytes != 2*mm.ParamsBytes ||
+			mm.ActivationsBytes <= 0 || mm.DeviceBytes != 0 || mm != ms[0].MemoryMetrics {
+			t.Errorf("step %d memory: %+v", m.Step, mm)
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(cfg.TensorboardDir, "events.out.tfevents.*"))
@@ -67,7 +72,8 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 	for i, m := range ms {
 		e := events[2+i]
 		want := map[string]float64{"train/loss": m.Loss, "train/lr": m.LR, "train/grad_norm": m.GradNorm, "train/tokens_per_s": m.TokensPerS,
-			"train/samples_per_s": m.SamplesPerS, "train/tflops_per_device": m.TFLOPS, "train/mfu": m.MFU}
+			"train/samples_per_s": m.SamplesPerS, "train/tflops_per_device": m.TFLOPS, "train/mfu": m.MFU,
+			"memory/params_bytes": float64(m.ParamsBytes), "memory/activations_bytes": float64(m.ActivationsBytes)}
 		if m.ValLoss != nil {
 			want["val/loss"] = *m.ValLoss
 		}

@@ -444,6 +444,10 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 				if t.peak > 0 {
 					args = append(args, "mfu", round4(m.MFU))
 				}
+				args = append(args, "mem_params", kernels.GiB(m.ParamsBytes), "mem_activations", kernels.GiB(m.ActivationsBytes))
+				if m.DeviceBytes > 0 {
+					args = append(args, "mem_device", kernels.GiB(m.DeviceBytes))
+				}
 				if m.ValLoss != nil {
 					args = append(args, "val_loss", round4(*m.ValLoss))
 				}
@@ -573,6 +577,7 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	t.lastLoss = loss
 	m := Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm}
 	t.throughput(&m, B*accum*world, T, time.Since(start).Seconds())
+	m.MemoryMetrics = t.memoryMetrics()
 	if t.scaler.on() {
 		m.LossScale = t.scaler.scale
 		if !finite {

@@ -46,6 +46,13 @@ func TestCudaSim(t *testing.T) {
 	}
 	cpu, sim := readMetrics(t, cpuOut), readMetrics(t, simOut)
 	closeLosses(t, sim, cpu, 1e-3)
+	// The device's allocations are in the metrics and the step lines, the host's not.
+	if m := sim[len(sim)-1].MemoryMetrics; m.DeviceBytes < m.ParamsBytes+m.GradsBytes+m.OptimizerBytes || cpu[0].DeviceBytes != 0 {
+		t.Errorf("memory: cuda-sim %+v, cpu %+v", m, cpu[0].MemoryMetrics)
+	}
+	if !strings.Contains(stderr, " mem_device=") {
+		t.Errorf("the cuda-sim step lines lack mem_device:\n%s", stderr)
+	}
 	t.Logf("step 20: cpu loss %.6f, cuda-sim %.6f", cpu[len(cpu)-1].Loss, sim[len(sim)-1].Loss)
 
 	// 2 ranks × batch 6 = 1 rank × batch 12, over the simulated NCCL

@@ -8,12 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"gptkit/kernels"
 	"gptkit/train"
 )
 
 // liveLine is the progress line `train` keeps at the bottom of a terminal:
 //
-//	step 1200/2000  loss 1.6120  val 1.7925@1000  lr 4.3e-04  |g| 0.41  21,331 tok/s  27.8 samples/s  0.0312 TFLOPS  MFU 24.1%  ETA 0:37
+//	step 1200/2000  loss 1.6120  val 1.7925@1000  lr 4.3e-04  |g| 0.41  21,331 tok/s  27.8 samples/s  0.0312 TFLOPS  MFU 24.1%  mem 1.4 MiB  ETA 0:37
 //
 // It is also the io.Writer of the command's logger, so that a log line (an
 // evaluation, a checkpoint, a warning) clears the line, prints, and the line is
@@ -80,10 +81,23 @@ func (l *liveLine) step(m train.Metrics) {
 	if m.MFU > 0 {
 		mfu = fmt.Sprintf("  MFU %.1f%%", 100*m.MFU)
 	}
-	l.line = fmt.Sprintf("step %d/%d  loss %.4f%s  lr %.1e  |g| %.2f  %s tok/s  %.1f samples/s  %s TFLOPS%s%s",
-		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), m.SamplesPerS, formatTFLOPS(m.TFLOPS), mfu, eta)
+	mem := ""
+	if b := memoryShown(m.MemoryMetrics); b > 0 {
+		mem = "  mem " + kernels.GiB(b)
+	}
+	l.line = fmt.Sprintf("step %d/%d  loss %.4f%s  lr %.1e  |g| %.2f  %s tok/s  %.1f samples/s  %s TFLOPS%s%s%s",
+		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), m.SamplesPerS, formatTFLOPS(m.TFLOPS), mfu, mem, eta)
 	io.WriteString(l.w, "\r"+l.line+"\x1b[K")
 	l.drawn = true
+}
+
+// memoryShown is the memory the live line shows: what the device allocator has
+// handed out, else the trainer's own buffers (weights, gradients, AdamW, activations).
+func memoryShown(m train.MemoryMetrics) int64 {
+	if m.DeviceBytes > 0 {
+		return m.DeviceBytes
+	}
+	return m.ParamsBytes + m.GradsBytes + m.OptimizerBytes + m.ActivationsBytes
 }
 
 // done ends the line with a newline.

@@ -124,8 +124,18 @@ func (c *Command) PrintHelp(w io.Writer) {
 // "tokenize encode"), and returns ExitFailure. A multi-line error (a message and its
 // "---> HINT:" line) is folded onto that line. Credentials in URLs are redacted.
 func Fail(stderr io.Writer, who string, err error) int {
-	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(OneLine(err.Error())))
+	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(withoutPrefix(OneLine(err.Error()), who+": ")))
 	return ExitFailure
+}
+
+// withoutPrefix removes every leading copy of prefix from msg: the packages name
+// themselves in their errors ("train: resume ..."), and the command's own name before
+// it would say it twice.
+func withoutPrefix(msg, prefix string) string {
+	for strings.HasPrefix(msg, prefix) {
+		msg = msg[len(prefix):]
+	}
+	return msg
 }
 
 // Interrupted replaces err with a plain "interrupted" once ctx is canceled (SIGINT or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func TestFail(t *testing.T) {
 	if code := Fail(&stderr, "prog cmd", errors.New("shards: x.bin: bad\n---> HINT:  fix it")); code != ExitFailure ||
 		stderr.String() != "prog cmd: shards: x.bin: bad ---> HINT: fix it\n" {
 		t.Errorf("Fail: %d %q", code, stderr.String())
+	}
+	// The command's name once, however many layers named it.
+	stderr.Reset()
+	Fail(&stderr, "train", fmt.Errorf("train: %w", errors.New("train: resume x: no checkpoint")))
+	if got := stderr.String(); got != "train: resume x: no checkpoint\n" {
+		t.Errorf("Fail with the command's own prefix: %q", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	err := errors.New("read: context canceled")
