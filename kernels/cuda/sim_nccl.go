@@ -198,10 +198,17 @@ func (n *simNCCL) queue(call string, h uintptr, s stream, cl simCall, sendN, rec
 	fail := n.failNext
 	n.failNext = false
 	n.mu.Unlock()
-	if fail {
-		return n.d.enqueue(call, s, func() error { return c.failing(call) })
+	var acc []memRange
+	if len(cl.send) > 0 {
+		acc = append(acc, bytesRange(sendP, len(cl.send), false))
 	}
-	return n.d.enqueue(call, s, func() error { return c.run(cl) })
+	if len(cl.recv) > 0 {
+		acc = append(acc, bytesRange(recvP, len(cl.recv), true))
+	}
+	if fail {
+		return n.d.enqueueAccess(call, s, acc, func() error { return c.failing(call) })
+	}
+	return n.d.enqueueAccess(call, s, acc, func() error { return c.run(cl) })
 }
 
 func (n *simNCCL) allReduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, h uintptr, s stream) error {
