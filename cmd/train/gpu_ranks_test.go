@@ -211,7 +211,9 @@ func TestSharedGPU(t *testing.T) {
 // before a collective (the others stuck in it), a rank whose host hangs (alive,
 // heartbeating, never arriving) and an NCCL error in the background each end
 // the whole job in under 60 s after the collective deadline (3 s here), with
-// one line naming the rank; with --max-restarts 1 the stuck job restarts from
+// one line naming the rank; so do a GPU hang before, and an NCCL error in, a
+// gradient bucket's all-reduce on the communication stream (the watchdog
+// watches those too); with --max-restarts 1 the stuck job restarts from
 // its checkpoint and ends as an uninterrupted run does.
 func TestCudaSimFailures(t *testing.T) {
 	if testing.Short() {
@@ -233,10 +235,16 @@ func TestCudaSimFailures(t *testing.T) {
 		{"gpuhang:1:20", []string{"rank 1 did not arrive at collective #"}},
 		{"hang:1:20", []string{"rank 1 did not arrive at collective #"}},
 		{"ncclerror:1:20", []string{"cuda: rank 1: nccl "}},
+		{"commhang:1:10", []string{"rank 1 did not arrive at collective #"}},
+		{"commerror:1:10", []string{"cuda: rank 1: nccl all-reduce"}},
 	} {
 		t.Run(strings.Split(tc.fault, ":")[0], func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "failed")
-			r := trainProc(t, 2*time.Minute, []string{faultEnv + "=" + tc.fault}, base(out)...)
+			args := base(out)
+			if strings.HasPrefix(tc.fault, "comm") {
+				args = append(args, "--bucket-mb", "0.01") // a bucket a layer
+			}
+			r := trainProc(t, 2*time.Minute, []string{faultEnv + "=" + tc.fault}, args...)
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 			last := lines[len(lines)-1]
 			named := false

@@ -265,7 +265,9 @@ const abortGrace = 20 * time.Second
 // hangs before the collective, as behind a kernel that never ends) or
 // ncclerror (cuda-sim: the simulated NCCL fails the collective in the
 // background, as when a peer's connection breaks) at the rank's N-th
-// collective, in the first attempt only (a restarted group runs clean); or
+// collective, in the first attempt only (a restarted group runs clean);
+// commhang and commerror are gpuhang and ncclerror at the rank's N-th
+// collective started on the communication stream (a gradient bucket's); or
 // nowait (N unused: the rank's NCCL queues its collectives on the
 // communication stream without waiting for the compute stream, a planted
 // ordering bug that cuda-sim's hazard check must catch).
@@ -288,6 +290,9 @@ func withFault(coll train.Collectives, place dist.Place, be kernels.Backend) tra
 		return coll
 	}
 	f := &faulty{FullCollectives: train.Full(coll), action: action, at: n, be: be}
+	if a, ok := strings.CutPrefix(action, "comm"); ok {
+		f.action, f.commOnly = map[string]string{"hang": "gpuhang", "error": "ncclerror"}[a], true
+	}
 	if sc, ok := coll.(train.StreamCollectives); ok {
 		return &faultyStreams{faulty: f, sc: sc}
 	}
@@ -296,12 +301,25 @@ func withFault(coll train.Collectives, place dist.Place, be kernels.Backend) tra
 
 type faulty struct {
 	train.FullCollectives
-	action string
-	at, n  int
-	be     kernels.Backend
+	action   string
+	at, n    int
+	be       kernels.Backend
+	commOnly bool // count the collectives of the communication stream only
 }
 
 func (f *faulty) hit() error {
+	if f.commOnly {
+		return nil
+	}
+	return f.count()
+}
+
+// hitComm is hit for a collective started on the communication stream.
+func (f *faulty) hitComm() error {
+	return f.count()
+}
+
+func (f *faulty) count() error {
 	if f.n++; f.n != f.at {
 		return nil
 	}
@@ -391,14 +409,14 @@ func (f *faultyStreams) AllGatherTensor(ctx context.Context, x kernels.Tensor) e
 }
 
 func (f *faultyStreams) StartAllReduceSumTensor(ctx context.Context, x kernels.Tensor) error {
-	if err := f.hit(); err != nil {
+	if err := f.hitComm(); err != nil {
 		return err
 	}
 	return f.sc.StartAllReduceSumTensor(ctx, x)
 }
 
 func (f *faultyStreams) StartReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error {
-	if err := f.hit(); err != nil {
+	if err := f.hitComm(); err != nil {
 		return err
 	}
 	return f.sc.StartReduceScatterSumTensor(ctx, x)
