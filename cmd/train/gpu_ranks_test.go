@@ -104,6 +104,9 @@ func TestCudaSimBucketsOverlap(t *testing.T) {
 			t.Fatalf("%s: want bucket all-reduces on the comm stream before the first backward's last kernel (line %d), found %q", f, last+1, before)
 		}
 		t.Logf("%s: %d of the first step's all-reduces queued before its backward's last kernel (line %d of %d)", filepath.Base(f), len(before), last+1, len(lines))
+		if c := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "comm ") }); c >= 2 {
+			t.Logf("the first bucket:\n%s", strings.Join(lines[c-2:min(c+5, len(lines))], "\n"))
+		}
 	}
 
 	out = filepath.Join(t.TempDir(), "nowait")
