@@ -30,10 +30,14 @@ type asyncState struct {
 	skipWait bool    // tests: queue without making the stream wait for the compute stream
 }
 
-// asyncCollective is a collective queued on the communication stream.
+// asyncCollective is a collective queued on the communication stream. It is
+// numbered for the watch (CollectiveWatch.BeginCollective) when the host
+// begins to wait for it, not when it is queued: the watch's position (the
+// latest collective begun, and whether this rank's GPU has reached it) then
+// means what it means for a synchronous collective, so a rank whose GPU never
+// reaches a bucket's all-reduce is named as such.
 type asyncCollective struct {
 	op                string
-	seq               int64
 	ready, start, end event
 }
 
@@ -90,7 +94,6 @@ func (c *NCCL) start(ctx context.Context, op string, call func(s stream) error) 
 	if err := c.Err(); err != nil {
 		return err
 	}
-	seq := c.nextSeq()
 	c.b.enter()
 	defer c.b.leave()
 	drv, a := c.b.drv, &c.async
@@ -116,7 +119,7 @@ func (c *NCCL) start(ctx context.Context, op string, call func(s stream) error) 
 		}
 		evs[i] = e
 	}
-	ac := asyncCollective{op: op, seq: seq, ready: evs[0], start: evs[1], end: evs[2]}
+	ac := asyncCollective{op: op, ready: evs[0], start: evs[1], end: evs[2]}
 	a.pending = append(a.pending, ac) // (its events are the pending's now, whatever happens)
 	if err := drv.eventRecord(ac.ready, c.b.stream); err != nil {
 		return err
@@ -136,15 +139,15 @@ func (c *NCCL) start(ctx context.Context, op string, call func(s stream) error) 
 	}
 	c.w.commMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w (rank %d, collective #%d)", err, c.rank, seq)
+		return fmt.Errorf("%w (rank %d, nccl %s queued on the communication stream)", err, c.rank, op)
 	}
 	return drv.eventRecord(ac.end, a.stream)
 }
 
 // FinishCollectives makes the compute stream wait for the collectives queued
 // on the communication stream and watches them to their end, in order (each
-// with its own deadline from when the wait for it begins). Nothing when none
-// is queued.
+// numbered, and given its deadline, when the wait for it begins). Nothing when
+// none is queued.
 func (c *NCCL) FinishCollectives(ctx context.Context) error {
 	a := &c.async
 	if len(a.pending) == 0 {
@@ -163,7 +166,7 @@ func (c *NCCL) FinishCollectives(ctx context.Context) error {
 		return err
 	}
 	for _, p := range pending {
-		if err := c.wait(ctx, p.op, p.seq, p.start, p.end); err != nil {
+		if err := c.wait(ctx, p.op, c.nextSeq(), p.start, p.end); err != nil {
 			return err
 		}
 	}
