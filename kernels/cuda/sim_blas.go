@@ -210,14 +210,7 @@ func (b *simBLAS) gemm(s stream, g gemm) error {
 }
 
 func (b *simBLAS) run(call string, g gemm) error {
-	rowsA, colsA := g.m, g.k
-	if g.transA {
-		rowsA, colsA = g.k, g.m
-	}
-	rowsB, colsB := g.k, g.n
-	if g.transB {
-		rowsB, colsB = g.n, g.k
-	}
+	rowsA, colsA, rowsB, colsB := g.operandDims()
 	A, err := b.operand(call, "A", g.A, g.aType, rowsA, colsA, g.lda, g.strideA, g.batch)
 	if err != nil {
 		return err
@@ -411,14 +404,7 @@ var (
 // accesses are the device bytes g touches, for the streams' hazard check: A
 // and B read, C, D, the bias and the aux matrix taken as written.
 func (g gemm) accesses() []memRange {
-	rowsA, colsA := g.m, g.k
-	if g.transA {
-		rowsA, colsA = g.k, g.m
-	}
-	rowsB, colsB := g.k, g.n
-	if g.transB {
-		rowsB, colsB = g.n, g.k
-	}
+	rowsA, colsA, rowsB, colsB := g.operandDims()
 	var acc []memRange
 	add := func(p uintptr, typ int32, rows, cols, ld int, stride int64, batch int, write bool) {
 		if n := span(rows, cols, ld, stride, batch, typeSize(typ)); p != 0 && n > 0 {
@@ -436,4 +422,17 @@ func (g gemm) accesses() []memRange {
 	}
 	add(g.bias, g.biasType, nb, 1, max(nb, 1), 0, 1, true)
 	return acc
+}
+
+// operandDims are the stored shapes of A and B (rows, columns), transposes applied.
+func (g gemm) operandDims() (rowsA, colsA, rowsB, colsB int) {
+	rowsA, colsA = g.m, g.k
+	if g.transA {
+		rowsA, colsA = g.k, g.m
+	}
+	rowsB, colsB = g.k, g.n
+	if g.transB {
+		rowsB, colsB = g.n, g.k
+	}
+	return rowsA, colsA, rowsB, colsB
 }

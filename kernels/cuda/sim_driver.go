@@ -236,10 +236,21 @@ func (d *simDriver) flushAll() error {
 		known.merge(streamClock(s, st))
 	}
 	d.mu.Unlock()
-	for _, st := range sts {
-		if err := d.flushTo(st, ^uint64(0)); err != nil {
-			return err
+	return d.hostWaits(known, func() error {
+		for _, st := range sts {
+			if err := d.flushTo(st, ^uint64(0)); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+}
+
+// hostWaits runs wait (a flush) and then tells the hazard check what the host
+// knows has run: known (sim_streams.go).
+func (d *simDriver) hostWaits(known vclock, wait func() error) error {
+	if err := wait(); err != nil {
+		return err
 	}
 	d.mu.Lock()
 	d.hostKnows(known)
@@ -278,13 +289,7 @@ func (d *simDriver) streamSynchronize(s stream) error {
 	d.mu.Lock()
 	known := streamClock(s, st)
 	d.mu.Unlock()
-	if err := d.flushTo(st, ^uint64(0)); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.hostKnows(known)
-	d.mu.Unlock()
-	return nil
+	return d.hostWaits(known, func() error { return d.flushTo(st, ^uint64(0)) })
 }
 
 func (d *simDriver) event(call string, e event) (*simEvent, error) {
@@ -337,13 +342,7 @@ func (d *simDriver) eventSynchronize(e event) error {
 	if ev.s == nil {
 		return nil
 	}
-	if err := d.flushTo(ev.s, ev.at); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.hostKnows(ev.vc)
-	d.mu.Unlock()
-	return nil
+	return d.hostWaits(ev.vc, func() error { return d.flushTo(ev.s, ev.at) })
 }
 
 // streamWaitEvent makes the work queued on s from now on wait for the event's
