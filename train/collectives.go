@@ -231,11 +231,14 @@ type TensorCollectives interface {
 // stream going on with what comes next; FinishCollectives makes the backend's
 // stream wait for every collective started, and returns once they are done (or
 // one failed: deadline, NCCL error, abort). The trainer starts the gradient
-// buckets' all-reduces as the backward pass finishes them, and ZeRO-1's
-// reduce-scatter after it.
+// buckets' all-reduces as the backward pass finishes them; under ZeRO-1 it
+// reduces each bucket to the ranks whose shards it covers (StartReduceSumTensor:
+// root's x becomes the sum over the ranks), or reduce-scatters the whole
+// gradient after the pass when there are no buckets.
 type StreamCollectives interface {
 	TensorCollectives
 	StartAllReduceSumTensor(ctx context.Context, x kernels.Tensor) error
+	StartReduceSumTensor(ctx context.Context, x kernels.Tensor, root int) error
 	StartReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error
 	FinishCollectives(ctx context.Context) error
 }

@@ -259,7 +259,10 @@ func planBuckets(m *Model, mb float64) *bucketPlan {
 // finishes them (the same on every rank): host gradients on a goroutine of its
 // own (after a Sync: the backend has written them), device gradients on the
 // collectives' communication stream (StreamCollectives: behind an event of the
-// backend's stream, no host wait).
+// backend's stream, no host wait). Under ZeRO-1 (devices only) each part of a
+// bucket is reduced to the rank whose shard holds it, as DeepSpeed's ZeRO
+// reduces its buckets: after the pass each rank's shard holds the sum, as
+// after a reduce-scatter.
 type bucketRun struct {
 	plan    *bucketPlan
 	pending []span
@@ -273,10 +276,21 @@ func (t *Trainer) startBuckets(ctx context.Context) *bucketRun {
 	r := &bucketRun{plan: t.buckets}
 	if sc, ok := t.streamCollectives(); ok {
 		var err error // the first Start's error: the rest are not started
+		shard := t.flat.hi - t.flat.lo
 		r.send = func(job []span) {
 			for _, s := range job {
-				if err == nil {
-					err = sc.StartAllReduceSumTensor(ctx, t.model.gradsAll.Slice(s.lo, s.hi))
+				if !t.zero() {
+					if err == nil {
+						err = sc.StartAllReduceSumTensor(ctx, t.model.gradsAll.Slice(s.lo, s.hi))
+					}
+					continue
+				}
+				// ZeRO-1: each part of the span to the rank whose shard holds it.
+				for lo := s.lo; lo < s.hi && err == nil; {
+					owner := lo / shard
+					hi := min(s.hi, (owner+1)*shard)
+					err = sc.StartReduceSumTensor(ctx, t.model.gradsAll.Slice(lo, hi), owner)
+					lo = hi
 				}
 			}
 		}

@@ -261,7 +261,9 @@ func (t *Trainer) build(mc ModelConfig) error {
 	t.model.lossAcc = t.stats.Slice(0, 1)
 	t.batch = make([]int32, 0, B*(T+1))
 	t.in, t.tgt = make([]int32, B*T), make([]int32, B*T)
-	if _, streams := t.streamCollectives(); coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 && (t.model.Grads.IsHost() || streams) {
+	// Buckets: on the host with a goroutine (not with ZeRO-1), on a device on
+	// the collectives' communication stream (ZeRO-1's reduced to each shard's rank).
+	if _, streams := t.streamCollectives(); coll.World() > 1 && cfg.BucketMB > 0 && (streams || t.model.Grads.IsHost() && cfg.Zero == 0) {
 		t.buckets = planBuckets(t.model, cfg.BucketMB)
 	}
 	return nil
@@ -600,9 +602,10 @@ func (t *Trainer) guardedStep(ctx context.Context) (m Metrics, err error) {
 	return t.trainStep(ctx)
 }
 
-// reduceGrads sums the ranks' gradients: the buckets already under way (run),
-// or one all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend
-// with tensor collectives (NCCL), else on host copies.
+// reduceGrads sums the ranks' gradients: the buckets already under way (run:
+// all-reduces, or under ZeRO-1 reduces to the shards' ranks), or one
+// all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend with
+// tensor collectives (NCCL), else on host copies.
 func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
 	if t.coll.World() == 1 {
 		return nil
@@ -613,7 +616,7 @@ func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
 		return err
 	}
 	if sc, ok := t.streamCollectives(); ok && t.zero() {
-		// On the communication stream too, though nothing overlaps it: see gatherWeights.
+		// On the communication stream too (bucket_mb 0: nothing overlaps it).
 		if err := sc.StartReduceScatterSumTensor(ctx, t.model.gradsAll); err != nil {
 			return err
 		}

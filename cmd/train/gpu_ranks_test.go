@@ -28,7 +28,8 @@ func simDPArgs(data, out string, batch, steps, ckpt int) []string {
 // through the simulated NCCL (whose unique id travels through the rendezvous
 // store), the gradients in one bucket or in one per layer (all-reduced on the
 // communication stream as the backward pass finishes them, the simulator
-// checking the streams' ordering), ZeRO-1 included (and NCCL's environment
+// checking the streams' ordering), ZeRO-1 included (buckets reduced to the
+// ranks owning their shards, or one reduce-scatter) (and NCCL's environment
 // reaching every rank), train like one rank with their global batch: losses
 // within 1e-5 (relative, float32).
 func TestCudaSimRanksMatchOne(t *testing.T) {
@@ -49,7 +50,9 @@ func TestCudaSimRanksMatchOne(t *testing.T) {
 		{2, 4, nil},
 		{2, 4, []string{"--bucket-mb", "0.01"}},
 		{4, 2, []string{"--bucket-mb", "0.01"}},
-		{4, 2, []string{"--zero", "1"}},
+		{4, 2, []string{"--zero", "1"}}, // one bucket, reduced to the shards' ranks
+		{4, 2, []string{"--zero", "1", "--bucket-mb", "0.01"}},
+		{2, 4, []string{"--zero", "1", "--bucket-mb", "0"}}, // one reduce-scatter
 	} {
 		out := filepath.Join(t.TempDir(), "dp")
 		args := append(simDPArgs(data, out, tc.batch, 12, 0), "--nproc-per-node", fmt.Sprint(tc.ranks), "--master-port", freePort(t))
@@ -66,8 +69,9 @@ func TestCudaSimRanksMatchOne(t *testing.T) {
 }
 
 // TestCudaSimBucketsOverlap: on cuda-sim with buckets of about a layer, the
-// streams' trace shows the buckets' all-reduces queued on the communication
-// stream before the backward pass's last kernel (the embeddings' gradient), so
+// streams' trace shows the buckets' all-reduces (under ZeRO-1 their reduces
+// to the shards' ranks) queued on the communication stream before the
+// backward pass's last kernel (the embeddings' gradient), so
 // communication overlaps the rest of the backward; and a planted missing
 // event wait (the comm stream not waiting for the compute stream) is caught by
 // the simulator's hazard check, which names both ops.
@@ -76,42 +80,50 @@ func TestCudaSimBucketsOverlap(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	data, _ := makeCharDataset(t)
-	trace := t.TempDir()
-	out := filepath.Join(t.TempDir(), "dp")
-	args := append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
-	r := trainProc(t, 2*time.Minute, []string{envSimTrace + "=" + trace}, args...)
-	if r.code != 0 {
-		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
-	}
-	files, _ := filepath.Glob(filepath.Join(trace, "*.trace"))
-	if len(files) != 2 {
-		t.Fatalf("%d traces, want one per rank: %v", len(files), files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		op    string // the buckets' collective
+		extra []string
+	}{
+		{"ncclAllReduce", nil},
+		{"ncclReduce", []string{"--zero", "1"}}, // each part of a bucket to its shard's rank
+	} {
+		trace := t.TempDir()
+		out := filepath.Join(t.TempDir(), "dp")
+		args := append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
+		r := trainProc(t, 2*time.Minute, []string{envSimTrace + "=" + trace}, append(args, tc.extra...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", tc.extra, r.code, r.stderr)
 		}
-		lines := strings.Split(string(b), "\n")
-		last := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "kernel encoder_backward_wte") })
-		var before []string
-		for _, l := range lines[:max(last, 0)] {
-			if strings.HasPrefix(l, "comm ") && strings.Contains(l, " ncclAllReduce ") {
-				before = append(before, l)
+		files, _ := filepath.Glob(filepath.Join(trace, "*.trace"))
+		if len(files) != 2 {
+			t.Fatalf("%d traces, want one per rank: %v", len(files), files)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if last < 0 || len(before) < 2 {
-			t.Fatalf("%s: want bucket all-reduces on the comm stream before the first backward's last kernel (line %d), found %q", f, last+1, before)
-		}
-		t.Logf("%s: %d of the first step's all-reduces queued before its backward's last kernel (line %d of %d)", filepath.Base(f), len(before), last+1, len(lines))
-		if c := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "comm ") }); c >= 2 {
-			t.Logf("the first bucket:\n%s", strings.Join(lines[c-2:min(c+5, len(lines))], "\n"))
+			lines := strings.Split(string(b), "\n")
+			last := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "kernel encoder_backward_wte") })
+			var before []string
+			for _, l := range lines[:max(last, 0)] {
+				if strings.HasPrefix(l, "comm ") && strings.Contains(l, " "+tc.op+" ") {
+					before = append(before, l)
+				}
+			}
+			if last < 0 || len(before) < 2 {
+				t.Fatalf("%v %s: want bucket %ss on the comm stream before the first backward's last kernel (line %d), found %q", tc.extra, f, tc.op, last+1, before)
+			}
+			t.Logf("%v %s: %d of the first step's %ss queued before its backward's last kernel (line %d of %d)", tc.extra, filepath.Base(f), len(before), tc.op, last+1, len(lines))
+			if c := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "comm ") }); c >= 2 {
+				t.Logf("the first bucket:\n%s", strings.Join(lines[c-2:min(c+5, len(lines))], "\n"))
+			}
 		}
 	}
 
-	out = filepath.Join(t.TempDir(), "nowait")
-	args = append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
-	r = trainProc(t, 2*time.Minute, []string{faultEnv + "=nowait:1:0"}, args...)
+	out := filepath.Join(t.TempDir(), "nowait")
+	args := append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
+	r := trainProc(t, 2*time.Minute, []string{faultEnv + "=nowait:1:0"}, args...)
 	if r.code != 1 || !strings.Contains(r.stderr, "stream hazard: ncclAllReduce on the comm stream") || !strings.Contains(r.stderr, "on the compute stream writes") {
 		t.Fatalf("planted missing wait: exit %d, want 1 and the hazard naming both ops:\n%s", r.code, r.stderr)
 	}

@@ -375,6 +375,8 @@ func (f *faulty) ReduceScatterSum(ctx context.Context, buf []float32) error {
 
 // faultyStreams is faulty over collectives on device tensors and a
 // communication stream (NCCL): each of those counts as a collective too.
+var _ train.StreamCollectives = (*faultyStreams)(nil)
+
 type faultyStreams struct {
 	*faulty
 	sc train.StreamCollectives
@@ -413,6 +415,13 @@ func (f *faultyStreams) StartAllReduceSumTensor(ctx context.Context, x kernels.T
 		return err
 	}
 	return f.sc.StartAllReduceSumTensor(ctx, x)
+}
+
+func (f *faultyStreams) StartReduceSumTensor(ctx context.Context, x kernels.Tensor, root int) error {
+	if err := f.hitComm(); err != nil {
+		return err
+	}
+	return f.sc.StartReduceSumTensor(ctx, x, root)
 }
 
 func (f *faultyStreams) StartReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error {

@@ -22,7 +22,7 @@ import (
 // the packages they cannot import, so the checks live here.
 var (
 	_ train.FullCollectives   = (*cuda.NCCL)(nil)
-	_ train.TensorCollectives = (*cuda.NCCL)(nil)
+	_ train.StreamCollectives = (*cuda.NCCL)(nil)
 	_ cuda.Transport          = (*dist.Comm)(nil)
 	_ cuda.CollectiveWatch    = (*dist.Comm)(nil)
 )

@@ -24,6 +24,7 @@ type ncclLib struct {
 	commDestroyFn   func(comm uintptr) int32
 	allReduceFn     func(send, recv uintptr, count uint64, dtype, op int32, comm, stream uintptr) int32
 	broadcastFn     func(send, recv uintptr, count uint64, dtype, root int32, comm, stream uintptr) int32
+	reduceFn        func(send, recv uintptr, count uint64, dtype, op, root int32, comm, stream uintptr) int32
 	reduceScatterFn func(send, recv uintptr, recvcount uint64, dtype, op int32, comm, stream uintptr) int32
 	allGatherFn     func(send, recv uintptr, sendcount uint64, dtype int32, comm, stream uintptr) int32
 	getVersion      func(v *int32) int32
@@ -62,6 +63,7 @@ func loadNCCL(names []string) (*ncclLib, error) {
 		{&n.commDestroyFn, "ncclCommDestroy"},
 		{&n.allReduceFn, "ncclAllReduce"},
 		{&n.broadcastFn, "ncclBroadcast"},
+		{&n.reduceFn, "ncclReduce"},
 		{&n.reduceScatterFn, "ncclReduceScatter"},
 		{&n.allGatherFn, "ncclAllGather"},
 		{&n.getVersion, "ncclGetVersion"},
@@ -96,6 +98,10 @@ func (n *ncclLib) allReduce(send, recv devicePtr, count int, dt ncclDataType, op
 
 func (n *ncclLib) broadcast(send, recv devicePtr, count int, dt ncclDataType, root int, c uintptr, s stream) error {
 	return ncclCheck("ncclBroadcast", n.broadcastFn(send, recv, uint64(count), int32(dt), int32(root), c, uintptr(s)))
+}
+
+func (n *ncclLib) reduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, root int, c uintptr, s stream) error {
+	return ncclCheck("ncclReduce", n.reduceFn(send, recv, uint64(count), int32(dt), int32(op), int32(root), c, uintptr(s)))
 }
 
 func (n *ncclLib) reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, c uintptr, s stream) error {

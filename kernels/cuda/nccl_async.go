@@ -69,6 +69,22 @@ func (c *NCCL) StartAllReduceSumTensor(ctx context.Context, t kernels.Tensor) er
 	})
 }
 
+// StartReduceSumTensor queues an ncclReduce of t to rank root on the
+// communication stream, as StartAllReduceSumTensor does: afterwards root's t
+// holds the sum over the ranks, the others' t is unchanged.
+func (c *NCCL) StartReduceSumTensor(ctx context.Context, t kernels.Tensor, root int) error {
+	dt, err := c.tensorType("reduce", t)
+	if err != nil || t.Len() == 0 {
+		return err
+	}
+	if root < 0 || root >= c.world {
+		return fmt.Errorf("cuda: nccl reduce to rank %d in a world of %d", root, c.world)
+	}
+	return c.start(ctx, "reduce", func(s stream) error {
+		return c.n.reduce(t.Addr(), t.Addr(), t.Len(), dt, ncclSum, root, c.comm, s)
+	})
+}
+
 // StartReduceScatterSumTensor queues ReduceScatterSumTensor of t on the
 // communication stream, as StartAllReduceSumTensor does.
 func (c *NCCL) StartReduceScatterSumTensor(ctx context.Context, t kernels.Tensor) error {

@@ -230,6 +230,21 @@ func (n *simNCCL) broadcast(send, recv devicePtr, count int, dt ncclDataType, ro
 	return n.queue("ncclBroadcast", h, s, simCall{count: count, dt: dt, root: root}, sendN, count, send, recv)
 }
 
+func (n *simNCCL) reduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, root int, h uintptr, s stream) error {
+	c, err := n.comm("ncclReduce", h)
+	if err != nil {
+		return err
+	}
+	if root < 0 || root >= c.nranks {
+		return fmt.Errorf("cuda: ncclReduce: %s: root %d of %d ranks", ncclResultNames[4], root, c.nranks)
+	}
+	recvN := count
+	if c.rank != root {
+		recvN = 0 // only the root's receive buffer is written
+	}
+	return n.queue("ncclReduce", h, s, simCall{count: count, dt: dt, op: op, root: root}, count, recvN, send, recv)
+}
+
 func (n *simNCCL) reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, h uintptr, s stream) error {
 	c, err := n.comm("ncclReduceScatter", h)
 	if err != nil {
@@ -385,6 +400,13 @@ func (g *simGroup) perform() error {
 		for _, cl := range g.calls {
 			copy(cl.recv, out)
 		}
+	case "ncclReduce":
+		out := g.calls[first.root].recv
+		red := make([]byte, len(out))
+		for i := 0; i < n; i++ {
+			setElem(red, dt, i, reduce(sends, dt, first.op, i))
+		}
+		copy(out, red)
 	case "ncclReduceScatter":
 		outs := make([][]byte, W)
 		for r := range outs {
@@ -448,7 +470,7 @@ func (c *simComm) runTransport(cl simCall) error {
 		}
 	}
 	switch cl.kind {
-	case "ncclAllReduce":
+	case "ncclAllReduce", "ncclReduce": // a reduce is an all-reduce whose result only the root keeps
 		buf := toF32(cl.send, n)
 		if err := c.t.AllReduceSum(ctx, buf); err != nil {
 			return err
@@ -458,7 +480,9 @@ func (c *simComm) runTransport(cl simCall) error {
 				buf[i] /= float32(W)
 			}
 		}
-		fromF32(cl.recv, buf)
+		if cl.kind == "ncclAllReduce" || c.rank == cl.root {
+			fromF32(cl.recv, buf)
+		}
 	case "ncclBroadcast":
 		buf := make([]float32, n)
 		if c.rank == cl.root {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,21 @@ func TestNCCLCommStream(t *testing.T) {
 				}
 				got[r] = make([]float32, n)
 				b.Download(kernels.Float32Bytes(got[r]), g)
+				// A reduce to rank 1: its copy becomes the sum, rank 0's stays.
+				b.Upload(other, kernels.Float32Bytes(host))
+				if err := c.StartReduceSumTensor(ctx, other, 1); err != nil {
+					return err
+				}
+				if err := c.FinishCollectives(ctx); err != nil {
+					return err
+				}
+				red := make([]float32, n)
+				b.Download(kernels.Float32Bytes(red), other)
+				for i := range red {
+					if want := map[int]float32{0: host[i], 1: float32(1000 + 2*i)}[r]; red[i] != want {
+						return fmt.Errorf("reduce to rank 1: element %d = %v, want %v", i, red[i], want)
+					}
+				}
 				return nil
 			}()
 		}()
@@ -158,13 +174,8 @@ func TestNCCLCommStream(t *testing.T) {
 	// The trace: both all-reduces queued on the comm stream before the
 	// compute stream's memset, each behind a wait for the compute stream.
 	tr := traces[0].String()
-	first, last := strings.Index(tr, "comm 2 ncclAllReduce r=512 w=512"), strings.LastIndex(tr, "ncclAllReduce")
-	memset := strings.LastIndex(tr, "compute ") // the memset after the second start
-	memset = strings.LastIndex(tr[:memset], "compute ")
-	memset = strings.LastIndex(tr[:memset], "compute ")
-	if !strings.HasPrefix(tr[memset:], "compute 6 cuMemsetD8Async") {
-		memset = -1
-	}
+	first, last := strings.Index(tr, "comm 2 ncclAllReduce r=512 w=512"), strings.Index(tr, "comm 4 ncclAllReduce")
+	memset := strings.Index(tr, "compute 6 cuMemsetD8Async") // the memset after the second start
 	if first < 0 || memset < 0 || last > memset || !strings.Contains(tr, "comm 1 cuStreamWaitEvent r=0 w=0") {
 		t.Fatalf("trace: want the all-reduces (behind waits) on the comm stream before the compute stream's memset:\n%s", tr)
 	}
