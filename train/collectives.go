@@ -224,6 +224,32 @@ type TensorCollectives interface {
 	AllGatherTensor(ctx context.Context, x kernels.Tensor) error
 }
 
+// StreamCollectives is implemented by TensorCollectives that also run
+// collectives on a communication stream of their own (kernels/cuda's NCCL):
+// a Start method queues one behind the work queued so far on the backend's
+// stream (so it reads what that work wrote) and returns at once, the backend's
+// stream going on with what comes next; FinishCollectives makes the backend's
+// stream wait for every collective started, and returns once they are done (or
+// one failed: deadline, NCCL error, abort). The trainer starts the gradient
+// buckets' all-reduces as the backward pass finishes them; under ZeRO-1 it
+// reduces each bucket to the ranks whose shards it covers (StartReduceSumTensor:
+// root's x becomes the sum over the ranks), or reduce-scatters the whole
+// gradient after the pass when there are no buckets.
+type StreamCollectives interface {
+	TensorCollectives
+	StartAllReduceSumTensor(ctx context.Context, x kernels.Tensor) error
+	StartReduceSumTensor(ctx context.Context, x kernels.Tensor, root int) error
+	StartReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error
+	FinishCollectives(ctx context.Context) error
+}
+
+// streamCollectives returns the trainer's StreamCollectives when the
+// gradients are device tensors they take.
+func (t *Trainer) streamCollectives() (StreamCollectives, bool) {
+	sc, ok := t.coll.(StreamCollectives)
+	return sc, ok && t.model != nil && !t.model.Grads.IsHost()
+}
+
 // collective names one of the collectives onTensor runs.
 type collective int
 

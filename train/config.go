@@ -28,7 +28,7 @@ type Config struct {
 	Dtype   string `key:"dtype" help:"the compute {DTYPE}: float32, bfloat16 (mixed precision: float32 master weights and AdamW, bfloat16 activations) or float16 (the same with dynamic loss scaling, for GPUs without bfloat16); auto: bfloat16 on cuda, float32 on cpu"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
 	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
-	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; not used with zero 1)"`
+	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; with zero 1 on GPUs each bucket is reduced to the ranks owning its shards, on the CPU one reduce-scatter after the backward)"`
 
 	// The model.
 	NLayer    int     `key:"n_layer" help:"transformer blocks {N}"`

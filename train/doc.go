@@ -34,10 +34,14 @@
 // and AdamW state), so the other ranks need not see its disk. Each rank draws its
 // share of every global micro-batch from loader.Sampler. During the last
 // micro-batch's backward pass the gradient is all-reduced bucket by bucket as the
-// layers finish (bucket_mb), overlapping the rest of the pass. With zero 1
-// (ZeRO stage 1) the gradient is reduce-scattered instead, each rank runs AdamW
-// on its shard of the flat buffers (so it holds 1/World of the AdamW state) and
-// the weights are all-gathered; results are the same as without. The loss is the
+// layers finish (bucket_mb), overlapping the rest of the pass (on GPUs on the
+// collectives' communication stream, behind events: StreamCollectives). With
+// zero 1 (ZeRO stage 1) the gradient is reduce-scattered instead (on GPUs each
+// bucket reduced to the ranks owning its shards), each rank runs
+// AdamW on its shard of the flat buffers (so it holds 1/World of the AdamW state)
+// and the weights are all-gathered (on a GPU in the compute dtype, the float32
+// masters gathered only to be compared or saved); results are the same as
+// without. The loss is the
 // mean over the whole global batch (the ranks' sums and counts are gathered
 // exactly), the gradient norm is summed block by block in an order that does not
 // depend on the world size, the ranks agree before each step whether to stop (a

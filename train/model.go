@@ -582,11 +582,11 @@ func (m *Model) backward() {
 	m.stageDone(-1)
 }
 
-// stageDone hands a stage's final gradients to gradsDone (after the backend has
-// finished writing them).
+// stageDone hands a stage's final gradients to gradsDone: queued on the
+// backend, not necessarily written yet (a bucket on the host syncs first; one
+// on a communication stream waits for an event).
 func (m *Model) stageDone(stage int) {
 	if m.gradsDone != nil {
-		m.be.Sync()
 		m.gradsDone(stage)
 	}
 }

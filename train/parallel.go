@@ -197,6 +197,9 @@ func (t *Trainer) checkWeights(ctx context.Context) error {
 	if t.coll.World() == 1 {
 		return nil
 	}
+	if err := t.syncMasters(ctx); err != nil {
+		return fmt.Errorf("train: step %d: gather the float32 weights: %w", t.step, err)
+	}
 	sum := crc32.Checksum(kernels.Float32Bytes(t.model.ReadParams()), crc32.MakeTable(crc32.Castagnoli))
 	all, err := t.gather(ctx, float64(sum))
 	if err != nil {
@@ -252,31 +255,74 @@ func planBuckets(m *Model, mb float64) *bucketPlan {
 	return p
 }
 
-// bucketRun all-reduces the buckets of one backward pass on its own goroutine, in
-// the order the pass finishes them (the same on every rank).
+// bucketRun all-reduces the buckets of one backward pass in the order the pass
+// finishes them (the same on every rank): host gradients on a goroutine of its
+// own (after a Sync: the backend has written them), device gradients on the
+// collectives' communication stream (StreamCollectives: behind an event of the
+// backend's stream, no host wait). Under ZeRO-1 (devices only) each part of a
+// bucket is reduced to the rank whose shard holds it, as DeepSpeed's ZeRO
+// reduces its buckets: after the pass each rank's shard holds the sum, as
+// after a reduce-scatter.
 type bucketRun struct {
 	plan    *bucketPlan
 	pending []span
 	size    int
-	jobs    chan []span
-	done    chan error
+	send    func(job []span) // starts a bucket's all-reduces
+	finish  func() error     // waits for them all
 	waited  time.Duration
 }
 
 func (t *Trainer) startBuckets(ctx context.Context) *bucketRun {
-	r := &bucketRun{plan: t.buckets, jobs: make(chan []span, 2*len(t.buckets.stages)+1), done: make(chan error, 1)}
-	grads := t.model.Grads.Float32s() // buckets run only on host gradients
+	r := &bucketRun{plan: t.buckets}
+	if sc, ok := t.streamCollectives(); ok {
+		var err error // the first Start's error: the rest are not started
+		shard := t.flat.hi - t.flat.lo
+		r.send = func(job []span) {
+			for _, s := range job {
+				if !t.zero() {
+					if err == nil {
+						err = sc.StartAllReduceSumTensor(ctx, t.model.gradsAll.Slice(s.lo, s.hi))
+					}
+					continue
+				}
+				// ZeRO-1: each part of the span to the rank whose shard holds it.
+				for lo := s.lo; lo < s.hi && err == nil; {
+					owner := lo / shard
+					hi := min(s.hi, (owner+1)*shard)
+					err = sc.StartReduceSumTensor(ctx, t.model.gradsAll.Slice(lo, hi), owner)
+					lo = hi
+				}
+			}
+		}
+		r.finish = func() error {
+			if err != nil {
+				return err
+			}
+			return sc.FinishCollectives(ctx)
+		}
+		return r
+	}
+	jobs, done := make(chan []span, 2*len(t.buckets.stages)+1), make(chan error, 1)
+	grads := t.model.Grads.Float32s() // host gradients
 	go func() {
 		var err error
-		for job := range r.jobs {
+		for job := range jobs {
 			for _, s := range job {
 				if err == nil {
 					err = t.coll.AllReduceSum(ctx, grads[s.lo:s.hi])
 				}
 			}
 		}
-		r.done <- err
+		done <- err
 	}()
+	r.send = func(job []span) {
+		t.be.Sync() // the collectives read the gradients from the host
+		jobs <- job
+	}
+	r.finish = func() error {
+		close(jobs)
+		return <-done
+	}
 	return r
 }
 
@@ -305,16 +351,15 @@ func (r *bucketRun) flush() {
 			merged = append(merged, s)
 		}
 	}
-	r.jobs <- merged
+	r.send(merged)
 	r.pending, r.size = nil, 0
 }
 
 // wait sends what is left and waits for every bucket's all-reduce.
 func (r *bucketRun) wait() error {
 	r.flush()
-	close(r.jobs)
 	start := time.Now()
-	err := <-r.done
+	err := r.finish()
 	r.waited = time.Since(start)
 	return err
 }
@@ -322,3 +367,39 @@ func (r *bucketRun) wait() error {
 // ErrPeerInterrupted ends Train on the ranks that were not signalled themselves
 // when another rank was (SIGINT, SIGTERM): every rank stops after the same step.
 var ErrPeerInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")
+
+// gatherWeights all-gathers the weights ZeRO-1's shards updated. With a
+// compute dtype below float32 on a device that takes it (NCCL), the compute
+// copy is gathered (bfloat16: half the bytes of the float32 masters), in place
+// on the device; each rank's float32 masters are then current in its shard
+// only, until syncMasters. Otherwise the float32 masters are gathered and the
+// compute copy made from them.
+func (t *Trainer) gatherWeights(ctx context.Context) error {
+	m := t.model
+	if tc, ok := t.coll.(TensorCollectives); ok && !m.workAll.IsHost() && !m.workAll.Same(m.paramsAll) {
+		if err := tc.AllGatherTensor(ctx, m.workAll); err != nil {
+			return err
+		}
+		t.mastersStale = true
+		return nil
+	}
+	if err := t.onTensor(ctx, allGather, m.paramsAll); err != nil {
+		return err
+	}
+	m.SyncWork()
+	return nil
+}
+
+// syncMasters all-gathers the float32 master weights when gatherWeights left
+// them current in each rank's shard only: before the weights are compared or
+// saved (every rank calls it at the same points).
+func (t *Trainer) syncMasters(ctx context.Context) error {
+	if !t.mastersStale {
+		return nil
+	}
+	if err := t.onTensor(ctx, allGather, t.model.paramsAll); err != nil {
+		return err
+	}
+	t.mastersStale = false
+	return nil
+}

@@ -108,6 +108,9 @@ var testHookSave func(step int)
 
 // save writes a checkpoint of the current step (rank 0; the others wait at a barrier).
 func (t *Trainer) save(ctx context.Context) error {
+	if err := t.syncMasters(ctx); err != nil {
+		return fmt.Errorf("train: gather the float32 weights: %w", err)
+	}
 	moments, err := t.gatherMoments(ctx)
 	if err != nil {
 		return err

@@ -44,9 +44,13 @@ type Trainer struct {
 	scaler  lossScaler  // float16's dynamic loss scale
 	optMem  int64       // bytes of m and v
 
-	commWait    time.Duration // the steps' time waiting for gradient buckets (benchmarks)
-	checkEveryN int           // tests: compare the weights' checksums this often
-	scratchBufs map[int][]float32
+	commWait time.Duration // the steps' time waiting for gradient buckets (benchmarks)
+	// mastersStale: under ZeRO-1 with the weights all-gathered in the compute
+	// dtype, the float32 master weights outside this rank's shard are old
+	// (syncMasters gathers them).
+	mastersStale bool
+	checkEveryN  int // tests: compare the weights' checksums this often
+	scratchBufs  map[int][]float32
 	// alloc gives the weights and the gradients: the backend's memory, or, on a
 	// host backend, the collectives' shared memory (freed by Close); hostAlloc
 	// the host buffers of the collectives (shared memory when there is some).
@@ -257,7 +261,9 @@ func (t *Trainer) build(mc ModelConfig) error {
 	t.model.lossAcc = t.stats.Slice(0, 1)
 	t.batch = make([]int32, 0, B*(T+1))
 	t.in, t.tgt = make([]int32, B*T), make([]int32, B*T)
-	if coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 && t.model.Grads.IsHost() {
+	// Buckets: on the host with a goroutine (not with ZeRO-1), on a device on
+	// the collectives' communication stream (ZeRO-1's reduced to each shard's rank).
+	if _, streams := t.streamCollectives(); coll.World() > 1 && cfg.BucketMB > 0 && (streams || t.model.Grads.IsHost() && cfg.Zero == 0) {
 		t.buckets = planBuckets(t.model, cfg.BucketMB)
 	}
 	return nil
@@ -539,10 +545,9 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	}
 	be.AdamW(model.paramsAll.Slice(lo, hi), model.gradsAll.Slice(lo, hi), t.m, t.v, work, t.stats.Slice(1, t.stats.Len()), opt)
 	if t.zero() {
-		if err := t.onTensor(cctx, allGather, model.paramsAll); err != nil {
+		if err := t.gatherWeights(cctx); err != nil {
 			return Metrics{}, fmt.Errorf("train: step %d: gather the updated weights: %w", step, err)
 		}
-		model.SyncWork()
 	}
 	// The one download of the step: the loss sum and the norm's partial sums.
 	stats := make([]float64, t.stats.Len())
@@ -602,18 +607,25 @@ func (t *Trainer) guardedStep(ctx context.Context) (m Metrics, err error) {
 	return t.trainStep(ctx)
 }
 
-// reduceGrads sums the ranks' gradients: the buckets already under way (run),
-// or one all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend
-// with tensor collectives (NCCL), else on host copies.
+// reduceGrads sums the ranks' gradients: the buckets already under way (run:
+// all-reduces, or under ZeRO-1 reduces to the shards' ranks), or one
+// all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend with
+// tensor collectives (NCCL), else on host copies.
 func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
 	if t.coll.World() == 1 {
 		return nil
 	}
 	if run != nil {
-		t.be.Sync() // the collectives read the gradients from the host
 		err := run.wait()
 		t.commWait += run.waited
 		return err
+	}
+	if sc, ok := t.streamCollectives(); ok && t.zero() {
+		// On the communication stream too (bucket_mb 0: nothing overlaps it).
+		if err := sc.StartReduceScatterSumTensor(ctx, t.model.gradsAll); err != nil {
+			return err
+		}
+		return sc.FinishCollectives(ctx)
 	}
 	if t.zero() {
 		return t.onTensor(ctx, reduceScatterSum, t.model.gradsAll)

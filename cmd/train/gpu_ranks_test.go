@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,11 @@ func simDPArgs(data, out string, batch, steps, ckpt int) []string {
 
 // TestCudaSimRanksMatchOne: 2 and 4 ranks on cuda-sim, their collectives
 // through the simulated NCCL (whose unique id travels through the rendezvous
-// store), ZeRO-1 included (and NCCL's environment reaching every rank), train like one rank with their global batch: losses
+// store), the gradients in one bucket or in one per layer (all-reduced on the
+// communication stream as the backward pass finishes them, the simulator
+// checking the streams' ordering), ZeRO-1 included (buckets reduced to the
+// ranks owning their shards, or one reduce-scatter) (and NCCL's environment
+// reaching every rank), train like one rank with their global batch: losses
 // within 1e-5 (relative, float32).
 func TestCudaSimRanksMatchOne(t *testing.T) {
 	if testing.Short() {
@@ -42,8 +48,11 @@ func TestCudaSimRanksMatchOne(t *testing.T) {
 		extra []string
 	}{
 		{2, 4, nil},
-		{4, 2, nil},
-		{4, 2, []string{"--zero", "1"}},
+		{2, 4, []string{"--bucket-mb", "0.01"}},
+		{4, 2, []string{"--bucket-mb", "0.01"}},
+		{4, 2, []string{"--zero", "1"}}, // one bucket, reduced to the shards' ranks
+		{4, 2, []string{"--zero", "1", "--bucket-mb", "0.01"}},
+		{2, 4, []string{"--zero", "1", "--bucket-mb", "0"}}, // one reduce-scatter
 	} {
 		out := filepath.Join(t.TempDir(), "dp")
 		args := append(simDPArgs(data, out, tc.batch, 12, 0), "--nproc-per-node", fmt.Sprint(tc.ranks), "--master-port", freePort(t))
@@ -57,6 +66,136 @@ func TestCudaSimRanksMatchOne(t *testing.T) {
 		}
 		closeLosses(t, readMetrics(t, out), want, 1e-5)
 	}
+}
+
+// TestCudaSimBucketsOverlap: on cuda-sim with buckets of about a layer, the
+// streams' trace shows the buckets' all-reduces (under ZeRO-1 their reduces
+// to the shards' ranks) queued on the communication stream before the
+// backward pass's last kernel (the embeddings' gradient), so
+// communication overlaps the rest of the backward; and a planted missing
+// event wait (the comm stream not waiting for the compute stream) is caught by
+// the simulator's hazard check, which names both ops.
+func TestCudaSimBucketsOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	for _, tc := range []struct {
+		op    string // the buckets' collective
+		extra []string
+	}{
+		{"ncclAllReduce", nil},
+		{"ncclReduce", []string{"--zero", "1"}}, // each part of a bucket to its shard's rank
+	} {
+		trace := t.TempDir()
+		out := filepath.Join(t.TempDir(), "dp")
+		args := append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
+		r := trainProc(t, 2*time.Minute, []string{envSimTrace + "=" + trace}, append(args, tc.extra...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", tc.extra, r.code, r.stderr)
+		}
+		files, _ := filepath.Glob(filepath.Join(trace, "*.trace"))
+		if len(files) != 2 {
+			t.Fatalf("%d traces, want one per rank: %v", len(files), files)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(b), "\n")
+			last := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "kernel encoder_backward_wte") })
+			var before []string
+			for _, l := range lines[:max(last, 0)] {
+				if strings.HasPrefix(l, "comm ") && strings.Contains(l, " "+tc.op+" ") {
+					before = append(before, l)
+				}
+			}
+			if last < 0 || len(before) < 2 {
+				t.Fatalf("%v %s: want bucket %ss on the comm stream before the first backward's last kernel (line %d), found %q", tc.extra, f, tc.op, last+1, before)
+			}
+			t.Logf("%v %s: %d of the first step's %ss queued before its backward's last kernel (line %d of %d)", tc.extra, filepath.Base(f), len(before), tc.op, last+1, len(lines))
+			if c := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "comm ") }); c >= 2 {
+				t.Logf("the first bucket:\n%s", strings.Join(lines[c-2:min(c+5, len(lines))], "\n"))
+			}
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "nowait")
+	args := append(simDPArgs(data, out, 4, 2, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--bucket-mb", "0.01")
+	r := trainProc(t, 2*time.Minute, []string{faultEnv + "=nowait:1:0"}, args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "stream hazard: ncclAllReduce on the comm stream") || !strings.Contains(r.stderr, "on the compute stream writes") {
+		t.Fatalf("planted missing wait: exit %d, want 1 and the hazard naming both ops:\n%s", r.code, r.stderr)
+	}
+	t.Logf("caught: %s", lastLine(r.stderr))
+}
+
+// TestCudaSimRanksBFloat16: under bfloat16, 2 ranks (buckets; ZeRO-1 with
+// the bfloat16 weights all-gathered: the trace shows each step's all-gather
+// writing 2 bytes a weight, the float32 masters gathered only to be compared
+// and saved at the end) train close to one rank with their global batch. Not
+// bit-close as in float32: each rank's bfloat16 activations and matmuls cover
+// half the batch, and the float32 gradients are summed in another order.
+func TestCudaSimRanksBFloat16(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	one := filepath.Join(t.TempDir(), "one")
+	if code, _, stderr := runTrain(t, append(simDPArgs(data, one, 8, 12, 0), "--dtype", "bfloat16")...); code != 0 {
+		t.Fatalf("one rank: %s", stderr)
+	}
+	want := readMetrics(t, one)
+	for _, extra := range [][]string{{"--bucket-mb", "0.01"}, {"--zero", "1"}} {
+		out, trace := filepath.Join(t.TempDir(), "dp"), t.TempDir()
+		args := append(simDPArgs(data, out, 4, 12, 0), "--nproc-per-node", "2", "--master-port", freePort(t), "--dtype", "bfloat16")
+		r := trainProc(t, 3*time.Minute, []string{envSimTrace + "=" + trace}, append(args, extra...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d:\n%s", extra, r.code, r.stderr)
+		}
+		if extra[0] == "--zero" {
+			half, full := gatherSizes(t, trace)
+			if half < 12 || full > 4 {
+				t.Errorf("ZeRO-1 under bfloat16: %d all-gathers of 2-byte weights (want one per step, 12), %d of float32 ones (want them only at the end)", half, full)
+			}
+		}
+		got := readMetrics(t, out)
+		worst := 0.0
+		for i := range got {
+			worst = max(worst, math.Abs(got[i].Loss-want[i].Loss)/want[i].Loss)
+		}
+		t.Logf("%v: largest relative loss difference from one rank over %d steps: %.3g", extra, len(got), worst)
+		closeLosses(t, got, want, bf16RanksTol)
+	}
+}
+
+// bf16RanksTol is TestCudaSimRanksBFloat16's tolerance (relative).
+const bf16RanksTol = 1e-3
+
+// gatherSizes counts the weights' all-gathers in the streams' traces of a
+// run: half those of 2-byte elements, full those of float32 (the largest
+// all-gather of the run is taken as the float32 weights').
+func gatherSizes(t *testing.T, dir string) (half, full int) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.trace"))
+	sizes := map[int]int{}
+	largest := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			var w int
+			if i := strings.Index(l, " ncclAllGather "); i >= 0 {
+				if _, err := fmt.Sscanf(l[strings.LastIndex(l, "w="):], "w=%d", &w); err == nil {
+					sizes[w]++
+					largest = max(largest, w)
+				}
+			}
+		}
+	}
+	t.Logf("all-gathers by bytes written (both ranks): %v", sizes)
+	return sizes[largest/2] / len(files), sizes[largest] / len(files)
 }
 
 // TestSharedGPU: two ranks on one GPU are refused, naming the GPU, before any
@@ -87,7 +226,9 @@ func TestSharedGPU(t *testing.T) {
 // before a collective (the others stuck in it), a rank whose host hangs (alive,
 // heartbeating, never arriving) and an NCCL error in the background each end
 // the whole job in under 60 s after the collective deadline (3 s here), with
-// one line naming the rank; with --max-restarts 1 the stuck job restarts from
+// one line naming the rank; so do a GPU hang before, and an NCCL error in, a
+// gradient bucket's all-reduce on the communication stream (the watchdog
+// watches those too); with --max-restarts 1 the stuck job restarts from
 // its checkpoint and ends as an uninterrupted run does.
 func TestCudaSimFailures(t *testing.T) {
 	if testing.Short() {
@@ -109,10 +250,16 @@ func TestCudaSimFailures(t *testing.T) {
 		{"gpuhang:1:20", []string{"rank 1 did not arrive at collective #"}},
 		{"hang:1:20", []string{"rank 1 did not arrive at collective #"}},
 		{"ncclerror:1:20", []string{"cuda: rank 1: nccl "}},
+		{"commhang:1:10", []string{"rank 1 did not arrive at collective #"}},
+		{"commerror:1:10", []string{"cuda: rank 1: nccl all-reduce"}},
 	} {
 		t.Run(strings.Split(tc.fault, ":")[0], func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "failed")
-			r := trainProc(t, 2*time.Minute, []string{faultEnv + "=" + tc.fault}, base(out)...)
+			args := base(out)
+			if strings.HasPrefix(tc.fault, "comm") {
+				args = append(args, "--bucket-mb", "0.01") // a bucket a layer
+			}
+			r := trainProc(t, 2*time.Minute, []string{faultEnv + "=" + tc.fault}, args...)
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 			last := lines[len(lines)-1]
 			named := false

@@ -265,7 +265,12 @@ const abortGrace = 20 * time.Second
 // hangs before the collective, as behind a kernel that never ends) or
 // ncclerror (cuda-sim: the simulated NCCL fails the collective in the
 // background, as when a peer's connection breaks) at the rank's N-th
-// collective, in the first attempt only (a restarted group runs clean).
+// collective, in the first attempt only (a restarted group runs clean);
+// commhang and commerror are gpuhang and ncclerror at the rank's N-th
+// collective started on the communication stream (a gradient bucket's); or
+// nowait (N unused: the rank's NCCL queues its collectives on the
+// communication stream without waiting for the compute stream, a planted
+// ordering bug that cuda-sim's hazard check must catch).
 const faultEnv = "GPTKIT_TEST_FAULT"
 
 // withFault wraps coll as faultEnv says (coll itself without it); be is the
@@ -280,17 +285,41 @@ func withFault(coll train.Collectives, place dist.Place, be kernels.Backend) tra
 	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%s %d %d", &action, &rank, &n); err != nil || rank != coll.Rank() {
 		return coll
 	}
-	return &faulty{FullCollectives: train.Full(coll), action: action, at: n, be: be}
+	if nc, ok := coll.(*cuda.NCCL); ok && action == "nowait" {
+		nc.PlantMissingWait()
+		return coll
+	}
+	f := &faulty{FullCollectives: train.Full(coll), action: action, at: n, be: be}
+	if a, ok := strings.CutPrefix(action, "comm"); ok {
+		f.action, f.commOnly = map[string]string{"hang": "gpuhang", "error": "ncclerror"}[a], true
+	}
+	if sc, ok := coll.(train.StreamCollectives); ok {
+		return &faultyStreams{faulty: f, sc: sc}
+	}
+	return f
 }
 
 type faulty struct {
 	train.FullCollectives
-	action string
-	at, n  int
-	be     kernels.Backend
+	action   string
+	at, n    int
+	be       kernels.Backend
+	commOnly bool // count the collectives of the communication stream only
 }
 
 func (f *faulty) hit() error {
+	if f.commOnly {
+		return nil
+	}
+	return f.count()
+}
+
+// hitComm is hit for a collective started on the communication stream.
+func (f *faulty) hitComm() error {
+	return f.count()
+}
+
+func (f *faulty) count() error {
 	if f.n++; f.n != f.at {
 		return nil
 	}
@@ -342,4 +371,66 @@ func (f *faulty) ReduceScatterSum(ctx context.Context, buf []float32) error {
 		return err
 	}
 	return f.FullCollectives.ReduceScatterSum(ctx, buf)
+}
+
+// faultyStreams is faulty over collectives on device tensors and a
+// communication stream (NCCL): each of those counts as a collective too.
+var _ train.StreamCollectives = (*faultyStreams)(nil)
+
+type faultyStreams struct {
+	*faulty
+	sc train.StreamCollectives
+}
+
+func (f *faultyStreams) AllReduceSumTensor(ctx context.Context, x kernels.Tensor) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.sc.AllReduceSumTensor(ctx, x)
+}
+
+func (f *faultyStreams) BroadcastTensor(ctx context.Context, x kernels.Tensor, root int) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.sc.BroadcastTensor(ctx, x, root)
+}
+
+func (f *faultyStreams) ReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.sc.ReduceScatterSumTensor(ctx, x)
+}
+
+func (f *faultyStreams) AllGatherTensor(ctx context.Context, x kernels.Tensor) error {
+	if err := f.hit(); err != nil {
+		return err
+	}
+	return f.sc.AllGatherTensor(ctx, x)
+}
+
+func (f *faultyStreams) StartAllReduceSumTensor(ctx context.Context, x kernels.Tensor) error {
+	if err := f.hitComm(); err != nil {
+		return err
+	}
+	return f.sc.StartAllReduceSumTensor(ctx, x)
+}
+
+func (f *faultyStreams) StartReduceSumTensor(ctx context.Context, x kernels.Tensor, root int) error {
+	if err := f.hitComm(); err != nil {
+		return err
+	}
+	return f.sc.StartReduceSumTensor(ctx, x, root)
+}
+
+func (f *faultyStreams) StartReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error {
+	if err := f.hitComm(); err != nil {
+		return err
+	}
+	return f.sc.StartReduceScatterSumTensor(ctx, x)
+}
+
+func (f *faultyStreams) FinishCollectives(ctx context.Context) error {
+	return f.sc.FinishCollectives(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 // the packages they cannot import, so the checks live here.
 var (
 	_ train.FullCollectives   = (*cuda.NCCL)(nil)
-	_ train.TensorCollectives = (*cuda.NCCL)(nil)
+	_ train.StreamCollectives = (*cuda.NCCL)(nil)
 	_ cuda.Transport          = (*dist.Comm)(nil)
 	_ cuda.CollectiveWatch    = (*dist.Comm)(nil)
 )
@@ -118,6 +119,14 @@ func simOptions(getenv func(string) string, lookup func(string) (string, bool)) 
 		so.VisibleDevices = &v
 	}
 	so.Host = getenv(envSimHost)
+	so.NoHazardCheck = getenv(envSimHazards) == "0"
+	if dir := getenv(envSimTrace); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("streams-%d.trace", os.Getpid())))
+		if err != nil {
+			return so, fmt.Errorf("--device cuda-sim: %s: %w", envSimTrace, err)
+		}
+		so.Trace = f // written as the ops are queued, closed by the process's end
+	}
 	return so, nil
 }
 
@@ -129,6 +138,11 @@ const (
 	envSimMemory = "GPTKIT_SIM_MEMORY"
 	envSimGPUs   = "GPTKIT_SIM_GPUS"
 	envSimHost   = "GPTKIT_SIM_HOST" // the simulated machine's name in its GPUs' UUIDs (default: the host name)
+	// envSimHazards=0 turns off cuda-sim's check of the streams' ordering
+	// (on by default); envSimTrace names a directory where each process
+	// writes the ops its simulated streams were given, one line each.
+	envSimHazards = "GPTKIT_SIM_HAZARDS"
+	envSimTrace   = "GPTKIT_SIM_TRACE"
 )
 
 // deviceError turns a panic of the CUDA backend (a failed driver call, a

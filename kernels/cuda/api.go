@@ -102,6 +102,7 @@ type ncclAPI interface {
 	commDestroy(comm uintptr) error
 	allReduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, comm uintptr, s stream) error
 	broadcast(send, recv devicePtr, count int, dt ncclDataType, root int, comm uintptr, s stream) error
+	reduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, root int, comm uintptr, s stream) error
 	reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, comm uintptr, s stream) error
 	allGather(send, recv devicePtr, sendCount int, dt ncclDataType, comm uintptr, s stream) error
 	// commGetAsyncError is ncclCommGetAsyncError: nil while the communicator

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -55,6 +56,11 @@ type SimOptions struct {
 	GPUs           int
 	Host           string
 	VisibleDevices *string
+	// NoHazardCheck turns off the check of the streams' ordering (sim_streams.go:
+	// an op touching memory another stream's unordered op writes is an error).
+	NoHazardCheck bool
+	// Trace, when set, receives a line per op queued on a stream (sim_streams.go).
+	Trace io.Writer
 }
 
 // Backend is the CUDA kernels.Backend. Methods are safe for concurrent use (they
@@ -157,6 +163,9 @@ func Open(o Options) (*Backend, error) {
 	}
 	if b.stream, err = drv.streamCreate(); err != nil {
 		return nil, err
+	}
+	if b.sim != nil {
+		b.sim.label(b.stream, "compute")
 	}
 	var patch func(string, []byte) []byte
 	if o.Sim != nil {

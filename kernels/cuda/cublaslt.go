@@ -137,14 +137,7 @@ func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (er
 			return err
 		}
 	}
-	rowsA, colsA := g.m, g.k
-	if g.transA {
-		rowsA, colsA = g.k, g.m
-	}
-	rowsB, colsB := g.k, g.n
-	if g.transB {
-		rowsB, colsB = g.n, g.k
-	}
+	rowsA, colsA, rowsB, colsB := g.operandDims()
 	dp, ldd, strideD := g.D, g.ldd, g.strideD
 	if dp == 0 {
 		dp, ldd, strideD = g.C, g.ldc, g.strideC

@@ -22,7 +22,9 @@
 // sim_blas.go and sim_nccl.go are a simulated GPU (Options.Sim, --device
 // cuda-sim): the same committed PTX runs instruction by instruction on
 // kernels/cuda/sim, device memory is Go memory whose every access is checked,
-// streams are queues that run when something waits for them, the GEMM is a
+// streams are queues that run when something waits for them (their ordering
+// checked: an op touching memory another stream's unordered op writes is an
+// error, sim_streams.go), the GEMM is a
 // reference that honours every argument, and NCCL reduces between the ranks of
 // one process or, across processes, through a Transport (train/dist's
 // communicator). Everything above the interfaces, the ops, memory management
@@ -37,8 +39,10 @@
 // or a deadline passed aborts the communicator (ncclCommAbort) and returns an
 // error, and a CollectiveWatch (train/dist's communicator) hears of each
 // collective so that the rank that never reached one can be named. The
-// simulated GPU can be made to hang or its NCCL to fail (InjectSimFault), which
-// is how CI shows all of this.
+// gradients' collectives run on a communication stream of the communicator's
+// own, behind events of the compute stream, while the backward pass goes on
+// (nccl_async.go). The simulated GPU can be made to hang or its NCCL to fail
+// (InjectSimFault), which is how CI shows all of this.
 //
 // Memory: tensors are plain device memory (cuMemAlloc) from a caching allocator
 // (memory.go); no managed memory. Data moves only through Upload and Download;

@@ -46,6 +46,9 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 			panic(fmt.Sprintf("cuda: kernel %s: argument %d has type %T", name, i, a))
 		}
 	}
+	if b.sim != nil {
+		b.sim.declareLaunch(args)
+	}
 	gy := max(d.gy, 1)
 	if err := b.drv.launchKernel(f, dim3{d.gx, gy, 1}, dim3{d.bx, 1, 1}, 0, b.stream, v); err != nil {
 		panic(fmt.Errorf("%w (kernel %s)", err, name))

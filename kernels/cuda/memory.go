@@ -94,6 +94,10 @@ func (b *Backend) allocBlock(what string, size int) (uintptr, error) {
 		return p, nil
 	}
 	p, err := b.drv.memAlloc(class)
+	if errors.Is(err, Result(errOutOfMemory)) && b.sim != nil { // blocks freed in stream order, not yet run
+		b.must(b.drv.streamSynchronize(b.stream))
+		p, err = b.drv.memAlloc(class)
+	}
 	if errors.Is(err, Result(errOutOfMemory)) && m.cached > 0 {
 		b.must(b.releaseCache())
 		p, err = b.drv.memAlloc(class)
@@ -146,7 +150,10 @@ func (b *Backend) freeBlock(p uintptr) {
 	b.forgetIDs(p, class)
 	m.used -= int64(class)
 	if b.sim != nil {
-		b.must(b.drv.memFree(p)) // waits for the stream: nothing queued reads it after
+		// Freed in stream order (cuMemFreeAsync): the simulator's allocation
+		// table then faults any later access, and the streams' hazard check sees
+		// the free as a write of the block; the other streams go on.
+		b.must(b.sim.memFreeAsync(p, b.stream))
 		return
 	}
 	m.cache[class] = append(m.cache[class], p)

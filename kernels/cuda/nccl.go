@@ -24,6 +24,7 @@ type ncclLib struct {
 	commDestroyFn   func(comm uintptr) int32
 	allReduceFn     func(send, recv uintptr, count uint64, dtype, op int32, comm, stream uintptr) int32
 	broadcastFn     func(send, recv uintptr, count uint64, dtype, root int32, comm, stream uintptr) int32
+	reduceFn        func(send, recv uintptr, count uint64, dtype, op, root int32, comm, stream uintptr) int32
 	reduceScatterFn func(send, recv uintptr, recvcount uint64, dtype, op int32, comm, stream uintptr) int32
 	allGatherFn     func(send, recv uintptr, sendcount uint64, dtype int32, comm, stream uintptr) int32
 	getVersion      func(v *int32) int32
@@ -62,6 +63,7 @@ func loadNCCL(names []string) (*ncclLib, error) {
 		{&n.commDestroyFn, "ncclCommDestroy"},
 		{&n.allReduceFn, "ncclAllReduce"},
 		{&n.broadcastFn, "ncclBroadcast"},
+		{&n.reduceFn, "ncclReduce"},
 		{&n.reduceScatterFn, "ncclReduceScatter"},
 		{&n.allGatherFn, "ncclAllGather"},
 		{&n.getVersion, "ncclGetVersion"},
@@ -96,6 +98,10 @@ func (n *ncclLib) allReduce(send, recv devicePtr, count int, dt ncclDataType, op
 
 func (n *ncclLib) broadcast(send, recv devicePtr, count int, dt ncclDataType, root int, c uintptr, s stream) error {
 	return ncclCheck("ncclBroadcast", n.broadcastFn(send, recv, uint64(count), int32(dt), int32(root), c, uintptr(s)))
+}
+
+func (n *ncclLib) reduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, root int, c uintptr, s stream) error {
+	return ncclCheck("ncclReduce", n.reduceFn(send, recv, uint64(count), int32(dt), int32(op), int32(root), c, uintptr(s)))
 }
 
 func (n *ncclLib) reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, c uintptr, s stream) error {
@@ -167,7 +173,8 @@ type NCCL struct {
 	n           ncclAPI
 	comm        uintptr
 	rank, world int
-	w           watchdog // deadlines, health, abort (nccl_watch.go)
+	w           watchdog   // deadlines, health, abort (nccl_watch.go)
+	async       asyncState // the communication stream (nccl_async.go)
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
@@ -247,7 +254,7 @@ func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call fu
 		return err
 	}
 	c.b.Upload(t, kernels.Float32Bytes(buf))
-	if err := c.tensorCollective(ctx, op, t, call); err != nil {
+	if err := c.tensorCollective(ctx, op, t, func(p uintptr, _ ncclDataType) error { return call(p) }); err != nil {
 		return err // the scratch stays: after a failed collective the context is lost
 	}
 	c.b.Download(kernels.Float32Bytes(buf), t)
@@ -255,57 +262,57 @@ func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call fu
 	return nil
 }
 
-// tensorCollective runs one NCCL call on a float32 tensor of the backend, in
-// place, on the backend's stream, and waits for it, watched (nccl_watch.go).
-func (c *NCCL) tensorCollective(ctx context.Context, op string, t kernels.Tensor, call func(p uintptr) error) error {
+// tensorCollective runs one NCCL call on a tensor of the backend (float32,
+// bfloat16 or float16: NCCL's type dt), in place, on the backend's stream, and
+// waits for it, watched (nccl_watch.go).
+func (c *NCCL) tensorCollective(ctx context.Context, op string, t kernels.Tensor, call func(p uintptr, dt ncclDataType) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if t.Owner() != c.b || t.DType() != kernels.Float32 {
-		return fmt.Errorf("cuda: nccl %s of %s: want a float32 tensor of this cuda backend", op, t)
+	dt, err := c.tensorType(op, t)
+	if err != nil || t.Len() == 0 {
+		return err
 	}
-	if t.Len() == 0 {
-		return nil
-	}
-	return c.run(ctx, op, func() error { return call(t.Addr()) })
+	return c.run(ctx, op, func() error { return call(t.Addr(), dt) })
 }
 
-// AllReduceSumTensor is AllReduceSum on a float32 tensor of the backend, in place.
+// AllReduceSumTensor is AllReduceSum on a tensor of the backend, in place.
 func (c *NCCL) AllReduceSumTensor(ctx context.Context, t kernels.Tensor) error {
-	return c.tensorCollective(ctx, "all-reduce", t, func(p uintptr) error {
-		return c.n.allReduce(p, p, t.Len(), ncclFloat32, ncclSum, c.comm, c.b.stream)
+	return c.tensorCollective(ctx, "all-reduce", t, func(p uintptr, dt ncclDataType) error {
+		return c.n.allReduce(p, p, t.Len(), dt, ncclSum, c.comm, c.b.stream)
 	})
 }
 
-// BroadcastTensor is Broadcast on a float32 tensor of the backend, in place.
+// BroadcastTensor is Broadcast on a tensor of the backend, in place.
 func (c *NCCL) BroadcastTensor(ctx context.Context, t kernels.Tensor, root int) error {
 	if root < 0 || root >= c.world {
 		return fmt.Errorf("cuda: nccl broadcast from rank %d in a world of %d", root, c.world)
 	}
-	return c.tensorCollective(ctx, "broadcast", t, func(p uintptr) error {
-		return c.n.broadcast(p, p, t.Len(), ncclFloat32, root, c.comm, c.b.stream)
+	return c.tensorCollective(ctx, "broadcast", t, func(p uintptr, dt ncclDataType) error {
+		return c.n.broadcast(p, p, t.Len(), dt, root, c.comm, c.b.stream)
 	})
 }
 
-// ReduceScatterSumTensor is ReduceScatterSum on a float32 tensor of the backend.
+// ReduceScatterSumTensor is ReduceScatterSum on a tensor of the backend.
 func (c *NCCL) ReduceScatterSumTensor(ctx context.Context, t kernels.Tensor) error {
 	if t.Len()%c.world != 0 {
-		return fmt.Errorf("cuda: nccl reduce-scatter of %d floats over %d ranks", t.Len(), c.world)
+		return fmt.Errorf("cuda: nccl reduce-scatter of %d elements over %d ranks", t.Len(), c.world)
 	}
 	part := t.Len() / c.world
-	return c.tensorCollective(ctx, "reduce-scatter", t, func(p uintptr) error {
-		return c.n.reduceScatter(p, p+uintptr(4*part*c.rank), part, ncclFloat32, ncclSum, c.comm, c.b.stream)
+	return c.tensorCollective(ctx, "reduce-scatter", t, func(p uintptr, dt ncclDataType) error {
+		return c.n.reduceScatter(p, p+uintptr(t.DType().Size()*part*c.rank), part, dt, ncclSum, c.comm, c.b.stream)
 	})
 }
 
-// AllGatherTensor is AllGather on a float32 tensor of the backend.
+// AllGatherTensor is AllGather on a tensor of the backend: float32 master
+// weights, or the bfloat16 (float16) compute copy of them, half the bytes.
 func (c *NCCL) AllGatherTensor(ctx context.Context, t kernels.Tensor) error {
 	if t.Len()%c.world != 0 {
-		return fmt.Errorf("cuda: nccl all-gather of %d floats over %d ranks", t.Len(), c.world)
+		return fmt.Errorf("cuda: nccl all-gather of %d elements over %d ranks", t.Len(), c.world)
 	}
 	part := t.Len() / c.world
-	return c.tensorCollective(ctx, "all-gather", t, func(p uintptr) error {
-		return c.n.allGather(p+uintptr(4*part*c.rank), p, part, ncclFloat32, c.comm, c.b.stream)
+	return c.tensorCollective(ctx, "all-gather", t, func(p uintptr, dt ncclDataType) error {
+		return c.n.allGather(p+uintptr(t.DType().Size()*part*c.rank), p, part, dt, c.comm, c.b.stream)
 	})
 }
 

@@ -85,13 +85,10 @@ func (c *NCCL) run(ctx context.Context, op string, call func() error) error {
 		return c.w.abortErr
 	default:
 	}
-	var seq int64
-	if c.w.watch != nil {
-		seq = c.w.watch.BeginCollective()
-	} else {
-		c.w.seq++
-		seq = c.w.seq
+	if err := c.FinishCollectives(ctx); err != nil { // those of the communication stream come first
+		return err
 	}
+	seq := c.nextSeq()
 	c.b.enter()
 	defer c.b.leave()
 	drv := c.b.drv
@@ -110,19 +107,29 @@ func (c *NCCL) run(ctx context.Context, op string, call func() error) error {
 	if err := drv.eventRecord(c.w.end, c.b.stream); err != nil {
 		return err
 	}
-	return c.wait(ctx, op, seq)
+	return c.wait(ctx, op, seq, c.w.start, c.w.end)
 }
 
-// wait polls the collective's events and the communicator's health until it
-// is done, fails, is aborted, or its deadline passes.
-func (c *NCCL) wait(ctx context.Context, op string, seq int64) error {
+// nextSeq numbers a collective being queued (the watch's numbers when there is one).
+func (c *NCCL) nextSeq() int64 {
+	if c.w.watch != nil {
+		return c.w.watch.BeginCollective()
+	}
+	c.w.seq++
+	return c.w.seq
+}
+
+// wait polls the collective's events (start: its stream reached it; end: it
+// is done) and the communicator's health until it is done, fails, is aborted,
+// or its deadline (counted from now) passes.
+func (c *NCCL) wait(ctx context.Context, op string, seq int64, start, end event) error {
 	drv := c.b.drv
 	deadline := time.Now().Add(c.w.timeout)
 	started := false
 	pause := 10 * time.Microsecond
 	for {
 		if !started {
-			ok, err := drv.eventQuery(c.w.start)
+			ok, err := drv.eventQuery(start)
 			if err != nil {
 				return err
 			}
@@ -134,7 +141,7 @@ func (c *NCCL) wait(ctx context.Context, op string, seq int64) error {
 			}
 		}
 		if started {
-			ok, err := drv.eventQuery(c.w.end)
+			ok, err := drv.eventQuery(end)
 			if err != nil {
 				return err
 			}
@@ -252,12 +259,17 @@ func (c *NCCL) destroy() error {
 		err = c.n.commDestroy(c.comm)
 		c.comm = 0
 	}
-	for _, e := range []event{c.w.start, c.w.end} {
+	for _, e := range append([]event{c.w.start, c.w.end}, c.async.events()...) {
 		if e != 0 {
 			err = errors.Join(err, c.b.drv.eventDestroy(e))
 		}
 	}
 	c.w.start, c.w.end = 0, 0
+	c.async.free, c.async.pending = nil, nil
+	if s := c.async.stream; s != 0 && c.Err() == nil { // (an aborted one may hold a hung collective)
+		err = errors.Join(err, c.b.drv.streamDestroy(s))
+	}
+	c.async.stream = 0
 	return err
 }
 

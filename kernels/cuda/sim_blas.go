@@ -206,18 +206,11 @@ func (b *simBLAS) gemm(s stream, g gemm) error {
 	if err := b.validate(call, &g); err != nil {
 		return err
 	}
-	return b.d.enqueue(call, s, func() error { return b.run(call, g) })
+	return b.d.enqueueAccess(call, s, g.accesses(), func() error { return b.run(call, g) })
 }
 
 func (b *simBLAS) run(call string, g gemm) error {
-	rowsA, colsA := g.m, g.k
-	if g.transA {
-		rowsA, colsA = g.k, g.m
-	}
-	rowsB, colsB := g.k, g.n
-	if g.transB {
-		rowsB, colsB = g.n, g.k
-	}
+	rowsA, colsA, rowsB, colsB := g.operandDims()
 	A, err := b.operand(call, "A", g.A, g.aType, rowsA, colsA, g.lda, g.strideA, g.batch)
 	if err != nil {
 		return err
@@ -407,3 +400,39 @@ var (
 	_ blasAPI = (*simBLAS)(nil)
 	_         = unsafe.Pointer(nil)
 )
+
+// accesses are the device bytes g touches, for the streams' hazard check: A
+// and B read, C, D, the bias and the aux matrix taken as written.
+func (g gemm) accesses() []memRange {
+	rowsA, colsA, rowsB, colsB := g.operandDims()
+	var acc []memRange
+	add := func(p uintptr, typ int32, rows, cols, ld int, stride int64, batch int, write bool) {
+		if n := span(rows, cols, ld, stride, batch, typeSize(typ)); p != 0 && n > 0 {
+			acc = append(acc, bytesRange(p, n, write))
+		}
+	}
+	add(g.A, g.aType, rowsA, colsA, g.lda, g.strideA, g.batch, false)
+	add(g.B, g.bType, rowsB, colsB, g.ldb, g.strideB, g.batch, false)
+	add(g.C, g.cType, g.m, g.n, g.ldc, g.strideC, g.batch, true)
+	add(g.D, g.cType, g.m, g.n, g.ldd, g.strideD, g.batch, true)
+	add(g.aux, g.cType, g.m, g.n, g.ldaux, g.strideAux, g.batch, true)
+	nb := g.m
+	if g.epilogue == epiBGradB {
+		nb = g.n
+	}
+	add(g.bias, g.biasType, nb, 1, max(nb, 1), 0, 1, true)
+	return acc
+}
+
+// operandDims are the stored shapes of A and B (rows, columns), transposes applied.
+func (g gemm) operandDims() (rowsA, colsA, rowsB, colsB int) {
+	rowsA, colsA = g.m, g.k
+	if g.transA {
+		rowsA, colsA = g.k, g.m
+	}
+	rowsB, colsB = g.k, g.n
+	if g.transB {
+		rowsB, colsB = g.n, g.k
+	}
+	return rowsA, colsA, rowsB, colsB
+}

@@ -36,6 +36,7 @@ type simDriver struct {
 	// conformance suite runs every kernel).
 	launches map[string]int
 
+	hz        hazards       // the streams' ordering, checked (sim_streams.go)
 	transport Transport     // set by NewNCCL: the simulated NCCL's link to other processes
 	unhang    chan struct{} // closed when injected hangs end (sim_watch.go)
 }
@@ -53,11 +54,13 @@ type simStream struct {
 	run      sync.Mutex // held while one of its ops runs: one at a time, in order
 	async    bool       // a goroutine runs it in the background (eventQuery)
 	target   uint64     // ... up to this many ops
+	vc       vclock     // the ops of every stream known to come before its next op (sim_streams.go)
 }
 
 type simEvent struct {
 	s  *simStream
 	at uint64 // the stream's op count when the event was recorded
+	vc vclock // the stream's clock then
 }
 
 func newSimDriver(o SimOptions) *simDriver {
@@ -67,7 +70,7 @@ func newSimDriver(o SimOptions) *simDriver {
 	d := &simDriver{opts: o, dev: sim.NewDevice(sim.Config{Seed: o.Seed, MemoryBytes: o.Memory, SMs: o.SMs, ExactApprox: o.ExactApprox}),
 		next: 1, streams: map[stream]*simStream{0: {}}, events: map[event]*simEvent{}, modules: map[module]*sim.Image{},
 		funcs: map[function]*sim.Kernel{}, pinned: map[uintptr]int{}, hostMem: map[uintptr][]byte{}, gpus: simDevices(o),
-		launches: map[string]int{}}
+		launches: map[string]int{}, hz: newHazards(o)}
 	return d
 }
 
@@ -163,11 +166,21 @@ func (d *simDriver) stream(call string, s stream) (*simStream, error) {
 
 // enqueue queues op on stream s.
 func (d *simDriver) enqueue(call string, s stream, run func() error) error {
+	return d.enqueueAccess(call, s, nil, run)
+}
+
+// enqueueAccess queues op on stream s, touching the device memory acc says,
+// after the hazard check (sim_streams.go).
+func (d *simDriver) enqueueAccess(call string, s stream, acc []memRange, run func() error) error {
 	st, err := d.stream(call, s)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
+	if err := d.admit(call, s, st, acc); err != nil {
+		d.mu.Unlock()
+		return err
+	}
 	st.q = append(st.q, simOp{name: call, run: run})
 	st.sent++
 	d.mu.Unlock()
@@ -217,15 +230,31 @@ func (d *simDriver) flushTo(st *simStream, n uint64) error {
 func (d *simDriver) flushAll() error {
 	d.mu.Lock()
 	var sts []*simStream
-	for _, st := range d.streams {
+	known := vclock{}
+	for s, st := range d.streams {
 		sts = append(sts, st)
+		known.merge(streamClock(s, st))
 	}
 	d.mu.Unlock()
-	for _, st := range sts {
-		if err := d.flushTo(st, ^uint64(0)); err != nil {
-			return err
+	return d.hostWaits(known, func() error {
+		for _, st := range sts {
+			if err := d.flushTo(st, ^uint64(0)); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+}
+
+// hostWaits runs wait (a flush) and then tells the hazard check what the host
+// knows has run: known (sim_streams.go).
+func (d *simDriver) hostWaits(known vclock, wait func() error) error {
+	if err := wait(); err != nil {
+		return err
 	}
+	d.mu.Lock()
+	d.hostKnows(known)
+	d.mu.Unlock()
 	return nil
 }
 
@@ -257,7 +286,10 @@ func (d *simDriver) streamSynchronize(s stream) error {
 	if err != nil {
 		return err
 	}
-	return d.flushTo(st, ^uint64(0))
+	d.mu.Lock()
+	known := streamClock(s, st)
+	d.mu.Unlock()
+	return d.hostWaits(known, func() error { return d.flushTo(st, ^uint64(0)) })
 }
 
 func (d *simDriver) event(call string, e event) (*simEvent, error) {
@@ -292,6 +324,10 @@ func (d *simDriver) eventRecord(e event, s stream) error {
 	}
 	d.mu.Lock()
 	ev.s, ev.at = st, st.sent
+	if st.vc == nil {
+		st.vc = vclock{}
+	}
+	ev.vc = streamClock(s, st)
 	d.mu.Unlock()
 	return nil
 }
@@ -306,7 +342,7 @@ func (d *simDriver) eventSynchronize(e event) error {
 	if ev.s == nil {
 		return nil
 	}
-	return d.flushTo(ev.s, ev.at)
+	return d.hostWaits(ev.vc, func() error { return d.flushTo(ev.s, ev.at) })
 }
 
 // streamWaitEvent makes the work queued on s from now on wait for the event's
@@ -316,8 +352,18 @@ func (d *simDriver) streamWaitEvent(s stream, e event) error {
 	if err != nil {
 		return err
 	}
+	st, err := d.stream("cuStreamWaitEvent", s)
+	if err != nil {
+		return err
+	}
 	d.mu.Lock()
 	other, at := ev.s, ev.at
+	if other != nil {
+		if st.vc == nil {
+			st.vc = vclock{}
+		}
+		st.vc.merge(ev.vc) // what the event covers comes before what s runs next
+	}
 	d.mu.Unlock()
 	if other == nil {
 		return nil
@@ -435,7 +481,7 @@ func (d *simDriver) launchKernel(f function, grid, block dim3, sharedBytes int, 
 	d.mu.Lock()
 	d.launches[k.Name()]++
 	d.mu.Unlock()
-	return d.enqueue("kernel "+k.Name(), s, func() error {
+	return d.enqueueAccess("kernel "+k.Name(), s, d.takeDeclared(), func() error {
 		err := k.Launch(cfg)
 		var f *sim.Fault
 		if errors.As(err, &f) {
@@ -511,6 +557,23 @@ func (d *simDriver) memFree(p devicePtr) error {
 	return nil
 }
 
+// memFreeAsync frees the allocation at p in stream order, as cuMemFreeAsync:
+// when the work queued on s before it has run (a write of the whole block, for
+// the streams' hazard check).
+func (d *simDriver) memFreeAsync(p devicePtr, s stream) error {
+	al := d.dev.Mem.Lookup(uint64(p))
+	if al == nil || al.Base != uint64(p) {
+		return simErr("cuMemFreeAsync", 1, "%#x does not start an allocation", p)
+	}
+	acc := []memRange{bytesRange(p, len(al.Buf), true)}
+	return d.enqueueAccess("cuMemFreeAsync", s, acc, func() error {
+		if err := d.dev.Mem.Free(uint64(p)); err != nil {
+			return simErr("cuMemFreeAsync", 1, "%v", err)
+		}
+		return nil
+	})
+}
+
 func (d *simDriver) memFreeHost(p unsafe.Pointer) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -558,7 +621,7 @@ func (d *simDriver) memcpyHtoD(dst devicePtr, src unsafe.Pointer, n int, s strea
 	if !d.isPinned(src, n) {
 		from = append([]byte(nil), from...) // pageable memory is staged now
 	}
-	return d.enqueue("cuMemcpyHtoDAsync", s, func() error { copy(to, from); return nil })
+	return d.enqueueAccess("cuMemcpyHtoDAsync", s, []memRange{bytesRange(dst, n, true)}, func() error { copy(to, from); return nil })
 }
 
 func (d *simDriver) memcpyDtoH(dst unsafe.Pointer, src devicePtr, n int, s stream) error {
@@ -570,11 +633,12 @@ func (d *simDriver) memcpyDtoH(dst unsafe.Pointer, src devicePtr, n int, s strea
 		return err
 	}
 	to := unsafe.Slice((*byte)(dst), n)
+	acc := []memRange{bytesRange(src, n, false)}
 	if d.isPinned(dst, n) {
-		return d.enqueue("cuMemcpyDtoHAsync", s, func() error { copy(to, from); return nil })
+		return d.enqueueAccess("cuMemcpyDtoHAsync", s, acc, func() error { copy(to, from); return nil })
 	}
 	// to pageable memory the copy returns when done: the stream runs first
-	if err := d.enqueue("cuMemcpyDtoHAsync", s, func() error { copy(to, from); return nil }); err != nil {
+	if err := d.enqueueAccess("cuMemcpyDtoHAsync", s, acc, func() error { copy(to, from); return nil }); err != nil {
 		return err
 	}
 	return d.streamSynchronize(s)
@@ -592,7 +656,8 @@ func (d *simDriver) memcpyDtoD(dst, src devicePtr, n int, s stream) error {
 	if err != nil {
 		return err
 	}
-	return d.enqueue("cuMemcpyDtoDAsync", s, func() error { copy(to, from); return nil })
+	acc := []memRange{bytesRange(src, n, false), bytesRange(dst, n, true)}
+	return d.enqueueAccess("cuMemcpyDtoDAsync", s, acc, func() error { copy(to, from); return nil })
 }
 
 func (d *simDriver) memsetD8(dst devicePtr, v uint8, n int, s stream) error {
@@ -603,7 +668,7 @@ func (d *simDriver) memsetD8(dst devicePtr, v uint8, n int, s stream) error {
 	if err != nil {
 		return err
 	}
-	return d.enqueue("cuMemsetD8Async", s, func() error {
+	return d.enqueueAccess("cuMemsetD8Async", s, []memRange{bytesRange(dst, n, true)}, func() error {
 		for i := range b {
 			b[i] = v
 		}
@@ -622,7 +687,7 @@ func (d *simDriver) memsetD32(dst devicePtr, v uint32, n int, s stream) error {
 	if err != nil {
 		return err
 	}
-	return d.enqueue("cuMemsetD32Async", s, func() error {
+	return d.enqueueAccess("cuMemsetD32Async", s, []memRange{bytesRange(dst, 4*n, true)}, func() error {
 		for i := 0; i < n; i++ {
 			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 		}

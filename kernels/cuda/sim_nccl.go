@@ -198,10 +198,17 @@ func (n *simNCCL) queue(call string, h uintptr, s stream, cl simCall, sendN, rec
 	fail := n.failNext
 	n.failNext = false
 	n.mu.Unlock()
-	if fail {
-		return n.d.enqueue(call, s, func() error { return c.failing(call) })
+	var acc []memRange
+	if len(cl.send) > 0 {
+		acc = append(acc, bytesRange(sendP, len(cl.send), false))
 	}
-	return n.d.enqueue(call, s, func() error { return c.run(cl) })
+	if len(cl.recv) > 0 {
+		acc = append(acc, bytesRange(recvP, len(cl.recv), true))
+	}
+	if fail {
+		return n.d.enqueueAccess(call, s, acc, func() error { return c.failing(call) })
+	}
+	return n.d.enqueueAccess(call, s, acc, func() error { return c.run(cl) })
 }
 
 func (n *simNCCL) allReduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, h uintptr, s stream) error {
@@ -221,6 +228,21 @@ func (n *simNCCL) broadcast(send, recv devicePtr, count int, dt ncclDataType, ro
 		sendN = 0 // only the root's send buffer is read
 	}
 	return n.queue("ncclBroadcast", h, s, simCall{count: count, dt: dt, root: root}, sendN, count, send, recv)
+}
+
+func (n *simNCCL) reduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, root int, h uintptr, s stream) error {
+	c, err := n.comm("ncclReduce", h)
+	if err != nil {
+		return err
+	}
+	if root < 0 || root >= c.nranks {
+		return fmt.Errorf("cuda: ncclReduce: %s: root %d of %d ranks", ncclResultNames[4], root, c.nranks)
+	}
+	recvN := count
+	if c.rank != root {
+		recvN = 0 // only the root's receive buffer is written
+	}
+	return n.queue("ncclReduce", h, s, simCall{count: count, dt: dt, op: op, root: root}, count, recvN, send, recv)
 }
 
 func (n *simNCCL) reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, h uintptr, s stream) error {
@@ -378,6 +400,13 @@ func (g *simGroup) perform() error {
 		for _, cl := range g.calls {
 			copy(cl.recv, out)
 		}
+	case "ncclReduce":
+		out := g.calls[first.root].recv
+		red := make([]byte, len(out))
+		for i := 0; i < n; i++ {
+			setElem(red, dt, i, reduce(sends, dt, first.op, i))
+		}
+		copy(out, red)
 	case "ncclReduceScatter":
 		outs := make([][]byte, W)
 		for r := range outs {
@@ -441,7 +470,7 @@ func (c *simComm) runTransport(cl simCall) error {
 		}
 	}
 	switch cl.kind {
-	case "ncclAllReduce":
+	case "ncclAllReduce", "ncclReduce": // a reduce is an all-reduce whose result only the root keeps
 		buf := toF32(cl.send, n)
 		if err := c.t.AllReduceSum(ctx, buf); err != nil {
 			return err
@@ -451,7 +480,9 @@ func (c *simComm) runTransport(cl simCall) error {
 				buf[i] /= float32(W)
 			}
 		}
-		fromF32(cl.recv, buf)
+		if cl.kind == "ncclAllReduce" || c.rank == cl.root {
+			fromF32(cl.recv, buf)
+		}
 	case "ncclBroadcast":
 		buf := make([]float32, n)
 		if c.rank == cl.root {

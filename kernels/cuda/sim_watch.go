@@ -26,7 +26,10 @@ func (d *simDriver) eventQuery(e event) (bool, error) {
 	switch {
 	case d.sticky != nil:
 		return false, d.sticky
-	case st == nil || st.finished >= at:
+	case st == nil:
+		return true, nil
+	case st.finished >= at:
+		d.hostKnows(ev.vc)
 		return true, nil
 	}
 	st.target = max(st.target, at)
