@@ -1,0 +1,104 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gptkit/kernels"
+)
+
+// A communicator of one rank goes through every NCCL call the trainer makes:
+// the unique id (128 bytes passed by value), ncclCommInitRank, each collective
+// on the backend's stream and on the communication stream with its events, the
+// watchdog's polls, ncclCommAbort. On one GPU this is the real NCCL's only
+// check (the GPU check's machine has one GPU; dp2 needs two): a wrong binding
+// shows as a failed call, a crash or a changed value (every collective of one
+// rank leaves its buffer as it was).
+
+func TestNCCLOneRankSim(t *testing.T) {
+	ncclOneRank(t, openSim(t, FP32, SimOptions{}))
+}
+
+func TestNCCLOneRankGPU(t *testing.T) {
+	ncclOneRank(t, openOrSkip(t, BF16))
+}
+
+func ncclOneRank(t *testing.T, b *Backend) {
+	ctx := context.Background()
+	id, err := b.NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewNCCL(b, id, 0, 1, NCCLOptions{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	want := make([]float32, n)
+	for i := range want {
+		want[i] = float32(i%97) - 48.5 // exact in bfloat16 and float16
+	}
+	for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16, kernels.Float16} {
+		x, err := b.Alloc("nccl test", dt, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernels.UploadFloat32(b, x, want)
+		for _, step := range []struct {
+			name string
+			run  func() error
+		}{
+			{"AllReduceSumTensor", func() error { return c.AllReduceSumTensor(ctx, x) }},
+			{"BroadcastTensor", func() error { return c.BroadcastTensor(ctx, x, 0) }},
+			{"ReduceScatterSumTensor", func() error { return c.ReduceScatterSumTensor(ctx, x) }},
+			{"AllGatherTensor", func() error { return c.AllGatherTensor(ctx, x) }},
+			{"StartAllReduceSumTensor", func() error {
+				return errors.Join(c.StartAllReduceSumTensor(ctx, x.Slice(0, n/2)), c.StartAllReduceSumTensor(ctx, x.Slice(n/2, n)), c.FinishCollectives(ctx))
+			}},
+			{"StartReduceSumTensor", func() error {
+				return errors.Join(c.StartReduceSumTensor(ctx, x.Slice(0, 300), 0), c.StartReduceSumTensor(ctx, x.Slice(300, n), 0), c.FinishCollectives(ctx))
+			}},
+			{"StartReduceScatterSumTensor", func() error {
+				return errors.Join(c.StartReduceScatterSumTensor(ctx, x), c.FinishCollectives(ctx))
+			}},
+		} {
+			if err := step.run(); err != nil {
+				t.Fatalf("%s of %s: %v", step.name, dt, err)
+			}
+			got := kernels.DownloadFloat32(b, x)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s of %s changed element %d: %g, want %g", step.name, dt, i, got[i], want[i])
+				}
+			}
+		}
+		b.Free(x)
+	}
+	host := append([]float32(nil), want...)
+	for name, run := range map[string]func() error{
+		"AllReduceSum": func() error { return c.AllReduceSum(ctx, host) },
+		"AllReduceAvg": func() error { return c.AllReduceAvg(ctx, host) },
+		"Broadcast":    func() error { return c.Broadcast(ctx, host, 0) },
+		"AllGather":    func() error { return c.AllGather(ctx, host) },
+		"Barrier":      func() error { return c.Barrier(ctx) },
+	} {
+		if err := run(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i := range host {
+			if host[i] != want[i] {
+				t.Fatalf("%s changed element %d: %g, want %g", name, i, host[i], want[i])
+			}
+		}
+	}
+	gone := errors.New("the job failed elsewhere")
+	c.Abort(gone)
+	if err := c.AllReduceSum(ctx, host); !errors.Is(err, gone) {
+		t.Errorf("a collective after Abort: %v, want %v", err, gone)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after Abort: %v", err)
+	}
+}
