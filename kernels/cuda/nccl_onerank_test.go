@@ -3,6 +3,8 @@ package cuda
 import (
 	"context"
 	"errors"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,5 +102,70 @@ func ncclOneRank(t *testing.T, b *Backend) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("Close after Abort: %v", err)
+	}
+}
+
+// tidLog records on which OS threads the backend's context was made current,
+// and whether ncclCommAbort ran on one of them.
+type tidLog struct {
+	mu                    sync.Mutex
+	current               map[int]bool
+	aborts, abortsWithCtx int
+}
+
+type ctxDriver struct {
+	driverAPI
+	l *tidLog
+}
+
+func (d ctxDriver) ctxSetCurrent(c cuContext) error {
+	d.l.mu.Lock()
+	d.l.current[syscall.Gettid()] = true
+	d.l.mu.Unlock()
+	return d.driverAPI.ctxSetCurrent(c)
+}
+
+type ctxNCCL struct {
+	ncclAPI
+	l *tidLog
+}
+
+func (n ctxNCCL) commAbort(h uintptr) error {
+	n.l.mu.Lock()
+	n.l.aborts++
+	if n.l.current[syscall.Gettid()] {
+		n.l.abortsWithCtx++
+	}
+	n.l.mu.Unlock()
+	return n.ncclAPI.commAbort(h)
+}
+
+// Abort from a goroutine of its own (the job failed elsewhere) calls
+// ncclCommAbort on an OS thread where the backend's context is current: NCCL
+// then tears down on the communicator's GPU, not the runtime's device 0.
+func TestNCCLAbortContext(t *testing.T) {
+	b := openSim(t, FP32, SimOptions{})
+	l := &tidLog{current: map[int]bool{}}
+	b.drv = ctxDriver{b.drv, l}
+	id, err := b.NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewNCCL(b, id, 0, 1, NCCLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.n = ctxNCCL{c.n, l}
+	l.mu.Lock()
+	clear(l.current) // no thread has the context current yet, as in a fresh process
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() { c.Abort(errors.New("the job failed elsewhere")); close(done) }()
+	<-done
+	if l.aborts != 1 || l.abortsWithCtx != 1 {
+		t.Errorf("ncclCommAbort called %d times, %d of them with the context current on its thread; want 1 and 1", l.aborts, l.abortsWithCtx)
+	}
+	if err := c.Close(); err != nil {
+		t.Error(err)
 	}
 }

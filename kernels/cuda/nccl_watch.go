@@ -232,7 +232,7 @@ func (c *NCCL) Abort(err error) {
 	// does it itself; one blocked inside an NCCL call holds commMu, and the
 	// process's own guard ends it.)
 	if c.w.commMu.TryLock() {
-		c.abortNow()
+		c.b.withContext(c.abortNow)
 		c.w.commMu.Unlock()
 	}
 }
