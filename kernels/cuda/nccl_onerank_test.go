@@ -111,6 +111,7 @@ type tidLog struct {
 	mu                    sync.Mutex
 	current               map[int]bool
 	aborts, abortsWithCtx int
+	destroys              int
 }
 
 type ctxDriver struct {
@@ -127,7 +128,22 @@ func (d ctxDriver) ctxSetCurrent(c cuContext) error {
 
 type ctxNCCL struct {
 	ncclAPI
-	l *tidLog
+	l             *tidLog
+	failAllReduce error // what ncclAllReduce returns, when set
+}
+
+func (n ctxNCCL) allReduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, h uintptr, s stream) error {
+	if n.failAllReduce != nil {
+		return n.failAllReduce
+	}
+	return n.ncclAPI.allReduce(send, recv, count, dt, op, h, s)
+}
+
+func (n ctxNCCL) commDestroy(h uintptr) error {
+	n.l.mu.Lock()
+	n.l.destroys++
+	n.l.mu.Unlock()
+	return n.ncclAPI.commDestroy(h)
 }
 
 func (n ctxNCCL) commAbort(h uintptr) error {
@@ -155,7 +171,7 @@ func TestNCCLAbortContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.n = ctxNCCL{c.n, l}
+	c.n = ctxNCCL{c.n, l, nil}
 	l.mu.Lock()
 	clear(l.current) // no thread has the context current yet, as in a fresh process
 	l.mu.Unlock()
@@ -168,4 +184,75 @@ func TestNCCLAbortContext(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Error(err)
 	}
+}
+
+// oneRankLogged is a communicator of one rank on cuda-sim whose NCCL calls are
+// logged (and ncclAllReduce fails with failAllReduce, when set).
+func oneRankLogged(t *testing.T, failAllReduce error) (*Backend, *NCCL, *tidLog) {
+	b := openSim(t, FP32, SimOptions{})
+	l := &tidLog{current: map[int]bool{}}
+	id, err := b.NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewNCCL(b, id, 0, 1, NCCLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.n = ctxNCCL{c.n, l, failAllReduce}
+	return b, c, l
+}
+
+// An NCCL call that fails when it is queued (on either stream) aborts the
+// communicator: this rank's collectives no longer match the others', and
+// ncclCommDestroy would wait for them.
+func TestNCCLCallErrorAborts(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		fail := errors.New("cuda: ncclAllReduce: ncclInvalidUsage")
+		b, c, l := oneRankLogged(t, fail)
+		x, err := b.Alloc("x", kernels.Float32, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if async {
+			err = c.StartAllReduceSumTensor(context.Background(), x)
+		} else {
+			err = c.AllReduceSumTensor(context.Background(), x)
+		}
+		if !errors.Is(err, fail) {
+			t.Fatalf("async %v: %v, want %v", async, err, fail)
+		}
+		if !errors.Is(c.Err(), fail) || l.aborts != 1 {
+			t.Errorf("async %v: after the failed call Err() is %v and ncclCommAbort ran %d times; want the call's error and 1", async, c.Err(), l.aborts)
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+		if l.destroys != 0 {
+			t.Errorf("async %v: ncclCommDestroy after ncclCommAbort", async)
+		}
+		b.Free(x)
+	}
+}
+
+// Close with collectives queued on the communication stream and never waited
+// for (the step failed in between) aborts rather than destroys: ncclCommDestroy
+// would flush them, waiting for peers that may never come.
+func TestNCCLClosePendingAborts(t *testing.T) {
+	b, c, l := oneRankLogged(t, nil)
+	x, err := b.Alloc("x", kernels.Float32, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartAllReduceSumTensor(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
+	if l.aborts != 1 || l.destroys != 0 {
+		t.Errorf("Close with a collective queued: ncclCommAbort %d times, ncclCommDestroy %d times; want 1 and 0", l.aborts, l.destroys)
+	}
+	// (x stays allocated: its collective was aborted, not waited for, so
+	// freeing it would race with it; the backend's Close frees it.)
 }
