@@ -243,6 +243,20 @@ func (b *Backend) leave() {
 	b.mu.Unlock()
 }
 
+// withContext runs f with the backend's context current on this OS thread but
+// without the backend's lock: for a call from another goroutine while the
+// lock's holder waits (NCCL.Abort's ncclCommAbort). A thread with no context
+// current would leave NCCL's teardown on the runtime's device 0: its
+// cudaGetDevice, cudaSetDevice to the communicator's GPU and back, which since
+// CUDA 12 creates a context on GPU 0 (or fails there, in exclusive-process
+// mode) in every rank of another GPU.
+func (b *Backend) withContext(f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = b.drv.ctxSetCurrent(b.ctx) // (the abort goes on regardless)
+	f()
+}
+
 // owned panics unless every given tensor is this backend's memory (a host
 // tensor or another backend's cannot be addressed by its kernels).
 func (b *Backend) owned(op string, ts ...kernels.Tensor) {

@@ -16,7 +16,13 @@ import (
 // to a cache by its size class and the next allocation of that class reuses
 // it. Every op runs on the backend's one stream, so a block reused while a
 // queued kernel still reads its old contents is safe: the new owner's work is
-// ordered after it. When cuMemAlloc fails, the cache is released and the
+// ordered after it. The one exception is the NCCL communication stream
+// (nccl_async.go): a tensor a collective started there reads or writes must not
+// be freed before FinishCollectives has made the backend's stream wait for it
+// (or the communicator was aborted and its queue drained): the cache would hand
+// the block to work on the backend's stream that is not ordered after the
+// collective. The simulator, which frees in stream order, reports such a free
+// as a stream hazard. When cuMemAlloc fails, the cache is released and the
 // allocation tried once more before it is an out-of-memory error.
 type memory struct {
 	live   map[uintptr]int   // address → bytes, allocated blocks

@@ -155,7 +155,9 @@ func (c *NCCL) start(ctx context.Context, op string, call func(s stream) error) 
 	}
 	c.w.commMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w (rank %d, nccl %s queued on the communication stream)", err, c.rank, op)
+		err = fmt.Errorf("%w (rank %d, nccl %s queued on the communication stream)", err, c.rank, op)
+		c.abortComm(err) // this rank's collectives no longer match the others'
+		return err
 	}
 	return drv.eventRecord(ac.end, a.stream)
 }

@@ -102,7 +102,9 @@ func (c *NCCL) run(ctx context.Context, op string, call func() error) error {
 	}
 	c.w.commMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w (rank %d, collective #%d)", err, c.rank, seq)
+		err = fmt.Errorf("%w (rank %d, collective #%d)", err, c.rank, seq)
+		c.abortComm(err) // this rank's collectives no longer match the others'
+		return err
 	}
 	if err := drv.eventRecord(c.w.end, c.b.stream); err != nil {
 		return err
@@ -232,7 +234,7 @@ func (c *NCCL) Abort(err error) {
 	// does it itself; one blocked inside an NCCL call holds commMu, and the
 	// process's own guard ends it.)
 	if c.w.commMu.TryLock() {
-		c.abortNow()
+		c.b.withContext(c.abortNow)
 		c.w.commMu.Unlock()
 	}
 }
@@ -247,14 +249,22 @@ func (c *NCCL) Err() error {
 	}
 }
 
-// destroy frees the communicator (ncclCommDestroy; nothing when it was
-// aborted) and the watchdog's events.
+// destroy frees the communicator (ncclCommDestroy; ncclCommAbort when
+// collectives are still queued; nothing when it was aborted) and the
+// watchdog's events.
 func (c *NCCL) destroy() error {
 	c.b.enter() // (the lock order of run: the backend, then commMu)
 	defer c.b.leave()
 	c.w.commMu.Lock()
 	defer c.w.commMu.Unlock()
 	var err error
+	if c.comm != 0 && len(c.async.pending) > 0 {
+		// Collectives queued and never waited for (the step failed between
+		// Start and FinishCollectives): ncclCommDestroy would flush them,
+		// waiting for peers that may never come. Abort instead.
+		c.setAbort(nil)
+		c.abortNow()
+	}
 	if c.comm != 0 {
 		err = c.n.commDestroy(c.comm)
 		c.comm = 0

@@ -12,7 +12,8 @@
 # NCCL from the nvidia-* wheels in python3's site-packages, else the loader's path),
 # then runs, each stage time-boxed so that one hang cannot eat the run:
 #
-#   conformance   the kernel conformance suite on the GPU (fp32 against kernels/ref, bf16 at GPT-2 shapes)
+#   conformance   the kernel conformance suite on the GPU (fp32 against kernels/ref, bf16 at GPT-2 shapes),
+#                 and every NCCL call the trainer makes, on a communicator of one rank (TestNCCLOneRankGPU)
 #   sim-vs-gpu    TestSimVsGPU: every op on the GPU and on the PTX simulator, bit-identical or within 2e-5
 #   train-tests   the train package's tests that need a GPU (none yet: listed)
 #   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
@@ -199,10 +200,10 @@ cpu_pid=$!
 # --- the kernels (the test binaries run in their package's directory, as go test runs them)
 kt=(env -C "$root/kernels/cuda" "$pkg/kernels-cuda.test")
 if [ $dry = 0 ]; then
-  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestOpenHere|TestConformanceFP32|TestBF16VsRef'
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestOpenHere|TestConformanceFP32|TestBF16VsRef|TestNCCLOneRankGPU'
   run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimVsGPU'
 else
-  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimConformance$|TestSimDeterministic$'
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimConformance$|TestSimDeterministic$|TestNCCLOneRankSim$'
   run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimAgreesWithItself$'
 fi
 gputests=$("$pkg/train.test" -test.list '.*' 2>/dev/null | grep -E 'GPU|CUDA|Cuda' | paste -sd'|')
