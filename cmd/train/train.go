@@ -15,6 +15,7 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/kernels"
+	"gptkit/kernels/cuda"
 	"gptkit/train"
 )
 
@@ -178,9 +179,10 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return trainFail(ctx, stderr, err)
 	}
 	var coll train.Collectives = train.Single{}
+	var nccl *cuda.NCCL
 	if comm != nil {
 		coll = withFault(comm, place, be)
-		nccl, err := deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
+		nccl, err = deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
 		if err != nil {
 			comm.Close(err)
 			return trainFail(ctx, stderr, err)
@@ -216,6 +218,12 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	leave := err
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted) {
 		leave = nil // every rank stopped after the same step: a clean leave
+	}
+	if leave != nil && nccl != nil {
+		// This rank failed on its own: the others may be inside a collective it
+		// will never join. Abort the communicator (as PyTorch tears down on an
+		// error) rather than let the deferred ncclCommDestroy flush and wait.
+		nccl.Abort(leave)
 	}
 	comm.Close(leave)
 	if err != nil {
