@@ -171,7 +171,7 @@ func TestGPUPlacementSrun(t *testing.T) {
 			uuids[strings.Fields(rest)[0]] = true
 		}
 	}
-	if len(uuids) != 4 || !strings.Contains(stderr.String(), "local_rank_from=SLURM_LOCALID") || strings.Count(stderr.String(), `nccl_env="NCCL_IB_DISABLE=1"`) != 4 || !strings.Contains(stderr.String(), `via=nccl`) && !strings.Contains(stderr.String(), "simulated nccl") {
+	if len(uuids) != 4 || !strings.Contains(stderr.String(), "local_rank_from=SLURM_LOCALID") || strings.Count(stderr.String(), `nccl_env="NCCL_IB_DISABLE=1"`) != 4 || !strings.Contains(stderr.String(), `via="nccl: `) && !strings.Contains(stderr.String(), "simulated nccl") {
 		t.Errorf("the 4 ranks used GPUs %v:\n%s", uuids, stderr.String())
 	}
 }

@@ -103,6 +103,9 @@ func deviceCollectives(ctx context.Context, be kernels.Backend, comm *dist.Comm,
 	if err != nil {
 		return nil, err
 	}
+	if !cb.Simulated() {
+		via = "nccl: " + c.Library()
+	}
 	log.Info("collectives", "via", via, "rank", comm.Rank(), "world", comm.World(), "collective_timeout", o.timeout)
 	return c, nil
 }

@@ -19,6 +19,7 @@ type UniqueID struct{ Internal [128]byte }
 // ncclLib is the real NCCL, loaded at run time (ncclResult_t is int32).
 type ncclLib struct {
 	lib             string
+	version         string // "2.21.5"
 	getUniqueIDFn   func(id *UniqueID) int32
 	commInitRankFn  func(comm *uintptr, nranks int32, id UniqueID, rank int32) int32
 	commDestroyFn   func(comm uintptr) int32
@@ -73,10 +74,37 @@ func loadNCCL(names []string) (*ncclLib, error) {
 	if err != nil {
 		return nil, err
 	}
+	var code int32
+	if err := ncclCheck("ncclGetVersion", n.getVersion(&code)); err != nil {
+		return nil, err
+	}
+	if n.version, err = ncclVersion(code); err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
 	return n, nil
 }
 
-func (n *ncclLib) name() string { return n.lib }
+// minNCCLVersion is the oldest NCCL the trainer can use: 2.10 brought bfloat16
+// (ncclBfloat16) and ncclAvg.
+const minNCCLVersion = 21000
+
+// ncclVersion spells ncclGetVersion's code ("2.21.5": major·10000 + minor·100 +
+// patch since NCCL 2.9, major·1000 + minor·100 + patch before), refusing an NCCL
+// older than minNCCLVersion: it would fail only at the first bfloat16 collective.
+func ncclVersion(code int32) (string, error) {
+	var v string
+	if code >= 10000 {
+		v = fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
+	} else {
+		v = fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
+	}
+	if code < minNCCLVersion {
+		return v, fmt.Errorf("NCCL %s is older than 2.10, which the trainer needs (bfloat16 collectives); install a newer NCCL (e.g. the nvidia-nccl-cu12 wheel) and put its lib directory on LD_LIBRARY_PATH", v)
+	}
+	return v, nil
+}
+
+func (n *ncclLib) name() string { return n.lib + " (NCCL " + n.version + ")" }
 
 func (n *ncclLib) getUniqueID() (UniqueID, error) {
 	var id UniqueID
@@ -214,6 +242,10 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 	}
 	return c, nil
 }
+
+// Library names the NCCL the communicator runs on: the library's file and its
+// version, or the simulated NCCL.
+func (c *NCCL) Library() string { return c.n.name() }
 
 // ncclLib returns the backend's NCCL, loading the real one on first use.
 func (b *Backend) ncclLib() (ncclAPI, error) {

@@ -227,3 +227,18 @@ func eachRank(world int, f func(r int) error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// TestNCCLVersion: ncclGetVersion's two encodings spelled, and an NCCL without
+// bfloat16 refused at load rather than at the first bfloat16 collective.
+func TestNCCLVersion(t *testing.T) {
+	for _, c := range []struct {
+		code int32
+		want string
+		ok   bool
+	}{{22105, "2.21.5", true}, {21000, "2.10.0", true}, {2708, "2.7.8", false}, {20903, "2.9.3", false}} {
+		v, err := ncclVersion(c.code)
+		if v != c.want || (err == nil) != c.ok {
+			t.Errorf("ncclVersion(%d) = %q, %v; want %q, ok %v", c.code, v, err, c.want, c.ok)
+		}
+	}
+}
