@@ -16,16 +16,16 @@ build:
 test: build
 	$(GO) test -count=1 ./...
 
-# The kernels (and the ring's reductions) again with the pure-Go fallbacks instead of the assembly.
+# The kernels (and the ring's reductions, the tokenizer's byte classifier) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
-	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/
+	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/ ./tokenize/
 
 race:
 	$(GO) test -count=1 -race -short ./...
 
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip \
+FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex \
 	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \

@@ -5,13 +5,11 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
-// Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial; figures in README):
-//   - Most pre-tokenized pieces of real text are whole vocabulary entries: one map lookup.
-//   - Other pieces go through a per-goroutine cache (piece -> ids) that is reset when full;
-//     it lives in the pooled encodeState, so sequential Encode calls share it.
+// The merge loops (BPE proper), for pieces the piece cache does not hold (encode.go).
+//
+// Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial):
 //   - Short pieces are merged tiktoken-style: an array of parts and the rank of each
 //     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
 //   - Merges are looked up by the pair of ids (HF's semantics: the rank of the pair in the
@@ -27,125 +25,9 @@ import (
 //     with the rarely used back links in a separate array, and the packed pair table.
 
 const (
-	heapThreshold  = 256     // pieces longer than this (bytes) use the heap merge loop
-	cacheMaxPiece  = 64      // longer pieces are not cached
-	cacheMaxIDs    = 1 << 20 // cache arena size (ids) before a reset
-	cacheMaxPieces = 1 << 16
-	noRank         = math.MaxUint32
+	heapThreshold = 256 // pieces longer than this (bytes) use the heap merge loop
+	noRank        = math.MaxUint32
 )
-
-// encodeState is per-goroutine scratch space and cache, pooled on the Tokenizer.
-type encodeState struct {
-	ends  []int
-	parts []uint32 // ids of the parts of the piece being merged
-	ranks []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
-	cache map[string]cacheEntry
-	arena []uint32
-	heap  mergeHeap
-	syms  []symbol
-	prevs []int32
-	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
-	buckets  [][]uint32 // positions of candidate pairs, by rank
-	nonEmpty []uint64
-	touch    uint32 // keeps mergeLong's prefetching loads alive
-}
-
-type cacheEntry struct{ off, n uint32 }
-
-func (t *Tokenizer) getState() *encodeState {
-	if st, ok := t.states.Get().(*encodeState); ok {
-		return st
-	}
-	return &encodeState{cache: make(map[string]cacheEntry, 1024)}
-}
-
-func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
-
-// encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
-func (t *Tokenizer) encodeBPE(st *encodeState, text string, dst []int) []int {
-	return encodeAroundAdded(st, t.rawAdded, text, dst, t.encodeNormalized)
-}
-
-// encodeNormalized normalizes a segment between raw added tokens, then splits it on the
-// added tokens that match normalized text.
-func (t *Tokenizer) encodeNormalized(st *encodeState, seg string, dst []int) []int {
-	if seg == "" {
-		return dst
-	}
-	if t.normalize != nil {
-		seg = t.normalize(seg)
-	}
-	return encodeAroundAdded(st, t.normAdded, seg, dst, t.encodeSegment)
-}
-
-// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
-// and, through encodeGap, the text between them.
-func encodeAroundAdded(st *encodeState, m *addedMatcher, s string, dst []int, encodeGap func(*encodeState, string, []int) []int) []int {
-	if m == nil {
-		return encodeGap(st, s, dst)
-	}
-	for from := 0; from < len(s); {
-		start, end, id := m.find(s, from)
-		if start < 0 {
-			return encodeGap(st, s[from:], dst)
-		}
-		dst = encodeGap(st, s[from:start], dst)
-		dst = append(dst, id)
-		from = end
-	}
-	return dst
-}
-
-// encodeSegment pre-tokenizes a segment free of added tokens and encodes each piece.
-func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int {
-	if seg == "" {
-		return dst
-	}
-	if t.addPrefixSpace && seg[0] != ' ' {
-		seg = " " + seg
-	}
-	st.ends = t.split(seg, st.ends[:0])
-	prev := 0
-	for _, end := range st.ends {
-		dst = t.encodePiece(st, seg[prev:end], dst)
-		prev = end
-	}
-	return dst
-}
-
-// encodePiece appends the ids of one pre-tokenized piece.
-func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
-	if id, ok := t.ids[p]; ok && (t.wholeBad == nil || !t.wholeBad[id]) {
-		return append(dst, int(id))
-	}
-	cacheable := len(p) <= cacheMaxPiece
-	if cacheable {
-		if e, ok := st.cache[p]; ok {
-			for _, id := range st.arena[e.off : e.off+e.n] {
-				dst = append(dst, int(id))
-			}
-			return dst
-		}
-	}
-	var parts []uint32
-	if len(p) > heapThreshold {
-		parts = t.mergeLong(st, p)
-	} else {
-		parts = t.mergeShort(st, p)
-	}
-	for _, id := range parts {
-		dst = append(dst, int(id))
-	}
-	if cacheable {
-		if len(st.cache) >= cacheMaxPieces || len(st.arena)+len(parts) > cacheMaxIDs {
-			clear(st.cache)
-			st.arena = st.arena[:0]
-		}
-		st.cache[strings.Clone(p)] = cacheEntry{uint32(len(st.arena)), uint32(len(parts))}
-		st.arena = append(st.arena, parts...)
-	}
-	return dst
-}
 
 // pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
 func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {

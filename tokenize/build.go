@@ -25,10 +25,12 @@ type bpeDefinition struct {
 	added          []AddedToken
 }
 
-// splitters maps a pattern name to its pre-tokenizer.
-var splitters = map[string]splitter{
-	"gpt2": splitGPT2,
-}
+// splitters maps a pattern name to its pre-tokenizer; refSplitters to the pattern run
+// literally (pattern.go), which the reference encoder uses.
+var (
+	splitters    = map[string]splitter{"gpt2": splitGPT2}
+	refSplitters = map[string]func(s string, ends []int) []int{"gpt2": refSplitGPT2}
+)
 
 func (d *bpeDefinition) build() (*Tokenizer, error) {
 	t := &Tokenizer{

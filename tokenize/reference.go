@@ -52,13 +52,7 @@ func (t *Tokenizer) refEncode(text string) []int {
 			if t.addPrefixSpace && s[0] != ' ' {
 				s = " " + s
 			}
-			var ends []int
-			switch t.pattern {
-			case "gpt2":
-				ends = refSplitGPT2(s, nil)
-			default:
-				ends = splitters[t.pattern](s, nil)
-			}
+			ends := refSplitters[t.pattern](s, nil)
 			prev := 0
 			for _, e := range ends {
 				out = append(out, t.refBPE(s[prev:e])...)

@@ -26,7 +26,7 @@ func TestSplitGPT2MatchesRegex(t *testing.T) {
 	}
 	for _, s := range inputs {
 		s = ReplaceInvalidUTF8(s)
-		got, want := splitGPT2(s, nil), refSplitGPT2(s, nil)
+		got, want := splitAll(splitGPT2, new(classWindow), s, nil), refSplitGPT2(s, nil)
 		if !slices.Equal(got, want) {
 			t.Fatalf("splitGPT2(%.80q):\n got  %v\n want %v", s, splitPieces(s, got), splitPieces(s, want))
 		}

@@ -73,6 +73,82 @@ var o200kPattern = pattern{
 }
 
 func init() {
-	splitters["cl100k_base"] = cl100kPattern.split
-	splitters["o200k_base"] = o200kPattern.split
+	splitters["cl100k_base"] = splitCL100K
+	splitters["o200k_base"] = o200kPattern.splitter()
+	refSplitters["cl100k_base"] = cl100kPattern.split
+	refSplitters["o200k_base"] = o200kPattern.split
+}
+
+// splitCL100K is a hand-made scanner equal to cl100kPattern (tiktoken's regex run by
+// fancy-regex: ordered alternation, backtracking). At each position:
+//  1. ' and s, t, re, ve, m, ll or d in either case ('ſ too: simple case folding);
+//  2. a run of letters, or one character that is not \r, \n, a letter or a number
+//     followed by a run of letters;
+//  3. one to three numbers;
+//  4. an optional U+0020, a run of "other" characters, then any \r and \n;
+//  5. whitespace: up to and including the last \r or \n of the run if it has one; else
+//     the whole run at the end of the text, else all of it but its last character (if
+//     that leaves any).
+//
+// It is a splitter; tests compare it with cl100kPattern.split.
+func splitCL100K(w *classWindow, s string, from int, ends []int) []int {
+	n := len(s)
+	i := from
+	for i < n && len(ends) < cap(ends) {
+		i = cl100kPieceEnd(w, s, i)
+		ends = append(ends, i)
+	}
+	return ends
+}
+
+// cl100kPieceEnd returns the end of the cl100k piece that starts at i.
+func cl100kPieceEnd(w *classWindow, s string, i int) int {
+	n := len(s)
+	w.ensure(i)
+	c := s[i]
+	if c == '\'' {
+		if k := contractionAt(s, i, true); k > 0 {
+			return i + k
+		}
+	}
+	cls := w.class(i)
+	switch cls {
+	case classLetter:
+		return w.runEnd(i, classLetter)
+	case classNumber:
+		e := i
+		for k := 0; k < 3 && e < n && w.class(e) == classNumber; k++ {
+			e += charLen(s, e) // e < i+16: in the window
+		}
+		return e
+	}
+	if c != '\r' && c != '\n' {
+		if j := i + charLen(s, i); j < n && w.class(j) == classLetter {
+			return w.runEnd(j, classLetter)
+		}
+	}
+	j := i
+	if c == ' ' {
+		j++
+	}
+	if j < n && w.class(j) == classOther {
+		e := w.runEnd(j, classOther)
+		for e < n && (s[e] == '\r' || s[e] == '\n') {
+			e++
+		}
+		return e
+	}
+	// Whitespace (cls is classSpace).
+	k := w.runEnd(i, classSpace)
+	for q := k - 1; q >= i; q-- {
+		if s[q] == '\r' || s[q] == '\n' {
+			return q + 1
+		}
+	}
+	if k < n {
+		if last := lastCharStart(s, k); last > i {
+			return last
+		}
+	}
+	return k
 }

@@ -3,6 +3,7 @@ package tokenize
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -68,9 +69,28 @@ type AddedToken struct {
 	Normalized bool
 }
 
-// splitter appends to ends the end offsets of the pre-tokenized pieces of s, in order.
-// Piece i is s[ends[i-1]:ends[i]] (ends[-1] taken as 0). Empty s gives no pieces.
-type splitter func(s string, ends []int) []int
+// splitter appends to ends the end offsets of the pre-tokenized pieces of s that follow
+// byte from (0 or the end of a piece), in order, until s ends or ends is full (len(ends)
+// == cap(ends); callers give cap > len). w is s's class window (classWindow.reset(s)
+// before the first call on s). Piece k is s[ends[k-1]:ends[k]], ends[-1] taken as from.
+type splitter func(w *classWindow, s string, from int, ends []int) []int
+
+// splitAll appends the end offsets of all the pieces of s to ends.
+func splitAll(split splitter, w *classWindow, s string, ends []int) []int {
+	w.reset(s)
+	for from := 0; from < len(s); {
+		if len(ends) == cap(ends) {
+			ends = slices.Grow(ends, 256)
+		}
+		n := len(ends)
+		ends = split(w, s, from, ends)
+		if len(ends) == n {
+			break
+		}
+		from = ends[len(ends)-1]
+	}
+	return ends
+}
 
 // Name is a short name for the tokenizer (e.g. "gpt2", "neox-20b", a file's base name).
 func (t *Tokenizer) Name() string { return t.name }
@@ -182,10 +202,25 @@ func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
 		return dst, nil
 	}
 	st := t.getState()
-	dst = t.encodeBPE(st, text, dst)
+	if dst == nil {
+		// A new slice of the exact length: encode into the state's buffer, then copy.
+		buf := t.encodeBPE(st, text, st.out[:0])
+		if len(buf) > 0 {
+			dst = append(dst, buf...)
+		}
+		st.out = buf[:0]
+		if cap(buf) > maxKeptOut {
+			st.out = nil
+		}
+	} else {
+		dst = t.encodeBPE(st, text, dst)
+	}
 	t.putState(st)
 	return dst, nil
 }
+
+// maxKeptOut is the largest output buffer (ids) an encodeState keeps between calls.
+const maxKeptOut = 1 << 20
 
 // EncodeBatch encodes texts on up to workers goroutines (0 means GOMAXPROCS) and
 // returns their ids in input order.
