@@ -128,6 +128,9 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 	if !d.ranksSemantics && !d.ignoreMerges {
 		t.wholeBad = t.findUnreachableTokens()
 	}
+	t.whole = newVocabTable(t.vocab, func(id int) bool {
+		return t.wholeBad == nil || !t.wholeBad[id]
+	})
 	added := append([]AddedToken(nil), d.added...)
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 	var raw, norm []AddedToken

@@ -5,10 +5,10 @@ import (
 	"unsafe"
 )
 
-// pieceCache maps the bytes of a pre-tokenized piece of at most 16 bytes to its ids. It
-// is a 2-way set-associative table of 32-byte slots that hold the piece's bytes inline
-// (two words, zero-padded) and up to five ids, so a hit costs one multiply, one cache
-// line and three compares, and no pointer is followed. Pieces of more than five tokens
+// pieceCache maps the key (pieceKey) of a pre-tokenized piece of at most 16 bytes that
+// is not one token to its ids. It is a 2-way set-associative table of 32-byte slots
+// that hold the key inline and up to five ids, so a hit costs one multiply, one cache
+// line and a few compares, and no pointer is followed. Pieces of more than five tokens
 // keep their ids in arena.
 //
 // Each encodeState has its own (one per goroutine at a time: no locks). Memory is
@@ -23,10 +23,10 @@ type pieceCache struct {
 // cacheSet is two slots, one 64-byte cache line.
 type cacheSet [2]cacheSlot
 
-// cacheSlot holds one piece. meta packs the piece's length (bits 0-4; 0 = empty slot),
-// its number of ids (bits 5-7; 0 = in the arena) and ids 0 and 1 (bits 8-27, 28-47);
-// more holds ids 2-4 (20 bits each), or for the arena the offset (bits 0-31) and count
-// (bits 32-63) of its ids there. Ids are below pairLimit = 2^20.
+// cacheSlot holds one piece. meta packs its number of ids (bits 0-2; 0 = in the arena),
+// ids 0 and 1 (bits 8-27, 28-47) and bit 63, set in a used slot; more holds ids 2-4
+// (20 bits each), or for the arena the offset (bits 0-31) and count (bits 32-63) of its
+// ids there. Ids are below pairLimit = 2^20.
 type cacheSlot struct {
 	lo, hi     uint64
 	meta, more uint64
@@ -34,50 +34,34 @@ type cacheSlot struct {
 
 const (
 	cacheMaxLen   = 16 // longest piece the cache holds (bytes)
-	cacheSetBits  = 15
-	cacheSets     = 1 << cacheSetBits // 16Ki pieces, 512 KiB
+	cacheSetBits  = 14
+	cacheSets     = 1 << cacheSetBits // 32Ki pieces, 1 MiB
 	cacheArenaIDs = 1 << 16           // ids of pieces of more than 5 tokens, before a reset
 	cacheInline   = 5                 // ids a slot holds
+	slotUsed      = 1 << 63
 	idBits        = 20
 	idMask        = 1<<idBits - 1
 )
 
-// The masks that keep the first n bytes of a piece's two words.
-var loMask, hiMask = func() (lo, hi [32]uint64) {
-	for n := range 17 {
-		lo[n] = ^uint64(0) >> (64 - 8*min(n, 8))
-		if n == 0 {
-			lo[n] = 0
-		}
-		if n > 8 {
-			hi[n] = ^uint64(0) >> (64 - 8*(n-8))
-		}
+// find returns the slot of the piece with key lo, hi, or nil.
+func (c *pieceCache) find(lo, hi uint64) *cacheSlot {
+	if c.sets == nil {
+		return nil
 	}
-	return lo, hi
-}()
-
-// pieceWords returns the n ≤ 16 bytes of s from p as two little-endian words,
-// zero-padded.
-func pieceWords(s string, p, n int) (lo, hi uint64) {
-	if p+16 <= len(s) {
-		b := unsafe.Slice(unsafe.StringData(s[p:]), 16)
-		return binary.LittleEndian.Uint64(b) & loMask[n&31], binary.LittleEndian.Uint64(b[8:]) & hiMask[n&31]
+	set := &c.sets[(lo^hi*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15>>(64-cacheSetBits)]
+	if s := &set[0]; s.lo == lo && s.hi == hi && s.meta != 0 {
+		return s
 	}
-	var buf [16]byte
-	copy(buf[:], s[p:p+n])
-	return binary.LittleEndian.Uint64(buf[:]), binary.LittleEndian.Uint64(buf[8:])
+	if s := &set[1]; s.lo == lo && s.hi == hi && s.meta != 0 {
+		return s
+	}
+	return nil
 }
 
-// set returns the set of the piece with words lo, hi.
-func (c *pieceCache) set(lo, hi uint64) *cacheSet {
-	h := (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15
-	return &c.sets[h>>(64-cacheSetBits)]
-}
-
-// appendSlot appends the ids of a slot (found by a lookup) to dst.
+// appendSlot appends the ids of a slot (found by find) to dst.
 func (c *pieceCache) appendSlot(s *cacheSlot, dst []int) []int {
 	m := s.meta
-	n := int(m >> 5 & 7)
+	n := int(m & 7)
 	if n == 0 {
 		off, cnt := uint32(s.more), uint32(s.more>>32)
 		for _, id := range c.arena[off : off+cnt] {
@@ -95,14 +79,14 @@ func (c *pieceCache) appendSlot(s *cacheSlot, dst []int) []int {
 	return dst
 }
 
-// put stores the ids of the piece with words lo, hi and length n (1 to 16).
-func (c *pieceCache) put(lo, hi uint64, n int, ids []uint32) {
+// put stores the ids of the piece with key lo, hi.
+func (c *pieceCache) put(lo, hi uint64, ids []uint32) {
 	if c.sets == nil {
 		c.sets = make([]cacheSet, cacheSets)
 	}
-	sl := cacheSlot{lo: lo, hi: hi, meta: uint64(n)}
+	sl := cacheSlot{lo: lo, hi: hi, meta: slotUsed}
 	if len(ids) <= cacheInline {
-		sl.meta |= uint64(len(ids)) << 5
+		sl.meta |= uint64(len(ids))
 		for k, id := range ids {
 			if k < 2 {
 				sl.meta |= uint64(id) << (8 + idBits*k)
@@ -118,7 +102,7 @@ func (c *pieceCache) put(lo, hi uint64, n int, ids []uint32) {
 		sl.more = uint64(len(c.arena)) | uint64(len(ids))<<32
 		c.arena = append(c.arena, ids...)
 	}
-	set := c.set(lo, hi)
+	set := &c.sets[(lo^hi*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15>>(64-cacheSetBits)]
 	switch {
 	case set[0].meta == 0:
 		set[0] = sl
@@ -127,4 +111,76 @@ func (c *pieceCache) put(lo, hi uint64, n int, ids []uint32) {
 	default: // the older entry goes
 		set[1], set[0] = set[0], sl
 	}
+}
+
+// The masks that keep the first n bytes of a piece's two words.
+var loMask, hiMask = func() (lo, hi [32]uint64) {
+	for n := range 17 {
+		lo[n] = ^uint64(0) >> (64 - 8*min(n, 8))
+		if n == 0 {
+			lo[n] = 0
+		}
+		if n > 8 {
+			hi[n] = ^uint64(0) >> (64 - 8*(n-8))
+		}
+	}
+	return lo, hi
+}()
+
+// lenMark folds a piece's length into its words: the last byte of the word that
+// holds the piece's end, when the piece does not fill that word, is 0xF8 | the number
+// of bytes of the piece in that word. 0xF8-0xFF never occur in UTF-8, so that byte
+// cannot be the last byte of a piece that fills its word, and two pieces of valid
+// UTF-8 have the same key exactly when they are the same (see keyable).
+var loMark, hiMark = func() (lo, hi [32]uint64) {
+	for n := 1; n <= 16; n++ {
+		switch {
+		case n < 8:
+			lo[n] = uint64(0xF8|n) << 56
+		case n > 8 && n < 16:
+			hi[n] = uint64(0xF8|(n-8)) << 56
+		}
+	}
+	return lo, hi
+}()
+
+// pieceKey returns the key of the n (1 to 16) bytes of s from p: the bytes as two
+// little-endian words, zero-padded, with the length folded in (lenMark).
+func pieceKey(s string, p, n int) (lo, hi uint64) {
+	n &= 31
+	if p+16 <= len(s) {
+		b := unsafe.Slice(unsafe.StringData(s[p:]), 16)
+		return binary.LittleEndian.Uint64(b)&loMask[n] | loMark[n], binary.LittleEndian.Uint64(b[8:])&hiMask[n] | hiMark[n]
+	}
+	var buf [16]byte
+	copy(buf[:], s[p:p+n])
+	return binary.LittleEndian.Uint64(buf[:]) | loMark[n], binary.LittleEndian.Uint64(buf[8:]) | hiMark[n]
+}
+
+// keyable reports whether pieceKey tells piece apart from every other piece of at most
+// 16 bytes and from emptyKey: it does unless piece fills a word and that word's last
+// byte is 0xF8 or more, which valid UTF-8 never has.
+func keyable(piece string) bool {
+	n := len(piece)
+	return !(n == 8 || n == 16) || piece[n-1] < 0xF8
+}
+
+// frontCache is the first stop of every piece of at most 8 bytes: a direct-mapped
+// table of shortSlots, one per encodeState, holding the one or two ids of the pieces
+// seen lately (the vocabulary table and the merge loop fill it on a miss). It holds
+// only the pieces that occur, so the hot ones are closer together than in the
+// vocabulary table, and pieces of two tokens are found in one probe too.
+type frontCache struct{ slots []shortSlot }
+
+const frontBits = 16 // 64Ki slots, 1 MiB
+
+func (f *frontCache) init() {
+	f.slots = make([]shortSlot, 1<<frontBits)
+	for i := range f.slots {
+		f.slots[i].key = emptyKey
+	}
+}
+
+func (f *frontCache) put(key, val uint64) {
+	f.slots[shortIndex(key, 1<<frontBits-1)] = shortSlot{key, val}
 }

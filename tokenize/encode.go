@@ -1,6 +1,9 @@
 package tokenize
 
-import "strings"
+import (
+	"strings"
+	"unsafe"
+)
 
 // The encode path of byte-level BPE tokenizers: added tokens, normalization,
 // pre-tokenization, then each piece through the piece cache or the merge loop.
@@ -27,10 +30,13 @@ const (
 
 // encodeState is per-goroutine scratch space and caches, pooled on the Tokenizer.
 type encodeState struct {
-	win    classWindow
-	ends   []int
-	out    []int // Encode's buffer (see Tokenizer.encode)
-	pieces pieceCache
+	win   classWindow
+	ends  []int
+	front frontCache
+	// tokensPerByte of the last text of 64 bytes or more (0.25 before the first): how
+	// Encode sizes its result.
+	tokensPerByte float64
+	pieces        pieceCache
 	// Pieces longer than cacheMaxLen, up to longCacheMaxPiece bytes.
 	long      map[string]cacheEntry
 	longArena []uint32
@@ -52,7 +58,7 @@ func (t *Tokenizer) getState() *encodeState {
 	if st, ok := t.states.Get().(*encodeState); ok {
 		return st
 	}
-	return &encodeState{ends: make([]int, 0, pieceBatch)}
+	return &encodeState{ends: make([]int, 0, pieceBatch), tokensPerByte: 0.25}
 }
 
 func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
@@ -101,7 +107,10 @@ func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int 
 		seg = " " + seg
 	}
 	st.win.reset(seg)
-	cache := &st.pieces
+	if st.front.slots == nil {
+		st.front.init()
+	}
+	front := st.front.slots
 	ends := st.ends
 	for from := 0; from < len(seg); {
 		ends = t.split(&st.win, seg, from, ends[:0])
@@ -109,46 +118,90 @@ func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int 
 			break
 		}
 		prev := from
-		for _, end := range ends {
-			if n := end - prev; n <= cacheMaxLen && cache.sets != nil {
-				lo, hi := pieceWords(seg, prev, n)
-				set := cache.set(lo, hi)
-				if s := &set[0]; s.lo == lo && s.hi == hi && s.meta&31 == uint64(n) {
-					if s.meta&0xE0 == 1<<5 { // one id
-						dst = append(dst, int(s.meta>>8&idMask))
-					} else {
-						dst = cache.appendSlot(s, dst)
-					}
-					prev = end
-					continue
-				}
-				if s := &set[1]; s.lo == lo && s.hi == hi && s.meta&31 == uint64(n) {
-					dst = cache.appendSlot(s, dst)
-					prev = end
-					continue
-				}
+		for k := 0; k < len(ends); k++ {
+			var done int
+			dst, done = appendShortTokens(front, seg, prev, ends[k:], dst)
+			if k += done; k == len(ends) {
+				break
 			}
-			dst = t.encodePiece(st, seg[prev:end], dst)
-			prev = end
+			if k > 0 {
+				prev = ends[k-1]
+			}
+			dst = t.encodePiece(st, seg, prev, ends[k], dst)
+			prev = ends[k]
 		}
-		from = prev
+		from = ends[len(ends)-1]
 	}
 	st.ends = ends
 	return dst
 }
 
-// encodePiece appends the ids of one pre-tokenized piece that is not in the piece
-// cache, and caches them.
-func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
-	if len(p) <= cacheMaxLen {
-		ids := t.pieceIDs(st, p)
-		lo, hi := pieceWords(p, 0, len(p))
-		st.pieces.put(lo, hi, len(p), ids)
-		for _, id := range ids {
-			dst = append(dst, int(id))
-		}
-		return dst
+// appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
+// of text (ends as in splitter, ends[-1] taken as prev) that are one vocabulary token of
+// at most 8 bytes found at the first probe of the short table, and stops at the first
+// piece that is not (or that ends within 8 bytes of the end of text, where the 8-byte
+// load would overrun). It returns dst and the number of pieces done. The table and the
+// text come as bare pointers, so that the few values the loop needs stay in registers
+// (the bounds are known: the index is a hash shifted to below len(short), and the load
+// is checked against len(text)-8).
+func appendShortTokens(front []shortSlot, text string, prev int, ends []int, dst []int) ([]int, int) {
+	if len(text) < 8 || len(front) == 0 {
+		return dst, 0
 	}
+	table, base, limit := unsafe.Pointer(&front[0]), unsafe.Pointer(unsafe.StringData(text)), len(text)-8
+	mask := uint64(len(front) - 1)
+	for k, end := range ends {
+		n := end - prev
+		if uint(n-1) >= 8 || prev > limit {
+			return dst, k
+		}
+		key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
+		s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
+		if s.key != key {
+			return dst, k
+		}
+		dst = append(dst, int(s.val&idMask))
+		if s.val>>40 == 2 {
+			dst = append(dst, int(s.val>>idBits&idMask))
+		}
+		prev = end
+	}
+	return dst, len(ends)
+}
+
+// encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
+// bytes through the vocabulary table, the piece cache and, on a miss, the merge loop
+// (whose result the cache then keeps).
+func (t *Tokenizer) encodePiece(st *encodeState, seg string, prev, end int, dst []int) []int {
+	n := end - prev
+	if n > cacheMaxLen {
+		return t.encodeLong(st, seg[prev:end], dst)
+	}
+	lo, hi := pieceKey(seg, prev, n)
+	if val := t.whole.find(lo, hi, n); val != 0 {
+		if n <= 8 {
+			st.front.put(lo, val)
+		}
+		return append(dst, int(val&idMask))
+	}
+	if s := st.pieces.find(lo, hi); s != nil {
+		return st.pieces.appendSlot(s, dst)
+	}
+	ids := t.merge(st, seg[prev:end])
+	if n <= 8 && len(ids) <= 2 && len(ids) > 0 {
+		st.front.put(lo, shortVal(ids))
+	} else {
+		st.pieces.put(lo, hi, ids)
+	}
+	for _, id := range ids {
+		dst = append(dst, int(id))
+	}
+	return dst
+}
+
+// encodeLong appends the ids of a piece longer than cacheMaxLen bytes, through the
+// long-piece cache when it is at most longCacheMaxPiece bytes.
+func (t *Tokenizer) encodeLong(st *encodeState, p string, dst []int) []int {
 	cacheable := len(p) <= longCacheMaxPiece
 	if cacheable && st.long != nil {
 		if e, ok := st.long[p]; ok {
@@ -181,6 +234,11 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 		st.parts = append(st.parts[:0], id)
 		return st.parts
 	}
+	return t.merge(st, p)
+}
+
+// merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
+func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
 	if len(p) > heapThreshold {
 		return t.mergeLong(st, p)
 	}

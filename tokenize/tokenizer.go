@@ -26,6 +26,7 @@ type Tokenizer struct {
 	vocab  []string          // id -> raw bytes of the token ("" for ids that are not BPE tokens)
 	ids    map[string]uint32 // raw bytes -> id, BPE vocabulary only
 	merges *pairTable        // left<<32|right -> rank<<32|merged id
+	whole  *vocabTable       // the tokens of ≤ 16 bytes a piece equal to them encodes to
 	// monotone: every merge makes a token of higher rank than the pairs that contain it
 	// could have, so merges happen in non-decreasing rank order (see mergeLong).
 	monotone bool
@@ -203,24 +204,18 @@ func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
 	}
 	st := t.getState()
 	if dst == nil {
-		// A new slice of the exact length: encode into the state's buffer, then copy.
-		buf := t.encodeBPE(st, text, st.out[:0])
-		if len(buf) > 0 {
-			dst = append(dst, buf...)
-		}
-		st.out = buf[:0]
-		if cap(buf) > maxKeptOut {
-			st.out = nil
-		}
-	} else {
-		dst = t.encodeBPE(st, text, dst)
+		// A new slice, sized from the tokens per byte of this state's last text: most
+		// often it needs neither growing (a copy) nor more than a little spare room.
+		dst = make([]int, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
+	}
+	start := len(dst)
+	dst = t.encodeBPE(st, text, dst)
+	if len(text) >= 64 {
+		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
 	}
 	t.putState(st)
 	return dst, nil
 }
-
-// maxKeptOut is the largest output buffer (ids) an encodeState keeps between calls.
-const maxKeptOut = 1 << 20
 
 // EncodeBatch encodes texts on up to workers goroutines (0 means GOMAXPROCS) and
 // returns their ids in input order.
