@@ -120,6 +120,12 @@ var benchLoaders = map[string]func(b *testing.B) (*tokenize.Tokenizer, error){
 	"neox-20b": func(b *testing.B) (*tokenize.Tokenizer, error) {
 		return tokenize.LoadHFJSON(benchReadShared(b, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
 	},
+	"cl100k_base": func(b *testing.B) (*tokenize.Tokenizer, error) {
+		return tokenize.LoadTiktoken(benchReadShared(b, "tokenizers/tiktoken/cl100k_base.tiktoken"), "cl100k_base")
+	},
+	"o200k_base": func(b *testing.B) (*tokenize.Tokenizer, error) {
+		return tokenize.LoadTiktoken(benchReadShared(b, "tokenizers/tiktoken/o200k_base.tiktoken"), "o200k_base")
+	},
 }
 
 var benchTokenizers sync.Map // name -> *tokenize.Tokenizer
@@ -197,7 +203,7 @@ func benchReport(b *testing.B, ops, tokensPerOp int) {
 // BenchmarkEncode: one Encode call per ~1 MB piece (bench-peers.js "chunks" mode), one
 // goroutine. bytes/op is the whole input.
 func BenchmarkEncode(b *testing.B) {
-	for _, name := range []string{"gpt2", "neox-20b"} {
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
 		b.Run(name, func(b *testing.B) {
 			for _, input := range []string{"shakespeare", "corpus"} {
 				b.Run(input, func(b *testing.B) {

@@ -66,10 +66,29 @@ var splitAlphabet = []string{
 	"😀", "\U0001F600", "\u200b", "ʰ", "\u1c89", "\u1c8a",
 }
 
+// splitASCII is splitAlphabet's ASCII part, weighted towards English: blocks of it go
+// through the block splitters (multi-byte characters send cl100k's a piece at a time).
+var splitASCII = func() []string {
+	var out []string
+	for _, a := range splitAlphabet {
+		if a[0] < 0x80 {
+			out = append(out, a)
+		}
+	}
+	return append(out, " the", " of", " and", "ing", ".\n", ", ", " a", "\n\n", "  ", "0", "42")
+}()
+
+// randomSplitText returns at least n bytes of splitAlphabet, or (half the time) of
+// splitASCII with one of the others now and then.
 func randomSplitText(rng *rand.Rand, n int) string {
+	ascii := rng.IntN(2) == 0
 	var sb strings.Builder
 	for sb.Len() < n {
-		sb.WriteString(splitAlphabet[rng.IntN(len(splitAlphabet))])
+		if ascii && rng.IntN(50) != 0 {
+			sb.WriteString(splitASCII[rng.IntN(len(splitASCII))])
+		} else {
+			sb.WriteString(splitAlphabet[rng.IntN(len(splitAlphabet))])
+		}
 	}
 	return sb.String()
 }
@@ -79,7 +98,7 @@ func randomSplitText(rng *rand.Rand, n int) string {
 // equals its regex.
 func TestSplittersMatchRegex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for iter := range 400 {
+	for iter := range 1000 {
 		n := 1 + rng.IntN(300)
 		if iter%50 == 0 {
 			n = windowBlocks*64 + rng.IntN(3000)
@@ -88,6 +107,21 @@ func TestSplittersMatchRegex(t *testing.T) {
 	}
 	for _, s := range tricky {
 		checkSplit(t, ReplaceInvalidUTF8(s))
+	}
+	// What a block hands to the next (contractions, groups of numbers, NL taken by a
+	// run of "other", a letter's prefix): each snippet across the first block boundary.
+	for _, snippet := range []string{".\n\n x", ".\r\n\r\n", "123456789", "'ll x", "'s", " .\n", "\n  \n x",
+		"  x", "\t.y", "x.y", "don't", "  \n", "...\n\n\n\n\n", "\n \n \n", "1 2", "\u00a0\u00a0x",
+		".\n\n \n x", ".\n\n\n\n \n x"} {
+		for off := 50; off <= 66; off++ {
+			checkSplit(t, strings.Repeat("a", off)+snippet+" tail")
+			checkSplit(t, strings.Repeat(" ", off)+snippet)
+		}
+	}
+	if !testing.Short() {
+		for _, d := range readGolden(t, "gpt2") {
+			checkSplit(t, d.Text)
+		}
 	}
 }
 
