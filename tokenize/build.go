@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -153,6 +154,12 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 		}
 	}
 	t.added = added
+	t.cuttable = !d.addPrefixSpace
+	for _, a := range added {
+		if strings.Contains(a.Content, "\n") {
+			t.cuttable = false
+		}
+	}
 	t.rawAdded = newAddedMatcher(raw)
 	t.normAdded = newAddedMatcher(norm)
 	t.vocabSize = size

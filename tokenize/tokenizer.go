@@ -50,6 +50,8 @@ type Tokenizer struct {
 	wholeBad []bool
 	// ignoreMerges: a piece found whole in the vocabulary is that token (HF ignore_merges).
 	ignoreMerges bool
+	// cuttable: Cut may cut texts (no prefix space, no added token holds a newline).
+	cuttable bool
 
 	// Character-level (KindChar).
 	chars   []rune

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"gptkit/internal/progress"
 	"gptkit/prep"
@@ -15,71 +14,77 @@ import (
 )
 
 // encodeLines runs --jsonl encoding as a pipeline. A reader goroutine cuts stdin into
-// batches of about batchBytes, queues each batch for the writer in input order and
-// hands its lines to the workers one by one; the writer (this goroutine) waits for
-// each batch in turn and writes its ids. At most batchQueue batches wait for the
-// writer, which bounds memory, and workers can start on the next batch while the
-// slowest line of the current one is still being encoded.
+// batches of about batchBytes and queues each batch for the writer in input order and
+// for the workers; a worker parses, encodes and formats all the lines of a batch into
+// one buffer; the writer (this goroutine) waits for each batch in turn and writes it.
+// At most batchQueue batches per worker are in flight, which bounds memory; buffers go
+// back to the reader for the next batches.
 //
 // bar, if not nil, counts the input bytes and lines of each batch once it is written.
-func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar) error {
+func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar, ft *idText) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the reader and the workers on an early return
 
-	batches := make(chan *lineBatch, batchQueue)
-	jobs := make(chan lineJob, 4*workers)
+	batches := make(chan *lineBatch, batchQueue*workers)
+	jobs := make(chan *lineBatch, batchQueue*workers)
+	free := make(chan *lineBatch, batchQueue*workers+2)
 	for range workers {
 		go func() {
-			for job := range jobs {
-				job.batch.encode(job.index, tok, textKey)
+			var ids []int
+			for b := range jobs {
+				ids = b.encode(tok, textKey, ft, ids)
+				close(b.done)
 			}
 		}()
 	}
 	go func() {
 		defer close(jobs)
 		defer close(batches)
-		readBatches(ctx, newLineReader(ctx, in), batches, jobs)
+		readBatches(ctx, newLineReader(ctx, in), batches, jobs, free)
 	}()
 
 	for {
-		var batch *lineBatch
+		var b *lineBatch
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case b, ok := <-batches:
+		case next, ok := <-batches:
 			if !ok {
 				return nil
 			}
-			batch = b
+			b = next
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-batch.done:
+		case <-b.done:
 		}
-		for i := range batch.ends {
-			if err := batch.errs[i]; err != nil {
-				return &lineError{line: batch.firstLine + i, err: err}
-			}
-			if err := writeIDs(out, batch.ids[i]); err != nil {
-				return fmt.Errorf("write stdout: %w", err)
-			}
+		if _, err := out.Write(b.out); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
 		}
-		bar.Add(batch.size, int64(len(batch.ends)))
-		if batch.readErr != nil {
-			return batch.readErr
+		if b.err != nil {
+			return b.err
+		}
+		bar.Add(b.size, int64(len(b.ends)))
+		if b.readErr != nil {
+			return b.readErr
+		}
+		select {
+		case free <- b:
+		default:
 		}
 	}
 }
 
 // Batching: a batch closes once it holds batchBytes of text or batchLines lines.
 const (
-	batchBytes = 4 << 20
+	batchBytes = 1 << 20
 	batchLines = 8192
-	batchQueue = 4
+	batchQueue = 2
 )
 
-// lineBatch is a run of consecutive input lines and, once done is closed, their ids.
+// lineBatch is a run of consecutive input lines and, once done is closed, their ids as
+// JSON arrays (up to the first bad line, whose error err is).
 type lineBatch struct {
 	firstLine int    // number of the first line, from 1
 	size      int64  // bytes of input it covers, newlines included
@@ -87,10 +92,9 @@ type lineBatch struct {
 	ends      []int  // line i is data[ends[i-1]:ends[i]], with ends[-1] taken as 0
 	readErr   error  // error reading stdin after the last line, if any
 
-	ids       [][]int
-	errs      []error
-	remaining atomic.Int64  // lines not yet encoded
-	done      chan struct{} // closed when remaining reaches 0
+	out  []byte        // one JSON array and a newline per line
+	err  error         // the first bad line (a *lineError); out holds the lines before it
+	done chan struct{} // closed once out and err are set
 }
 
 func (b *lineBatch) line(i int) []byte {
@@ -101,31 +105,42 @@ func (b *lineBatch) line(i int) []byte {
 	return b.data[start:b.ends[i]]
 }
 
-// encode encodes line i, recording its ids or its error, and closes done after the
-// batch's last line.
-func (b *lineBatch) encode(i int, tok *tokenize.Tokenizer, textKey string) {
-	text, err := textField(b.line(i), textKey)
-	if err == nil {
-		b.ids[i], err = tok.EncodeChecked(text)
+// encode parses, encodes and formats the batch's lines into b.out, stopping at the
+// first bad one. ids is scratch space, returned for reuse.
+func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, ids []int) []int {
+	checked := tok.Kind() == tokenize.KindChar // only a character vocabulary can refuse a text
+	for i := range b.ends {
+		text, err := textField(b.line(i), textKey)
+		if err == nil {
+			if checked {
+				ids, err = tok.EncodeChecked(text)
+			} else {
+				ids = tok.AppendEncode(ids[:0], text)
+			}
+		}
+		if err != nil {
+			b.err = &lineError{line: b.firstLine + i, err: err}
+			return ids
+		}
+		b.out = ft.appendArray(b.out, ids)
 	}
-	b.errs[i] = err
-	if b.remaining.Add(-1) == 0 {
-		close(b.done)
-	}
+	return ids
 }
 
-// lineJob asks a worker to encode line index of batch.
-type lineJob struct {
-	batch *lineBatch
-	index int
-}
-
-// readBatches reads lr into batches, sending each to batches and its lines to jobs,
-// until the input ends, a read fails, or ctx is done.
-func readBatches(ctx context.Context, lr *lineReader, batches chan<- *lineBatch, jobs chan<- lineJob) {
+// readBatches reads lr into batches, sending each to batches (for the writer) and to
+// jobs (for the workers), until the input ends, a read fails, or ctx is done. It takes
+// batches the writer is done with from free.
+func readBatches(ctx context.Context, lr *lineReader, batches, jobs chan<- *lineBatch, free <-chan *lineBatch) {
 	for {
 		start := lr.bytes
-		b := &lineBatch{firstLine: lr.line + 1, data: make([]byte, 0, batchBytes+batchBytes/8), done: make(chan struct{})}
+		var b *lineBatch
+		select {
+		case b = <-free:
+			*b = lineBatch{data: b.data[:0], ends: b.ends[:0], out: b.out[:0]}
+		default:
+			b = &lineBatch{data: make([]byte, 0, batchBytes+batchBytes/8)}
+		}
+		b.firstLine, b.done = lr.line+1, make(chan struct{})
 		more := true
 		for len(b.data) < batchBytes && len(b.ends) < batchLines {
 			var err error
@@ -138,24 +153,16 @@ func readBatches(ctx context.Context, lr *lineReader, batches chan<- *lineBatch,
 			}
 			b.ends = append(b.ends, len(b.data))
 		}
-		n := len(b.ends)
 		b.size = lr.bytes - start
-		b.ids, b.errs = make([][]int, n), make([]error, n)
-		b.remaining.Store(int64(n))
-		if n == 0 {
-			close(b.done)
-		}
 		select {
 		case batches <- b:
 		case <-ctx.Done():
 			return
 		}
-		for i := range n {
-			select {
-			case jobs <- lineJob{batch: b, index: i}:
-			case <-ctx.Done():
-				return
-			}
+		select {
+		case jobs <- b:
+		case <-ctx.Done():
+			return
 		}
 		if !more {
 			return

@@ -156,6 +156,48 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	}
 }
 
+// TestEncodeWholeInParts: a whole input large enough to be cut into many parts
+// (encoded on several workers and written as they finish) gives one array, the ids of
+// the whole text, with and without cuts, and from a regular file as from a pipe.
+func TestEncodeWholeInParts(t *testing.T) {
+	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenize.LoadHFJSON(data, "gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 5*wholePartBytes; i++ {
+		fmt.Fprintf(&sb, "Line %d: it's %s\n", i, strings.Repeat("word ", i%11))
+	}
+	for _, text := range []string{sb.String(), strings.Repeat("nocut ", wholePartBytes/2), ""} {
+		want := idLines([][]int{tok.Encode(text)})
+		for _, workers := range []string{"1", "3"} {
+			code, out, errOut := runTokenize(t, text, "encode", "--tokenizer", spec, "--workers", workers)
+			if code != 0 || out != want {
+				t.Fatalf("%d bytes, %s workers: exit %d, %d bytes out (want %d): %s", len(text), workers, code, len(out), len(want), errOut)
+			}
+		}
+		file := filepath.Join(t.TempDir(), "in.txt")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"encode", "--tokenizer", spec}, f, &out, &errOut)
+		f.Close()
+		if code != 0 || out.String() != want {
+			t.Fatalf("%d bytes from a file: exit %d, %d bytes out (want %d): %s", len(text), code, out.Len(), len(want), errOut.String())
+		}
+	}
+}
+
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
 	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
@@ -413,22 +455,17 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 }
 
-func TestWriteIDs(t *testing.T) {
+// TestIDText: the table-driven formatter writes what strconv would, for ids in the
+// table, outside it (larger, negative) and for arrays of every size.
+func TestIDText(t *testing.T) {
+	ft := newIDText(1 << 20)
 	long := make([]int, 100_000)
 	for i := range long {
 		long[i] = i * 7
 	}
-	for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, long} {
-		var b bytes.Buffer
-		out := bufio.NewWriterSize(&b, 4096)
-		if err := writeIDs(out, ids); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if want := idLines([][]int{ids}); b.String() != want {
-			t.Errorf("writeIDs(%d ids) = %.40q..., want %.40q...", len(ids), b.String(), want)
+	for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, {1<<20 - 1, 1 << 20, -3, 99999999, 5}, long} {
+		if got, want := string(ft.appendArray([]byte("x"), ids)), "x"+idLines([][]int{ids}); got != want {
+			t.Errorf("appendArray(%d ids) = %.60q..., want %.60q...", len(ids), got, want)
 		}
 	}
 }
