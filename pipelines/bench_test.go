@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"gptkit/internal/miniotest"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/storage"
 )
 
@@ -29,7 +29,7 @@ func benchJSONL(b *testing.B) (path string, size int64) {
 	b.Helper()
 	src := os.Getenv("BENCH_CORPUS")
 	if src == "" {
-		src = sharedtest.File(b, "corpora/tinyshakespeare.txt")
+		src = testfiles.Path(b, "corpora/tinyshakespeare.txt")
 	}
 	text, err := os.ReadFile(src)
 	if err != nil {

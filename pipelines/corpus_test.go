@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 // splitCorpus writes a small three-split corpus of tinyshakespeare pieces (100 to 1,500
@@ -20,7 +20,7 @@ import (
 // shards.
 func splitCorpus(t testing.TB, dir string) []SplitInputs {
 	t.Helper()
-	text := string(sharedtest.Read(t, "corpora/tinyshakespeare.txt"))
+	text := string(testfiles.Read(t, "corpora/tinyshakespeare.txt"))
 	seed, pos := uint32(1), 0
 	piece := func() string {
 		seed = seed*1664525 + 1013904223

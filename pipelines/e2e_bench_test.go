@@ -18,7 +18,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/prep"
 )
 
@@ -122,7 +122,7 @@ func BenchmarkTokenizeRunPeakRSS(b *testing.B) {
 
 // writeBigJSONL writes size bytes of JSONL: tinyshakespeare in 1-8 KB documents.
 func writeBigJSONL(b *testing.B, path string, size int64) {
-	text := string(sharedtest.Read(b, "corpora/tinyshakespeare.txt"))
+	text := string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/shards"
 )
 
@@ -28,7 +28,7 @@ const testStripeBytes = 8 << 10
 // z.jsonl (30), val = v.json.gz (80), test = w.jsonl.zst (20).
 func stripedCorpus(t testing.TB, dir string) []SplitInputs {
 	t.Helper()
-	text := string(sharedtest.Read(t, "corpora/tinyshakespeare.txt"))
+	text := string(testfiles.Read(t, "corpora/tinyshakespeare.txt"))
 	seed, pos := uint32(7), 0
 	piece := func() string {
 		seed = seed*1664525 + 1013904223

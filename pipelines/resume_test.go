@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"gptkit/internal/miniotest"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/storage"
 	"gptkit/tokenize"
 )
@@ -227,7 +227,7 @@ func TestResumeChangedJob(t *testing.T) {
 	}{
 		{"shard size", func(r *TokenizeRun) { r.ShardBytes = 16 << 10 }, "shard size"},
 		{"tokenizer", func(r *TokenizeRun) {
-			r.Tokenizer = tokenize.NewCharsFromText(string(sharedtest.Read(t, "corpora/tinyshakespeare.txt")), "chars")
+			r.Tokenizer = tokenize.NewCharsFromText(string(testfiles.Read(t, "corpora/tinyshakespeare.txt")), "chars")
 			r.AppendEOD = false
 		}, "tokenizer"},
 		{"input", func(r *TokenizeRun) { r.Splits[1].Inputs = r.Splits[0].Inputs[:1] }, "input"},

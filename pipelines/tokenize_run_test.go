@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"gptkit/internal/miniotest"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
@@ -22,7 +22,7 @@ import (
 // concurrent use; loading it takes seconds under -race).
 func gpt2(t testing.TB) *tokenize.Tokenizer {
 	t.Helper()
-	path := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json") // skips (or fails in CI) when missing
+	path := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json") // skips (or fails in CI) when missing
 	gpt2Once.Do(func() {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -57,14 +57,14 @@ func dirStore(t testing.TB, dir string) storage.Store {
 // GPT-NeoX's reader does).
 func TestTokenizeRunMatchesGolden(t *testing.T) {
 	ctx := context.Background()
-	corpus := sharedtest.File(t, "corpora/parity-public.jsonl")
+	corpus := testfiles.Path(t, "corpora/parity.jsonl")
 	golden := readGoldenIDs(t)
 	tok := gpt2(t)
 	out := t.TempDir()
 	for _, workers := range []int{1, 3} {
 		dir := filepath.Join(out, "w"+string(rune('0'+workers)))
 		st := dirStore(t, dir)
-		run := &TokenizeRun{Inputs: []string{corpus}, Store: st, Name: "parity", Tokenizer: tok, AppendEOD: true, Workers: workers, ShardBytes: 1 << 20}
+		run := &TokenizeRun{Inputs: []string{corpus}, Store: st, Name: "parity", Tokenizer: tok, AppendEOD: true, Workers: workers, ShardBytes: 256 << 10}
 		m, stats, err := run.Run(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestTokenizeRunMatchesGolden(t *testing.T) {
 // readGoldenIDs returns the golden ids per parity document, nil for empty texts.
 func readGoldenIDs(t *testing.T) [][]int {
 	t.Helper()
-	data := sharedtest.Read(t, "tokenizers/golden/gpt2-public.jsonl")
+	data := testfiles.Read(t, "golden/gpt2.jsonl")
 	var out [][]int
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var d struct {
@@ -172,8 +172,8 @@ func TestTokenizeRunToS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := gpt2(t)
-	run := &TokenizeRun{Inputs: []string{sharedtest.File(t, "corpora/parity-public.jsonl")}, Store: st, Name: "parity",
-		Tokenizer: tok, AppendEOD: true, ShardBytes: 1 << 20}
+	run := &TokenizeRun{Inputs: []string{testfiles.Path(t, "corpora/parity.jsonl")}, Store: st, Name: "parity",
+		Tokenizer: tok, AppendEOD: true, ShardBytes: 256 << 10}
 	m, _, err := run.Run(ctx)
 	if err != nil {
 		t.Fatal(err)

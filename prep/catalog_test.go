@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"gptkit/internal/fetch"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 func TestCatalogIsWellFormed(t *testing.T) {
@@ -161,7 +161,7 @@ func TestCatalogReturnsCopies(t *testing.T) {
 }
 
 func TestShakespeareIsPinnedToTheSharedCopy(t *testing.T) {
-	data := sharedtest.Read(t, "corpora/tinyshakespeare.txt")
+	data := testfiles.Read(t, "corpora/tinyshakespeare.txt")
 	sum := sha256.Sum256(data)
 	c, _ := LookupCorpus("shakespeare")
 	f := c.Files[0]
@@ -311,7 +311,7 @@ func TestFetchHint(t *testing.T) {
 // A plan downloads end to end through internal/fetch from a --mirror, checked against
 // its SHA256SUMS.
 func TestPlanFetchesFromAMirror(t *testing.T) {
-	shakespeare := sharedtest.Read(t, "corpora/tinyshakespeare.txt")
+	shakespeare := testfiles.Read(t, "corpora/tinyshakespeare.txt")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/m/input.txt" {
 			w.Write(shakespeare)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -185,14 +185,14 @@ func TestReadBatches(t *testing.T) {
 // parityLines returns the lines of the shared parity corpus.
 func parityLines(t *testing.T) [][]byte {
 	t.Helper()
-	data := sharedtest.Read(t, "corpora/parity-public.jsonl")
+	data := testfiles.Read(t, "corpora/parity.jsonl")
 	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 }
 
 // TestReadDocsParityCorpus reads the parity corpus and checks every document against
 // encoding/json's "text", in order, with its line number.
 func TestReadDocsParityCorpus(t *testing.T) {
-	file := sharedtest.File(t, "corpora/parity-public.jsonl")
+	file := testfiles.Path(t, "corpora/parity.jsonl")
 	var want []Doc
 	var empty int64
 	for i, line := range parityLines(t) {

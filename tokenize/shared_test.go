@@ -3,7 +3,7 @@ package tokenize
 import (
 	"bufio"
 	"encoding/json"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"os"
 	"sync"
 	"testing"
@@ -23,13 +23,13 @@ func sharedTokenizer(tb testing.TB, name string) *Tokenizer {
 	var err error
 	switch name {
 	case "gpt2":
-		tok, err = LoadHFJSON(sharedtest.Read(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
+		tok, err = LoadHFJSON(testfiles.Read(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
 	case "gpt2-files":
-		tok, err = LoadVocabMerges(sharedtest.Read(tb, "tokenizers/gpt2/vocab.json"), sharedtest.Read(tb, "tokenizers/gpt2/merges.txt"), "gpt2")
+		tok, err = LoadVocabMerges(testfiles.Read(tb, "tokenizers/gpt2/vocab.json"), testfiles.Read(tb, "tokenizers/gpt2/merges.txt"), "gpt2")
 	case "neox-20b":
-		tok, err = LoadHFJSON(sharedtest.Read(tb, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
+		tok, err = LoadHFJSON(testfiles.Read(tb, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
 	case "cl100k_base", "o200k_base":
-		tok, err = LoadTiktoken(sharedtest.Read(tb, "tokenizers/tiktoken/"+name+".tiktoken"), name)
+		tok, err = LoadTiktoken(testfiles.Read(tb, "tokenizers/tiktoken/"+name+".tiktoken"), name)
 	default:
 		tb.Fatalf("unknown shared tokenizer %q", name)
 	}
@@ -49,7 +49,7 @@ type goldenDoc struct {
 
 func readGolden(tb testing.TB, name string) []goldenDoc {
 	tb.Helper()
-	f, err := os.Open(sharedtest.File(tb, "tokenizers/golden/"+name+"-public.jsonl"))
+	f, err := os.Open(testfiles.Path(tb, "golden/"+name+".jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestDecodeRoundTripGolden(t *testing.T) {
 			}
 		}
 	}
-	if n < 2000 {
+	if n < 1500 { // of the 1,896 sampled documents
 		t.Fatalf("only %d lines are NFC-stable; expected most of the corpus", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -24,7 +25,7 @@ const trainEOT = "<|endoftext|>"
 // trainCorpus is tinyshakespeare, read in place from the shared directory.
 func trainCorpus(tb testing.TB) string {
 	tb.Helper()
-	return string(sharedtest.Read(tb, "corpora/tinyshakespeare.txt"))
+	return string(testfiles.Read(tb, "corpora/tinyshakespeare.txt"))
 }
 
 func mustTrain(tb testing.TB, texts []string, opt TrainOptions) *Trained {
@@ -525,7 +526,7 @@ func TestTrainHFParity(t *testing.T) {
 // pair is left: about 21,000 merges, most of them ties at count 1).
 func TestTrainMatchesHFTrainer(t *testing.T) {
 	peers := trainNodePeers(t)
-	corpus := sharedtest.File(t, "corpora/tinyshakespeare.txt")
+	corpus := testfiles.Path(t, "corpora/tinyshakespeare.txt")
 	out := filepath.Join(t.TempDir(), "hf.json")
 	trainRunNode(t, peers, nil, filepath.Join("testdata", "hf_train.js"), corpus, out)
 	raw, err := os.ReadFile(out)

@@ -33,7 +33,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/pipelines"
 	"gptkit/prep"
 	"gptkit/shards"
@@ -333,7 +333,7 @@ type pileRecord struct {
 // now and then a record without meta.
 func genPile(t testing.TB, n int, seed uint64) []pileRecord {
 	t.Helper()
-	lines := strings.Split(string(sharedtest.Read(t, "corpora/tinyshakespeare.txt")), "\n")
+	lines := strings.Split(string(testfiles.Read(t, "corpora/tinyshakespeare.txt")), "\n")
 	rng := mrand.New(mrand.NewPCG(seed, 42))
 	passage := func() string {
 		i := rng.IntN(len(lines) - 10)
@@ -448,7 +448,7 @@ func mustPrep(t testing.TB, args ...string) (stdout, stderr string) {
 // gpt2Dir is the shared GPT-2 tokenizer, a directory SPEC (vocab.json and merges.txt).
 func gpt2Dir(t testing.TB) string {
 	t.Helper()
-	return sharedtest.File(t, "tokenizers/gpt2")
+	return testfiles.Path(t, "tokenizers/gpt2")
 }
 
 var gpt2Cache struct {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/pipelines"
 	"gptkit/shards"
 )
@@ -326,7 +326,7 @@ func TestShakespeareKillAndResume(t *testing.T) {
 	// Each split is one document, so one shard: the child dies after the train split,
 	// in the val split. To give it the time, input.txt is four tiny Shakespeares (the
 	// mirror's SHA256SUMS vouches for it instead of the catalog's pinned sha256).
-	text := bytes.Repeat(sharedtest.Read(t, "corpora/tinyshakespeare.txt"), 4)
+	text := bytes.Repeat(testfiles.Read(t, "corpora/tinyshakespeare.txt"), 4)
 	m := newMirror(t)
 	m.put("input.txt", text)
 	m.putSums(map[string]string{"input.txt": sha256Hex(text)})

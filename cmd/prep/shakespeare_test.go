@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/shards"
 )
 
@@ -18,7 +18,7 @@ import (
 // prepare.py with GPT-2).
 func TestShakespeare(t *testing.T) {
 	// Not parallel: it counts the requests that reach the fake internet.
-	text := sharedtest.Read(t, "corpora/tinyshakespeare.txt")
+	text := testfiles.Read(t, "corpora/tinyshakespeare.txt")
 	m := newMirror(t)
 	m.put("input.txt", text) // no SHA256SUMS: the catalog's pinned sha256 checks it
 	data := []rune(string(text))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/shards"
 	"gptkit/tokenize"
 )
@@ -63,7 +63,7 @@ func emptyDataset(t *testing.T) string {
 func TestCatDecode(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sample")
 	want := tokenizeDataset(t, dir, sampleTexts)
-	spec := sharedtest.File(t, "tokenizers/gpt2")
+	spec := testfiles.Path(t, "tokenizers/gpt2")
 	for k, text := range slices.DeleteFunc(slices.Clone(sampleTexts), func(s string) bool { return s == "" }) {
 		if got := catIDs(t, dir, k); !slices.Equal(got, want[k]) {
 			t.Errorf("cat --doc %d = %v, want %v", k, got, want[k])
@@ -81,7 +81,7 @@ func TestCatDecode(t *testing.T) {
 	cache := t.TempDir()
 	os.MkdirAll(filepath.Join(cache, "gpt2"), 0o755)
 	for _, f := range []string{"vocab.json", "merges.txt"} {
-		data := sharedtest.Read(t, "tokenizers/gpt2/"+f)
+		data := testfiles.Read(t, "tokenizers/gpt2/"+f)
 		os.WriteFile(filepath.Join(cache, "gpt2", f), data, 0o644)
 	}
 	if got := catText(t, dir, "--doc", "1", "--tokenizer-cache-dir", cache); got != sampleTexts[1]+"<|endoftext|>" {
@@ -100,7 +100,7 @@ func TestCatDecodeTokenizerByName(t *testing.T) {
 	}
 
 	// An explicit --tokenizer that is not the dataset's: decoded, with a warning.
-	code, out, errOut := runShards(t, "cat", dir, "--doc", "0", "--decode", "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))
+	code, out, errOut := runShards(t, "cat", dir, "--doc", "0", "--decode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))
 	if code != 0 || out == "" || !strings.Contains(errOut, "differs from the dataset's tokenizer") {
 		t.Errorf("cat --decode with another tokenizer: exit %d, %q, %q", code, out, errOut)
 	}

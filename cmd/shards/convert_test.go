@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 func TestConvertNanoGPTRoundTrip(t *testing.T) {
@@ -29,7 +29,7 @@ func TestConvertNanoGPTRoundTrip(t *testing.T) {
 		t.Fatalf("train.bin holds %d tokens, want the dataset's %d", len(got), countTokens(want))
 	}
 
-	spec := sharedtest.File(t, "tokenizers/gpt2")
+	spec := testfiles.Path(t, "tokenizers/gpt2")
 	back := filepath.Join(root, "back")
 	out = mustRun(t, "convert", "--from", "nanogpt", bin, "--out", back, "--tokenizer", spec, "--split-at-eod")
 	if out != fmt.Sprintf("%s/manifest.json: %d documents, %d tokens, 1 shards\n", back, len(want), countTokens(want)) {
@@ -95,7 +95,7 @@ func TestConvertLLMCRoundTrip(t *testing.T) {
 	}
 
 	back := filepath.Join(root, "back")
-	mustRun(t, append(append([]string{"convert", "--from", "llmc"}, files...), "--out", back, "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))...)
+	mustRun(t, append(append([]string{"convert", "--from", "llmc"}, files...), "--out", back, "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))...)
 	mustRun(t, "verify", back)
 	var again []int
 	for k := range files {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"gptkit/internal/miniotest"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/pipelines"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -76,7 +76,7 @@ var gpt2Once struct {
 // gpt2 is the GPT-2 tokenizer from the shared data, loaded once.
 func gpt2(t *testing.T) *tokenize.Tokenizer {
 	t.Helper()
-	dir := sharedtest.File(t, "tokenizers/gpt2")
+	dir := testfiles.Path(t, "tokenizers/gpt2")
 	gpt2Once.Do(func() { gpt2Once.tok, gpt2Once.err = spec.Load(context.Background(), dir, spec.Options{}) })
 	if gpt2Once.err != nil {
 		t.Fatal(gpt2Once.err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 // benchCopies is how many times BenchmarkEncodeJSONL repeats tinyshakespeare (1.1 MB),
@@ -20,7 +20,7 @@ const benchCopies = 16
 // copies times.
 func shakespeareJSONL(b *testing.B, copies int) []byte {
 	b.Helper()
-	paras := strings.SplitAfter(string(sharedtest.Read(b, "corpora/tinyshakespeare.txt")), "\n\n")
+	paras := strings.SplitAfter(string(testfiles.Read(b, "corpora/tinyshakespeare.txt")), "\n\n")
 	var one bytes.Buffer
 	enc := json.NewEncoder(&one)
 	enc.SetEscapeHTML(false)
@@ -42,7 +42,7 @@ func shakespeareJSONL(b *testing.B, copies int) []byte {
 //
 //	go test ./cmd/tokenize -run '^$' -bench EncodeJSONL -benchtime 5x
 func BenchmarkEncodeJSONL(b *testing.B) {
-	spec := sharedtest.File(b, "tokenizers/gpt2/tokenizer.json")
+	spec := testfiles.Path(b, "tokenizers/gpt2/tokenizer.json")
 	input := shakespeareJSONL(b, benchCopies)
 	args := []string{"encode", "--tokenizer", spec, "--jsonl", "--workers", "1"}
 	b.SetBytes(int64(len(input)))

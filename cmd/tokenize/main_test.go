@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +49,7 @@ func runTokenize(t *testing.T, stdin string, args ...string) (code int, stdout, 
 // with "text" and "ids".
 func goldenLines(t *testing.T, n int) (lines []string, texts []string, ids [][]int) {
 	t.Helper()
-	f, err := os.Open(sharedtest.File(t, "tokenizers/golden/gpt2-public.jsonl"))
+	f, err := os.Open(testfiles.Path(t, "golden/gpt2.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func idLines(ids [][]int) string {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, spec := range []string{sharedtest.File(t, "tokenizers/gpt2"), sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")} {
+	for _, spec := range []string{testfiles.Path(t, "tokenizers/gpt2"), testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")} {
 		t.Run(filepath.Base(spec), func(t *testing.T) {
 			code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", spec)
 			if code != 0 || out != "[15496,11,995]\n" {
@@ -122,7 +122,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	lines, texts, ids := goldenLines(t, 50)
 	input := strings.Join(lines, "\n") + "\n"
 	want := idLines(ids)
-	spec := sharedtest.File(t, "tokenizers/gpt2")
+	spec := testfiles.Path(t, "tokenizers/gpt2")
 	procs := runtime.GOMAXPROCS(0)
 	for _, workers := range []string{"1", "4"} {
 		t.Run("workers="+workers, func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestEncodeWholeInParts(t *testing.T) {
 
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
-	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
+	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// GPT-2: the id past the end of its vocabulary.
-	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", sharedtest.File(t, "tokenizers/gpt2"))
+	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))
 	if code != 1 || !strings.Contains(errOut, "stdin line 2: id 50257 is outside the vocabulary of gpt2 (ids 0..50256)") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -406,8 +406,8 @@ func TestTrainIsDispatched(t *testing.T) {
 
 func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	files := map[string]string{
-		"/mirror/gpt2/vocab.json": sharedtest.File(t, "tokenizers/gpt2/vocab.json"),
-		"/mirror/gpt2/merges.txt": sharedtest.File(t, "tokenizers/gpt2/merges.txt"),
+		"/mirror/gpt2/vocab.json": testfiles.Path(t, "tokenizers/gpt2/vocab.json"),
+		"/mirror/gpt2/merges.txt": testfiles.Path(t, "tokenizers/gpt2/merges.txt"),
 	}
 	var mu sync.Mutex
 	var requests []string

@@ -16,14 +16,18 @@
 //     neox-20b, cl100k_base, o200k_base, and char (the GPT-NeoX byte-level character
 //     tokenizer, which needs no file).
 //
-// Named tokenizers are read from a cache directory, by default
-// $GPTKIT_CACHE/tokenizers or else <os.UserCacheDir>/gptkit/tokenizers, one
+// Named tokenizers are built from their files embedded in the binary (package
+// tokenize/embedded: the publishers' files, zstd-compressed), so a name never needs the
+// network. Options.URL or Options.SHA256 asks for a download instead (a mirror, or
+// another version of the files): the files are then read from a cache directory, by
+// default $GPTKIT_CACHE/tokenizers or else <os.UserCacheDir>/gptkit/tokenizers, one
 // subdirectory per tokenizer (gpt2/vocab.json, neox-20b/tokenizer.json,
-// cl100k_base/cl100k_base.tiktoken, ...). A missing file is downloaded once from its
-// canonical URL (or Options.URL), checked against its sha256 and published atomically:
-// bytes go to NAME.part in the same directory (resumed with an HTTP Range request after
-// an interruption), which is fsynced and renamed to NAME only when its sha256 matches.
-// So a file under its final name is always complete. A cached file whose sha256 does
-// not match is downloaded again. Processes sharing a cache take an advisory lock on
-// the file while they download it (package internal/fetch), so it is fetched once.
+// cl100k_base/cl100k_base.tiktoken, ...). A missing file is downloaded once, checked
+// against its sha256 (the canonical one unless Options.SHA256 says otherwise) and
+// published atomically: bytes go to NAME.part in the same directory (resumed with an
+// HTTP Range request after an interruption), which is fsynced and renamed to NAME only
+// when its sha256 matches. So a file under its final name is always complete. A cached
+// file whose sha256 does not match is downloaded again. Processes sharing a cache take
+// an advisory lock on the file while they download it (package internal/fetch), so it
+// is fetched once.
 package spec

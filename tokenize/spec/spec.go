@@ -70,8 +70,9 @@ func DefaultCacheDir() (string, error) {
 }
 
 // Load resolves spec (a path or a name, see the package documentation) to a
-// tokenizer, downloading a named tokenizer's files into the cache when they are
-// missing or corrupt.
+// tokenizer. A name is built from the files embedded in the binary, unless opt asks for
+// a download (URL or SHA256): then its files are downloaded into the cache when they
+// are missing or corrupt.
 func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("spec: empty tokenizer SPEC: give a path or one of %s", strings.Join(Names(), ", "))
@@ -93,13 +94,17 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 	return loadNamed(ctx, named, opt)
 }
 
-// loadNamed fetches named's files into the cache (when needed) and builds it.
+// loadNamed builds named from the files embedded in the binary or, when opt gives a URL
+// or a sha256, from files fetched into the cache (when they are not there yet).
 func loadNamed(ctx context.Context, named namedTokenizer, opt Options) (*tokenize.Tokenizer, error) {
 	if named.build == nil {
 		if opt.URL != "" || opt.SHA256 != "" {
 			return nil, fmt.Errorf("spec: tokenizer %q needs no file, so a download URL or sha256 makes no sense for it", named.name)
 		}
 		return tokenize.NewNeoXChar(), nil
+	}
+	if opt.URL == "" && opt.SHA256 == "" {
+		return loadEmbedded(named)
 	}
 	urls, sums, err := sources(named, opt)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -29,7 +29,7 @@ import (
 // compares the ids with the recorded ones.
 func checkGolden(t *testing.T, tok *tokenize.Tokenizer, golden string) {
 	t.Helper()
-	f, err := os.Open(sharedtest.File(t, "tokenizers/golden/"+golden+"-public.jsonl"))
+	f, err := os.Open(testfiles.Path(t, "golden/"+golden+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func symlinks(t *testing.T, links map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, rel := range links {
-		if err := os.Symlink(sharedtest.File(t, rel), filepath.Join(dir, name)); err != nil {
+		if err := os.Symlink(testfiles.Path(t, rel), filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,19 +87,19 @@ func TestLoadEveryKindOfPath(t *testing.T) {
 		vocab  int
 		eod    int
 	}{
-		{"dir with tokenizer.json", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/gpt2") }, "gpt2", 50257, 50256},
-		{"tokenizer.json", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/gpt2/tokenizer.json") }, "gpt2", 50257, 50256},
+		{"dir with tokenizer.json", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/gpt2") }, "gpt2", 50257, 50256},
+		{"tokenizer.json", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/gpt2/tokenizer.json") }, "gpt2", 50257, 50256},
 		{"dir with vocab.json and merges.txt", func(t *testing.T) string {
 			return symlinks(t, map[string]string{"vocab.json": "tokenizers/gpt2/vocab.json", "merges.txt": "tokenizers/gpt2/merges.txt"})
 		}, "gpt2", 50257, 50256},
-		{"vocab.json beside merges.txt", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/gpt2/vocab.json") }, "gpt2", 50257, 50256},
-		{"merges.txt beside vocab.json", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/gpt2/merges.txt") }, "gpt2", 50257, 50256},
-		{"neox-20b dir", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/neox-20b") }, "neox-20b", 50277, 0},
+		{"vocab.json beside merges.txt", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/gpt2/vocab.json") }, "gpt2", 50257, 50256},
+		{"merges.txt beside vocab.json", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/gpt2/merges.txt") }, "gpt2", 50257, 50256},
+		{"neox-20b dir", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/neox-20b") }, "neox-20b", 50277, 0},
 		{"tokenizer.json under another name", func(t *testing.T) string {
 			return filepath.Join(symlinks(t, map[string]string{"20B_tokenizer.json": "tokenizers/neox-20b/tokenizer.json"}), "20B_tokenizer.json")
 		}, "neox-20b", 50277, 0},
-		{"cl100k_base.tiktoken", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/tiktoken/cl100k_base.tiktoken") }, "cl100k_base", 100277, 100257},
-		{"o200k_base.tiktoken", func(t *testing.T) string { return sharedtest.File(t, "tokenizers/tiktoken/o200k_base.tiktoken") }, "o200k_base", 200019, 199999},
+		{"cl100k_base.tiktoken", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/tiktoken/cl100k_base.tiktoken") }, "cl100k_base", 100277, 100257},
+		{"o200k_base.tiktoken", func(t *testing.T) string { return testfiles.Path(t, "tokenizers/tiktoken/o200k_base.tiktoken") }, "o200k_base", 200019, 199999},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestLoadTokenizerNames(t *testing.T) {
 	if tok.Name() != "20B_tokenizer" {
 		t.Errorf("name %q, want the file's stem", tok.Name())
 	}
-	tok, err = Load(context.Background(), sharedtest.File(t, "tokenizers/neox-20b/tokenizer.json"), Options{})
+	tok, err = Load(context.Background(), testfiles.Path(t, "tokenizers/neox-20b/tokenizer.json"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestNames(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	badTiktoken := filepath.Join(dir, "mine.tiktoken")
-	if err := os.Symlink(sharedtest.File(t, "tokenizers/tiktoken/cl100k_base.tiktoken"), badTiktoken); err != nil {
+	if err := os.Symlink(testfiles.Path(t, "tokenizers/tiktoken/cl100k_base.tiktoken"), badTiktoken); err != nil {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
@@ -277,12 +277,12 @@ type tokenizerServer struct {
 func newTokenizerServer(t *testing.T) *tokenizerServer {
 	t.Helper()
 	s := &tokenizerServer{files: map[string][]byte{
-		"/gpt2/vocab.json":               sharedtest.Read(t, "tokenizers/gpt2/vocab.json"),
-		"/gpt2/merges.txt":               sharedtest.Read(t, "tokenizers/gpt2/merges.txt"),
-		"/gpt2/tokenizer.json":           sharedtest.Read(t, "tokenizers/gpt2/tokenizer.json"),
-		"/neox-20b/tokenizer.json":       sharedtest.Read(t, "tokenizers/neox-20b/tokenizer.json"),
-		"/tiktoken/cl100k_base.tiktoken": sharedtest.Read(t, "tokenizers/tiktoken/cl100k_base.tiktoken"),
-		"/tiktoken/o200k_base.tiktoken":  sharedtest.Read(t, "tokenizers/tiktoken/o200k_base.tiktoken"),
+		"/gpt2/vocab.json":               testfiles.Read(t, "tokenizers/gpt2/vocab.json"),
+		"/gpt2/merges.txt":               testfiles.Read(t, "tokenizers/gpt2/merges.txt"),
+		"/gpt2/tokenizer.json":           testfiles.Read(t, "tokenizers/gpt2/tokenizer.json"),
+		"/neox-20b/tokenizer.json":       testfiles.Read(t, "tokenizers/neox-20b/tokenizer.json"),
+		"/tiktoken/cl100k_base.tiktoken": testfiles.Read(t, "tokenizers/tiktoken/cl100k_base.tiktoken"),
+		"/tiktoken/o200k_base.tiktoken":  testfiles.Read(t, "tokenizers/tiktoken/o200k_base.tiktoken"),
 	}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
