@@ -160,7 +160,7 @@ func TestEncodeJSONLGolden(t *testing.T) {
 // (encoded on several workers and written as they finish) gives one array, the ids of
 // the whole text, with and without cuts, and from a regular file as from a pipe.
 func TestEncodeWholeInParts(t *testing.T) {
-	spec := sharedtest.File(t, "tokenizers/gpt2/tokenizer.json")
+	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 )
 
 // Tests and benchmarks of the tokenize command as a process of its own: its peak memory
@@ -128,7 +128,7 @@ func TestRunPeakRSSOneHugeDocument(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and tokenizes 100 MB")
 	}
-	spec := sharedtest.File(t, "tokenizers/gpt2")
+	spec := testfiles.Path(t, "tokenizers/gpt2")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "huge.jsonl")
 	writeJSONL(t, in, []string{wikiish(100<<20, 1)})
