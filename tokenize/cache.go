@@ -58,22 +58,22 @@ func (c *pieceCache) find(lo, hi uint64) *cacheSlot {
 	return nil
 }
 
-// appendSlot appends the ids of a slot (found by find) to dst.
-func (c *pieceCache) appendSlot(s *cacheSlot, dst []int) []int {
+// appendSlot appends the ids of a slot of c (found by find) to dst.
+func appendSlot[T tokenID](c *pieceCache, s *cacheSlot, dst []T) []T {
 	m := s.meta
 	n := int(m & 7)
 	if n == 0 {
 		off, cnt := uint32(s.more), uint32(s.more>>32)
 		for _, id := range c.arena[off : off+cnt] {
-			dst = append(dst, int(id))
+			dst = append(dst, T(id))
 		}
 		return dst
 	}
-	dst = append(dst, int(m>>8&idMask))
+	dst = append(dst, T(m>>8&idMask))
 	if n > 1 {
-		dst = append(dst, int(m>>28&idMask))
+		dst = append(dst, T(m>>28&idMask))
 		for k := 2; k < n; k++ {
-			dst = append(dst, int(s.more>>(idBits*(k-2))&idMask))
+			dst = append(dst, T(s.more>>(idBits*(k-2))&idMask))
 		}
 	}
 	return dst

@@ -63,43 +63,56 @@ func (t *Tokenizer) getState() *encodeState {
 
 func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
 
+// tokenID is what ids are appended to: int (Encode, AppendEncode) or int32
+// (AppendEncodeInt32: half the memory). The encode path is generic in it, instantiated
+// once for each (they have different shapes, so neither pays for the other).
+type tokenID interface{ ~int | ~int32 }
+
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
-func (t *Tokenizer) encodeBPE(st *encodeState, text string, dst []int) []int {
-	return encodeAroundAdded(st, t.rawAdded, text, dst, t.encodeNormalized)
+func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
+	m := t.rawAdded
+	if m == nil {
+		return encodeNormalized(t, st, text, dst)
+	}
+	for from := 0; from < len(text); {
+		start, end, id := m.find(text, from)
+		if start < 0 {
+			return encodeNormalized(t, st, text[from:], dst)
+		}
+		dst = encodeNormalized(t, st, text[from:start], dst)
+		dst = append(dst, T(id))
+		from = end
+	}
+	return dst
 }
 
 // encodeNormalized normalizes a segment between raw added tokens, then splits it on the
 // added tokens that match normalized text.
-func (t *Tokenizer) encodeNormalized(st *encodeState, seg string, dst []int) []int {
+func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T) []T {
 	if seg == "" {
 		return dst
 	}
 	if t.normalize != nil {
 		seg = t.normalize(seg)
 	}
-	return encodeAroundAdded(st, t.normAdded, seg, dst, t.encodeSegment)
-}
-
-// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
-// and, through encodeGap, the text between them.
-func encodeAroundAdded(st *encodeState, m *addedMatcher, s string, dst []int, encodeGap func(*encodeState, string, []int) []int) []int {
+	m := t.normAdded
 	if m == nil {
-		return encodeGap(st, s, dst)
+		return encodeSegment(t, st, seg, dst)
 	}
-	for from := 0; from < len(s); {
-		start, end, id := m.find(s, from)
+	for from := 0; from < len(seg); {
+		start, end, id := m.find(seg, from)
 		if start < 0 {
-			return encodeGap(st, s[from:], dst)
+			return encodeSegment(t, st, seg[from:], dst)
 		}
-		dst = encodeGap(st, s[from:start], dst)
-		dst = append(dst, id)
+		dst = encodeSegment(t, st, seg[from:start], dst)
+		dst = append(dst, T(id))
 		from = end
 	}
 	return dst
 }
 
 // encodeSegment pre-tokenizes a segment free of added tokens and encodes each piece.
-func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int {
+func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T) []T {
 	if seg == "" {
 		return dst
 	}
@@ -127,7 +140,7 @@ func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int 
 			if k > 0 {
 				prev = ends[k-1]
 			}
-			dst = t.encodePiece(st, seg, prev, ends[k], dst)
+			dst = encodePiece(t, st, seg, prev, ends[k], dst)
 			prev = ends[k]
 		}
 		from = ends[len(ends)-1]
@@ -144,7 +157,7 @@ func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int 
 // text come as bare pointers, so that the few values the loop needs stay in registers
 // (the bounds are known: the index is a hash shifted to below len(short), and the load
 // is checked against len(text)-8).
-func appendShortTokens(front []shortSlot, text string, prev int, ends []int, dst []int) ([]int, int) {
+func appendShortTokens[T tokenID](front []shortSlot, text string, prev int, ends []int, dst []T) ([]T, int) {
 	if len(text) < 8 || len(front) == 0 {
 		return dst, 0
 	}
@@ -160,9 +173,9 @@ func appendShortTokens(front []shortSlot, text string, prev int, ends []int, dst
 		if s.key != key {
 			return dst, k
 		}
-		dst = append(dst, int(s.val&idMask))
+		dst = append(dst, T(s.val&idMask))
 		if s.val>>40 == 2 {
-			dst = append(dst, int(s.val>>idBits&idMask))
+			dst = append(dst, T(s.val>>idBits&idMask))
 		}
 		prev = end
 	}
@@ -172,20 +185,20 @@ func appendShortTokens(front []shortSlot, text string, prev int, ends []int, dst
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
 // bytes through the vocabulary table, the piece cache and, on a miss, the merge loop
 // (whose result the cache then keeps).
-func (t *Tokenizer) encodePiece(st *encodeState, seg string, prev, end int, dst []int) []int {
+func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end int, dst []T) []T {
 	n := end - prev
 	if n > cacheMaxLen {
-		return t.encodeLong(st, seg[prev:end], dst)
+		return encodeLong(t, st, seg[prev:end], dst)
 	}
 	lo, hi := pieceKey(seg, prev, n)
 	if val := t.whole.find(lo, hi, n); val != 0 {
 		if n <= 8 {
 			st.front.put(lo, val)
 		}
-		return append(dst, int(val&idMask))
+		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		return st.pieces.appendSlot(s, dst)
+		return appendSlot(&st.pieces, s, dst)
 	}
 	ids := t.merge(st, seg[prev:end])
 	if n <= 8 && len(ids) <= 2 && len(ids) > 0 {
@@ -194,26 +207,26 @@ func (t *Tokenizer) encodePiece(st *encodeState, seg string, prev, end int, dst 
 		st.pieces.put(lo, hi, ids)
 	}
 	for _, id := range ids {
-		dst = append(dst, int(id))
+		dst = append(dst, T(id))
 	}
 	return dst
 }
 
 // encodeLong appends the ids of a piece longer than cacheMaxLen bytes, through the
 // long-piece cache when it is at most longCacheMaxPiece bytes.
-func (t *Tokenizer) encodeLong(st *encodeState, p string, dst []int) []int {
+func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
 	cacheable := len(p) <= longCacheMaxPiece
 	if cacheable && st.long != nil {
 		if e, ok := st.long[p]; ok {
 			for _, id := range st.longArena[e.off : e.off+e.n] {
-				dst = append(dst, int(id))
+				dst = append(dst, T(id))
 			}
 			return dst
 		}
 	}
 	ids := t.pieceIDs(st, p)
 	for _, id := range ids {
-		dst = append(dst, int(id))
+		dst = append(dst, T(id))
 	}
 	if cacheable {
 		if st.long == nil || len(st.long) >= longCacheMaxItems || len(st.longArena)+len(ids) > longCacheMaxIDs {

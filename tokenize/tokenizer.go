@@ -165,23 +165,30 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 // ids equal those HF gives for the text such a decoder produces. For a character
 // vocabulary, characters it lacks are dropped; use EncodeChecked to get an error instead.
 func (t *Tokenizer) Encode(text string) []int {
-	ids, _ := t.encode(text, nil, false)
+	ids, _ := encode[int](t, text, nil, false)
 	return ids
 }
 
 // EncodeChecked is Encode that fails, naming the byte offset, on a character that a
 // character vocabulary lacks. For BPE tokenizers it never fails.
 func (t *Tokenizer) EncodeChecked(text string) ([]int, error) {
-	return t.encode(text, nil, true)
+	return encode[int](t, text, nil, true)
 }
 
 // AppendEncode appends the ids of text to dst and returns the extended slice.
 func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
-	ids, _ := t.encode(text, dst, false)
+	ids, _ := encode(t, text, dst, false)
 	return ids
 }
 
-func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
+// AppendEncodeInt32 is AppendEncode for ids held as int32: half the memory of int, for
+// callers that hold many (every id is below 2^20). With checked, it fails as
+// EncodeChecked does.
+func (t *Tokenizer) AppendEncodeInt32(dst []int32, text string, checked bool) ([]int32, error) {
+	return encode(t, text, dst, checked)
+}
+
+func encode[T tokenID](t *Tokenizer, text string, dst []T, strict bool) ([]T, error) {
 	if !utf8.ValidString(text) {
 		text = ReplaceInvalidUTF8(text)
 	}
@@ -195,12 +202,12 @@ func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
 				}
 				continue
 			}
-			dst = append(dst, id)
+			dst = append(dst, T(id))
 		}
 		return dst, nil
 	case KindByteChar:
 		for i := 0; i < len(text); i++ {
-			dst = append(dst, int(text[i]))
+			dst = append(dst, T(text[i]))
 		}
 		return dst, nil
 	}
@@ -208,10 +215,10 @@ func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
 	if dst == nil {
 		// A new slice, sized from the tokens per byte of this state's last text: most
 		// often it needs neither growing (a copy) nor more than a little spare room.
-		dst = make([]int, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
+		dst = make([]T, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
 	}
 	start := len(dst)
-	dst = t.encodeBPE(st, text, dst)
+	dst = encodeBPE(t, st, text, dst)
 	if len(text) >= 64 {
 		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
 	}
