@@ -191,7 +191,7 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return encodeLong(t, st, seg[prev:end], dst)
 	}
 	lo, hi := pieceKey(seg, prev, n)
-	if val := t.whole.find(lo, hi, n); val != 0 {
+	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
 		if n <= 8 {
 			st.front.put(lo, val)
 		}
@@ -243,7 +243,7 @@ func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T
 // would rebuild, else what the merge loop gives. The result is valid until the next
 // call with st.
 func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
-	if id, ok := t.ids[p]; ok && (t.wholeBad == nil || !t.wholeBad[id]) {
+	if id, ok := t.tokenID(p); ok && (t.wholeBad == nil || !t.wholeBad[id]) {
 		st.parts = append(st.parts[:0], id)
 		return st.parts
 	}

@@ -98,18 +98,18 @@ func refSplitAdded(s string, added []AddedToken, normalized bool) []refSegment {
 func (t *Tokenizer) refBPE(piece string) []int {
 	rt := t.refTables()
 	// tiktoken, and HF with ignore_merges, take a piece found whole in the vocabulary.
-	if id, ok := t.ids[piece]; ok && (t.mergeSemantics == "ranks" || t.ignoreMerges) {
+	if id, ok := t.tokenID(piece); ok && (t.mergeSemantics == "ranks" || t.ignoreMerges) {
 		return []int{int(id)}
 	}
 	var syms []string
 	for i := 0; i < len(piece); i++ {
-		if _, ok := t.ids[piece[i:i+1]]; ok {
+		if _, ok := t.tokenID(piece[i : i+1]); ok {
 			syms = append(syms, piece[i:i+1])
 		}
 	}
 	rank := func(a, b string) (int, bool) {
 		if t.mergeSemantics == "ranks" {
-			id, ok := t.ids[a+b]
+			id, ok := t.tokenID(a + b)
 			return int(id), ok
 		}
 		r, ok := rt.pairRank[[2]string{a, b}]
@@ -130,7 +130,8 @@ func (t *Tokenizer) refBPE(piece string) []int {
 	}
 	ids := make([]int, len(syms))
 	for i, s := range syms {
-		ids[i] = int(t.ids[s])
+		id, _ := t.tokenID(s)
+		ids[i] = int(id)
 	}
 	return ids
 }

@@ -23,10 +23,12 @@ type Tokenizer struct {
 	kind Kind
 
 	// Byte-level BPE.
-	vocab  []string          // id -> raw bytes of the token ("" for ids that are not BPE tokens)
-	ids    map[string]uint32 // raw bytes -> id, BPE vocabulary only
-	merges *pairTable        // left<<32|right -> rank<<32|merged id
-	whole  *vocabTable       // the tokens of ≤ 16 bytes a piece equal to them encodes to
+	vocab []string // id -> raw bytes of the token ("" for ids that are not tokens)
+	// The BPE vocabulary's ids by bytes (tokenID): tokens of up to 16 bytes in whole,
+	// the others in longIDs.
+	whole   *vocabTable
+	longIDs map[string]uint32
+	merges  *pairTable // (left, right) -> rank, and what each rank makes
 	// monotone: every merge makes a token of higher rank than the pairs that contain it
 	// could have, so merges happen in non-decreasing rank order (see mergeLong).
 	monotone bool
@@ -156,7 +158,7 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 			return a.ID, true
 		}
 	}
-	id, ok := t.ids[token]
+	id, ok := t.tokenID(token)
 	return int(id), ok
 }
 

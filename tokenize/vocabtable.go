@@ -4,9 +4,8 @@ import "math/bits"
 
 // vocabTable finds a vocabulary token of at most 16 bytes by its bytes, read from the
 // text as two words with the length folded in (pieceKey): the first stop of every piece
-// of up to 16 bytes, since most pieces of real text are one token. It holds only tokens
-// that a piece equal to them encodes to (all of them, unless the merges cannot rebuild
-// some: Tokenizer.wholeBad). Two open-addressing tables with linear probing, at most
+// of up to 16 bytes that the front cache does not hold, since most pieces of real text
+// are one token. Two open-addressing tables with linear probing, at most
 // half full: 16-byte slots for tokens of up to 8 bytes, 32-byte slots for 9 to 16. No
 // pointers, so the garbage collector does not scan it. (Buckets of four slots compared
 // without branches were slower: see docs/tokenizer-performance.md.)
@@ -45,47 +44,52 @@ func longIndex(lo, hi, mask uint64) uint64 {
 	return (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 >> 40 & mask
 }
 
-// newVocabTable builds the table of the tokens vocab[id] for which keep(id) holds.
-func newVocabTable(vocab []string, keep func(id int) bool) *vocabTable {
-	var nShort, nLong int
+// newVocabTable builds the table of the tokens vocab[id] ("" for ids that are not
+// tokens) and returns it with a map of the tokens it cannot hold (longer than 16 bytes,
+// or not keyable), so that the two find every token.
+func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
+	var short, long []uint32
+	rest := map[string]uint32{}
 	for id, tok := range vocab {
-		if tok != "" && len(tok) <= 16 && keep(id) {
-			if len(tok) <= 8 {
-				nShort++
-			} else {
-				nLong++
-			}
+		switch {
+		case tok == "":
+		case len(tok) > 16 || !keyable(tok):
+			rest[tok] = uint32(id)
+		case len(tok) <= 8:
+			short = append(short, uint32(id))
+		default:
+			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{}
-	v.short = make([]shortSlot, 1<<bits.Len(uint(2*nShort)))
+	v := &vocabTable{
+		short: make([]shortSlot, 1<<bits.Len(uint(2*len(short)))),
+		long:  make([]longSlot, 1<<bits.Len(uint(2*len(long)))),
+	}
 	for i := range v.short {
 		v.short[i].key = emptyKey
 	}
-	v.long = make([]longSlot, 1<<bits.Len(uint(2*nLong)))
-	for id, tok := range vocab {
-		if tok == "" || len(tok) > 16 || !keep(id) || !keyable(tok) {
-			continue
-		}
-		lo, hi := pieceKey(tok, 0, len(tok))
-		val := shortVal([]uint32{uint32(id)})
-		if len(tok) <= 8 {
-			mask := uint64(len(v.short) - 1)
-			i := shortIndex(lo, mask)
-			for v.short[i].key != emptyKey {
-				i = (i + 1) & mask
-			}
-			v.short[i] = shortSlot{lo, val}
-		} else {
-			mask := uint64(len(v.long) - 1)
-			i := longIndex(lo, hi, mask)
-			for v.long[i].val != 0 {
-				i = (i + 1) & mask
-			}
-			v.long[i] = longSlot{lo: lo, hi: hi, val: val}
-		}
+	shortMask, longMask := uint64(len(v.short)-1), uint64(len(v.long)-1)
+	keys := make([]uint64, len(short))
+	for i, id := range short {
+		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
 	}
-	return v
+	for _, k := range homeOrder(len(short), len(v.short), func(i int) uint64 { return shortIndex(keys[i], shortMask) }) {
+		key := keys[k]
+		i := shortIndex(key, shortMask)
+		for v.short[i].key != emptyKey {
+			i = (i + 1) & shortMask
+		}
+		v.short[i] = shortSlot{key, shortVal([]uint32{short[k]})}
+	}
+	for _, id := range long {
+		lo, hi := pieceKey(vocab[id], 0, len(vocab[id]))
+		i := longIndex(lo, hi, longMask)
+		for v.long[i].val != 0 {
+			i = (i + 1) & longMask
+		}
+		v.long[i] = longSlot{lo: lo, hi: hi, val: shortVal([]uint32{id})}
+	}
+	return v, rest
 }
 
 // find returns the shortVal of the token of n bytes whose pieceKey is lo, hi, or 0.
