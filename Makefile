@@ -25,7 +25,7 @@ race:
 
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex \
+FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzLoadCompiled \
 	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
@@ -53,7 +53,7 @@ generate:
 	$(GO) generate ./...
 
 check-generated: generate check-ptx
-	git diff --exit-code -- '*.go'
+	git diff --exit-code -- '*.go' tokenize/embedded
 
 NVCC      ?= nvcc
 NVCCFLAGS := -ptx -arch=compute_80 -fmad=false -O3

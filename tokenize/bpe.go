@@ -35,7 +35,7 @@ func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {
 	if r == noRank {
 		return noRank, 0
 	}
-	return r, t.merges.mergedByRank[r]
+	return r, t.merges.made(r)
 }
 
 // initialParts returns the one-byte token ids of p. Bytes the vocabulary lacks are
@@ -204,7 +204,9 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 
 // mergeLongHeap runs BPE on a long piece in O(n log n): a heap of candidate merges ordered by
 // (rank, position), lazily invalidated, over a linked list of symbols. Merging the
-// lowest-ranked, leftmost pair first is exactly what the short loop does.
+// lowest-ranked, leftmost pair first is exactly what the short loops do. Under
+// tiktoken's semantics a symbol's index is the offset of its first byte (every byte is
+// a token), and a pair's rank is that of their bytes together (rankOf).
 func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	ids := t.initialParts(st.parts, p)
 	syms, prevs := st.syms[:0], st.prevs[:0]
@@ -215,21 +217,32 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	if len(syms) > 0 {
 		syms[len(syms)-1].next = -1
 	}
-	h := st.heap[:0]
-	push := func(pos int32) {
+	ranked := t.mergeSemantics == "ranks"
+	// pairAt returns the rank of merging symbol pos with the next, and the id it makes.
+	pairAt := func(pos int32) (rank, id uint32) {
 		nx := syms[pos].next
 		if nx < 0 {
-			return
+			return noRank, 0
 		}
-		if r, _ := t.pairRank(syms[pos].id, syms[nx].id); r != noRank {
-			heap.Push(&h, mergeCand{r, uint32(pos), syms[pos].id, syms[nx].id})
+		if ranked {
+			end := len(p)
+			if nn := syms[nx].next; nn >= 0 {
+				end = int(nn)
+			}
+			r := t.rankOf(p, int(pos), end)
+			return r, r
+		}
+		return t.pairRank(syms[pos].id, syms[nx].id)
+	}
+	h := st.heap[:0]
+	push := func(pos int32) {
+		if r, _ := pairAt(pos); r != noRank {
+			heap.Push(&h, mergeCand{r, uint32(pos), syms[pos].id, syms[syms[pos].next].id})
 		}
 	}
 	for i := range syms {
-		if i+1 < len(syms) {
-			if r, _ := t.pairRank(syms[i].id, syms[i+1].id); r != noRank {
-				h = append(h, mergeCand{r, uint32(i), syms[i].id, syms[i+1].id})
-			}
+		if r, _ := pairAt(int32(i)); r != noRank {
+			h = append(h, mergeCand{r, uint32(i), syms[i].id, syms[i+1].id})
 		}
 	}
 	heap.Init(&h)
@@ -239,7 +252,7 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 		if l.id != c.left || l.next < 0 || syms[l.next].id != c.right {
 			continue
 		}
-		_, id := t.pairRank(c.left, c.right)
+		_, id := pairAt(int32(c.pos))
 		r := &syms[l.next]
 		r.id = deadSymbol
 		l.id = id

@@ -74,20 +74,16 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 	}
 	var merges []pairMerge
 	if d.ranksSemantics {
+		// A pair merges when its bytes together are a token, at that token's rank
+		// (its id): looked up by the bytes (rankOf), so every byte must be a token.
 		t.mergeSemantics = "ranks"
-		// A pair (a, b) merges when a+b is a token; its rank is that token's rank (= id).
-		for id, tok := range t.vocab {
-			for k := 1; k < len(tok); k++ {
-				l, okl := d.vocab[tok[:k]]
-				r, okr := d.vocab[tok[k:]]
-				if okl && okr {
-					merges = append(merges, pairMerge{uint32(l), uint32(r), uint32(id), uint32(id)})
-				}
+		for b := range 256 {
+			if _, ok := d.vocab[string([]byte{byte(b)})]; !ok {
+				return nil, fmt.Errorf("tokenize: %s: the rank file lacks the token of byte 0x%02x", d.name, b)
 			}
 		}
 	} else {
 		t.mergeSemantics = "pairs"
-		t.mergeList = make([][2]uint32, 0, len(d.merges))
 		seen := make(map[uint64]bool, len(d.merges))
 		for rank, m := range d.merges {
 			l, okl := d.vocab[m[0]]
@@ -102,11 +98,12 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 				seen[key] = true
 			}
 			merges = append(merges, pairMerge{uint32(l), uint32(r), uint32(rank), uint32(id)})
-			t.mergeList = append(t.mergeList, [2]uint32{uint32(l), uint32(r)})
 		}
 	}
 	t.index(merges)
-	t.monotone, t.maxRank = t.checkMonotone()
+	if t.merges != nil {
+		t.monotone, t.maxRank = t.checkMonotone()
+	}
 	if !d.ranksSemantics && !d.ignoreMerges {
 		t.wholeBad = t.findUnreachableTokens()
 	}
@@ -148,7 +145,9 @@ func (t *Tokenizer) index(merges []pairMerge) {
 		t.maxTokenByteLen = max(t.maxTokenByteLen, len(tok))
 	}
 	t.whole, t.longIDs = newVocabTable(t.vocab)
-	t.merges = newPairTable(merges)
+	if t.mergeSemantics == "pairs" {
+		t.merges = newPairTable(merges, true)
+	}
 }
 
 // setAdded adds the added tokens (sorted by id) to t: their contents into t.vocab, for
@@ -199,6 +198,29 @@ func (t *Tokenizer) tokenID(s string) (uint32, bool) {
 	return id, ok
 }
 
+// mergeTable returns the merges of the pair table by rank (none under tiktoken's
+// semantics, which has no pair table).
+func (t *Tokenizer) mergeTable() []pairMerge {
+	if t.merges == nil {
+		return nil
+	}
+	return t.merges.all()
+}
+
+// mergeList returns the merges in rank order as (left, right) under pair-rank semantics
+// (the merges list of the files), nil under tiktoken's.
+func (t *Tokenizer) mergeList() [][2]uint32 {
+	if t.mergeSemantics != "pairs" {
+		return nil
+	}
+	ms := t.mergeTable()
+	out := make([][2]uint32, len(ms))
+	for i, m := range ms {
+		out[i] = [2]uint32{m.left, m.right}
+	}
+	return out
+}
+
 // findEOD picks the end-of-document token as GPT-NeoX and Megatron do: <|endoftext|>,
 // else </s>, else -1.
 func findEOD(t *Tokenizer) int {
@@ -233,7 +255,7 @@ func (t *Tokenizer) computeFingerprint() string {
 		VocabSize      int          `json:"vocab_size"`
 		EOD            int          `json:"eod"`
 	}{Format: "gptkit-tokenizer-v1", Kind: t.kind, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace,
-		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList,
+		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList(),
 		VocabSize: t.vocabSize, EOD: t.eod}
 	switch t.kind {
 	case KindBPE:

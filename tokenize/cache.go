@@ -158,8 +158,8 @@ func pieceKey(s string, p, n int) (lo, hi uint64) {
 }
 
 // keyable reports whether pieceKey tells piece apart from every other piece of at most
-// 16 bytes and from emptyKey: it does unless piece fills a word and that word's last
-// byte is 0xF8 or more, which valid UTF-8 never has.
+// 16 bytes, and its key is not ^0 (an empty shortSlot): it does and is not unless piece
+// fills a word and that word's last byte is 0xF8 or more, which valid UTF-8 never has.
 func keyable(piece string) bool {
 	n := len(piece)
 	return !(n == 8 || n == 16) || piece[n-1] < 0xF8
@@ -174,13 +174,8 @@ type frontCache struct{ slots []shortSlot }
 
 const frontBits = 16 // 64Ki slots, 1 MiB
 
-func (f *frontCache) init() {
-	f.slots = make([]shortSlot, 1<<frontBits)
-	for i := range f.slots {
-		f.slots[i].key = emptyKey
-	}
-}
+func (f *frontCache) init() { f.slots = make([]shortSlot, 1<<frontBits) }
 
 func (f *frontCache) put(key, val uint64) {
-	f.slots[shortIndex(key, 1<<frontBits-1)] = shortSlot{key, val}
+	f.slots[shortIndex(key, 1<<frontBits-1)] = shortSlot{^key, val}
 }

@@ -41,8 +41,9 @@ type encodeState struct {
 	long      map[string]cacheEntry
 	longArena []uint32
 
-	parts []uint32 // ids of the parts of the piece being merged
-	ranks []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
+	parts  []uint32 // ids of the parts of the piece being merged
+	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
+	starts []int32  // tiktoken's semantics: byte offsets of the parts (mergeRanksShort)
 	heap  mergeHeap
 	syms  []symbol
 	prevs []int32
@@ -170,7 +171,7 @@ func appendShortTokens[T tokenID](front []shortSlot, text string, prev int, ends
 		}
 		key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
 		s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
-		if s.key != key {
+		if s.ikey != ^key {
 			return dst, k
 		}
 		dst = append(dst, T(s.val&idMask))
@@ -254,6 +255,14 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
 	if len(p) > heapThreshold {
 		return t.mergeLong(st, p)
+	}
+	return t.mergeSmall(st, p)
+}
+
+// mergeSmall is the merge loop for short pieces of t's semantics.
+func (t *Tokenizer) mergeSmall(st *encodeState, p string) []uint32 {
+	if t.mergeSemantics == "ranks" {
+		return t.mergeRanksShort(st, p)
 	}
 	return t.mergeShort(st, p)
 }

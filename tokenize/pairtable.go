@@ -1,18 +1,26 @@
 package tokenize
 
-import "math/bits"
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
 
 // pairTable maps a pair of token ids to the rank of their merge: an open-addressing hash
 // table with linear probing whose slots pack left id, right id and rank into one uint64
 // (20 bits each), so the GPT-2 table takes 1 MiB instead of the 4+ MiB of a Go map.
-// The id a merge makes is looked up by rank in mergedByRank. Pair lookups are most of
-// the merge loop's time and mostly cache misses; a smaller table misses less.
+// Pair lookups are most of the merge loop's time and mostly cache misses; a smaller
+// table misses less. Slots hold the packed pair inverted, so that a zero slot (what
+// make gives, no initialising pass over the table) is an empty one; the table has 3/2
+// slots per merge (not a power of two: an index is the high word of hash × size).
+//
+// Under pair-rank semantics (HF merges lists) a rank names one merge, and the id it
+// makes and its pair are looked up by rank in mergedByRank, leftByRank and rightByRank;
+// under tiktoken's a rank is the id made (and several pairs make one id), and those
+// are nil.
 type pairTable struct {
-	slots        []uint64 // left<<40 | right<<20 | rank, or emptySlot
-	mask         uint64
-	mergedByRank []uint32
-	// The pair each rank merges; meaningful under pair-rank semantics, where a rank
-	// names one pair (mergeLong's bucket queue relies on it).
+	slots                   []uint64 // ^(left<<40 | right<<20 | rank), or 0
+	mergedByRank            []uint32
 	leftByRank, rightByRank []uint32
 }
 
@@ -23,51 +31,59 @@ const (
 	pairBits  = 20
 	pairLimit = 1<<pairBits - 1 // ids and ranks must be below this
 	pairMask  = pairLimit
-	emptySlot = ^uint64(0)
 )
 
 func mergePairKey(left, right uint32) uint64 { return uint64(left)<<pairBits | uint64(right) }
 
-func pairHash(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> 24 }
+// slotOf maps a hash to one of size slots (the high word of hash × size).
+func slotOf(hash uint64, size int) uint64 {
+	hi, _ := bits.Mul64(hash, uint64(size))
+	return hi
+}
 
-// newPairTable builds the table of merges, at most two thirds full. The pairs must be
-// distinct; ids and ranks below pairLimit.
-func newPairTable(merges []pairMerge) *pairTable {
-	size := 1 << bits.Len(uint(len(merges)+len(merges)/2+1))
-	pt := &pairTable{slots: make([]uint64, size), mask: uint64(size - 1)}
-	for i := range pt.slots {
-		pt.slots[i] = emptySlot
+func pairHash(key uint64) uint64 { return key * 0x9E3779B97F4A7C15 }
+
+// newPairTable builds the table of merges (distinct pairs; ids and ranks below
+// pairLimit). byRank: keep the by-rank arrays (pair-rank semantics).
+func newPairTable(merges []pairMerge, byRank bool) *pairTable {
+	size := len(merges) + len(merges)/2 + 1
+	pt := &pairTable{slots: make([]uint64, size)}
+	if byRank {
+		maxRank := -1
+		for _, m := range merges {
+			maxRank = max(maxRank, int(m.rank))
+		}
+		pt.mergedByRank = make([]uint32, maxRank+1)
+		pt.leftByRank = make([]uint32, maxRank+1)
+		pt.rightByRank = make([]uint32, maxRank+1)
 	}
-	maxRank := -1
-	for _, m := range merges {
-		maxRank = max(maxRank, int(m.rank))
-	}
-	pt.mergedByRank = make([]uint32, maxRank+1)
-	pt.leftByRank = make([]uint32, maxRank+1)
-	pt.rightByRank = make([]uint32, maxRank+1)
 	for _, k := range homeOrder(len(merges), size, func(i int) uint64 {
 		m := merges[i]
-		return pairHash(mergePairKey(m.left, m.right)) & pt.mask
+		return slotOf(pairHash(mergePairKey(m.left, m.right)), size)
 	}) {
 		m := merges[k]
 		key := mergePairKey(m.left, m.right)
-		i := pairHash(key) & pt.mask
-		for pt.slots[i] != emptySlot {
-			i = (i + 1) & pt.mask
+		i := slotOf(pairHash(key), size)
+		for pt.slots[i] != 0 {
+			if i++; i == uint64(size) {
+				i = 0
+			}
 		}
-		pt.slots[i] = key<<pairBits | uint64(m.rank)
-		pt.mergedByRank[m.rank], pt.leftByRank[m.rank], pt.rightByRank[m.rank] = m.id, m.left, m.right
+		pt.slots[i] = ^(key<<pairBits | uint64(m.rank))
+		if byRank {
+			pt.mergedByRank[m.rank], pt.leftByRank[m.rank], pt.rightByRank[m.rank] = m.id, m.left, m.right
+		}
 	}
 	return pt
 }
 
 // homeOrder returns the indexes 0..n-1 in the order of home(i), their first slot in a
-// table of size slots (a power of two), to within a bucket of slots/4096: inserted in
-// that order, the writes to a table much larger than the caches stay near each other
-// (inserting 446,189 o200k pairs in id order cost ~35 ms of cache misses).
+// table of size slots, to within a bucket of about size/4096: inserted in that order,
+// the writes to a table much larger than the caches stay near each other (inserting
+// 446,189 o200k pairs in id order cost ~35 ms of cache misses).
 func homeOrder(n, size int, home func(i int) uint64) []int32 {
-	shift := max(bits.Len(uint(size))-1-12, 0)
-	count := make([]int32, size>>shift+1)
+	shift := max(bits.Len(uint(size))-12, 0)
+	count := make([]int32, size>>shift+2)
 	homes := make([]uint32, n)
 	for i := range n {
 		h := uint32(home(i) >> shift)
@@ -88,23 +104,46 @@ func homeOrder(n, size int, home func(i int) uint64) []int32 {
 // get returns the rank of merging (left, right), or noRank.
 func (pt *pairTable) get(left, right uint32) uint32 {
 	key := mergePairKey(left, right)
-	for i := pairHash(key) & pt.mask; ; i = (i + 1) & pt.mask {
+	size := uint64(len(pt.slots))
+	for i := slotOf(pairHash(key), len(pt.slots)); ; {
 		s := pt.slots[i]
-		if s>>pairBits == key {
-			return uint32(s & pairMask)
+		if ^s>>pairBits == key {
+			return uint32(^s & pairMask)
 		}
-		if s == emptySlot {
+		if s == 0 {
 			return noRank
 		}
+		if i++; i == size {
+			i = 0
+		}
 	}
+}
+
+// made returns the id that the merge of rank makes.
+func (pt *pairTable) made(rank uint32) uint32 {
+	if pt.mergedByRank == nil {
+		return rank // tiktoken: the rank is the id
+	}
+	return pt.mergedByRank[rank]
+}
+
+// all returns the merges in the table by rank, then left and right id.
+func (pt *pairTable) all() []pairMerge {
+	var ms []pairMerge
+	pt.each(func(left, right, rank, id uint32) { ms = append(ms, pairMerge{left, right, rank, id}) })
+	slices.SortFunc(ms, func(a, b pairMerge) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.left, b.left), cmp.Compare(a.right, b.right))
+	})
+	return ms
 }
 
 // each calls f for every merge in the table.
 func (pt *pairTable) each(f func(left, right, rank, id uint32)) {
 	for _, s := range pt.slots {
-		if s != emptySlot {
+		if s != 0 {
+			s = ^s
 			rank := uint32(s & pairMask)
-			f(uint32(s>>(2*pairBits)), uint32(s>>pairBits&pairMask), rank, pt.mergedByRank[rank])
+			f(uint32(s>>(2*pairBits)), uint32(s>>pairBits&pairMask), rank, pt.made(rank))
 		}
 	}
 }

@@ -20,8 +20,8 @@ func (t *Tokenizer) refTables() *refTables {
 		return v.(*refTables)
 	}
 	rt := &refTables{pairRank: map[[2]string]int{}}
-	for rank, m := range t.mergeList {
-		rt.pairRank[[2]string{t.vocab[m[0]], t.vocab[m[1]]}] = rank
+	for _, m := range t.mergeTable() {
+		rt.pairRank[[2]string{t.vocab[m.left], t.vocab[m.right]}] = int(m.rank)
 	}
 	refTablesOnce.Store(t, rt)
 	return rt

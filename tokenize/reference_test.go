@@ -69,7 +69,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 // short one on random long pieces of few distinct characters, where merges overlap a lot.
 func TestLongPieces(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base"} {
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
 		tok := sharedTokenizer(t, name)
 		st := tok.getState()
 		for n := 0; n < 200; n++ {
@@ -79,7 +79,7 @@ func TestLongPieces(t *testing.T) {
 				b.WriteString(alphabet[rng.Intn(len(alphabet))])
 			}
 			p := b.String()
-			want := slices.Clone(tok.mergeShort(st, p))
+			want := slices.Clone(tok.mergeSmall(st, p))
 			if got := tok.mergeLong(st, p); !slices.Equal(got, want) {
 				t.Fatalf("%s: mergeLong(%.40q...) differs from mergeShort", name, p)
 			}

@@ -44,7 +44,6 @@ type Tokenizer struct {
 	normAdded       *addedMatcher       // added tokens matched after normalization (normalized=true)
 	added           []AddedToken        // all added tokens, for Decode and the fingerprint
 	mergeSemantics  string              // "pairs" (HF merges list) or "ranks" (tiktoken)
-	mergeList       [][2]uint32         // merges in rank order (pairs semantics), for the fingerprint
 	maxTokenByteLen int
 	// wholeBad[id] is true for a token that the merges do not rebuild from its own bytes:
 	// a piece equal to it must still be merged (HF's BPE takes whole pieces from the

@@ -1,6 +1,5 @@
 package tokenize
 
-import "math/bits"
 
 // vocabTable finds a vocabulary token of at most 16 bytes by its bytes, read from the
 // text as two words with the length folded in (pieceKey): the first stop of every piece
@@ -10,21 +9,19 @@ import "math/bits"
 // pointers, so the garbage collector does not scan it. (Buckets of four slots compared
 // without branches were slower: see docs/tokenizer-performance.md.)
 type vocabTable struct {
-	short []shortSlot // len a power of two
-	long  []longSlot  // len a power of two
+	short []shortSlot
+	long  []longSlot
 }
 
-// shortSlot holds a piece of 1-8 bytes: key is its pieceKey's lo (emptyKey in an empty
-// slot), val its one or two ids (see shortVal).
-type shortSlot struct{ key, val uint64 }
+// shortSlot holds a piece of 1-8 bytes: ikey is its pieceKey's lo inverted (^key), so
+// that a zero slot, as make gives it, is an empty one (no piece of valid UTF-8 has key
+// ^0: its last byte would be 0xFF; tokens that do are left out of the tables, see
+// keyable); val its one or two ids (shortVal).
+type shortSlot struct{ ikey, val uint64 }
 
 // longSlot holds a token of 9-16 bytes: its pieceKey words and val as in shortSlot
 // (val 0 in an empty slot).
 type longSlot struct{ lo, hi, val, _ uint64 }
-
-// emptyKey marks an empty shortSlot. No piece of valid UTF-8 has it as its key (its
-// last byte would be 0xFF); tokens that do are left out of the tables (keyable).
-const emptyKey = ^uint64(0)
 
 // shortVal packs one or two ids: id0 in bits 0-19, id1 in bits 20-39, the count in
 // bits 40-41.
@@ -36,17 +33,18 @@ func shortVal(ids []uint32) uint64 {
 	return v
 }
 
-// shortIndex and longIndex hash a key to a slot of a table of mask+1 slots: the bits
-// from 40 up of a multiplicative hash (a constant shift: a variable one ties up CX on
-// amd64, and the hot loop runs short of registers).
+// shortIndex hashes a key to a slot of a table of mask+1 slots (the front cache): the
+// bits from 40 up of a multiplicative hash (a constant shift: a variable one ties up CX
+// on amd64, and the hot loop runs short of registers).
 func shortIndex(key, mask uint64) uint64 { return key * 0x9E3779B97F4A7C15 >> 40 & mask }
-func longIndex(lo, hi, mask uint64) uint64 {
-	return (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 >> 40 & mask
-}
+
+func hashShort(key uint64) uint64   { return key * 0x9E3779B97F4A7C15 }
+func hashLong(lo, hi uint64) uint64 { return (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 }
 
 // newVocabTable builds the table of the tokens vocab[id] ("" for ids that are not
 // tokens) and returns it with a map of the tokens it cannot hold (longer than 16 bytes,
-// or not keyable), so that the two find every token.
+// or not keyable), so that the two find every token. Each table has two slots per
+// token.
 func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 	var short, long []uint32
 	rest := map[string]uint32{}
@@ -61,31 +59,30 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{
-		short: make([]shortSlot, 1<<bits.Len(uint(2*len(short)))),
-		long:  make([]longSlot, 1<<bits.Len(uint(2*len(long)))),
-	}
-	for i := range v.short {
-		v.short[i].key = emptyKey
-	}
-	shortMask, longMask := uint64(len(v.short)-1), uint64(len(v.long)-1)
+	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1)}
 	keys := make([]uint64, len(short))
 	for i, id := range short {
 		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
 	}
-	for _, k := range homeOrder(len(short), len(v.short), func(i int) uint64 { return shortIndex(keys[i], shortMask) }) {
+	size := uint64(len(v.short))
+	for _, k := range homeOrder(len(short), len(v.short), func(i int) uint64 { return slotOf(hashShort(keys[i]), len(v.short)) }) {
 		key := keys[k]
-		i := shortIndex(key, shortMask)
-		for v.short[i].key != emptyKey {
-			i = (i + 1) & shortMask
+		i := slotOf(hashShort(key), len(v.short))
+		for v.short[i].ikey != 0 {
+			if i++; i == size {
+				i = 0
+			}
 		}
-		v.short[i] = shortSlot{key, shortVal([]uint32{short[k]})}
+		v.short[i] = shortSlot{^key, shortVal([]uint32{short[k]})}
 	}
+	size = uint64(len(v.long))
 	for _, id := range long {
 		lo, hi := pieceKey(vocab[id], 0, len(vocab[id]))
-		i := longIndex(lo, hi, longMask)
+		i := slotOf(hashLong(lo, hi), len(v.long))
 		for v.long[i].val != 0 {
-			i = (i + 1) & longMask
+			if i++; i == size {
+				i = 0
+			}
 		}
 		v.long[i] = longSlot{lo: lo, hi: hi, val: shortVal([]uint32{id})}
 	}
@@ -95,17 +92,23 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 // find returns the shortVal of the token of n bytes whose pieceKey is lo, hi, or 0.
 func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
 	if n <= 8 {
-		mask := uint64(len(v.short) - 1)
-		for i := shortIndex(lo, mask); ; i = (i + 1) & mask {
-			if s := &v.short[i]; s.key == lo || s.key == emptyKey {
+		size := uint64(len(v.short))
+		for i := slotOf(hashShort(lo), len(v.short)); ; {
+			if s := &v.short[i]; s.ikey == ^lo || s.ikey == 0 {
 				return s.val
+			}
+			if i++; i == size {
+				i = 0
 			}
 		}
 	}
-	mask := uint64(len(v.long) - 1)
-	for i := longIndex(lo, hi, mask); ; i = (i + 1) & mask {
+	size := uint64(len(v.long))
+	for i := slotOf(hashLong(lo, hi), len(v.long)); ; {
 		if s := &v.long[i]; s.lo == lo && s.hi == hi || s.val == 0 {
 			return s.val
+		}
+		if i++; i == size {
+			i = 0
 		}
 	}
 }
