@@ -44,9 +44,9 @@ type encodeState struct {
 	parts  []uint32 // ids of the parts of the piece being merged
 	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
 	starts []int32  // tiktoken's semantics: byte offsets of the parts (mergeRanksShort)
-	heap  mergeHeap
-	syms  []symbol
-	prevs []int32
+	heap   mergeHeap
+	syms   []symbol
+	prevs  []int32
 	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
 	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64

@@ -1,6 +1,5 @@
 package tokenize
 
-
 // vocabTable finds a vocabulary token of at most 16 bytes by its bytes, read from the
 // text as two words with the length folded in (pieceKey): the first stop of every piece
 // of up to 16 bytes that the front cache does not hold, since most pieces of real text
