@@ -199,13 +199,17 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
+		if n <= 8 && s.meta&7 != 0 && s.meta&7 <= 2 { // back into the front cache
+			st.front.put(lo, s.meta>>8&idMask|(s.meta>>28&idMask)<<idBits|(s.meta&7)<<40)
+		}
 		return appendSlot(&st.pieces, s, dst)
 	}
 	ids := t.merge(st, seg[prev:end])
+	// The piece cache keeps every merged piece; the front cache too when it can, but
+	// it is direct-mapped, and a piece evicted from it must not be merged again.
+	st.pieces.put(lo, hi, ids)
 	if n <= 8 && len(ids) <= 2 && len(ids) > 0 {
 		st.front.put(lo, shortVal(ids))
-	} else {
-		st.pieces.put(lo, hi, ids)
 	}
 	for _, id := range ids {
 		dst = append(dst, T(id))

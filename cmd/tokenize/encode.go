@@ -103,12 +103,18 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	defer cancel()
 	parts := make(chan part, wholeQueue*workers)
 	jobs := make(chan part, wholeQueue*workers)
+	free := make(chan []byte, wholeQueue*workers+workers) // output buffers written out
 	for range workers {
 		go func() {
 			var ids []int
 			for p := range jobs {
 				ids = tok.AppendEncode(ids[:0], p.text)
-				p.out <- ft.appendIDs(make([]byte, 0, 7*len(ids)+16), ids)
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
+				}
+				p.out <- ft.appendIDs(buf[:0], ids)
 			}
 		}()
 	}
@@ -149,6 +155,10 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		}
 		if _, err := out.Write(b); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
+		}
+		select {
+		case free <- b:
+		default:
 		}
 	}
 	if first {

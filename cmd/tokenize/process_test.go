@@ -2,19 +2,26 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"gptkit/internal/testfiles"
+	"gptkit/tokenize/spec"
 )
 
 // Tests and benchmarks of the tokenize command as a process of its own: its peak memory
@@ -138,4 +145,136 @@ func TestRunPeakRSSOneHugeDocument(t *testing.T) {
 	if r.maxRSS >= 1<<30 {
 		t.Errorf("peak RSS %d MiB, want under 1024 MiB", r.maxRSS>>20)
 	}
+}
+
+// BenchmarkLoadProcess: `tokenize encode --tokenizer NAME` of an empty input, as a fresh
+// process, for each named tokenizer: the whole process's CPU time (goal < 50 ms) and
+// the tokenizer's load time inside it (tokenize/spec.Load of the compiled form, goal
+// < 30 ms; BenchmarkLoadInProcess in tokenize/spec measures it alone). Medians over
+// b.N runs.
+//
+//	go test ./cmd/tokenize -run '^$' -bench LoadProcess -benchtime 10x
+func BenchmarkLoadProcess(b *testing.B) {
+	empty := filepath.Join(b.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base", "char"} {
+		b.Run(name, func(b *testing.B) {
+			buildCLI(b)
+			var cpus, walls []float64
+			for b.Loop() {
+				t0 := time.Now()
+				r := runCLI(b, empty, false, "encode", "--tokenizer", name, "--progress", "off")
+				walls = append(walls, float64(time.Since(t0).Microseconds())/1e3)
+				cpus = append(cpus, float64(r.cpu.Microseconds())/1e3)
+			}
+			b.ReportMetric(median(cpus), "cpu_ms")
+			b.ReportMetric(median(walls), "wall_ms")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkCLIVsLibrary: the CPU time of the tokenize command on $BENCH_CLI_MB (default
+// 100) MB of text against the library's EncodeBatch on the same texts (all cores both),
+// output formatting, reading, loading and GC included: `tokenize encode` of the text as
+// one input, `tokenize encode --jsonl` and `tokenize run` of it as 4 KB JSONL
+// documents. overhead_pct is 100 × (command CPU / library CPU − 1), goal ≤ 15. The text
+// is $BENCH_CLI_CORPUS repeated to size (default tinyshakespeare); the tokenizer
+// $BENCH_CLI_TOKENIZER (default gpt2), by name.
+//
+//	go test ./cmd/tokenize -run '^$' -bench CLIVsLibrary -benchtime 3x
+func BenchmarkCLIVsLibrary(b *testing.B) {
+	mb := 100
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CLI_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	name := cmp.Or(os.Getenv("BENCH_CLI_TOKENIZER"), "gpt2")
+	var src []byte
+	if p := os.Getenv("BENCH_CLI_CORPUS"); p != "" {
+		var err error
+		if src, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		src = testfiles.Read(b, "corpora/tinyshakespeare.txt")
+	}
+	text := strings.Repeat(string(src), (mb<<20)/len(src)+1)[:mb<<20]
+	for !utf8.ValidString(text) {
+		text = text[:len(text)-1]
+	}
+	var docs []string // 4 KB documents, cut at a line end when there is one
+	for rest := text; rest != ""; {
+		n := min(len(rest), 4096)
+		if k := strings.LastIndexByte(rest[:n], '\n'); k > 0 && n < len(rest) {
+			n = k + 1
+		}
+		for n < len(rest) && !utf8.RuneStart(rest[n]) {
+			n++
+		}
+		docs, rest = append(docs, rest[:n]), rest[n:]
+	}
+	dir := b.TempDir()
+	txt, jsonl := filepath.Join(dir, "text.txt"), filepath.Join(dir, "docs.jsonl")
+	if err := os.WriteFile(txt, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	writeJSONL(b, jsonl, docs)
+	tok, err := spec.Load(context.Background(), name, spec.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	library := func(texts []string) time.Duration {
+		runtime.GC()
+		c0 := processCPU()
+		ids := tok.EncodeBatch(texts, runtime.GOMAXPROCS(0))
+		runtime.KeepAlive(ids)
+		return processCPU() - c0
+	}
+	for _, tc := range []struct {
+		mode  string
+		texts []string
+		in    string
+		args  []string
+	}{
+		{"encode", []string{text}, txt, []string{"encode", "--tokenizer", name}},
+		{"encode-jsonl", docs, jsonl, []string{"encode", "--tokenizer", name, "--jsonl"}},
+		{"run", docs, "", []string{"run", "--input", jsonl, "--name", "bench", "--tokenizer", name}},
+	} {
+		b.Run(tc.mode, func(b *testing.B) {
+			buildCLI(b)
+			var cli, lib time.Duration
+			for b.Loop() {
+				args := append(slices.Clone(tc.args), "--progress", "off")
+				if tc.mode == "run" {
+					out := filepath.Join(b.TempDir(), "out")
+					args = append(args, "--output", out)
+				}
+				cli += runCLI(b, tc.in, false, args...).cpu
+				lib += library(tc.texts)
+			}
+			b.ReportMetric(cli.Seconds()/float64(b.N), "cli_cpu_s")
+			b.ReportMetric(lib.Seconds()/float64(b.N), "lib_cpu_s")
+			b.ReportMetric(100*(cli.Seconds()/lib.Seconds()-1), "overhead_pct")
+			b.ReportMetric(float64(len(text))/1e6, "MB")
+		})
+	}
+}
+
+// processCPU is this process's CPU time so far (user + system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
