@@ -104,7 +104,6 @@ func benchReadFile(b *testing.B, path, hint string) []byte {
 	return data
 }
 
-
 var benchTokenizers sync.Map // name -> *tokenize.Tokenizer
 
 // benchTokenizer loads a named tokenizer (gpt2, neox-20b, cl100k_base, o200k_base) once
