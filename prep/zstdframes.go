@@ -18,17 +18,19 @@ import (
 // from the stream by its block headers alone (3 bytes each, no decoding), handed to a
 // worker, and the frames' data comes out in order. A stream whose first frame does not
 // say its size, or says more than maxParallelFrame, is one big frame (zstd's own
-// output): it goes to the streaming decoder, whose pipelined block decoding is the
-// fastest there is for it. So does the rest of a stream from the first frame that is
-// too large. BenchmarkDecompress measures the alternatives.
+// output): it goes to the streaming decoder on one goroutine, as do all streams on one
+// core, and the rest of a stream from the first frame that is too large. (The streaming
+// decoder's own concurrency, which pipelines a frame's blocks on several goroutines,
+// spent ~50% more CPU per byte and was slower on 2 cores: BenchmarkDecompress, 1,140
+// against 1,437 MB/s; the tokenizers need that CPU.) BenchmarkDecompress measures the
+// alternatives.
 
 const (
 	zstdMagic        = 0xFD2FB528
 	maxParallelFrame = 32 << 20 // largest frame (decompressed) decoded whole by a worker
-	// minParallelProcs: with fewer cores the streaming decoder, which already decodes
-	// on two goroutines, was as fast and spent less CPU per byte (BenchmarkDecompress
-	// on 2 cores: 1,124 against 797 MB/s).
-	minParallelProcs = 4
+	// minParallelProcs: on one core, frames gain nothing (on 2 cores, BenchmarkDecompress:
+	// 2,042 MB/s in 4 MiB frames against 1,132 through the streaming decoder).
+	minParallelProcs = 2
 )
 
 // newZstdReader returns a reader of the zstd stream br: frames decoded in parallel when
@@ -39,7 +41,7 @@ func newZstdReader(br *bufio.Reader) (r io.Reader, close func(), err error) {
 		pr := newParallelZstd(br, runtime.GOMAXPROCS(0))
 		return pr, pr.close, nil
 	}
-	zr, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(1<<29))
+	zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<29))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,7 +217,7 @@ func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, er
 		return nil, nil, false, fmt.Errorf("zstd: %w", err)
 	}
 	if h.size < 0 || h.size > maxParallelFrame {
-		zr, err := zstd.NewReader(br, zstd.WithDecoderMaxWindow(1<<29))
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<29))
 		if err != nil {
 			return nil, nil, false, err
 		}
