@@ -170,12 +170,37 @@ func keyable(piece string) bool {
 // seen lately (the vocabulary table and the merge loop fill it on a miss). It holds
 // only the pieces that occur, so the hot ones are closer together than in the
 // vocabulary table, and pieces of two tokens are found in one probe too.
-type frontCache struct{ slots []shortSlot }
+//
+// Pieces of 9 to 16 bytes (a word of 8 letters and its space) have a table of their own,
+// long, of 32-byte slots.
+type frontCache struct {
+	slots []shortSlot
+	long  []frontLong
+}
 
-const frontBits = 16 // 64Ki slots, 1 MiB
+// frontLong holds a piece of 9-16 bytes: its pieceKey words (hi inverted: an empty slot
+// is zero, and no piece of valid UTF-8 has hi == ^0) and its shortVal.
+type frontLong struct{ lo, ihi, val, _ uint64 }
 
-func (f *frontCache) init() { f.slots = make([]shortSlot, 1<<frontBits) }
+const (
+	frontBits     = 16 // 64Ki slots, 1 MiB
+	frontLongBits = 14 // 16Ki slots, 512 KiB
+)
+
+func (f *frontCache) init() {
+	f.slots = make([]shortSlot, 1<<frontBits)
+	f.long = make([]frontLong, 1<<frontLongBits)
+}
 
 func (f *frontCache) put(key, val uint64) {
 	f.slots[shortIndex(key, 1<<frontBits-1)] = shortSlot{^key, val}
+}
+
+// longIndex hashes the key of a 9-16 byte piece to a slot of the long table.
+func frontLongIndex(lo, hi uint64) uint64 {
+	return (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 >> 40 & (1<<frontLongBits - 1)
+}
+
+func (f *frontCache) putLong(lo, hi, val uint64) {
+	f.long[frontLongIndex(lo, hi)] = frontLong{lo: lo, ihi: ^hi, val: val}
 }

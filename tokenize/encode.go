@@ -124,7 +124,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	if st.front.slots == nil {
 		st.front.init()
 	}
-	front := st.front.slots
+	front := &st.front
 	ends := st.ends
 	for from := 0; from < len(seg); {
 		ends = t.split(&st.win, seg, from, ends[:0])
@@ -158,25 +158,37 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 // text come as bare pointers, so that the few values the loop needs stay in registers
 // (the bounds are known: the index is a hash shifted to below len(short), and the load
 // is checked against len(text)-8).
-func appendShortTokens[T tokenID](front []shortSlot, text string, prev int, ends []int, dst []T) ([]T, int) {
-	if len(text) < 8 || len(front) == 0 {
+func appendShortTokens[T tokenID](front *frontCache, text string, prev int, ends []int, dst []T) ([]T, int) {
+	if len(text) < 16 || len(front.slots) == 0 {
 		return dst, 0
 	}
-	table, base, limit := unsafe.Pointer(&front[0]), unsafe.Pointer(unsafe.StringData(text)), len(text)-8
-	mask := uint64(len(front) - 1)
+	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), len(text)-16
+	mask := uint64(len(front.slots) - 1)
 	for k, end := range ends {
 		n := end - prev
-		if uint(n-1) >= 8 || prev > limit {
+		if uint(n-1) >= 16 || prev > limit {
 			return dst, k
 		}
-		key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
-		s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
-		if s.ikey != ^key {
-			return dst, k
+		var val uint64
+		if n <= 8 {
+			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
+			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
+			if s.ikey != ^key {
+				return dst, k
+			}
+			val = s.val
+		} else {
+			lo := *(*uint64)(unsafe.Add(base, prev))
+			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
+			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
+			if s.lo != lo || s.ihi != ^hi {
+				return dst, k
+			}
+			val = s.val
 		}
-		dst = append(dst, T(s.val&idMask))
-		if s.val>>40 == 2 {
-			dst = append(dst, T(s.val>>idBits&idMask))
+		dst = append(dst, T(val&idMask))
+		if val>>40 == 2 {
+			dst = append(dst, T(val>>idBits&idMask))
 		}
 		prev = end
 	}
@@ -195,12 +207,19 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
 		if n <= 8 {
 			st.front.put(lo, val)
+		} else {
+			st.front.putLong(lo, hi, val)
 		}
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		if n <= 8 && s.meta&7 != 0 && s.meta&7 <= 2 { // back into the front cache
-			st.front.put(lo, s.meta>>8&idMask|(s.meta>>28&idMask)<<idBits|(s.meta&7)<<40)
+		if s.meta&7 != 0 && s.meta&7 <= 2 { // back into the front cache
+			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | (s.meta&7)<<40
+			if n <= 8 {
+				st.front.put(lo, v)
+			} else {
+				st.front.putLong(lo, hi, v)
+			}
 		}
 		return appendSlot(&st.pieces, s, dst)
 	}
@@ -208,8 +227,12 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	// The piece cache keeps every merged piece; the front cache too when it can, but
 	// it is direct-mapped, and a piece evicted from it must not be merged again.
 	st.pieces.put(lo, hi, ids)
-	if n <= 8 && len(ids) <= 2 && len(ids) > 0 {
-		st.front.put(lo, shortVal(ids))
+	if len(ids) <= 2 && len(ids) > 0 {
+		if n <= 8 {
+			st.front.put(lo, shortVal(ids))
+		} else {
+			st.front.putLong(lo, hi, shortVal(ids))
+		}
 	}
 	for _, id := range ids {
 		dst = append(dst, T(id))
