@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 
 	"gptkit/tokenize"
@@ -26,8 +27,11 @@ func (tf *tokenizerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.cacheDir, "cache-dir", "", "`DIR` caching named tokenizers (empty: $GPTKIT_CACHE/tokenizers, else the user cache directory's gptkit/tokenizers)")
 }
 
-// load resolves the tokenizer, logging downloads to stderr.
+// load resolves the tokenizer, logging downloads to stderr. The garbage collector is
+// off meanwhile: loading allocates its tables once, and collections during it (the
+// heap grows from nothing to tens of MB) took as much CPU as the load itself.
 func (tf *tokenizerFlags) load(ctx context.Context, stderr io.Writer) (*tokenize.Tokenizer, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	return spec.Load(ctx, tf.spec, spec.Options{
 		CacheDir: tf.cacheDir,
 		URL:      tf.url,
