@@ -59,12 +59,7 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 		ranks = append(ranks, r)
 	}
 	for len(ranks) > 0 {
-		best, bi := uint32(noRank), -1
-		for i, r := range ranks {
-			if r < best {
-				best, bi = r, i
-			}
-		}
+		_, bi := lowestRank(ranks)
 		if bi < 0 {
 			break
 		}
@@ -81,6 +76,18 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 	}
 	st.parts, st.ranks = parts, ranks
 	return parts
+}
+
+// lowestRank returns the lowest rank in ranks and its first index, or -1 if none is
+// below noRank.
+func lowestRank(ranks []uint32) (best uint32, at int) {
+	best, at = noRank, -1
+	for i, r := range ranks {
+		if r < best {
+			best, at = r, i
+		}
+	}
+	return best, at
 }
 
 // symbol is a node of the linked list mergeLong works on.

@@ -45,12 +45,7 @@ func (t *Tokenizer) mergeRanksShort(st *encodeState, p string) []uint32 {
 		ranks = append(ranks, t.rankOf(p, i, i+2))
 	}
 	for len(ranks) > 0 {
-		best, bi := uint32(noRank), -1
-		for i, r := range ranks {
-			if r < best {
-				best, bi = r, i
-			}
-		}
+		best, bi := lowestRank(ranks)
 		if bi < 0 {
 			break
 		}

@@ -71,20 +71,7 @@ type tokenID interface{ ~int | ~int32 }
 
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
 func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
-	m := t.rawAdded
-	if m == nil {
-		return encodeNormalized(t, st, text, dst)
-	}
-	for from := 0; from < len(text); {
-		start, end, id := m.find(text, from)
-		if start < 0 {
-			return encodeNormalized(t, st, text[from:], dst)
-		}
-		dst = encodeNormalized(t, st, text[from:start], dst)
-		dst = append(dst, T(id))
-		from = end
-	}
-	return dst
+	return encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
 }
 
 // encodeNormalized normalizes a segment between raw added tokens, then splits it on the
@@ -96,16 +83,21 @@ func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst 
 	if t.normalize != nil {
 		seg = t.normalize(seg)
 	}
-	m := t.normAdded
+	return encodeAroundAdded(t, st, t.normAdded, seg, dst, encodeSegment[T])
+}
+
+// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
+// and, through encodeGap, the text between them.
+func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
 	if m == nil {
-		return encodeSegment(t, st, seg, dst)
+		return encodeGap(t, st, s, dst)
 	}
-	for from := 0; from < len(seg); {
-		start, end, id := m.find(seg, from)
+	for from := 0; from < len(s); {
+		start, end, id := m.find(s, from)
 		if start < 0 {
-			return encodeSegment(t, st, seg[from:], dst)
+			return encodeGap(t, st, s[from:], dst)
 		}
-		dst = encodeSegment(t, st, seg[from:start], dst)
+		dst = encodeGap(t, st, s[from:start], dst)
 		dst = append(dst, T(id))
 		from = end
 	}

@@ -156,10 +156,9 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	}
 }
 
-// TestEncodeWholeInParts: a whole input large enough to be cut into many parts
-// (encoded on several workers and written as they finish) gives one array, the ids of
-// the whole text, with and without cuts, and from a regular file as from a pipe.
-func TestEncodeWholeInParts(t *testing.T) {
+// gpt2File returns the path of GPT-2's tokenizer.json and the tokenizer it loads to.
+func gpt2File(t *testing.T) (string, *tokenize.Tokenizer) {
+	t.Helper()
 	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
@@ -169,6 +168,14 @@ func TestEncodeWholeInParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, tok
+}
+
+// TestEncodeWholeInParts: a whole input large enough to be cut into many parts
+// (encoded on several workers and written as they finish) gives one array, the ids of
+// the whole text, with and without cuts, and from a regular file as from a pipe.
+func TestEncodeWholeInParts(t *testing.T) {
+	spec, tok := gpt2File(t)
 	var sb strings.Builder
 	for i := 0; sb.Len() < 5*wholePartBytes; i++ {
 		fmt.Fprintf(&sb, "Line %d: it's %s\n", i, strings.Repeat("word ", i%11))
@@ -200,15 +207,7 @@ func TestEncodeWholeInParts(t *testing.T) {
 
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
-	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
-	data, err := os.ReadFile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenize.LoadHFJSON(data, "gpt2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec, tok := gpt2File(t)
 	var in strings.Builder
 	var want [][]int
 	add := func(text string) {
