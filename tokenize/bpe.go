@@ -12,9 +12,10 @@ import (
 // Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial):
 //   - Short pieces are merged tiktoken-style: an array of parts and the rank of each
 //     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
-//   - Merges are looked up by the pair of ids (HF's semantics: the rank of the pair in the
-//     merges list), never by concatenating bytes, in a packed open-addressing table (8-byte
-//     slots: the GPT-2 table is 1 MiB; a Go map of the same was slower on every input).
+//   - HF merges are looked up by the pair of ids (HF's semantics: the rank of the pair in
+//     the merges list), never by concatenating bytes, in a packed open-addressing table
+//     (8-byte slots, a quarter full: the GPT-2 table is 1.6 MB; a Go map of the same was
+//     slower on every input). tiktoken's are looked up by bytes (bpe_ranks.go).
 //   - Pieces longer than heapThreshold (a 1 MB run of letters is one piece) are where the
 //     linear-time goal is decided. A heap (container/heap, 16-byte entries) cost 30x the
 //     per-byte time of normal text on 1 MB of random a-z; the bucket queue by rank in
