@@ -5,7 +5,7 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export SHARED
 
-.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda ci clean
+.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda gpu-check gpu-check-dry ci clean
 
 all: build
 
@@ -31,7 +31,8 @@ FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRou
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
 	cmd/train:FuzzParseTokenArrays train/dist:FuzzParseNodeList train/dist:FuzzParseTasksPerNode \
-	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile
+	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile internal/redact:FuzzString storage:FuzzProcStartTime train:FuzzParseMemAvailable kernels/cuda/sim:FuzzParse \
+	kernels/cuda:FuzzSimVisibleDevices
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$pkg $$fn"; \
@@ -75,7 +76,16 @@ cuda:
 demo: build
 	bash tools/demo.sh
 
-ci: lint test test-noasm race
+# The GPU check's inputs (gpu-check/: bin/train, test binaries, the PyTorch baseline, data),
+# built here for a GPU machine with no Go (docs/gpu.md: the device-tool call).
+gpu-check:
+	bash tools/gpu/build.sh
+
+# The GPU check end to end on this machine, cuda-sim standing in for the GPU (seconds).
+gpu-check-dry: gpu-check
+	bash tools/gpu/check.sh --dry
+
+ci: lint test test-noasm race gpu-check-dry
 
 clean:
 	rm -rf $(BIN) .cache

@@ -22,15 +22,18 @@ func TestImportDirection(t *testing.T) {
 		"gptkit/kernels":           {},
 		"gptkit/kernels/ref":       {"gptkit/kernels"},
 		"gptkit/kernels/cpu":       {"gptkit/kernels"},
-		"gptkit/kernels/cuda":      {"gptkit/kernels"},
+		"gptkit/kernels/cuda":      {"gptkit/kernels", "gptkit/kernels/cuda/sim"},
+		// the PTX simulator knows nothing of the kernels it runs
+		"gptkit/kernels/cuda/sim": {},
 		// train never imports tokenize or prep: the tokenizer comes in through the manifest
 		// (cmd/train wires tokenize/spec for sample).
 		"gptkit/train": {"gptkit/kernels", "gptkit/loader", "gptkit/shards", "gptkit/storage",
-			"gptkit/train/checkpoint", "gptkit/train/safetensors", "gptkit/train/hfgpt2"},
+			"gptkit/train/checkpoint", "gptkit/train/safetensors", "gptkit/train/hfgpt2", "gptkit/train/tensorboard"},
 		"gptkit/train/checkpoint":  {"gptkit/storage"},
 		"gptkit/train/safetensors": {},
 		"gptkit/train/hfgpt2":      {"gptkit/train/safetensors"},
 		"gptkit/train/plot":        {},
+		"gptkit/train/tensorboard": {},
 		"gptkit/train/dist":        {},
 		"gptkit/train/launch":      {"gptkit/train/dist"},
 	}

@@ -20,8 +20,8 @@ func NeoXBlendWeights(weights []float64, numSamples int64) (normalized []float64
 	for _, w := range weights {
 		sum += w
 	}
-	if !(sum > 0) {
-		return nil, nil, fmt.Errorf("loader: blend weights sum to %v", sum)
+	if err := checkWeightSum(weights, sum); err != nil {
+		return nil, nil, err
 	}
 	normalized = make([]float64, len(weights))
 	perDataset = make([]int64, len(weights))
@@ -46,8 +46,8 @@ func BlendNeoX(weights []float64, size int64) (datasetIndex []uint8, sampleIndex
 		return nil, nil, fmt.Errorf("loader: negative blend size %d", size)
 	}
 	sum := numpySum(weights)
-	if !(sum > 0) {
-		return nil, nil, fmt.Errorf("loader: blend weights sum to %v", sum)
+	if err := checkWeightSum(weights, sum); err != nil {
+		return nil, nil, err
 	}
 	w := make([]float64, len(weights))
 	for i, v := range weights {
@@ -71,6 +71,19 @@ func BlendNeoX(weights []float64, size int64) (datasetIndex []uint8, sampleIndex
 		used[best]++
 	}
 	return datasetIndex, sampleIndex, nil
+}
+
+// checkWeightSum refuses weights whose sum is not a positive finite number: all zero, or
+// so large that adding them overflows float64 (1e308:a,1e308:b), which would otherwise
+// normalize every weight to 0.
+func checkWeightSum(weights []float64, sum float64) error {
+	switch {
+	case math.IsInf(sum, 0) || math.IsNaN(sum):
+		return fmt.Errorf("loader: blend weights %v add up to more than a float64 holds: scale them down (only their ratios matter, e.g. 0.5:dirA,0.5:dirB)", weights)
+	case !(sum > 0):
+		return fmt.Errorf("loader: blend weights %v sum to %v: give every dataset a positive weight", weights, sum)
+	}
+	return nil
 }
 
 // numpySum is np.sum over a contiguous float64 array: 0.0 plus numpy's

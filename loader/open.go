@@ -43,6 +43,11 @@ type Options struct {
 	// CacheDir keeps local copies of S3 shards and the index files of data that
 	// cannot take them beside it ("" means storage.DefaultCacheDir()).
 	CacheDir string
+	// VocabSize, when positive, is the vocabulary every token id must lie below (the
+	// model's); a manifest's tokenizer vocabulary, when smaller, is checked instead.
+	// Open checks every shard before it returns (shards.VerifyOnOpen): its sha256
+	// against the manifest and its ids, once per file version (remembered in CacheDir).
+	VocabSize int
 	// S3Endpoint and S3PathStyle are passed to storage.Open for s3:// data.
 	S3Endpoint  string
 	S3PathStyle bool
@@ -50,6 +55,15 @@ type Options struct {
 	// and warnings about damaged cache files; nil discards them.
 	Logger *slog.Logger
 }
+
+// EmptySplitError is Open's error when samples are asked of a split (Train, Valid or
+// Test) that the data has no documents for, so that callers can suggest asking for none.
+type EmptySplitError struct {
+	Split int // Train, Valid or Test
+	msg   string
+}
+
+func (e *EmptySplitError) Error() string { return e.msg }
 
 // Data is an opened run's data: one Source per split.
 type Data struct {
@@ -147,7 +161,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 		}
 		list := lists[k]
 		if len(list) == 0 {
-			return nil, fmt.Errorf("loader: %d %s samples asked for, but %s lists no %s datasets", n, SplitNames[k], o.Data, SplitNames[k])
+			return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %d %s samples asked for, but %s lists no %s datasets", n, SplitNames[k], o.Data, SplitNames[k])}
 		}
 		counts := []int64{n}
 		var weights []float64
@@ -181,7 +195,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 					if presplit {
 						how = "its manifest labels no shard " + SplitNames[k]
 					}
-					return nil, fmt.Errorf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, or change the split", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k])
+					return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, or change the split", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k])}
 				}
 			}
 			s, file, err := set.samples(ctx, o, k, splitName, docs, counts[c])
@@ -284,11 +298,11 @@ func openDataSet(ctx context.Context, p string, o Options) (*dataSet, error) {
 		}
 		return nil, fmt.Errorf("loader: %s: a bare shard needs both %s.bin and %s.idx", p, prefix, prefix)
 	}
-	return openBareSet(ctx, p, prefix, sopts)
+	return openBareSet(ctx, p, prefix, sopts, o)
 }
 
 func openManifestSet(ctx context.Context, p string, st, next storage.Store, o Options) (*dataSet, error) {
-	ds, err := shards.OpenDataset(ctx, st, "", o.CacheDir)
+	ds, err := shards.OpenDataset(ctx, st, "", o.CacheDir, shards.VerifyOnOpen(o.VocabSize, o.CacheDir))
 	if err != nil {
 		return nil, fmt.Errorf("loader: open dataset %s: %w", p, err)
 	}
@@ -306,8 +320,8 @@ func openManifestSet(ctx context.Context, p string, st, next storage.Store, o Op
 // openBareSet opens a GPT-NeoX PREFIX.bin/PREFIX.idx pair. With no manifest to
 // name its checksums, the index cache key takes the SHA-256 of the .idx (which
 // holds every document size, all an index depends on) and the .bin's size.
-func openBareSet(ctx context.Context, p, prefix string, sopts storage.Options) (*dataSet, error) {
-	r, err := shards.Open(prefix, shards.AllowMergedDocIdx())
+func openBareSet(ctx context.Context, p, prefix string, sopts storage.Options, o Options) (*dataSet, error) {
+	r, err := shards.Open(prefix, shards.AllowMergedDocIdx(), shards.VerifyOnOpen(o.VocabSize, o.CacheDir))
 	if err != nil {
 		return nil, fmt.Errorf("loader: open %s: %w", p, err)
 	}

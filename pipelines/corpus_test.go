@@ -72,7 +72,7 @@ func snapshot(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == ".gptkit.lock" {
+		if err != nil || d.IsDir() || d.Name() == ".gptkit.lock" || d.Name() == ".gptkit-writer.lock" {
 			return err
 		}
 		data, err := os.ReadFile(p)

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		crashHelper(loc, os.Getenv("GPTKIT_CRASH_INPUT"))
 		return
 	}
+	if loc := os.Getenv("GPTKIT_FULLDISK_RUN"); loc != "" {
+		os.Exit(fullDiskHelper(loc, os.Getenv("GPTKIT_CRASH_INPUT"))) // faults_test.go
+	}
 	if out := os.Getenv("GPTKIT_RESUME_RUN"); out != "" {
 		resumeHelper(out) // resume_test.go
 		return

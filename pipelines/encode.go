@@ -123,12 +123,17 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 				return context.Cause(ctx)
 			}
 			t0 := time.Now()
+			batch := int64(0)
 			for i, ids := range out {
 				if err := rot.add(ids, len(j.docs[i].Text), rot.stripeOf(j.docs[i])); err != nil {
 					return err
 				}
-				tokens += int64(ids.len())
+				batch += int64(ids.len())
 				r.event("doc")
+			}
+			tokens += batch
+			if r.ProgressTokens != nil {
+				r.ProgressTokens(batch)
 			}
 			writeTime += time.Since(t0)
 		}
@@ -263,7 +268,8 @@ func (e *batchEncoder) encodeHuge(r *TokenizeRun, d prep.Doc) (docIDs, error) {
 
 // readOptions are the reader's options, skipping the first skip documents.
 func (r *TokenizeRun) readOptions(skip int64) prep.ReadOptions {
-	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip}
+	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip,
+		AcceptTruncated: r.AcceptTruncated}
 	if r.SkipBad {
 		opt.OnError = prep.Skip
 	}

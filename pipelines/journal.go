@@ -68,6 +68,8 @@ type readCounts struct {
 	Filtered    int64                 `json:"filtered"`
 	InvalidUTF8 int64                 `json:"invalid_utf8"`
 	BytesIn     int64                 `json:"bytes_in"`
+	Truncated   int64                 `json:"truncated,omitempty"`
+	UnreadBytes int64                 `json:"unread_bytes,omitempty"`
 	BadRecords  *prep.BadRecordReport `json:"bad_records,omitempty"`
 }
 

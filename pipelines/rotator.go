@@ -24,6 +24,9 @@ type shardRotator struct {
 	// committed is called after each shard is committed, with its prefix relative to
 	// the dataset directory and its split set, and the bytes of text it encodes.
 	committed func(info shards.ShardInfo, textBytes int64) error
+	// check, if set, is called before each shard is committed: an error (the writer
+	// lock was lost) stops the run before it writes.
+	check func() error
 	// ranges are what the split's documents are read from (prep.Doc.Range indexes
 	// them), and inputIdx the index among the split's inputs of each one's file (only
 	// needed where ranges are striped).
@@ -81,6 +84,13 @@ func (s *shardRotator) add(ids docIDs, textBytes int, key stripeKey) error {
 }
 
 func (s *shardRotator) closeCurrent() error {
+	if s.check != nil {
+		if err := s.check(); err != nil {
+			s.cur.Abort()
+			s.cur = nil
+			return err
+		}
+	}
 	info, err := s.cur.Close()
 	s.cur = nil
 	if err != nil {

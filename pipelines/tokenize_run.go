@@ -46,6 +46,9 @@ type TokenizeRun struct {
 	// again, without handing them on (their bytes count, they do not), and does not
 	// read the splits it had finished at all.
 	Progress func(bytesRead, docs int64)
+	// ProgressTokens, if set, is called with the tokens of each batch of documents as
+	// it is written (for a tokens/s figure beside Progress's).
+	ProgressTokens func(tokens int64)
 	// OnShard, if set, is called after each shard is committed (and, with Resume,
 	// journaled: a run killed from then on keeps it), with its manifest entry.
 	OnShard func(info shards.ShardInfo)
@@ -61,7 +64,8 @@ type TokenizeRun struct {
 	// then identifies those inputs by content instead of by size and mtime.
 	InputSHA256 map[string]string
 	// Params are other settings that change the output (a filter's configuration, say):
-	// part of the job fingerprint, so that changing them does not resume.
+	// part of the job fingerprint, so that changing them does not resume, and recorded
+	// in the manifest's source ("params").
 	Params map[string]string
 	// FilterSet keeps only the records of one Pile subset (see prep.ReadOptions).
 	FilterSet string
@@ -69,6 +73,11 @@ type TokenizeRun struct {
 	// ...), counting them in the stats with examples (SplitStats.BadRecords), instead
 	// of failing on the first one as `tokenize run` does.
 	SkipBad bool
+	// AcceptTruncated keeps what precedes the damage of a truncated or corrupt
+	// compressed input and skips the rest of it (prep.ReadOptions.AcceptTruncated),
+	// counting it in the stats (Truncated, UnreadBytes); without it such an input
+	// fails the run.
+	AcceptTruncated bool
 
 	// NumWorkers, when positive, makes the run part WorkerIndex (from 0) of a
 	// partitioned run of NumWorkers parts: one task of an array job (see
@@ -128,6 +137,8 @@ type RunStats struct {
 	Bad                 int64 // bad records skipped (SkipBad)
 	Filtered            int64 // records dropped by FilterSet (of another subset or without one)
 	InvalidUTF8         int64 // documents whose invalid UTF-8 became U+FFFD
+	Truncated           int64 // truncated or corrupt streams whose rest was skipped (AcceptTruncated)
+	UnreadBytes         int64 // input bytes not read because of them
 	BytesIn             int64 // input bytes read, as stored (compressed)
 	TextBytes           int64
 	Shards              int
@@ -157,6 +168,7 @@ type SplitStats struct {
 	Split                              string
 	Docs, Empty, Bad, Filtered, Tokens int64
 	InvalidUTF8, BytesIn, TextBytes    int64
+	Truncated, UnreadBytes             int64
 	Shards, ResumedShards              int
 	ResumedDocs                        int64
 	Elapsed, WriteTime                 time.Duration
@@ -187,6 +199,24 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		return nil, stats, err
 	}
 	dtype := shards.DTypeForVocab(tok.VocabSize())
+
+	// One writer at a time: a second run into this directory fails here, naming the
+	// first, instead of renaming its shards over the first's (see storage.LockDir).
+	lock, err := storage.LockDir(ctx, r.Store, r.Dir, r.owner())
+	if err != nil {
+		return nil, stats, err
+	}
+	defer lock.Release()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel(lock.Check())
+		case <-ctx.Done():
+		}
+	}()
+
 	var desc *jobDesc
 	var job string
 	if r.Resume {
@@ -201,7 +231,15 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
 	sameJob := err == nil && r.Resume && old.Source["job"] == job
+	damaged := "" // a finished dataset of this job that is no longer whole is made again
+	if sameJob && !r.Overwrite {
+		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, old); perr != nil {
+			damaged = perr.Error()
+			log.Warn("the finished dataset is damaged: making it again", "dataset", r.where(), "problem", damaged)
+		}
+	}
 	switch {
+	case damaged != "":
 	case sameJob && !r.Overwrite:
 		if err := r.Store.Delete(ctx, r.journalKey()); err != nil { // left by a run killed after its manifest
 			log.Warn("could not remove the journal", "err", err)
@@ -233,6 +271,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		if j, restarted, err = r.resumeJournal(ctx, desc, job, dtype, workers, start, sameJob, log); err != nil {
 			return nil, stats, err
 		}
+		if damaged != "" {
+			restarted = "the finished dataset is damaged (" + damaged + ")"
+		}
 		if stats.Restarted = restarted; restarted != "" {
 			log.Warn("not resuming: starting over", "dataset", r.where(), "why", restarted)
 		} else if shardsKept, docsKept := j.kept(); shardsKept > 0 {
@@ -251,7 +292,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		if r.ranges != nil {
 			ranges, inputIdx = r.ranges[i], r.rangeInputs[i]
 		}
-		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, inputIdx, dtype, workers, log)
+		ss, err := r.runSplit(ctx, j, j.Splits[i], ranges, inputIdx, dtype, workers, lock, log)
 		stats.add(ss)
 		if err != nil {
 			return nil, stats, err
@@ -263,6 +304,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		}
 	}
 	tw := time.Now()
+	if err := lock.Check(); err != nil {
+		return nil, stats, err
+	}
 	if err := shards.WriteManifest(ctx, r.Store, r.Dir, m); err != nil {
 		return nil, stats, err
 	}
@@ -299,6 +343,9 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 	if j.Job != "" {
 		src["job"] = j.Job
 	}
+	if len(r.Params) > 0 {
+		src["params"] = r.Params // what a caller (prep) compares before it has the inputs
+	}
 	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
 	m.Part = r.part
 	return m
@@ -307,7 +354,7 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 // runSplit writes one split, continuing after its journaled shards, and journals each
 // shard it commits. A split the journal says is done is not read again. inputIdx gives
 // the index among the split's inputs of each striped range's file.
-func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, inputIdx []int, dtype shards.DType, workers int, log *slog.Logger) (SplitStats, error) {
+func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit, inputs []prep.FileRange, inputIdx []int, dtype shards.DType, workers int, lock *storage.Lock, log *slog.Logger) (SplitStats, error) {
 	t0 := time.Now()
 	ss := SplitStats{Split: js.Split, ResumedShards: len(js.Shards), ResumedDocs: js.Docs}
 	for _, info := range js.Shards {
@@ -320,7 +367,7 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 		return ss, nil
 	}
 	rot := &shardRotator{st: r.Store, dir: r.Dir, name: r.Name, split: js.Split, dtype: dtype,
-		shardBytes: r.ShardBytes, next: len(js.Shards), ranges: inputs, inputIdx: inputIdx}
+		shardBytes: r.ShardBytes, next: len(js.Shards), ranges: inputs, inputIdx: inputIdx, check: lock.Check}
 	rot.committed = func(info shards.ShardInfo, textBytes int64) error {
 		r.event("commit")
 		js.Shards = append(js.Shards, info)
@@ -341,7 +388,8 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 	read, tokens, writeTime, err := r.encodeSplit(ctx, inputs, js.Docs, workers, rot)
 	ss.Docs, ss.Tokens, ss.Shards, ss.TextBytes = js.Docs, ss.Tokens+tokens, len(js.Shards), keptText+read.TextBytes
 	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered,
-		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords}
+		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords,
+		Truncated: read.Truncated, UnreadBytes: read.UnreadBytes}
 	ss.setRead(counts)
 	ss.WriteTime = writeTime
 	if err != nil {
@@ -370,6 +418,7 @@ func (ss *SplitStats) setRead(c *readCounts) {
 		return
 	}
 	ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8, ss.BytesIn, ss.BadRecords = c.Empty, c.Bad, c.Filtered, c.InvalidUTF8, c.BytesIn, c.BadRecords
+	ss.Truncated, ss.UnreadBytes = c.Truncated, c.UnreadBytes
 }
 
 // add counts a split into the run's totals.
@@ -380,6 +429,8 @@ func (s *RunStats) add(ss SplitStats) {
 	s.Bad += ss.Bad
 	s.Filtered += ss.Filtered
 	s.InvalidUTF8 += ss.InvalidUTF8
+	s.Truncated += ss.Truncated
+	s.UnreadBytes += ss.UnreadBytes
 	s.Tokens += ss.Tokens
 	s.BytesIn += ss.BytesIn
 	s.TextBytes += ss.TextBytes
@@ -415,6 +466,14 @@ func (r *TokenizeRun) allInputs() []string {
 		all = append(all, s.Inputs...)
 	}
 	return all
+}
+
+// owner describes this run for the writer lock, which a second writer's error quotes.
+func (r *TokenizeRun) owner() string {
+	if r.Command == "" {
+		return storage.LockOwner("a gptkit run of " + r.Name)
+	}
+	return storage.LockOwner(r.Command)
 }
 
 func (r *TokenizeRun) where() string {

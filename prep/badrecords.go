@@ -3,7 +3,6 @@ package prep
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -46,7 +45,11 @@ const (
 	ReasonNotObject   = "not_object"   // a JSONL line that is not an object (ErrNotObject)
 	ReasonMissingText = "missing_text" // no text member (ErrMissing)
 	ReasonNotText     = "not_text"     // a text that is not a string or a list of strings, or a null Parquet value (ErrNotText)
-	ReasonCorrupt     = "corrupt"      // a truncated or corrupt compressed stream, zip member or Parquet page
+	// ReasonCorrupt is no bad record either: a truncated or corrupt compressed
+	// stream, zip member or Parquet page, which fails the reading unless
+	// ReadOptions.AcceptTruncated; then its example says how many bytes were not
+	// read (Stats.Truncated, Stats.UnreadBytes count them).
+	ReasonCorrupt = "corrupt"
 
 	// ReasonInvalidUTF8 is no bad record but a warning: the document was handed
 	// on with its invalid UTF-8 replaced by U+FFFD (Stats.InvalidUTF8).
@@ -67,6 +70,9 @@ type BadRecord struct {
 	Reason string `json:"reason"`         // one of the Reason constants
 	Error  string `json:"error"`          // what is wrong, without the file and line
 	Kept   bool   `json:"kept,omitempty"` // the document was handed on (ReasonInvalidUTF8)
+	// Unread is, for ReasonCorrupt, how many bytes of the file (as stored) were not
+	// read because of it.
+	Unread int64 `json:"unread_bytes,omitempty"`
 }
 
 // BadRecordReport is what a ReadDocs with OnError Skip found wrong: how many records
@@ -109,37 +115,33 @@ func (r *BadRecordReport) addInvalidUTF8(d Doc) {
 }
 
 // Bad returns the number of bad records counted (the documents with invalid UTF-8,
-// which were kept, aside).
+// which were kept, and the accepted truncated streams aside).
 func (r *BadRecordReport) Bad() int64 {
 	if r == nil {
 		return 0
 	}
 	var n int64
 	for reason, c := range r.Counts {
-		if reason != ReasonInvalidUTF8 {
+		if reason != ReasonInvalidUTF8 && reason != ReasonCorrupt {
 			n += c
 		}
 	}
 	return n
 }
 
-// WriteJSON writes the report to w as an indented JSON object, {"counts": {reason:
-// n, ...}, "examples": [{"file", "line", "reason", "error", "kept"}, ...]}, with a
-// final newline. A nil report writes empty counts and examples.
-func (r *BadRecordReport) WriteJSON(w io.Writer) error {
-	out := BadRecordReport{Counts: map[string]int64{}, Examples: []BadRecord{}}
-	if r != nil {
-		out.Counts, out.Examples = r.Counts, r.Examples
-		if out.Examples == nil {
-			out.Examples = []BadRecord{}
-		}
+// MarshalJSON writes {"counts": {reason: n, ...}, "examples": [{"file", "line",
+// "reason", "error", "kept"}, ...]} (prep-report.json's "bad_records"), with empty (not
+// null) counts and examples when there are none.
+func (r BadRecordReport) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Counts   map[string]int64 `json:"counts"`
+		Examples []BadRecord      `json:"examples"`
+	}{r.Counts, r.Examples}
+	if out.Counts == nil {
+		out.Counts = map[string]int64{}
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
+	if out.Examples == nil {
+		out.Examples = []BadRecord{}
 	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("prep: bad records: %w", err)
-	}
-	return nil
+	return json.Marshal(out)
 }

@@ -75,17 +75,17 @@ func TestReadDocsSkipsBadRecords(t *testing.T) {
 	}
 
 	// The report as JSON.
-	var buf bytes.Buffer
-	if err := r.WriteJSON(&buf); err != nil {
+	buf, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
 		t.Fatal(err)
 	}
 	var back BadRecordReport
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || fmt.Sprint(back.Counts) != fmt.Sprint(r.Counts) ||
+	if err := json.Unmarshal(buf, &back); err != nil || fmt.Sprint(back.Counts) != fmt.Sprint(r.Counts) ||
 		len(back.Examples) != len(r.Examples) || back.Examples[1] != r.Examples[1] {
-		t.Errorf("WriteJSON wrote %s (err %v)", buf.Bytes(), err)
+		t.Errorf("the report as JSON: %s (err %v)", buf, err)
 	}
-	if !bytes.Contains(buf.Bytes(), []byte(`"file": "`+a+`",`)) || !bytes.Contains(buf.Bytes(), []byte(`"line": 2,`)) {
-		t.Errorf("WriteJSON wrote %s", buf.Bytes())
+	if !bytes.Contains(buf, []byte(`"file": "`+a+`",`)) || !bytes.Contains(buf, []byte(`"line": 2,`)) {
+		t.Errorf("the report as JSON: %s", buf)
 	}
 
 	// Fail: the first bad record stops the reading. Invalid UTF-8 is no error.
@@ -112,16 +112,16 @@ func TestBadRecordExamplesLimit(t *testing.T) {
 			t.Errorf("MaxBadExamples %d: %d bad, counts %v, %d examples; want 33 bad, %d examples", tt.max, stats.Bad, r.Counts, len(r.Examples), tt.shown)
 		}
 	}
-	// A nil report (nothing bad) writes an empty one.
-	var buf bytes.Buffer
-	if err := (*BadRecordReport)(nil).WriteJSON(&buf); err != nil || buf.String() != "{\n  \"counts\": {},\n  \"examples\": []\n}\n" {
-		t.Errorf("nil report: %q, %v", buf.String(), err)
+	// An empty report (nothing bad) is empty counts and examples, not nulls.
+	if buf, err := json.MarshalIndent(BadRecordReport{}, "", "  "); err != nil || string(buf) != "{\n  \"counts\": {},\n  \"examples\": []\n}" {
+		t.Errorf("empty report: %q, %v", buf, err)
 	}
 }
 
-// TestReadDocsTruncatedStreams cuts compressed files short: with Skip, the documents
-// before the cut are kept and the rest of the file is skipped; with Fail, the error
-// names the file and the line.
+// TestReadDocsTruncatedStreams cuts compressed files short: whatever the policy for bad
+// records, the reading fails naming the file, the line and the offsets (a cut is no bad
+// record: issue 15, item 3); with AcceptTruncated the documents before the cut are kept,
+// the rest of the file is skipped, and the bytes not read are counted.
 func TestReadDocsTruncatedStreams(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
@@ -139,11 +139,16 @@ func TestReadDocsTruncatedStreams(t *testing.T) {
 			if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			docs, stats, err := readAll(t, []string{path, after}, ReadOptions{})
+			if _, _, err := readAll(t, []string{path, after}, ReadOptions{}); err == nil || !strings.Contains(err.Error(), path) ||
+				!strings.Contains(err.Error(), "bytes of data, having read") || !strings.Contains(err.Error(), "--accept-truncated") {
+				t.Fatalf("Skip: %v, want an error naming the file and the offsets", err)
+			}
+			docs, stats, err := readAll(t, []string{path, after}, ReadOptions{AcceptTruncated: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stats.Bad != 1 || stats.BadRecords.Counts[ReasonCorrupt] != 1 || stats.Files != 2 || docs[len(docs)-1].Text != "next file" {
+			if stats.Bad != 0 || stats.Truncated != 1 || stats.BadRecords.Counts[ReasonCorrupt] != 1 || stats.BadRecords.Bad() != 0 ||
+				stats.Files != 2 || docs[len(docs)-1].Text != "next file" || stats.BadRecords.Examples[0].Unread != stats.UnreadBytes {
 				t.Fatalf("stats %+v, report %+v", stats, stats.BadRecords)
 			}
 			kept := docs[:len(docs)-1]
@@ -164,7 +169,7 @@ func TestReadDocsTruncatedStreams(t *testing.T) {
 					t.Fatalf("doc %d: %q line %d, want %q", i, d.Text, d.Line, want.Text)
 				}
 			}
-			if ex.File != path || ex.Line != len(kept)+1 || !strings.Contains(ex.Error, hintCorrupt) {
+			if ex.File != path || ex.Line != len(kept)+1 || !strings.Contains(ex.Error, "bytes of the file not read") {
 				t.Errorf("example %+v, want line %d", ex, len(kept)+1)
 			}
 

@@ -12,6 +12,9 @@ type Corpus struct {
 	// "gpt2", or "char" for tiny Shakespeare.
 	DefaultTokenizer string
 	Notes            string // availability, licensing and layout remarks, for people
+	// DerivedSplits are splits prep cuts from the files rather than downloads (tiny
+	// Shakespeare's val: the last 10% of the text); Splits lists them after the files'.
+	DerivedSplits []string
 }
 
 // CorpusFile is one file of a Corpus.
@@ -27,6 +30,9 @@ type CorpusFile struct {
 	Sources []Source
 	Size    int64  // bytes; 0 means unknown
 	SHA256  string // lower-case hex; "" means unknown
+	// Embedded, if set, returns the file's content compiled into the binary (tiny
+	// Shakespeare): prep writes it instead of downloading, unless asked to download.
+	Embedded func() ([]byte, error)
 }
 
 // Source is one URL a CorpusFile can be downloaded from.
@@ -85,8 +91,15 @@ func (c Corpus) TotalSize() (int64, bool) {
 	return total, known
 }
 
-// Splits returns the splits the corpus's files belong to, in order of first appearance.
+// Splits returns the splits the corpus's files belong to, in order of first appearance,
+// then its DerivedSplits.
 func (c Corpus) Splits() []string {
+	splits := c.fileSplits()
+	return append(splits, c.DerivedSplits...)
+}
+
+// fileSplits returns the splits the corpus's files belong to, in order of first appearance.
+func (c Corpus) fileSplits() []string {
 	var splits []string
 	for _, f := range c.Files {
 		found := false
@@ -98,6 +111,16 @@ func (c Corpus) Splits() []string {
 		}
 	}
 	return splits
+}
+
+// Embedded reports whether every file of the corpus is compiled into the binary.
+func (c Corpus) Embedded() bool {
+	for _, f := range c.Files {
+		if f.Embedded == nil {
+			return false
+		}
+	}
+	return len(c.Files) > 0
 }
 
 // HasVerifiedSource reports whether every file has at least one verified source.

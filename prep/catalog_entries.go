@@ -1,6 +1,10 @@
 package prep
 
-import "fmt"
+import (
+	"fmt"
+
+	"gptkit/internal/tinyshakespeare"
+)
 
 // The catalog's entries. URLs, names and counts come from GPT-NeoX's
 // tools/datasets/corpora.py (the originals) and the Hugging Face pages of the mirrors
@@ -11,7 +15,8 @@ const (
 	pileOriginal    = "https://the-eye.eu/public/AI/pile/"
 	pileUncopyright = "https://huggingface.co/datasets/monology/pile-uncopyrighted/resolve/main/"
 	eaidata         = "http://eaidata.bmk.sh/data/"
-	mattmahoney     = "http://mattmahoney.net/dc/"
+	mattmahoney     = "https://mattmahoney.net/dc/"
+	deepai          = "https://data.deepai.org/"
 	charRNN         = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/"
 )
 
@@ -22,16 +27,26 @@ const (
 	noteTheEyeGuess   = noteTheEye + "; path assumed from the train layout"
 )
 
-// Tiny Shakespeare, pinned from the project's shared copy (shared/corpora/tinyshakespeare.txt).
+// Tiny Shakespeare, pinned from the project's shared copy (shared/corpora/tinyshakespeare.txt),
+// which the binaries embed (internal/tinyshakespeare).
 const (
-	shakespeareSize   = 1115394
-	shakespeareSHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+	shakespeareSize   = tinyshakespeare.Size
+	shakespeareSHA256 = tinyshakespeare.SHA256
+)
+
+// enwik8.zip as Hugging Face's datasets library records it for mattmahoney.net's file
+// (huggingface/datasets, datasets/enwik8/dataset_infos.json, download_checksums); the
+// size is also the one LTCB's page gives.
+const (
+	enwik8Size   = 36445475
+	enwik8SHA256 = "547994d9980ebed1288380d652999f38a14fe291a6247c157c3d33d4932534bc"
 )
 
 const pileNotes = "The original host is gone (gpt-neox #909) and the full Pile was taken down after a DMCA claim (gpt-neox #1071, the-pile #117). " +
 	"The first source, monology/pile-uncopyrighted on Hugging Face, keeps the layout but drops Books3, BookCorpus2, OpenSubtitles, YTSubtitles and OWT2: " +
-	"what you get is not byte-identical to the Pile, and token counts differ from papers. No sizes or sha256 are known: " +
-	"pass --checksums FILE, or a --mirror whose SHA256SUMS lists them, to have the downloads checked. " +
+	"what you get is not byte-identical to the Pile, and token counts differ from papers. No sizes or sha256 are known " +
+	"(the publisher's SHA256SUMS.txt went with the original host): prep asks the server for the sizes before it starts, warns that the files are unverified, " +
+	"and checks them only as zstd; pass --checksums FILE, or a --mirror whose SHA256SUMS lists them, to have the downloads checked. " +
 	"Other copies: EleutherAI/the_pile_deduplicated (parquet), EleutherAI/raw_deduplicated_pile, EleutherAI/pile_val_test (plain val.jsonl, test.jsonl)."
 
 // pileFile returns the Pile file name (a train shard, val or test), from the
@@ -59,7 +74,7 @@ func pileCorpus() Corpus {
 		pileFile("test.jsonl.zst", "test", noteTheEyeGuess))
 	return Corpus{
 		Name:             "pile",
-		Description:      "The Pile (EleutherAI): 30 zstd JSONL train shards, val and test",
+		Description:      "The Pile, uncopyrighted variant (monology/pile-uncopyrighted, not the original): 30 zstd JSONL train shards, val, test",
 		Files:            files,
 		DefaultTokenizer: "gpt2",
 		Notes:            pileNotes,
@@ -71,7 +86,7 @@ func pile00Corpus() Corpus {
 	return Corpus{
 		Name:             "pile-00",
 		Aliases:          []string{"pile_subset", "pile_00"},
-		Description:      "The Pile's first train shard, train/00.jsonl.zst (GPT-NeoX's pile_subset)",
+		Description:      "The Pile's first train shard, train/00.jsonl.zst (GPT-NeoX's pile_subset), uncopyrighted variant as for pile",
 		Files:            []CorpusFile{pileTrain(0)},
 		DefaultTokenizer: "gpt2",
 		Notes:            "Sources as for pile: the mirror drops some Pile components, so this is not byte-identical to the original shard.",
@@ -98,8 +113,9 @@ func enwik8Corpus() Corpus {
 	return Corpus{
 		Name:        "enwik8",
 		Description: "enwik8: 100 MB of English Wikipedia XML (Hutter Prize), zipped; read as one document",
-		Files: []CorpusFile{{Name: "enwik8.zip", Split: "train", Sources: []Source{
-			{URL: mattmahoney + "enwik8.zip", Note: "original host; its https certificate expired once (gpt-neox #949), so http is used"},
+		Files: []CorpusFile{{Name: "enwik8.zip", Split: "train", Size: enwik8Size, SHA256: enwik8SHA256, Sources: []Source{
+			{URL: mattmahoney + "enwik8.zip", Verified: true, Note: "original host (Matt Mahoney's LTCB), over https (its certificate expired once, gpt-neox #949); sha256 as Hugging Face datasets recorded it from this host"},
+			{URL: deepai + "enwik8.zip", Note: "the copy GPT-NeoX's corpora.py now uses; checked against the same sha256"},
 		}}},
 		DefaultTokenizer: "gpt2",
 		Notes:            "GPT-NeoX's default dataset. The archive holds one member, read as one document, as lm_dataformat does.",
@@ -112,10 +128,12 @@ func shakespeareCorpus() Corpus {
 		Name:        "shakespeare",
 		Aliases:     []string{"tinyshakespeare", "shakespeare_char"},
 		Description: "Tiny Shakespeare (char-rnn's input.txt, 1.1 MB), as in nanoGPT and llm.c",
-		Files: []CorpusFile{{Name: "input.txt", Split: "train", Size: shakespeareSize, SHA256: shakespeareSHA256, Sources: []Source{
+		Files: []CorpusFile{{Name: "input.txt", Split: "train", Size: shakespeareSize, SHA256: shakespeareSHA256, Embedded: tinyshakespeare.Text, Sources: []Source{
 			{URL: charRNN + "input.txt", Verified: true, Note: "karpathy/char-rnn on GitHub, used by nanoGPT and llm.c; sha256 pinned"},
 		}}},
+		DerivedSplits:    []string{"val"},
 		DefaultTokenizer: "char",
-		Notes:            "One file: prep splits it 90/10 into train and val, as nanoGPT does, and stores the character tokenizer beside the data.",
+		Notes: "Built into the binary: prep writes the text from there and needs no network (--download fetches it from the sources instead, " +
+			"checked against the same sha256). One file: prep splits it 90/10 into train and val (the last 10%), as nanoGPT does, and stores the character tokenizer beside the data.",
 	}
 }

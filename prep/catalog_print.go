@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"gptkit/internal/progress"
 )
 
 // PrintCatalog writes the catalog for people (`prep list`): a table with one row per
@@ -16,7 +18,7 @@ func PrintCatalog(w io.Writer) error {
 	for _, c := range catalog {
 		size := "unknown"
 		if total, known := c.TotalSize(); known {
-			size = formatBytes(total)
+			size = progress.FormatBytes(total)
 		}
 		aliases := strings.Join(c.Aliases, ",")
 		if aliases == "" {
@@ -113,19 +115,6 @@ func verifiedWord(s Source) string {
 		return "verified"
 	}
 	return "unverified"
-}
-
-// formatBytes writes n in decimal units (MB = 10^6 bytes, as internal/progress does).
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // wrap breaks text into lines of at most width bytes (longer words stay whole), each

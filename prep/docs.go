@@ -54,6 +54,12 @@ type ReadOptions struct {
 	// MaxBadExamples is how many examples of each reason Stats.BadRecords keeps: 0
 	// means DefaultBadExamples; a negative number keeps none.
 	MaxBadExamples int
+	// AcceptTruncated keeps what precedes the damage of a truncated or corrupt
+	// compressed stream (a .jsonl.zst cut short, a zip member that fails its CRC, a
+	// broken Parquet page) and skips the rest of it, counting it in Stats.Truncated
+	// and Stats.UnreadBytes. Without it such a file is an error, whatever OnError
+	// says: a stream cut short is no bad record, it hides an unknown number of them.
+	AcceptTruncated bool
 }
 
 // Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member
@@ -69,6 +75,13 @@ type Stats struct {
 	InvalidUTF8 int64 // documents handed on whose invalid UTF-8 became U+FFFD
 	Bytes       int64 // bytes of the files gone through (compressed, as stored)
 	TextBytes   int64 // bytes of text handed on
+	// Truncated counts the truncated or corrupt streams (files, zip members,
+	// Parquet row groups) whose rest was skipped (ReadOptions.AcceptTruncated), and
+	// UnreadBytes the bytes of the files (as stored) that were not read because of
+	// them: for a file cut short that is what follows the damage in the file, not
+	// what is missing from it, which nobody knows.
+	Truncated   int64
+	UnreadBytes int64
 
 	// BadRecords has the counts by reason and the first examples of the bad
 	// records, and of the documents with invalid UTF-8; nil when there are none.
@@ -112,7 +125,9 @@ func (s Stats) ErrorRate() float64 {
 // that every Parquet file has the text column) before reading any.
 //
 // Bad records (see BadRecordReport) are skipped and counted, or, with OnError Fail,
-// stop the reading with a *FileError that says where and what to do. Text with
+// stop the reading with a *FileError that says where and what to do. A truncated or
+// corrupt compressed stream is no bad record: it stops the reading with a *FileError
+// naming the file and the offsets, unless AcceptTruncated. Text with
 // invalid UTF-8 is not bad: it is handed on with each invalid byte replaced by
 // U+FFFD, as encoding/json and tokenizers do, and counted in Stats.InvalidUTF8. A
 // file that cannot be read at all (missing, of another format, a zip or Parquet

@@ -54,9 +54,9 @@ func TestReadDocsErrors(t *testing.T) {
 			[]string{"q.jsonl.zst: not zstd data (it starts with 7b 22 74 65)", "drop .zst from its name"}},
 		{"empty zst", raw("e.jsonl.zst", nil), 1, nil, []string{"e.jsonl.zst: the file is empty, not zstd data"}},
 		{"truncated zstd", raw("tz.jsonl.zst", zstdData[:len(zstdData)-10]), -1, nil,
-			[]string{"tz.jsonl.zst line ", "(the file may be truncated or corrupt: download it again)"}},
+			[]string{"tz.jsonl.zst line ", "(the file may be truncated or corrupt: download it again"}},
 		{"truncated gzip", raw("tg.jsonl.gz", gzipData[:len(gzipData)/2]), -1, nil,
-			[]string{"tg.jsonl.gz line ", "unexpected EOF (the file may be truncated or corrupt"}},
+			[]string{"tg.jsonl.gz line ", "unexpected EOF (after ", "(the file may be truncated or corrupt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package prep
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -21,6 +22,7 @@ func (r *docReader) readFile(rg FileRange, f format) error {
 		return &FileError{File: name, Err: err}
 	}
 	r.counter = &countingReader{f: file, limit: -1}
+	r.fileSize, r.member = fi.Size(), -1
 	defer func() {
 		r.stats.Bytes += r.counter.total()
 		r.reportProgress()
@@ -71,10 +73,45 @@ func (r *docReader) readStripes(rg FileRange, f format) error {
 	return r.readJSONL(src, rg.File, stripedSpan(rg))
 }
 
-// corrupt deals with a stream that cannot be read on, as e describes: with Skip, the
-// rest of it is skipped (and the caller returns nil); with Fail, e is returned.
-func (r *docReader) corrupt(e *FileError) error {
-	return r.bad(ReasonCorrupt, e)
+// corrupt deals with a stream that cannot be read on, as e describes, unread bytes of
+// the file not read because of it: never a bad record. Unless the reading accepts
+// truncated files, e is the error, saying where the stream broke; with
+// AcceptTruncated the rest of the stream is skipped (the caller returns nil) and
+// counted.
+func (r *docReader) corrupt(e *FileError, unread int64) error {
+	unread = max(unread, 0)
+	if !r.accept {
+		e.Hint = hintCorrupt + ", or pass --accept-truncated to keep what precedes the damage"
+		return e
+	}
+	r.stats.Truncated++
+	r.stats.UnreadBytes += unread
+	e.Err = fmt.Errorf("%w; %d bytes of the file not read", e.Err, unread)
+	rep := r.report()
+	kept := len(rep.Examples)
+	rep.add(ReasonCorrupt, e, false)
+	if len(rep.Examples) > kept {
+		rep.Examples[kept].Unread = unread
+	}
+	return nil
+}
+
+// streamUnread is what a stream that breaks now leaves unread: the rest of the zip
+// member being read, or else of the file (as far as the decompressor has read it).
+func (r *docReader) streamUnread() int64 {
+	if r.member >= 0 {
+		return r.member
+	}
+	return r.fileSize - r.counter.n.Load()
+}
+
+// streamError is the error of a compressed stream that breaks after decompressed bytes
+// of data: where it broke, in the data and in the file.
+func (r *docReader) streamError(err error, decompressed int64) error {
+	if r.member >= 0 {
+		return fmt.Errorf("%w (after %d bytes of the member's data)", err, decompressed)
+	}
+	return fmt.Errorf("%w (after %d bytes of data, having read %d of the file's %d bytes)", err, decompressed, r.counter.n.Load(), r.fileSize)
 }
 
 // readJSONL reads one document per line of src, the lines span says. A line may be of
@@ -126,7 +163,7 @@ func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
 			return nil
 		case err != nil && err != io.EOF:
 			// The lines before are kept; this one, cut short, and the rest are lost.
-			return r.corrupt(&FileError{File: name, Line: n, Offset: offsetIfUnnumbered(n, lineOff), Err: err, Hint: hintCorrupt})
+			return r.corrupt(&FileError{File: name, Line: n, Offset: offsetIfUnnumbered(n, lineOff), Err: r.streamError(err, off)}, r.streamUnread())
 		}
 		if len(trimSpace(line)) > 0 {
 			if err := r.jsonLine(line, name, n, lineOff, err == nil); err != nil {
@@ -211,7 +248,7 @@ func (r *docReader) readWhole(src io.Reader, source string, sizeHint int64) erro
 		n, err := io.Copy(io.Discard, src)
 		switch {
 		case err != nil:
-			return r.corrupt(&FileError{File: source, Err: err, Hint: hintCorrupt})
+			return r.corrupt(&FileError{File: source, Err: r.streamError(err, n)}, r.streamUnread())
 		case n == 0:
 			r.stats.Empty++
 		default:
@@ -221,8 +258,8 @@ func (r *docReader) readWhole(src io.Reader, source string, sizeHint int64) erro
 	}
 	var text strings.Builder
 	text.Grow(int(min(sizeHint, 1<<30))) // exact for plain files; a start for compressed ones
-	if _, err := io.Copy(&text, src); err != nil {
-		return r.corrupt(&FileError{File: source, Err: err, Hint: hintCorrupt})
+	if n, err := io.Copy(&text, src); err != nil {
+		return r.corrupt(&FileError{File: source, Err: r.streamError(err, n)}, r.streamUnread())
 	}
 	return r.offerString(text.String(), source)
 }

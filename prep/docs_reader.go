@@ -15,6 +15,7 @@ type docReader struct {
 	key      string
 	filter   string // ReadOptions.FilterSet
 	policy   ErrorPolicy
+	accept   bool // ReadOptions.AcceptTruncated
 	progress func(bytesRead, docs int64)
 	fn       func(Doc) error
 	stats    Stats
@@ -25,6 +26,11 @@ type docReader struct {
 	rangeIdx int
 	stripe   int64
 
+	// The current file's size (as stored) and zip member, for what a truncated
+	// stream leaves unread.
+	fileSize int64
+	member   int64 // the compressed size of the zip member being read; -1 when none
+
 	// Progress not yet reported.
 	counter     *countingReader // the current file's
 	docsPending int64
@@ -32,7 +38,7 @@ type docReader struct {
 }
 
 func newDocReader(ctx context.Context, opt ReadOptions, fn func(Doc) error) *docReader {
-	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError,
+	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError, accept: opt.AcceptTruncated,
 		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples}
 	if r.key == "" {
 		r.key = DefaultTextKey

@@ -158,7 +158,7 @@ func (r *docReader) readRowGroup(pf *parquetFile, rg *file.RowGroupReader, name 
 	n := rg.NumRows()
 	cols, err := openColumns(rg, pf.text, pf.set)
 	if err != nil {
-		return r.corrupt(&FileError{File: name, Line: int(first + 1), Err: err, Hint: hintCorrupt})
+		return r.corrupt(&FileError{File: name, Line: int(first + 1), Err: err}, r.rowsUnread(pf, n))
 	}
 	defer cols.close()
 	for done := int64(0); done < n; {
@@ -170,7 +170,7 @@ func (r *docReader) readRowGroup(pf *parquetFile, rg *file.RowGroupReader, name 
 			err = fmt.Errorf("the row group ends after %d of its %d rows", done, n)
 		}
 		if err != nil {
-			return r.corrupt(&FileError{File: name, Line: int(first + done + 1), Err: err, Hint: hintCorrupt})
+			return r.corrupt(&FileError{File: name, Line: int(first + done + 1), Err: err}, r.rowsUnread(pf, n-done))
 		}
 		if err := r.parquetRows(cols, k, name, first+done); err != nil {
 			return err
@@ -179,6 +179,15 @@ func (r *docReader) readRowGroup(pf *parquetFile, rg *file.RowGroupReader, name 
 		at(done)
 	}
 	return nil
+}
+
+// rowsUnread estimates the bytes of k rows of the file not read, by their share of the
+// rows (as the progress counts them).
+func (r *docReader) rowsUnread(pf *parquetFile, k int64) int64 {
+	if rows := pf.NumRows(); rows > 0 {
+		return r.fileSize * k / rows
+	}
+	return 0
 }
 
 // parquetRows takes the k rows just read by cols, the first of which follows row

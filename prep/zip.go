@@ -43,8 +43,14 @@ func (r *docReader) readMember(m *zip.File, source string) error {
 		if errors.Is(err, zip.ErrAlgorithm) {
 			hint = fmt.Sprintf("its compression method (%d) is not supported: store or deflate it", m.Method)
 		}
-		return r.corrupt(&FileError{File: source, Err: err, Hint: hint})
+		e := r.corrupt(&FileError{File: source, Err: err}, int64(m.CompressedSize64))
+		if fe, ok := e.(*FileError); ok && errors.Is(err, zip.ErrAlgorithm) {
+			fe.Hint = hint
+		}
+		return e
 	}
 	defer rc.Close()
+	r.member = int64(m.CompressedSize64)
+	defer func() { r.member = -1 }()
 	return r.readWhole(rc, source, int64(min(m.UncompressedSize64, 1<<30)))
 }

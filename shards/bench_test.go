@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"gptkit/storage"
@@ -187,4 +188,58 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatal(probs, err)
 		}
 	}
+}
+
+// BenchmarkVerifyOnOpen: what the loader's check of a shard costs when it opens it
+// (VerifyOnOpen: sha256 and the id range in one pass over the mapped .bin), against a
+// plain Open; "cached" is a reopen of the same file, which the verified-state cache
+// answers with a stat. cpu-MB/s is token bytes per second of process CPU time (the
+// machine may be shared; see getrusage).
+func BenchmarkVerifyOnOpen(b *testing.B) {
+	prefix, n := benchShard(b, Uint16)
+	open := func(b *testing.B, opts ...Option) {
+		r, err := Open(prefix, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	for _, c := range []struct {
+		name string
+		opts func(b *testing.B) []Option
+	}{
+		{"plain", func(*testing.B) []Option { return nil }},
+		{"verify", func(b *testing.B) []Option { return []Option{VerifyOnOpen(50257, b.TempDir())} }},
+		{"cached", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cache := b.TempDir()
+			if c.opts == nil {
+				open(b, VerifyOnOpen(50257, cache)) // the first open checks and records
+			}
+			b.SetBytes(n)
+			cpu0 := cpuSeconds()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if c.opts == nil {
+					open(b, VerifyOnOpen(50257, cache))
+				} else {
+					open(b, c.opts(b)...)
+				}
+			}
+			b.StopTimer()
+			if cpu := cpuSeconds() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(n)*float64(b.N)/1e6/cpu, "cpu-MB/s")
+			}
+		})
+	}
+}
+
+// cpuSeconds is this process's user and system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

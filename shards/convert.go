@@ -24,7 +24,8 @@ const (
 	NanoGPT Format = "nanogpt"
 	// LLMC is llm.c's shard: a 256 x int32 header (magic, version, token count) then the
 	// tokens; GPT-2 shards (magic 20240520, version 1) hold uint16, llama-3 shards (magic
-	// 20240801, version 7) uint32. dev/data writes EOT *before* each document.
+	// 20240801, version 7) uint32. dev/data writes EOT *before* each document (fineweb.py:
+	// all_tokens.append(eot) then the document's tokens).
 	LLMC Format = "llmc"
 )
 
@@ -41,13 +42,16 @@ const (
 	LLMCShardTokens = 100_000_000
 )
 
-// ExportNanoGPT writes every token of d, documents in order, as nanoGPT's headerless uint16
-// stream, and returns the number of tokens written. An int32 dataset converts only if every
-// id is below 65536 (otherwise an ErrTokenRange error names the document).
-func ExportNanoGPT(ctx context.Context, d *Dataset, w io.Writer) (int64, error) {
+// ExportNanoGPT writes every token of d's split (see Dataset.SplitShards), documents in
+// order, as nanoGPT's headerless uint16 stream (train.bin or val.bin), and returns the
+// number of tokens written. Documents keep their end-of-document ids where they have
+// them, after each document, as nanoGPT's openwebtext/prepare.py puts them. An int32
+// dataset converts only if every id is below 65536 (otherwise an ErrTokenRange error
+// names the document).
+func ExportNanoGPT(ctx context.Context, d *Dataset, split string, w io.Writer) (int64, error) {
 	var n int64
 	buf := make([]byte, 0, writeBufSize)
-	for s := 0; s < d.NumShards(); s++ {
+	for _, s := range d.SplitShards(split) {
 		r := d.Shard(s)
 		if r.DType() == Uint16 {
 			for b := r.Bin(); len(b) > 0; {
@@ -97,7 +101,7 @@ func ExportNanoGPT(ctx context.Context, d *Dataset, w io.Writer) (int64, error) 
 // LLMCOptions name and size llm.c shards.
 type LLMCOptions struct {
 	Name        string // file name start, e.g. "fineweb"
-	Split       string // "train" or "val"
+	Split       string // the dataset's split to export, also written into the names: "train" or "val"
 	FirstIndex  int    // NNNNNN of the first file (llm.c numbers val 0, train from 1)
 	ShardTokens int    // tokens per file, default LLMCShardTokens
 }
@@ -107,10 +111,15 @@ func LLMCName(name, split string, index int) string {
 	return fmt.Sprintf("%s_%s_%06d.bin", name, split, index)
 }
 
-// ExportLLMC writes d's token stream as llm.c shards under dir of st, filling each file
-// to o.ShardTokens as llm.c does (documents may straddle files), and returns their keys.
-// uint16 datasets get GPT-2 headers, int32 ones llama-3 headers with uint32 tokens. Each
-// file is committed atomically; on error the ones already written are deleted.
+// ExportLLMC writes the token stream of d's split o.Split as llm.c shards under dir of
+// st, filling each file to o.ShardTokens as llm.c does (documents may straddle files),
+// and returns their keys. llm.c's dev/data scripts put the end-of-text id *before* each
+// document, where this package's datasets (GPT-NeoX's convention) keep it after: a
+// document that ends with the tokenizer's EOD id is written as EOD followed by the rest
+// (Import with SplitAtEOD turns it back); one without is written as it is. The token
+// count is unchanged. uint16 datasets get GPT-2 headers, int32 ones llama-3 headers with
+// uint32 tokens. Each file is committed atomically; on error the ones already written
+// are deleted.
 func ExportLLMC(ctx context.Context, d *Dataset, st storage.Store, dir string, o LLMCOptions) (keys []string, err error) {
 	if o.ShardTokens <= 0 {
 		o.ShardTokens = LLMCShardTokens
@@ -138,8 +147,8 @@ func ExportLLMC(ctx context.Context, d *Dataset, st storage.Store, dir string, o
 			keys = nil
 		}
 	}()
-	stream := &binStream{d: d}
-	total := d.NumTokens()
+	stream := newEODFirstStream(d, o.Split)
+	total := d.SplitTokens(o.Split)
 	for k := 0; int64(k)*int64(o.ShardTokens) < total || (k == 0 && total == 0); k++ {
 		ntok := min(int64(o.ShardTokens), total-int64(k)*int64(o.ShardTokens))
 		key := join(dir, LLMCName(o.Name, o.Split, o.FirstIndex+k))
@@ -151,7 +160,7 @@ func ExportLLMC(ctx context.Context, d *Dataset, st storage.Store, dir string, o
 	return keys, nil
 }
 
-func writeLLMCFile(ctx context.Context, st storage.Store, key string, magic, version int32, ntok int64, item int, src *binStream) error {
+func writeLLMCFile(ctx context.Context, st storage.Store, key string, magic, version int32, ntok int64, item int, src *eodFirstStream) error {
 	w, err := st.Create(ctx, key)
 	if err != nil {
 		return fmt.Errorf("shards: create %s: %w", keyName(st, key), err)
@@ -169,6 +178,9 @@ func writeLLMCFile(ctx context.Context, st storage.Store, key string, magic, ver
 			return err
 		}
 		b := src.next(min(left, writeBufSize))
+		if len(b) == 0 {
+			return fmt.Errorf("shards: export llmc: %s ends %d bytes early: %w", src.d.Dir, left, ErrCorrupt)
+		}
 		if item == 4 {
 			for i := 3; i < len(b); i += 4 {
 				if b[i]&0x80 != 0 {
@@ -187,26 +199,57 @@ func writeLLMCFile(ctx context.Context, st storage.Store, key string, magic, ver
 	return nil
 }
 
-// binStream reads a dataset's token bytes across shard boundaries.
-type binStream struct {
-	d     *Dataset
-	shard int
-	off   int
+// eodFirstStream reads the token bytes of a split's documents, across shards, with each
+// document's trailing end-of-document id moved to its front (llm.c's layout).
+type eodFirstStream struct {
+	d      *Dataset
+	shards []int  // the split's shards
+	eod    []byte // the EOD id's bytes; nil when the tokenizer has none
+	si     int    // index into shards
+	doc    int    // next document of shards[si]
+	queue  [][]byte
+}
+
+func newEODFirstStream(d *Dataset, split string) *eodFirstStream {
+	s := &eodFirstStream{d: d, shards: d.SplitShards(split)}
+	if eod := d.Manifest.Tokenizer.EODID; eod >= 0 {
+		if d.DType() == Uint16 && eod <= math.MaxUint16 {
+			s.eod = binary.LittleEndian.AppendUint16(nil, uint16(eod))
+		} else if d.DType() == Int32 {
+			s.eod = binary.LittleEndian.AppendUint32(nil, uint32(eod))
+		}
+	}
+	return s
 }
 
 // next returns up to max following bytes (at least one while any remain).
-func (s *binStream) next(max int64) []byte {
-	for s.shard < s.d.NumShards() {
-		b := s.d.Shard(s.shard).Bin()[s.off:]
-		if len(b) == 0 {
-			s.shard, s.off = s.shard+1, 0
+func (s *eodFirstStream) next(max int64) []byte {
+	for len(s.queue) == 0 {
+		if s.si == len(s.shards) {
+			return nil
+		}
+		r := s.d.Shard(s.shards[s.si])
+		if s.doc == r.Len() {
+			s.si, s.doc = s.si+1, 0
 			continue
 		}
-		b = b[:min(int64(len(b)), max)]
-		s.off += len(b)
-		return b
+		b := r.Doc(s.doc)
+		s.doc++
+		if n := len(s.eod); n > 0 && len(b) >= n && string(b[len(b)-n:]) == string(s.eod) {
+			s.queue = append(s.queue, s.eod)
+			b = b[:len(b)-n]
+		}
+		if len(b) > 0 {
+			s.queue = append(s.queue, b)
+		}
 	}
-	return nil
+	b := s.queue[0]
+	if int64(len(b)) > max {
+		s.queue[0] = b[max:]
+		return b[:max]
+	}
+	s.queue = s.queue[1:]
+	return b
 }
 
 // ImportOptions describe token files to import.
@@ -215,7 +258,9 @@ type ImportOptions struct {
 	// Tokenizer made the ids; required (nanoGPT and llm.c files do not say).
 	Tokenizer TokenizerInfo
 	// SplitAtEOD recovers documents at Tokenizer.EODID: nanoGPT files end a document with
-	// it, llm.c files start one with it. Without it each file becomes one document.
+	// it, llm.c files start one with it, and it is moved to the document's end (this
+	// package's layout, so that ExportLLMC and Import are inverses). Without it each file
+	// becomes one document.
 	SplitAtEOD bool
 	// Source is extra provenance for the manifest (the input files are always listed).
 	Source map[string]any
@@ -234,6 +279,11 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 	if o.SplitAtEOD && o.Tokenizer.EODID < 0 {
 		return nil, errors.New("shards: import: splitting at EOD needs the tokenizer's eod_id")
 	}
+	lock, err := storage.LockDir(ctx, st, dir, storage.LockOwner("shards import into "+keyName(st, cleanDir(dir))))
+	if err != nil {
+		return nil, fmt.Errorf("shards: import into %s: %w", keyName(st, cleanDir(dir)), err)
+	}
+	defer lock.Release()
 	if _, err := st.Stat(ctx, ManifestKey(dir)); err == nil {
 		return nil, fmt.Errorf("shards: import into %s: %w: it already has a %s", keyName(st, cleanDir(dir)), ErrExists, ManifestName)
 	}
@@ -359,7 +409,12 @@ func splitTokens(ctx context.Context, r io.Reader, dt DType, o ImportOptions, fi
 	eodFirst := o.Format == LLMC
 	var doc []int
 	var pos int64
+	endsWithEOD := false // llm.c: the document began with EOD, which goes to its end
 	emit := func() error {
+		if endsWithEOD {
+			doc = append(doc, eod)
+			endsWithEOD = false
+		}
 		if len(doc) == 0 {
 			return nil
 		}
@@ -390,6 +445,8 @@ func splitTokens(ctx context.Context, r io.Reader, dt DType, o ImportOptions, fi
 				if err := emit(); err != nil {
 					return err
 				}
+				endsWithEOD = true
+				continue
 			}
 			doc = append(doc, id)
 			if o.SplitAtEOD && !eodFirst && id == eod {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -49,7 +50,7 @@ func TestNanoGPTRoundTrip(t *testing.T) {
 	st := newTestStore(t)
 	writeDataset(t, st, "ds", gpt2Tokenizer(), Uint16, goldenU16, goldenU16[2:])
 	var buf bytes.Buffer
-	n, err := ExportNanoGPT(ctx, openDS(t, st, "ds"), &buf)
+	n, err := ExportNanoGPT(ctx, openDS(t, st, "ds"), "train", &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestNanoGPTErrors(t *testing.T) {
 	st := newTestStore(t)
 	// int32 ids above 65535 cannot go to nanoGPT.
 	writeDataset(t, st, "wide", TokenizerInfo{Name: "cl100k", Fingerprint: "x", VocabSize: 100277, EODID: 100257}, Int32, [][]int{{1, 2}, {100257}})
-	if _, err := ExportNanoGPT(ctx, openDS(t, st, "wide"), &bytes.Buffer{}); !errors.Is(err, ErrTokenRange) {
+	if _, err := ExportNanoGPT(ctx, openDS(t, st, "wide"), "train", &bytes.Buffer{}); !errors.Is(err, ErrTokenRange) {
 		t.Fatalf("export wide ids: %v", err)
 	}
 	odd := filepath.Join(t.TempDir(), "odd.bin")
@@ -128,9 +129,10 @@ func TestLLMCRoundTrip(t *testing.T) {
 		t.Run(tc.dt.String(), func(t *testing.T) {
 			st := newTestStore(t)
 			eod := tc.tok.EODID
-			// llm.c puts EOT before each document.
-			docs := [][]int{{eod, 1, 2, 3}, {eod, 4}, {eod, 5, 6, 7, 8, 9, 10}, {eod}, {eod, 11, 12}}
-			writeDataset(t, st, "ds", tc.tok, tc.dt, docs[:2], docs[2:])
+			// Our datasets end documents with EOD (GPT-NeoX's --append-eod); the first one
+			// here has none (a document that straddled in from an earlier llm.c file).
+			docs := [][]int{{13, 14}, {1, 2, 3, eod}, {4, eod}, {5, 6, 7, 8, 9, 10, eod}, {eod}, {11, 12, eod}}
+			writeDataset(t, st, "ds", tc.tok, tc.dt, docs[:3], docs[3:])
 			keys, err := ExportLLMC(ctx, openDS(t, st, "ds"), st, "llmc", LLMCOptions{Name: "tiny", Split: "train", FirstIndex: 1, ShardTokens: 7})
 			if err != nil {
 				t.Fatal(err)
@@ -140,6 +142,8 @@ func TestLLMCRoundTrip(t *testing.T) {
 				t.Fatalf("keys %v", keys)
 			}
 			var files []string
+			var stream []byte
+			var total uint32
 			for i, k := range keys {
 				if k != want[i] {
 					t.Fatalf("keys %v, want %v", keys, want)
@@ -154,15 +158,21 @@ func TestLLMCRoundTrip(t *testing.T) {
 					t.Fatalf("%s: %d tokens, want 7", k, ntok)
 				}
 				files = append(files, st.path(k))
-			}
-			// Import all three files; documents straddle files, so import the concatenation.
-			var stream []byte
-			var total uint32
-			for _, f := range files {
-				b, _ := os.ReadFile(f)
 				stream = append(stream, b[1024:]...)
-				total += binary.LittleEndian.Uint32(b[8:])
+				total += ntok
 			}
+			// llm.c's layout (dev/data/fineweb.py): EOT, then the document.
+			llmc := []int{13, 14, eod, 1, 2, 3, eod, 4, eod, 5, 6, 7, 8, 9, 10, eod, eod, 11, 12}
+			var wantStream []byte
+			for _, id := range llmc {
+				if tc.dt == Uint16 {
+					wantStream = binary.LittleEndian.AppendUint16(wantStream, uint16(id))
+				} else {
+					wantStream = binary.LittleEndian.AppendUint32(wantStream, uint32(id))
+				}
+			}
+			mustEqualBytes(t, "llm.c token stream", stream, wantStream)
+			// Import all three files; documents straddle files, so import the concatenation.
 			hdr := make([]byte, 1024)
 			binary.LittleEndian.PutUint32(hdr, tc.magic)
 			binary.LittleEndian.PutUint32(hdr[4:], tc.ver)
@@ -177,6 +187,12 @@ func TestLLMCRoundTrip(t *testing.T) {
 				t.Fatalf("dtype %s, want %s", m.DType, tc.dt)
 			}
 			sameDocs(t, datasetDocs(openDS(t, st, "back")), docs)
+			// And out again: the same llm.c file.
+			again, err := ExportLLMC(ctx, openDS(t, st, "back"), st, "again", LLMCOptions{Name: "tiny", Split: "train", ShardTokens: 100})
+			if err != nil || len(again) != 1 {
+				t.Fatalf("export again: %v %v", again, err)
+			}
+			mustEqualBytes(t, "exported again", st.read(t, again[0])[1024:], stream)
 			// Several files import as several shards.
 			m, err = Import(ctx, st, "parts", files, ImportOptions{Format: LLMC, Tokenizer: tc.tok})
 			if err != nil || len(m.Shards) != 3 || m.Tokens != int64(total) {
@@ -184,6 +200,56 @@ func TestLLMCRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExportHonoursSplits: nanoGPT's train.bin and llm.c's train files hold the train
+// split only, val.bin and the val files the val split.
+func TestExportHonoursSplits(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	tok := gpt2Tokenizer()
+	m := NewManifest(tok, Uint16, NewSource([]string{"test"}, "go test"))
+	for _, sh := range []struct {
+		prefix, split string
+		docs          [][]int
+	}{
+		{"ds/a_text_document", "train", [][]int{{1, 2, 50256}, {3, 50256}}},
+		{"ds/a_val_text_document", "val", [][]int{{7, 8, 50256}}},
+		{"ds/b_text_document", "", [][]int{{4, 5, 6, 50256}}}, // no split: train
+	} {
+		info := writeShard(t, st, sh.prefix, Uint16, sh.docs)
+		info.Split = sh.split
+		if err := m.Add("ds", info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteManifest(ctx, st, "ds", m); err != nil {
+		t.Fatal(err)
+	}
+	d := openDS(t, st, "ds")
+	if got := d.Splits(); !slices.Equal(got, []string{"train", "val"}) {
+		t.Errorf("splits %v", got)
+	}
+	u16 := func(ids ...int) []byte {
+		var b []byte
+		for _, id := range ids {
+			b = binary.LittleEndian.AppendUint16(b, uint16(id))
+		}
+		return b
+	}
+	for split, want := range map[string][]int{"train": {1, 2, 50256, 3, 50256, 4, 5, 6, 50256}, "val": {7, 8, 50256}} {
+		var buf bytes.Buffer
+		n, err := ExportNanoGPT(ctx, d, split, &buf)
+		if err != nil || n != int64(len(want)) {
+			t.Fatalf("nanogpt %s: %d tokens, %v", split, n, err)
+		}
+		mustEqualBytes(t, "nanogpt "+split, buf.Bytes(), u16(want...))
+	}
+	keys, err := ExportLLMC(ctx, d, st, "llmc", LLMCOptions{Name: "x", Split: "val", ShardTokens: 100})
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("llmc val: %v %v", keys, err)
+	}
+	mustEqualBytes(t, "llmc val", st.read(t, keys[0])[1024:], u16(50256, 7, 8))
 }
 
 func TestLLMCHeaderErrors(t *testing.T) {

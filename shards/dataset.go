@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+
+	"golang.org/x/sync/errgroup"
 
 	"gptkit/storage"
 )
@@ -21,7 +24,8 @@ type Dataset struct {
 
 // OpenDataset reads dir's manifest and opens its shards (see OpenStore: local stores are
 // mapped in place, others through verified copies in cacheDir). Each shard's documents,
-// tokens and dtype must match the manifest; checksums are checked by Verify, not here.
+// tokens and dtype must match the manifest; checksums and token ids are checked with
+// VerifyOnOpen (the loader's way), else by Verify.
 func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, opts ...Option) (d *Dataset, err error) {
 	m, err := ReadManifest(ctx, st, dir)
 	if err != nil {
@@ -34,6 +38,15 @@ func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, op
 			d = nil
 		}
 	}()
+	o := applyOptions(opts)
+	vocab := m.Tokenizer.VocabSize
+	if o.vocab > 0 && (vocab <= 0 || o.vocab < vocab) {
+		vocab = o.vocab
+	}
+	if o.cacheDir == "" {
+		o.cacheDir = cacheDir
+	}
+	cache := newVerifiedCache(o.cacheDir)
 	for _, s := range m.Shards {
 		r, err := OpenStore(ctx, st, ShardKey(dir, s), cacheDir, s.BinSHA256, s.IdxSHA256, opts...)
 		if err != nil {
@@ -43,7 +56,27 @@ func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, op
 		if err := checkAgainstManifest(r.Name(), r.ix, s, m.DType); err != nil {
 			return d, err
 		}
+
 		d.starts = append(d.starts, d.starts[len(d.starts)-1]+int64(r.Len()))
+	}
+	if o.verify {
+		// Shards are checked in parallel (hashing is what takes the time, one core per
+		// file); the first problem in manifest order is the one reported.
+		errs := make([]error, len(d.shards))
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for i, r := range d.shards {
+			g.Go(func() error {
+				errs[i] = r.verifyData(ctx, r.binPath, &m.Shards[i], vocab, vocabWhat(m, vocab), cache)
+				return nil
+			})
+		}
+		g.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return d, err
+			}
+		}
 	}
 	return d, nil
 }

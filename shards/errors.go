@@ -29,6 +29,9 @@ var (
 	ErrMissing = errors.New("shards: file missing")
 	// ErrBadManifest: manifest.json is malformed or inconsistent.
 	ErrBadManifest = errors.New("shards: bad manifest")
+	// ErrVocab: a token id of a shard is outside its tokenizer's vocabulary [0,
+	// vocab_size) (or the vocabulary a reader was told).
+	ErrVocab = errors.New("shards: token id outside the vocabulary")
 	// ErrTokenRange: a token id does not fit the shard's dtype.
 	ErrTokenRange = errors.New("shards: token id out of range for dtype")
 	// ErrIncompatible: datasets that cannot be merged (tokenizer or dtype differ).

@@ -51,6 +51,21 @@ type Option func(*options)
 
 type options struct {
 	allowMergedDocIdx bool
+	verify            bool   // VerifyOnOpen
+	vocab             int    // VerifyOnOpen's vocabulary (0: the manifest's)
+	cacheDir          string // VerifyOnOpen's cache directory
+}
+
+// VerifyOnOpen makes OpenDataset and Open check each shard's data before returning it,
+// as `shards verify` does (see verified.go): the .idx's and .bin's sha256 against the
+// manifest (OpenDataset), and every token id against the vocabulary: [0, vocab), or, with
+// vocab 0, the manifest's tokenizer's (with both, the smaller; with neither, no id
+// check). A flipped byte is an ErrChecksum error, an id outside the vocabulary an
+// ErrVocab error naming the shard and the byte offset. A .bin found good is remembered
+// in cacheDir/verified ("": storage.DefaultCacheDir()) until it changes, so reopening it
+// costs a stat.
+func VerifyOnOpen(vocab int, cacheDir string) Option {
+	return func(o *options) { o.verify, o.vocab, o.cacheDir = true, vocab, cacheDir }
 }
 
 // AllowMergedDocIdx accepts shards whose doc_idx is [0] although they hold sequences: the

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strings"
 	"time"
 
+	"gptkit/internal/redact"
 	"gptkit/storage"
 )
 
@@ -137,6 +139,7 @@ func (m *Manifest) Validate() error {
 		bad("dtype %s cannot hold a vocabulary of %d ids", m.DType, t.VocabSize)
 	}
 	var docs, toks int64
+	overflow := false
 	seen := map[string]int{}
 	for i, s := range m.Shards {
 		if err := checkRelPrefix(s.Prefix); err != nil {
@@ -158,13 +161,20 @@ func (m *Manifest) Validate() error {
 		if st := s.Stripe; st != nil && (st.Input < 0 || st.Stripe < 0) {
 			bad("shards[%d] %s: stripe %d of input %d: both must be at least 0", i, s.Prefix, st.Stripe, st.Input)
 		}
+		if docs > math.MaxInt64-max(s.Documents, 0) || toks > math.MaxInt64-max(s.Tokens, 0) {
+			if !overflow {
+				bad("shards[%d] %s: the shards' documents or tokens add up to more than an int64 holds (9.2e18): the counts are corrupt", i, s.Prefix)
+			}
+			overflow = true
+			continue
+		}
 		docs += s.Documents
 		toks += s.Tokens
 	}
 	if m.Part != nil {
 		errs = append(errs, m.Part.validate(m.Shards)...)
 	}
-	if docs != m.Documents || toks != m.Tokens {
+	if !overflow && (docs != m.Documents || toks != m.Tokens) {
 		bad("totals say %d documents and %d tokens, the shards add up to %d and %d", m.Documents, m.Tokens, docs, toks)
 	}
 	return errors.Join(errs...)
@@ -256,7 +266,9 @@ func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifes
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("shards: write %s: %w: %s", keyName(st, key), ErrBadManifest, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
+	stored := *m
+	stored.Source = redactSource(m.Source)
+	data, err := json.MarshalIndent(&stored, "", "  ")
 	if err != nil {
 		return fmt.Errorf("shards: encode %s: %w", keyName(st, key), err)
 	}
@@ -277,6 +289,44 @@ func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifes
 		return fmt.Errorf("shards: commit %s: %w", keyName(st, key), err)
 	}
 	return nil
+}
+
+// redactSource is a copy of a manifest's source with the credentials of every URL in its
+// strings redacted (a command line's --s3-endpoint http://key:SECRET@host, say): a
+// manifest is shared with the data, and never carries a secret.
+func redactSource(src map[string]any) map[string]any {
+	if src == nil {
+		return nil
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return redact.String(v)
+		case []string:
+			return redact.Args(v)
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				out[i] = walk(x)
+			}
+			return out
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, x := range v {
+				out[k] = walk(x)
+			}
+			return out
+		case map[string][]string:
+			out := make(map[string][]string, len(v))
+			for k, x := range v {
+				out[k] = redact.Args(x)
+			}
+			return out
+		}
+		return v
+	}
+	return walk(src).(map[string]any)
 }
 
 func isSHA256(s string) bool {

@@ -51,6 +51,11 @@ func Merge(ctx context.Context, st storage.Store, outDir string, inputs []Input,
 			return nil, err
 		}
 	}
+	lock, err := storage.LockDir(ctx, st, outDir, storage.LockOwner("shards merge into "+out))
+	if err != nil {
+		return nil, fmt.Errorf("shards: merge into %s: %w", out, err)
+	}
+	defer lock.Release()
 	if _, err := st.Stat(ctx, ManifestKey(outDir)); err == nil {
 		return nil, fmt.Errorf("shards: merge into %s: %w: it already has a %s\n---> HINT: choose a new output directory", out, ErrExists, ManifestName)
 	} else if !errors.Is(err, storage.ErrNotExist) {

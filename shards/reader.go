@@ -25,18 +25,29 @@ import (
 // The files must not be truncated while mapped (that faults with SIGBUS); stores replace
 // objects by rename, so committed shards are never changed in place.
 type Reader struct {
-	name   string // PREFIX, for messages
-	idxMap mmap.MMap
-	binMap mmap.MMap
-	ix     *Index
-	bin    []byte
+	name    string // PREFIX, for messages
+	binPath string // the local file mapped
+	idxMap  mmap.MMap
+	binMap  mmap.MMap
+	ix      *Index
+	bin     []byte
 }
 
 // Open maps and validates the shard PREFIX.{idx,bin}. path may be the prefix or either
 // file's name. Every problem is a *FormatError naming the file, the place and a fix.
 func Open(path string, opts ...Option) (*Reader, error) {
 	prefix := trimShardExt(path)
-	return openFiles(prefix, prefix+".idx", prefix+".bin", opts)
+	r, err := openFiles(prefix, prefix+".idx", prefix+".bin", opts)
+	if err != nil {
+		return nil, err
+	}
+	if o := applyOptions(opts); o.verify && o.vocab > 0 { // no manifest: the ids are all there is to check
+		if err := r.verifyData(context.Background(), r.binPath, nil, o.vocab, "the model (vocab_size)", newVerifiedCache(o.cacheDir)); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func trimShardExt(path string) string {
@@ -92,7 +103,7 @@ func keyName(st storage.Store, key string) string {
 }
 
 func openFiles(name, idxPath, binPath string, opts []Option) (r *Reader, err error) {
-	r = &Reader{name: name}
+	r = &Reader{name: name, binPath: binPath}
 	defer func() {
 		if err != nil {
 			r.Close()

@@ -29,8 +29,9 @@ func (p Problem) String() string {
 }
 
 // Verify checks a whole dataset: the manifest, and for every shard it names the files'
-// presence, sha256, structure (as Open validates it) and counts against the manifest. It
-// also warns about shard files in dir that the manifest does not name. The error is only
+// presence, sha256, structure (as Open validates it), counts against the manifest and
+// every token id against the manifest's vocabulary. It also warns about shard files in
+// dir that the manifest does not name. The error is only
 // for a failure to run (a cancelled ctx); a broken dataset is a non-empty problem list.
 func Verify(ctx context.Context, st storage.Store, dir string, opts ...Option) ([]Problem, error) {
 	m, err := ReadManifest(ctx, st, dir)
@@ -43,7 +44,7 @@ func Verify(ctx context.Context, st storage.Store, dir string, opts ...Option) (
 		s := &m.Shards[i]
 		named[ShardKey(dir, *s)+".bin"] = true
 		named[ShardKey(dir, *s)+".idx"] = true
-		p, err := VerifyShard(ctx, st, ShardKey(dir, *s), s, m.DType, opts...)
+		p, err := VerifyShard(ctx, st, ShardKey(dir, *s), s, m.DType, append(opts, vocabOf(m))...)
 		probs = append(probs, p...)
 		if err != nil {
 			return probs, err
@@ -73,7 +74,8 @@ func Verify(ctx context.Context, st storage.Store, dir string, opts ...Option) (
 // VerifyShard checks the shard prefix (a key without extension). want, when not nil, is
 // the shard's manifest entry (sha256s and counts to compare) and dtype, when not 0, the
 // manifest's dtype. Without a manifest, VerifyShard checks the structure alone: use it on
-// a bare GPT-NeoX prefix.
+// a bare GPT-NeoX prefix. With VerifyOnOpen(vocab, ...) it also checks that every token
+// id lies in [0, vocab).
 func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *ShardInfo, dtype DType, opts ...Option) ([]Problem, error) {
 	var probs []Problem
 	add := func(file string, warning bool, err error) {
@@ -133,17 +135,42 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 		}
 	}
 
-	// .bin: checksum (the only way to notice a flipped token).
-	if want != nil {
-		got, err := hashObject(ctx, st, binKey)
+	// .bin: checksum (the only way to notice a flipped token) and the token ids.
+	vocab := applyOptions(opts).vocab
+	if want != nil || vocab > 0 {
+		dt := dtype
+		if perr == nil {
+			dt = ix.dtype
+		}
+		if !dt.Valid() {
+			dt = Uint8 // the checksum still counts; the ids cannot be read
+			vocab = 0
+		}
+		s, err := scanObject(ctx, st, binKey, dt, vocab)
 		if err != nil {
 			return probs, err
 		}
-		if got != want.BinSHA256 {
+		if got := s.sum(); want != nil && got != want.BinSHA256 {
 			add(binName, false, checksumErr(binName, got, want.BinSHA256))
+		}
+		if s.badAt >= 0 {
+			var where *Index
+			if perr == nil {
+				where = ix
+			}
+			add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab)))
 		}
 	}
 	return probs, nil
+}
+
+// vocabOf is the option that checks ids against m's vocabulary.
+func vocabOf(m *Manifest) Option {
+	return func(o *options) {
+		if o.vocab <= 0 || m.Tokenizer.VocabSize < o.vocab {
+			o.vocab = m.Tokenizer.VocabSize
+		}
+	}
 }
 
 func checksumErr(name, got, want string) error {
@@ -177,18 +204,19 @@ func readAll(ctx context.Context, st storage.Store, key string) ([]byte, error) 
 	return buf, nil
 }
 
-// hashObject streams an object through sha256.
-func hashObject(ctx context.Context, st storage.Store, key string) (string, error) {
+// scanObject streams a .bin object of dtype through a binScan (sha256, id range, the
+// first id outside [0, vocab) when vocab > 0).
+func scanObject(ctx context.Context, st storage.Store, key string, dtype DType, vocab int) (*binScan, error) {
 	obj, err := st.Open(ctx, key)
 	if err != nil {
-		return "", fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
+		return nil, fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
 	}
 	defer obj.Close()
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, &ctxReader{ctx, obj}, make([]byte, 1<<20)); err != nil {
-		return "", fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	s := newBinScan(dtype, vocab)
+	if _, err := io.CopyBuffer(s, &ctxReader{ctx, obj}, make([]byte, 1<<20)); err != nil {
+		return nil, fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return s, nil
 }
 
 // ctxReader stops a long read when ctx is cancelled.
@@ -202,4 +230,38 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// CheckPresent checks, without reading them, that every shard m lists is in dir of st
+// with the sizes its counts imply: the quick test that a finished dataset is still
+// whole (a shard file deleted, truncated or replaced by another's). A flipped byte needs
+// Verify (or VerifyOnOpen); this costs one List.
+func CheckPresent(ctx context.Context, st storage.Store, dir string, m *Manifest) error {
+	listPrefix := ""
+	if d := cleanDir(dir); d != "" {
+		listPrefix = d + "/"
+	}
+	infos, err := st.List(ctx, listPrefix)
+	if err != nil {
+		return fmt.Errorf("shards: list %s: %w", keyName(st, listPrefix), err)
+	}
+	sizes := make(map[string]int64, len(infos))
+	for _, in := range infos {
+		sizes[in.Key] = in.Size
+	}
+	item := int64(m.DType.Size())
+	for _, s := range m.Shards {
+		key := ShardKey(dir, s)
+		bin, hasBin := sizes[key+".bin"]
+		idx, hasIdx := sizes[key+".idx"]
+		switch {
+		case !hasBin || !hasIdx:
+			return &FormatError{File: keyName(st, key), Offset: -1, Msg: "a shard the manifest lists is missing (.bin or .idx)", Err: ErrMissing}
+		case bin != s.Tokens*item:
+			return formatErr(ErrTruncated, keyName(st, key+".bin"), -1, "", "", "%d bytes, the manifest's %d tokens make %d", bin, s.Tokens, s.Tokens*item)
+		case idx < int64(HeaderSize)+12*s.Documents+8:
+			return formatErr(ErrTruncated, keyName(st, key+".idx"), -1, "", "", "%d bytes, too few for the manifest's %d documents", idx, s.Documents)
+		}
+	}
+	return nil
 }

@@ -24,6 +24,8 @@ import (
 //
 //	crash: write 12 MiB of KEY (three parts on S3), print "ready", wait to be killed.
 //	incr:  increment the counter at KEY $HELPER_N times.
+//	lock:  take the writer lock of directory KEY (S3 lease $HELPER_LEASE), print "ready",
+//	       wait to be killed.
 func runHelper(mode string) int {
 	ctx := context.Background()
 	st, err := Open(ctx, os.Getenv("HELPER_LOCATION"), Options{PartSize: MinPartSize})
@@ -48,6 +50,16 @@ func runHelper(mode string) int {
 		}
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
+	case "lock":
+		if d, err := time.ParseDuration(os.Getenv("HELPER_LEASE")); err == nil {
+			lockLease = d
+		}
+		if _, err := LockDir(ctx, st, key, "the helper"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
 	case "incr":
 		n, _ := strconv.Atoi(os.Getenv("HELPER_N"))
 		for range n {
@@ -60,6 +72,25 @@ func runHelper(mode string) int {
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 	return 2
+}
+
+// startHelper starts a helper that says "ready" (crash, lock) and waits until it has.
+func startHelper(t *testing.T, mode, loc, key string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := helperCmd(t, mode, loc, key, env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	return cmd
 }
 
 func helperCmd(t *testing.T, mode, loc, key string, env ...string) *exec.Cmd {
@@ -161,7 +192,7 @@ func leftovers(t testing.TB, st Store, keys ...string) int {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && d.Name() != lockName && reservedName(d.Name()) && slices.Contains(keys, tempKey(s.root, p)) {
+			if !d.IsDir() && isTempName(d.Name()) && slices.Contains(keys, tempKey(s.root, p)) {
 				n++
 			}
 			return nil

@@ -5,7 +5,11 @@ package storage
 // Atomic writes: Create writes ".NAME.tmp-RANDOM" in the key's directory; Commit stamps its
 // mtime with the current time (nanoseconds), fsyncs it, publishes it under the final name
 // and fsyncs the directory. Abort, a failed Commit and Sweep remove temp files; List and
-// Stat never see them, and CheckKey rejects keys that look like them.
+// Stat never see them, and CheckKey rejects keys that look like them. A writer holds a
+// lock (flock) on its temp file until it is published or removed, so a temp file whose
+// lock can be taken was left by a writer that died: Create removes those of the key it
+// writes (a rerun cleans up after the run that was killed), and Sweep never removes a
+// live writer's, whatever its age.
 //
 // ETags: "INODE-SIZE-MTIMENANOS" in hex, from one stat. Hashing would read whole objects
 // (gigabytes) on every Stat. The triple changes with every Commit: a commit creates a new
@@ -38,8 +42,9 @@ import (
 )
 
 type dirStore struct {
-	root string
-	log  *slog.Logger
+	root     string
+	realRoot string // root with its symbolic links resolved
+	log      *slog.Logger
 }
 
 func (s *dirStore) String() string { return s.root }
@@ -47,10 +52,25 @@ func (s *dirStore) String() string { return s.root }
 func (s *dirStore) path(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
 
 func (s *dirStore) LocalPath(key string) (string, bool) {
-	if CheckKey(key) != nil {
-		return "", false
+	if CheckKey(key) != nil || s.outside(s.path(key)) != nil {
+		return "", false // Open says why
 	}
 	return s.path(key), true
+}
+
+// outside refuses a path that symbolic links lead out of the store's directory: a
+// dataset's shard linked to /etc/passwd, or to another dataset, is no object of this
+// store (a copy of a dataset made with symlinks would silently read the original's
+// changes). A missing path is not refused here: opening it says it is missing.
+func (s *dirStore) outside(p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(s.realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("storage: %s is a symbolic link to %s, outside the store's directory %s: refused (move or copy the file into the directory)", p, real, s.root)
+	}
+	return nil
 }
 
 func (s *dirStore) Open(ctx context.Context, key string) (Object, error) {
@@ -58,6 +78,9 @@ func (s *dirStore) Open(ctx context.Context, key string) (Object, error) {
 		return nil, err
 	}
 	p := s.path(key)
+	if err := s.outside(p); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
@@ -90,6 +113,9 @@ func (s *dirStore) Stat(ctx context.Context, key string) (Info, error) {
 		return Info{}, err
 	}
 	p := s.path(key)
+	if err := s.outside(p); err != nil {
+		return Info{}, err
+	}
 	fi, err := os.Stat(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
@@ -218,7 +244,7 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || d.Name() == lockName || !reservedName(d.Name()) {
+		if d.IsDir() || !isTempName(d.Name()) {
 			return nil
 		}
 		if !strings.HasPrefix(tempKey(s.root, p), prefix) {
@@ -228,7 +254,7 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 		if err != nil || !fi.ModTime().Before(cutoff) {
 			return nil
 		}
-		if err := os.Remove(p); err == nil {
+		if removeAbandoned(p) { // else its writer lives: it holds the temp file's lock
 			s.log.Debug("storage: swept temp file", "path", p)
 			n++
 		}

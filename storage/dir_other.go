@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync"
 )
 
@@ -15,6 +16,14 @@ var errNotDir = errors.New("not a directory") // never matched: os errors report
 func fileETag(fi fs.FileInfo) string {
 	return fmt.Sprintf("0-%x-%x", fi.Size(), fi.ModTime().UnixNano())
 }
+
+// FileIdentity names the version of a local file: size and modification time.
+func FileIdentity(fi fs.FileInfo) string {
+	return fmt.Sprintf("%x-%x", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// LockFile takes an exclusive lock named by p, within this process only.
+func LockFile(p string) (unlock func(), err error) { return lockFile(p) }
 
 var procLocks sync.Map // string → *sync.Mutex
 
@@ -31,5 +40,25 @@ func lockFile(p string) (unlock func(), err error) {
 }
 
 func syncDir(dir string) error { return nil }
+
+// heldLocks are the writer lock files this process holds (there is no flock here: the
+// lock excludes other writers of this process only).
+var heldLocks sync.Map // string → struct{}
+
+// tryLock takes f's lock within this process.
+func tryLock(f *os.File) (bool, error) {
+	_, taken := heldLocks.LoadOrStore(f.Name(), struct{}{})
+	return !taken, nil
+}
+
+// dropLock forgets f's lock.
+func dropLock(f *os.File) { heldLocks.Delete(f.Name()) }
+
+// tempLocks: without flock a temp file's writer cannot be known alive; sweeps go by age.
+const tempLocks = false
+
+func holdTemp(f *os.File, p string) bool { return true }
+
+func removeAbandoned(p string) bool { return os.Remove(p) == nil }
 
 func linkUnsupported(err error) bool { return !errors.Is(err, fs.ErrExist) }

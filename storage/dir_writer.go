@@ -27,6 +27,7 @@ func (s *dirStore) Create(ctx context.Context, key string, opts ...WriteOption) 
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", final, err)
 	}
+	s.removeAbandonedTemps(dir, path.Base(key))
 	f, tmp, err := createTemp(dir, path.Base(key))
 	if err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", final, err)
@@ -34,7 +35,8 @@ func (s *dirStore) Create(ctx context.Context, key string, opts ...WriteOption) 
 	return &dirWriter{ctx: ctx, f: f, tmp: tmp, final: final, opts: o, log: s.log}, nil
 }
 
-// createTemp creates ".NAME.tmp-RANDOM" in dir with mode 0666 less the umask.
+// createTemp creates ".NAME.tmp-RANDOM" in dir with mode 0666 less the umask, locked
+// by this writer (holdTemp) until it is closed.
 func createTemp(dir, name string) (*os.File, string, error) {
 	for range 100 {
 		var b [8]byte
@@ -44,9 +46,44 @@ func createTemp(dir, name string) (*os.File, string, error) {
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
+		if err == nil && !holdTemp(f, p) {
+			f.Close() // swept before it was locked: make another
+			continue
+		}
 		return f, p, err
 	}
 	return nil, "", fmt.Errorf("cannot create a unique temp file in %s", dir)
+}
+
+// removeAbandonedTemps removes the temp files of name in dir that no live writer holds
+// (left by a writer killed before Commit or Abort): a rerun that writes name again
+// cleans up after the run that died. It returns how many it removed.
+func (s *dirStore) removeAbandonedTemps(dir, name string) int {
+	if !tempLocks {
+		return 0
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+tempMarker+"*"))
+	n := 0
+	for _, p := range matches {
+		if isTempName(filepath.Base(p)) && removeAbandoned(p) {
+			s.log.Info("storage: removed a temp file a dead writer left", "path", p)
+			n++
+		}
+	}
+	return n
+}
+
+// globEscape quotes the pattern characters of filepath.Match in s.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // dirWriter writes a temp file and publishes it at Commit.
@@ -127,9 +164,8 @@ func (w *dirWriter) commit() error {
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("storage: commit %s: sync: %w", w.final, err)
 	}
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("storage: commit %s: %w", w.final, err)
-	}
+	// The temp file stays open (and locked, see holdTemp) until it is published, so
+	// that no sweep takes it for a dead writer's.
 	dir := filepath.Dir(w.final)
 	unlock, err := lockDir(dir)
 	if err != nil {
@@ -137,6 +173,9 @@ func (w *dirWriter) commit() error {
 	}
 	err = w.publish()
 	unlock()
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("storage: commit %s: %w", w.final, cerr)
+	}
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ var ErrInvalidKey = errors.New("storage: invalid key")
 // maxKeyLen is S3's limit on object key length (bytes, including the store's prefix).
 const maxKeyLen = 1024
 
-// lockName is the per-directory lock file of the directory store (see dir.go).
+// lockName is the per-directory lock file of the directory store (see dir.go); the
+// writer lock (lock.go) is writerLockName.
 const lockName = ".gptkit.lock"
 
 // tempMarker separates a temp file's final name from its random suffix: ".NAME.tmp-RANDOM".
@@ -78,10 +79,15 @@ func checkElem(key, elem string) error {
 	return nil
 }
 
+// isTempName reports whether a file name is a directory store's temp file.
+func isTempName(name string) bool {
+	return reservedName(name) && name != lockName && name != writerLockName
+}
+
 // reservedName reports whether a file name belongs to the directory store itself: its
 // lock file or a temp file ".NAME.tmp-RANDOM" (RANDOM is hex digits).
 func reservedName(name string) bool {
-	if name == lockName {
+	if name == lockName || name == writerLockName {
 		return true
 	}
 	if !strings.HasPrefix(name, ".") {

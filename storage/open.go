@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Options configure Open. The zero value is usable: S3 settings come from the standard
@@ -36,8 +37,12 @@ type Options struct {
 	// holds up to Concurrency+1 parts in memory.
 	Concurrency int
 	// HTTPClient replaces the S3 client's HTTP client (tests count or fault requests); it
-	// bypasses the SDK's transport settings such as AWS_CA_BUNDLE.
+	// bypasses the SDK's transport settings such as AWS_CA_BUNDLE, and StallTimeout.
 	HTTPClient *http.Client
+	// StallTimeout fails an S3 request whose connection moves no byte for this long (a
+	// server that is stopped rather than dead); the request is then retried (see
+	// s3_stall.go). 0 means $GPTKIT_S3_STALL_TIMEOUT, else DefaultStallTimeout (60 s).
+	StallTimeout time.Duration
 }
 
 const (
@@ -78,5 +83,9 @@ func openDir(path string, opt Options) (Store, error) {
 	if err := os.MkdirAll(abs, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w (check the path and its permissions)", abs, err)
 	}
-	return &dirStore{root: abs, log: opt.Logger}, nil
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", abs, err)
+	}
+	return &dirStore{root: abs, realRoot: real, log: opt.Logger}, nil
 }

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"gptkit/internal/redact"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -76,7 +78,14 @@ func openS3(ctx context.Context, location string, opt Options) (*s3Store, error)
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("storage: open %s: S3 endpoint %q is not a URL like http://127.0.0.1:9000 or https://s3.example.com (check --s3-endpoint / AWS_ENDPOINT_URL_S3)", location, endpoint)
+			return nil, fmt.Errorf("storage: open %s: S3 endpoint %q is not a URL like http://127.0.0.1:9000 or https://s3.example.com (check --s3-endpoint / AWS_ENDPOINT_URL_S3)", location, redact.URL(endpoint))
+		}
+		if u.User != nil {
+			// S3 signs requests with AWS credentials; user information in the URL is
+			// never sent, and never printed or stored (see internal/redact).
+			opt.Logger.Warn("storage: credentials in the S3 endpoint URL are ignored: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)", "endpoint", redact.URL(endpoint))
+			u.User = nil
+			endpoint = u.String()
 		}
 		host := u.Hostname()
 		if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
@@ -84,7 +93,11 @@ func openS3(ctx context.Context, location string, opt Options) (*s3Store, error)
 		}
 	}
 
-	var lopts []func(*config.LoadOptions) error
+	stall, err := stallTimeout(opt)
+	if err != nil {
+		return nil, err
+	}
+	lopts := []func(*config.LoadOptions) error{config.WithHTTPClient(stallHTTPClient(stall))}
 	if opt.Region != "" {
 		lopts = append(lopts, config.WithRegion(opt.Region))
 	}
@@ -177,6 +190,14 @@ func (s *s3Store) at() string {
 		return " at AWS (region " + s.region + ")"
 	}
 	return " at " + s.endpoint
+}
+
+// endpointName names the endpoint for messages.
+func (s *s3Store) endpointName() string {
+	if s.endpoint == "" {
+		return "AWS S3 (region " + s.region + ")"
+	}
+	return s.endpoint
 }
 
 // cacheID identifies the store for Fetch's cache: the same bucket on another endpoint is
@@ -315,6 +336,9 @@ func (s *s3Store) hint(err error) string {
 		return " (hint: bucket " + s.bucket + " does not exist" + s.at() + ": create it, or fix the location or --s3-endpoint)"
 	case code == "AuthorizationHeaderMalformed" || code == "PermanentRedirect" || code == "IllegalLocationConstraintException" || httpStatus(err) == 301:
 		return " (hint: the bucket is in another region than " + s.region + ": set AWS_REGION)"
+	}
+	if se := (*stallError)(nil); errors.As(err, &se) {
+		return " (hint: the S3 endpoint " + s.endpointName() + " stopped answering: check that the server runs and is not overloaded; $" + EnvStallTimeout + " sets how long a silent connection is given, now " + se.d.String() + ")"
 	}
 	var nerr net.Error
 	var oerr *net.OpError

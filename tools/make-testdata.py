@@ -10,6 +10,7 @@ Writes, all zstd-compressed (zstd --ultra -22, decompressed by klauspost/compres
   testdata/corpora/parity.jsonl.zst     a sample of shared/corpora/parity-public.jsonl
   testdata/golden/<name>.ids.zst        the golden ids of those documents, one JSON array
                                         per line, in the sample's order
+and, uncompressed, tokenize/internal/gen/classes/hf-bytelevel-classes.json (make generate's input).
 The sample keeps every short document (<= 300 bytes), every document holding an added
 token (<|endoftext|>, <|padding|>), the documents NFC changes (neox-20b's round-trip
 failures: all up to 2,000 bytes and every 4th longer one), those with code points newer
@@ -52,6 +53,9 @@ for src, dest in [
     ("tokenizers/gpt2/tokenizer.json", "testdata/tokenizers/gpt2/tokenizer.json.zst"),
 ]:
     zstd(read(src), dest)
+
+with open(os.path.join(root, "tokenize/internal/gen/classes/hf-bytelevel-classes.json"), "wb") as f:
+    f.write(read("tokenizers/hf-bytelevel-classes.json"))
 
 lines = read("corpora/parity-public.jsonl").decode().split("\n")[:-1]
 texts = [json.loads(line)["text"] for line in lines]

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"gptkit/train/checkpoint"
 )
@@ -19,9 +20,10 @@ func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile
 }
 
 // latestCheckpoint finds the newest complete checkpoint under root; found is false
-// when there is none (or no root).
-func latestCheckpoint(ctx context.Context, root string) (dir string, step int, found bool, err error) {
-	dir, s, err := checkpoint.Latest(ctx, root)
+// when there is none (or no root). Every newer checkpoint it skips (incomplete or
+// corrupt) gets a warning on log naming it and why.
+func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (dir string, step int, found bool, err error) {
+	dir, s, err := checkpoint.Manager{Logger: log}.Latest(ctx, root)
 	if errors.Is(err, checkpoint.ErrNone) {
 		return "", 0, false, nil
 	}
@@ -32,9 +34,9 @@ func latestCheckpoint(ctx context.Context, root string) (dir string, step int, f
 }
 
 // resolveCheckpoint turns a checkpoint directory, a run directory or a checkpoint
-// root into a checkpoint directory.
-func resolveCheckpoint(ctx context.Context, path string) (string, error) {
-	return checkpoint.Resolve(ctx, path)
+// root into a checkpoint directory, warning on log about the newer ones it skips.
+func resolveCheckpoint(ctx context.Context, path string, log *slog.Logger) (string, error) {
+	return checkpoint.Manager{Logger: log}.Resolve(ctx, path)
 }
 
 // readCheckpointFile returns a checkpoint file's contents, verified against the

@@ -23,7 +23,7 @@ type Config struct {
 	S3PathStyle bool   `key:"s3_path_style" help:"address S3 buckets path-style"`
 
 	// Where it runs.
-	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking) or cuda"`
+	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking), cuda, or cuda-sim (the CUDA backend on a simulated GPU: very slow, for tests and for checking a change without a GPU)"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU, shared among the ranks of a node: SLURM_CPUS_PER_TASK under srun)"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
 	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
@@ -58,6 +58,7 @@ type Config struct {
 	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every {N} steps and after the last (0: only after the last)"`
 	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest {N} checkpoints (0: all)"`
 	LogEvery        int    `key:"log_every" help:"log a step line every {N} steps when stderr is not a terminal"`
+	TensorboardDir  string `key:"tensorboard_dir" help:"{DIR} for TensorBoard's event files, events.out.tfevents.* (GPT-NeoX's key; empty: the run directory out)"`
 	Resume          string `key:"resume" help:"{MODE}: auto (continue from the newest checkpoint in out, if any), none (start afresh; refuse an out holding checkpoints) or a checkpoint or run PATH"`
 	InitFrom        string `key:"init_from" help:"start from the weights in {DIR} (a Hugging Face GPT-2 directory, as export writes)"`
 }
@@ -223,9 +224,9 @@ func (c *Config) Validate() error {
 		add("order %q: want default or neox", c.Order)
 	}
 	switch c.Device {
-	case "auto", "cpu", "ref", "cuda":
+	case "auto", "cpu", "ref", "cuda", "cuda-sim":
 	default:
-		add("device %q: want auto, cpu, ref or cuda", c.Device)
+		add("device %q: want auto, cpu, ref, cuda or cuda-sim", c.Device)
 	}
 	if c.Threads < 0 {
 		add("threads %d: want >= 0 (0: one per CPU)", c.Threads)

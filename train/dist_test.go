@@ -240,7 +240,7 @@ func TestElasticResume(t *testing.T) {
 			}
 			st, err := ReadState(context.Background(), filepath.Join(cfg.Out, CheckpointsDir, "step_00000007"))
 			if err != nil {
-				d, _, _, _ := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir))
+				d, _, _, _ := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil)
 				t.Fatalf("%v (newest %s)", err, d)
 			}
 			if st.Step != 7 || st.Cursor.Consumed != 7*8 || st.World != 2 {

@@ -28,6 +28,13 @@ type Metrics struct {
 	// TokensPerS is the global batch's tokens over the step's wall time (data,
 	// forward, backward, all-reduce and update; not evaluation or checkpoints).
 	TokensPerS float64 `json:"tokens_per_s"`
+	// SamplesPerS is the global batch's sequences over the same time.
+	SamplesPerS float64 `json:"samples_per_s"`
+	// TFLOPS is the model FLOPs per second of one device (rank): see FLOPsPerToken.
+	TFLOPS float64 `json:"tflops"`
+	// MFU is TFLOPS over the device's peak for the matmuls' dtype; absent when the
+	// backend does not know its peak.
+	MFU float64 `json:"mfu,omitempty"`
 	// ValLoss is the mean cross-entropy on the valid split, on evaluation steps.
 	ValLoss *float64 `json:"val_loss,omitempty"`
 }

@@ -84,6 +84,7 @@ func (m *Model) Tensor(buf []float32, name string) []float32 {
 // layout.
 func (m *Model) Init(seed uint64) {
 	m.be.Zero(m.Params)
+	m.be.Sync() // Zero runs on the device's stream: it must be done before the host writes
 	resid := 0.02 / math.Sqrt(2*float64(m.Config.NLayer))
 	for _, t := range m.Tensors {
 		v := m.Params[t.Offset : t.Offset+t.Size]

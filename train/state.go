@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
 
+	"gptkit/internal/redact"
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
@@ -80,6 +82,14 @@ func (s *State) RunConfig() (Config, error) {
 	return c, nil
 }
 
+// recordedConfig is c as a run records it (config.yaml, checkpoints): the credentials of
+// its URLs redacted.
+func recordedConfig(c Config) *Config {
+	c.S3Endpoint = redact.URL(c.S3Endpoint)
+	c.Data = redact.String(c.Data)
+	return &c
+}
+
 func configMap(c *Config) map[string]string {
 	m := map[string]string{}
 	for _, f := range fields {
@@ -102,9 +112,12 @@ func (t *Trainer) save(ctx context.Context) error {
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
 		}
+		if err := t.tb.Sync(); err != nil {
+			return err
+		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
-			World: t.coll.World(), Config: configMap(&t.cfg), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
+			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}
@@ -172,7 +185,7 @@ func (m *Model) loadTensors(buf []float32, f *safetensors.File, prefix, file str
 func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 	switch r := t.cfg.Resume; r {
 	case "none":
-		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil {
 			return "", err
 		}
@@ -181,13 +194,13 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		}
 		return "", nil
 	case "auto":
-		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot)
+		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil || !found {
 			return "", err
 		}
 		return dir, nil
 	default:
-		dir, err := resolveCheckpoint(ctx, r)
+		dir, err := resolveCheckpoint(ctx, r, t.log)
 		if err != nil {
 			return "", fmt.Errorf("train: resume %s: %w", r, err)
 		}
@@ -277,10 +290,10 @@ func (t *Trainer) restore(ctx context.Context, dir string, m, v []float32) error
 }
 
 // LoadCheckpoint reads the model of a checkpoint (a checkpoint directory or a run
-// directory, whose newest checkpoint it takes) onto be, for sampling, scoring and
-// export.
+// directory, whose newest complete checkpoint it takes, warning through slog.Default
+// about each newer one it skips) onto be, for sampling, scoring and export.
 func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
-	dir, err := resolveCheckpoint(ctx, path)
+	dir, err := resolveCheckpoint(ctx, path, slog.Default())
 	if err != nil {
 		return nil, nil, err
 	}

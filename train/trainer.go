@@ -13,6 +13,7 @@ import (
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/train/tensorboard"
 )
 
 // AdamEps is AdamW's epsilon (PyTorch's default, as nanoGPT uses it).
@@ -63,6 +64,9 @@ type Trainer struct {
 	lastCkpt    string
 	ckptRoot    string
 	startTime   time.Time
+
+	tb   *tensorboard.Writer // rank 0's event file
+	peak float64             // the device's peak FLOP/s (0: unknown, no MFU)
 }
 
 // Result sums up a finished (or interrupted) run.
@@ -129,10 +133,10 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		t.numSamples[loader.Valid] = int64(cfg.EvalSteps) * int64(B) * world
 	}
 	t.data, err = loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: T, Seed: uint32(cfg.Seed), Order: cfg.Order,
-		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, S3Endpoint: cfg.S3Endpoint,
+		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
 		S3PathStyle: cfg.S3PathStyle, Logger: log})
 	if err != nil {
-		if cfg.EvalSteps > 0 {
+		if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
 			return nil, fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
 		}
 		return nil, fmt.Errorf("train: open the data: %w", err)
@@ -149,7 +153,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 	t.sampler = &loader.Sampler{Samples: t.data.Train, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}
 
-	// The model and the optimizer state.
+	// The model and the optimizer state, if they fit.
+	est := EstimateMemory(cfg, vocab, coll.World())
+	if err := CheckMemory(est, be); err != nil {
+		return nil, err
+	}
+	log.Info("memory", "estimate", est.String())
 	mc := cfg.Model(vocab)
 	_, _, total := mc.Layout()
 	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
@@ -192,11 +201,17 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 			return nil, fmt.Errorf("train: create the run directory: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), cfg.MarshalYAML()); err != nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Out, ConfigName), recordedConfig(cfg).MarshalYAML()); err != nil {
 			return nil, err
 		}
 		if t.metrics, err = openMetrics(cfg.Out, t.step); err != nil {
 			return nil, err
+		}
+		if err := t.openTensorBoard(); err != nil {
+			return nil, err
+		}
+		if p, ok := be.(peakFLOPSer); ok {
+			t.peak = p.PeakFLOPS()
 		}
 	}
 	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(),
@@ -277,6 +292,10 @@ func (t *Trainer) Close() error {
 		errs = append(errs, t.metrics.close())
 		t.metrics = nil
 	}
+	if t.tb != nil {
+		errs = append(errs, t.tb.Close())
+		t.tb = nil
+	}
 	if t.data != nil {
 		errs = append(errs, t.data.Close())
 		t.data = nil
@@ -333,10 +352,17 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if err := t.metrics.write(m); err != nil {
 				return res(), err
 			}
+			if err := t.logTensorBoard(m); err != nil {
+				return res(), err
+			}
 			if t.OnStep != nil {
 				t.OnStep(m)
 			} else if t.step%cfg.LogEvery == 0 || last || m.ValLoss != nil {
-				args := []any{"step", m.Step, "loss", round4(m.Loss), "lr", m.LR, "grad_norm", round4(m.GradNorm), "tokens_per_s", math.Round(m.TokensPerS)}
+				args := []any{"step", m.Step, "loss", round4(m.Loss), "lr", m.LR, "grad_norm", round4(m.GradNorm), "tokens_per_s", math.Round(m.TokensPerS),
+					"samples_per_s", round4(m.SamplesPerS), "tflops", round4(m.TFLOPS)}
+				if t.peak > 0 {
+					args = append(args, "mfu", round4(m.MFU))
+				}
 				if m.ValLoss != nil {
 					args = append(args, "val_loss", round4(*m.ValLoss))
 				}
@@ -465,11 +491,9 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	}
 	t.step = step
 	t.lastLoss = loss
-	var tps float64
-	if secs := time.Since(start).Seconds(); secs > 0 {
-		tps = float64(B*T*accum*world) / secs
-	}
-	return Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm, TokensPerS: tps}, nil
+	m := Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm}
+	t.throughput(&m, B*accum*world, T, time.Since(start).Seconds())
+	return m, nil
 }
 
 // globalMean is the mean per-token loss over every rank's tokens: the ranks' sums

@@ -2,180 +2,142 @@ package train
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
-	"strconv"
+	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// A config file is a flat YAML mapping of scalars:
+// A config file is a flat YAML mapping of scalars, read with go.yaml.in/yaml/v3:
 //
 //	# nanoGPT's baby GPT
 //	n_layer: 4
 //	lr: 1e-3          # comments run to the end of the line
 //	data: "./data/shakespeare"
 //
-// The reader is hand-written for that subset (a full YAML library would accept
-// nesting, anchors and lists that mean nothing here, and report them less
-// precisely): one "key: value" per line, values plain, 'single-quoted' or
-// "double-quoted" (with \" \\ \n \t escapes), # comments, blank lines, and an
-// optional leading "---". Anything else (indentation, lists, flow collections,
-// anchors, several documents, a repeated key) is an error naming the line.
+// Values are plain or quoted scalars (null and ~ are empty); nesting, lists, aliases,
+// several documents and a repeated key are errors naming the file and line, and so is
+// an unknown key.
 
-// yamlEntry is one key: value line.
+// yamlEntry is one key: value pair of a config file.
 type yamlEntry struct {
 	Key, Value string
 	Line       int
 }
+
+// yamlLine is the line prefix of the YAML library's messages ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: (line \d+: )?`)
 
 // parseYAML reads a flat mapping of scalars. name is used in error messages.
 func parseYAML(data []byte, name string) ([]yamlEntry, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("%s: not UTF-8 text", name)
 	}
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil // empty, or comments only
+		}
+		return nil, yamlError(data, name, err)
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, fmt.Errorf("%s:%d: a config file holds one YAML document", name, next.Line)
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(data, name, err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	at := func(n *yaml.Node, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %s", name, n.Line, fmt.Sprintf(format, args...))
+	}
+	switch root.Kind {
+	case yaml.MappingNode:
+	case yaml.ScalarNode:
+		if strings.Contains(root.Value, ":") {
+			return nil, at(root, "want key: value, got %q (a space must follow the colon)", root.Value)
+		}
+		if root.Tag == "!!null" {
+			return nil, nil
+		}
+		return nil, at(root, "want key: value, got %q", root.Value)
+	default:
+		return nil, at(root, "want key: value lines, got %s", kindName(root))
+	}
 	var out []yamlEntry
 	seen := map[string]int{}
-	lines := strings.Split(string(data), "\n")
-	for i, raw := range lines {
-		n := i + 1
-		line := strings.TrimSuffix(raw, "\r")
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%s:%d: %s", name, n, fmt.Sprintf(format, args...))
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Value == "" || strings.ContainsAny(k.Value, " \t#\"'\n") {
+			return nil, at(k, "bad key %q (keys are snake_case names such as n_layer)", k.Value)
 		}
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if trimmed == "---" && len(out) == 0 && line == "---" {
-			continue
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return nil, bad("indented line: a config is a flat list of key: value lines (no nesting)")
-		}
-		switch line[0] {
-		case '-', '[', '{', '&', '*', '!', '?', '|', '>', '%', '@', '`', '"', '\'':
-			if strings.HasPrefix(line, "---") || strings.HasPrefix(line, "...") {
-				return nil, bad("a config file holds one YAML document")
+		if v.Kind != yaml.ScalarNode {
+			hint := "only plain or quoted scalars are supported"
+			if v.Kind == yaml.MappingNode {
+				hint = "a config is a flat list of key: value lines (no nesting)"
 			}
-			return nil, bad("want key: value, got %q", trimmed)
+			return nil, at(v, "%s: %s is not a value: %s", k.Value, kindName(v), hint)
 		}
-		colon := strings.Index(line, ":")
-		if colon < 0 {
-			return nil, bad("want key: value, got %q", trimmed)
+		if prev, dup := seen[k.Value]; dup {
+			return nil, at(k, "%s is set again (first on line %d)", k.Value, prev)
 		}
-		key := strings.TrimRight(line[:colon], " \t")
-		if key == "" || strings.ContainsAny(key, " \t#\"'") {
-			return nil, bad("bad key %q (keys are snake_case names such as n_layer)", key)
+		seen[k.Value] = k.Line
+		value := v.Value
+		if v.Tag == "!!null" {
+			value = ""
 		}
-		rest := line[colon+1:]
-		if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
-			return nil, bad("want a space after %q:", key)
-		}
-		value, err := yamlScalar(strings.TrimLeft(rest, " \t"))
-		if err != nil {
-			return nil, bad("%s: %v", key, err)
-		}
-		if prev, dup := seen[key]; dup {
-			return nil, bad("%s is set again (first on line %d)", key, prev)
-		}
-		seen[key] = n
-		out = append(out, yamlEntry{Key: key, Value: value, Line: n})
+		out = append(out, yamlEntry{Key: k.Value, Value: value, Line: k.Line})
 	}
 	return out, nil
 }
 
-// yamlScalar reads the value part of a line: a quoted string, or a plain scalar up
-// to a " #" comment. An empty value (or null, ~) is the empty string.
-func yamlScalar(s string) (string, error) {
-	if s == "" {
-		return "", nil
+// yamlError puts the YAML library's syntax error in file:line form. The library's own
+// line numbers are those of the enclosing construct, sometimes 0-based, sometimes left
+// out, so the line is found here: the one after the longest prefix of the file that
+// still parses (a string left open on line 3 is reported on line 3).
+func yamlError(data []byte, name string, err error) error {
+	msg := yamlLine.ReplaceAllString(err.Error(), "")
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 1000 {
+		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var value, tail string
-	switch s[0] {
-	case '#':
-		return "", nil // key:  # a comment
-	case '"':
-		var b strings.Builder
-		i := 1
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] != '\\' {
-				b.WriteByte(s[i])
-				continue
-			}
-			if i++; i == len(s) {
-				break
-			}
-			switch s[i] {
-			case '"', '\\', '/':
-				b.WriteByte(s[i])
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case 'u':
-				if i+4 >= len(s) {
-					return "", fmt.Errorf("short \\u escape in a double-quoted string")
-				}
-				r, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
-				if err != nil {
-					return "", fmt.Errorf("bad \\u escape %q in a double-quoted string", s[i+1:i+5])
-				}
-				b.WriteRune(rune(r))
-				i += 4
-			default:
-				return "", fmt.Errorf("unsupported escape \\%c in a double-quoted string", s[i])
-			}
-		}
-		if i >= len(s) {
-			return "", fmt.Errorf("unterminated double-quoted string")
-		}
-		value, tail = b.String(), s[i+1:]
-	case '\'':
-		var b strings.Builder
-		i := 1
-		for ; i < len(s); i++ {
-			if s[i] == '\'' {
-				if i+1 < len(s) && s[i+1] == '\'' { // '' is a quote
-					b.WriteByte('\'')
-					i++
-					continue
-				}
-				break
-			}
-			b.WriteByte(s[i])
-		}
-		if i >= len(s) {
-			return "", fmt.Errorf("unterminated single-quoted string")
-		}
-		value, tail = b.String(), s[i+1:]
-	case '[', '{', '&', '*', '!', '|', '>', '@', '`':
-		return "", fmt.Errorf("%q: only plain or quoted scalars are supported", s)
-	default:
-		value = s
-		if k := strings.Index(s, " #"); k >= 0 {
-			value = s[:k]
-		} else if k := strings.Index(s, "\t#"); k >= 0 {
-			value = s[:k]
-		}
-		value = strings.TrimRight(value, " \t")
-		if strings.Contains(value, ": ") {
-			return "", fmt.Errorf("%q: a plain value may not hold \": \" (quote it)", value)
-		}
-		switch value {
-		case "null", "Null", "NULL", "~":
-			value = ""
-		}
-		return value, nil
+	bad := len(lines)
+	for bad > 1 && !parses(bytes.Join(lines[:bad-1], nil)) {
+		bad--
 	}
-	tail = strings.TrimLeft(tail, " \t")
-	if tail != "" && tail[0] != '#' {
-		return "", fmt.Errorf("unexpected %q after the quoted string", tail)
+	return fmt.Errorf("%s:%d: %s", name, bad, msg)
+}
+
+// parses reports whether data is well-formed YAML (whatever it holds).
+func parses(data []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return errors.Is(err, io.EOF)
+		}
 	}
-	return value, nil
+}
+
+// kindName says what a node is, for messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a scalar"
 }
 
 // LoadYAML applies a config file's keys to c and returns the keys it set. Unknown
@@ -201,55 +163,22 @@ func (c *Config) LoadYAML(data []byte, name string) ([]string, error) {
 // MarshalYAML writes every key, one per line, in Fields order; LoadYAML reads it
 // back to the same Config.
 func (c *Config) MarshalYAML() []byte {
-	var b bytes.Buffer
-	b.WriteString("# gptkit train: the resolved configuration of this run\n")
+	m := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "gptkit train: the resolved configuration of this run"}
 	for _, f := range fields {
+		// Strings carry their tag, so that the library quotes one that would read as a
+		// number, a boolean or null; numbers and booleans go plain.
+		tag := ""
+		if f.Kind == reflect.String {
+			tag = "!!str"
+		}
 		v := c.Get(f.Key)
-		if f.Kind == reflect.String && needsQuotes(v) {
-			v = yamlQuote(v)
-		}
-		fmt.Fprintf(&b, "%s: %s\n", f.Key, v)
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f.Key}, &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v})
 	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	if err := enc.Encode(m); err != nil {
+		panic(fmt.Sprintf("train: MarshalYAML: %v", err)) // a mapping of scalars always encodes
+	}
+	enc.Close()
 	return b.Bytes()
-}
-
-// needsQuotes reports whether a string value must be quoted to read back as itself.
-func needsQuotes(v string) bool {
-	if v == "" || v != strings.TrimSpace(v) || strings.ContainsAny(v, "#\"'\\\n\t:") {
-		return true
-	}
-	switch v {
-	case "null", "Null", "NULL", "~":
-		return true
-	}
-	switch v[0] {
-	case '-', '[', '{', '&', '*', '!', '|', '>', '@', '`', '%', '?':
-		return true
-	}
-	return !utf8.ValidString(v)
-}
-
-// yamlQuote double-quotes v with the escapes yamlScalar reads.
-func yamlQuote(v string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range v {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -121,8 +121,12 @@ func TestBadRecords(t *testing.T) {
 	})
 	t.Run("skip, rate below --max-error-rate", func(t *testing.T) {
 		data := t.TempDir()
-		mustPrep(t, prepArgs(data, "--max-error-rate", fmt.Sprint(rate*2))...)
+		_, errOut := mustPrep(t, prepArgs(data, "--max-error-rate", fmt.Sprint(rate*2))...)
 		ds := filepath.Join(data, "pile-00")
+		// The summary names the first bad records and the report holding them all.
+		file := filepath.Join(ds, "downloads", "train", "00.jsonl.zst")
+		hasAll(t, "summary", errOut, "bad records: 5 skipped", "invalid_json 2", "not_object 1",
+			file+" line 10: invalid_json: ", file+" line 200: not_text: ", "report: "+filepath.Join(ds, "prep-report.json"), "tokens/s")
 		compareDocs(t, "dataset with bad records skipped", datasetDocs(t, ds), want)
 		checkReport(t, ds)
 	})

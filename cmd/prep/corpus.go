@@ -27,7 +27,8 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 		return cli.ExitUsage
 	}
 	c := cli.NewCommand("prep", corpus.Name, "-d DIR [flags]", corpus.Description+"\n\n"+
-		"Downloads the corpus into DIR/"+corpus.Name+"/downloads/ (parallel, resumable, verified by size and sha256),\n"+
+		"Downloads the corpus into DIR/"+corpus.Name+"/downloads/ (parallel, resumable; checked against the sizes and\n"+
+		"sha256 the catalog, --checksums or the mirror's SHA256SUMS know, with a warning for files none does),\n"+
 		"then tokenizes it on every core into DIR/"+corpus.Name+"/: "+corpus.Name+"_text_document*.{bin,idx} (val and test\n"+
 		"splits as "+corpus.Name+"_val_text_document*, "+corpus.Name+"_test_text_document*) and manifest.json, written\n"+
 		"last. Rerun the same command after a crash: finished shards are kept.\n\n"+
@@ -38,6 +39,10 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 	f.register(c)
 	mirror := c.Flags.String("mirror", "", "fetch the corpus' files from `BASE`/<name> (e.g. BASE/train/00.jsonl.zst) before the catalog's URLs; BASE/SHA256SUMS, if there, verifies them")
 	checksums := c.Flags.String("checksums", "", "sha256sum-format `FILE` with the files' sha256 (relative names as in the catalog)")
+	download := false
+	if corpus.Embedded() {
+		c.Flags.BoolVar(&download, "download", false, "download the text from the catalog's sources instead of using the copy built into this binary (--mirror implies it); both are checked against the same sha256")
+	}
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
@@ -59,6 +64,16 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,
 		sub: corpus.Name, flagSet: c.Flags}
 	j.fetches = corpus.Plan(j.workDir(), opt)
+	for _, f := range j.fetches {
+		rel, err := filepath.Rel(j.workDir(), f.Dest)
+		if err != nil {
+			rel = f.Dest
+		}
+		j.inputs = append(j.inputs, fmt.Sprintf("%s (%d bytes)", filepath.ToSlash(rel), f.Size))
+	}
+	if corpus.Embedded() && !download && *mirror == "" {
+		j.beforeFetch = func(context.Context) error { return writeEmbedded(corpus, j.fetches, stderr) }
+	}
 	if *mirror != "" {
 		// The mirror's SHA256SUMS is asked for only when something is to be downloaded.
 		j.beforeFetch = func(ctx context.Context) error {
@@ -94,7 +109,9 @@ func corpusSplits(c prep.Corpus, files []fetch.File) []pipelines.SplitInputs {
 				s.Inputs = append(s.Inputs, files[i].Dest)
 			}
 		}
-		out = append(out, s)
+		if len(s.Inputs) > 0 { // not a split prep derives (shakespeare's val)
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -109,7 +126,7 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 	var chars *tokenize.Tokenizer
 	const charSpec = "char (nanoGPT shakespeare_char: chars.json beside the data)"
 	j.tokenizer = func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error) {
-		if f.tokenizer != "" && f.tokenizer != "char" {
+		if f.tok.Spec != "" && f.tok.Spec != "char" {
 			return f.loadTokenizer(ctx, "", log)
 		}
 		// A finished dataset has its vocabulary beside it: no need to fetch the text

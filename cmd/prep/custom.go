@@ -49,6 +49,11 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	local := make([]string, len(inputs.Values))
 	var s3Inputs []int
 	for i, in := range inputs.Values {
+		if strings.Contains(in, "://") {
+			j.inputs = append(j.inputs, in)
+		} else {
+			j.inputs = append(j.inputs, localInput(in))
+		}
 		switch {
 		case strings.HasPrefix(in, "https://") || strings.HasPrefix(in, "http://"):
 			u, err := url.Parse(in)
@@ -83,7 +88,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // unless dest already holds an object of the same size.
 func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Logger) error {
 	dir, key := path.Split(strings.TrimPrefix(uri, "s3://"))
-	st, err := storage.Open(ctx, "s3://"+strings.TrimSuffix(dir, "/"), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: log})
+	st, err := f.s3.Open(ctx, "s3://"+strings.TrimSuffix(dir, "/"), log)
 	if err != nil {
 		return err
 	}

@@ -206,6 +206,7 @@ type mirror struct {
 	mu        sync.Mutex
 	files     map[string][]byte
 	reqs      []mirrorRequest
+	heads     []string        // HEAD requests (the download plan), by name
 	dropFirst map[string]bool // send half the bytes, then cut the connection, on the first GET
 	dropped   map[string]bool
 	slow      map[string]bool // send requests without Range 16 KiB every 20 ms
@@ -262,6 +263,17 @@ func (m *mirror) requestsFor(name string) []mirrorRequest {
 func (m *mirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	m.mu.Lock()
+	if r.Method == http.MethodHead { // the download plan asking for a size: not a download
+		data, ok := m.files[name]
+		m.heads = append(m.heads, name)
+		m.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		return
+	}
 	m.reqs = append(m.reqs, mirrorRequest{Path: name, Range: r.Header.Get("Range")})
 	data, ok := m.files[name]
 	drop := m.dropFirst[name] && !m.dropped[name]

@@ -2,19 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"gptkit/internal/cli"
 	"gptkit/internal/fetch"
 	"gptkit/internal/progress"
+	"gptkit/internal/redact"
 	"gptkit/pipelines"
 	"gptkit/prep"
 	"gptkit/shards"
@@ -49,6 +54,55 @@ type job struct {
 	// beforeRun stores files beside the data (the character vocabulary) before the
 	// tokenizing, so that the manifest is still written last.
 	beforeRun func(ctx context.Context, st storage.Store) error
+	// inputs name the job's inputs as the user gave them (a local file with its size
+	// and modification time), for settings.
+	inputs []string
+}
+
+// settings are what decides the dataset besides the tokenizer (whose fingerprint the
+// manifest records): recorded in the manifest (source.params, see
+// pipelines.TokenizeRun.Params), so that a rerun with other settings is told so even
+// once the downloads are gone, and credentials-free (the manifest redacts them).
+func (j *job) settings() map[string]string {
+	f := j.flags
+	shardBytes, _ := cli.ParseSize(f.shardSize)
+	return map[string]string{
+		"corpus":           j.sub,
+		"inputs":           redact.String(strings.Join(j.inputs, "\n")),
+		"text_key":         f.textKey,
+		"filter_set":       f.filterSet,
+		"shard_size":       fmt.Sprint(shardBytes),
+		"append_eod":       fmt.Sprint(j.appendEOD),
+		"accept_truncated": fmt.Sprint(f.acceptTrunc),
+	}
+}
+
+// settingsChanged says how the settings recorded in a finished dataset's manifest differ
+// from this run's ("" when they do not); ok is false for a manifest without them (made
+// by an older gptkit).
+func (j *job) settingsChanged(m *shards.Manifest) (diff string, ok bool) {
+	rec, isMap := m.Source["params"].(map[string]any)
+	if !isMap {
+		return "", false
+	}
+	now := j.settings()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		was, _ := rec[k].(string)
+		if was != now[k] {
+			out = append(out, fmt.Sprintf("%s %q → %q", k, was, now[k]))
+		}
+	}
+	return strings.Join(out, "; "), true
+}
+
+// localInput names a local input file by its path, size and modification time.
+func localInput(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path
+	}
+	return fmt.Sprintf("%s (%d bytes, modified %s)", path, fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
 }
 
 // workDir is DIR/NAME: the local dataset directory and the downloads' parent.
@@ -69,7 +123,7 @@ func (j *job) run(ctx context.Context) int {
 	if f.slurm {
 		return j.submitSlurm(ctx)
 	}
-	st, err := storage.Open(ctx, j.output(), storage.Options{S3Endpoint: f.s3Endpoint, S3PathStyle: f.s3PathStyle, Logger: j.log})
+	st, err := f.s3.Open(ctx, j.output(), j.log)
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
@@ -80,13 +134,28 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
-	// A finished dataset made with this tokenizer: nothing to do (its downloads may be gone).
+	// A finished dataset of this job (tokenizer and settings), still whole: nothing to
+	// do, and its downloads may be gone. Made with other settings: refused, as `tokenize
+	// run` refuses. Damaged (a shard missing or cut short): made again.
+	redo := false
 	if m, err := shards.ReadManifest(ctx, st, ""); err == nil && !f.overwrite {
 		if m.Tokenizer.Fingerprint != tok.Fingerprint() {
 			return cli.Fail(j.stderr, who, fmt.Errorf("%s already holds a dataset made with tokenizer %s (fingerprint %.12s); pass --overwrite to replace it", j.output(), m.Tokenizer.Name, m.Tokenizer.Fingerprint))
 		}
-		fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
-		return cli.ExitOK
+		if diff, ok := j.settingsChanged(m); ok {
+			if diff != "" {
+				return cli.Fail(j.stderr, who, fmt.Errorf("%s already holds a dataset made with other settings (%s); pass --overwrite to replace it, or choose another -d/--dest", j.output(), diff))
+			}
+			if perr := shards.CheckPresent(ctx, st, "", m); perr != nil {
+				j.log.Warn("the finished dataset is damaged: making it again", "dataset", j.output(), "problem", cli.OneLine(perr.Error()))
+				redo = true
+			} else {
+				fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
+				return cli.ExitOK
+			}
+		}
+		// A manifest without settings (an older gptkit): the run below compares the
+		// job's fingerprint once the inputs are there.
 	}
 
 	if err := j.fetch(ctx); err != nil {
@@ -104,8 +173,9 @@ func (j *job) run(ctx context.Context) int {
 	}
 	run := &pipelines.TokenizeRun{
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
-		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite,
+		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite || redo, Params: j.settings(),
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
+		AcceptTruncated: f.acceptTrunc,
 		OnShard: func(info shards.ShardInfo) {
 			j.log.Debug("shard written", "shard", info.Prefix, "docs", info.Documents, "tokens", info.Tokens)
 			if testShardHook != nil {
@@ -123,6 +193,7 @@ func (j *job) run(ctx context.Context) int {
 	}
 	bar := j.bar("tokenize", total)
 	run.Progress = func(bytes, docs int64) { bar.Add(bytes, docs) }
+	run.ProgressTokens = bar.AddTokens
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
@@ -141,7 +212,7 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		j.log.Warn("could not write the bad-record report", "err", err)
 	}
-	printSummary(j.stderr, where, stats)
+	io.WriteString(j.stderr, stats.Summary(where, reportPath))
 	if f.partitioned && !stats.AlreadyMerged {
 		fmt.Fprintf(j.stderr, "part %d of %d done; once every part is: prep %s ... --merge-parts (or shards merge-parts %s)\n", f.task.Index, f.task.Count, j.sub, j.output())
 	}
@@ -191,6 +262,7 @@ func (j *job) fetch(ctx context.Context) error {
 	if len(j.fetches) == 0 {
 		return nil
 	}
+	j.announce(ctx)
 	var total int64
 	for _, f := range j.fetches {
 		total += f.Size
@@ -220,48 +292,45 @@ func (j *job) bar(label string, total int64) *progress.Bar {
 	return progress.NewWithOptions(j.stderr, j.log, label, total, progress.Options{Quiet: j.flags.progress == "auto"})
 }
 
+// report is prep-report.json: per split, the documents kept and the records dropped,
+// with the first examples of each kind of bad record.
+type report struct {
+	Splits []splitReport `json:"splits"`
+}
+
+type splitReport struct {
+	Split       string               `json:"split"`
+	Documents   int64                `json:"documents"`
+	Bad         int64                `json:"bad"`
+	InvalidUTF8 int64                `json:"invalid_utf8"`
+	Filtered    int64                `json:"filtered"`
+	Empty       int64                `json:"empty"`
+	Truncated   int64                `json:"truncated"`
+	UnreadBytes int64                `json:"unread_bytes"`
+	BadRecords  prep.BadRecordReport `json:"bad_records"`
+}
+
 // writeReport writes the bad records (counts and first examples per split) next to the
 // dataset's local directory, DIR/NAME/prep-report.json.
 func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error) {
 	file := filepath.Join(j.workDir(), name)
-	var b strings.Builder
-	b.WriteString("{\"splits\": [")
-	for i, s := range stats.Splits {
-		if i > 0 {
-			b.WriteString(", ")
+	r := report{Splits: []splitReport{}}
+	for _, s := range stats.Splits {
+		sr := splitReport{Split: s.Split, Documents: s.Docs, Bad: s.Bad, InvalidUTF8: s.InvalidUTF8, Filtered: s.Filtered, Empty: s.Empty,
+			Truncated: s.Truncated, UnreadBytes: s.UnreadBytes}
+		if s.BadRecords != nil {
+			sr.BadRecords = *s.BadRecords
 		}
-		fmt.Fprintf(&b, "{\"split\": %q, \"documents\": %d, \"bad\": %d, \"invalid_utf8\": %d, \"filtered\": %d, \"empty\": %d, \"bad_records\": ", s.Split, s.Docs, s.Bad, s.InvalidUTF8, s.Filtered, s.Empty)
-		if err := s.BadRecords.WriteJSON(&b); err != nil {
-			return "", err
-		}
-		b.WriteString("}")
+		r.Splits = append(r.Splits, sr)
 	}
-	b.WriteString("]}\n")
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(j.workDir(), 0o777); err != nil {
 		return "", err
 	}
-	return file, os.WriteFile(file, []byte(b.String()), 0o666)
-}
-
-// printSummary writes the end-of-run table to w.
-func printSummary(w io.Writer, where string, s pipelines.RunStats) {
-	fmt.Fprintf(w, "\n%-8s %12s %14s %12s %8s %8s %10s %9s\n", "split", "documents", "tokens", "text MB", "bad", "empty", "time", "MB/s")
-	for _, sp := range s.Splits {
-		name := sp.Split
-		if name == "" {
-			name = "train"
-		}
-		secs := sp.Elapsed.Seconds()
-		fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", name, sp.Docs, sp.Tokens, float64(sp.TextBytes)/1e6, sp.Bad, sp.Empty, secs, float64(sp.TextBytes)/1e6/max(secs, 1e-9))
-	}
-	fmt.Fprintf(w, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f\n", "total", s.Docs, s.Tokens, float64(s.TextBytes)/1e6, s.Bad, s.Empty, s.Elapsed.Seconds(), float64(s.TextBytes)/1e6/max(s.Elapsed.Seconds(), 1e-9))
-	if s.ResumedShards > 0 {
-		fmt.Fprintf(w, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
-	}
-	if s.Restarted != "" {
-		fmt.Fprintf(w, "started over: %s\n", s.Restarted)
-	}
-	fmt.Fprintf(w, "dataset: %s\n", where)
+	return file, os.WriteFile(file, append(data, '\n'), 0o666)
 }
 
 var errNoCorpus = errors.New("no such corpus")

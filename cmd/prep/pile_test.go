@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gptkit/internal/progress"
 )
 
 const pile00 = "train/00.jsonl.zst" // pile-00's one file, by its catalog name
@@ -273,4 +275,22 @@ func TestChecksumsFlag(t *testing.T) {
 		t.Fatalf("a malformed --checksums: exit %d, want 1; stderr:\n%s", code, errOut)
 	}
 	hasAll(t, "the error line", lastLine(errOut), "--checksums "+malformed, "line 1")
+}
+
+// TestDownloadPlan: before downloading, prep says how much it will fetch (the size the
+// server gives where the catalog has none) and how long that takes, and warns, naming
+// them, about files no sha256 checks.
+func TestDownloadPlan(t *testing.T) {
+	recs := genPile(t, 200, 3)
+	m, z := pileMirror(t, recs)
+	_, errOut := mustPrep(t, "pile-00", "-d", t.TempDir(), "--mirror", m.base(), "--tokenizer", gpt2Dir(t), "--progress", "off")
+	hasAll(t, "stderr with SHA256SUMS", errOut, "to download: 1 file, "+progress.FormatBytes(int64(len(z)))+" (sizes from the server): about", "at 100 Mbit/s")
+	if strings.Contains(errOut, "WARNING") {
+		t.Errorf("a warning, though the mirror's SHA256SUMS lists the file: %s", errOut)
+	}
+
+	m.put("SHA256SUMS", nil)
+	delete(m.files, "SHA256SUMS")
+	_, errOut = mustPrep(t, "pile-00", "-d", t.TempDir(), "--mirror", m.base(), "--tokenizer", gpt2Dir(t), "--progress", "off")
+	hasAll(t, "stderr without SHA256SUMS", errOut, "WARNING: 1 file has no known sha256: train/00.jsonl.zst", "--checksums FILE")
 }

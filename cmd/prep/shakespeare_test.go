@@ -114,3 +114,31 @@ func TestShakespeare(t *testing.T) {
 		}
 	})
 }
+
+// TestShakespeareOffline: `prep shakespeare -d D` needs no network: the text comes from
+// the binary, and the dataset is the one the download gives. --download goes to the
+// catalog's source instead (here the fake internet, which answers 404).
+func TestShakespeareOffline(t *testing.T) {
+	// Not parallel: it counts the requests that reach the fake internet.
+	text := testfiles.Read(t, "corpora/tinyshakespeare.txt")
+	m := newMirror(t)
+	m.put("input.txt", text)
+	ref := t.TempDir()
+	mustPrep(t, "shakespeare", "-d", ref, "--mirror", m.base(), "--progress", "off")
+
+	dir := t.TempDir()
+	hits := internetHits()
+	_, errOut := mustPrep(t, "shakespeare", "-d", dir, "--progress", "off")
+	if got := internetHitsSince(hits); len(got) > 0 {
+		t.Errorf("prep shakespeare went to the network: %v", got)
+	}
+	hasAll(t, "stderr", errOut, "input.txt: the copy built into this binary", "--download")
+	compareDocs(t, "embedded vs downloaded", datasetDocs(t, filepath.Join(dir, "shakespeare")), datasetDocs(t, filepath.Join(ref, "shakespeare")))
+
+	hits = internetHits()
+	code, _, errOut := runPrep(t, "shakespeare", "-d", t.TempDir(), "--progress", "off", "--download")
+	if code != 1 || len(internetHitsSince(hits)) == 0 {
+		t.Errorf("--download: exit %d, requests %v; want a failed download from the catalog's source (stderr %q)", code, internetHitsSince(hits), errOut)
+	}
+	hasAll(t, "--download stderr", errOut, "raw.githubusercontent.com", "to download: 1 file, 1.1 MB")
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gptkit/internal/cli"
+	"gptkit/internal/redact"
 	"gptkit/shards"
 	"gptkit/storage"
 )
@@ -46,7 +47,11 @@ func (j *job) jobArgs(extra ...string) []string {
 			}
 			return
 		}
-		args = append(args, dash+fl.Name+"="+fl.Value.String())
+		v := fl.Value.String()
+		if fl.Name == "s3-endpoint" {
+			v = redact.URL(v) // credentials there are never used (see storage): not written into scripts
+		}
+		args = append(args, dash+fl.Name+"="+v)
 	})
 	return append(args, extra...)
 }

@@ -87,7 +87,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"-d": `""`, "--dest": `""`, "--tokenizer": `""`, "--tokenizer-url": `""`, "--tokenizer-sha256": `""`,
 		"--tokenizer-cache-dir": `""`, "--workers": fmt.Sprint(runtime.GOMAXPROCS(0)), "--parallel-downloads": "4",
 		"--keep-downloads": "false", "--text-key": `"text"`, "--shard-size": `"0"`, "--filter-set": `""`,
-		"--on-error": `"skip"`, "--max-error-rate": "0.01", "--overwrite": "false", "--s3-endpoint": `""`,
+		"--on-error": `"skip"`, "--max-error-rate": "0.01", "--accept-truncated": "false", "--overwrite": "false", "--s3-endpoint": `""`,
 		"--s3-path-style": "false", "--progress": `"auto"`,
 		"--num-workers": "-1", "--worker-index": "-1", "--merge-parts": "false", "--slurm": "false",
 		"--array-size": "16", "--sbatch-args": `""`, "--dry-run": "false",
@@ -98,7 +98,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		extra map[string]string
 	}{
 		{[]string{"pile", "-h"}, "usage: prep pile -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
-		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`}},
+		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": `""`, "--checksums": `""`, "--download": "false"}},
 		{[]string{"custom", "-h"}, "usage: prep custom --input", map[string]string{"--input": `""`, "--name": `""`}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

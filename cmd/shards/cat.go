@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
+	"os"
+	"path/filepath"
 
 	"gptkit/internal/cli"
 	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
 )
@@ -20,13 +21,14 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"Prints document K of the dataset in DIR (a directory or s3://bucket/prefix; documents are\n"+
 			"numbered from 0 across the shards in manifest order) as one JSON array of token ids, or\n"+
 			"with --decode its text as one JSON string. The tokenizer for --decode is --tokenizer or,\n"+
-			"without it, the dataset's own when its name is a known one (downloaded once into the\n"+
-			"tokenizer cache) and its fingerprint matches the manifest's. Only the shard holding K is\n"+
-			"opened (from S3: fetched into --cache-dir). DIR may also be a bare GPT-NeoX shard PREFIX.")
+			"without it, the dataset's own, found offline: the tokenizer file stored beside the data\n"+
+			"(chars.json, tokenizer.json, ...) or the built-in tokenizer the manifest names, whichever\n"+
+			"has the manifest's fingerprint. Only the shard holding K is opened (from S3: fetched into\n"+
+			"--cache-dir). DIR may also be a bare GPT-NeoX shard PREFIX.")
 	doc := c.Flags.Int64("doc", -1, "the document `K` to print, 0-based (required)")
 	decode := c.Flags.Bool("decode", false, "print the document's text as a JSON string instead of its ids")
 	var tf tokenizerFlags
-	tf.register(c.Flags, "--decode: the tokenizer (empty: the dataset's own, when its name is a known one)")
+	tf.Register(c.Flags, "--decode: the tokenizer (empty: the dataset's own, as its manifest records it)")
 	var allow allowMergedFlag
 	allow.register(c.Flags)
 	sf := storageFlags{log: newLogger(stderr)}
@@ -40,7 +42,7 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.UsageError(stderr, "want exactly one DIR or PREFIX")
 	case *doc < 0:
 		return c.UsageError(stderr, "--doc K is required (a document index: 0, 1, ...)")
-	case tf.spec != "" && !*decode:
+	case tf.Spec != "" && !*decode:
 		return c.UsageError(stderr, "--tokenizer applies only with --decode")
 	}
 	t, err := sf.openTarget(ctx, pos[0])
@@ -60,7 +62,7 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return cli.ExitOK
 	}
-	tok, err := catTokenizer(ctx, &tf, info, stderr)
+	tok, err := catTokenizer(ctx, &tf, t, info, stderr)
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
@@ -140,26 +142,56 @@ func outOfRange(k int64, t target, n int64) error {
 }
 
 // catTokenizer resolves the tokenizer for --decode: --tokenizer (used even when its
-// fingerprint differs from the manifest's; the caller warns), or the dataset's own by
-// name, which must have the manifest's fingerprint.
-func catTokenizer(ctx context.Context, tf *tokenizerFlags, info *shards.TokenizerInfo, stderr io.Writer) (*tokenize.Tokenizer, error) {
-	if tf.spec != "" {
-		return tf.load(ctx, tf.spec, stderr)
+// fingerprint differs from the manifest's; the caller warns), or the dataset's own, as
+// its manifest records it (spec.ForDataset): the tokenizer file stored beside the data
+// (chars.json, tokenizer.json; from S3, fetched into a temporary directory), else the
+// embedded tokenizer of that name. Neither needs the network.
+func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shards.TokenizerInfo, stderr io.Writer) (*tokenize.Tokenizer, error) {
+	if tf.Spec != "" {
+		return tf.load(ctx, tf.Spec, stderr)
 	}
 	if info == nil {
 		return nil, fmt.Errorf("a bare shard does not say which tokenizer made it\n---> HINT: pass --tokenizer SPEC")
 	}
-	if !slices.Contains(spec.Names(), info.Name) {
-		return nil, fmt.Errorf("the dataset's tokenizer %q is not a known tokenizer name (%s)\n---> HINT: pass --tokenizer SPEC: the tokenizer.json or directory the dataset was made with",
-			info.Name, strings.Join(spec.Names(), ", "))
-	}
-	tok, err := tf.load(ctx, info.Name, stderr)
+	dir, cleanup, err := besideFiles(ctx, t.store)
 	if err != nil {
-		return nil, fmt.Errorf("load the dataset's tokenizer %s: %w\n---> HINT: or pass --tokenizer SPEC", info.Name, err)
+		return nil, err
 	}
-	if tok.Fingerprint() != info.Fingerprint {
-		return nil, fmt.Errorf("the dataset's tokenizer is named %s but its fingerprint %s is not that of the known %s (%s)\n---> HINT: pass --tokenizer SPEC with the tokenizer the dataset was made with",
-			info.Name, shortFingerprint(info.Fingerprint), info.Name, shortFingerprint(tok.Fingerprint()))
+	defer cleanup()
+	tok, err := spec.ForDataset(ctx, dir, info.Name, info.Fingerprint, tf.options(stderr))
+	if err != nil {
+		return nil, fmt.Errorf("%w\n---> HINT: pass --tokenizer SPEC: the tokenizer the dataset was made with", err)
 	}
 	return tok, nil
+}
+
+// besideFiles returns a local directory holding the tokenizer files stored beside a
+// dataset (spec.DatasetFiles): the dataset's own directory when st is local, else a
+// temporary copy that cleanup removes ("" when there are none).
+func besideFiles(ctx context.Context, st storage.Store) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	if p, ok := st.LocalPath(shards.ManifestName); ok {
+		return filepath.Dir(p), cleanup, nil
+	}
+	for _, name := range spec.DatasetFiles {
+		obj, err := st.Open(ctx, name)
+		if err != nil {
+			continue // not there (or unreadable: the known name is tried next)
+		}
+		data, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil {
+			return "", cleanup, fmt.Errorf("read %s beside the data: %w", name, err)
+		}
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "shards-tokenizer-"); err != nil {
+				return "", cleanup, err
+			}
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", cleanup, err
+		}
+	}
+	return dir, cleanup, nil
 }

@@ -77,16 +77,46 @@ func TestCatDecode(t *testing.T) {
 		t.Errorf("cat --decode escapes HTML or mangles quotes: %s", out)
 	}
 
-	// Without --tokenizer, the manifest's name (gpt2) resolves through the tokenizer cache.
+	// Without --tokenizer, the manifest's tokenizer: the built-in gpt2, with no network
+	// (every proxy leads nowhere) and an empty tokenizer cache.
+	offline(t)
 	cache := t.TempDir()
-	os.MkdirAll(filepath.Join(cache, "gpt2"), 0o755)
-	for _, f := range []string{"vocab.json", "merges.txt"} {
-		data := testfiles.Read(t, "tokenizers/gpt2/"+f)
-		os.WriteFile(filepath.Join(cache, "gpt2", f), data, 0o644)
-	}
 	if got := catText(t, dir, "--doc", "1", "--tokenizer-cache-dir", cache); got != sampleTexts[1]+"<|endoftext|>" {
 		t.Errorf("cat --decode with the dataset's tokenizer = %q", got)
 	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("cat --decode downloaded %v", entries)
+	}
+}
+
+// offline points every HTTP proxy at a closed port, so that any download fails.
+func offline(t *testing.T) {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		t.Setenv(v, "http://127.0.0.1:1")
+	}
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+}
+
+// TestCatDecodeCharsBesideTheData: a dataset prep shakespeare made (its character
+// vocabulary in chars.json beside the shards) decodes with no --tokenizer, offline.
+func TestCatDecodeCharsBesideTheData(t *testing.T) {
+	offline(t)
+	chars := tokenize.NewCharsFromText("First Citizen:\nBefore we proceed", "shakespeare-char")
+	dir := t.TempDir()
+	writeDataset(t, dir, tokenizerInfo(chars), [][]int{chars.Encode("Before we proceed"), chars.Encode("First Citizen:\n")})
+	data, err := chars.MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "chars.json"), data, 0o644)
+	if got := catText(t, dir, "--doc", "1"); got != "First Citizen:\n" {
+		t.Errorf("cat --decode = %q", got)
+	}
+	// A chars.json that is not the manifest's: named in the error.
+	other, _ := tokenize.NewCharsFromText("abc", "x").MarshalChars()
+	os.WriteFile(filepath.Join(dir, "chars.json"), other, 0o644)
+	wantFailure(t, 1, []string{"chars.json has fingerprint", "shakespeare-char", "pass --tokenizer SPEC"}, "cat", dir, "--doc", "0", "--decode")
 }
 
 func TestCatDecodeTokenizerByName(t *testing.T) {

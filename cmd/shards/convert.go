@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gptkit/internal/cli"
@@ -29,21 +31,21 @@ type convertFlags struct {
 
 // Flags that apply to one direction (or format) only.
 var (
-	exportOnlyFlags = []string{"allow-merged-doc-idx", "cache-dir"}
-	llmcExportFlags = []string{"name", "split", "first-index", "shard-tokens"}
-	importOnlyFlags = []string{"tokenizer", "tokenizer-cache-dir", "split-at-eod"}
+	exportOnlyFlags = []string{"allow-merged-doc-idx", "cache-dir", "split"}
+	llmcExportFlags = []string{"name", "first-index", "shard-tokens"}
+	importOnlyFlags = []string{"tokenizer", "tokenizer-url", "tokenizer-sha256", "tokenizer-cache-dir", "split-at-eod"}
 )
 
 func (cf *convertFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cf.to, "to", "", "export the dataset DIR to `FORMAT`: nanogpt or llmc")
 	fs.StringVar(&cf.from, "from", "", "import FILES of `FORMAT` nanogpt or llmc into a new dataset")
-	fs.StringVar(&cf.out, "out", "", "where to write (required): with --to nanogpt the output `PATH` (a file), with --to llmc a directory, with --from the new dataset's directory; local or s3://bucket/prefix")
+	fs.StringVar(&cf.out, "out", "", "where to write (required): with --to a directory `PATH` (--to nanogpt: or a FILE.bin, for one split), with --from the new dataset's directory; local or s3://bucket/prefix")
 	fs.StringVar(&cf.name, "name", "", "--to llmc: file `NAME` start, files are NAME_SPLIT_NNNNNN.bin (empty: DIR's base name)")
-	fs.StringVar(&cf.split, "split", "train", "--to llmc: the `SPLIT` in the file names, train or val")
+	fs.StringVar(&cf.split, "split", "", "--to: export only the dataset's `SPLIT` (train, val, test; empty: every split, each to its own files)")
 	fs.IntVar(&cf.firstIndex, "first-index", -1, "--to llmc: `NNNNNN` of the first file (-1: llm.c's numbering, 0 for val and 1 for train)")
 	fs.IntVar(&cf.shardTokens, "shard-tokens", shards.LLMCShardTokens, "--to llmc: tokens per file, `N` (documents may straddle files, as in llm.c)")
 	fs.BoolVar(&cf.splitAtEOD, "split-at-eod", false, "--from: recover documents at the tokenizer's end-of-document id (nanoGPT files end documents with it, llm.c files start them with it); without it each file is one document")
-	cf.tf.register(fs, "--from: the tokenizer that made the ids, recorded in the manifest (required)")
+	cf.tf.Register(fs, "--from: the tokenizer that made the ids, recorded in the manifest (required)")
 	cf.allow.register(fs)
 	cf.sf.register(fs, true)
 }
@@ -53,11 +55,15 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	c := cli.NewCommand("shards", "convert", "--to nanogpt|llmc DIR --out PATH [flags]\n   or: shards convert --from nanogpt|llmc FILE... --out DIR --tokenizer SPEC [--split-at-eod]",
 		"Exports the dataset in DIR (a directory or s3://bucket/prefix) to another trainer's token\n"+
 			"files, or imports such files into a new dataset.\n\n"+
-			"--to nanogpt writes every token, documents in order, to PATH as nanoGPT's headerless\n"+
-			"uint16 train.bin/val.bin (int32 datasets only if every id fits). --to llmc writes llm.c\n"+
-			"shards NAME_SPLIT_NNNNNN.bin under the directory PATH, --shard-tokens each (GPT-2 header\n"+
-			"and uint16 tokens; llama-3 header and uint32 tokens for int32 datasets). Existing files of\n"+
-			"the same names are replaced. Prints \"FILE: N tokens\" per file written.\n\n"+
+			"Each split of the dataset goes to its own files (--split picks one). --to nanogpt writes\n"+
+			"PATH/train.bin, PATH/val.bin (and test.bin): every token of the split, documents in order,\n"+
+			"as nanoGPT's headerless uint16 (int32 datasets only if every id fits); a PATH ending in .bin\n"+
+			"is that one file, for --split (default train). --to llmc writes llm.c shards\n"+
+			"NAME_SPLIT_NNNNNN.bin under the directory PATH, --shard-tokens each (GPT-2 header and\n"+
+			"uint16 tokens; llama-3 header and uint32 tokens for int32 datasets), val numbered from 0 and\n"+
+			"train from 1 as llm.c's fineweb.py does, with the end-of-text id before each document as\n"+
+			"llm.c puts it (the dataset keeps it after; --from llmc --split-at-eod moves it back).\n"+
+			"Existing files of the same names are replaced. Prints \"FILE: N tokens\" per file written.\n\n"+
 			"--from nanogpt|llmc reads local FILES (one shard each, named after the file) into a new\n"+
 			"dataset in DIR, whose manifest records --tokenizer; the files' ids are checked against\n"+
 			"its vocabulary. Prints \"DIR/manifest.json: D documents, T tokens, S shards\".")
@@ -120,8 +126,8 @@ func (cf *convertFlags) check(pos []string, set map[string]bool) string {
 			return m
 		}
 		switch {
-		case cf.split != "train" && cf.split != "val":
-			return fmt.Sprintf("--split %q: want train or val", cf.split)
+		case cf.split != "" && shards.CheckSplitName(cf.split) != nil:
+			return "--split: " + shards.CheckSplitName(cf.split).Error()
 		case cf.name != "" && strings.ContainsAny(cf.name, "/\\"):
 			return "--name may not contain a slash"
 		case cf.shardTokens <= 0:
@@ -139,7 +145,7 @@ func (cf *convertFlags) check(pos []string, set map[string]bool) string {
 			return m
 		}
 	}
-	if cf.tf.spec == "" {
+	if cf.tf.Spec == "" {
 		return "--tokenizer is required with --from"
 	}
 	for _, f := range pos {
@@ -160,44 +166,71 @@ func (cf *convertFlags) openDataset(ctx context.Context, dir string) (d *shards.
 	return d, st.String(), err
 }
 
-// exportNanoGPT writes dir's tokens to the file cf.out, atomically.
+// exportNanoGPT writes each split of dir (or --split's) to nanoGPT's SPLIT.bin under
+// cf.out, or the one split to the file cf.out when it ends in .bin; atomically.
 func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.Writer) error {
-	d, _, err := cf.openDataset(ctx, dir)
+	d, location, err := cf.openDataset(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	st, key, cleanup, err := cf.outFile(ctx)
+	splits, err := cf.exportSplits(d, location)
 	if err != nil {
 		return err
 	}
-	n, err := writeNanoGPT(ctx, d, st, key)
-	if err != nil {
-		cleanup()
-		return err
+	oneFile := strings.HasSuffix(cf.out, ".bin")
+	if oneFile && len(splits) > 1 {
+		splits = []string{shards.TrainSplit}
 	}
-	fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, key), n)
+	for _, split := range splits {
+		st, key, cleanup, err := cf.outFile(ctx, split, oneFile)
+		if err != nil {
+			return err
+		}
+		n, err := writeNanoGPT(ctx, d, split, st, key)
+		if err != nil {
+			cleanup()
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, key), n)
+	}
 	return nil
 }
 
-// writeNanoGPT writes d's tokens to key of st, committed only when complete.
-func writeNanoGPT(ctx context.Context, d *shards.Dataset, st storage.Store, key string) (int64, error) {
+// exportSplits are the splits of d to export: --split, which d must have, or all of d's.
+func (cf *convertFlags) exportSplits(d *shards.Dataset, location string) ([]string, error) {
+	have := d.Splits()
+	if cf.split == "" {
+		return have, nil
+	}
+	if !slices.Contains(have, cf.split) {
+		return nil, fmt.Errorf("%s has no %s split (its splits: %s)", location, cf.split, strings.Join(have, ", "))
+	}
+	return []string{cf.split}, nil
+}
+
+// writeNanoGPT writes d's split to key of st, committed only when complete.
+func writeNanoGPT(ctx context.Context, d *shards.Dataset, split string, st storage.Store, key string) (int64, error) {
 	w, err := st.Create(ctx, key)
 	if err != nil {
 		return 0, err
 	}
 	defer w.Abort()
-	n, err := shards.ExportNanoGPT(ctx, d, w)
+	n, err := shards.ExportNanoGPT(ctx, d, split, w)
 	if err != nil {
 		return 0, err
 	}
 	return n, w.Commit()
 }
 
-// outFile splits --out into the store of its directory and its key there; cleanup removes
-// the directory if it was made for the file and stayed empty.
-func (cf *convertFlags) outFile(ctx context.Context) (st storage.Store, key string, cleanup func(), err error) {
+// outFile is where split's nanoGPT file goes: --out itself (oneFile), else SPLIT.bin
+// under it, as the store of its directory and its key there; cleanup removes the
+// directory if it was made for the file and stayed empty.
+func (cf *convertFlags) outFile(ctx context.Context, split string, oneFile bool) (st storage.Store, key string, cleanup func(), err error) {
 	out := strings.TrimSuffix(cf.out, "/")
+	if !oneFile {
+		out += "/" + split + ".bin"
+	}
 	var dir, base string
 	if strings.Contains(out, "://") {
 		dir, base = path.Split(out)
@@ -225,33 +258,51 @@ func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	o := shards.LLMCOptions{Name: cf.name, Split: cf.split, FirstIndex: cf.firstIndex, ShardTokens: cf.shardTokens}
-	if o.Name == "" {
-		o.Name = baseName(location)
-	}
-	if o.FirstIndex < 0 {
-		o.FirstIndex = 1
-		if o.Split == "val" {
-			o.FirstIndex = 0
-		}
-	}
-	keys, err := shards.ExportLLMC(ctx, d, st, "", o)
+	splits, err := cf.exportSplits(d, location)
 	if err != nil {
-		cleanup()
 		return err
 	}
-	left := d.NumTokens()
-	for _, k := range keys {
-		n := min(left, int64(o.ShardTokens))
-		left -= n
-		fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, k), n)
+	slices.SortStableFunc(splits, func(a, b string) int { return cmp.Compare(llmcFirstIndex(a), llmcFirstIndex(b)) })
+	var written []string
+	for _, split := range splits {
+		o := shards.LLMCOptions{Name: cf.name, Split: split, FirstIndex: cf.firstIndex, ShardTokens: cf.shardTokens}
+		if o.Name == "" {
+			o.Name = baseName(location)
+		}
+		if o.FirstIndex < 0 {
+			o.FirstIndex = llmcFirstIndex(split)
+		}
+		keys, err := shards.ExportLLMC(ctx, d, st, "", o)
+		if err != nil {
+			for _, k := range written {
+				st.Delete(context.WithoutCancel(ctx), k)
+			}
+			cleanup()
+			return err
+		}
+		written = append(written, keys...)
+		left := d.SplitTokens(split)
+		for _, k := range keys {
+			n := min(left, int64(o.ShardTokens))
+			left -= n
+			fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, k), n)
+		}
 	}
 	return nil
 }
 
+// llmcFirstIndex is the number of split's first llm.c file: fineweb.py makes shard 0 the
+// val split and numbers train from 1.
+func llmcFirstIndex(split string) int {
+	if split == "train" {
+		return 1
+	}
+	return 0
+}
+
 // importFiles makes a new dataset in cf.out from nanoGPT or llm.c files.
 func importFiles(ctx context.Context, cf *convertFlags, files, args []string, stdout, stderr io.Writer) error {
-	tok, err := cf.tf.load(ctx, cf.tf.spec, stderr)
+	tok, err := cf.tf.load(ctx, cf.tf.Spec, stderr)
 	if err != nil {
 		return err
 	}
@@ -264,7 +315,7 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 		Format:     shards.Format(cf.from),
 		Tokenizer:  tokenizerInfo(tok),
 		SplitAtEOD: cf.splitAtEOD,
-		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.spec},
+		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.Spec},
 	})
 	if err != nil {
 		cleanup()

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,48 +13,101 @@ import (
 	"testing"
 
 	"gptkit/internal/testfiles"
+	"gptkit/pipelines"
 )
 
-func TestConvertNanoGPTRoundTrip(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "sample")
-	want := tokenizeDataset(t, dir, sampleTexts)
-	bin := filepath.Join(root, "nano", "train.bin")
-	out := mustRun(t, "convert", "--to", "nanogpt", dir, "--out", bin)
-	if out != fmt.Sprintf("%s: %d tokens\n", bin, countTokens(want)) {
-		t.Errorf("convert --to nanogpt printed %q", out)
+// splitDataset makes a GPT-2 dataset in dir with a train and a val split (as prep
+// writes them: DIR_text_document and DIR_val_text_document) and returns each split's
+// documents.
+func splitDataset(t *testing.T, dir string) (train, val [][]int) {
+	t.Helper()
+	tok := gpt2(t)
+	var inputs []pipelines.SplitInputs
+	for _, split := range []struct {
+		name  string
+		texts []string
+		docs  *[][]int
+	}{{"", sampleTexts[:4], &train}, {"val", sampleTexts[4:], &val}} {
+		var text strings.Builder
+		for _, s := range split.texts {
+			line, _ := json.Marshal(map[string]string{"text": s})
+			text.Write(append(line, '\n'))
+			if s != "" {
+				*split.docs = append(*split.docs, append(tok.Encode(s), tok.EOD()))
+			}
+		}
+		in := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(in, []byte(text.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, pipelines.SplitInputs{Split: split.name, Inputs: []string{in}})
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
+	job := &pipelines.TokenizeRun{Splits: inputs, Store: openStore(t, dir), Name: filepath.Base(dir), Tokenizer: tok, TokSpec: "gpt2", AppendEOD: true, Workers: 1}
+	if _, _, err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := uint16s(data); !slices.Equal(got, slices.Concat(want...)) {
-		t.Fatalf("train.bin holds %d tokens, want the dataset's %d", len(got), countTokens(want))
+	if len(train) == 0 || len(val) == 0 {
+		t.Fatalf("%d train and %d val documents", len(train), len(val))
 	}
+	return train, val
+}
+
+// TestConvertNanoGPTSplits: --to nanogpt writes nanoGPT's train.bin and val.bin, each
+// holding its split only (documents ending in EOD, as openwebtext/prepare.py writes
+// them), and --from nanogpt --split-at-eod reads them back.
+func TestConvertNanoGPTSplits(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sample")
+	train, val := splitDataset(t, dir)
+	nano := filepath.Join(root, "nano")
+	out := mustRun(t, "convert", "--to", "nanogpt", dir, "--out", nano)
+	trainBin, valBin := filepath.Join(nano, "train.bin"), filepath.Join(nano, "val.bin")
+	if want := fmt.Sprintf("%s: %d tokens\n%s: %d tokens\n", trainBin, countTokens(train), valBin, countTokens(val)); out != want {
+		t.Errorf("convert --to nanogpt printed %q, want %q", out, want)
+	}
+	for file, want := range map[string][][]int{trainBin: train, valBin: val} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := uint16s(data); !slices.Equal(got, slices.Concat(want...)) {
+			t.Errorf("%s holds %d tokens, want its split's %d", file, len(got), countTokens(want))
+		}
+	}
+
+	// One split to one file.
+	one := filepath.Join(root, "one", "val.bin")
+	if out := mustRun(t, "convert", "--to", "nanogpt", dir, "--out", one, "--split", "val"); out != fmt.Sprintf("%s: %d tokens\n", one, countTokens(val)) {
+		t.Errorf("--split val printed %q", out)
+	}
+	if a, b := readFile(t, one), readFile(t, valBin); !bytes.Equal(a, b) {
+		t.Error("--split val --out val.bin differs from the val.bin of the whole export")
+	}
+	wantFailure(t, 1, []string{"has no test split", "train, val"}, "convert", "--to", "nanogpt", dir, "--out", nano, "--split", "test")
 
 	spec := testfiles.Path(t, "tokenizers/gpt2")
 	back := filepath.Join(root, "back")
-	out = mustRun(t, "convert", "--from", "nanogpt", bin, "--out", back, "--tokenizer", spec, "--split-at-eod")
-	if out != fmt.Sprintf("%s/manifest.json: %d documents, %d tokens, 1 shards\n", back, len(want), countTokens(want)) {
+	out = mustRun(t, "convert", "--from", "nanogpt", trainBin, "--out", back, "--tokenizer", spec, "--split-at-eod")
+	if out != fmt.Sprintf("%s/manifest.json: %d documents, %d tokens, 1 shards\n", back, len(train), countTokens(train)) {
 		t.Errorf("convert --from nanogpt printed %q", out)
 	}
 	mustRun(t, "verify", back)
 	if v := infoJSON(t, back); v["tokenizer"].(map[string]any)["fingerprint"] != gpt2(t).Fingerprint() {
 		t.Errorf("imported manifest's tokenizer: %v", v["tokenizer"])
 	}
-	for k := range want {
-		if ids := catIDs(t, back, k); !slices.Equal(ids, want[k]) {
-			t.Errorf("imported document %d = %v, want %v", k, ids, want[k])
+	for k := range train {
+		if ids := catIDs(t, back, k); !slices.Equal(ids, train[k]) {
+			t.Errorf("imported document %d = %v, want %v", k, ids, train[k])
 		}
 	}
 
 	// Without --split-at-eod the file is one document.
 	whole := filepath.Join(root, "whole")
-	mustRun(t, "convert", "--from", "nanogpt", bin, "--out", whole, "--tokenizer", spec)
-	if ids := catIDs(t, whole, 0); !slices.Equal(ids, slices.Concat(want...)) {
-		t.Errorf("imported as one document: %d tokens, want %d", len(ids), countTokens(want))
+	mustRun(t, "convert", "--from", "nanogpt", trainBin, "--out", whole, "--tokenizer", spec)
+	if ids := catIDs(t, whole, 0); !slices.Equal(ids, slices.Concat(train...)) {
+		t.Errorf("imported as one document: %d tokens, want %d", len(ids), countTokens(train))
 	}
-	wantFailure(t, 1, []string{"already has a manifest.json"}, "convert", "--from", "nanogpt", bin, "--out", whole, "--tokenizer", spec)
+	wantFailure(t, 1, []string{"already has a manifest.json"}, "convert", "--from", "nanogpt", trainBin, "--out", whole, "--tokenizer", spec)
 
 	// Ids the tokenizer does not have are refused.
 	odd := filepath.Join(root, "odd.bin")
@@ -59,57 +115,97 @@ func TestConvertNanoGPTRoundTrip(t *testing.T) {
 	wantFailure(t, 1, []string{odd, "65535", "vocabulary size 50257"}, "convert", "--from", "nanogpt", odd, "--out", filepath.Join(root, "odd"), "--tokenizer", spec)
 }
 
-func TestConvertLLMCRoundTrip(t *testing.T) {
+// llmcStream is what llm.c's dev/data scripts write for docs (each ending in EOD): the
+// end-of-text id before each document instead.
+func llmcStream(docs [][]int) []int {
+	var out []int
+	for _, d := range docs {
+		out = append(out, d[len(d)-1])
+		out = append(out, d[:len(d)-1]...)
+	}
+	return out
+}
+
+// TestConvertLLMCSplits: --to llmc writes the val split to NAME_val_000000.bin and the
+// train split from NAME_train_000001.bin, EOT before each document as llm.c does;
+// --split picks one; --from llmc --split-at-eod gives the documents back.
+func TestConvertLLMCSplits(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "sample")
-	want := tokenizeDataset(t, dir, sampleTexts)
-	stream := slices.Concat(want...)
+	train, val := splitDataset(t, dir)
 	lc := filepath.Join(root, "llmc")
 	const per = 16
 	out := mustRun(t, "convert", "--to", "llmc", dir, "--out", lc, "--shard-tokens", fmt.Sprint(per))
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	nfiles := (len(stream) + per - 1) / per
-	if len(lines) != nfiles {
-		t.Fatalf("convert --to llmc printed %d lines, want %d:\n%s", len(lines), nfiles, out)
-	}
 	var files []string
-	var got []int
-	for i, line := range lines {
-		file := filepath.Join(lc, fmt.Sprintf("sample_train_%06d.bin", i+1))
-		n := min(per, len(stream)-i*per)
-		if line != fmt.Sprintf("%s: %d tokens", file, n) {
-			t.Errorf("line %d: %q", i, line)
+	i := 0
+	for _, split := range []struct {
+		name  string
+		first int
+		docs  [][]int
+	}{{"val", 0, val}, {"train", 1, train}} {
+		stream := llmcStream(split.docs)
+		var got []int
+		for k := 0; k*per < len(stream); k++ {
+			file := filepath.Join(lc, fmt.Sprintf("sample_%s_%06d.bin", split.name, split.first+k))
+			n := min(per, len(stream)-k*per)
+			if i >= len(lines) || lines[i] != fmt.Sprintf("%s: %d tokens", file, n) {
+				t.Fatalf("line %d of %q: want %s: %d tokens", i, out, file, n)
+			}
+			i++
+			data := readFile(t, file)
+			if magic, version, ntok := binary.LittleEndian.Uint32(data), binary.LittleEndian.Uint32(data[4:]), binary.LittleEndian.Uint32(data[8:]); magic != 20240520 || version != 1 || int(ntok) != n || len(data) != 1024+2*n {
+				t.Errorf("%s: header %d %d %d, %d bytes", file, magic, version, ntok, len(data))
+			}
+			got = append(got, uint16s(data[1024:])...)
+			if split.name == "train" {
+				files = append(files, file)
+			}
 		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
+		if !slices.Equal(got, stream) {
+			t.Fatalf("the %s files hold %v, want llm.c's layout of the split %v", split.name, got, stream)
 		}
-		if magic, version, ntok := binary.LittleEndian.Uint32(data), binary.LittleEndian.Uint32(data[4:]), binary.LittleEndian.Uint32(data[8:]); magic != 20240520 || version != 1 || int(ntok) != n || len(data) != 1024+2*n {
-			t.Errorf("%s: header %d %d %d, %d bytes", file, magic, version, ntok, len(data))
-		}
-		got = append(got, uint16s(data[1024:])...)
-		files = append(files, file)
 	}
-	if !slices.Equal(got, stream) {
-		t.Fatal("the llm.c files do not hold the dataset's tokens")
+	if i != len(lines) {
+		t.Errorf("convert --to llmc printed %d lines, want %d:\n%s", len(lines), i, out)
 	}
 
+	// Round trip: the train files (one stream across them) back into documents.
+	var stream []byte
+	for _, f := range files {
+		stream = append(stream, readFile(t, f)[1024:]...)
+	}
+	hdr := readFile(t, files[0])[:1024]
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(len(stream)/2))
+	whole := filepath.Join(root, "sample_train.bin")
+	os.WriteFile(whole, append(hdr, stream...), 0o644)
 	back := filepath.Join(root, "back")
-	mustRun(t, append(append([]string{"convert", "--from", "llmc"}, files...), "--out", back, "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))...)
+	mustRun(t, "convert", "--from", "llmc", whole, "--out", back, "--tokenizer", "gpt2", "--split-at-eod")
 	mustRun(t, "verify", back)
-	var again []int
-	for k := range files {
-		again = append(again, catIDs(t, back, k)...)
-	}
-	if !slices.Equal(again, stream) {
-		t.Error("llm.c round trip changed the tokens")
+	for k := range train {
+		if ids := catIDs(t, back, k); !slices.Equal(ids, train[k]) {
+			t.Errorf("round trip: document %d = %v, want %v", k, ids, train[k])
+		}
 	}
 
-	// --name, --split val (numbered from 0) and one big file.
+	// --name, --split val alone in one big file.
 	out = mustRun(t, "convert", "--to", "llmc", dir, "--out", lc, "--name", "tiny", "--split", "val")
-	if want := filepath.Join(lc, "tiny_val_000000.bin") + fmt.Sprintf(": %d tokens\n", len(stream)); out != want {
+	if want := filepath.Join(lc, "tiny_val_000000.bin") + fmt.Sprintf(": %d tokens\n", countTokens(val)); out != want {
 		t.Errorf("convert --to llmc --split val printed %q, want %q", out, want)
 	}
+	if got := uint16s(readFile(t, filepath.Join(lc, "tiny_val_000000.bin"))[1024:]); !slices.Equal(got, llmcStream(val)) {
+		t.Errorf("--split val wrote %v, want the val split %v", got, llmcStream(val))
+	}
+	wantFailure(t, 1, []string{"has no test split"}, "convert", "--to", "llmc", dir, "--out", lc, "--split", "test")
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestConvertUsage(t *testing.T) {
@@ -120,8 +216,9 @@ func TestConvertUsage(t *testing.T) {
 		{"convert", "--to", "parquet", dir, "--out", "x"},
 		{"convert", "--to", "nanogpt", dir},
 		{"convert", "--to", "nanogpt", dir, dir, "--out", "x"},
-		{"convert", "--to", "nanogpt", dir, "--out", "x", "--split", "val"},
-		{"convert", "--to", "llmc", dir, "--out", "x", "--split", "test"},
+		{"convert", "--to", "nanogpt", dir, "--out", "x", "--split", "a/b"},
+		{"convert", "--to", "llmc", dir, "--out", "x", "--split", "no such"},
+		{"convert", "--from", "nanogpt", "f.bin", "--out", "x", "--tokenizer", "gpt2", "--split", "val"},
 		{"convert", "--to", "llmc", dir, "--out", "x", "--shard-tokens", "0"},
 		{"convert", "--to", "llmc", dir, "--out", "x", "--tokenizer", "gpt2"},
 		{"convert", "--from", "nanogpt", "--out", "x", "--tokenizer", "gpt2"},

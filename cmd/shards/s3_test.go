@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gptkit/internal/miniotest"
+	"gptkit/tokenize"
 )
 
 // TestS3 runs the commands against a dataset in MinIO (skipped with -short, and without a
@@ -30,14 +31,18 @@ func TestS3(t *testing.T) {
 		t.Errorf("merge into S3 printed %q", out)
 	}
 
-	out = mustRun(t, append([]string{"verify", loc}, s3...)...)
+	// verify reads S3 shards through the verified copies in --cache-dir, as cat does.
+	cache := t.TempDir()
+	out = mustRun(t, append([]string{"verify", loc, "--cache-dir", cache}, s3...)...)
 	if !strings.HasPrefix(out, "ok: "+loc+": 1 shard, ") {
 		t.Errorf("verify %s: %q", loc, out)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) == 0 {
+		t.Error("verify left nothing in --cache-dir")
 	}
 	if v := infoJSON(t, loc, s3...); v["location"] != loc || v["documents"] != float64(len(want)) {
 		t.Errorf("info --json %s: %v", loc, v)
 	}
-	cache := t.TempDir()
 	for k := range want {
 		if ids := catIDs(t, loc, k, append(s3, "--cache-dir", cache)...); !slices.Equal(ids, want[k]) {
 			t.Errorf("cat %s --doc %d = %v, want %v", loc, k, ids, want[k])
@@ -49,7 +54,7 @@ func TestS3(t *testing.T) {
 
 	// A bare prefix in S3.
 	prefix := loc + "/sample_text_document"
-	if out := mustRun(t, append([]string{"verify", prefix}, s3...)...); !strings.HasPrefix(out, "ok: "+prefix+": uint16, ") {
+	if out := mustRun(t, append([]string{"verify", prefix, "--cache-dir", cache}, s3...)...); !strings.HasPrefix(out, "ok: "+prefix+": uint16, ") {
 		t.Errorf("verify %s: %q", prefix, out)
 	}
 	if ids := catIDs(t, prefix+".idx", 1, append(s3, "--cache-dir", cache)...); !slices.Equal(ids, want[1]) {
@@ -72,9 +77,33 @@ func TestS3(t *testing.T) {
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = wantFailure(t, 1, []string{loc + "/sample_text_document.bin", "checksum"}, append([]string{"verify", loc}, s3...)...)
+	out, _ = wantFailure(t, 1, []string{loc + "/sample_text_document.bin", "checksum"}, append([]string{"verify", loc, "--cache-dir", cache}, s3...)...)
 	if !strings.Contains(out, "error: "+loc+"/sample_text_document.bin: checksum mismatch") {
 		t.Errorf("verify of a damaged S3 dataset: %q", out)
 	}
 	wantFailure(t, 1, []string{"manifest.json", "does not exist"}, append([]string{"info", bucket + "/nothing"}, s3...)...)
+
+	// cat --decode of a character-level dataset in S3: its chars.json is stored beside it.
+	chars := tokenize.NewCharsFromText("to be or not", "mine-char")
+	charsDir := filepath.Join(t.TempDir(), "chars")
+	writeDataset(t, charsDir, tokenizerInfo(chars), [][]int{chars.Encode("not to be")})
+	data, err := chars.MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(charsDir, "chars.json"), data, 0o644)
+	charsLoc := bucket + "/data/chars"
+	mustRun(t, append([]string{"merge", charsLoc, charsDir}, s3...)...)
+	cst := openStore(t, charsLoc)
+	w, err = cst.Create(t.Context(), "chars.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := catText(t, append([]string{charsLoc, "--doc", "0", "--cache-dir", cache}, s3...)...); got != "not to be" {
+		t.Errorf("cat --decode from S3 with chars.json beside the data = %q", got)
+	}
 }

@@ -21,11 +21,11 @@ func TestUsage(t *testing.T) {
 	// -h lists every flag with its default, on stderr.
 	flags := map[string][]string{
 		"info":        {"json", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style"},
-		"verify":      {"strict", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style"},
-		"cat":         {"doc", "decode", "tokenizer", "tokenizer-cache-dir", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
+		"verify":      {"strict", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
+		"cat":         {"doc", "decode", "tokenizer", "tokenizer-url", "tokenizer-sha256", "tokenizer-cache-dir", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
 		"merge":       {"prefix", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style"},
 		"merge-parts": {"num-workers", "overwrite", "s3-endpoint", "s3-path-style"},
-		"convert":     {"to", "from", "out", "name", "split", "first-index", "shard-tokens", "split-at-eod", "tokenizer", "tokenizer-cache-dir", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
+		"convert":     {"to", "from", "out", "name", "split", "first-index", "shard-tokens", "split-at-eod", "tokenizer", "tokenizer-url", "tokenizer-sha256", "tokenizer-cache-dir", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
 	}
 	for cmd, names := range flags {
 		code, out, errOut := runShards(t, cmd, "-h")

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/shards"
+	"gptkit/storage"
 )
 
 // runVerify implements `shards verify`: every problem on stdout, one per line, then a
@@ -22,12 +24,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"Prints each problem on stdout as one line, \"error: FILE: KIND: MESSAGE ---> HINT: ...\"\n"+
 			"(\"warning: ...\" for oddities that do not stop readers), then a verdict line starting with\n"+
 			"\"ok:\" or \"FAILED:\". Exits 1 on any problem, warnings included unless --strict=false;\n"+
-			"else 0.")
+			"else 0.\n\n"+
+			"An s3:// dataset is read through the verified local copies in --cache-dir that cat, convert\n"+
+			"and train map: a shard already there (same ETag and size) is not downloaded again, and every\n"+
+			"copy is hashed and checked.")
 	strict := c.Flags.Bool("strict", true, "exit 1 on warnings too (shard files the manifest does not name, a merged doc_idx); --strict=false exits 0 when only warnings remain")
 	var allow allowMergedFlag
 	allow.register(c.Flags)
 	sf := storageFlags{log: newLogger(stderr)}
-	sf.register(c.Flags, false)
+	sf.register(c.Flags, true)
 	pos, code, ok := c.ParseArgs(args, stderr)
 	if !ok {
 		return code
@@ -38,6 +43,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	t, err := sf.openTarget(ctx, pos[0])
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
+	}
+	if _, local := t.store.LocalPath(shards.ManifestName); !local {
+		t.store = cachedReads{Store: t.store, cacheDir: sf.cacheDir}
 	}
 	var probs []shards.Problem
 	if t.bare() {
@@ -163,4 +171,28 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cachedReads reads a remote store's objects through local copies in cacheDir
+// (storage.Fetch), which verify then checks like any file; other methods go to Store.
+type cachedReads struct {
+	storage.Store
+	cacheDir string
+}
+
+// Open fetches key into the cache (unless a copy with the object's ETag and size is
+// there) and opens the copy.
+func (c cachedReads) Open(ctx context.Context, key string) (storage.Object, error) {
+	if key == shards.ManifestName {
+		return c.Store.Open(ctx, key) // small, and it names what the copies are checked against
+	}
+	path, err := storage.Fetch(ctx, c.Store, key, c.cacheDir, "")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := storage.Open(ctx, filepath.Dir(path), storage.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return dir.Open(ctx, filepath.Base(path))
 }

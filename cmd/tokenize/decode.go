@@ -17,11 +17,11 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c := cli.NewCommand("tokenize", "decode", "--tokenizer SPEC < ids.jsonl",
 		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line.")
 	var tf tokenizerFlags
-	tf.register(c.Flags)
+	tf.Register(c.Flags, "the tokenizer (required)")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
-	if tf.spec == "" {
+	if tf.Spec == "" {
 		return c.UsageError(stderr, "--tokenizer is required")
 	}
 	tok, err := tf.load(ctx, stderr)

@@ -20,7 +20,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c := cli.NewCommand("tokenize", "encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
 		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl) or one for the whole input.")
 	var tf tokenizerFlags
-	tf.register(c.Flags)
+	tf.Register(c.Flags, "the tokenizer (required)")
 	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
 	textKey := c.Flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
 	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
@@ -30,7 +30,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return code
 	}
 	switch {
-	case tf.spec == "":
+	case tf.Spec == "":
 		return c.UsageError(stderr, "--tokenizer is required")
 	case *workers < 1:
 		return c.UsageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))

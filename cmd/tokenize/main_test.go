@@ -346,12 +346,14 @@ func TestUsage(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
 		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
 		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default false)",
-			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--cache-dir DIR"}},
-		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--cache-dir"}},
+			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR"}},
+		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--tokenizer-cache-dir"}},
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
 		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},
 		{"no workers", []string{"encode", "--tokenizer", "char", "--workers", "0"}, 2, []string{"--workers"}},
 		{"stray argument", []string{"encode", "--tokenizer", "char", "file.txt"}, 2, []string{`unexpected argument "file.txt"`}},
+		// --cache-dir means the S3 shard cache everywhere; the tokenizer cache is --tokenizer-cache-dir.
+		{"--cache-dir", []string{"encode", "--tokenizer", "gpt2", "--cache-dir", "x"}, 2, []string{"-cache-dir", "tokenize encode -h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,7 +430,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}))
 	defer srv.Close()
 	cache := t.TempDir()
-	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--cache-dir", cache}
+	args := []string{"encode", "--tokenizer", "gpt2", "--tokenizer-url", srv.URL + "/mirror/gpt2", "--tokenizer-cache-dir", cache}
 	for i := range 2 {
 		code, out, errOut := runTokenize(t, "Hello, world", args...)
 		if code != 0 || out != "[15496,11,995]\n" {
@@ -445,7 +447,7 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 
 	// A failed download is one line naming the URL.
-	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--cache-dir", cache)
+	code, _, errOut := runTokenize(t, "x", "encode", "--tokenizer", "neox-20b", "--tokenizer-url", srv.URL+"/nope.json", "--tokenizer-cache-dir", cache)
 	if code != 1 || !strings.Contains(errOut, srv.URL+"/nope.json") || !strings.Contains(errOut, "404") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
@@ -466,5 +468,25 @@ func TestIDText(t *testing.T) {
 		if got, want := string(ft.appendArray([]byte("x"), ids)), "x"+idLines([][]int{ids}); got != want {
 			t.Errorf("appendArray(%d ids) = %.60q..., want %.60q...", len(ids), got, want)
 		}
+	}
+}
+
+// TestNamedTokenizerOffline: `tokenize encode --tokenizer gpt2` needs no network (every
+// proxy leads nowhere) and leaves the tokenizer cache empty: GPT-2 is built in.
+func TestNamedTokenizerOffline(t *testing.T) {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		t.Setenv(v, "http://127.0.0.1:1")
+	}
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	cache := t.TempDir()
+	for name, want := range map[string]string{"gpt2": "[15496,11,995]\n", "neox-20b": "[12092,13,1533]\n"} {
+		code, out, errOut := runTokenize(t, "Hello, world", "encode", "--tokenizer", name, "--tokenizer-cache-dir", cache)
+		if code != 0 || out != want {
+			t.Errorf("%s: exit %d, stdout %q (want %q), stderr %q", name, code, out, want, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("the tokenizer cache got %v", entries)
 	}
 }

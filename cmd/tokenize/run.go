@@ -13,7 +13,6 @@ import (
 
 	progressbar "gptkit/internal/progress"
 	"gptkit/pipelines"
-	"gptkit/storage"
 )
 
 // runRun implements `tokenize run`: documents from files -> a shards dataset.
@@ -38,14 +37,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	output := c.Flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
 	name := c.Flags.String("name", "", "dataset `NAME`: shards are NAME_text_document* (required)")
 	var tf tokenizerFlags
-	tf.register(c.Flags)
+	tf.Register(c.Flags, "the tokenizer (required)")
 	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores")
 	textKey := c.Flags.String("text-key", "text", "the JSONL `FIELD` holding the text")
 	appendEOD := c.Flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document")
 	shardSize := c.Flags.String("shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB, 500MB; 0: one shard)")
 	overwrite := c.Flags.Bool("overwrite", false, "replace the dataset already in DIR")
-	s3Endpoint := c.Flags.String("s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
-	s3PathStyle := c.Flags.Bool("s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
+	var s3 cli.S3Flags
+	s3.Register(c.Flags)
 	numWorkers := c.Flags.Int("num-workers", -1, "cut the run into `W` parts, of which this process does one (-1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment)")
 	workerIndex := c.Flags.Int("worker-index", -1, "with --num-workers: the part `I` (from 0) this process does (-1: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
 	var progress progressFlag
@@ -60,7 +59,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.UsageError(stderr, "--output is required")
 	case *name == "" || strings.ContainsAny(*name, "/\\"):
 		return c.UsageError(stderr, "--name is required and may not contain a slash")
-	case tf.spec == "":
+	case tf.Spec == "":
 		return c.UsageError(stderr, "--tokenizer is required")
 	case *workers < 1:
 		return c.UsageError(stderr, "--workers must be at least 1")
@@ -80,12 +79,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
-	st, err := storage.Open(ctx, *output, storage.Options{S3Endpoint: *s3Endpoint, S3PathStyle: *s3PathStyle, Logger: log})
+	st, err := s3.Open(ctx, *output, log)
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
 	job := &pipelines.TokenizeRun{
-		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.spec,
+		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec,
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
 	}
@@ -107,6 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	job.Progress = addProgress
+	job.ProgressTokens = bar.AddTokens
 	m, stats, err := job.Run(ctx)
 	if bar != nil {
 		if err != nil {
@@ -122,6 +122,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if partitioned && !stats.AlreadyMerged {
 		where += "/" + stats.PartDir
 		fmt.Fprintf(stderr, "part %d of %d done; once every part is: shards merge-parts %s\n", task.Index, task.Count, strings.TrimSuffix(*output, "/"))
+	}
+	if progress.mode != "off" {
+		io.WriteString(stderr, stats.Summary(where, ""))
 	}
 	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", where+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
 	return exitOK

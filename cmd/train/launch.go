@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gptkit/internal/cli"
+	"gptkit/kernels"
+	"gptkit/kernels/cuda"
 	"gptkit/train"
 	"gptkit/train/dist"
 	"gptkit/train/launch"
@@ -36,6 +38,8 @@ type distFlags struct {
 	worldSize    int
 	timeout      time.Duration
 	heartbeat    time.Duration
+	collTimeout  time.Duration
+	shareGPUs    bool
 }
 
 // launcherOnly are the flags a launcher consumes; the ranks it starts get the
@@ -58,8 +62,15 @@ func (d *distFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.remote, "remote", false, "(set by --hostfile) read the job token from stdin's first line; stop when stdin closes")
 	fs.IntVar(&d.rank, "rank", -1, "this process's `RANK` when starting ranks by hand (with --world-size, --master-addr, --master-port and GPTKIT_JOB_TOKEN; default: RANK or SLURM_PROCID)")
 	fs.IntVar(&d.worldSize, "world-size", 0, "`RANKS` in the job when starting ranks by hand (default: WORLD_SIZE or SLURM_NTASKS)")
-	fs.DurationVar(&d.timeout, "dist-timeout", dist.DefaultTimeout, "bound on every data-parallel wait: the rendezvous, each collective (`DURATION`)")
+	fs.DurationVar(&d.timeout, "dist-timeout", dist.DefaultTimeout, "bound on the data-parallel waits of starting: the rendezvous, the links, the NCCL id (`DURATION`)")
 	fs.DurationVar(&d.heartbeat, "heartbeat-timeout", dist.DefaultHeartbeatTimeout, "a rank (or the store) silent this long is declared hung (`DURATION`)")
+	fs.DurationVar(&d.collTimeout, "collective-timeout", dist.DefaultCollectiveTimeout, "a collective (NCCL's or the CPU ring's) not finished within `DURATION` on a rank fails the job, naming the ranks that never reached it")
+	fs.BoolVar(&d.shareGPUs, "share-gpus", os.Getenv(envShareGPUs) == "1", "allow several ranks on one GPU (also "+envShareGPUs+"=1): their collectives then go through the host, as NCCL refuses them; without it two ranks on one GPU is an error")
+}
+
+// gpuOptions are the flags' settings for the ranks' GPU collectives.
+func (d *distFlags) gpuOptions() gpuOptions {
+	return gpuOptions{share: d.shareGPUs, timeout: d.collTimeout, wait: d.timeout}
 }
 
 // dropFlags removes the named flags (and their values) from a command line.
@@ -104,8 +115,8 @@ func (d *distFlags) validate(set map[string]bool) error {
 		return errors.New("--rank and --world-size go together")
 	case d.rank >= 0 && d.nprocPerNode > 0:
 		return errors.New("--rank is a rank's own place; a launcher (--nproc-per-node) gives its ranks theirs")
-	case d.timeout <= 0 || d.heartbeat <= 0:
-		return errors.New("--dist-timeout and --heartbeat-timeout must be positive")
+	case d.timeout <= 0 || d.heartbeat <= 0 || d.collTimeout <= 0:
+		return errors.New("--dist-timeout, --heartbeat-timeout and --collective-timeout must be positive")
 	}
 	return nil
 }
@@ -193,13 +204,12 @@ func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 	return cli.ExitOK
 }
 
-// joinJob finds this process's place (the flags, else torchrun's or SLURM's
-// environment) and, in a job of several ranks, joins it. It returns the
-// collectives and, when distributed, the communicator.
-func joinJob(ctx context.Context, d *distFlags, set map[string]bool, log *slog.Logger) (dist.Place, *dist.Comm, error) {
+// rankPlace finds this process's place: the flags, else torchrun's, Open
+// MPI's or SLURM's environment.
+func rankPlace(d *distFlags, set map[string]bool) (dist.Place, error) {
 	place, _, err := dist.Detect(os.Getenv)
 	if err != nil {
-		return place, nil, err
+		return place, err
 	}
 	if d.rank >= 0 {
 		place = dist.Place{Rank: d.rank, World: d.worldSize, LocalWorld: 1, MasterAddr: os.Getenv("MASTER_ADDR"),
@@ -214,16 +224,23 @@ func joinJob(ctx context.Context, d *distFlags, set map[string]bool, log *slog.L
 	if place.World > 1 && place.MasterAddr == "" {
 		place.MasterAddr = "127.0.0.1"
 	}
+	return place, nil
+}
+
+// joinJob joins the job of several ranks at place and returns the
+// communicator (nil for a single process).
+func joinJob(ctx context.Context, place dist.Place, d *distFlags, log *slog.Logger) (*dist.Comm, error) {
 	if place.World == 1 {
-		return place, nil, nil
+		return nil, nil
 	}
 	token, derived := dist.Token(os.Getenv, place)
 	if derived {
 		log.Warn("no "+dist.EnvToken+": using a token derived from the job's id and master address; it keeps other jobs out, not someone who can read this job's environment", "source", place.Source)
 	}
-	comm, err := dist.Init(ctx, place, dist.Options{Token: token, Timeout: d.timeout, HeartbeatTimeout: d.heartbeat, Logger: log})
+	comm, err := dist.Init(ctx, place, dist.Options{Token: token, Timeout: d.timeout, CollectiveTimeout: d.collTimeout,
+		HeartbeatTimeout: d.heartbeat, Logger: log})
 	if err != nil {
-		return place, nil, err
+		return nil, err
 	}
 	// However the rank is busy when the group fails (a long step), the process ends
 	// within a bounded time, saying why.
@@ -233,7 +250,7 @@ func joinJob(ctx context.Context, d *distFlags, set map[string]bool, log *slog.L
 		fmt.Fprintf(os.Stderr, "train: %s\n", cli.OneLine(comm.Err().Error()))
 		os.Exit(cli.ExitFailure)
 	}()
-	return place, comm, nil
+	return comm, nil
 }
 
 // abortGrace is how long a rank whose group failed may take to return the error
@@ -242,13 +259,18 @@ const abortGrace = 20 * time.Second
 
 // faultEnv makes a rank fail on purpose, for the tests of failure handling:
 // "ACTION:RANK:N" with ACTION kill (SIGKILL), stop (SIGSTOP: a hang), term
-// (SIGTERM: an orderly stop, as from a scheduler) or fail (an error) at the rank's
-// N-th collective, in the first attempt only (a restarted
-// group runs clean).
+// (SIGTERM: an orderly stop, as from a scheduler), fail (an error), hang (the
+// rank stops before the collective but lives on: heartbeats go on, as in a
+// deadlock or a stuck data loader), gpuhang (cuda-sim: the simulated GPU
+// hangs before the collective, as behind a kernel that never ends) or
+// ncclerror (cuda-sim: the simulated NCCL fails the collective in the
+// background, as when a peer's connection breaks) at the rank's N-th
+// collective, in the first attempt only (a restarted group runs clean).
 const faultEnv = "GPTKIT_TEST_FAULT"
 
-// withFault wraps coll as faultEnv says (coll itself without it).
-func withFault(coll train.Collectives, place dist.Place) train.Collectives {
+// withFault wraps coll as faultEnv says (coll itself without it); be is the
+// rank's backend (the simulated GPU's faults go there).
+func withFault(coll train.Collectives, place dist.Place, be kernels.Backend) train.Collectives {
 	spec := os.Getenv(faultEnv)
 	if spec == "" || place.RestartCount > 0 {
 		return coll
@@ -258,13 +280,14 @@ func withFault(coll train.Collectives, place dist.Place) train.Collectives {
 	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%s %d %d", &action, &rank, &n); err != nil || rank != coll.Rank() {
 		return coll
 	}
-	return &faulty{FullCollectives: train.Full(coll), action: action, at: n}
+	return &faulty{FullCollectives: train.Full(coll), action: action, at: n, be: be}
 }
 
 type faulty struct {
 	train.FullCollectives
 	action string
 	at, n  int
+	be     kernels.Backend
 }
 
 func (f *faulty) hit() error {
@@ -284,6 +307,18 @@ func (f *faulty) hit() error {
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 			time.Sleep(time.Millisecond)
 		}
+	case "hang":
+		select {} // alive, heartbeating, never arriving
+	case "gpuhang", "ncclerror":
+		cb, ok := f.be.(*cuda.Backend)
+		if !ok {
+			return fmt.Errorf("%s: %s needs --device cuda-sim", faultEnv, f.action)
+		}
+		fault := cuda.SimHang
+		if f.action == "ncclerror" {
+			fault = cuda.SimNCCLError
+		}
+		return cb.InjectSimFault(fault) // then the collective, which never completes
 	}
 	return fmt.Errorf("%s: injected failure at collective %d", faultEnv, f.n)
 }

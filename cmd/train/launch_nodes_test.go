@@ -134,7 +134,7 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestHostfile: --hostfile starts a launcher on each host over ssh. Here "ssh" is
+// TestHostfile (on cuda-sim, each host with its own simulated GPUs): --hostfile starts a launcher on each host over ssh. Here "ssh" is
 // a stand-in that runs the command line in the host's network namespace through
 // sh -c, as sshd runs it through the user's shell: so the quoting is tested
 // against a real shell, and the token on stdin and the namespaces' network too.
@@ -164,12 +164,15 @@ case "$host" in
   %s) ns=%s ;;
   *) echo "fake-ssh: unknown host $host" >&2; exit 255 ;;
 esac
-exec ip netns exec "$ns" sh -c "$*"
+# as sshd, a clean environment: only what the command line sets reaches the launcher
+# (and the host's own name for the simulated GPUs, as a real host has its own GPUs)
+exec ip netns exec "$ns" env -i PATH="$PATH" HOME="$HOME" GPTKIT_SIM_HOST="$host" sh -c "$*"
 `, filepath.Join(dir, "hosts.log"), n.ips[0], n.ns[0], n.ips[1], n.ns[1])
 	os.WriteFile(ssh, []byte(script), 0o755)
 
 	out := filepath.Join(dir, "run with 'quotes' and $dollars")
-	r := trainProc(t, 2*time.Minute, nil, append(dpArgs(data, out, 2, 12, 4), "--hostfile", hostfile, "--ssh", ssh, "--master-port", freePort(t))...)
+	ncclEnv := []string{"NCCL_DEBUG=WARN", "NCCL_SOCKET_IFNAME=gkv"}
+	r := trainProc(t, 2*time.Minute, ncclEnv, append(simDPArgs(data, out, 2, 12, 4), "--hostfile", hostfile, "--ssh", ssh, "--master-port", freePort(t))...)
 	if r.code != 0 {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
@@ -183,6 +186,10 @@ exec ip netns exec "$ns" sh -c "$*"
 	}
 	if logged, _ := os.ReadFile(filepath.Join(dir, "hosts.log")); strings.Count(string(logged), "\n") != 2 {
 		t.Errorf("ssh ran for %q", logged)
+	}
+	// NCCL's environment reached every rank on both hosts, through ssh.
+	if got := strings.Count(r.stderr, `nccl_env="NCCL_DEBUG=WARN NCCL_SOCKET_IFNAME=gkv"`); got != 4 {
+		t.Errorf("%d ranks of 4 saw NCCL's environment:\n%s", got, r.stderr)
 	}
 	if strings.Contains(r.stderr, "two-nodes") || strings.Contains(r.stderr, "GPTKIT_JOB_TOKEN=") {
 		t.Errorf("the token shows in the output")

@@ -201,7 +201,7 @@ func TestLaunchRankKilled(t *testing.T) {
 	got, want := readMetrics(t, out), readMetrics(t, straight)
 	for i := range want {
 		g, w := got[i], want[i]
-		g.TokensPerS, w.TokensPerS = 0, 0
+		g.TokensPerS, w.TokensPerS, g.SamplesPerS, w.SamplesPerS, g.TFLOPS, w.TFLOPS, g.MFU, w.MFU = 0, 0, 0, 0, 0, 0, 0, 0
 		if (g.ValLoss == nil) != (w.ValLoss == nil) || g.ValLoss != nil && *g.ValLoss != *w.ValLoss {
 			t.Errorf("step %d: val_loss %v, want %v", w.Step, g.ValLoss, w.ValLoss)
 		}
@@ -243,22 +243,31 @@ func TestLaunchElasticResume(t *testing.T) {
 }
 
 // TestLaunchRankHangs: a rank that stops (SIGSTOP: no heartbeats) is named within
-// the heartbeat timeout and every process exits.
+// the heartbeat timeout, and a rank alive but stuck before a collective (its
+// heartbeats go on) once --collective-timeout passes (not only at the 10-minute
+// --dist-timeout); every process exits.
 func TestLaunchRankHangs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
 	}
 	data, _ := makeCharDataset(t)
-	out := filepath.Join(t.TempDir(), "hung")
-	r := trainProc(t, 2*time.Minute, []string{faultEnv + "=stop:2:30"},
-		append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "3", "--master-port", freePort(t), "--heartbeat-timeout", "3s")...)
-	if r.code != 1 || !strings.Contains(r.stderr, "rank 2 sent no heartbeat") {
-		t.Fatalf("exit %d; want 1 and rank 2 named:\n%s", r.code, r.stderr)
+	for _, tc := range []struct{ fault, flag, want string }{
+		{"stop:2:30", "--heartbeat-timeout", "rank 2 sent no heartbeat"},
+		{"hang:2:20", "--collective-timeout", "rank 2 did not arrive at collective #"},
+	} {
+		t.Run(strings.Split(tc.fault, ":")[0], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "hung")
+			r := trainProc(t, 2*time.Minute, []string{faultEnv + "=" + tc.fault},
+				append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "3", "--master-port", freePort(t), tc.flag, "3s")...)
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d; want 1 and %q:\n%s", r.code, tc.want, r.stderr)
+			}
+			if r.took > 60*time.Second {
+				t.Errorf("the job took %s to stop", r.took)
+			}
+			t.Logf("stopped after %s", r.took.Round(time.Millisecond))
+		})
 	}
-	if r.took > 60*time.Second {
-		t.Errorf("the job took %s to stop", r.took)
-	}
-	t.Logf("stopped after %s", r.took.Round(time.Millisecond))
 }
 
 func TestDropFlags(t *testing.T) {

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/tokenize"
@@ -34,7 +31,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	temperature := c.Flags.Float64("temperature", 0.8, "divide the logits by `T` (0: greedy)")
 	topK := c.Flags.Int("top-k", 200, "draw from the `K` most likely tokens (0: all)")
 	seed := c.Flags.Uint64("seed", 1337, "the `SEED` of the draws")
-	tokFlag := c.Flags.String("tokenizer", "", "tokenizer `SPEC` (a path or a name) instead of the dataset's")
+	var tf cli.TokenizerFlags
+	tf.Register(c.Flags, "the tokenizer instead of the dataset's")
 	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to use, when it moved since training")
 	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu or ref")
 	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
@@ -63,7 +61,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	tok, err := checkpointTokenizer(ctx, st, *tokFlag, *data, log)
+	tok, err := checkpointTokenizer(ctx, st, &tf, *data, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -102,66 +100,29 @@ func isSet(c *cli.Command, name string) bool {
 	return set
 }
 
-// tokenizerFiles are the files spec.Load finds in a directory, in its order.
-var tokenizerFiles = []string{"tokenizer.json", "vocab.json", "chars.json"}
-
 // checkpointTokenizer resolves the tokenizer of a checkpoint's training data:
-// override (--tokenizer), else the tokenizer files in the dataset directory (data,
-// or the run's data key), else the tokenizer the manifest names. Its fingerprint
-// must be the checkpoint's (an override that differs gets a warning).
-func checkpointTokenizer(ctx context.Context, st *train.State, override, data string, log *slog.Logger) (*tokenize.Tokenizer, error) {
+// --tokenizer, else the dataset's own (spec.ForDataset: the tokenizer files in the
+// dataset directory, data or the run's data key, else the tokenizer the manifest
+// names). Its fingerprint must be the checkpoint's (an override that differs gets a
+// warning).
+func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, log *slog.Logger) (*tokenize.Tokenizer, error) {
 	want := st.Tokenizer
-	opts := spec.Options{Logger: log}
-	if override != "" {
-		tok, err := spec.Load(ctx, override, opts)
+	if tf.Spec != "" {
+		tok, err := tf.Load(ctx, "", log)
 		if err != nil {
 			return nil, err
 		}
 		if want.Fingerprint != "" && tok.Fingerprint() != want.Fingerprint {
-			log.Warn("the tokenizer's fingerprint is not the one the model was trained with", "tokenizer", override, "trained_with", want.Name)
+			log.Warn("the tokenizer's fingerprint is not the one the model was trained with", "tokenizer", tf.Spec, "trained_with", want.Name)
 		}
 		return tok, nil
 	}
 	if data == "" {
 		data = st.Config["data"]
 	}
-	var tried []string
-	if fi, err := os.Stat(data); err == nil && fi.IsDir() {
-		for _, name := range tokenizerFiles {
-			if _, err := os.Stat(filepath.Join(data, name)); err == nil {
-				tok, err := spec.Load(ctx, data, opts)
-				if err != nil {
-					return nil, fmt.Errorf("load the tokenizer beside the data: %w", err)
-				}
-				if tok.Fingerprint() == want.Fingerprint {
-					return tok, nil
-				}
-				tried = append(tried, fmt.Sprintf("%s has fingerprint %s", filepath.Join(data, name), short(tok.Fingerprint())))
-				break
-			}
-		}
-	} else if data != "" {
-		tried = append(tried, fmt.Sprintf("the dataset directory %s is not there", data))
+	tok, err := spec.ForDataset(ctx, data, want.Name, want.Fingerprint, tf.Options(log))
+	if err != nil {
+		return nil, fmt.Errorf("the model's tokenizer: %w\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)", err)
 	}
-	if slices.Contains(spec.Names(), want.Name) {
-		tok, err := spec.Load(ctx, want.Name, opts)
-		if err != nil {
-			return nil, fmt.Errorf("load the dataset's tokenizer %s: %w\n---> HINT: or pass --tokenizer SPEC", want.Name, err)
-		}
-		if tok.Fingerprint() == want.Fingerprint {
-			return tok, nil
-		}
-		tried = append(tried, fmt.Sprintf("the known %s has fingerprint %s", want.Name, short(tok.Fingerprint())))
-	} else {
-		tried = append(tried, fmt.Sprintf("%q is not a known tokenizer name", want.Name))
-	}
-	return nil, fmt.Errorf("no tokenizer with the model's fingerprint %s (tokenizer %s): %s\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)",
-		short(want.Fingerprint), want.Name, strings.Join(tried, "; "))
-}
-
-func short(fp string) string {
-	if len(fp) > 12 {
-		return fp[:12]
-	}
-	return fp
+	return tok, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/loader"
-	"gptkit/storage"
 )
 
 // runSamples implements `train samples`.
@@ -44,11 +43,10 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	world := c.Flags.Int("world", 0, "--rank: the data-parallel world size `W`")
 	micro := c.Flags.Int("micro-batch", 1, "--rank: the per-rank micro-batch size `M`")
 	gradAccum := c.Flags.Int("grad-accum", 1, "--rank: the gradient accumulation steps `G` (the global batch is M x W x G)")
-	var endpoint, cacheDir string
-	var pathStyle bool
-	c.Flags.StringVar(&endpoint, "s3-endpoint", "", "S3 endpoint `URL` for S3-compatible servers (default $AWS_ENDPOINT_URL_S3, else AWS)")
-	c.Flags.BoolVar(&pathStyle, "s3-path-style", false, "address S3 buckets path-style (automatic for IP and localhost endpoints)")
-	c.Flags.StringVar(&cacheDir, "cache-dir", storage.DefaultCacheDir(), "`DIR` keeping verified local copies of S3 shards for memory-mapping, and the index files of data that cannot hold them (local datasets are mapped in place)")
+	var s3 cli.S3Flags
+	var cacheDir string
+	s3.Register(c.Flags)
+	cli.RegisterCacheDir(c.Flags, &cacheDir, "the index files of data that cannot hold them")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
@@ -93,7 +91,7 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 	data, err := loader.Open(ctx, loader.Options{
 		Data: *dataFlag, SeqLen: *seqLen, Seed: uint32(*seed), Order: *order, Split: *splitStr,
-		NumSamples: [3]int64{max(*numSamples, 1), 0, 0}, CacheDir: cacheDir, S3Endpoint: endpoint, S3PathStyle: pathStyle,
+		NumSamples: [3]int64{max(*numSamples, 1), 0, 0}, CacheDir: cacheDir, S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

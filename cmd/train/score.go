@@ -76,8 +76,9 @@ func parseTokenArrays(data []byte) ([][]int32, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("want a JSON array of token-id arrays ([[1,2,3],[4,5]]): %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("want one JSON array of token-id arrays; more follows it")
+	// Decoder.More is false before a stray ']' or '}': check the rest byte by byte.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("want one JSON array of token-id arrays; %q follows it at byte %d", rest[:min(len(rest), 16)], len(data)-len(rest))
 	}
 	out := make([][]int32, len(raw))
 	for i, seq := range raw {

@@ -69,7 +69,9 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"The configuration is the defaults (nanoGPT's train.py: GPT-2 124M), then --config FILE (a\n" +
 	"YAML file of the keys below in snake_case, e.g. n_layer: 4; see configs/), then the flags.\n\n" +
 	"OUT receives config.yaml (the resolved configuration), metrics.jsonl (one JSON object per\n" +
-	"step: step, loss, lr, grad_norm, tokens_per_s, and val_loss on evaluation steps) and\n" +
+	"step: step, loss, lr, grad_norm, tokens_per_s, samples_per_s, tflops per device, mfu, and\n" +
+	"val_loss on evaluation steps), TensorBoard event files (events.out.tfevents.*, or in\n" +
+	"--tensorboard-dir; tensorboard --logdir OUT) and\n" +
 	"checkpoints/ (weights as safetensors, AdamW state, trainer state; the newest\n" +
 	"--keep-checkpoints kept). --resume auto continues from the newest complete checkpoint, and\n" +
 	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT\n" +
@@ -81,7 +83,11 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"the same GPTKIT_JOB_TOKEN on each), --hostfile FILE starts every node over ssh, and under\n" +
 	"srun each task is a rank. The global batch is batch_size x grad_accum x ranks; the loss is\n" +
 	"its mean. Each rank's stderr lines start with [rank R]; a failed or hung rank stops them\n" +
-	"all, named; --max-restarts K restarts them from the newest checkpoint."
+	"all, named, as does one that has not reached a collective within --collective-timeout;\n" +
+	"--max-restarts K restarts them from the newest checkpoint. On GPUs (--device cuda) each\n" +
+	"rank takes its own GPU (its local rank: LOCAL_RANK, SLURM_LOCALID or\n" +
+	"OMPI_COMM_WORLD_LOCAL_RANK, among the GPUs CUDA_VISIBLE_DEVICES leaves) and the\n" +
+	"collectives go through NCCL (docs/gpu.md)."
 
 // runTraining implements `train [flags]`, the trainer.
 func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -157,19 +163,43 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
 	}
 
-	be, err := openBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv))
+	// One rank: this process (alone, or one of a job's ranks).
+	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
+	place, err := rankPlace(&df, set)
+	if err != nil {
+		return trainFail(ctx, stderr, err)
+	}
+	be, err := openRankBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), place, rankLog)
 	if err != nil {
 		return usage(err.Error())
 	}
-
-	// One rank: this process (alone, or one of a job's ranks).
-	place, comm, err := joinJob(ctx, &df, set, slog.New(slog.NewTextHandler(stderr, nil)))
+	comm, err := joinJob(ctx, place, &df, rankLog)
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}
 	var coll train.Collectives = train.Single{}
 	if comm != nil {
-		coll = withFault(comm, place)
+		coll = withFault(comm, place, be)
+		nccl, err := deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
+		if err != nil {
+			comm.Close(err)
+			return trainFail(ctx, stderr, err)
+		}
+		if nccl != nil {
+			defer nccl.Close()
+			coll = withFault(nccl, place, be)
+			// When the job fails elsewhere (a rank died, the store named a stuck
+			// one), the communicator is aborted: a collective in flight returns.
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case <-comm.Aborted():
+					nccl.Abort(comm.Err())
+				case <-done:
+				}
+			}()
+		}
 	}
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
 	if comm == nil {
@@ -195,7 +225,12 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 }
 
 // trainRank trains on one rank (rank 0 prints the summary).
-func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) error {
+func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = deviceError(r)
+		}
+	}()
 	var live *liveLine
 	var logOut io.Writer = stderr
 	if isTerminal(stderr) && coll.Rank() == 0 {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"gptkit/kernels"
 	"gptkit/kernels/cpu"
@@ -13,22 +16,44 @@ import (
 	"gptkit/train/dist"
 )
 
-// The NCCL collectives satisfy the trainer's interface (kernels/cuda cannot import
-// train, so the check lives here).
-var _ train.Collectives = (*cuda.NCCL)(nil)
+// The NCCL collectives and train/dist's communicator satisfy the interfaces of
+// the packages they cannot import, so the checks live here.
+var (
+	_ train.FullCollectives = (*cuda.NCCL)(nil)
+	_ cuda.Transport        = (*dist.Comm)(nil)
+	_ cuda.CollectiveWatch  = (*dist.Comm)(nil)
+)
 
-// openBackend returns the kernels for --device:
+// openBackend returns the kernels for --device, for a command of one process
+// (sample, score, export): its GPU is $LOCAL_RANK's (0 when unset). The
+// trainer's ranks choose theirs with openRankBackend (gpu_place.go).
+func openBackend(device string, threads int) (kernels.Backend, error) {
+	return openBackendOn(device, threads, cuda.LocalRank())
+}
+
+// openBackendOn returns the kernels for --device, on GPU ordinal (among the
+// visible ones) for the CUDA backends:
 //
-//   - cuda: the GPU backend on GPU $LOCAL_RANK (0 when unset; one process per
-//     GPU), bf16 matmuls. Without a usable GPU it fails with one line saying why
-//     (no driver, no device, driver too old for the PTX, no cuBLAS).
+//   - cuda: the GPU backend, bf16 matmuls. Without a usable GPU it fails with
+//     one line saying why (no driver, no device, driver too old for the PTX, no
+//     cuBLAS).
+//   - cuda-sim: the same CUDA backend on a simulated GPU (kernels/cuda/sim):
+//     the committed PTX of every kernel runs on the CPU, cuBLAS and NCCL are
+//     simulated. Very slow; for tests and for checking a change without a GPU.
+//     Float32 matmuls, so it matches --device cpu.
 //   - auto: cuda when a GPU is usable, else the CPU backend.
 //   - cpu: the CPU backend on threads goroutines (0: one per CPU).
 //   - ref: the reference backend (slow; for checking).
-func openBackend(device string, threads int) (kernels.Backend, error) {
+//
+// $GPTKIT_CUDA_PRECISION (bf16, tf32, fp32) overrides the matmul precision of
+// cuda and cuda-sim; $GPTKIT_SIM_MEMORY is cuda-sim's memory in bytes,
+// $GPTKIT_SIM_GPUS its machine's GPU count (default 8), $GPTKIT_SIM_HOST the
+// machine's name in their UUIDs (default: the host name), and cuda-sim honours
+// CUDA_VISIBLE_DEVICES as the driver does.
+func openBackendOn(device string, threads, ordinal int) (kernels.Backend, error) {
 	switch device {
 	case "auto":
-		if be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()}); err == nil {
+		if be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)}); err == nil {
 			return be, nil
 		}
 		return cpu.New(threads), nil
@@ -37,13 +62,73 @@ func openBackend(device string, threads int) (kernels.Backend, error) {
 	case "ref":
 		return ref.New(), nil
 	case "cuda":
-		be, err := cuda.Open(cuda.Options{Device: cuda.LocalRank()})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda: %w", err)
 		}
 		return be, nil
+	case "cuda-sim":
+		prec := os.Getenv(envPrecision)
+		if prec == "" {
+			prec = cuda.FP32
+		}
+		so, err := simOptions(os.Getenv, os.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Sim: &so})
+		if err != nil {
+			return nil, fmt.Errorf("--device cuda-sim: %w", err)
+		}
+		return be, nil
 	}
-	return nil, fmt.Errorf("--device %q: want auto, cpu, ref or cuda", device)
+	return nil, fmt.Errorf("--device %q: want auto, cpu, ref, cuda or cuda-sim", device)
+}
+
+// simOptions is cuda-sim's machine as the environment describes it.
+func simOptions(getenv func(string) string, lookup func(string) (string, bool)) (cuda.SimOptions, error) {
+	so := cuda.SimOptions{GPUs: 8}
+	if v := getenv(envSimMemory); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of bytes", envSimMemory, v)
+		}
+		so.Memory = n
+	}
+	if v := getenv(envSimGPUs); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of GPUs in [1, 64]", envSimGPUs, v)
+		}
+		so.GPUs = n
+	}
+	if v, ok := lookup("CUDA_VISIBLE_DEVICES"); ok {
+		so.VisibleDevices = &v
+	}
+	so.Host = getenv(envSimHost)
+	return so, nil
+}
+
+// envPrecision overrides the CUDA backends' matmul precision; envSimMemory sets
+// the simulated GPU's memory in bytes (default 16 GiB), to try what a smaller
+// card would say.
+const (
+	envPrecision = "GPTKIT_CUDA_PRECISION"
+	envSimMemory = "GPTKIT_SIM_MEMORY"
+	envSimGPUs   = "GPTKIT_SIM_GPUS"
+	envSimHost   = "GPTKIT_SIM_HOST" // the simulated machine's name in its GPUs' UUIDs (default: the host name)
+)
+
+// deviceError turns a panic of the CUDA backend (a failed driver call, a
+// kernel fault on the simulator, out of GPU memory) into the error it carries;
+// other panics go on.
+func deviceError(r any) error {
+	err, ok := r.(error)
+	var oom *cuda.OutOfMemoryError
+	if ok && (errors.As(err, &oom) || strings.HasPrefix(err.Error(), "cuda: ")) {
+		return err
+	}
+	panic(r)
 }
 
 // rankThreads is the CPU kernels' thread count of a rank: threads when set;

@@ -13,7 +13,7 @@ import (
 
 // liveLine is the progress line `train` keeps at the bottom of a terminal:
 //
-//	step 1200/2000  loss 1.6120  val 1.7925@1000  lr 4.3e-04  |g| 0.41  21,331 tok/s  ETA 0:37
+//	step 1200/2000  loss 1.6120  val 1.7925@1000  lr 4.3e-04  |g| 0.41  21,331 tok/s  27.8 samples/s  0.0312 TFLOPS  MFU 24.1%  ETA 0:37
 //
 // It is also the io.Writer of the command's logger, so that a log line (an
 // evaluation, a checkpoint, a warning) clears the line, prints, and the line is
@@ -76,8 +76,12 @@ func (l *liveLine) step(m train.Metrics) {
 		per := now.Sub(l.start) / time.Duration(done)
 		eta = "  ETA " + formatDuration(per*time.Duration(l.maxSteps-m.Step))
 	}
-	l.line = fmt.Sprintf("step %d/%d  loss %.4f%s  lr %.1e  |g| %.2f  %s tok/s%s",
-		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), eta)
+	mfu := ""
+	if m.MFU > 0 {
+		mfu = fmt.Sprintf("  MFU %.1f%%", 100*m.MFU)
+	}
+	l.line = fmt.Sprintf("step %d/%d  loss %.4f%s  lr %.1e  |g| %.2f  %s tok/s  %.1f samples/s  %s TFLOPS%s%s",
+		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), m.SamplesPerS, formatTFLOPS(m.TFLOPS), mfu, eta)
 	io.WriteString(l.w, "\r"+l.line+"\x1b[K")
 	l.drawn = true
 }
@@ -116,4 +120,16 @@ func formatCount(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// formatTFLOPS writes a TFLOPS figure with three significant digits or more: 312, 41.2,
+// 0.0312.
+func formatTFLOPS(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 1:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.3g", x)
 }

@@ -31,9 +31,14 @@ func charText(n int) string {
 // document of character ids, with chars.json beside the data.
 func makeCharDataset(t *testing.T) (string, *tokenize.Tokenizer) {
 	t.Helper()
+	return makeCharDatasetOf(t, charText(8000))
+}
+
+// makeCharDatasetOf is makeCharDataset of a given text (90% train, 10% val).
+func makeCharDatasetOf(t *testing.T, text string) (string, *tokenize.Tokenizer) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	text := charText(8000)
 	tok := tokenize.NewCharsFromText(text, "test-chars")
 	st, err := storage.Open(ctx, dir, storage.Options{})
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"gptkit/internal/redact"
 )
 
 // Exit statuses of every gptkit command.
@@ -92,7 +94,7 @@ func (c *Command) ParseArgs(args []string, stderr io.Writer) (positional []strin
 
 // UsageError prints msg and where to find help, and returns ExitUsage.
 func (c *Command) UsageError(stderr io.Writer, msg string) int {
-	fmt.Fprintf(stderr, "%s %s: %s (run '%s %s -h' for usage)\n", c.Prog, c.Name, msg, c.Prog, c.Name)
+	fmt.Fprintf(stderr, "%s %s: %s (run '%s %s -h' for usage)\n", c.Prog, c.Name, redact.String(msg), c.Prog, c.Name)
 	return ExitUsage
 }
 
@@ -120,9 +122,9 @@ func (c *Command) PrintHelp(w io.Writer) {
 
 // Fail prints err as the one line a failed command leaves on stderr, after who (e.g.
 // "tokenize encode"), and returns ExitFailure. A multi-line error (a message and its
-// "---> HINT:" line) is folded onto that line.
+// "---> HINT:" line) is folded onto that line. Credentials in URLs are redacted.
 func Fail(stderr io.Writer, who string, err error) int {
-	fmt.Fprintf(stderr, "%s: %s\n", who, OneLine(err.Error()))
+	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(OneLine(err.Error())))
 	return ExitFailure
 }
 

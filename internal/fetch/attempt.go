@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gptkit/internal/redact"
 )
 
 // errStalled cancels an attempt whose response stopped sending bytes.
@@ -80,11 +82,11 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		}
 		resumed, total = offset > 0, size
 		if resumed {
-			c.Logger.Info("resuming download", "url", url, "dest", f.Dest, "from_byte", offset)
+			c.Logger.Info("resuming download", "url", redact.URL(url), "dest", f.Dest, "from_byte", offset)
 		}
 	case code == http.StatusOK:
 		if offset > 0 {
-			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", url, "dest", f.Dest)
+			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", redact.URL(url), "dest", f.Dest)
 		}
 		offset, total = 0, resp.ContentLength
 		st.reset()

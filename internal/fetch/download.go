@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"gptkit/internal/redact"
 )
 
 // partState follows Dest.part across the attempts of one download.
@@ -60,7 +62,7 @@ func (s *partState) catchUp(part string, length int64) error {
 func (c *config) download(ctx context.Context, url string, f File) error {
 	part := f.Dest + ".part"
 	st := &partState{}
-	c.Logger.Info("downloading", "url", url, "dest", f.Dest)
+	c.Logger.Info("downloading", "url", redact.URL(url), "dest", f.Dest)
 	for restarted := false; ; restarted = true {
 		resumed, err := c.retry(ctx, url, f, part, st)
 		if err != nil {
@@ -79,7 +81,7 @@ func (c *config) download(ctx context.Context, url string, f File) error {
 		}
 		// The bytes kept from an earlier attempt may belong to another version of the
 		// file: start over once from byte 0.
-		c.Logger.Warn("resumed download fails its check; downloading from the start", "url", url, "dest", f.Dest, "err", err)
+		c.Logger.Warn("resumed download fails its check; downloading from the start", "url", redact.URL(url), "dest", f.Dest, "err", redact.String(err.Error()))
 	}
 }
 
@@ -118,7 +120,7 @@ func (c *config) retry(ctx context.Context, url string, f File, part string, st 
 		if errors.As(err, &status) && status.retryAfter > wait {
 			wait = min(status.retryAfter, c.MaxBackoff)
 		}
-		c.Logger.Warn("download failed; retrying", "url", url, "dest", f.Dest, "attempt", failures, "retry_in", wait.Round(time.Millisecond), "err", err)
+		c.Logger.Warn("download failed; retrying", "url", redact.URL(url), "dest", f.Dest, "attempt", failures, "retry_in", wait.Round(time.Millisecond), "err", redact.String(err.Error()))
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

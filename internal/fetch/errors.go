@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"gptkit/internal/redact"
 )
 
 // Sentinels for errors.Is on the errors Fetch returns.
@@ -40,11 +42,11 @@ func (e *Error) Error() string {
 	case e.Err != nil:
 		fmt.Fprintf(&b, "fetch: %s: %v", e.Dest, e.Err)
 	case len(e.Sources) == 1:
-		fmt.Fprintf(&b, "fetch: download %s to %s: %v", e.Sources[0].URL, e.Dest, e.Sources[0].Err)
+		fmt.Fprintf(&b, "fetch: download %s to %s: %v", redact.URL(e.Sources[0].URL), e.Dest, redact.String(fmt.Sprint(e.Sources[0].Err)))
 	default:
 		fmt.Fprintf(&b, "fetch: download %s: all %d sources failed:", e.Dest, len(e.Sources))
 		for i, s := range e.Sources {
-			fmt.Fprintf(&b, " [%d] %s: %v", i+1, s.URL, s.Err)
+			fmt.Fprintf(&b, " [%d] %s: %v", i+1, redact.URL(s.URL), redact.String(fmt.Sprint(s.Err)))
 		}
 	}
 	if e.Hint != "" {

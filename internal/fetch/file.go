@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"gptkit/internal/redact"
 )
 
 // fetchFile puts f in place: it returns at once if f.Dest checks out, else downloads
@@ -68,7 +70,7 @@ func (c *config) fetchFile(ctx context.Context, f File) error {
 			return &Error{Dest: f.Dest, Sources: failed}
 		}
 		if i+1 < len(f.URLs) {
-			c.Logger.Warn("download failed; trying the next source", "url", url, "dest", f.Dest, "next", f.URLs[i+1], "err", err)
+			c.Logger.Warn("download failed; trying the next source", "url", redact.URL(url), "dest", f.Dest, "next", redact.URL(f.URLs[i+1]), "err", redact.String(err.Error()))
 		}
 	}
 	errs := make([]error, len(failed))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"gptkit/internal/redact"
 )
 
 // Get returns the body of a small resource (a checksum list) at url, read into
@@ -39,7 +41,7 @@ func Get(ctx context.Context, client *http.Client, url string, limit int64) ([]b
 			}
 		}
 	}
-	return nil, fmt.Errorf("fetch: get %s: %w", url, err)
+	return nil, fmt.Errorf("fetch: get %s: %w", redact.URL(url), err)
 }
 
 // getOnce makes one request for Get.

@@ -1,11 +1,11 @@
 // Package progress reports the progress of a long stage as the house style asks: on
 // a terminal, one live line redrawn in place at most 10 times a second,
 //
-//	encode  312.4 MB / 1.2 GB  26%  48.1 MB/s  1,203,334 docs  ETA 0:19
+//	encode  312.4 MB / 1.2 GB  26%  48.1 MB/s  1,203,334 docs  12.3M tok/s  ETA 0:19
 //
 // and otherwise (a log file, a pipe, CI) an Info line on a log/slog logger every 10
-// seconds, with lower_snake keys (bytes, total_bytes, percent, docs, mb_per_s,
-// elapsed_s, eta_s). Done ends either with a summary. Counting is a pair of atomic
+// seconds, with lower_snake keys (bytes, total_bytes, percent, docs, mb_per_s, tokens,
+// tokens_per_s, elapsed_s, eta_s). Tokens appear once a stage counts them (AddTokens). Done ends either with a summary. Counting is a pair of atomic
 // adds, so Add can sit in a hot loop on any goroutine. MB are 10^6 bytes.
 package progress
 
@@ -51,7 +51,7 @@ const liveInterval = 100 * time.Millisecond
 // be unknown) and documents. Its methods are safe for concurrent use, and a nil *Bar
 // does nothing.
 type Bar struct {
-	bytes, docs atomic.Int64
+	bytes, docs, tokens atomic.Int64
 
 	w        io.Writer
 	logger   *slog.Logger
@@ -123,6 +123,14 @@ func (b *Bar) Add(bytes, docs int64) {
 	}
 	if docs != 0 {
 		b.docs.Add(docs)
+	}
+}
+
+// AddTokens counts n more tokens made (a tokenizing stage); the reports show tokens/s
+// from the first call on.
+func (b *Bar) AddTokens(n int64) {
+	if b != nil && n != 0 {
+		b.tokens.Add(n)
 	}
 }
 

@@ -165,8 +165,8 @@ func TestNilBar(t *testing.T) {
 
 func TestFormat(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 kB", 312_449_999: "312.4 MB", 999_960_000: "1.0 GB", 1_234_000_000_000_000: "1.2 PB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1_203_334: "1,203,334", -12345: "-12,345"} {
@@ -178,5 +178,28 @@ func TestFormat(t *testing.T) {
 		if got := formatDuration(d); got != want {
 			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestTokens: a stage that counts tokens shows tokens/s beside MB/s and docs.
+func TestTokens(t *testing.T) {
+	var out bytes.Buffer
+	b := newBar(&out, nil, "tokenize", 0, Options{Mode: Live}, t0)
+	b.Add(10e6, 500)
+	b.AddTokens(2_500_000)
+	b.report(t0.Add(2 * time.Second))
+	b.finish(t0.Add(2*time.Second), true)
+	want := "\rtokenize  10.0 MB  5.0 MB/s  500 docs  1.25M tok/s  0:02\x1b[K" +
+		"\rtokenize  10.0 MB  5.0 MB/s  500 docs  2,500,000 tokens  1.25M tok/s  in 0:02\x1b[K\n"
+	if out.String() != want {
+		t.Errorf("output\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	b = newBar(&out, logger(&out), "tokenize", 0, Options{Mode: Log}, t0)
+	b.Add(10e6, 500)
+	b.AddTokens(2_500_000)
+	b.report(t0.Add(2 * time.Second))
+	if want := "level=INFO msg=tokenize bytes=10000000 docs=500 mb_per_s=5 tokens=2500000 tokens_per_s=1250000 elapsed_s=2\n"; out.String() != want {
+		t.Errorf("log\n%s\nwant\n%s", out.String(), want)
 	}
 }

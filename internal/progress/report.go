@@ -41,19 +41,22 @@ func (b *Bar) finish(now time.Time, summary bool) {
 // stats are the figures of a Bar at one time.
 type stats struct {
 	bytes, docs int64
+	tokens      int64 // 0: not counted
 	elapsed     time.Duration
 	mbPerS      float64 // average since the start
+	tokPerS     float64 // average since the start
 	percent     float64 // < 0: no total
 	eta         time.Duration
 	etaKnown    bool
 }
 
 func (b *Bar) stats(now time.Time) stats {
-	s := stats{bytes: b.bytes.Load(), docs: b.docs.Load(), elapsed: max(now.Sub(b.start), 0), percent: -1}
+	s := stats{bytes: b.bytes.Load(), docs: b.docs.Load(), tokens: b.tokens.Load(), elapsed: max(now.Sub(b.start), 0), percent: -1}
 	var rate float64 // bytes per second
 	if secs := s.elapsed.Seconds(); secs > 0 {
 		rate = float64(s.bytes) / secs
 		s.mbPerS = rate / 1e6
+		s.tokPerS = float64(s.tokens) / secs
 	}
 	if b.total > 0 {
 		s.percent = min(100, 100*float64(s.bytes)/float64(b.total))
@@ -67,16 +70,19 @@ func (b *Bar) stats(now time.Time) stats {
 
 // liveLine is the line drawn on a terminal:
 //
-//	encode  312.4 MB / 1.2 GB  26%  48.1 MB/s  1,203,334 docs  ETA 0:19
-//	encode  312.4 MB  48.1 MB/s  1,203,334 docs  0:07        (no total: the time so far)
+//	encode  312.4 MB / 1.2 GB  26%  48.1 MB/s  1,203,334 docs  12.3M tok/s  ETA 0:19
+//	encode  312.4 MB  48.1 MB/s  1,203,334 docs  0:07        (no total, no tokens counted)
 func (b *Bar) liveLine(now time.Time) string {
 	s := b.stats(now)
-	parts := []string{b.label, formatBytes(s.bytes)}
+	parts := []string{b.label, FormatBytes(s.bytes)}
 	if s.percent >= 0 {
-		parts[1] += " / " + formatBytes(b.total)
+		parts[1] += " / " + FormatBytes(b.total)
 		parts = append(parts, fmt.Sprintf("%.0f%%", s.percent))
 	}
 	parts = append(parts, fmt.Sprintf("%.1f MB/s", s.mbPerS), formatCount(s.docs)+" docs")
+	if s.tokens > 0 {
+		parts = append(parts, formatRate(s.tokPerS)+" tok/s")
+	}
 	switch {
 	case s.etaKnown:
 		parts = append(parts, "ETA "+formatDuration(s.eta))
@@ -88,11 +94,27 @@ func (b *Bar) liveLine(now time.Time) string {
 
 // summaryLine is the live line's last state:
 //
-//	encode  1.2 GB  48.1 MB/s  1,203,334 docs  in 0:25
+//	encode  1.2 GB  48.1 MB/s  1,203,334 docs  300,112,004 tokens  12.3M tok/s  in 0:25
 func (b *Bar) summaryLine(now time.Time) string {
 	s := b.stats(now)
-	return strings.Join([]string{b.label, formatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS),
-		formatCount(s.docs) + " docs", "in " + formatDuration(s.elapsed)}, "  ")
+	parts := []string{b.label, FormatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS), formatCount(s.docs) + " docs"}
+	if s.tokens > 0 {
+		parts = append(parts, formatCount(s.tokens)+" tokens", formatRate(s.tokPerS)+" tok/s")
+	}
+	return strings.Join(append(parts, "in "+formatDuration(s.elapsed)), "  ")
+}
+
+// formatRate writes a rate with an SI suffix: 950, 12.3k, 4.56M.
+func formatRate(x float64) string {
+	switch {
+	case x >= 1e9:
+		return fmt.Sprintf("%.2fG", x/1e9)
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
 }
 
 // log writes an Info line with message msg.
@@ -102,7 +124,11 @@ func (b *Bar) log(now time.Time, msg string) {
 	if s.percent >= 0 {
 		args = append(args, "total_bytes", b.total, "percent", round1(s.percent))
 	}
-	args = append(args, "docs", s.docs, "mb_per_s", round1(s.mbPerS), "elapsed_s", round1(s.elapsed.Seconds()))
+	args = append(args, "docs", s.docs, "mb_per_s", round1(s.mbPerS))
+	if s.tokens > 0 {
+		args = append(args, "tokens", s.tokens, "tokens_per_s", int64(s.tokPerS))
+	}
+	args = append(args, "elapsed_s", round1(s.elapsed.Seconds()))
 	if s.etaKnown && !b.ended {
 		args = append(args, "eta_s", round1(s.eta.Seconds()))
 	}
@@ -111,8 +137,8 @@ func (b *Bar) log(now time.Time, msg string) {
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// formatBytes formats n bytes in decimal units: 999 B, 1.0 kB, 312.4 MB, 1.2 GB.
-func formatBytes(n int64) string {
+// FormatBytes formats n bytes in decimal units: 999 B, 1.0 kB, 312.4 MB, 1.2 GB.
+func FormatBytes(n int64) string {
 	if n < 1000 {
 		return fmt.Sprintf("%d B", n)
 	}

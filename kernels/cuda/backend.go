@@ -28,6 +28,33 @@ type Options struct {
 	// Library names to try; nil means the standard sonames. Tests point these at
 	// names that do not exist to exercise the no-driver paths.
 	DriverLibs, CUBLASLibs []string
+
+	// Sim, when set, runs the backend on a simulated GPU (kernels/cuda/sim) with
+	// simulated cuBLAS and NCCL instead of the libraries: --device cuda-sim.
+	Sim *SimOptions
+}
+
+// SimOptions describe the simulated GPU of Options.Sim.
+type SimOptions struct {
+	// Seed fixes the simulator's choices (block and warp order, atomics'
+	// order, the errors of approximate math); 0 is a fine seed.
+	Seed uint64
+	// Memory is the device memory in bytes (default 16 GiB).
+	Memory uint64
+	// SMs is the number of multiprocessors reported (default 8); the
+	// elementwise kernels launch 32 blocks per SM at most.
+	SMs int
+	// ExactApprox makes .approx instructions exact (correctly rounded).
+	ExactApprox bool
+	// PatchPTX, when set, may change a module's PTX text before it is loaded
+	// (tests: mutate one instruction and watch the suite fail).
+	PatchPTX func(module string, ptx []byte) []byte
+	// GPUs is how many GPUs the simulated machine has (default 1); Host names
+	// the machine in their UUIDs (default: the host name); VisibleDevices, when
+	// set, is CUDA_VISIBLE_DEVICES as the driver applies it (sim_devices.go).
+	GPUs           int
+	Host           string
+	VisibleDevices *string
 }
 
 // Backend is the CUDA kernels.Backend. Methods are safe for concurrent use (they
@@ -39,13 +66,14 @@ type Backend struct {
 	compute int32
 
 	mu     sync.Mutex
-	d      *driver
-	blas   *cublas
-	ctx    uintptr
-	stream uintptr
-	handle uintptr
-	fns    map[string]uintptr
-	params []uint64 // kernel parameter block in pinned host memory (see launch)
+	drv    driverAPI
+	blas   blasAPI
+	nccl   ncclAPI    // loaded on first use (NewNCCL, NewUniqueID)
+	sim    *simDriver // the simulated GPU (cuda-sim); nil on a real one
+	ctx    cuContext
+	stream stream
+	fns    map[string]function
+	args   []uint64 // launch's argument buffer
 	mem    memory
 }
 
@@ -54,8 +82,19 @@ var _ kernels.Backend = (*Backend)(nil)
 // Probe reports whether a usable GPU is there and describes it, without creating
 // a context: what --device auto asks.
 func Probe(o Options) (Info, error) {
-	_, info, err := initDevice(driverNames(o), o.Device)
-	return info, err
+	drv, err := openDriver(o)
+	if err != nil {
+		return Info{}, err
+	}
+	return initDevice(drv, o.Device)
+}
+
+// openDriver returns the simulated driver (o.Sim) or loads libcuda.
+func openDriver(o Options) (driverAPI, error) {
+	if o.Sim != nil {
+		return newSimDriver(*o.Sim), nil
+	}
+	return loadDriver(driverNames(o))
 }
 
 func driverNames(o Options) []string {
@@ -68,7 +107,8 @@ func driverNames(o Options) []string {
 // Open initializes device o.Device: the driver, a stream, cuBLAS and the kernels
 // (JIT-compiled from the embedded PTX, a second or two the first time; the driver
 // caches the result). Errors wrap ErrNoDriver, ErrNoDevice, ErrDriverTooOld or
-// ErrNoCUBLAS and fit on one line.
+// ErrNoCUBLAS and fit on one line. With o.Sim the device, cuBLAS and NCCL are
+// simulated and the kernels' PTX runs on kernels/cuda/sim.
 func Open(o Options) (*Backend, error) {
 	b := &Backend{prec: o.Precision}
 	switch o.Precision {
@@ -81,44 +121,51 @@ func Open(o Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cuda: precision %q: want bf16, tf32 or fp32", o.Precision)
 	}
-	d, info, err := initDevice(driverNames(o), o.Device)
+	drv, err := openDriver(o)
 	if err != nil {
 		return nil, err
 	}
-	b.d, b.info = d, info
-	names := o.CUBLASLibs
-	if names == nil {
-		names = cublasLibs
-	}
-	if b.blas, err = loadCUBLAS(names); err != nil {
+	b.drv = drv
+	if b.info, err = initDevice(drv, o.Device); err != nil {
 		return nil, err
+	}
+	var real *cublas
+	if o.Sim != nil {
+		b.sim = drv.(*simDriver)
+		b.blas = newSimBLAS(b.sim)
+	} else {
+		names := o.CUBLASLibs
+		if names == nil {
+			names = cublasLibs
+		}
+		if real, err = loadCUBLAS(names); err != nil {
+			return nil, err
+		}
+		real.drv = drv
+		b.blas = real
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var dev int32
-	if err := cuCheck("cuDeviceGet", d.cuDeviceGet(&dev, int32(o.Device))); err != nil {
+	if b.ctx, err = drv.primaryCtxRetain(o.Device); err != nil {
 		return nil, err
 	}
-	if err := cuCheck("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(&b.ctx, dev)); err != nil {
+	if err := drv.ctxSetCurrent(b.ctx); err != nil {
 		return nil, err
 	}
-	if err := cuCheck("cuCtxSetCurrent", d.cuCtxSetCurrent(b.ctx)); err != nil {
+	if b.stream, err = drv.streamCreate(); err != nil {
 		return nil, err
 	}
-	if err := cuCheck("cuStreamCreate", d.cuStreamCreate(&b.stream, 0)); err != nil {
+	var patch func(string, []byte) []byte
+	if o.Sim != nil {
+		patch = o.Sim.PatchPTX
+	}
+	if b.fns, err = loadKernels(drv, b.info.DriverVersion, patch); err != nil {
 		return nil, err
 	}
-	if b.fns, err = loadKernels(d, info.DriverVersion); err != nil {
-		return nil, err
-	}
-	if err := cublasCheck("cublasCreate", b.blas.create(&b.handle)); err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, b.blas.lib)
-	}
-	if err := cublasCheck("cublasSetStream", b.blas.setStream(b.handle, b.stream)); err != nil {
-		return nil, err
-	}
-	if err := b.initParams(); err != nil {
-		return nil, err
+	if real != nil {
+		if err := cublasCheck("cublasCreate", real.create(&real.handle)); err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, real.lib)
+		}
 	}
 	return b, nil
 }
@@ -131,11 +178,14 @@ func (b *Backend) Name() string {
 	return fmt.Sprintf("cuda(%s, %s matmuls)", b.info.Name, b.prec)
 }
 
+// Simulated reports whether the backend runs on the simulated GPU (cuda-sim).
+func (b *Backend) Simulated() bool { return b.sim != nil }
+
 // Sync implements kernels.Backend: it waits for every op issued so far.
 func (b *Backend) Sync() {
 	b.enter()
 	defer b.leave()
-	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
+	b.must(b.drv.streamSynchronize(b.stream))
 }
 
 // Close waits for the device, frees every buffer (slices from Alloc must not be
@@ -143,13 +193,11 @@ func (b *Backend) Sync() {
 func (b *Backend) Close() error {
 	b.enter()
 	defer b.leave()
-	err := cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream))
-	err = errors.Join(err, b.mem.free(b.d))
-	err = errors.Join(err, cublasCheck("cublasDestroy", b.blas.destroy(b.handle)))
-	err = errors.Join(err, cuCheck("cuStreamDestroy", b.d.cuStreamDestroy(b.stream)))
-	var dev int32
-	b.d.cuDeviceGet(&dev, int32(b.info.Ordinal))
-	err = errors.Join(err, cuCheck("cuDevicePrimaryCtxRelease", b.d.cuDevicePrimaryCtxRelease(dev)))
+	err := b.drv.streamSynchronize(b.stream)
+	err = errors.Join(err, b.mem.free(b.drv))
+	err = errors.Join(err, b.blas.close())
+	err = errors.Join(err, b.drv.streamDestroy(b.stream))
+	err = errors.Join(err, b.drv.primaryCtxRelease(b.info.Ordinal))
 	return err
 }
 
@@ -158,11 +206,11 @@ func (b *Backend) Close() error {
 func (b *Backend) enter() {
 	b.mu.Lock()
 	runtime.LockOSThread()
-	if b.d == nil {
+	if b.drv == nil {
 		b.leave()
 		panic("cuda: backend used without Open")
 	}
-	b.must(cuCheck("cuCtxSetCurrent", b.d.cuCtxSetCurrent(b.ctx)))
+	b.must(b.drv.ctxSetCurrent(b.ctx))
 }
 
 func (b *Backend) leave() {

@@ -8,9 +8,16 @@ import (
 // cublasLibs are the cuBLAS sonames tried, newest first.
 var cublasLibs = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}
 
-// cublas is the part of cuBLAS the backend uses (cublasStatus_t is int32).
+// cublas is the part of cuBLAS the backend uses (cublasStatus_t is int32): the
+// blasAPI of the real library.
 type cublas struct {
-	lib string
+	lib    string
+	handle uintptr
+	stream stream // the stream the handle is set to
+
+	lt      *cublasLt // loaded on the first matmul that needs it
+	ltNames []string
+	drv     driverAPI // the workspace of cuBLASLt comes from it
 
 	create               func(h *uintptr) int32
 	destroy              func(h uintptr) int32
@@ -23,7 +30,9 @@ type cublas struct {
 const (
 	opN           = 0
 	opT           = 1
-	cudaR32F      = 0
+	cudaR32F      = 0  // cudaDataType CUDA_R_32F
+	cudaR16F      = 2  // CUDA_R_16F
+	cudaR16BF     = 14 // CUDA_R_16BF
 	compute32F    = 68 // CUBLAS_COMPUTE_32F: plain float32 (no tensor cores unless the math mode allows)
 	compute32F16B = 75 // CUBLAS_COMPUTE_32F_FAST_16BF: bf16 tensor cores, float32 accumulation
 	compute32FTF  = 77 // CUBLAS_COMPUTE_32F_FAST_TF32
@@ -72,7 +81,8 @@ func cublasCheck(call string, s int32) error {
 // k×n, C m×n, and A[i] = A + i·strideA (in elements). Operands are device
 // addresses. The backend's row-major products are written as gemms by pure
 // functions (matmul.go, attention.go) so their orientation is unit-tested
-// without a GPU.
+// without a GPU. The fields after batch are cuBLASLt's (zero values: float32
+// operands, the backend's compute type, D = C, no epilogue).
 type gemm struct {
 	transA, transB bool
 	m, n, k        int
@@ -87,6 +97,46 @@ type gemm struct {
 	ldc            int
 	strideC        int64
 	batch          int // 1: a plain GEMM
+
+	aType, bType, cType int32 // cudaDataType of A, B, C (and D): 0 is CUDA_R_32F
+	compute             int32 // cublasComputeType_t; 0: the backend's precision
+	// cuBLASLt only: D (0: D is C, with C's ld and stride), an epilogue, its
+	// bias vector and auxiliary matrix (GELU's input, saved for the backward).
+	D         uintptr
+	ldd       int
+	strideD   int64
+	epilogue  epilogue
+	bias      uintptr
+	biasType  int32
+	aux       uintptr
+	ldaux     int
+	strideAux int64
+}
+
+// epilogue is what cuBLASLt applies to alpha·op(A)·op(B) + beta·C before it is
+// stored in D (bias over the m rows; GELU is the tanh form).
+type epilogue int
+
+const (
+	epiNone        epilogue = iota
+	epiBias                 // D = acc + bias[i]
+	epiGelu                 // D = gelu(acc)
+	epiGeluBias             // D = gelu(acc + bias[i])
+	epiGeluAux              // D = gelu(acc), aux = acc
+	epiGeluAuxBias          // D = gelu(acc + bias[i]), aux = acc + bias[i]
+	epiDGelu                // D = acc · gelu'(aux)
+	epiDGeluBGrad           // D = acc · gelu'(aux), bias[i] = Σ_j D[i,j]
+	epiBGradA               // D = acc, bias[i] = Σ_k op(A)[i,k]
+	epiBGradB               // D = acc, bias[j] = Σ_k op(B)[k,j]
+)
+
+var epilogueNames = [...]string{"none", "bias", "gelu", "gelu+bias", "gelu+aux", "gelu+aux+bias", "dgelu", "dgelu+bgrad", "bgrad A", "bgrad B"}
+
+func (e epilogue) String() string {
+	if int(e) < len(epilogueNames) {
+		return epilogueNames[e]
+	}
+	return fmt.Sprintf("epilogue(%d)", int(e))
 }
 
 func op(t bool) int32 {
@@ -96,15 +146,55 @@ func op(t bool) int32 {
 	return opN
 }
 
-// run issues g on the handle's stream with the given compute type.
-func (c *cublas) run(h uintptr, g gemm, compute int32) error {
+func (c *cublas) name() string { return c.lib }
+
+// gemm issues g on stream s: cublasGemmEx or cublasGemmStridedBatchedEx, or
+// cublasLtMatmul for the forms only cuBLASLt has (a separate D, an epilogue).
+func (c *cublas) gemm(s stream, g gemm) error {
+	if g.epilogue != epiNone || g.D != 0 && g.D != g.C {
+		if c.lt == nil {
+			names := c.ltNames
+			if names == nil {
+				names = cublasLtLibs
+			}
+			lt, err := loadCUBLASLt(names)
+			if err != nil {
+				return err
+			}
+			c.lt = lt
+		}
+		return c.lt.run(s, g, c.drv.memAlloc)
+	}
+	if s != c.stream || c.stream == 0 {
+		if err := cublasCheck("cublasSetStream", c.setStream(c.handle, uintptr(s))); err != nil {
+			return err
+		}
+		c.stream = s
+	}
 	alpha, beta := g.alpha, g.beta
 	if g.batch <= 1 {
-		return cublasCheck("cublasGemmEx", c.gemmEx(h, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
-			unsafe.Pointer(&alpha), g.A, cudaR32F, int32(g.lda), g.B, cudaR32F, int32(g.ldb),
-			unsafe.Pointer(&beta), g.C, cudaR32F, int32(g.ldc), compute, gemmDefault))
+		return cublasCheck("cublasGemmEx", c.gemmEx(c.handle, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
+			unsafe.Pointer(&alpha), g.A, g.aType, int32(g.lda), g.B, g.bType, int32(g.ldb),
+			unsafe.Pointer(&beta), g.C, g.cType, int32(g.ldc), g.compute, gemmDefault))
 	}
-	return cublasCheck("cublasGemmStridedBatchedEx", c.gemmStridedBatchedEx(h, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
-		unsafe.Pointer(&alpha), g.A, cudaR32F, int32(g.lda), g.strideA, g.B, cudaR32F, int32(g.ldb), g.strideB,
-		unsafe.Pointer(&beta), g.C, cudaR32F, int32(g.ldc), g.strideC, int32(g.batch), compute, gemmDefault))
+	return cublasCheck("cublasGemmStridedBatchedEx", c.gemmStridedBatchedEx(c.handle, op(g.transA), op(g.transB), int32(g.m), int32(g.n), int32(g.k),
+		unsafe.Pointer(&alpha), g.A, g.aType, int32(g.lda), g.strideA, g.B, g.bType, int32(g.ldb), g.strideB,
+		unsafe.Pointer(&beta), g.C, g.cType, int32(g.ldc), g.strideC, int32(g.batch), g.compute, gemmDefault))
 }
+
+func (c *cublas) close() error {
+	var err error
+	if c.lt != nil {
+		err = c.lt.close(c.drv.memFree)
+	}
+	if c.handle == 0 {
+		return err
+	}
+	if e := cublasCheck("cublasDestroy", c.destroy(c.handle)); err == nil {
+		err = e
+	}
+	c.handle = 0
+	return err
+}
+
+var _ blasAPI = (*cublas)(nil)

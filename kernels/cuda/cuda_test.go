@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"gptkit/kernels"
 )
@@ -224,4 +225,22 @@ func readDirNames(dir, ext string) ([]string, error) {
 		}
 	}
 	return out, err
+}
+
+// The cuBLASLt binding's struct matches cublasLtMatmulHeuristicResult_t (96
+// bytes), and a missing library is one line.
+func TestCUBLASLt(t *testing.T) {
+	if n := unsafe.Sizeof(ltHeuristic{}); n != 96 {
+		t.Errorf("ltHeuristic is %d bytes, cublasLtMatmulHeuristicResult_t 96", n)
+	}
+	_, err := loadCUBLASLt([]string{"libcublasLt-gptkit-missing.so.12"})
+	oneLine(t, err)
+	if !errors.Is(err, ErrNoCUBLAS) {
+		t.Errorf("%v, want ErrNoCUBLAS", err)
+	}
+	for e := epiNone; e <= epiBGradB; e++ {
+		if _, ok := ltEpilogues[e]; !ok {
+			t.Errorf("epilogue %v has no cuBLASLt value", e)
+		}
+	}
 }

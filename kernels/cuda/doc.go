@@ -11,12 +11,42 @@
 // they are a few dozen functions and the usual Go CUDA bindings (gorgonia.org/cu)
 // link libcuda at build time and exit the process in init when there is no device.
 //
+// # Three interfaces, two implementations each
+//
+// The backend reaches the GPU only through driverAPI (the driver: devices,
+// contexts, streams, events, modules, launches, memory, copies), blasAPI (one
+// gemm description covering cublasGemmEx, the strided batched form and
+// cuBLASLt's epilogues) and ncclAPI (unique ids, communicators, all-reduce,
+// broadcast, reduce-scatter, all-gather); api.go declares them. driver_real.go,
+// cublas.go and nccl.go are the libraries loaded with purego; sim_driver.go,
+// sim_blas.go and sim_nccl.go are a simulated GPU (Options.Sim, --device
+// cuda-sim): the same committed PTX runs instruction by instruction on
+// kernels/cuda/sim, device memory is Go memory whose every access is checked,
+// streams are queues that run when something waits for them, the GEMM is a
+// reference that honours every argument, and NCCL reduces between the ranks of
+// one process or, across processes, through a Transport (train/dist's
+// communicator). Everything above the interfaces, the ops, memory management
+// and launches, is the same code on both, so the simulator tests the backend,
+// not a model of it. docs/cuda-sim.md says what is simulated and how strictly.
+//
+// Data parallel: NCCL, one process per GPU. Devices lists the GPUs a process
+// sees with their UUIDs and PCI bus ids (device_id.go), so that each rank can
+// pick its own and two ranks on one GPU can be caught. Every collective is
+// watched (nccl_watch.go): queued between two events and polled, with
+// ncclCommGetAsyncError, against a deadline (NCCLOptions.Timeout); an error
+// or a deadline passed aborts the communicator (ncclCommAbort) and returns an
+// error, and a CollectiveWatch (train/dist's communicator) hears of each
+// collective so that the rank that never reached one can be named. The
+// simulated GPU can be made to hang or its NCCL to fail (InjectSimFault), which
+// is how CI shows all of this.
+//
 // Memory: Alloc hands out CUDA managed memory (cuMemAllocManaged), so the []float32
 // the trainer holds are addressable from Go and from kernels at the same address;
 // the backend passes &s[0] to the device. The trainer must call Sync before reading
-// what a kernel wrote (as the Backend contract says). Token ids ([]int32 in Go
-// memory) are copied to device buffers in stream order. Scratch (attention's
-// permuted q, k, v, partial sums) is plain device memory.
+// what a kernel wrote (as the Backend contract says; the simulator enforces it,
+// since its streams run only when waited for). Token ids ([]int32 in Go memory)
+// are copied to device buffers in stream order. Scratch (attention's permuted q,
+// k, v, partial sums) is plain device memory.
 //
 // Numerics: every op but the matmuls is float32 in the kernels here; the matmuls
 // (and attention's two products) go through cublasGemmEx with float32 operands and

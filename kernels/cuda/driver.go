@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 )
 
@@ -19,6 +21,9 @@ const minDriverVersion = 11080
 type driver struct {
 	lib string
 
+	paramsMu sync.Mutex
+	params   []uint64 // kernel parameter block in pinned host memory (see launchKernel)
+
 	cuInit                    func(flags uint32) int32
 	cuDriverGetVersion        func(v *int32) int32
 	cuDeviceGetCount          func(n *int32) int32
@@ -26,19 +31,31 @@ type driver struct {
 	cuDeviceGetName           func(name *byte, n int32, dev int32) int32
 	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) int32
 	cuDeviceTotalMem          func(bytes *uint64, dev int32) int32
+	cuDeviceGetUuid           func(uuid *[16]byte, dev int32) int32
+	cuDeviceGetPCIBusId       func(id *byte, n int32, dev int32) int32
 	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	cuDevicePrimaryCtxRelease func(dev int32) int32
 	cuCtxSetCurrent           func(ctx uintptr) int32
 	cuStreamCreate            func(s *uintptr, flags uint32) int32
 	cuStreamDestroy           func(s uintptr) int32
 	cuStreamSynchronize       func(s uintptr) int32
+	cuStreamWaitEvent         func(s, e uintptr, flags uint32) int32
+	cuEventCreate             func(e *uintptr, flags uint32) int32
+	cuEventRecord             func(e, s uintptr) int32
+	cuEventSynchronize        func(e uintptr) int32
+	cuEventQuery              func(e uintptr) int32
+	cuEventDestroy            func(e uintptr) int32
 	cuModuleLoadDataEx        func(mod *uintptr, image *byte, n uint32, opts *int32, vals *uintptr) int32
+	cuModuleUnload            func(mod uintptr) int32
+	cuFuncSetAttribute        func(f uintptr, attr int32, v int32) int32
 	cuModuleGetFunction       func(f *uintptr, mod uintptr, name *byte) int32
 	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, s uintptr, params unsafe.Pointer, extra uintptr) int32
 	cuMemAllocManaged         func(p *unsafe.Pointer, bytes uint64, flags uint32) int32
 	cuMemAlloc                func(p *uintptr, bytes uint64) int32
 	cuMemAllocHost            func(p *unsafe.Pointer, bytes uint64) int32
 	cuMemFree                 func(p uintptr) int32
+	cuMemFreeHost             func(p unsafe.Pointer) int32
+	cuMemcpyDtoDAsync         func(dst, src uintptr, bytes uint64, s uintptr) int32
 	cuMemcpyHtoDAsync         func(dst uintptr, src unsafe.Pointer, bytes uint64, s uintptr) int32
 	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src uintptr, bytes uint64, s uintptr) int32
 	cuMemsetD8Async           func(dst uintptr, v uint8, n uint64, s uintptr) int32
@@ -61,19 +78,31 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuDeviceGetName, "cuDeviceGetName"},
 		{&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
 		{&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&d.cuDeviceGetUuid, "cuDeviceGetUuid_v2"},
+		{&d.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId"},
 		{&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
 		{&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
 		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"},
 		{&d.cuStreamCreate, "cuStreamCreate"},
 		{&d.cuStreamDestroy, "cuStreamDestroy_v2"},
 		{&d.cuStreamSynchronize, "cuStreamSynchronize"},
+		{&d.cuStreamWaitEvent, "cuStreamWaitEvent"},
+		{&d.cuEventCreate, "cuEventCreate"},
+		{&d.cuEventRecord, "cuEventRecord"},
+		{&d.cuEventSynchronize, "cuEventSynchronize"},
+		{&d.cuEventQuery, "cuEventQuery"},
+		{&d.cuEventDestroy, "cuEventDestroy_v2"},
 		{&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"},
+		{&d.cuModuleUnload, "cuModuleUnload"},
+		{&d.cuFuncSetAttribute, "cuFuncSetAttribute"},
 		{&d.cuModuleGetFunction, "cuModuleGetFunction"},
 		{&d.cuLaunchKernel, "cuLaunchKernel"},
 		{&d.cuMemAllocManaged, "cuMemAllocManaged"},
 		{&d.cuMemAlloc, "cuMemAlloc_v2"},
 		{&d.cuMemAllocHost, "cuMemAllocHost_v2"},
 		{&d.cuMemFree, "cuMemFree_v2"},
+		{&d.cuMemFreeHost, "cuMemFreeHost"},
+		{&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
 		{&d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
 		{&d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
 		{&d.cuMemsetD8Async, "cuMemsetD8Async"},
@@ -104,6 +133,8 @@ type Info struct {
 	Memory        uint64 // bytes
 	DriverVersion int    // 1000·major + 10·minor, e.g. 12040
 	Library       string // the libcuda name that loaded
+	UUID          string // "GPU-8-4-4-4-12 hex digits", as nvidia-smi -L prints it
+	BusID         string // the PCI bus id, "0000:18:00.0"
 }
 
 func (i Info) String() string {
@@ -111,64 +142,52 @@ func (i Info) String() string {
 		i.DriverVersion/1000, i.DriverVersion%1000/10)
 }
 
-// initDevice loads and initializes the driver and describes device ordinal,
-// returning ErrNoDriver, ErrNoDevice or ErrDriverTooOld (wrapped) when it cannot be
-// used.
-func initDevice(names []string, ordinal int) (*driver, Info, error) {
-	d, err := loadDriver(names)
+// initDevice initializes the driver and describes device ordinal, returning
+// ErrNoDriver, ErrNoDevice or ErrDriverTooOld (wrapped) when it cannot be used.
+func initDevice(d driverAPI, ordinal int) (Info, error) {
+	info := Info{Ordinal: ordinal, Library: d.name()}
+	ver, err := d.driverVersion()
 	if err != nil {
-		return nil, Info{}, err
+		return info, fmt.Errorf("cuda: %w: %v", ErrNoDriver, err)
 	}
-	info := Info{Ordinal: ordinal, Library: d.lib}
-	var ver int32
-	if r := d.cuDriverGetVersion(&ver); r != 0 {
-		return nil, info, fmt.Errorf("cuda: %w: cuDriverGetVersion: %v", ErrNoDriver, Result(r))
-	}
-	info.DriverVersion = int(ver)
-	if r := d.cuInit(0); r != 0 {
-		switch r {
-		case errNoDevice:
-			return nil, info, fmt.Errorf("cuda: %w: the driver (%s, CUDA %d.%d) sees no GPU; use --device cpu", ErrNoDevice, d.lib, ver/1000, ver%1000/10)
-		case errStubLibrary:
-			return nil, info, fmt.Errorf("cuda: %w: %s is the toolkit's stub, not a driver; install the NVIDIA driver or use --device cpu", ErrNoDriver, d.lib)
+	info.DriverVersion = ver
+	if err := d.init(); err != nil {
+		switch {
+		case errors.Is(err, Result(errNoDevice)):
+			return info, fmt.Errorf("cuda: %w: the driver (%s, CUDA %d.%d) sees no GPU; use --device cpu", ErrNoDevice, d.name(), ver/1000, ver%1000/10)
+		case errors.Is(err, Result(errStubLibrary)):
+			return info, fmt.Errorf("cuda: %w: %s is the toolkit's stub, not a driver; install the NVIDIA driver or use --device cpu", ErrNoDriver, d.name())
 		}
-		return nil, info, fmt.Errorf("cuda: %w: cuInit: %v (is the NVIDIA kernel module loaded? see nvidia-smi); use --device cpu", ErrNoDevice, Result(r))
+		return info, fmt.Errorf("cuda: %w: %v (is the NVIDIA kernel module loaded? see nvidia-smi); use --device cpu", ErrNoDevice, err)
 	}
 	if ver < minDriverVersion {
-		return nil, info, fmt.Errorf("cuda: %w: the driver supports CUDA %d.%d, the kernels' PTX needs 11.8 (driver R520 or newer); update the NVIDIA driver",
+		return info, fmt.Errorf("cuda: %w: the driver supports CUDA %d.%d, the kernels' PTX needs 11.8 (driver R520 or newer); update the NVIDIA driver",
 			ErrDriverTooOld, ver/1000, ver%1000/10)
 	}
-	var n int32
-	if r := d.cuDeviceGetCount(&n); r != 0 || n == 0 {
-		return nil, info, fmt.Errorf("cuda: %w: the driver reports %d GPUs; use --device cpu", ErrNoDevice, n)
+	n, err := d.deviceCount()
+	if err != nil || n == 0 {
+		return info, fmt.Errorf("cuda: %w: the driver reports %d GPUs; use --device cpu", ErrNoDevice, n)
 	}
-	if ordinal < 0 || ordinal >= int(n) {
-		return nil, info, fmt.Errorf("cuda: %w: device %d asked for, %d present (check CUDA_VISIBLE_DEVICES and LOCAL_RANK)", ErrNoDevice, ordinal, n)
+	if ordinal < 0 || ordinal >= n {
+		return info, fmt.Errorf("cuda: %w: device %d asked for, %d present (check CUDA_VISIBLE_DEVICES and LOCAL_RANK)", ErrNoDevice, ordinal, n)
 	}
-	var dev int32
-	if err := cuCheck("cuDeviceGet", d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
-		return nil, info, err
+	if info.Name, err = d.deviceName(ordinal); err != nil {
+		return info, err
 	}
-	name := make([]byte, 256)
-	if err := cuCheck("cuDeviceGetName", d.cuDeviceGetName(&name[0], int32(len(name)), dev)); err != nil {
-		return nil, info, err
-	}
-	info.Name = cString(name)
 	attr := func(a int32) int {
-		var v int32
-		d.cuDeviceGetAttribute(&v, a, dev)
-		return int(v)
+		v, _ := d.deviceAttribute(a, ordinal)
+		return v
 	}
 	info.Major, info.Minor, info.SMs = attr(attrComputeMajor), attr(attrComputeMinor), attr(attrSMCount)
-	d.cuDeviceTotalMem(&info.Memory, dev)
+	info.Memory, _ = d.deviceTotalMem(ordinal)
 	if info.Major < 8 {
-		return nil, info, fmt.Errorf("cuda: %w: %s has compute capability %d.%d; the kernels need 8.0 (A100, H100) or newer; use --device cpu",
+		return info, fmt.Errorf("cuda: %w: %s has compute capability %d.%d; the kernels need 8.0 (A100, H100) or newer; use --device cpu",
 			ErrNoDevice, info.Name, info.Major, info.Minor)
 	}
 	if attr(attrManagedMemory) == 0 || attr(attrConcurrentManagedAccess) == 0 {
-		return nil, info, fmt.Errorf("cuda: %w: %s has no concurrent managed memory (needed for host-visible buffers); use --device cpu", ErrNoDevice, info.Name)
+		return info, fmt.Errorf("cuda: %w: %s has no concurrent managed memory (needed for host-visible buffers); use --device cpu", ErrNoDevice, info.Name)
 	}
-	return d, info, nil
+	return info, identify(d, &info)
 }
 
 // cString is the text of a NUL-terminated byte buffer.

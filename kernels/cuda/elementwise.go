@@ -56,7 +56,7 @@ func (b *Backend) Zero(x []float32) {
 	}
 	b.enter()
 	defer b.leave()
-	b.must(cuCheck("cuMemsetD32Async", b.d.cuMemsetD32Async(dp(x), 0, uint64(len(x)), b.stream)))
+	b.must(b.drv.memsetD32(dp(x), 0, len(x), b.stream))
 }
 
 // elementwise launches a grid-stride kernel over n elements whose last argument

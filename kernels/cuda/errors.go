@@ -62,6 +62,8 @@ const (
 	errInvalidPTX         = 218
 	errUnsupportedPTXVers = 222
 	errStubLibrary        = 34
+	errNotReady           = 600
+	errLaunchTimeout      = 702
 )
 
 // resultNames are the CUresult names of CUDA 11.8's cuda.h.

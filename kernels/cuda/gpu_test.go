@@ -106,3 +106,13 @@ func normErr(t *testing.T, name string, got, want []float32, tol float64) {
 		t.Errorf("%s: relative error %.3g > %.3g", name, e, tol)
 	}
 }
+
+// TestSimVsGPU: the simulator and the GPU agree on every op, bit for bit where
+// the op's order of operations is fixed, within the suite's float32 tolerance
+// where it is not (cuBLAS's summation order, the hardware's approximate
+// exp2). tools/gpu/verify.sh runs it and records the per-op figures.
+func TestSimVsGPU(t *testing.T) {
+	gpu := openOrSkip(t, FP32)
+	s := openSim(t, FP32, SimOptions{Seed: 1})
+	kerneltest.Agree(t, gpu, s, kerneltest.Tolerance)
+}

@@ -6,26 +6,6 @@ import (
 	"unsafe"
 )
 
-// The kernel parameter block: cuLaunchKernel takes void** kernelParams, an array
-// of pointers to each argument's value. Both arrays live in one page of pinned
-// host memory (not Go memory, so no Go pointer is handed to C to keep): slot i of
-// the first maxParams words points at word maxParams+i, which holds argument i.
-// The driver copies the values at launch, so the block is reused (under b.mu).
-const maxParams = 32
-
-func (b *Backend) initParams() error {
-	var p unsafe.Pointer
-	if err := cuCheck("cuMemAllocHost", b.d.cuMemAllocHost(&p, 2*maxParams*8)); err != nil {
-		return err
-	}
-	b.params = unsafe.Slice((*uint64)(p), 2*maxParams)
-	base := uint64(uintptr(p))
-	for i := 0; i < maxParams; i++ {
-		b.params[i] = base + uint64(8*(maxParams+i))
-	}
-	return nil
-}
-
 // dims is a launch shape.
 type dims struct{ gx, gy, bx uint32 }
 
@@ -40,7 +20,8 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 	if len(args) > maxParams {
 		panic("cuda: too many kernel arguments")
 	}
-	v := b.params[maxParams:]
+	b.args = append(b.args[:0], make([]uint64, len(args))...)
+	v := b.args
 	for i, a := range args {
 		switch x := a.(type) {
 		case int32:
@@ -60,8 +41,9 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 		}
 	}
 	gy := max(d.gy, 1)
-	r := b.d.cuLaunchKernel(f, d.gx, gy, 1, d.bx, 1, 1, 0, b.stream, unsafe.Pointer(unsafe.SliceData(b.params)), 0)
-	b.must(cuCheck("cuLaunchKernel "+name, r))
+	if err := b.drv.launchKernel(f, dim3{d.gx, gy, 1}, dim3{d.bx, 1, 1}, 0, b.stream, v); err != nil {
+		panic(fmt.Errorf("%w (kernel %s)", err, name))
+	}
 }
 
 // threads is the block size of the elementwise and row kernels.
@@ -95,7 +77,7 @@ func dp(s []float32) uintptr {
 func (b *Backend) copyIDs(s scratchSlot, ids []int32) uintptr {
 	p := b.scratch(s, 4*len(ids))
 	if len(ids) > 0 {
-		b.must(cuCheck("cuMemcpyHtoDAsync", b.d.cuMemcpyHtoDAsync(p, unsafe.Pointer(unsafe.SliceData(ids)), uint64(4*len(ids)), b.stream)))
+		b.must(b.drv.memcpyHtoD(p, unsafe.Pointer(unsafe.SliceData(ids)), 4*len(ids), b.stream))
 	}
 	return p
 }

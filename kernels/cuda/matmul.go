@@ -23,7 +23,12 @@ func matmulBackwardGemms(dinp, dw, dout, inp, w uintptr, N, C, OC int) (gDinp, g
 	return gDinp, gDw
 }
 
-func (b *Backend) gemm(g gemm) { b.must(b.blas.run(b.handle, g, b.compute)) }
+func (b *Backend) gemm(g gemm) {
+	if g.compute == 0 {
+		g.compute = b.compute
+	}
+	b.must(b.blas.gemm(b.stream, g))
+}
 
 // MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
 // out, then the GEMM adds the product to it.

@@ -3,31 +3,31 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // ncclLibs are the names NCCL is tried under.
 var ncclLibs = []string{"libnccl.so.2", "libnccl.so"}
 
-// UniqueID is NCCL's ncclUniqueId: rank 0 makes one (NewUniqueID) and hands it to
-// every rank out of band (the distributed launcher's TCP store), each passes it
-// to NewNCCL.
+// UniqueID is NCCL's ncclUniqueId: rank 0 makes one (Backend.NewUniqueID) and
+// hands it to every rank out of band (the rendezvous store), each passes it to
+// NewNCCL.
 type UniqueID struct{ Internal [128]byte }
 
-// ncclLib is the part of NCCL the collectives use (ncclResult_t is int32).
+// ncclLib is the real NCCL, loaded at run time (ncclResult_t is int32).
 type ncclLib struct {
-	lib          string
-	getUniqueID  func(id *UniqueID) int32
-	commInitRank func(comm *uintptr, nranks int32, id UniqueID, rank int32) int32
-	commDestroy  func(comm uintptr) int32
-	allReduce    func(send, recv uintptr, count uint64, dtype, op int32, comm, stream uintptr) int32
-	broadcast    func(send, recv uintptr, count uint64, dtype, root int32, comm, stream uintptr) int32
-	getVersion   func(v *int32) int32
+	lib             string
+	getUniqueIDFn   func(id *UniqueID) int32
+	commInitRankFn  func(comm *uintptr, nranks int32, id UniqueID, rank int32) int32
+	commDestroyFn   func(comm uintptr) int32
+	allReduceFn     func(send, recv uintptr, count uint64, dtype, op int32, comm, stream uintptr) int32
+	broadcastFn     func(send, recv uintptr, count uint64, dtype, root int32, comm, stream uintptr) int32
+	reduceScatterFn func(send, recv uintptr, recvcount uint64, dtype, op int32, comm, stream uintptr) int32
+	allGatherFn     func(send, recv uintptr, sendcount uint64, dtype int32, comm, stream uintptr) int32
+	getVersion      func(v *int32) int32
+	asyncErrorFn    func(comm uintptr, result *int32) int32
+	abortFn         func(comm uintptr) int32
 }
-
-const (
-	ncclFloat32 = 7
-	ncclSum     = 0
-)
 
 var ncclResultNames = map[int32]string{
 	1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError", 4: "ncclInvalidArgument",
@@ -46,18 +46,25 @@ func ncclCheck(call string, r int32) error {
 }
 
 func loadNCCL(names []string) (*ncclLib, error) {
+	if names == nil {
+		names = ncclLibs
+	}
 	h, name, err := openLib(names...)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w: %v; install NCCL (e.g. the nvidia-nccl-cu12 wheel) and add its lib directory to LD_LIBRARY_PATH", ErrNoNCCL, err)
 	}
 	n := &ncclLib{lib: name}
 	err = bindAll(h, name, []binding{
-		{&n.getUniqueID, "ncclGetUniqueId"},
-		{&n.commInitRank, "ncclCommInitRank"},
-		{&n.commDestroy, "ncclCommDestroy"},
-		{&n.allReduce, "ncclAllReduce"},
-		{&n.broadcast, "ncclBroadcast"},
+		{&n.getUniqueIDFn, "ncclGetUniqueId"},
+		{&n.commInitRankFn, "ncclCommInitRank"},
+		{&n.commDestroyFn, "ncclCommDestroy"},
+		{&n.allReduceFn, "ncclAllReduce"},
+		{&n.broadcastFn, "ncclBroadcast"},
+		{&n.reduceScatterFn, "ncclReduceScatter"},
+		{&n.allGatherFn, "ncclAllGather"},
 		{&n.getVersion, "ncclGetVersion"},
+		{&n.asyncErrorFn, "ncclCommGetAsyncError"},
+		{&n.abortFn, "ncclCommAbort"},
 	})
 	if err != nil {
 		return nil, err
@@ -65,44 +72,123 @@ func loadNCCL(names []string) (*ncclLib, error) {
 	return n, nil
 }
 
-// NewUniqueID makes the id of a new NCCL communicator (on rank 0). names nil
-// means the standard sonames.
-func NewUniqueID(names []string) (UniqueID, error) {
+func (n *ncclLib) name() string { return n.lib }
+
+func (n *ncclLib) getUniqueID() (UniqueID, error) {
 	var id UniqueID
-	if names == nil {
-		names = ncclLibs
-	}
+	return id, ncclCheck("ncclGetUniqueId", n.getUniqueIDFn(&id))
+}
+
+func (n *ncclLib) commInitRank(nranks int, id UniqueID, rank int) (uintptr, error) {
+	var c uintptr
+	return c, ncclCheck("ncclCommInitRank", n.commInitRankFn(&c, int32(nranks), id, int32(rank)))
+}
+
+func (n *ncclLib) commDestroy(c uintptr) error {
+	return ncclCheck("ncclCommDestroy", n.commDestroyFn(c))
+}
+
+func (n *ncclLib) allReduce(send, recv devicePtr, count int, dt ncclDataType, op ncclRedOp, c uintptr, s stream) error {
+	return ncclCheck("ncclAllReduce", n.allReduceFn(send, recv, uint64(count), int32(dt), int32(op), c, uintptr(s)))
+}
+
+func (n *ncclLib) broadcast(send, recv devicePtr, count int, dt ncclDataType, root int, c uintptr, s stream) error {
+	return ncclCheck("ncclBroadcast", n.broadcastFn(send, recv, uint64(count), int32(dt), int32(root), c, uintptr(s)))
+}
+
+func (n *ncclLib) reduceScatter(send, recv devicePtr, recvCount int, dt ncclDataType, op ncclRedOp, c uintptr, s stream) error {
+	return ncclCheck("ncclReduceScatter", n.reduceScatterFn(send, recv, uint64(recvCount), int32(dt), int32(op), c, uintptr(s)))
+}
+
+func (n *ncclLib) allGather(send, recv devicePtr, sendCount int, dt ncclDataType, c uintptr, s stream) error {
+	return ncclCheck("ncclAllGather", n.allGatherFn(send, recv, uint64(sendCount), int32(dt), c, uintptr(s)))
+}
+
+var _ ncclAPI = (*ncclLib)(nil)
+
+// NewUniqueID makes the id of a new NCCL communicator (on rank 0) with the
+// real NCCL; names nil means the standard sonames. Backend.NewUniqueID uses the
+// backend's own NCCL (the simulated one on cuda-sim).
+func NewUniqueID(names []string) (UniqueID, error) {
 	n, err := loadNCCL(names)
 	if err != nil {
-		return id, err
+		return UniqueID{}, err
 	}
-	return id, ncclCheck("ncclGetUniqueId", n.getUniqueID(&id))
+	return n.getUniqueID()
+}
+
+// NewUniqueID makes the id of a new communicator with the backend's NCCL
+// (rank 0 calls it and passes the id to the others).
+func (b *Backend) NewUniqueID() (UniqueID, error) {
+	n, err := b.ncclLib()
+	if err != nil {
+		return UniqueID{}, err
+	}
+	return n.getUniqueID()
+}
+
+// NCCLOptions configure NewNCCL.
+type NCCLOptions struct {
+	// Libs are the NCCL library names to try; nil means the standard sonames
+	// (the real backend only).
+	Libs []string
+	// Transport carries the simulated NCCL's collectives between processes
+	// (cuda-sim only): the trainer's data-parallel communicator. Without it the
+	// simulated ranks must live in this process.
+	Transport Transport
+	// Timeout is each collective's deadline (--collective-timeout; 0:
+	// DefaultCollectiveTimeout); Watch, when set, is told of each collective
+	// (nccl_watch.go).
+	Timeout time.Duration
+	Watch   CollectiveWatch
+}
+
+// Transport is what the simulated NCCL needs of a communicator between
+// processes (train/dist's Comm has these methods; kernels cannot import it).
+type Transport interface {
+	Rank() int
+	World() int
+	AllReduceSum(ctx context.Context, buf []float32) error
+	Broadcast(ctx context.Context, buf []float32, root int) error
 }
 
 // NCCL is the data-parallel collectives over NCCL, one process per GPU: it has
-// the method set of train.Collectives (this package cannot import train). Buffers
-// must come from the backend's Alloc (the device reads them in place). NCCL's
-// ring and tree all-reduces hand every rank the same reduced bytes, so the ranks'
-// weights stay bit-identical, as train.Collectives demands.
+// the method set of train.FullCollectives (this package cannot import train).
+// Buffers must come from the backend's Alloc (the device reads them in place).
+// NCCL's ring and tree all-reduces hand every rank the same reduced bytes, so the
+// ranks' weights stay bit-identical, as train.Collectives demands.
 type NCCL struct {
 	b           *Backend
-	n           *ncclLib
+	n           ncclAPI
 	comm        uintptr
 	rank, world int
 	one         []float32 // Barrier's buffer
+	w           watchdog  // deadlines, health, abort (nccl_watch.go)
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
-// calls it with the same id; it returns once all have). names nil means the
-// standard sonames.
-func NewNCCL(b *Backend, id UniqueID, rank, world int, names []string) (*NCCL, error) {
+// calls it with the same id; it returns once all have).
+func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, error) {
 	if rank < 0 || rank >= world {
 		return nil, fmt.Errorf("cuda: nccl rank %d outside a world of %d", rank, world)
 	}
-	if names == nil {
-		names = ncclLibs
+	if o.Libs != nil && b.sim == nil {
+		n, err := loadNCCL(o.Libs)
+		if err != nil {
+			return nil, err
+		}
+		b.nccl = n
 	}
-	n, err := loadNCCL(names)
+	if o.Transport != nil {
+		if b.sim == nil {
+			return nil, fmt.Errorf("cuda: an NCCL transport is for the simulated GPU (cuda-sim); the real NCCL brings its own")
+		}
+		if o.Transport.Rank() != rank || o.Transport.World() != world {
+			return nil, fmt.Errorf("cuda: nccl rank %d of %d over a transport of rank %d of %d", rank, world, o.Transport.Rank(), o.Transport.World())
+		}
+		b.sim.transport = o.Transport
+	}
+	n, err := b.ncclLib()
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +196,30 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, names []string) (*NCCL, e
 	c.one = b.Alloc(1)
 	b.enter()
 	defer b.leave()
-	if err := ncclCheck("ncclCommInitRank", n.commInitRank(&c.comm, int32(world), id, int32(rank))); err != nil {
+	if c.comm, err = n.commInitRank(world, id, rank); err != nil {
 		return nil, fmt.Errorf("%w (rank %d of %d)", err, rank, world)
 	}
+	if err := c.initWatch(o); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// ncclLib returns the backend's NCCL, loading the real one on first use.
+func (b *Backend) ncclLib() (ncclAPI, error) {
+	if b.nccl != nil {
+		return b.nccl, nil
+	}
+	if b.sim != nil {
+		b.nccl = newSimNCCL(b.sim)
+		return b.nccl, nil
+	}
+	n, err := loadNCCL(nil)
+	if err != nil {
+		return nil, err
+	}
+	b.nccl = n
+	return n, nil
 }
 
 // Rank implements train.Collectives.
@@ -129,49 +235,70 @@ func (c *NCCL) device(op string, buf []float32) (uintptr, error) {
 	return dp(buf), nil
 }
 
-// AllReduceSum implements train.Collectives, in place, then waits for it.
-func (c *NCCL) AllReduceSum(ctx context.Context, buf []float32) error {
+// collective runs one NCCL call on the backend's stream and waits for it,
+// watched (nccl_watch.go).
+func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call func(p uintptr) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := c.device("all-reduce", buf)
+	p, err := c.device(op, buf)
 	if err != nil || len(buf) == 0 {
 		return err
 	}
-	c.b.enter()
-	defer c.b.leave()
-	if err := ncclCheck("ncclAllReduce", c.n.allReduce(p, p, uint64(len(buf)), ncclFloat32, ncclSum, c.comm, c.b.stream)); err != nil {
-		return err
-	}
-	return cuCheck("cuStreamSynchronize", c.b.d.cuStreamSynchronize(c.b.stream))
+	return c.run(ctx, op, func() error { return call(p) })
+}
+
+// AllReduceSum implements train.Collectives, in place, then waits for it.
+func (c *NCCL) AllReduceSum(ctx context.Context, buf []float32) error {
+	return c.collective(ctx, "all-reduce", buf, func(p uintptr) error {
+		return c.n.allReduce(p, p, len(buf), ncclFloat32, ncclSum, c.comm, c.b.stream)
+	})
+}
+
+// AllReduceAvg implements train.FullCollectives (NCCL's ncclAvg).
+func (c *NCCL) AllReduceAvg(ctx context.Context, buf []float32) error {
+	return c.collective(ctx, "all-reduce", buf, func(p uintptr) error {
+		return c.n.allReduce(p, p, len(buf), ncclFloat32, ncclAvg, c.comm, c.b.stream)
+	})
 }
 
 // Broadcast implements train.Collectives.
 func (c *NCCL) Broadcast(ctx context.Context, buf []float32, root int) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if root < 0 || root >= c.world {
 		return fmt.Errorf("cuda: nccl broadcast from rank %d in a world of %d", root, c.world)
 	}
-	p, err := c.device("broadcast", buf)
-	if err != nil || len(buf) == 0 {
-		return err
+	return c.collective(ctx, "broadcast", buf, func(p uintptr) error {
+		return c.n.broadcast(p, p, len(buf), ncclFloat32, root, c.comm, c.b.stream)
+	})
+}
+
+// ReduceScatterSum implements train.FullCollectives: rank r's part of buf
+// receives the sum of that part over the ranks (NCCL's in-place form: the
+// receive buffer is the rank's own part).
+func (c *NCCL) ReduceScatterSum(ctx context.Context, buf []float32) error {
+	if len(buf)%c.world != 0 {
+		return fmt.Errorf("cuda: nccl reduce-scatter of %d floats over %d ranks", len(buf), c.world)
 	}
-	c.b.enter()
-	defer c.b.leave()
-	if err := ncclCheck("ncclBroadcast", c.n.broadcast(p, p, uint64(len(buf)), ncclFloat32, int32(root), c.comm, c.b.stream)); err != nil {
-		return err
+	part := len(buf) / c.world
+	return c.collective(ctx, "reduce-scatter", buf, func(p uintptr) error {
+		return c.n.reduceScatter(p, p+uintptr(4*part*c.rank), part, ncclFloat32, ncclSum, c.comm, c.b.stream)
+	})
+}
+
+// AllGather implements train.FullCollectives: rank r's part is copied to every
+// rank (NCCL's in-place form: the send buffer is the rank's own part).
+func (c *NCCL) AllGather(ctx context.Context, buf []float32) error {
+	if len(buf)%c.world != 0 {
+		return fmt.Errorf("cuda: nccl all-gather of %d floats over %d ranks", len(buf), c.world)
 	}
-	return cuCheck("cuStreamSynchronize", c.b.d.cuStreamSynchronize(c.b.stream))
+	part := len(buf) / c.world
+	return c.collective(ctx, "all-gather", buf, func(p uintptr) error {
+		return c.n.allGather(p+uintptr(4*part*c.rank), p, part, ncclFloat32, c.comm, c.b.stream)
+	})
 }
 
 // Barrier implements train.Collectives: an all-reduce of one float.
 func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, c.one) }
 
-// Close destroys the communicator.
-func (c *NCCL) Close() error {
-	c.b.enter()
-	defer c.b.leave()
-	return ncclCheck("ncclCommDestroy", c.n.commDestroy(c.comm))
-}
+// Close destroys the communicator (an aborted one is gone already).
+func (c *NCCL) Close() error { return c.destroy() }

@@ -45,8 +45,8 @@ func (b *Backend) SumSquares(x []float32) float64 {
 	part := b.scratch(scrSumSq, 8*nc)
 	b.launch("sum_squares_partials", dims{gx: uint32(nc), bx: threads}, part, dp(x), int64(len(x)), int32(sumSquaresChunk))
 	host := make([]float64, nc)
-	b.must(cuCheck("cuMemcpyDtoHAsync", b.d.cuMemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(host)), part, uint64(8*nc), b.stream)))
-	b.must(cuCheck("cuStreamSynchronize", b.d.cuStreamSynchronize(b.stream)))
+	b.must(b.drv.memcpyDtoH(unsafe.Pointer(unsafe.SliceData(host)), part, 8*nc, b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
 	var s float64
 	for _, p := range host {
 		s += p

@@ -15,6 +15,9 @@
 //  3. A name (see Names): gpt2, r50k_base (the GPT-2 files under another name),
 //     neox-20b, cl100k_base, o200k_base, and char (the GPT-NeoX byte-level character
 //     tokenizer, which needs no file).
+//  4. A Hugging Face model id ORG/NAME, or an http(s) URL of one tokenizer file:
+//     downloaded once into the cache (see remote.go), checked against Options.SHA256
+//     when given.
 //
 // Named tokenizers are built from their files embedded in the binary (package
 // tokenize/embedded: the publishers' files, zstd-compressed), so a name never needs the

@@ -87,11 +87,13 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	named, ok := lookupName(spec)
-	if !ok {
-		return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory nor a known name (%s)", spec, strings.Join(Names(), ", "))
+	if named, ok := lookupName(spec); ok {
+		return loadNamed(ctx, named, opt)
 	}
-	return loadNamed(ctx, named, opt)
+	if src, rel, ok := remoteSource(spec); ok {
+		return loadRemote(ctx, spec, src, rel, opt)
+	}
+	return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory, a built-in name (%s), a Hugging Face id (ORG/NAME) nor an http(s) URL", spec, strings.Join(Names(), ", "))
 }
 
 // loadNamed builds named from the files embedded in the binary or, when opt gives a URL

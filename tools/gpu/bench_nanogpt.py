@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """GPT-2 124M training-step benchmark in PyTorch, nanoGPT's model and settings, as the
-yardstick for kernels/cuda's BenchmarkGPT2Step (tools/gpu/verify.sh runs both).
+yardstick for kernels/cuda's BenchmarkGPT2Step (tools/gpu/check.sh runs both, on the same card).
 
 The model is nanoGPT's model.py GPT (12 layers, 12 heads, 768 wide, block 1024,
 vocab 50304, biases, tied embeddings, no dropout) written out here so the script needs
@@ -13,6 +13,9 @@ Prints one JSON line: tokens_per_s, ms_per_step, mfu (nanoGPT's estimate: 6N +
 12·L·H·Q·T FLOPs per token against --peak-tflops).
 
     python3 tools/gpu/bench_nanogpt.py --batch 16 --steps 20 --peak-tflops 989
+
+--device cpu --tiny (a 2-layer, 64-wide model at T 64) runs the same code on a CPU in
+seconds: the GPU check's dry run (tools/gpu/check.sh --dry) uses it.
 """
 import argparse
 import json
@@ -39,7 +42,12 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.nh, C // self.nh).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch < 2.0 (a dry run on Debian's torch 1.13)
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+            att = att.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+            y = att.softmax(dim=-1) @ v
         x = x + self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -81,23 +89,27 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="a 2-layer, 64-wide model at T 64 (a dry run)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-    dev = "cuda"
-    L, nh, C, T, V = 12, 12, 768, 1024, 50304
+    dev = a.device
+    L, nh, C, T, V = (2, 2, 64, 64, 128) if a.tiny else (12, 12, 768, 1024, 50304)
     model = GPT(L, nh, C, T, V).to(dev)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
+    fused = {"fused": True} if dev == "cuda" else {}
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, **fused)
     step_model = model if a.no_compile else torch.compile(model)
     g = torch.Generator(device=dev).manual_seed(1)
-    x = torch.randint(0, 50257, (a.batch, T), device=dev, generator=g)
-    y = torch.randint(0, 50257, (a.batch, T), device=dev, generator=g)
+    x = torch.randint(0, min(V, 50257), (a.batch, T), device=dev, generator=g)
+    y = torch.randint(0, min(V, 50257), (a.batch, T), device=dev, generator=g)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
 
     def step():
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        with torch.autocast(device_type=dev, dtype=torch.bfloat16):
             loss = step_model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -107,17 +119,17 @@ def main():
 
     for _ in range(a.warmup):
         step()
-    torch.cuda.synchronize()
+    sync()
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
-    torch.cuda.synchronize()
+    sync()
     secs = time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
     flops_per_token = 6 * n_params + 12 * L * nh * (C // nh) * T
     tps = a.steps * a.batch * T / secs
     print(json.dumps({
-        "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "batch": a.batch, "T": T,
+        "gpu": torch.cuda.get_device_name() if dev == "cuda" else "cpu", "torch": torch.__version__, "batch": a.batch, "T": T,
         "compiled": not a.no_compile, "ms_per_step": 1000 * secs / a.steps, "tokens_per_s": tps,
         "mfu": flops_per_token * tps / (a.peak_tflops * 1e12), "loss": float(loss),
     }))

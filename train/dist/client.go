@@ -21,6 +21,7 @@ type storeClient struct {
 	addr   string // the store's address, for messages
 	host   string // who hosts it ("rank 0", "the launcher of node 0"), for messages
 	events chan message
+	values chan message // answers to get (Comm.Lookup)
 
 	lostOnce sync.Once
 	lost     chan struct{} // closed when the store is gone or silent
@@ -64,7 +65,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		backoff = min(backoff*2, time.Second)
 	}
 	tuneConn(conn)
-	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256),
+	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256), values: make(chan message, 16),
 		lost: make(chan struct{}), done: make(chan struct{}), log: log}
 	hello.Type, hello.Version = msgHello, protocolVersion
 	conn.SetDeadline(time.Now().Add(helloTimeout))
@@ -103,6 +104,7 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 		defer sc.wg.Done()
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
+		clock := newPauseClock(max(timeout/2, 3*interval))
 		for {
 			select {
 			case <-sc.done:
@@ -113,6 +115,12 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 			}
 			if sc.paused.Load() {
 				continue
+			}
+			if gap, paused := clock.tick(time.Now()); paused {
+				// This process was stopped: the store's answers wait unread in the
+				// socket; give it a timeout from now rather than blame it.
+				sc.log.Warn("dist: this process did not run for a while (stopped, or its machine suspended); the store's silence meanwhile is not held against it", "gap", gap.Round(time.Millisecond))
+				sc.heard.Store(time.Now().UnixNano())
 			}
 			m := message{Type: msgHB}
 			if sc.state != nil {
@@ -142,6 +150,14 @@ func (sc *storeClient) read(mr *msgReader) {
 		}
 		sc.heard.Store(time.Now().UnixNano())
 		if m.Type == msgHB {
+			continue
+		}
+		if m.Type == msgValue {
+			select {
+			case sc.values <- m:
+			default:
+				sc.log.Warn("dist: store values pile up; dropping one", "key", m.Key)
+			}
 			continue
 		}
 		if m.Type == msgStatus {

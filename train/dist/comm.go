@@ -18,9 +18,14 @@ import (
 type Options struct {
 	// Token is the job token (see Token).
 	Token string
-	// Timeout bounds every wait: reaching the store, the rendezvous, the ring links
-	// and each collective (0: DefaultTimeout).
+	// Timeout bounds the waits of joining: reaching the store, the rendezvous,
+	// the ring links (0: DefaultTimeout).
 	Timeout time.Duration
+	// CollectiveTimeout bounds each collective: one that has not finished within
+	// it on this rank is reported to the store, which names the ranks that had
+	// not reached it, and the group fails (0: the smaller of Timeout and
+	// DefaultCollectiveTimeout).
+	CollectiveTimeout time.Duration
 	// HeartbeatInterval and HeartbeatTimeout: how often a rank tells the store it
 	// lives, and how long a silent rank (or store) is given (0: the defaults).
 	HeartbeatInterval, HeartbeatTimeout time.Duration
@@ -46,6 +51,9 @@ const failGrace = 3 * time.Second
 func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.CollectiveTimeout <= 0 {
+		o.CollectiveTimeout = min(o.Timeout, DefaultCollectiveTimeout)
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
@@ -73,11 +81,11 @@ func (o *Options) defaults() {
 type Comm struct {
 	rank, world int
 	gen         int
-	next, prev  net.Conn // the links' connections
-	out         sender   // data to the next rank (over next, or shared memory)
-	in          receiver // data from the previous rank
-	chunk       int      // floats per chunk
-	timeout     time.Duration
+	next, prev  net.Conn      // the links' connections
+	out         sender        // data to the next rank (over next, or shared memory)
+	in          receiver      // data from the previous rank
+	chunk       int           // floats per chunk
+	timeout     time.Duration // each collective's (Options.CollectiveTimeout)
 	store       *storeClient
 	server      *Server
 	log         *slog.Logger
@@ -85,6 +93,7 @@ type Comm struct {
 	mu   sync.Mutex // one collective at a time
 	seq  atomic.Int64
 	busy atomic.Bool
+	ext  externalState // collectives run outside the ring (watch.go)
 
 	abortMu  sync.Mutex
 	abortErr error
@@ -101,7 +110,7 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 	if err := place.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Comm{rank: place.Rank, world: place.World, chunk: max(o.ChunkBytes/4, 1), timeout: o.Timeout, log: o.Logger,
+	c := &Comm{rank: place.Rank, world: place.World, chunk: max(o.ChunkBytes/4, 1), timeout: o.CollectiveTimeout, log: o.Logger,
 		aborted: make(chan struct{})}
 	if place.World == 1 {
 		return c, nil
@@ -120,12 +129,12 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 		host = "the launcher of node 0"
 	}
 	if place.HostStore {
-		ln, err := Listen(":" + strconv.Itoa(place.MasterPort))
+		ln, err := Listen(place.MasterAddr, place.MasterPort, o.Logger)
 		if err != nil {
 			return nil, err
 		}
 		c.server, err = NewServer(ln, ServerConfig{Token: o.Token, World: place.World, HeartbeatTimeout: o.HeartbeatTimeout,
-			Timeout: o.Timeout, Logger: o.Logger})
+			Timeout: o.CollectiveTimeout, Host: host, Logger: o.Logger})
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -173,7 +182,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 	}
 	c.store = sc
 	c.gen = ok.Gen
-	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, func() (int64, bool) { return c.seq.Load(), c.busy.Load() })
+	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, c.position)
 	c.log.Info("joined the rendezvous", "rank", place.Rank, "world", place.World, "store", storeAddr, "ring_addr", hello.Addr, "gen", ok.Gen)
 
 	// Wait for every rank.
@@ -525,6 +534,45 @@ func (c *Comm) Rank() int { return c.rank }
 
 // World implements train.Collectives.
 func (c *Comm) World() int { return c.world }
+
+// Publish keeps value under key in the rendezvous store for the ranks of this
+// generation (behind the job token, like everything the store holds): how rank
+// 0 hands the others what they need to join something else, such as NCCL's
+// unique id. A restarted job's new generation starts with no keys.
+func (c *Comm) Publish(ctx context.Context, key string, value []byte) error {
+	if c.store == nil {
+		return fmt.Errorf("dist: publish %q: a world of one has no store", key)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value})
+}
+
+// Lookup waits for the value some rank published under key (Publish), until
+// ctx ends or the communicator fails.
+func (c *Comm) Lookup(ctx context.Context, key string) ([]byte, error) {
+	if c.store == nil {
+		return nil, fmt.Errorf("dist: look up %q: a world of one has no store", key)
+	}
+	if err := c.store.w.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case m := <-c.store.values:
+			if m.Key == key {
+				return m.Value, nil
+			}
+		case <-c.aborted:
+			return nil, c.Err()
+		case <-c.store.lost:
+			return nil, fmt.Errorf("dist: look up %q: %w", key, c.store.lostErr)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dist: look up %q in the rendezvous store: %w (did rank 0 publish it?)", key, ctx.Err())
+		}
+	}
+}
 
 // Generation is the store's generation this communicator belongs to (restarts
 // make new generations).

@@ -6,9 +6,11 @@
 // same interface later.
 //
 // Where a rank learns its place (Detect): flags, torchrun's environment (RANK,
-// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or SLURM's
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODELIST: its first host is
-// the master).
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Open
+// MPI's (mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE), or
+// SLURM's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODELIST: its first
+// host is the master). Its local rank, which picks its GPU (LocalRank), is the
+// first of LOCAL_RANK, SLURM_LOCALID and OMPI_COMM_WORLD_LOCAL_RANK that is set.
 //
 // The store (Server) runs on the master: inside the launcher of node 0
 // (train/launch) when there is one, else inside rank 0. Every connection starts
@@ -20,9 +22,10 @@
 // that disconnects, reports a failure or misses heartbeats for the heartbeat
 // timeout fails the generation, and the store tells every rank (and launcher)
 // which rank it was and why. A rank that stops hearing the store stops too. A
-// collective that waits longer than the timeout is reported to the store, which
-// names the ranks that did not arrive. So nothing waits forever, and each failure
-// message names the rank at fault.
+// collective that waits longer than the collective timeout is reported to the
+// store, which names the ranks that did not arrive; collectives that run
+// outside the ring (NCCL's on GPUs) are watched the same way (watch.go). So
+// nothing waits forever, and each failure message names the rank at fault.
 //
 // The collectives are a pipelined ring (Patarasuk and Yuan's bandwidth-optimal
 // all-reduce, as NCCL and Gloo run it): the buffer is cut into World segments,

@@ -26,7 +26,7 @@ type Place struct {
 	// RestartCount is how many times the launcher restarted the group.
 	RestartCount int
 	// Source says where the place came from: "flags", "launcher", "torchrun",
-	// "slurm", or "" (a single process).
+	// "openmpi", "slurm", or "" (a single process).
 	Source string
 	// JobID identifies the job for a derived token (SLURM_JOB_ID, TORCHELASTIC_RUN_ID).
 	JobID string
@@ -63,13 +63,19 @@ const (
 
 // Detect reads a rank's place from the environment: torchrun's variables (RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as gptkit's
-// launcher sets them too), else SLURM's inside an srun step (SLURM_PROCID,
+// launcher sets them too), else Open MPI's (mpirun: OMPI_COMM_WORLD_*, with
+// MASTER_ADDR), else SLURM's inside an srun step (SLURM_PROCID,
 // SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NODELIST's first host as the
 // master unless MASTER_ADDR is set; MASTER_PORT, else 29500 + SLURM_JOB_ID mod
 // 10000). found is false when neither is there (a single process).
 func Detect(getenv func(string) string) (p Place, found bool, err error) {
 	if getenv("RANK") != "" || getenv("WORLD_SIZE") != "" {
 		p, err = fromTorchrun(getenv)
+		return p, err == nil, err
+	}
+	if getenv("OMPI_COMM_WORLD_SIZE") != "" {
+		// Before SLURM's: mpirun's ranks inside an allocation inherit its daemons' SLURM_*.
+		p, err = fromOpenMPI(getenv)
 		return p, err == nil, err
 	}
 	if getenv("SLURM_PROCID") != "" && getenv("SLURM_STEP_ID") != "" {

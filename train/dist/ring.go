@@ -190,7 +190,7 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 		if finished.Load() {
 			return
 		}
-		c.store.send(message{Type: msgTimeout, Seq: seq, Op: name, Reason: c.timeout.String()})
+		c.store.send(message{Type: msgTimeout, Seq: c.reportSeq(seq), Op: name, Reason: c.timeout.String()})
 		select {
 		case <-c.aborted:
 		case <-time.After(failGrace):

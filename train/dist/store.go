@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +22,10 @@ const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultHeartbeatTimeout  = 15 * time.Second
 	DefaultTimeout           = 10 * time.Minute
+	// DefaultCollectiveTimeout is how long a collective may take on a rank
+	// before the group fails, naming the ranks that had not reached it (PyTorch's
+	// NCCL watchdog waits 10 minutes).
+	DefaultCollectiveTimeout = 5 * time.Minute
 	helloTimeout             = 10 * time.Second
 )
 
@@ -34,7 +40,10 @@ type ServerConfig struct {
 	HeartbeatTimeout time.Duration
 	// Timeout is the collective timeout the ranks use; it only appears in messages.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Host names the process that hosts the store in messages ("the launcher of node
+	// 0", "rank 0"; empty: "the process hosting the store").
+	Host   string
+	Logger *slog.Logger
 }
 
 // EventKind says what an Event reports.
@@ -83,10 +92,13 @@ type Server struct {
 	running bool
 	members map[int]*peer // the current generation's workers
 	peers   map[*peer]struct{}
+	kv      map[string][]byte  // the current generation's published values (Comm.Publish)
+	waiters map[string][]*peer // workers waiting for a key (Comm.Lookup)
 	subs    []chan Event
 	fatal   string
 	closed  bool
 	idle    *sync.Cond
+	clock   *pauseClock // the watcher's ticks: was this process itself stopped?
 
 	wg   sync.WaitGroup
 	stop chan struct{}
@@ -121,11 +133,15 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Host == "" {
+		cfg.Host = "the process hosting the store"
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{}),
+		clock: newPauseClock(cfg.HeartbeatTimeout / 2)}
 	s.idle = sync.NewCond(&s.mu)
 	s.wg.Add(2)
 	go s.accept()
@@ -133,10 +149,22 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// Listen opens the store's listener on addr (host:port; an empty host listens on
-// every interface).
-func Listen(addr string) (net.Listener, error) {
+// Listen opens the store's listener on the address the other ranks reach it at,
+// host:port (--master-addr, --master-port), and on no other interface: a store for
+// 127.0.0.1 is not reachable from the network. An empty host, 0.0.0.0 or :: listens on
+// every interface. Where host is no address of this machine (a name that resolves to a
+// NAT's or a load balancer's address), the store listens on every interface and log
+// says so.
+func Listen(host string, port int, log *slog.Logger) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ln, err := net.Listen("tcp", addr)
+	if err != nil && errors.Is(err, syscall.EADDRNOTAVAIL) {
+		if log != nil {
+			log.Warn("dist: the master address is not an address of this host; the rendezvous store listens on every interface", "master_addr", host, "port", port)
+		}
+		addr = net.JoinHostPort("", strconv.Itoa(port))
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dist: listen for the rendezvous store on %s: %w\n---> HINT: another job may hold the port; choose another --master-port", addr, err)
 	}
@@ -328,6 +356,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 			s.gen++
 			s.running = false
 			s.members = map[int]*peer{}
+			s.kv, s.waiters = nil, nil
 		} else {
 			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank))
 		}
@@ -400,6 +429,9 @@ func (s *Server) failGen(rank int, reason string) {
 	if !s.running {
 		return
 	}
+	if explained := s.explain(reason); explained != reason {
+		reason, rank = explained, -1 // no rank's fault
+	}
 	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
 	for p := range s.peers {
 		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
@@ -410,6 +442,7 @@ func (s *Server) failGen(rank int, reason string) {
 	s.gen++
 	s.running = false
 	s.members = map[int]*peer{}
+	s.kv, s.waiters = nil, nil
 }
 
 // member reports whether p is a worker of the current generation.
@@ -445,6 +478,30 @@ func (s *Server) handle(p *peer, m message) {
 		if p.role == roleAgent {
 			s.giveUp(m.Reason)
 		}
+	case msgSet:
+		if !s.member(p) {
+			return
+		}
+		if s.kv == nil {
+			s.kv = map[string][]byte{}
+		}
+		s.kv[m.Key] = m.Value
+		for _, q := range s.waiters[m.Key] {
+			q.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: m.Value})
+		}
+		delete(s.waiters, m.Key)
+	case msgGet:
+		if !s.member(p) {
+			return
+		}
+		if v, ok := s.kv[m.Key]; ok {
+			p.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: v})
+			return
+		}
+		if s.waiters == nil {
+			s.waiters = map[string][]*peer{}
+		}
+		s.waiters[m.Key] = append(s.waiters[m.Key], p)
 	default:
 		s.log.Warn("store: unexpected message", "type", m.Type, "remote", p.conn.RemoteAddr())
 	}
@@ -497,7 +554,7 @@ func (s *Server) laggards(p *peer, m message) string {
 	}
 	slices.Sort(behind)
 	if len(behind) == 0 {
-		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: a ring link is stuck (network?)", m.Seq, m.Op, m.Reason, p.rank)
+		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
 	}
 	return fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason)
 }
@@ -523,6 +580,41 @@ func (s *Server) gone(p *peer, err error) {
 	s.tellWaiting()
 }
 
+// noticePause checks whether this process was itself stopped since the watcher's last
+// tick; if so the ranks' heartbeat times are reset (they could not be read meanwhile).
+// The caller holds s.mu.
+func (s *Server) noticePause(now time.Time) {
+	gap, paused := s.clock.tick(now)
+	if !paused {
+		return
+	}
+	s.log.Warn("store: this process did not run for a while (stopped, or its machine suspended); the ranks' heartbeats are not held against them", "gap", gap.Round(time.Millisecond))
+	for _, p := range s.members {
+		p.lastSeen = now
+	}
+}
+
+// explain prefixes reason with the cause when this process was stopped just before
+// (the ranks then lose the store and leave, which is not their fault). The caller
+// holds s.mu.
+func (s *Server) explain(reason string) string {
+	now := time.Now()
+	s.noticePause(now)
+	d, ok := s.clock.recent(now, 2*s.cfg.HeartbeatTimeout)
+	if !ok || strings.Contains(reason, "did not run for") {
+		return reason
+	}
+	return pauseNote(s.cfg.Host, d) + "; then: " + reason
+}
+
+// Explain is explain for a launcher hosting the store: a failure it saw itself (a rank
+// that exited) right after the launcher was stopped is put down to the stop.
+func (s *Server) Explain(reason string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.explain(reason)
+}
+
 // watch fails a running generation whose rank misses its heartbeats.
 func (s *Server) watch() {
 	defer s.wg.Done()
@@ -535,6 +627,7 @@ func (s *Server) watch() {
 		case <-tick.C:
 		}
 		s.mu.Lock()
+		s.noticePause(time.Now())
 		if s.running {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]

@@ -28,6 +28,9 @@ const (
 	msgTimeout = "timeout" // worker → store: collective seq has waited past the timeout
 	msgGiveUp  = "giveup"  // launcher → store: no restarts left (reason)
 	msgStatus  = "status"  // store → worker: send a heartbeat now
+	msgSet     = "set"     // worker → store: keep value under key for this generation
+	msgGet     = "get"     // worker → store: send the value of key (once it is set)
+	msgValue   = "value"   // store → worker: key's value
 )
 
 // Roles of a store client.
@@ -61,6 +64,8 @@ type message struct {
 	Seq     int64    `json:"seq,omitempty"`
 	In      bool     `json:"in,omitempty"`
 	Op      string   `json:"op,omitempty"`
+	Key     string   `json:"key,omitempty"`
+	Value   []byte   `json:"value,omitempty"`
 }
 
 // msgReader reads newline-delimited messages of at most maxMessage bytes.

@@ -13,7 +13,9 @@
 //   - RunHostfile starts one launcher per host of a DeepSpeed/GPT-NeoX hostfile
 //     ("host slots=N") over ssh, as GPT-NeoX does with pdsh: the remote command
 //     line is quoted word by word for the remote shell (no injection path), and
-//     the job token travels on ssh's stdin, never on a command line. Closing
+//     the job token travels on ssh's stdin, never on a command line. As ssh passes
+//     no environment, NCCL's, UCX's and gptkit's variables (NCCL_*, UCX_*,
+//     GPTKIT_* but the token) are set on the remote command line. Closing
 //     that stdin (this process ends, or is interrupted) stops the remote
 //     launcher.
 //

@@ -120,12 +120,12 @@ func Run(ctx context.Context, cfg Config) error {
 	var events <-chan dist.Event
 	if cfg.World() > 1 {
 		if cfg.NodeRank == 0 {
-			ln, err := dist.Listen(":" + strconv.Itoa(cfg.MasterPort))
+			ln, err := dist.Listen(cfg.MasterAddr, cfg.MasterPort, log)
 			if err != nil {
 				return err
 			}
 			srv, err := dist.NewServer(ln, dist.ServerConfig{Token: cfg.Token, World: cfg.World(), HeartbeatTimeout: cfg.HeartbeatTimeout,
-				Timeout: cfg.Timeout, Logger: log})
+				Timeout: cfg.Timeout, Host: "the launcher of node 0", Logger: log})
 			if err != nil {
 				ln.Close()
 				return err
@@ -253,6 +253,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			running--
 			if ex.err != nil && !stopping {
 				out.failure = describeExit(ex)
+				if l.srv != nil {
+					out.failure = l.srv.Explain(out.failure) // this launcher was stopped: the cause
+				}
 				l.log.Error("a rank failed; stopping the others", "rank", ex.rank, "failure", out.failure)
 				stop(syscall.SIGTERM, cfg.StopGrace)
 			}

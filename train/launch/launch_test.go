@@ -22,6 +22,12 @@ import (
 const workerEnv = "GPTKIT_LAUNCH_TEST_RANK"
 
 func TestMain(m *testing.M) {
+	if port := os.Getenv(launcherEnv); port != "" {
+		os.Exit(launcherChild(port))
+	}
+	if mode := os.Getenv(workerEnv); mode == "dist" {
+		os.Exit(distRank())
+	}
 	if mode := os.Getenv(workerEnv); mode != "" {
 		os.Exit(fakeRank(mode))
 	}

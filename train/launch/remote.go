@@ -8,10 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"gptkit/train/dist"
 )
 
 // HostfileConfig starts one launcher per host over ssh.
@@ -26,6 +30,9 @@ type HostfileConfig struct {
 	// --nnodes, --node-rank, --nproc-per-node, --master-addr, --master-port and
 	// --remote (its token on stdin).
 	Args []string
+	// Env are the variables ("K=V") set on every host's command line, as ssh
+	// passes none of this process's (nil: ForwardedEnv of this process's).
+	Env []string
 
 	Stdout, Stderr io.Writer
 	Signals        <-chan os.Signal
@@ -49,7 +56,30 @@ func (c *HostfileConfig) RemoteCommand(i int) string {
 		"--master-addr", masterHost(c.Hosts[0].Name),
 		"--master-port", strconv.Itoa(c.MasterPort),
 		RemoteFlag)
+	if len(c.Env) > 0 {
+		words = append(append([]string{"env"}, c.Env...), words...)
+	}
 	return "cd " + shellQuote(c.Dir) + " && exec " + shellCommand(words)
+}
+
+// ForwardedEnv picks from environ ("K=V" each) what a remote launcher gets on
+// its command line, as DeepSpeed's launcher exports NCCL_*, UCX_* and the
+// like to its nodes: NCCL's own settings (NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME,
+// NCCL_DEBUG, ...), UCX's, and gptkit's GPTKIT_* except the job token (which
+// travels on stdin, never on a command line). CUDA_VISIBLE_DEVICES stays
+// behind: each host has its own GPUs.
+func ForwardedEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == dist.EnvToken:
+		case strings.HasPrefix(k, "NCCL_"), strings.HasPrefix(k, "UCX_"), strings.HasPrefix(k, "GPTKIT_"):
+			out = append(out, kv)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // RunHostfile starts a launcher on every host of the hostfile over ssh (GPT-NeoX
@@ -64,6 +94,9 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 	}
 	if len(c.SSH) == 0 {
 		c.SSH = []string{"ssh"}
+	}
+	if c.Env == nil {
+		c.Env = ForwardedEnv(os.Environ())
 	}
 	if c.Dir == "" {
 		wd, err := os.Getwd()

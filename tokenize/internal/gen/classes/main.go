@@ -1,7 +1,8 @@
 // Command classes generates tokenize/classes_table.go: the code point classes (letter,
 // number, whitespace, other) that Hugging Face tokenizers 0.23.2's ByteLevel pre-tokenizer
-// regex sees, from ../shared/tokenizers/hf-bytelevel-classes.json (probed from HF itself;
-// Unicode 16.0, where Go's unicode package is 15.0).
+// regex sees, from hf-bytelevel-classes.json beside this file (the team's probe of HF
+// itself, shared/tokenizers/hf-bytelevel-classes.json; Unicode 16.0, where Go's unicode
+// package is 15.0; provenance in NOTICE).
 //
 // Run from the tokenize directory: go run ./internal/gen/classes [-in FILE] [-out FILE].
 package main
@@ -30,17 +31,13 @@ const (
 )
 
 func main() {
-	shared := os.Getenv("SHARED")
-	if shared == "" {
-		shared = filepath.Join("..", "..", "shared")
-	}
-	in := flag.String("in", filepath.Join(shared, "tokenizers", "hf-bytelevel-classes.json"), "classes JSON probed from HF")
+	in := flag.String("in", filepath.Join("internal", "gen", "classes", "hf-bytelevel-classes.json"), "classes JSON probed from HF")
 	out := flag.String("out", "classes_table.go", "Go file to write")
 	flag.Parse()
 
 	raw, err := os.ReadFile(*in)
 	if err != nil {
-		log.Fatalf("classes: %v (set SHARED to the shared/ directory)", err)
+		log.Fatalf("classes: %v (run from the tokenize directory, or pass -in)", err)
 	}
 	var doc struct {
 		L, N, S []string

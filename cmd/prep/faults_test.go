@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// faultCorpus is n JSONL lines of generated text.
+func faultCorpus(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"text\": \"document %d: %x and some words to tokenize\"}\n", i, uint32(i)*2654435761)
+	}
+	return []byte(b.String())
+}
+
+// TestTruncatedInputFails: a .jsonl.zst cut short (97% kept) fails the run, naming the
+// file and the offset, instead of counting as one bad record and exiting 0; with
+// --accept-truncated the run keeps what precedes the cut and the report says how many
+// bytes were not read (issue 15, item 3).
+func TestTruncatedInputFails(t *testing.T) {
+	in := t.TempDir()
+	data := zst(t, faultCorpus(50000))
+	cut := writeFile(t, in, "cut.jsonl.zst", data[:len(data)*97/100])
+	args := []string{"custom", "--input", cut, "--name", "c", "--tokenizer", "char", "--progress", "off"}
+
+	code, _, errOut := runPrep(t, append(args, "-d", t.TempDir())...)
+	if code != 1 || !strings.Contains(lastLine(errOut), cut+" line ") || !strings.Contains(lastLine(errOut), "bytes of data, having read") {
+		t.Fatalf("exit %d, want 1 and an error naming the file and the offset:\n%s", code, errOut)
+	}
+
+	dir := t.TempDir()
+	code, _, errOut = runPrep(t, append(args, "-d", dir, "--accept-truncated")...)
+	if code != 0 || !strings.Contains(errOut, "truncated: 1 damaged compressed streams") {
+		t.Fatalf("--accept-truncated: exit %d:\n%s", code, errOut)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "c", "prep-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Splits []struct {
+			Documents int64  `json:"documents"`
+			Bad       int64  `json:"bad"`
+			Truncated int64  `json:"truncated"`
+			Unread    *int64 `json:"unread_bytes"`
+		} `json:"splits"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Splits) != 1 {
+		t.Fatalf("prep-report.json: %v\n%s", err, raw)
+	}
+	if s := rep.Splits[0]; s.Truncated != 1 || s.Bad != 0 || s.Unread == nil || s.Documents < 40000 || s.Documents >= 50000 {
+		t.Errorf("report %s", raw)
+	}
+}
+
+// TestPrepRerunChecksJob: a rerun of `prep` finds its finished dataset complete only if it
+// was made the same way and is still whole: other --input, --text-key, --filter-set or
+// --shard-size are refused (saying what changed and how to start over), and a dataset
+// with a shard file deleted is made again (issue 15, item 2: every one of these printed
+// "already complete" and exited 0).
+func TestPrepRerunChecksJob(t *testing.T) {
+	in := t.TempDir()
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "{\"text\": \"document %d\", \"body\": \"other %d\", \"meta\": {\"pile_set_name\": \"Set\"}}\n", i, i)
+	}
+	a := writeFile(t, in, "a.jsonl", []byte(b.String()))
+	other := writeFile(t, in, "b.jsonl", []byte(strings.ReplaceAll(b.String(), "document", "paper")))
+	dir := t.TempDir()
+	args := []string{"custom", "--name", "c", "-d", dir, "--tokenizer", "char", "--progress", "off", "--shard-size", "1KiB"}
+	mustPrep(t, append(args, "--input", a)...)
+	ds := filepath.Join(dir, "c")
+	want := datasetDocs(t, ds)
+
+	out, _ := mustPrep(t, append(args, "--input", a)...)
+	if !strings.Contains(out, "already complete") {
+		t.Fatalf("the same job again: %s", out)
+	}
+	for _, tc := range []struct {
+		name    string
+		extra   []string
+		mention string
+	}{
+		{"other input", []string{"--input", other}, "inputs"},
+		{"other text key", []string{"--input", a, "--text-key", "body"}, "text_key"},
+		{"a filter", []string{"--input", a, "--filter-set", "Set"}, "filter_set"},
+		{"other shard size", []string{"--input", a, "--shard-size", "2KiB"}, "shard_size"},
+	} {
+		code, out, errOut := runPrep(t, append(append([]string(nil), args...), tc.extra...)...)
+		if code != 1 || !strings.Contains(lastLine(errOut), "other settings") || !strings.Contains(lastLine(errOut), tc.mention) ||
+			!strings.Contains(lastLine(errOut), "--overwrite") {
+			t.Errorf("%s: exit %d, want 1 and a refusal naming %s:\nstdout: %s\nstderr: %s", tc.name, code, tc.mention, out, errOut)
+		}
+	}
+
+	bins, _ := filepath.Glob(filepath.Join(ds, "c_text_document_*.bin"))
+	if len(bins) < 2 {
+		t.Fatalf("%d shards, want several", len(bins))
+	}
+	os.Remove(bins[1])
+	out, errOut := mustPrep(t, append(args, "--input", a)...)
+	if strings.Contains(out, "already complete") || !strings.Contains(errOut, "damaged") {
+		t.Fatalf("a shard deleted: the rerun did not redo the dataset:\nstdout: %s\nstderr: %s", out, errOut)
+	}
+	compareDocs(t, "redone", datasetDocs(t, ds), want)
+}

@@ -1,0 +1,84 @@
+package pipelines
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"gptkit/prep"
+)
+
+// summaryExamples is how many bad-record examples Summary shows.
+const summaryExamples = 5
+
+// Summary is the end-of-run report for people: per split and in total the documents,
+// tokens, text, bad and empty records, time, MB/s and tokens/s; then what was resumed,
+// the first bad-record examples (file, line, reason, error) and where the report holding
+// all of them is (report, "" when none was written), and the dataset's location.
+func (s RunStats) Summary(dataset, report string) string {
+	var b strings.Builder
+	row := func(name string, docs, tokens, text, bad, empty int64, secs float64) {
+		secs = max(secs, 1e-9)
+		fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f %10.0f\n", name, docs, tokens, float64(text)/1e6, bad, empty, secs, float64(text)/1e6/secs, float64(tokens)/secs)
+	}
+	fmt.Fprintf(&b, "\n%-8s %12s %14s %12s %8s %8s %10s %9s %10s\n", "split", "documents", "tokens", "text MB", "bad", "empty", "time", "MB/s", "tokens/s")
+	var examples []prep.BadRecord
+	counts := map[string]int64{}
+	for _, sp := range s.Splits {
+		name := sp.Split
+		if name == "" {
+			name = "train"
+		}
+		row(name, sp.Docs, sp.Tokens, sp.TextBytes, sp.Bad, sp.Empty, sp.Elapsed.Seconds())
+		if sp.BadRecords != nil {
+			examples = append(examples, sp.BadRecords.Examples...)
+			for reason, n := range sp.BadRecords.Counts {
+				counts[reason] += n
+			}
+		}
+	}
+	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.Elapsed.Seconds())
+	if s.Truncated > 0 {
+		fmt.Fprintf(&b, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated); %d bytes of the files not read\n", s.Truncated, s.UnreadBytes)
+	}
+	if s.ResumedShards > 0 {
+		fmt.Fprintf(&b, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)
+	}
+	if s.Restarted != "" {
+		fmt.Fprintf(&b, "started over: %s\n", s.Restarted)
+	}
+	if len(counts) > 0 {
+		var kinds []string
+		for _, reason := range slices.Sorted(maps.Keys(counts)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", reason, counts[reason]))
+		}
+		fmt.Fprintf(&b, "bad records: %d skipped, %d kept with invalid UTF-8 replaced (%s); the first:\n", s.Bad, s.InvalidUTF8, strings.Join(kinds, ", "))
+		// Records that were skipped first, then the ones kept with U+FFFD.
+		slices.SortStableFunc(examples, func(a, b prep.BadRecord) int {
+			return boolInt(a.Kept) - boolInt(b.Kept)
+		})
+		for _, e := range examples[:min(len(examples), summaryExamples)] {
+			where := e.File
+			switch {
+			case e.Line > 0:
+				where += fmt.Sprintf(" line %d", e.Line)
+			case e.Offset > 0:
+				where += fmt.Sprintf(" line at byte %d", e.Offset)
+			}
+			fmt.Fprintf(&b, "  %s: %s: %s\n", where, e.Reason, e.Error)
+		}
+	}
+	if report != "" {
+		fmt.Fprintf(&b, "report: %s\n", report)
+	}
+	fmt.Fprintf(&b, "dataset: %s\n", dataset)
+	return b.String()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

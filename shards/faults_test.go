@@ -1,0 +1,88 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gptkit/storage"
+)
+
+// TestManifestCountOverflow: counts whose sum overflows int64 are reported as corrupt,
+// never as a negative sum (issue 15, item 13).
+func TestManifestCountOverflow(t *testing.T) {
+	m := NewManifest(testTokenizer(50257), Uint16, nil)
+	for _, p := range []string{"a", "b"} {
+		m.Shards = append(m.Shards, ShardInfo{Prefix: p, Documents: math.MaxInt64/2 + 1, Tokens: math.MaxInt64/2 + 1,
+			BinSHA256: strings.Repeat("a", 64), IdxSHA256: strings.Repeat("b", 64)})
+	}
+	m.Documents, m.Tokens = 1, 1
+	err := m.Validate()
+	if err == nil || !strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "-9") {
+		t.Fatalf("Validate = %v, want the overflow named and no negative sum", err)
+	}
+}
+
+// TestVerifyChecksIDs: `shards verify` checks every token id against the manifest's
+// vocabulary, naming the offset of the first outside it (issue 15, item 4).
+func TestVerifyChecksIDs(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(ctx, st, "d_text_document", Uint16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddDocument([]int{1, 2, 3})
+	w.AddDocument([]int{4, 60, 5}) // 60: outside a vocabulary of 50
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest(TokenizerInfo{Name: "t", Fingerprint: "f", VocabSize: 50, EODID: -1}, Uint16, nil)
+	m.Add("", info)
+	if err := WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	probs, err := Verify(ctx, st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrVocab) || !strings.Contains(probs[0].Err.Error(), "d_text_document.bin: byte 8 (document 1, token 1): token id 60") {
+		t.Fatalf("Verify = %v, want the id 60 at byte 8", probs)
+	}
+}
+
+// TestMergeLocksOutput: a merge into a directory another writer holds fails naming it,
+// rather than writing shards under the other's (issue 15, item 1, for `shards merge`).
+func TestMergeLocksOutput(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := testTokenizer(65536)
+	w, _ := NewWriter(ctx, st, "a/a_text_document", Uint16)
+	w.AddDocument([]int{1, 2})
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest(tok, Uint16, nil)
+	m.Add("a", info)
+	if err := WriteManifest(ctx, st, "a", m); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.LockDir(ctx, st, "out", "another merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := Merge(ctx, st, "out", []Input{{st, "a"}}, MergeOptions{}); !errors.Is(err, storage.ErrLocked) || !strings.Contains(err.Error(), "another merge") {
+		t.Fatalf("Merge into a held directory = %v", err)
+	}
+}

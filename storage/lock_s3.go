@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// lockDir takes dir's lock object (see lock.go): created if absent, taken over if its
+// lease has expired, else refused.
+func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error) {
+	key := s.lockKey(dir)
+	where := "s3://" + s.bucket + "/" + key
+	since := time.Now()
+	put := func(ifMatch string) (string, error) {
+		data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: time.Now().Add(lockLease)}))
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+		if ifMatch == "" {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(ifMatch)
+		}
+		out, err := s.client.PutObject(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.ETag), nil
+	}
+	etag, err := put("")
+	if isPrecondition(err) || isConflict(err) {
+		info, raw, held, rerr := s.readLock(ctx, key)
+		switch {
+		case rerr != nil:
+			return nil, fmt.Errorf("storage: lock %s: %w%s", where, rerr, s.hint(rerr))
+		case held != "" && time.Now().Before(info.Expires) && !holderDead(info):
+			return nil, lockedError(where, info, raw)
+		case held != "":
+			s.log.Warn("storage: taking over a writer lock whose holder died (its lease expired, or it was a process of this host that no longer runs)", "lock", where, "holder", info.Owner, "expires", info.Expires)
+			etag, err = put(held)
+			if isPrecondition(err) || isConflict(err) {
+				info, raw, _, _ := s.readLock(ctx, key)
+				return nil, lockedError(where, info, raw)
+			}
+		default: // released meanwhile
+			etag, err = put("")
+			if isPrecondition(err) || isConflict(err) {
+				info, raw, _, _ := s.readLock(ctx, key)
+				return nil, lockedError(where, info, raw)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: lock %s: %w%s", where, err, s.hint(err))
+	}
+
+	l := &Lock{where: where, owner: owner, lost: make(chan struct{})}
+	renewed := time.Now()
+	stop, done := make(chan struct{}), make(chan struct{})
+	mu := &l.mu
+	l.valid = func() error {
+		mu.Lock()
+		last := renewed
+		mu.Unlock()
+		if time.Since(last) > lockLease/2 {
+			return fmt.Errorf("storage: lock %s not renewed for %s (the S3 server is unreachable?): writing on could clobber a writer that takes it over", where, time.Since(last).Round(time.Second))
+		}
+		return nil
+	}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(lockLease / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			rctx, cancel := context.WithTimeout(context.Background(), lockLease/4)
+			data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: time.Now().Add(lockLease)}))
+			out, err := s.client.PutObject(rctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data),
+				ContentLength: aws.Int64(int64(len(data))), IfMatch: aws.String(etag)})
+			cancel()
+			switch {
+			case err == nil:
+				etag = aws.ToString(out.ETag)
+				mu.Lock()
+				renewed = time.Now()
+				mu.Unlock()
+			case isPrecondition(err):
+				l.lose(fmt.Errorf("storage: lock %s was taken over by another writer (this one's lease had expired)", where))
+				return
+			default:
+				s.log.Warn("storage: could not renew the writer lock", "lock", where, "err", err)
+				if verr := l.valid(); verr != nil {
+					l.lose(verr)
+					return
+				}
+			}
+		}
+	}()
+	l.release = func() error {
+		close(stop)
+		<-done
+		// Delete it only while it is still ours.
+		if _, _, held, err := s.readLock(context.Background(), key); err == nil && held == etag {
+			if _, err := s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil && !isNotFound(err) {
+				return fmt.Errorf("storage: release %s: %w%s", where, err, s.hint(err))
+			}
+		}
+		return nil
+	}
+	return l, nil
+}
+
+// readLock reads the lock object at key: its contents and ETag ("" when there is none).
+func (s *s3Store) readLock(ctx context.Context, key string) (lockInfo, []byte, string, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if isNotFound(err) {
+		return lockInfo{}, nil, "", nil
+	}
+	if err != nil {
+		return lockInfo{}, nil, "", err
+	}
+	defer out.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(out.Body, 64<<10))
+	if err != nil {
+		return lockInfo{}, nil, "", err
+	}
+	var info lockInfo
+	json.Unmarshal(raw, &info) // a garbled lock reads as expired
+	return info, raw, aws.ToString(out.ETag), nil
+}

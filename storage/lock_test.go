@@ -1,0 +1,154 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestLockDir: a directory's writer lock excludes a second writer, which is told who holds
+// it; released, it can be taken again; other directories are not affected.
+func TestLockDir(t *testing.T) {
+	for _, c := range storeCases {
+		t.Run(c.name, func(t *testing.T) {
+			st, _ := c.open(t, Options{})
+			a, err := LockDir(ctx, st, "ds", "writer A (pid 1)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Check(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = LockDir(ctx, st, "ds", "writer B")
+			if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "writer A (pid 1)") {
+				t.Fatalf("second lock = %v, want ErrLocked naming writer A", err)
+			}
+			other, err := LockDir(ctx, st, "other", "writer C")
+			if err != nil {
+				t.Fatalf("another directory: %v", err)
+			}
+			other.Release()
+			if err := a.Release(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := LockDir(ctx, st, "ds", "writer B")
+			if err != nil {
+				t.Fatalf("after release: %v", err)
+			}
+			b.Release()
+			if got := listKeys(t, st, ""); got != "" {
+				t.Errorf("List shows %q: the lock must not be listed", got)
+			}
+		})
+	}
+}
+
+// TestLockDeadHolder: a writer killed while holding the lock does not block the next one:
+// at once on a directory store (the kernel drops its flock) and, on S3, at once on the
+// same host (the holder's process is gone; see TestLockLeaseExpiry for other hosts).
+func TestLockDeadHolder(t *testing.T) {
+	const lease = 2 * time.Second
+	for _, c := range storeCases {
+		t.Run(c.name, func(t *testing.T) {
+			st, loc := c.open(t, Options{})
+			cmd := startHelper(t, "lock", loc, "ds", "HELPER_LEASE="+lease.String())
+			if _, err := LockDir(ctx, st, "ds", "next"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "the helper") {
+				t.Fatalf("while the helper lives: %v, want ErrLocked naming it", err)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			deadline := time.Now().Add(time.Minute)
+			for {
+				l, err := LockDir(ctx, st, "ds", "next")
+				if err == nil {
+					l.Release()
+					return
+				}
+				if !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+					t.Fatalf("after the holder died: %v", err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestLockTakenOver: an S3 holder whose lock another writer took over learns it at its
+// next renewal: Lost closes and Check fails, so it stops before its next commit.
+func TestLockTakenOver(t *testing.T) {
+	old := lockLease
+	lockLease = time.Second
+	defer func() { lockLease = old }()
+	st, _ := storeCases[1].open(t, Options{})
+	s := st.(*s3Store)
+	l, err := LockDir(ctx, st, "ds", "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	key := s.lockKey("ds")
+	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: strings.NewReader(`{"owner": "usurper"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder never noticed")
+	}
+	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "taken over") {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestLockLeaseExpiry: an S3 lock of a holder on another host blocks until its lease
+// expires, then is taken over; a garbled lock object reads as expired.
+func TestLockLeaseExpiry(t *testing.T) {
+	st, _ := storeCases[1].open(t, Options{})
+	s := st.(*s3Store)
+	key := s.lockKey("ds")
+	forge := func(expires time.Time) {
+		data, _ := json.Marshal(lockInfo{Owner: "a writer elsewhere", Host: "another-host", PID: 1, PIDNS: "x", Expires: expires})
+		if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forge(time.Now().Add(time.Hour))
+	if _, err := LockDir(ctx, st, "ds", "me"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "a writer elsewhere") {
+		t.Fatalf("live lease: %v, want ErrLocked", err)
+	}
+	forge(time.Now().Add(-time.Second))
+	l, err := LockDir(ctx, st, "ds", "me")
+	if err != nil {
+		t.Fatalf("expired lease: %v", err)
+	}
+	l.Release()
+	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: strings.NewReader("garbage")}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = LockDir(ctx, st, "ds", "me"); err != nil {
+		t.Fatalf("garbled lock: %v", err)
+	}
+	l.Release()
+}
+
+// FuzzProcStartTime: the /proc/PID/stat parser never panics, and finds field 22 whatever
+// the command name holds.
+func FuzzProcStartTime(f *testing.F) {
+	f.Add("1234 (gptkit) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 3 0 98765 1000 200", "x")
+	f.Add("1 (a) b) c) R", ") (")
+	f.Fuzz(func(t *testing.T, stat, comm string) {
+		procStartTime(stat)
+		if strings.ContainsAny(comm, "\n") {
+			return
+		}
+		line := "42 (" + comm + ") S 1 1 1 0 -1 4 1 0 0 0 1 2 0 0 20 0 3 0 777 1000 200"
+		if got := procStartTime(line); got != "777" {
+			t.Fatalf("%q: start %q, want 777", line, got)
+		}
+	})
+}

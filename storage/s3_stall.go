@@ -1,0 +1,115 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+)
+
+// A stalled S3 server (stopped, not dead: it holds its connections open and says
+// nothing) would otherwise hang a request forever: TCP has no timeout of its own. Every
+// connection of the S3 client fails a read or write that moves no byte for the stall
+// timeout, as internal/fetch's downloads do; the SDK then retries the request (3 attempts
+// in all), and a stream that breaks mid-body is resumed (s3Object.Read), so a stalled
+// server costs at most a few stall timeouts before a clear error.
+
+// DefaultStallTimeout is Options.StallTimeout's default.
+const DefaultStallTimeout = 60 * time.Second
+
+// EnvStallTimeout overrides DefaultStallTimeout for the commands (a Go duration, "30s").
+const EnvStallTimeout = "GPTKIT_S3_STALL_TIMEOUT"
+
+// stallTimeout is the stall timeout opt asks for.
+func stallTimeout(opt Options) (time.Duration, error) {
+	if opt.StallTimeout > 0 {
+		return opt.StallTimeout, nil
+	}
+	if v := os.Getenv(EnvStallTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			if s, serr := strconv.Atoi(v); serr == nil && s > 0 {
+				return time.Duration(s) * time.Second, nil
+			}
+			return 0, fmt.Errorf("storage: $%s is %q, want a duration such as 60s", EnvStallTimeout, v)
+		}
+		return d, nil
+	}
+	return DefaultStallTimeout, nil
+}
+
+// stallHTTPClient is the SDK's HTTP client whose connections fail after d without
+// progress (connecting included).
+func stallHTTPClient(d time.Duration) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(dl *net.Dialer) { dl.Timeout = d }).
+		WithTransportOptions(func(tr *http.Transport) {
+			dial := tr.DialContext
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &stallConn{Conn: c, d: d}, nil
+			}
+			tr.TLSHandshakeTimeout = d
+		})
+}
+
+// stallConn fails a Read or Write that moves no byte for d. A Write also renews the read
+// deadline, so that a request sent on a connection that sat idle in the pool gets a
+// whole d for its answer.
+type stallConn struct {
+	net.Conn
+	d time.Duration
+}
+
+// stallChunk bounds one write, so that a slow but moving upload renews its deadline.
+const stallChunk = 64 << 10
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	c.Conn.SetReadDeadline(time.Now().Add(c.d))
+	n, err := c.Conn.Read(p)
+	return n, c.stalled(err)
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		c.Conn.SetDeadline(time.Now().Add(c.d))
+		n, err := c.Conn.Write(p[done:min(len(p), done+stallChunk)])
+		done += n
+		if err != nil {
+			return done, c.stalled(err)
+		}
+	}
+	return done, nil
+}
+
+func (c *stallConn) stalled(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &stallError{d: c.d, addr: c.RemoteAddr().String()}
+	}
+	return err
+}
+
+// stallError is a connection that moved nothing for d. It is a net.Error whose Timeout
+// is true, which the SDK retries.
+type stallError struct {
+	d    time.Duration
+	addr string
+}
+
+func (e *stallError) Error() string {
+	return fmt.Sprintf("the S3 server at %s sent or took no data for %s (stalled; the limit is $%s or Options.StallTimeout)", e.addr, e.d, EnvStallTimeout)
+}
+func (e *stallError) Timeout() bool   { return true }
+func (e *stallError) Temporary() bool { return true }
+
+var _ net.Error = (*stallError)(nil)

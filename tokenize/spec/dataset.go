@@ -1,0 +1,68 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gptkit/tokenize"
+)
+
+// DatasetFiles are the tokenizer files Load finds in a directory, in its order of
+// preference; a dataset may keep one of them beside its shards (prep shakespeare
+// stores chars.json).
+var DatasetFiles = []string{hfFile, vocabFile, mergesFile, charsFile}
+
+// ForDataset finds the tokenizer a dataset was made with, given what its manifest (or
+// a checkpoint) records: the tokenizer's name and fingerprint. It tries, in order, the
+// tokenizer files stored beside the data in the local directory dir ("" for none), then
+// the tokenizer known by that name (embedded: no network unless opt asks for a
+// download), and returns the first whose fingerprint is fingerprint. The error says
+// what each candidate was.
+func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options) (*tokenize.Tokenizer, error) {
+	var tried []string
+	if dir != "" {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			for _, file := range DatasetFiles {
+				if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+					continue
+				}
+				tok, err := Load(ctx, dir, Options{})
+				if err != nil {
+					return nil, fmt.Errorf("spec: the tokenizer beside the data: %w", err)
+				}
+				if tok.Fingerprint() == fingerprint {
+					return tok, nil
+				}
+				tried = append(tried, fmt.Sprintf("%s has fingerprint %s", filepath.Join(dir, file), shortFingerprint(tok.Fingerprint())))
+				break
+			}
+		} else {
+			tried = append(tried, fmt.Sprintf("the dataset directory %s is not there", dir))
+		}
+	}
+	if slices.Contains(Names(), name) {
+		tok, err := Load(ctx, name, opt)
+		if err != nil {
+			return nil, err
+		}
+		if tok.Fingerprint() == fingerprint {
+			return tok, nil
+		}
+		tried = append(tried, fmt.Sprintf("the known %s has fingerprint %s", name, shortFingerprint(tok.Fingerprint())))
+	} else {
+		tried = append(tried, fmt.Sprintf("%q is not a known tokenizer name (%s)", name, strings.Join(Names(), ", ")))
+	}
+	return nil, fmt.Errorf("spec: no tokenizer with the fingerprint %s of %s: %s", shortFingerprint(fingerprint), name, strings.Join(tried, "; "))
+}
+
+// shortFingerprint is the first 12 hex digits of a fingerprint, as messages show it.
+func shortFingerprint(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
+}

@@ -1,0 +1,71 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/internal/testfiles"
+)
+
+// TestRemoteSpecs: a Hugging Face id (from $HF_ENDPOINT) and a URL download once into
+// the cache, unverified unless a sha256 is given, and say so.
+func TestRemoteSpecs(t *testing.T) {
+	srv := newTokenizerServer(t)
+	srv.files["/openai-community/gpt2/resolve/main/tokenizer.json"] = testfiles.Read(t, "tokenizers/gpt2/tokenizer.json")
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	cache := t.TempDir()
+	var log bytes.Buffer
+	opt := Options{CacheDir: cache, Logger: slog.New(slog.NewTextHandler(&log, nil))}
+
+	tok, err := Load(context.Background(), "openai-community/gpt2", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, tok, "gpt2")
+	if tok.Name() != "gpt2" {
+		t.Errorf("name %q, want the repository's", tok.Name())
+	}
+	if _, err := os.Stat(filepath.Join(cache, "hf", "openai-community", "gpt2", "tokenizer.json")); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(log.String(), "not checked against a known sha256") || !strings.Contains(log.String(), "sha256=f6ed3d30") {
+		t.Errorf("no warning about the unverified file: %s", log.String())
+	}
+	n := len(srv.log())
+	if _, err := Load(context.Background(), "openai-community/gpt2", opt); err != nil || len(srv.log()) != n {
+		t.Errorf("the second load: %v, %d more requests", err, len(srv.log())-n)
+	}
+
+	// A URL, pinned by its sha256.
+	u := srv.URL + "/tiktoken/cl100k_base.tiktoken"
+	pinned := opt
+	pinned.SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+	tok, err = Load(context.Background(), u, pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, tok, "cl100k_base")
+	matches, _ := filepath.Glob(filepath.Join(cache, "url", "*", "cl100k_base.tiktoken"))
+	if len(matches) != 1 {
+		t.Errorf("cache files %v", matches)
+	}
+
+	for _, tc := range []struct {
+		spec string
+		opt  Options
+		want string
+	}{
+		{srv.URL + "/neox-20b/tokenizer.json", Options{CacheDir: t.TempDir(), SHA256: strings.Repeat("0", 64)}, "sha256"},
+		{"openai-community/gpt2", Options{CacheDir: t.TempDir(), URL: srv.URL + "/x"}, "--tokenizer-url applies to the built-in names"},
+		{"nobody/nothing", Options{CacheDir: t.TempDir()}, "nobody/nothing/resolve/main/tokenizer.json"},
+	} {
+		if _, err := Load(context.Background(), tc.spec, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}

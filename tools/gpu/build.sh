@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds, on this (CPU) machine, everything the GPU check needs into one folder that
+# git ignores, so that a GPU machine with no Go can run it (the device tool carries it):
+#
+#   bash tools/gpu/build.sh [DIR]        # DIR defaults to gpu-check/ in the repository
+#
+#   DIR/bin/train                 the trainer (-trimpath, stripped)
+#   DIR/kernels-cuda.test         go test -c ./kernels/cuda: conformance, TestSimVsGPU, BenchmarkGPT2Step
+#   DIR/train.test                go test -c ./train: the trainer's tests that need a GPU, if any
+#   DIR/bench_nanogpt.py          the PyTorch baseline (nanoGPT's GPT-2, eager and torch.compile)
+#   DIR/configs/*.yaml            the configs the check trains
+#   DIR/data/shakespeare          tiny Shakespeare, prepped (character ids)
+#   DIR/BUILD                     commit, date, Go version and sizes
+#
+# tools/gpu/check.sh runs it (docs/gpu.md: the device-tool call). The folder must stay
+# under the device tool's 64 MiB with the working tree: the build fails past MAX_MIB.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+dir=${1:-$root/gpu-check}
+max_mib=${MAX_MIB:-52}
+go=${GO:-go}
+flags=(-trimpath -ldflags=-s\ -w)
+
+case "$dir" in /*) ;; *) dir=$root/$dir ;; esac
+rm -rf "$dir"
+mkdir -p "$dir/bin" "$dir/configs"
+echo "== build into $dir"
+"$go" build "${flags[@]}" -o "$dir/bin/" ./cmd/train
+"$go" build "${flags[@]}" -o "$dir/.prep" ./cmd/prep
+"$go" test -c "${flags[@]}" -o "$dir/kernels-cuda.test" ./kernels/cuda
+"$go" test -c "${flags[@]}" -o "$dir/train.test" ./train
+cp tools/gpu/bench_nanogpt.py "$dir/"
+cp configs/*.yaml "$dir/configs/"
+
+echo "== tiny Shakespeare (offline: the text is built into prep)"
+"$dir/.prep" shakespeare -d "$dir/data" --progress off > /dev/null 2>"$dir/.prep.log" || { cat "$dir/.prep.log" >&2; exit 1; }
+rm -rf "$dir/.prep" "$dir/.prep.log" "$dir/data/shakespeare/downloads" "$dir/data/shakespeare/index-cache"
+
+{
+  echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m) with $("$go" version | cut -d' ' -f3)"
+  (cd "$dir" && find . -type f ! -name BUILD -printf '%s %p\n' | sort -k2)
+} > "$dir/BUILD"
+
+kib=$(du -sk "$dir" | cut -f1)
+echo "== $dir: $((kib / 1024)) MiB"
+if [ $((kib / 1024)) -gt "$max_mib" ]; then
+  echo "build.sh: $dir is $((kib / 1024)) MiB, more than MAX_MIB=$max_mib (the device tool carries 64 MiB with the working tree)" >&2
+  exit 1
+fi
+git check-ignore -q "$dir" 2>/dev/null || echo "build.sh: warning: git does not ignore $dir (the device tool carries only ignored paths named in carry)" >&2

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The GPU check: everything we want to know from a GPU machine, in one command of
+# under 10 minutes, on a machine with the NVIDIA driver, PyTorch's Python (with the
+# CUDA libraries as nvidia-* wheels) and no Go. tools/gpu/build.sh makes its inputs on
+# a CPU machine first (gpu-check/: bin/train, the test binaries, the PyTorch baseline,
+# configs, tiny Shakespeare). docs/gpu.md has the device-tool call:
+#
+#   bash tools/gpu/check.sh            # on the GPU machine, from the repository root
+#   bash tools/gpu/check.sh --dry      # here: the same stages with cuda-sim for the GPU
+#
+# It finds the CUDA libraries by itself (libcuda from the driver; cuBLAS, cuBLASLt and
+# NCCL from the nvidia-* wheels in python3's site-packages, else the loader's path),
+# then runs, each stage time-boxed so that one hang cannot eat the run:
+#
+#   conformance   the kernel conformance suite on the GPU (fp32 against kernels/ref, bf16 at GPT-2 shapes)
+#   sim-vs-gpu    TestSimVsGPU: every op on the GPU and on the PTX simulator, bit-identical or within 2e-5
+#   train-tests   the train package's tests that need a GPU (none yet: listed)
+#   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
+#   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step)
+#   gpt2-eager    the same model in PyTorch eager (tools/gpu/bench_nanogpt.py --no-compile)
+#   gpt2-compile  ... and with torch.compile
+#   dp2           with 2 or more GPUs: 2 ranks over NCCL against 1 GPU (losses, tokens/s)
+#
+# and writes one markdown report, $OUT/gpu-check.md (OUT defaults to gpu-check-out/),
+# beside gpu-check-logs.tar.gz (every stage's output and metrics), and prints it. The
+# exit status is non-zero when any stage failed, timed out, or missed its tolerance.
+#
+# --dry runs on a machine without a GPU: cuda-sim stands in for the GPU (the simulator's
+# conformance, the simulator against itself with another seed, a small model's loss curve
+# on cuda-sim against the CPU, 2 ranks over the simulated NCCL against 1), PyTorch runs a
+# tiny model on the CPU where it is installed, and the GPU-only stages say they were
+# skipped. `make gpu-check-dry` builds and runs it: CI checks the whole path so.
+#
+# Environment: OUT, GPU_CHECK_BUDGET (seconds for everything, default 560), STEPS (200),
+# B (GPT-2 batch, 16), PEAK_TFLOPS (the card's dense bf16; default from its name).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+dry=0
+pkg=$root/gpu-check
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry) dry=1 ;;
+    --pkg) pkg=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$pkg" in /*) ;; *) pkg=$root/$pkg ;; esac
+[ -x "$pkg/bin/train" ] || { echo "check.sh: no $pkg/bin/train: run tools/gpu/build.sh on a machine with Go first" >&2; exit 2; }
+
+out=${OUT:-$root/gpu-check-out}
+budget=${GPU_CHECK_BUDGET:-560}
+STEPS=${STEPS:-200}
+B=${B:-16}
+start=$(date +%s)
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+logs=$work/logs
+mkdir -p "$out" "$logs"
+stages=$work/stages.tsv
+: > "$stages"
+echo "mode	$([ $dry = 1 ] && echo dry || echo gpu)" > "$work/facts.tsv"
+fact() { printf '%s\t%s\n' "$1" "$2" >> "$work/facts.tsv"; }
+now() { date +%s.%N; }
+since() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
+elapsed() { echo $(($(date +%s) - start)); }
+
+# record NAME STATUS SECONDS NOTE: one line of the stage table.
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$stages"; echo "== $1: $2 (${3}s) $4"; }
+
+# run NAME CAP CMD...: CMD with a timeout of CAP seconds, or less when the budget is
+# short; its output goes to logs/NAME.log. Returns CMD's status.
+run() {
+  local name=$1 cap=$2
+  shift 2
+  local left=$((budget - $(elapsed) - 20))
+  if [ "$left" -lt 15 ]; then
+    record "$name" timeout 0 "not run: no time left in the ${budget}s budget"
+    return 1
+  fi
+  local t=$((cap < left ? cap : left))
+  echo "== $name (at most ${t}s): $*" | cut -c1-300
+  local s rc status
+  s=$(now)
+  timeout --kill-after=10 "$t" "$@" > "$logs/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) status=ok ;;
+    124|137) status=timeout ;;
+    *) status=failed ;;
+  esac
+  record "$name" "$status" "$(since "$s")" "$([ $status = timeout ] && echo "stopped after ${t}s")"
+  [ $status = ok ] && tail -3 "$logs/$name.log" | sed 's/^/   | /'
+  return $rc
+}
+
+# skip NAME WHY: a stage that does not apply here.
+skip() { record "$1" skipped 0 "$2"; }
+
+echo "== GPU check ($([ $dry = 1 ] && echo 'dry run: cuda-sim stands in for the GPU' || echo 'on the GPU')), budget ${budget}s, work in $work"
+fact date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+fact build "$(head -1 "$pkg/BUILD" 2>/dev/null)"
+fact host "$(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+
+# --- the device and the libraries
+ngpu=0
+if [ $dry = 0 ]; then
+  if nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv,noheader > "$logs/device.log" 2>&1; then
+    ngpu=$(grep -c . "$logs/device.log")
+    fact gpus "$(sed 's/$/; /' "$logs/device.log" | tr -d '\n')"
+    fact cuda "$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
+    record device ok 0 "$ngpu GPU(s): $(head -1 "$logs/device.log")"
+  else
+    record device failed 0 "nvidia-smi: $(head -1 "$logs/device.log")"
+  fi
+else
+  fact gpus "none (dry run)"
+  record device skipped 0 "dry run: no GPU; cuda-sim stands in"
+fi
+name=$(head -1 "$logs/device.log" 2>/dev/null | cut -d, -f1)
+case "$name" in
+  *"H100 PCIe"*|*"H100 NVL"*) peak=756 ;;
+  *H100*|*H200*|*H800*|*H20*) peak=989 ;;
+  *A100*|*A800*) peak=312 ;;
+  *L40S*) peak=362 ;;
+  *) peak=989 ;;
+esac
+PEAK_TFLOPS=${PEAK_TFLOPS:-$peak}
+fact peak "$PEAK_TFLOPS TFLOP/s dense bf16 (for MFU)"
+
+# libcuda comes with the driver; cuBLAS, cuBLASLt and NCCL are in PyTorch's
+# environment as nvidia-* wheels (nvidia/cu13/lib, nvidia/nccl/lib, ...): their
+# directories go on LD_LIBRARY_PATH, which dlopen (purego) searches.
+libdirs=()
+# python3 with PyTorch (the GPU image's; here perhaps the system's), else any python3
+py=""
+for p in python3 /usr/bin/python3; do
+  command -v "$p" > /dev/null && "$p" -c 'import torch' 2>/dev/null && { py=$(command -v "$p"); break; }
+done
+[ -z "$py" ] && py=$(command -v python3 || true)
+site=""
+[ -n "$py" ] && site=$("$py" -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null || true)
+for lib in libcuda.so.1 libcublas.so libcublasLt.so libnccl.so; do
+  found=""
+  if [ $lib != libcuda.so.1 ] && [ -n "$site" ]; then
+    found=$(find "$site/nvidia" "$site/torch/lib" -name "$lib*" 2>/dev/null | sort -V | tail -1)
+  fi
+  [ -z "$found" ] && found=$(ldconfig -p 2>/dev/null | grep -o "/[^ ]*/$lib[.0-9]*$" | head -1)
+  if [ -z "$found" ]; then
+    for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/cuda/lib64 /usr/local/cuda/compat; do
+      found=$(ls "$d/$lib"* 2>/dev/null | sort -V | tail -1)
+      [ -n "$found" ] && break
+    done
+  fi
+  fact "lib $lib" "${found:-not found}"
+  [ -n "$found" ] && libdirs+=("$(dirname "$found")")
+done
+if [ ${#libdirs[@]} -gt 0 ]; then
+  LD_LIBRARY_PATH=$(printf '%s\n' "${libdirs[@]}" | awk '!seen[$0]++' | paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+fi
+fact LD_LIBRARY_PATH "${LD_LIBRARY_PATH:-}"
+if [ $dry = 0 ]; then
+  missing=$(awk -F'\t' '$1 ~ /^lib (libcuda|libcublas)/ && $2 == "not found" { sub(/^lib /, "", $1); print $1 }' "$work/facts.tsv" | paste -sd' ')
+  if [ -n "$missing" ]; then record libraries failed 0 "not found: $missing"; else record libraries ok 0 "libcuda, cuBLAS$(grep -q '^lib libnccl.so	/' "$work/facts.tsv" && echo ', NCCL')"; fi
+else
+  record libraries ok 0 "dry run: looked for them ($(awk -F'\t' '$1 ~ /^lib / && $2 ~ /^\// { n++ } END { print n + 0 }' "$work/facts.tsv") of 4 found)"
+fi
+
+train=$pkg/bin/train
+data=$pkg/data/shakespeare
+cpus=$(nproc)
+export GPTKIT_REQUIRE_GPU=1 # the GPU tests fail rather than skip without one
+[ $dry = 1 ] && unset GPTKIT_REQUIRE_GPU
+
+# --- the CPU half of the loss-curve comparison runs in the background from now on
+if [ $dry = 0 ]; then
+  shakes=(--config "$pkg/configs/shakespeare-char-gpu.yaml" --max-steps "$STEPS" --lr-decay-steps "$STEPS"
+          --warmup-steps $((STEPS / 10)) --eval-every "$STEPS" --eval-steps 20 --batch-size 16)
+  cpu_threads=$((cpus > 4 ? cpus - 2 : cpus))
+else
+  # a small model: cuda-sim runs every kernel's PTX instruction by instruction
+  shakes=(--n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --max-steps 20 --lr-decay-steps 20
+          --warmup-steps 2 --lr 1e-2 --eval-every 20 --eval-steps 2 --log-every 5)
+  cpu_threads=1
+fi
+shakes+=(--data "$data" --checkpoint-every 0 --dropout 0)
+cpu_cap=$((budget > 600 ? budget / 2 : budget > 120 ? 300 : budget / 2))
+(
+  s=$(now)
+  timeout --kill-after=10 "$cpu_cap" "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
+    --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1
+  echo "$? $(since "$s")" > "$work/shakespeare-cpu.status"
+) &
+cpu_pid=$!
+
+# --- the kernels (the test binaries run in their package's directory, as go test runs them)
+kt=(env -C "$root/kernels/cuda" "$pkg/kernels-cuda.test")
+if [ $dry = 0 ]; then
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestOpenHere|TestConformanceFP32|TestBF16VsRef'
+  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimVsGPU'
+else
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimConformance$|TestSimDeterministic$'
+  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimAgreesWithItself$'
+fi
+gputests=$("$pkg/train.test" -test.list '.*' 2>/dev/null | grep -E 'GPU|CUDA|Cuda' | paste -sd'|')
+if [ -n "$gputests" ]; then
+  run train-tests 120 env -C "$root/train" "$pkg/train.test" -test.v -test.count 1 -test.run "^($gputests)\$"
+else
+  "$pkg/train.test" -test.list '.*' > "$logs/train-tests.log" 2>&1
+  skip train-tests "the train package has no GPU tests yet ($(grep -c '^Test' "$logs/train-tests.log") tests listed)"
+fi
+
+# --- 200 steps on the GPU (dry: cuda-sim), then the CPU run's end
+if [ $dry = 0 ]; then
+  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
+else
+  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda-sim --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
+fi
+
+# --- the CPU run ends (before torch.compile, whose compiler wants the CPUs)
+cpu_done() {
+  wait "$cpu_pid"
+  local cpu_rc=1 cpu_secs=0 st
+  read -r cpu_rc cpu_secs < "$work/shakespeare-cpu.status"
+  case $cpu_rc in 0) st=ok ;; 124|137) st=timeout ;; *) st=failed ;; esac
+  record shakespeare-cpu $st "$cpu_secs" "the CPU half, in the background (threads: $cpu_threads)"
+}
+
+# --- GPT-2 124M, bf16: ours, PyTorch eager, torch.compile
+export GPTKIT_BENCH_B=$B GPTKIT_PEAK_TFLOPS=$PEAK_TFLOPS
+fact batch "$B"
+torch_ok=0
+[ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
+fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
+if [ $dry = 0 ]; then
+  run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
+  if [ $torch_ok = 1 ]; then
+    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS" --no-compile
+    cpu_done
+    run gpt2-compile 240 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS"
+  else
+    cpu_done
+    record gpt2-eager failed 0 "no PyTorch in $py"
+    record gpt2-compile failed 0 "no PyTorch in $py"
+  fi
+else
+  skip gpt2-ours "dry run: GPT-2 124M needs a GPU"
+  if [ $torch_ok = 1 ]; then
+    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile
+  else
+    skip gpt2-eager "dry run: no PyTorch here"
+  fi
+  skip gpt2-compile "dry run: torch.compile of GPT-2 needs a GPU"
+  cpu_done
+fi
+
+# --- 2 ranks over NCCL against 1 GPU (fp32 matmuls, so that the curves compare closely)
+if [ $dry = 0 ] && [ "$ngpu" -ge 2 ]; then
+  dp=(--config "$pkg/configs/shakespeare-char-gpu.yaml" --data "$data" --max-steps 50 --lr-decay-steps 50 --warmup-steps 5
+      --eval-every 0 --eval-steps 1 --checkpoint-every 0 --dropout 0)
+  run dp1 120 env GPTKIT_CUDA_PRECISION=fp32 "$train" "${dp[@]}" --device cuda --batch-size 32 --out "$work/dp1" --cache-dir "$work/cache-dp1"
+  run dp2 180 env GPTKIT_CUDA_PRECISION=fp32 "$train" "${dp[@]}" --device cuda --batch-size 16 --nproc-per-node 2 --master-port 29611 \
+    --collective-timeout 60s --out "$work/dp2" --cache-dir "$work/cache-dp2"
+elif [ $dry = 1 ]; then
+  dp=("${shakes[@]}")
+  run dp1 120 "$train" "${dp[@]}" --device cuda-sim --out "$work/dp1" --cache-dir "$work/cache-dp1"
+  run dp2 180 "$train" "${dp[@]}" --device cuda-sim --batch-size 2 --nproc-per-node 2 --master-port $((29611 + RANDOM % 1000)) \
+    --collective-timeout 60s --out "$work/dp2" --cache-dir "$work/cache-dp2"
+else
+  skip dp1 "one GPU: no data-parallel comparison"
+  skip dp2 "one GPU: no data-parallel comparison"
+fi
+
+
+# --- the report
+fact elapsed "$(elapsed)"
+"${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS"
+status=$?
+tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs facts.tsv stages.tsv \
+  $(cd "$work" && ls -d */metrics.jsonl 2>/dev/null) 2>/dev/null
+echo
+cat "$out/gpu-check.md"
+echo
+echo "check.sh: report $out/gpu-check.md, logs $out/gpu-check-logs.tar.gz; $( [ $status = 0 ] && echo passed || echo FAILED ) in $(elapsed)s"
+rm -rf "$work"
+exit $status

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Writes the GPU check's markdown report (tools/gpu/check.sh runs it last).
+
+Reads the check's work directory: facts.tsv (the machine, the libraries found),
+stages.tsv (each stage's status, seconds and note), logs/STAGE.log, and the runs'
+metrics.jsonl. It makes the comparisons the stages only ran for (the loss curves
+GPU against CPU within 2%, 2 ranks against 1, the throughput of ours against
+PyTorch) and exits 1 when a stage failed, timed out, or missed its tolerance.
+Standard library only: it runs in whatever python3 the GPU machine has.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def read_tsv(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                rows.append(line.rstrip("\n").split("\t"))
+    return rows
+
+
+def read_metrics(path):
+    if not os.path.exists(path):
+        return None
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
+
+
+def log(work, name):
+    p = os.path.join(work, "logs", name + ".log")
+    if not os.path.exists(p):
+        return ""
+    with open(p, errors="replace") as f:
+        return f.read()
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+def compare_curves(got, want, tol, window):
+    """Compares two loss curves: each window of steps' mean loss, and the last
+    val_loss, within tol (relative). Returns (ok, text)."""
+    if not got or not want:
+        return False, "a run wrote no metrics"
+    n = min(len(got), len(want))
+    if len(got) != len(want):
+        return False, f"{len(got)} steps against {len(want)}"
+    worst_step = max(rel(g["loss"], w["loss"]) for g, w in zip(got[:n], want[:n]))
+    worst_win = 0.0
+    for i in range(0, n, window):
+        g = statistics.fmean(x["loss"] for x in got[i:i + window])
+        w = statistics.fmean(x["loss"] for x in want[i:i + window])
+        worst_win = max(worst_win, rel(g, w))
+    gv = [x["val_loss"] for x in got if x.get("val_loss") is not None]
+    wv = [x["val_loss"] for x in want if x.get("val_loss") is not None]
+    val = rel(gv[-1], wv[-1]) if gv and wv else None
+    ok = worst_win <= tol and (val is None or val <= tol)
+    text = (f"{n} steps: loss {got[-1]['loss']:.4f} against {want[-1]['loss']:.4f}; "
+            f"largest difference of {window}-step means {worst_win:.2%}, of single steps {worst_step:.2%}")
+    if val is not None:
+        text += f"; val loss {gv[-1]:.4f} against {wv[-1]:.4f} ({val:.2%})"
+    text += f" (tolerance {tol:.2g})"
+    return ok, text
+
+
+def tokens_per_s(metrics):
+    xs = [m["tokens_per_s"] for m in metrics[5:] if m.get("tokens_per_s")] if metrics else []
+    return statistics.median(xs) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=200)
+    a = ap.parse_args()
+    work = a.work
+    facts = {}
+    for row in read_tsv(os.path.join(work, "facts.tsv")):
+        if len(row) >= 2:
+            facts[row[0]] = row[1]
+    dry = facts.get("mode") == "dry"
+    stages = {}
+    order = []
+    for row in read_tsv(os.path.join(work, "stages.tsv")):
+        if len(row) >= 4:
+            if row[0] not in stages:
+                order.append(row[0])
+            stages[row[0]] = {"status": row[1], "secs": row[2], "note": row[3], "figures": ""}
+
+    failed = []
+
+    def verdict(name, ok, text):
+        st = stages.setdefault(name, {"status": "ok", "secs": "0", "note": "", "figures": ""})
+        if name not in order:
+            order.append(name)
+        st["figures"] = text
+        if not ok and st["status"] == "ok":
+            st["status"] = "failed"
+
+    details = []
+
+    # the test stages: count the results, name the failures
+    for name in ("conformance", "sim-vs-gpu", "train-tests"):
+        if name not in stages or stages[name]["status"] == "skipped":
+            continue
+        text = log(work, name)
+        passed = re.findall(r"^\s*--- PASS: (\S+)", text, re.M)
+        fails = re.findall(r"^\s*--- FAIL: (\S+)", text, re.M)
+        skips = re.findall(r"^\s*--- SKIP: (\S+)", text, re.M)
+        fig = f"{len(passed)} passed, {len(fails)} failed, {len(skips)} skipped"
+        if fails:
+            fig += ": " + ", ".join(fails[:8])
+        top_skips = [s for s in skips if "/" not in s]
+        verdict(name, not fails and not (top_skips and not dry) and (passed or dry), fig)
+        if name == "sim-vs-gpu":
+            lines = re.findall(r"agree\.go:\d+: (.*)", text)
+            if lines:
+                details.append(("The simulator against " + ("itself with another seed (dry run)" if dry else "the GPU"),
+                                "\n".join("    " + l for l in lines)))
+        if name == "conformance":
+            bf = re.findall(r"(?:relative error|sm_\d+|GPU present).*", text)
+            if bf:
+                details.append(("Conformance notes", "\n".join("    " + l for l in bf[:40])))
+
+    # the loss curves, GPU (dry: cuda-sim) against CPU
+    g = read_metrics(os.path.join(work, "shakespeare-gpu", "metrics.jsonl"))
+    c = read_metrics(os.path.join(work, "shakespeare-cpu", "metrics.jsonl"))
+    if "shakespeare-gpu" in stages and stages["shakespeare-gpu"]["status"] == "ok" and stages.get("shakespeare-cpu", {}).get("status") == "ok":
+        ok, text = compare_curves(g, c, 0.02, 10 if not dry else 5)
+        verdict("shakespeare-gpu", ok, ("cuda-sim against cpu: " if dry else "GPU (bf16 matmuls) against CPU (float32): ") + text)
+        gt, ct = tokens_per_s(g), tokens_per_s(c)
+        if gt and ct:
+            details.append(("Loss-curve runs", f"    {'cuda-sim' if dry else 'GPU'}: {gt:,.0f} tokens/s; CPU: {ct:,.0f} tokens/s (medians after step 5)"))
+    elif "shakespeare-gpu" in stages:
+        verdict("shakespeare-gpu", False, "not compared: a run did not finish")
+
+    # GPT-2 124M
+    bench = {}
+    t = log(work, "gpt2-ours")
+    m = re.search(r"BenchmarkGPT2Step\S*\s+\d+\s+([\d.]+) ns/op.*?([\d.e+]+) MFU%.*?([\d.e+]+) tokens/s", t)
+    if not m:
+        m2 = re.search(r"BenchmarkGPT2Step\S*\s+\d+\s+([\d.]+) ns/op", t)
+        tok = re.search(r"([\d.e+]+) tokens/s", t)
+        mfu = re.search(r"([\d.e+]+) MFU%", t)
+        if m2 and tok and mfu:
+            bench["ours"] = (float(tok.group(1)), float(mfu.group(1)) / 100, float(m2.group(1)) / 1e6)
+    else:
+        bench["ours"] = (float(m.group(3)), float(m.group(2)) / 100, float(m.group(1)) / 1e6)
+    if stages.get("gpt2-ours", {}).get("status") == "ok":
+        verdict("gpt2-ours", "ours" in bench, "{:,.0f} tokens/s, MFU {:.1f}%, {:.1f} ms/step".format(bench["ours"][0], 100 * bench["ours"][1], bench["ours"][2])
+                if "ours" in bench else "no benchmark line in the output")
+    for name in ("gpt2-eager", "gpt2-compile"):
+        if stages.get(name, {}).get("status") != "ok":
+            continue
+        js = [l for l in log(work, name).splitlines() if l.startswith("{")]
+        try:
+            r = json.loads(js[-1])
+            bench[name] = (r["tokens_per_s"], r["mfu"], r["ms_per_step"])
+            verdict(name, True, "{:,.0f} tokens/s, MFU {:.1f}%, {:.1f} ms/step (torch {}{})".format(
+                r["tokens_per_s"], 100 * r["mfu"], r["ms_per_step"], r.get("torch", "?"), ", tiny model on the CPU" if dry else ""))
+        except (IndexError, ValueError, KeyError):
+            verdict(name, False, "no JSON result line in the output")
+    if "ours" in bench and ("gpt2-eager" in bench or "gpt2-compile" in bench):
+        rows = ["| | tokens/s | MFU | ms/step |", "|---|---|---|---|"]
+        for k, label in (("ours", "gptkit"), ("gpt2-eager", "PyTorch eager"), ("gpt2-compile", "PyTorch torch.compile")):
+            if k in bench:
+                tps, mfu, ms = bench[k]
+                rows.append(f"| {label} | {tps:,.0f} | {100 * mfu:.1f}% | {ms:.1f} |")
+        details.append(("GPT-2 124M, bf16, B=%s, T=1024, on the same card in the same run" % facts.get("batch", "16"), "\n".join(rows)))
+
+    # 2 ranks against 1
+    d1 = read_metrics(os.path.join(work, "dp1", "metrics.jsonl"))
+    d2 = read_metrics(os.path.join(work, "dp2", "metrics.jsonl"))
+    if stages.get("dp1", {}).get("status") == "ok" and stages.get("dp2", {}).get("status") == "ok":
+        tol = 1e-5 if dry else 1e-3
+        ok = bool(d1 and d2) and len(d1) == len(d2) and all(rel(x["loss"], y["loss"]) <= tol for x, y in zip(d2, d1))
+        worst = max((rel(x["loss"], y["loss"]) for x, y in zip(d2, d1)), default=float("nan")) if d1 and d2 else float("nan")
+        t1, t2 = tokens_per_s(d1), tokens_per_s(d2)
+        speed = f"; tokens/s {t2:,.0f} on 2 against {t1:,.0f} on 1 ({t2 / t1:.2f}x)" if t1 and t2 else ""
+        how = "2 ranks over the simulated NCCL against 1 (cuda-sim)" if dry else "2 GPUs over NCCL against 1 (fp32 matmuls)"
+        verdict("dp2", ok, f"{how}: largest loss difference {worst:.2g} (tolerance {tol:g}){speed}")
+
+    if "shakespeare-cpu" in order and "shakespeare-gpu" in order:
+        order.remove("shakespeare-cpu")
+        order.insert(order.index("shakespeare-gpu") + 1, "shakespeare-cpu")
+
+    # the report
+    mode = "dry run on a machine without a GPU: cuda-sim stands in for the GPU" if dry else "on the GPU"
+    L = []
+    L.append(f"# GPU check, {facts.get('date', '?')}")
+    L.append("")
+    L.append(f"Mode: {mode}. Build: {facts.get('build', '?')}.")
+    L.append("")
+    L.append(f"- GPUs: {facts.get('gpus', '?')}")
+    if facts.get("cuda"):
+        L.append(f"- driver: {facts['cuda']}")
+    L.append(f"- host: {facts.get('host', '?')}")
+    L.append(f"- peak for MFU: {facts.get('peak', '?')}")
+    L.append(f"- python: {facts.get('python', '?')}")
+    for k in sorted(facts):
+        if k.startswith("lib "):
+            L.append(f"- {k[4:]}: {facts[k]}")
+    L.append(f"- the check took {facts.get('elapsed', '?')} s")
+    L.append("")
+    L.append("| stage | result | seconds | figures |")
+    L.append("|---|---|---|---|")
+    for name in order:
+        st = stages[name]
+        status = st["status"]
+        if status in ("failed", "timeout"):
+            failed.append(name)
+            last = [l.strip() for l in log(work, name).splitlines() if l.strip()]
+            if not st["figures"] and last:
+                st["figures"] = "output ends: " + last[-1][:300]
+        fig = "; ".join(x for x in (st["figures"], st["note"]) if x)
+        L.append(f"| {name} | {status} | {st['secs']} | {fig.replace('|', '/')} |")
+    L.append("")
+    for title, body in details:
+        L.append(f"## {title}")
+        L.append("")
+        L.append(body)
+        L.append("")
+    if failed:
+        L.append("**Failed:** " + ", ".join(failed) + " (their output is in gpu-check-logs.tar.gz, logs/STAGE.log).")
+    else:
+        L.append("Every stage passed or did not apply here.")
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write("\n".join(L) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gptkit/kernels/ref"
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// TestOpenDataHint: the hint to set eval_steps 0 comes only with the error of a data
+// set that has no valid split, not with every data-open error (issue 15, item 13).
+func TestOpenDataHint(t *testing.T) {
+	const hint = "set eval_steps 0"
+	missing := tinyConfig(t, filepath.Join(t.TempDir(), "nowhere"))
+	_, err := Run(context.Background(), missing, ref.New(), Single{}, testLogger(t))
+	if err == nil || strings.Contains(err.Error(), hint) {
+		t.Errorf("missing data: %v, want an error without the eval_steps hint", err)
+	}
+	noValid := tinyConfig(t, writeTrainOnlyDataset(t, t.TempDir()))
+	_, err = Run(context.Background(), noValid, ref.New(), Single{}, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), hint) {
+		t.Errorf("no valid split: %v, want the eval_steps hint", err)
+	}
+}
+
+// writeTrainOnlyDataset writes a dataset whose manifest labels its one shard "train".
+func writeTrainOnlyDataset(t testing.TB, dir string) string {
+	t.Helper()
+	writeTinyDataset(t, dir, patternDoc(3000, 20, 1), patternDoc(100, 20, 2), 20, "tiny-fp-1")
+	m := readManifestFile(t, dir)
+	m.Shards = m.Shards[:1]
+	m.Documents, m.Tokens = m.Shards[0].Documents, m.Shards[0].Tokens
+	writeManifestFile(t, dir, m)
+	return dir
+}
+
+func readManifestFile(t testing.TB, dir string) *shards.Manifest {
+	t.Helper()
+	st, err := storage.Open(context.Background(), dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := shards.ReadManifest(context.Background(), st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// writeManifestFile replaces dir's manifest with m.
+func writeManifestFile(t testing.TB, dir string, m *shards.Manifest) {
+	t.Helper()
+	st, err := storage.Open(context.Background(), dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shards.WriteManifest(context.Background(), st, "", m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeSkipWarns: a newest checkpoint with a truncated optimizer file, or a garbage
+// checkpoint.json, is skipped for an older one with a warning that names it and says why
+// (issue 15, item 9).
+func TestResumeSkipWarns(t *testing.T) {
+	data := tinyDataset(t)
+	for _, tc := range []struct {
+		name, why string
+		damage    func(dir string) error
+	}{
+		{"truncated optimizer", OptimizerFile, func(dir string) error {
+			return os.Truncate(filepath.Join(dir, OptimizerFile), 10)
+		}},
+		{"garbage checkpoint.json", "checkpoint.json", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "checkpoint.json"), []byte("{garbage"), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig(t, data)
+			cfg.MaxSteps, cfg.LRDecaySteps, cfg.CheckpointEvery, cfg.EvalEvery = 4, 4, 2, 0
+			if _, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t)); err != nil {
+				t.Fatal(err)
+			}
+			newest := filepath.Join(cfg.Out, CheckpointsDir, "step_00000004")
+			if err := tc.damage(newest); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			cfg.MaxSteps, cfg.LRDecaySteps = 5, 5
+			if _, err := Run(context.Background(), cfg, ref.New(), Single{}, log); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "step_00000004") || !strings.Contains(logs.String(), tc.why) {
+				t.Errorf("no warning naming the skipped checkpoint and why:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestTrainRefusesIDsOutsideVocab: token ids at or above the manifest's vocabulary stop
+// the run before its first step, naming the shard and the offset, instead of a panic
+// mid-run after some steps of metrics (issue 15, item 4).
+func TestTrainRefusesIDsOutsideVocab(t *testing.T) {
+	train := patternDoc(6000, 20, 1)
+	train[4000] = 25 // a vocabulary of 20 ids
+	dir := writeTinyDataset(t, t.TempDir(), train, patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+	cfg := tinyConfig(t, dir)
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "tiny_text_document.bin: byte 8000") || !strings.Contains(err.Error(), "token id 25") {
+		t.Fatalf("Run = %v, want a refusal naming the shard and the offset", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Out, MetricsName)); err == nil {
+		t.Error("metrics were written: the run started")
+	}
+}
+
+// TestTrainRefusesHugeModel: a shape that cannot fit (--n-embd 1000000 asks for tens of
+// terabytes) is refused in one line with the bytes needed and available, before
+// anything is allocated, instead of a runtime "out of memory" and a stack dump (issue 15,
+// item 7).
+func TestTrainRefusesHugeModel(t *testing.T) {
+	if _, _, ok := AvailableMemory(ref.New()); !ok {
+		t.Skip("no MemAvailable here")
+	}
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.NEmbd, cfg.NHead = 1000000, 2
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), "need") || !strings.Contains(err.Error(), "TiB") || !strings.Contains(err.Error(), "available (MemAvailable") {
+		t.Fatalf("Run = %v, want a refusal with the bytes needed and available", err)
+	}
+}
+
+// TestEstimateMemoryMatchesBuffers: the estimate adds up the buffers the trainer
+// really allocates (parameters, gradients, AdamW, activations).
+func TestEstimateMemoryMatchesBuffers(t *testing.T) {
+	for _, dropout := range []float64{0, 0.1} {
+		cfg := tinyConfig(t, tinyDataset(t))
+		cfg.Dropout = dropout
+		tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := EstimateMemory(cfg, tr.model.Config.VocabSize, 1)
+		got := MemoryEstimate{
+			Params: 4 * float64(cap(tr.model.Params)), Grads: 4 * float64(cap(tr.model.Grads)),
+			Optimizer: 4 * float64(len(tr.m)+len(tr.v)), Activations: 4 * float64(floatsIn(reflect.ValueOf(*tr.model.a))),
+		}
+		tr.Close()
+		if got.Params != est.Params || got.Grads != est.Grads || got.Optimizer != est.Optimizer || got.Activations != est.Activations {
+			t.Errorf("dropout %g: buffers %+v, estimate %+v", dropout, got, est)
+		}
+	}
+}
+
+// floatsIn counts the float32s in the slices of v (a struct, or slices of structs).
+func floatsIn(v reflect.Value) int {
+	n := 0
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n += floatsIn(v.Field(i))
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Float32 {
+			return v.Cap()
+		}
+		for i := range v.Len() {
+			n += floatsIn(v.Index(i))
+		}
+	}
+	return n
+}
+
+// FuzzParseMemAvailable: the /proc/meminfo parser never panics and reads its line.
+func FuzzParseMemAvailable(f *testing.F) {
+	f.Add([]byte("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   23000000 kB\n"))
+	f.Add([]byte("MemAvailable: 99999999999999999999 kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := parseMemAvailable(data)
+		if err == nil && n < 0 {
+			t.Fatalf("%q: %d bytes", data, n)
+		}
+		if err == nil && !bytes.Contains(data, []byte("MemAvailable:")) {
+			t.Fatalf("%q: found %d without the line", data, n)
+		}
+	})
+}

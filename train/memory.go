@@ -1,0 +1,180 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+
+	"gptkit/kernels"
+)
+
+// The memory a training run needs, estimated from the trainer's own buffers before any
+// of them is allocated: a shape that cannot fit (--n-embd 1000000 asks for terabytes) is
+// refused in one line instead of ending in the runtime's "out of memory" and a stack
+// dump. The figures follow what NewTrainer allocates on each rank:
+//
+//   - parameters and gradients: one float32 each per element of Layout, padded to
+//     whole blocks for the collectives (newFlat);
+//   - AdamW: m and v for this rank's share (all of it, or 1/world under ZeRO-1), and
+//     under ZeRO-1 whole-model copies of both while a checkpoint is gathered;
+//   - activations: what Model.Reserve keeps for one micro-batch of batch_size x
+//     block_size tokens with the backward's scratch (the attention matrices, B·NH·T²
+//     per layer, and the logits and probabilities, 2·B·T·Vp, dominate at long
+//     contexts and large vocabularies);
+//   - the batch's token ids.
+//
+// Sums are taken in float64, so that no shape overflows them.
+
+// MemoryEstimate is one rank's memory for a training run, in bytes.
+type MemoryEstimate struct {
+	Params      float64 // the weights
+	Grads       float64 // their gradients
+	Optimizer   float64 // AdamW's m and v (with ZeRO-1's checkpoint copies)
+	Activations float64 // one micro-batch's saved activations and backward scratch
+	Batch       float64 // token ids of the micro-batch
+}
+
+// Total is the sum of the parts.
+func (e MemoryEstimate) Total() float64 {
+	return e.Params + e.Grads + e.Optimizer + e.Activations + e.Batch
+}
+
+// String is the total and its parts, for a log line or a message.
+func (e MemoryEstimate) String() string {
+	return fmt.Sprintf("%s (parameters %s, gradients %s, AdamW %s, activations %s)",
+		FormatBytes(e.Total()), FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch))
+}
+
+// EstimateMemory is the memory one of world ranks needs to train cfg's model with a
+// vocabulary of vocab ids (cfg.VocabSize when that is set).
+func EstimateMemory(cfg Config, vocab, world int) MemoryEstimate {
+	if cfg.VocabSize > 0 {
+		vocab = cfg.VocabSize
+	}
+	world = max(world, 1)
+	mc := cfg.Model(vocab)
+	params := paramCount(mc)
+	padded := params
+	if params < 1<<40 && mc.NLayer <= 1<<14 { // exactly, as NewTrainer lays it out
+		_, _, total := mc.Layout()
+		padded = float64(newFlat(total, world, 0, false).padded)
+	}
+	const f32 = 4
+	var e MemoryEstimate
+	e.Params, e.Grads = f32*padded, f32*padded
+	shard := padded
+	if cfg.Zero == 1 && world > 1 {
+		shard = padded / float64(world)
+		e.Optimizer = 2 * f32 * padded // the whole m and v gathered for a checkpoint
+	}
+	e.Optimizer += 2 * f32 * shard
+	B, T, C, NH, L := float64(cfg.BatchSize), float64(cfg.BlockSize), float64(mc.NEmbd), float64(mc.NHead), float64(mc.NLayer)
+	N, Vp := B*T, float64(mc.PaddedVocab)
+	perLayer := 18*N*C + 4*N + B*NH*T*T // Model.Reserve's layerActs
+	back := 13 * N * C                  // dres, dbtc, dqkv, dfch, dfchGelu
+	if cfg.Dropout > 0 {
+		perLayer += 2 * N * C
+		back += N * C
+		back += N * C // encodedDrop
+	}
+	e.Activations = f32 * (N*C + L*perLayer + N*C + 2*N + 2*N*Vp + N + back)
+	e.Batch = 4 * (4*N + B*(T+1)) // the batch, the trainer's and the model's inputs and targets, int32
+	return e
+}
+
+// paramCount is Layout's element count, in float64 (the 64-byte alignment of each
+// tensor aside).
+func paramCount(mc ModelConfig) float64 {
+	C, L, T, Vp := float64(mc.NEmbd), float64(mc.NLayer), float64(mc.BlockSize), float64(mc.PaddedVocab)
+	n := Vp*C + T*C + L*12*C*C + L*2*C + C
+	if mc.Bias {
+		n += L*9*C + C
+	}
+	return n
+}
+
+// DeviceMemory is implemented by backends that compute in a device's own memory and
+// can say how much of it is free (kernels/cuda); host backends compute in the
+// process's memory.
+type DeviceMemory interface {
+	DeviceMemory() (free, total int64)
+}
+
+// AvailableMemory is the memory a run on be can use, in bytes, and where the figure
+// comes from: the device's free memory when be reports it, else MemAvailable from
+// /proc/meminfo. ok is false where neither is known.
+func AvailableMemory(be kernels.Backend) (bytes float64, source string, ok bool) {
+	if d, isDev := be.(DeviceMemory); isDev {
+		free, _ := d.DeviceMemory()
+		return float64(free), "free on the device (" + be.Name() + ")", true
+	}
+	if avail, err := memAvailable("/proc/meminfo"); err == nil {
+		return float64(avail), "MemAvailable in /proc/meminfo", true
+	}
+	return 0, "", false
+}
+
+// memAvailable reads the MemAvailable line of a meminfo file, in bytes.
+func memAvailable(path string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseMemAvailable(data)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// parseMemAvailable finds "MemAvailable: N kB" in /proc/meminfo's text, in bytes.
+func parseMemAvailable(data []byte) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Bytes()
+		rest, ok := bytes.CutPrefix(line, []byte("MemAvailable:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) == 0 {
+			break
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
+			break
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("no MemAvailable line")
+}
+
+// CheckMemory refuses a run whose rank needs more memory (est) than be has available:
+// one line with both figures. (Ranks that share a host each check their own need: the
+// same-host ranks share some buffers, so the sum would overstate it.)
+func CheckMemory(est MemoryEstimate, be kernels.Backend) error {
+	avail, source, ok := AvailableMemory(be)
+	if !ok || est.Total() <= avail {
+		return nil
+	}
+	return fmt.Errorf("train: the model and its training state need %s, more than the %s available (%s)\n---> HINT: make the model smaller (--n-embd, --n-layer) or the micro-batch (--batch-size, --block-size; --grad-accum keeps the tokens per step)",
+		est.String(), FormatBytes(avail), source)
+}
+
+// FormatBytes writes a byte count with a binary unit: "512 B", "1.5 GiB", "44.0 TiB".
+func FormatBytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	u := 0
+	for b >= 1024 && u < len(units)-1 {
+		b /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%.0f B", b)
+	}
+	return fmt.Sprintf("%.1f %s", b, units[u])
+}
