@@ -5,7 +5,7 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 export SHARED
 
-.PHONY: all build test test-noasm race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda gpu-check gpu-check-dry ci clean
+.PHONY: all build test test-noasm test-mixed-precision race fuzz bench bench-trainer lint demo generate check-generated ptx check-ptx cuda gpu-check gpu-check-dry ci clean
 
 all: build
 
@@ -19,6 +19,11 @@ test: build
 # The kernels (and the ring's reductions, the tokenizer's byte classifier) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
 	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/ ./tokenize/
+
+# The mixed-precision step end to end on the CPU: the baby GPT on tiny Shakespeare, 2000 steps
+# in float32 and in bfloat16 (val loss <= 1.90, within 2% of float32 at every evaluation); ~3 min.
+test-mixed-precision:
+	GPTKIT_MIXED_PRECISION=1 $(GO) test -count=1 -timeout 30m -run '^TestMixedPrecisionShakespeare$$' -v ./train | grep -E '^(=== RUN|--- |\s+mixed_precision_test|ok|FAIL|PASS)'
 
 race:
 	$(GO) test -count=1 -race -short ./...
@@ -85,7 +90,7 @@ gpu-check:
 gpu-check-dry: gpu-check
 	bash tools/gpu/check.sh --dry
 
-ci: lint test test-noasm race gpu-check-dry
+ci: lint test test-noasm test-mixed-precision race gpu-check-dry
 
 clean:
 	rm -rf $(BIN) .cache

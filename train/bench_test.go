@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gptkit/kernels"
 	"gptkit/kernels/cpu"
 	"gptkit/loader"
 )
@@ -41,25 +42,26 @@ var _ loader.Source = randomSource{}
 
 // benchTrainer is a Trainer on the CPU backend over random data, ready for trainStep.
 func benchTrainer(b *testing.B, cfg Config, vocab int) *Trainer {
-	be := cpu.New(cfg.Threads)
+	return bareTrainer(b, cpu.New(cfg.Threads), cfg, vocab, Single{})
+}
+
+// bareTrainer is a Trainer of rank coll.Rank() on be over random data, built as
+// NewTrainer builds it (without data files, checkpoints or metrics), its
+// weights initialized from cfg.Seed.
+func bareTrainer(tb testing.TB, be kernels.Backend, cfg Config, vocab int, coll Collectives) *Trainer {
 	mc := cfg.Model(vocab)
-	mc.PaddedVocab = PaddedVocab(vocab)
-	_, _, total := mc.Layout()
-	f := newFlat(total, 1, 0, false)
-	model, err := newModel(be, mc, f.padded, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	model.Init(uint64(cfg.Seed))
-	model.Dropout = float32(cfg.Dropout)
-	model.AllocGrads()
 	B, T := cfg.BatchSize, cfg.BlockSize
-	model.Reserve(B, T, true)
-	src := randomSource{n: 1 << 40, seqLen: T, vocab: vocab}
-	return &Trainer{cfg: cfg, be: be, coll: Single{}, model: model, flat: f, alloc: be.Alloc,
-		m: be.Alloc(f.hi - f.lo), v: be.Alloc(f.hi - f.lo),
-		sampler: &loader.Sampler{Samples: src, World: 1, Micro: B, GradAccum: cfg.GradAccum},
-		batch:   make([]int32, 0, B*(T+1)), in: make([]int32, B*T), tgt: make([]int32, B*T)}
+	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), saved: -1,
+		sampler: &loader.Sampler{Samples: randomSource{n: 1 << 40, seqLen: T, vocab: vocab}, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}}
+	var err error
+	if t.dtype, err = ResolveDType(cfg.Dtype, be); err != nil {
+		tb.Fatal(err)
+	}
+	if err := t.build(mc); err != nil {
+		tb.Fatal(err)
+	}
+	t.model.Init(uint64(cfg.Seed))
+	return t
 }
 
 func cpuSeconds() float64 {

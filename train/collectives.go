@@ -180,28 +180,106 @@ func (t *Trainer) gather(ctx context.Context, vals ...float64) ([]float64, error
 	return out, nil
 }
 
-// collectiveMemory is where the buffers the collectives work on come from: the
-// collectives' shared memory when they have it and the backend computes on host
-// memory, else the backend's.
-func collectiveMemory(be kernels.Backend, coll Collectives) (func(n int) []float32, SharedMemory) {
+// collectiveMemory is where the buffers the collectives work on come from. With
+// a backend on host memory, the weights and gradients are host tensors the
+// collectives read in place: the collectives' shared memory when they have it,
+// else the backend's. A device backend's are its own, and the collectives work
+// on host copies (stage). The returned host function gives the trainer's small
+// host buffers for collectives (shared memory when there is some).
+func collectiveMemory(be kernels.Backend, coll Collectives) (dev func(what string, n int) (kernels.Tensor, error), host func(n int) []float32, shared SharedMemory) {
+	dev = func(what string, n int) (kernels.Tensor, error) { return be.Alloc(what, kernels.Float32, n) }
+	host = func(n int) []float32 { return make([]float32, n) }
 	if sm, ok := coll.(SharedMemory); ok && coll.World() > 1 {
-		if _, host := be.(kernels.HostMemory); host {
-			return sm.AllocShared, sm
+		host = sm.AllocShared
+		if _, onHost := be.(kernels.HostMemory); onHost {
+			dev = func(_ string, n int) (kernels.Tensor, error) { return kernels.Host(sm.AllocShared(n)), nil }
 		}
+		return dev, host, sm
 	}
-	return be.Alloc, nil
+	return dev, host, nil
 }
 
-// scratch returns a buffer of n floats for collectives (from the backend, or
-// shared memory), reused across steps.
+// scratch returns a host buffer of n floats for collectives (shared memory when
+// the collectives have it), reused across steps.
 func (t *Trainer) scratch(n int) []float32 {
 	if t.scratchBufs == nil {
 		t.scratchBufs = map[int][]float32{}
 	}
 	b, ok := t.scratchBufs[n]
 	if !ok {
-		b = t.alloc(n)
+		b = t.hostAlloc(n)
 		t.scratchBufs[n] = b
 	}
 	return b
+}
+
+// TensorCollectives is implemented by Collectives that work on a device
+// backend's Float32 tensors in place (kernels/cuda's NCCL, on the backend's
+// stream): the weights and gradients then never pass through the host. The
+// semantics are FullCollectives' on the tensor's elements.
+type TensorCollectives interface {
+	AllReduceSumTensor(ctx context.Context, x kernels.Tensor) error
+	BroadcastTensor(ctx context.Context, x kernels.Tensor, root int) error
+	ReduceScatterSumTensor(ctx context.Context, x kernels.Tensor) error
+	AllGatherTensor(ctx context.Context, x kernels.Tensor) error
+}
+
+// collective names one of the collectives onTensor runs.
+type collective int
+
+const (
+	allReduceSum collective = iota
+	broadcastFrom0
+	reduceScatterSum
+	allGather
+)
+
+// onTensor runs op on the Float32 tensor x (a broadcast from rank 0): in place
+// when the collectives take the backend's tensors, else on x's host memory or
+// a host copy of it (staged).
+func (t *Trainer) onTensor(ctx context.Context, op collective, x kernels.Tensor) error {
+	if tc, ok := t.coll.(TensorCollectives); ok && !x.IsHost() {
+		switch op {
+		case allReduceSum:
+			return tc.AllReduceSumTensor(ctx, x)
+		case broadcastFrom0:
+			return tc.BroadcastTensor(ctx, x, 0)
+		case reduceScatterSum:
+			return tc.ReduceScatterSumTensor(ctx, x)
+		default:
+			return tc.AllGatherTensor(ctx, x)
+		}
+	}
+	buf, done := t.staged(x, true)
+	var err error
+	switch op {
+	case allReduceSum:
+		err = t.coll.AllReduceSum(ctx, buf)
+	case broadcastFrom0:
+		err = t.coll.Broadcast(ctx, buf, 0)
+	case reduceScatterSum:
+		err = t.coll.ReduceScatterSum(ctx, buf)
+	default:
+		err = t.coll.AllGather(ctx, buf)
+	}
+	if err == nil {
+		done()
+	}
+	return err
+}
+
+// staged gives the collectives a Float32 tensor as host memory: the tensor's own
+// memory when the host can address it, else a host copy (downloaded; the
+// returned done uploads it back when the collective changed it).
+func (t *Trainer) staged(x kernels.Tensor, changed bool) (buf []float32, done func()) {
+	if x.IsHost() {
+		return x.Float32s(), func() {}
+	}
+	buf = t.scratch(x.Len())
+	t.be.Download(kernels.Float32Bytes(buf), x)
+	return buf, func() {
+		if changed {
+			t.be.Upload(x, kernels.Float32Bytes(buf))
+		}
+	}
 }

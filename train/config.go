@@ -25,6 +25,7 @@ type Config struct {
 	// Where it runs.
 	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking), cuda, or cuda-sim (the CUDA backend on a simulated GPU: very slow, for tests and for checking a change without a GPU)"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU, shared among the ranks of a node: SLURM_CPUS_PER_TASK under srun)"`
+	Dtype   string `key:"dtype" help:"the compute {DTYPE}: float32, bfloat16 (mixed precision: float32 master weights and AdamW, bfloat16 activations) or float16 (the same with dynamic loss scaling, for GPUs without bfloat16); auto: bfloat16 on cuda, float32 on cpu"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
 	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
 	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; not used with zero 1)"`
@@ -67,7 +68,7 @@ type Config struct {
 // grad_accum 1, the "out" run directory and resume auto.
 func Default() Config {
 	return Config{
-		Out: "out", Order: "default", Split: "969,30,1", Device: "auto",
+		Out: "out", Order: "default", Split: "969,30,1", Device: "auto", Dtype: "auto",
 		NLayer: 12, NHead: 12, NEmbd: 768, BlockSize: 1024,
 		BatchSize: 12, GradAccum: 1, MaxSteps: 600000,
 		LR: 6e-4, MinLR: 6e-5, WarmupSteps: 2000, LRDecaySteps: 600000,
@@ -227,6 +228,11 @@ func (c *Config) Validate() error {
 	case "auto", "cpu", "ref", "cuda", "cuda-sim":
 	default:
 		add("device %q: want auto, cpu, ref, cuda or cuda-sim", c.Device)
+	}
+	switch c.Dtype {
+	case "auto", "float32", "bfloat16", "float16":
+	default:
+		add("dtype %q: want auto, float32, bfloat16 or float16", c.Dtype)
 	}
 	if c.Threads < 0 {
 		add("threads %d: want >= 0 (0: one per CPU)", c.Threads)

@@ -9,34 +9,13 @@ import (
 	"time"
 
 	"gptkit/kernels/cpu"
-	"gptkit/loader"
 	"gptkit/train/dist"
 )
 
 // dpBenchTrainer is a Trainer of rank coll.Rank() on the CPU backend over random
 // data, laid out for data parallelism as NewTrainer does.
 func dpBenchTrainer(b *testing.B, cfg Config, vocab int, coll Collectives) *Trainer {
-	be := cpu.New(cfg.Threads)
-	mc := cfg.Model(vocab)
-	_, _, total := mc.Layout()
-	f := newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
-	alloc, shared := collectiveMemory(be, coll)
-	model, err := newModel(be, mc, f.padded, alloc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	model.Init(uint64(cfg.Seed))
-	model.AllocGrads()
-	B, T := cfg.BatchSize, cfg.BlockSize
-	model.Reserve(B, T, true)
-	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), model: model, flat: f, alloc: alloc, shared: shared,
-		m: be.Alloc(f.hi - f.lo), v: be.Alloc(f.hi - f.lo),
-		sampler: &loader.Sampler{Samples: randomSource{n: 1 << 40, seqLen: T, vocab: vocab}, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum},
-		batch:   make([]int32, 0, B*(T+1)), in: make([]int32, B*T), tgt: make([]int32, B*T)}
-	if coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 {
-		t.buckets = planBuckets(model, cfg.BucketMB)
-	}
-	return t
+	return bareTrainer(b, cpu.New(cfg.Threads), cfg, vocab, coll)
 }
 
 // timedComm is a rank's communicator that sums the wall time spent in its

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"gptkit/kernels"
 	"gptkit/kernels/cpu"
 	"gptkit/train/dist"
 )
@@ -57,6 +58,11 @@ func startComms(t testing.TB, world int) []Collectives {
 // others' never ends) and returns rank 0's result. hook, if set, adjusts each
 // rank's trainer before it trains.
 func runRanks(t testing.TB, ctx context.Context, cfg Config, comms []Collectives, hook func(r int, tr *Trainer)) (*Result, []error) {
+	return runRanksOn(t, ctx, cfg, comms, func(int) kernels.Backend { return cpu.New(1) }, hook)
+}
+
+// runRanksOn is runRanks with rank r's backend from newBackend.
+func runRanksOn(t testing.TB, ctx context.Context, cfg Config, comms []Collectives, newBackend func(r int) kernels.Backend, hook func(r int, tr *Trainer)) (*Result, []error) {
 	t.Helper()
 	results := make([]*Result, len(comms))
 	errs := make([]error, len(comms))
@@ -69,7 +75,7 @@ func runRanks(t testing.TB, ctx context.Context, cfg Config, comms []Collectives
 			if r == 0 {
 				rctx = ctx
 			}
-			tr, err := NewTrainer(rctx, cfg, cpu.New(1), c, testLogger(t))
+			tr, err := NewTrainer(rctx, cfg, newBackend(r), c, testLogger(t))
 			if err != nil {
 				errs[r] = err
 				if d, ok := c.(*dist.Comm); ok {
@@ -159,7 +165,7 @@ func TestDataParallelMatchesSingle(t *testing.T) {
 			var mu sync.Mutex
 			_, errs := runRanks(t, context.Background(), cfg, startComms(t, tc.world), func(r int, tr *Trainer) {
 				mu.Lock()
-				adam = append(adam, len(tr.m))
+				adam = append(adam, tr.m.Len())
 				mu.Unlock()
 				if tr.buckets != nil && tc.bucketMB > 0 && len(tr.buckets.stages) < 3 {
 					t.Errorf("bucket plan %v", tr.buckets)

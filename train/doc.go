@@ -13,12 +13,20 @@
 // on thread counts. That is what makes the trainer a numerical reference and
 // what makes a resumed run bit-identical to an uninterrupted one.
 //
-// Layout: all parameters live in one flat buffer from Backend.Alloc, with named
-// views (nanoGPT's state_dict names, nn.Linear [out, in] layout). The weights
-// that get weight decay (wte, wpe and the attention and MLP matrices) come
-// first, the biases and LayerNorm parameters after them, so AdamW is two calls;
-// gradients and the two AdamW moments mirror the layout. Activations are
-// allocated once for the micro-batch shape (B, T).
+// Layout: all parameters live in one flat float32 buffer from Backend.Alloc,
+// with named views (nanoGPT's state_dict names, nn.Linear [out, in] layout). The
+// weights that get weight decay (wte, wpe and the attention and MLP matrices)
+// come first, the biases and LayerNorm parameters after them, so AdamW is one
+// call over the flat buffer (its DecayLen says where decay stops); gradients and
+// the two AdamW moments mirror the layout. Activations are allocated once for
+// the micro-batch shape (B, T).
+//
+// Mixed precision (the dtype key; docs/mixed-precision.md): the master weights,
+// gradients and AdamW moments stay float32; the forward and backward read a
+// bfloat16 (or float16) copy of the weights that AdamW rewrites in the same pass,
+// with 16-bit activations and float32 accumulation everywhere; float16 adds
+// dynamic loss scaling. A step downloads once: the loss sum and the gradient
+// norm's partial sums, after AdamW has clipped (on the device) from them.
 //
 // Data parallelism: Run takes a Collectives (train/dist's TCP ring on the CPU,
 // NCCL on GPUs, Single for one process). Rank 0 decides whether to resume, reads

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -141,44 +140,26 @@ func TestTrainRefusesHugeModel(t *testing.T) {
 }
 
 // TestEstimateMemoryMatchesBuffers: the estimate adds up the buffers the trainer
-// really allocates (parameters, gradients, AdamW, activations).
+// really allocates (parameters, gradients, AdamW, activations), in each dtype.
 func TestEstimateMemoryMatchesBuffers(t *testing.T) {
 	for _, dropout := range []float64{0, 0.1} {
-		cfg := tinyConfig(t, tinyDataset(t))
-		cfg.Dropout = dropout
-		tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		est := EstimateMemory(cfg, tr.model.Config.VocabSize, 1)
-		got := MemoryEstimate{
-			Params: 4 * float64(cap(tr.model.Params)), Grads: 4 * float64(cap(tr.model.Grads)),
-			Optimizer: 4 * float64(len(tr.m)+len(tr.v)), Activations: 4 * float64(floatsIn(reflect.ValueOf(*tr.model.a))),
-		}
-		tr.Close()
-		if got.Params != est.Params || got.Grads != est.Grads || got.Optimizer != est.Optimizer || got.Activations != est.Activations {
-			t.Errorf("dropout %g: buffers %+v, estimate %+v", dropout, got, est)
-		}
-	}
-}
-
-// floatsIn counts the float32s in the slices of v (a struct, or slices of structs).
-func floatsIn(v reflect.Value) int {
-	n := 0
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := range v.NumField() {
-			n += floatsIn(v.Field(i))
-		}
-	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Float32 {
-			return v.Cap()
-		}
-		for i := range v.Len() {
-			n += floatsIn(v.Index(i))
+		for _, dt := range []string{"float32", "bfloat16"} {
+			cfg := tinyConfig(t, tinyDataset(t))
+			cfg.Dropout, cfg.Dtype = dropout, dt
+			tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			est := EstimateMemory(cfg, tr.model.Config.VocabSize, 1, tr.model.DType())
+			u := tr.Memory()
+			got := MemoryEstimate{Params: float64(u.Params), Grads: float64(u.Grads), Optimizer: float64(u.Optimizer),
+				Activations: float64(u.Activations)}
+			tr.Close()
+			if got.Params != est.Params || got.Grads != est.Grads || got.Optimizer != est.Optimizer || got.Activations != est.Activations {
+				t.Errorf("dropout %g %s: buffers %+v, estimate %+v", dropout, dt, got, est)
+			}
 		}
 	}
-	return n
 }
 
 // FuzzParseMemAvailable: the /proc/meminfo parser never panics and reads its line.

@@ -41,7 +41,9 @@ func Generate(m *Model, prompt []int32, o SampleOptions) ([]int32, error) {
 			return nil, fmt.Errorf("train: prompt token %d is outside the model's vocabulary [0,%d)", id, V)
 		}
 	}
-	m.Reserve(1, m.Config.BlockSize, false)
+	if err := m.Reserve(1, m.Config.BlockSize, false); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
 	seq := slices.Clone(prompt)
 	probs := make([]float64, V)
@@ -49,7 +51,7 @@ func Generate(m *Model, prompt []int32, o SampleOptions) ([]int32, error) {
 	var out []int32
 	for range o.MaxNewTokens {
 		ctx := seq[max(0, len(seq)-m.Config.BlockSize):]
-		m.Forward(ctx, nil, 1, len(ctx), false, 0)
+		m.Forward(ctx, nil, 1, len(ctx))
 		logits := m.Logits(len(ctx) - 1)
 		next := pick(logits, probs, order, o, rng)
 		out = append(out, int32(next))
@@ -122,8 +124,10 @@ func pick(logits []float32, probs []float64, order []int, o SampleOptions, rng *
 // of predictions. A sequence may hold at most block_size+1 tokens.
 func Score(m *Model, seqs [][]int32) (loss float64, count int, err error) {
 	T := m.Config.BlockSize
-	m.Reserve(1, T, false)
-	var sum float64
+	if err := m.Reserve(1, T, false); err != nil {
+		return 0, 0, err
+	}
+	m.ResetLoss()
 	for k, s := range seqs {
 		if len(s) < 2 {
 			continue
@@ -137,12 +141,10 @@ func Score(m *Model, seqs [][]int32) (loss float64, count int, err error) {
 			}
 		}
 		n := len(s) - 1
-		ls, c := m.Forward(s[:n], s[1:], 1, n, false, 0)
-		sum += ls
-		count += c
+		count += m.Forward(s[:n], s[1:], 1, n)
 	}
 	if count == 0 {
 		return 0, 0, errors.New("train: nothing to score: every sequence has fewer than 2 tokens")
 	}
-	return sum / float64(count), count, nil
+	return m.LossSum() / float64(count), count, nil
 }

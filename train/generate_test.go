@@ -71,8 +71,8 @@ func TestGenerateAndScore(t *testing.T) {
 	for _, ti := range m.Tensors {
 		f.tensors[ti.Name] = ti
 	}
-	f.p = make([]float64, len(m.Params))
-	for i, v := range m.Params {
+	f.p = make([]float64, m.Params.Len())
+	for i, v := range m.ReadParams() {
 		f.p[i] = float64(v)
 	}
 	var sum float64

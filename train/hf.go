@@ -25,7 +25,7 @@ func ExportHF(dir string, m *Model, st *State) error {
 			hc.EOSTokenID = &eod
 		}
 	}
-	if err := hfgpt2.Export(dir, hc, m.tensorsOf(m.Params, "")); err != nil {
+	if err := hfgpt2.Export(dir, hc, m.tensorsOf(m.ReadParams(), "")); err != nil {
 		return fmt.Errorf("train: export to %s: %w", dir, err)
 	}
 	return nil
@@ -61,6 +61,7 @@ func (t *Trainer) initFrom(dir string) error {
 	for _, ts := range tensors {
 		byName[ts.Name] = ts.Data
 	}
+	host := make([]float32, t.model.Params.Len())
 	for _, ti := range t.model.Tensors {
 		src, ok := byName[ti.Name]
 		if !ok {
@@ -69,7 +70,8 @@ func (t *Trainer) initFrom(dir string) error {
 		if len(src) < ti.Size {
 			return fmt.Errorf("train: init_from %s: tensor %s has %d values, want %d", dir, ti.Name, len(src), ti.Size)
 		}
-		copy(t.model.Params[ti.Offset:ti.Offset+ti.Size], src[:ti.Size]) // wpe: the first block_size rows
+		copy(host[ti.Offset:ti.Offset+ti.Size], src[:ti.Size]) // wpe: the first block_size rows
 	}
+	t.model.SetParams(host)
 	return nil
 }

@@ -33,7 +33,7 @@ func TestExportInitFrom(t *testing.T) {
 	defer tr.Close()
 	got := tr.Model()
 	for _, ti := range got.Tensors {
-		a, b := got.Tensor(got.Params, ti.Name), m.Tensor(m.Params, ti.Name)
+		a, b := got.Tensor(got.ReadParams(), ti.Name), m.Tensor(m.ReadParams(), ti.Name)
 		for i := range a {
 			want := b[i]
 			if ti.Name == "transformer.wte.weight" && i >= m.Config.VocabSize*m.Config.NEmbd {

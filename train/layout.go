@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"strconv"
+
+	"gptkit/kernels"
 )
 
 // ModelConfig is the shape of a GPT: what a checkpoint must agree on to be loaded.
@@ -112,22 +114,22 @@ func (mc ModelConfig) NumParams() int {
 }
 
 // weights are named views of one flat buffer laid out by Layout (parameters,
-// gradients or an AdamW moment). Biases are nil without Bias.
+// gradients or an AdamW moment). Biases are none without Bias.
 type weights struct {
-	wte, wpe, lnfW, lnfB []float32
+	wte, wpe, lnfW, lnfB kernels.Tensor
 	layers               []layerWeights
 }
 
 type layerWeights struct {
-	ln1W, ln1B, qkvW, qkvB, attnProjW, attnProjB []float32
-	ln2W, ln2B, fcW, fcB, fcProjW, fcProjB       []float32
+	ln1W, ln1B, qkvW, qkvB, attnProjW, attnProjB kernels.Tensor
+	ln2W, ln2B, fcW, fcB, fcProjW, fcProjB       kernels.Tensor
 }
 
 // views cuts buf into the tensors of the layout.
-func views(mc ModelConfig, tensors []TensorInfo, buf []float32) weights {
-	byName := make(map[string][]float32, len(tensors))
+func views(mc ModelConfig, tensors []TensorInfo, buf kernels.Tensor) weights {
+	byName := make(map[string]kernels.Tensor, len(tensors))
 	for _, t := range tensors {
-		byName[t.Name] = buf[t.Offset : t.Offset+t.Size : t.Offset+t.Size]
+		byName[t.Name] = buf.Slice(t.Offset, t.Offset+t.Size)
 	}
 	w := weights{wte: byName["transformer.wte.weight"], wpe: byName["transformer.wpe.weight"],
 		lnfW: byName["transformer.ln_f.weight"], lnfB: byName["transformer.ln_f.bias"]}

@@ -15,27 +15,29 @@ import (
 // The memory a training run needs, estimated from the trainer's own buffers before any
 // of them is allocated: a shape that cannot fit (--n-embd 1000000 asks for terabytes) is
 // refused in one line instead of ending in the runtime's "out of memory" and a stack
-// dump. The figures follow what NewTrainer allocates on each rank:
+// dump. The figures follow what NewTrainer allocates on each rank (the counts of
+// MemoryUse, which the trainer logs once it has allocated them):
 //
-//   - parameters and gradients: one float32 each per element of Layout, padded to
-//     whole blocks for the collectives (newFlat);
+//   - parameters: float32 master weights, padded to whole blocks for the collectives
+//     (newFlat), and under mixed precision their bfloat16 or float16 copy;
+//   - gradients: float32, padded alike;
 //   - AdamW: m and v for this rank's share (all of it, or 1/world under ZeRO-1), and
-//     under ZeRO-1 whole-model copies of both while a checkpoint is gathered;
+//     under ZeRO-1 rank 0's host copies of both while a checkpoint is gathered;
 //   - activations: what Model.Reserve keeps for one micro-batch of batch_size x
-//     block_size tokens with the backward's scratch (the attention matrices, B·NH·T²
-//     per layer, and the logits and probabilities, 2·B·T·Vp, dominate at long
-//     contexts and large vocabularies);
-//   - the batch's token ids.
+//     block_size tokens with the backward's scratch, in the compute dtype but for
+//     the LayerNorm statistics and attention's logsumexp (float32); the classifier
+//     works on a chunk of rows (classifierRows), never all B·T rows of logits;
+//   - the batch's token ids on the host.
 //
 // Sums are taken in float64, so that no shape overflows them.
 
 // MemoryEstimate is one rank's memory for a training run, in bytes.
 type MemoryEstimate struct {
-	Params      float64 // the weights
+	Params      float64 // the weights (and their compute-dtype copy)
 	Grads       float64 // their gradients
 	Optimizer   float64 // AdamW's m and v (with ZeRO-1's checkpoint copies)
 	Activations float64 // one micro-batch's saved activations and backward scratch
-	Batch       float64 // token ids of the micro-batch
+	Batch       float64 // token ids of the micro-batch on the host
 }
 
 // Total is the sum of the parts.
@@ -50,8 +52,8 @@ func (e MemoryEstimate) String() string {
 }
 
 // EstimateMemory is the memory one of world ranks needs to train cfg's model with a
-// vocabulary of vocab ids (cfg.VocabSize when that is set).
-func EstimateMemory(cfg Config, vocab, world int) MemoryEstimate {
+// vocabulary of vocab ids (cfg.VocabSize when that is set), computing in dt.
+func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstimate {
 	if cfg.VocabSize > 0 {
 		vocab = cfg.VocabSize
 	}
@@ -64,25 +66,31 @@ func EstimateMemory(cfg Config, vocab, world int) MemoryEstimate {
 		padded = float64(newFlat(total, world, 0, false).padded)
 	}
 	const f32 = 4
+	s := float64(dt.Size())
 	var e MemoryEstimate
 	e.Params, e.Grads = f32*padded, f32*padded
+	if dt != kernels.Float32 {
+		e.Params += s * padded
+	}
 	shard := padded
 	if cfg.Zero == 1 && world > 1 {
 		shard = padded / float64(world)
-		e.Optimizer = 2 * f32 * padded // the whole m and v gathered for a checkpoint
+		e.Optimizer = 2 * f32 * padded // rank 0's whole m and v, gathered for a checkpoint
 	}
 	e.Optimizer += 2 * f32 * shard
 	B, T, C, NH, L := float64(cfg.BatchSize), float64(cfg.BlockSize), float64(mc.NEmbd), float64(mc.NHead), float64(mc.NLayer)
 	N, Vp := B*T, float64(mc.PaddedVocab)
-	perLayer := 18*N*C + 4*N + B*NH*T*T // Model.Reserve's layerActs
-	back := 13 * N * C                  // dres, dbtc, dqkv, dfch, dfchGelu
+	rows := float64(classifierRows(cfg.BatchSize*cfg.BlockSize, mc.PaddedVocab, dt))
+	perLayer := s*16*N*C + f32*(4*N+B*NH*T) // Model.Reserve's layerActs
+	back := s * 9 * N * C                   // dres, dbtc, dqkv, dfch
 	if cfg.Dropout > 0 {
-		perLayer += 2 * N * C
-		back += N * C
-		back += N * C // encodedDrop
+		back += s * N * C // ddrop
 	}
-	e.Activations = f32 * (N*C + L*perLayer + N*C + 2*N + 2*N*Vp + N + back)
-	e.Batch = 4 * (4*N + B*(T+1)) // the batch, the trainer's and the model's inputs and targets, int32
+	e.Activations = 4*2*N + // the token ids on the backend
+		s*N*C + L*perLayer + // the embeddings, the blocks
+		s*N*C + f32*2*N + f32*N + // the final LayerNorm, the losses
+		s*rows*Vp + f32*Vp + s*N*C + back // the classifier's chunk, a logits row, scratch, the backward
+	e.Batch = 4 * (B*(T+1) + 2*N + 2*N) // the batch, the trainer's inputs and targets, the model's ids
 	return e
 }
 

@@ -37,6 +37,11 @@ type Metrics struct {
 	MFU float64 `json:"mfu,omitempty"`
 	// ValLoss is the mean cross-entropy on the valid split, on evaluation steps.
 	ValLoss *float64 `json:"val_loss,omitempty"`
+	// LossScale is float16's dynamic loss scale after the step (absent for float32
+	// and bfloat16); Skipped marks a float16 step whose gradient overflowed: no
+	// update, grad_norm 0, the scale halved.
+	LossScale float64 `json:"loss_scale,omitempty"`
+	Skipped   bool    `json:"skipped,omitempty"`
 }
 
 // metricsFile appends metric lines to OUT/metrics.jsonl.

@@ -179,11 +179,13 @@ func tinyModel(t *testing.T, be kernels.Backend, bias bool, seed uint64) *Model 
 	m.Init(seed)
 	// Larger, less regular weights than the init's, so every path carries gradient.
 	rng := rand.New(rand.NewPCG(seed, 7))
+	p := m.ReadParams()
 	for _, ti := range m.Tensors {
 		for i := range ti.Size {
-			m.Params[ti.Offset+i] += float32(rng.NormFloat64() * 0.3)
+			p[ti.Offset+i] += float32(rng.NormFloat64() * 0.3)
 		}
 	}
+	m.SetParams(p)
 	return m
 }
 
@@ -216,18 +218,23 @@ func TestModelGradients(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 5))
 			in, tgt := randomTokens(rng, B*T, m.Config.VocabSize), randomTokens(rng, B*T, m.Config.VocabSize)
 			const key = 0xfeed
-			m.AllocGrads()
-			m.Reserve(B, T, true)
-			sum, n := m.Forward(in, tgt, B, T, true, key)
-			m.Backward(float32(1 / float64(B*T)))
-			got := sum / float64(n)
+			if err := m.AllocGrads(); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Reserve(B, T, true); err != nil {
+				t.Fatal(err)
+			}
+			m.ResetLoss()
+			n := m.Step(in, tgt, B, T, float32(1/float64(B*T)), key)
+			got := m.LossSum() / float64(n)
+			grads := readHost(m.be, m.Grads)
 
 			f := &f64Model{mc: m.Config, tensors: map[string]TensorInfo{}, dropout: tc.dropout, key: key}
 			for _, ti := range m.Tensors {
 				f.tensors[ti.Name] = ti
 			}
-			f.p = make([]float64, len(m.Params))
-			for i, v := range m.Params {
+			f.p = make([]float64, m.Params.Len())
+			for i, v := range m.ReadParams() {
 				f.p[i] = float64(v)
 			}
 			want := f.loss(in, tgt, B, T)
@@ -241,8 +248,8 @@ func TestModelGradients(t *testing.T) {
 				for i := range ti.Size {
 					k := ti.Offset + i
 					if ti.Name == "transformer.wte.weight" && i >= m.Config.VocabSize*m.Config.NEmbd {
-						if m.Grads[k] != 0 {
-							t.Fatalf("padded row of wte: gradient %g at %d, want 0", m.Grads[k], i)
+						if grads[k] != 0 {
+							t.Fatalf("padded row of wte: gradient %g at %d, want 0", grads[k], i)
 						}
 						continue
 					}
@@ -253,7 +260,7 @@ func TestModelGradients(t *testing.T) {
 					lm := f.loss(in, tgt, B, T)
 					f.p[k] = old
 					fd := (lp - lm) / (2 * h)
-					g := float64(m.Grads[k])
+					g := float64(grads[k])
 					errv := math.Abs(g-fd) / (1e-4 + math.Abs(fd))
 					if errv > worst {
 						worst = errv
@@ -309,14 +316,15 @@ func TestInitDeterministic(t *testing.T) {
 	a.Init(1337)
 	b.Init(1337)
 	c.Init(1338)
-	for i := range a.Params {
-		if math.Float32bits(a.Params[i]) != math.Float32bits(b.Params[i]) {
+	ap, bp, cp := a.ReadParams(), b.ReadParams(), c.ReadParams()
+	for i := range ap {
+		if math.Float32bits(ap[i]) != math.Float32bits(bp[i]) {
 			t.Fatalf("param %d differs between two inits with one seed", i)
 		}
 	}
 	same := 0
-	for i := range a.Params {
-		if a.Params[i] == c.Params[i] {
+	for i := range ap {
+		if ap[i] == cp[i] {
 			same++
 		}
 	}
@@ -327,16 +335,16 @@ func TestInitDeterministic(t *testing.T) {
 		}
 		return math.Sqrt(s / float64(len(v)))
 	}
-	if s := std(a.Tensor(a.Params, "transformer.h.0.mlp.c_fc.weight")); math.Abs(s-0.02) > 0.001 {
+	if s := std(a.Tensor(ap, "transformer.h.0.mlp.c_fc.weight")); math.Abs(s-0.02) > 0.001 {
 		t.Errorf("c_fc std %g, want 0.02", s)
 	}
-	if s, want := std(a.Tensor(a.Params, "transformer.h.0.mlp.c_proj.weight")), 0.02/math.Sqrt(8); math.Abs(s-want) > 0.0005 {
+	if s, want := std(a.Tensor(ap, "transformer.h.0.mlp.c_proj.weight")), 0.02/math.Sqrt(8); math.Abs(s-want) > 0.0005 {
 		t.Errorf("c_proj std %g, want %g", s, want)
 	}
-	if v := a.Tensor(a.Params, "transformer.ln_f.weight"); v[0] != 1 || v[127] != 1 {
+	if v := a.Tensor(ap, "transformer.ln_f.weight"); v[0] != 1 || v[127] != 1 {
 		t.Errorf("ln_f weight %g, want 1", v[0])
 	}
-	if same > len(a.Params)/2 {
-		t.Errorf("seeds 1337 and 1338 agree on %d of %d params", same, len(a.Params))
+	if same > len(ap)/2 {
+		t.Errorf("seeds 1337 and 1338 agree on %d of %d params", same, len(ap))
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
+
+	"gptkit/kernels"
 )
 
 // flat is the geometry of the flat buffers (weights, gradients, AdamW moments)
@@ -48,72 +49,122 @@ func newFlat(n, world, rank int, zero bool) flat {
 	return f
 }
 
-// gradsAll is the gradient buffer with its padding.
-func (t *Trainer) gradsAll() []float32 { return t.model.Grads[:t.flat.padded] }
-
-// paramsAll is the weight buffer with its padding.
-func (t *Trainer) paramsAll() []float32 { return t.model.Params[:t.flat.padded] }
-
-// gradNormSq is Σg² of the (reduced) gradient: per block with the backend's
-// SumSquares, the blocks added in order. With ZeRO-1 each rank sums the blocks of
-// its shard and the partial sums are all-gathered, which gives the same bits.
-func (t *Trainer) gradNormSq(ctx context.Context) (float64, error) {
-	f, g := t.flat, t.gradsAll()
-	var s float64
+// gradNorm writes the gradient norm's partial sums into stats[1:], one per
+// block, with the backend's SumSquares; the blocks are added in order by AdamW
+// and by the step's report. With ZeRO-1 each rank sums the blocks of its shard
+// and the partial sums are all-gathered (exactly, as float64 bits), which gives
+// the same bits.
+func (t *Trainer) gradNorm(ctx context.Context) error {
+	f := t.flat
+	parts := t.stats.Slice(1, t.stats.Len())
 	if !t.zero() {
-		for b := 0; b < f.padded; b += f.block {
-			s += t.be.SumSquares(g[b : b+f.block])
-		}
-		return s, nil
+		t.be.SumSquares(parts, t.model.gradsAll, f.block)
+		return nil
 	}
-	parts := make([]float64, (f.hi-f.lo)/f.block)
-	for i := range parts {
-		lo := f.lo + i*f.block
-		parts[i] = t.be.SumSquares(g[lo : lo+f.block])
-	}
-	all, err := t.gather(ctx, parts...)
+	own := parts.Slice(f.lo/f.block, f.hi/f.block)
+	t.be.SumSquares(own, t.model.gradsAll.Slice(f.lo, f.hi), f.block)
+	mine := make([]float64, own.Len())
+	t.be.Download(kernels.Float64Bytes(mine), own)
+	all, err := t.gather(ctx, mine...)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	for _, p := range all {
-		s += p
-	}
-	return s, nil
+	t.be.Upload(parts, kernels.Float64Bytes(all))
+	return nil
 }
 
 // zero reports whether the AdamW state is sharded (ZeRO-1 over several ranks).
 func (t *Trainer) zero() bool { return t.cfg.Zero == 1 && t.coll.World() > 1 }
 
-// fullMoments returns buffers for the whole AdamW state, laid out like Params: the
-// trainer's own under ZeRO-0, fresh ones under ZeRO-1 (for a checkpoint).
-func (t *Trainer) fullMoments() (m, v []float32) {
+// fullMoments is the whole AdamW state in host memory, laid out like Params
+// (padded): what a checkpoint holds.
+type fullMoments struct{ m, v []float32 }
+
+// momentChunk is how many floats of its shard each rank contributes to one
+// collective when the AdamW state is gathered for a checkpoint or spread at a
+// resume: the staging buffers are bounded by it, so no rank but rank 0 ever
+// holds the whole state, and rank 0 only in host memory while it writes it.
+const momentChunk = 1 << 20
+
+// gatherMoments returns the whole AdamW state on rank 0 (nil on the others),
+// for a checkpoint. Under ZeRO-1 the shards come to rank 0 chunk by chunk.
+func (t *Trainer) gatherMoments(ctx context.Context) (*fullMoments, error) {
+	rank0 := t.coll.Rank() == 0
 	if !t.zero() {
-		return t.m, t.v
+		if !rank0 {
+			return nil, nil
+		}
+		return &fullMoments{m: readHost(t.be, t.m), v: readHost(t.be, t.v)}, nil
 	}
-	return t.be.Alloc(t.flat.padded), t.be.Alloc(t.flat.padded)
+	var full fullMoments
+	if rank0 {
+		full = fullMoments{m: make([]float32, t.flat.padded), v: make([]float32, t.flat.padded)}
+	}
+	for _, p := range []struct {
+		full  []float32
+		shard kernels.Tensor
+	}{{full.m, t.m}, {full.v, t.v}} {
+		if err := t.gatherShards(ctx, p.full, p.shard); err != nil {
+			return nil, fmt.Errorf("train: gather the sharded AdamW state: %w", err)
+		}
+	}
+	if !rank0 {
+		return nil, nil
+	}
+	return &full, nil
 }
 
-// keepShard copies this rank's shard of the whole AdamW state into its own.
-func (t *Trainer) keepShard(m, v []float32) {
-	if t.zero() {
-		copy(t.m, m[t.flat.lo:t.flat.hi])
-		copy(t.v, v[t.flat.lo:t.flat.hi])
-	}
-}
-
-// gatherMoments returns the whole AdamW state on every rank (all-gathering the
-// shards under ZeRO-1), for a checkpoint.
-func (t *Trainer) gatherMoments(ctx context.Context) (m, v []float32, err error) {
-	m, v = t.fullMoments()
-	if t.zero() {
-		for _, p := range [][2][]float32{{m, t.m}, {v, t.v}} {
-			copy(p[0][t.flat.lo:t.flat.hi], p[1])
-			if err := t.coll.AllGather(ctx, p[0]); err != nil {
-				return nil, nil, fmt.Errorf("train: gather the sharded AdamW state: %w", err)
+// gatherShards copies every rank's shard (shard.Len() floats at rank·len in the
+// layout) into full on rank 0, through all-gathers of momentChunk floats per
+// rank.
+func (t *Trainer) gatherShards(ctx context.Context, full []float32, shard kernels.Tensor) error {
+	W, r, S := t.coll.World(), t.coll.Rank(), shard.Len()
+	k := min(S, momentChunk)
+	stage := t.scratch(W * k)
+	for c := 0; c < S; c += k {
+		n := min(k, S-c)
+		own := stage[r*k : r*k+n]
+		if shard.IsHost() {
+			copy(own, shard.Float32s()[c:c+n])
+		} else {
+			t.be.Download(kernels.Float32Bytes(own), shard.Slice(c, c+n))
+		}
+		if err := t.coll.AllGather(ctx, stage); err != nil {
+			return err
+		}
+		if full != nil {
+			for q := range W {
+				copy(full[q*S+c:q*S+c+n], stage[q*k:q*k+n])
 			}
 		}
 	}
-	return m, v, nil
+	return nil
+}
+
+// scatterMoments puts rank 0's whole AdamW state (full, laid out like Params,
+// padded; nil on the other ranks) into every rank's own part (shard: all of it,
+// or its ZeRO-1 shard), through broadcasts of momentChunk floats.
+func (t *Trainer) scatterMoments(ctx context.Context, full []float32, shard kernels.Tensor) error {
+	if t.coll.World() == 1 {
+		t.be.Upload(shard, kernels.Float32Bytes(full[:shard.Len()]))
+		return nil
+	}
+	lo, hi := t.flat.lo, t.flat.hi
+	k := min(t.flat.padded, momentChunk)
+	stage := t.scratch(k)
+	for c := 0; c < t.flat.padded; c += k {
+		n := min(k, t.flat.padded-c)
+		if full != nil {
+			copy(stage[:n], full[c:c+n])
+		}
+		if err := t.coll.Broadcast(ctx, stage[:n], 0); err != nil {
+			return err
+		}
+		if a, b := max(c, lo), min(c+n, hi); a < b {
+			t.be.Upload(shard.Slice(a-lo, b-lo), kernels.Float32Bytes(stage[a-c:b-c]))
+		}
+	}
+	return nil
 }
 
 // agreeStop decides, the same way on every rank, whether to stop before the next
@@ -146,7 +197,7 @@ func (t *Trainer) checkWeights(ctx context.Context) error {
 	if t.coll.World() == 1 {
 		return nil
 	}
-	sum := crc32.Checksum(floatBytes(t.model.Params), crc32.MakeTable(crc32.Castagnoli))
+	sum := crc32.Checksum(kernels.Float32Bytes(t.model.ReadParams()), crc32.MakeTable(crc32.Castagnoli))
 	all, err := t.gather(ctx, float64(sum))
 	if err != nil {
 		return fmt.Errorf("train: step %d: compare the ranks' weights: %w", t.step, err)
@@ -167,14 +218,6 @@ func (t *Trainer) checkWeights(ctx context.Context) error {
 func mustAtoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-// floatBytes is the memory of f as bytes.
-func floatBytes(f []float32) []byte {
-	if len(f) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
 }
 
 // span is a range [lo, hi) of the flat buffers.
@@ -222,7 +265,7 @@ type bucketRun struct {
 
 func (t *Trainer) startBuckets(ctx context.Context) *bucketRun {
 	r := &bucketRun{plan: t.buckets, jobs: make(chan []span, 2*len(t.buckets.stages)+1), done: make(chan error, 1)}
-	grads := t.model.Grads
+	grads := t.model.Grads.Float32s() // buckets run only on host gradients
 	go func() {
 		var err error
 		for job := range r.jobs {

@@ -68,6 +68,9 @@ func (t *Trainer) logTensorBoard(m Metrics) error {
 	if m.ValLoss != nil {
 		values = append(values, tensorboard.Scalar{Tag: "val/loss", Value: *m.ValLoss})
 	}
+	if m.LossScale > 0 {
+		values = append(values, tensorboard.Scalar{Tag: "train/loss_scale", Value: m.LossScale})
+	}
 	if err := t.tb.Scalars(int64(m.Step), values...); err != nil {
 		return err
 	}

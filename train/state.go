@@ -58,6 +58,10 @@ type State struct {
 	// Backend and Time are for people.
 	Backend string `json:"backend"`
 	Time    string `json:"time"`
+	// LossScale and LossScaleGood are float16's dynamic loss scale and the steps
+	// since it last changed (absent for float32 and bfloat16).
+	LossScale     float64 `json:"loss_scale,omitempty"`
+	LossScaleGood int     `json:"loss_scale_good,omitempty"`
 }
 
 // RNGState is the random state of a run: its seed.
@@ -104,11 +108,12 @@ var testHookSave func(step int)
 
 // save writes a checkpoint of the current step (rank 0; the others wait at a barrier).
 func (t *Trainer) save(ctx context.Context) error {
-	m, v, err := t.gatherMoments(ctx)
+	moments, err := t.gatherMoments(ctx)
 	if err != nil {
 		return err
 	}
 	if t.coll.Rank() == 0 {
+		params := t.model.ReadParams()
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
 		}
@@ -117,7 +122,8 @@ func (t *Trainer) save(ctx context.Context) error {
 		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
-			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339)}
+			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339),
+			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good}
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}
@@ -128,13 +134,13 @@ func (t *Trainer) save(ctx context.Context) error {
 		step := t.step
 		files := []ckptFile{
 			{Name: ModelFile, Write: func(w io.Writer) error {
-				return safetensors.Write(w, t.model.tensorsOf(t.model.Params, ""), map[string]string{"format": "pt", "step": strconv.Itoa(step)})
+				return safetensors.Write(w, t.model.tensorsOf(params, ""), map[string]string{"format": "pt", "step": strconv.Itoa(step)})
 			}},
 			{Name: OptimizerFile, Write: func(w io.Writer) error {
 				if testHookSave != nil {
 					testHookSave(step)
 				}
-				ts := append(t.model.tensorsOf(m, "exp_avg."), t.model.tensorsOf(v, "exp_avg_sq.")...)
+				ts := append(t.model.tensorsOf(moments.m, "exp_avg."), t.model.tensorsOf(moments.v, "exp_avg_sq.")...)
 				return safetensors.Write(w, ts, map[string]string{"step": strconv.Itoa(step), "optimizer": "AdamW"})
 			}},
 			{Name: StateFile, Write: func(w io.Writer) error {
@@ -244,19 +250,20 @@ func readTensors(ctx context.Context, dir, name string) (*safetensors.File, erro
 	return f, nil
 }
 
-// restore continues from the checkpoint in dir: weights, AdamW state (into m and
-// v, laid out like Params), step and sample cursor. It refuses a checkpoint of
-// another model shape or tokenizer.
-func (t *Trainer) restore(ctx context.Context, dir string, m, v []float32) error {
+// restore continues from the checkpoint in dir (rank 0): weights, step, sample
+// cursor and loss scale; it returns the AdamW state, laid out like Params
+// (padded), for shareStart to put in place. It refuses a checkpoint of another
+// model shape or tokenizer.
+func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error) {
 	st, err := ReadState(ctx, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if st.Model != t.model.Config {
-		return fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start the new run in another out directory", dir, st.Model, t.model.Config)
+		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start the new run in another out directory", dir, st.Model, t.model.Config)
 	}
 	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
-		return fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
+		return nil, fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
 			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint)
 	}
 	if st.NumSamples != t.numSamples {
@@ -265,33 +272,41 @@ func (t *Trainer) restore(ctx context.Context, dir string, m, v []float32) error
 	}
 	mf, err := readTensors(ctx, dir, ModelFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := t.model.loadTensors(t.model.Params, mf, "", dir+"/"+ModelFile); err != nil {
-		return err
+	params := make([]float32, t.model.Params.Len())
+	if err := t.model.loadTensors(params, mf, "", dir+"/"+ModelFile); err != nil {
+		return nil, err
 	}
 	of, err := readTensors(ctx, dir, OptimizerFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := t.model.loadTensors(m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
-		return err
+	full := &fullMoments{m: make([]float32, t.flat.padded), v: make([]float32, t.flat.padded)}
+	if err := t.model.loadTensors(full.m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
+		return nil, err
 	}
-	if err := t.model.loadTensors(v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
-		return err
+	if err := t.model.loadTensors(full.v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
+		return nil, err
 	}
+	t.model.SetParams(params)
 	t.step, t.saved, t.resumed, t.lastCkpt = st.Step, st.Step, dir, dir
 	t.sampler.Cursor = st.Cursor
 	if err := t.sampler.Validate(); err != nil {
-		return fmt.Errorf("train: cannot resume %s: %w", dir, err)
+		return nil, fmt.Errorf("train: cannot resume %s: %w", dir, err)
+	}
+	if t.scaler.on() && st.LossScale > 0 {
+		t.scaler.scale, t.scaler.good = st.LossScale, st.LossScaleGood
 	}
 	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
-	return nil
+	return full, nil
 }
 
 // LoadCheckpoint reads the model of a checkpoint (a checkpoint directory or a run
 // directory, whose newest complete checkpoint it takes, warning through slog.Default
-// about each newer one it skips) onto be, for sampling, scoring and export.
+// about each newer one it skips) onto be, for sampling, scoring and export,
+// computing in the backend's default dtype (float32 on the CPU, bfloat16 on a
+// GPU; the weights themselves are float32).
 func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
 	dir, err := resolveCheckpoint(ctx, path, slog.Default())
 	if err != nil {
@@ -301,16 +316,23 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := NewModel(be, st.Model)
-	if err != nil {
-		return nil, nil, err
-	}
 	f, err := readTensors(ctx, dir, ModelFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.loadTensors(m.Params, f, "", dir+"/"+ModelFile); err != nil {
+	dt, err := ResolveDType("auto", be)
+	if err != nil {
 		return nil, nil, err
 	}
+	m, err := NewModelDType(be, st.Model, dt)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := make([]float32, m.Params.Len())
+	if err := m.loadTensors(params, f, "", dir+"/"+ModelFile); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	m.SetParams(params)
 	return m, st, nil
 }

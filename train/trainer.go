@@ -32,20 +32,27 @@ type Trainer struct {
 	coll  FullCollectives
 	log   *slog.Logger
 	model *Model
-	// The AdamW moments of this rank's slice flat.lo..flat.hi of the layout (all of
-	// it, padded, without ZeRO-1).
-	m, v    []float32
+	dtype kernels.DType // the compute dtype (mixed precision below float32)
+	// The AdamW moments (float32) of this rank's slice flat.lo..flat.hi of the
+	// layout (all of it, padded, without ZeRO-1).
+	m, v kernels.Tensor
+	// stats (Float64) is what one step downloads: [0] the loss sum of this
+	// rank's micro-batches, [1:] the gradient norm's partial sums, one per block.
+	stats   kernels.Tensor
 	flat    flat
 	buckets *bucketPlan // nil: one all-reduce after the backward pass
+	scaler  lossScaler  // float16's dynamic loss scale
+	optMem  int64       // bytes of m and v
 
 	commWait    time.Duration // the steps' time waiting for gradient buckets (benchmarks)
 	checkEveryN int           // tests: compare the weights' checksums this often
 	scratchBufs map[int][]float32
-	// alloc gives the buffers the collectives work on (the weights, the
-	// gradients, scratch): the backend's memory, or the collectives' shared memory
-	// (freed by Close).
-	alloc  func(n int) []float32
-	shared SharedMemory
+	// alloc gives the weights and the gradients: the backend's memory, or, on a
+	// host backend, the collectives' shared memory (freed by Close); hostAlloc
+	// the host buffers of the collectives (shared memory when there is some).
+	alloc     func(what string, n int) (kernels.Tensor, error)
+	hostAlloc func(n int) []float32
+	shared    SharedMemory
 
 	data       *loader.Data
 	tok        shards.TokenizerInfo
@@ -154,32 +161,24 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	t.sampler = &loader.Sampler{Samples: t.data.Train, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}
 
 	// The model and the optimizer state, if they fit.
-	est := EstimateMemory(cfg, vocab, coll.World())
+	if t.dtype, err = ResolveDType(cfg.Dtype, be); err != nil {
+		return nil, err
+	}
+	est := EstimateMemory(cfg, vocab, coll.World(), t.dtype)
 	if err := CheckMemory(est, be); err != nil {
 		return nil, err
 	}
 	log.Info("memory", "estimate", est.String())
 	mc := cfg.Model(vocab)
-	_, _, total := mc.Layout()
-	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
-	t.alloc, t.shared = collectiveMemory(be, coll)
-	if t.model, err = newModel(be, mc, t.flat.padded, t.alloc); err != nil {
+	if err := t.build(mc); err != nil {
 		return nil, err
 	}
-	t.model.Dropout = float32(cfg.Dropout)
-	t.model.AllocGrads()
-	t.model.Reserve(B, T, true)
-	t.m, t.v = be.Alloc(t.flat.hi-t.flat.lo), be.Alloc(t.flat.hi-t.flat.lo)
-	t.batch = make([]int32, 0, B*(T+1))
-	t.in, t.tgt = make([]int32, B*T), make([]int32, B*T)
-	if coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 {
-		t.buckets = planBuckets(t.model, cfg.BucketMB)
-	}
 
-	mFull, vFull := t.fullMoments()
+	// The starting point: rank 0's checkpoint or initial weights, for every rank.
+	var moments *fullMoments // rank 0's whole AdamW state read from a checkpoint
 	switch {
 	case ckpt != "":
-		if err := t.restore(ctx, ckpt, mFull, vFull); err != nil {
+		if moments, err = t.restore(ctx, ckpt); err != nil {
 			return nil, err
 		}
 	case cfg.InitFrom != "" && rank0:
@@ -190,12 +189,9 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	default:
 		t.model.Init(uint64(cfg.Seed))
 	}
-	if coll.World() > 1 {
-		if err := t.shareStart(ctx, ckpt != "", mFull, vFull); err != nil {
-			return nil, err
-		}
+	if err := t.shareStart(ctx, ckpt != "", moments); err != nil {
+		return nil, err
 	}
-	t.keepShard(mFull, vFull)
 
 	if coll.Rank() == 0 {
 		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -214,48 +210,108 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 			t.peak = p.PeakFLOPS()
 		}
 	}
-	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(),
+	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(), "dtype", t.dtype.String(),
 		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len())
+	mem := t.Memory()
+	log.Info("memory", "params", kernels.GiB(mem.Params), "grads", kernels.GiB(mem.Grads), "adamw", kernels.GiB(mem.Optimizer),
+		"activations", kernels.GiB(mem.Activations), "total", kernels.GiB(mem.Total()), "micro_batch", fmt.Sprintf("%dx%d", B, T))
 	if coll.World() > 1 {
 		log.Info("data parallel", "rank", coll.Rank(), "world", coll.World(), "zero", cfg.Zero,
-			"adamw_floats_per_rank", len(t.m), "buckets", t.buckets != nil)
+			"adamw_floats_per_rank", t.m.Len(), "buckets", t.buckets != nil)
 	}
 	return t, nil
 }
 
+// build makes the model of shape mc (zeroed, in t.dtype), its gradients, activations and
+// AdamW state on the trainer's backend, laid out for its collectives.
+func (t *Trainer) build(mc ModelConfig) error {
+	cfg, be, coll := t.cfg, t.be, t.coll
+	B, T := cfg.BatchSize, cfg.BlockSize
+	var err error
+	if t.dtype == kernels.Float16 {
+		t.scaler = newLossScaler()
+	}
+	_, _, total := mc.Layout()
+	t.flat = newFlat(total, coll.World(), coll.Rank(), cfg.Zero == 1 && coll.World() > 1)
+	t.alloc, t.hostAlloc, t.shared = collectiveMemory(be, coll)
+	if t.model, err = newModel(be, mc, t.dtype, t.flat.padded, t.alloc); err != nil {
+		return t.memoryError(err)
+	}
+	t.model.Dropout = float32(cfg.Dropout)
+	if err := t.model.AllocGrads(); err != nil {
+		return t.memoryError(err)
+	}
+	if err := t.model.Reserve(B, T, true); err != nil {
+		return t.memoryError(err)
+	}
+	for _, p := range []*kernels.Tensor{&t.m, &t.v} {
+		if *p, err = be.Alloc("AdamW moments", kernels.Float32, t.flat.hi-t.flat.lo); err != nil {
+			return t.memoryError(err)
+		}
+		t.optMem += int64(p.Bytes())
+	}
+	if t.stats, err = be.Alloc("step statistics", kernels.Float64, 1+t.flat.padded/t.flat.block); err != nil {
+		return t.memoryError(err)
+	}
+	t.model.free(t.model.lossAcc, &t.model.mem.Activations)
+	t.model.lossAcc = t.stats.Slice(0, 1)
+	t.batch = make([]int32, 0, B*(T+1))
+	t.in, t.tgt = make([]int32, B*T), make([]int32, B*T)
+	if coll.World() > 1 && cfg.Zero == 0 && cfg.BucketMB > 0 && t.model.Grads.IsHost() {
+		t.buckets = planBuckets(t.model, cfg.BucketMB)
+	}
+	return nil
+}
+
 // shareStart makes every rank start from rank 0's state: whether it resumed (and
-// from which step and sample), its weights, and its AdamW state when resumed.
-func (t *Trainer) shareStart(ctx context.Context, resumed bool, m, v []float32) error {
+// from which step, sample and loss scale), its weights, and its AdamW state when
+// resumed (moments: rank 0's, read from the checkpoint). With one rank it only
+// puts the moments in place.
+func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMoments) error {
 	ctx = context.WithoutCancel(ctx)
-	hdr := t.scratch(6)
-	clear(hdr)
-	if t.coll.Rank() == 0 {
-		var flag float64
-		if resumed {
-			flag = 1
+	if t.coll.World() > 1 {
+		hdr := t.scratch(10)
+		clear(hdr)
+		if t.coll.Rank() == 0 {
+			var flag float64
+			if resumed {
+				flag = 1
+			}
+			putBits(hdr[0:], flag)
+			putBits(hdr[2:], float64(t.step))
+			putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
+			putBits(hdr[6:], t.scaler.scale)
+			putBits(hdr[8:], float64(t.scaler.good))
 		}
-		putBits(hdr[0:], flag)
-		putBits(hdr[2:], float64(t.step))
-		putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
-	}
-	if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
-		return fmt.Errorf("train: broadcast the starting point: %w", err)
-	}
-	resumed = getBits(hdr[0:]) == 1
-	if t.coll.Rank() != 0 && resumed {
-		t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
-		t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
-		if err := t.sampler.Validate(); err != nil {
-			return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
+		if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
+			return fmt.Errorf("train: broadcast the starting point: %w", err)
 		}
+		resumed = getBits(hdr[0:]) == 1
+		if t.coll.Rank() != 0 && resumed {
+			t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
+			t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
+			t.scaler.scale, t.scaler.good = getBits(hdr[6:]), int(getBits(hdr[8:]))
+			if err := t.sampler.Validate(); err != nil {
+				return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
+			}
+		}
+		if err := t.onTensor(ctx, broadcastFrom0, t.model.Params); err != nil {
+			return fmt.Errorf("train: broadcast the initial weights: %w", err)
+		}
+		t.model.SyncWork()
 	}
-	bufs := [][]float32{t.model.Params}
 	if resumed {
-		bufs = append(bufs, m[:t.flat.n], v[:t.flat.n])
-	}
-	for _, buf := range bufs {
-		if err := t.coll.Broadcast(ctx, buf, 0); err != nil {
-			return fmt.Errorf("train: broadcast the initial state: %w", err)
+		for i, shard := range []kernels.Tensor{t.m, t.v} {
+			var full []float32
+			if moments != nil {
+				full = moments.m
+				if i == 1 {
+					full = moments.v
+				}
+			}
+			if err := t.scatterMoments(ctx, full, shard); err != nil {
+				return fmt.Errorf("train: broadcast the AdamW state: %w", err)
+			}
 		}
 	}
 	return nil
@@ -273,19 +329,37 @@ func (t *Trainer) Model() *Model { return t.model }
 // Step returns the optimizer steps done.
 func (t *Trainer) Step() int { return t.step }
 
-// Close releases the data, the metrics file and the shared buffers (the model is
-// unusable afterwards).
+// Close releases the data, the metrics file, the model's and the optimizer's
+// memory and the shared buffers (the model is unusable afterwards).
 func (t *Trainer) Close() error {
-	if t.shared != nil {
-		if t.model != nil {
-			t.shared.FreeShared(t.model.Params)
-			t.shared.FreeShared(t.model.Grads)
-			t.model.Params, t.model.Grads = nil, nil
+	if t.model != nil {
+		t.model.Close()
+	}
+	for _, x := range []kernels.Tensor{t.m, t.v, t.stats} {
+		if !x.Nil() {
+			t.be.Free(x)
 		}
+	}
+	t.m, t.v, t.stats = kernels.Tensor{}, kernels.Tensor{}, kernels.Tensor{}
+	if t.model != nil {
+		for _, x := range []kernels.Tensor{t.model.paramsAll, t.model.gradsAll} {
+			switch {
+			case x.Nil():
+			case x.Owner() == nil && t.shared != nil: // the collectives' shared memory
+				t.shared.FreeShared(x.Float32s())
+			default:
+				t.be.Free(x)
+			}
+		}
+	}
+	if t.shared != nil {
 		for _, b := range t.scratchBufs {
 			t.shared.FreeShared(b)
 		}
 		t.scratchBufs, t.shared = nil, nil
+	}
+	if t.model != nil {
+		t.model.Params, t.model.Grads, t.model.paramsAll, t.model.gradsAll = kernels.Tensor{}, kernels.Tensor{}, kernels.Tensor{}, kernels.Tensor{}
 	}
 	var errs []error
 	if t.metrics != nil {
@@ -301,6 +375,13 @@ func (t *Trainer) Close() error {
 		t.data = nil
 	}
 	return errors.Join(errs...)
+}
+
+// Memory is what this rank holds on its backend.
+func (t *Trainer) Memory() MemoryUse {
+	u := t.model.Memory()
+	u.Optimizer = t.optMem
+	return u
 }
 
 // Train runs steps until max_steps, evaluating and checkpointing as configured. When
@@ -334,7 +415,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			}
 			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, cause)
 		}
-		m, err := t.trainStep(ctx)
+		m, err := t.guardedStep(ctx)
 		if err != nil {
 			return res(), err
 		}
@@ -407,18 +488,19 @@ func fill(in, tgt, batch []int32, B, T int) {
 
 // trainStep runs one optimizer step: grad_accum micro-batches forward and backward,
 // the reduction of the gradients (all-reduced bucket by bucket during the last
-// backward pass, or reduce-scattered under ZeRO-1), clipping, AdamW (on this rank's
-// shard under ZeRO-1, then the weights all-gathered).
+// backward pass, or reduce-scattered under ZeRO-1), the gradient norm and AdamW
+// with clipping on the backend (on this rank's shard under ZeRO-1, then the
+// weights all-gathered), and one download of the step's loss and norm.
 func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	start := time.Now()
 	cctx := context.WithoutCancel(ctx) // a signal stops between steps, never inside a collective
 	cfg, be, model := t.cfg, t.be, t.model
 	B, T, accum, world := cfg.BatchSize, cfg.BlockSize, cfg.GradAccum, t.coll.World()
 	step := t.step + 1
-	dloss := float32(1 / (float64(B) * float64(T) * float64(accum) * float64(world)))
+	dloss := float32(1 / (float64(B) * float64(T) * float64(accum) * float64(world)) * t.scaler.factor())
 
-	be.Zero(t.gradsAll())
-	var lossSum float64
+	be.Zero(model.gradsAll)
+	be.Zero(t.stats) // the loss sum and the norm's partial sums
 	var count int
 	var run *bucketRun
 	for micro := range accum {
@@ -427,73 +509,111 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 			return Metrics{}, fmt.Errorf("train: step %d: %w", step, err)
 		}
 		fill(t.in, t.tgt, t.batch, B, T)
-		ls, n := model.Forward(t.in, t.tgt, B, T, true, dropKey(cfg.Seed, step, micro, t.coll.Rank()))
-		lossSum += ls
-		count += n
 		if micro == accum-1 && t.buckets != nil {
 			run = t.startBuckets(cctx)
 			model.gradsDone = run.stage
 		}
-		model.Backward(dloss)
+		count += model.Step(t.in, t.tgt, B, T, dloss, dropKey(cfg.Seed, step, micro, t.coll.Rank()))
 		model.gradsDone = nil
 	}
-	be.Sync() // the collectives may read the gradient from the host
-	var err error
-	switch {
-	case run != nil:
-		err = run.wait()
-		t.commWait += run.waited
-	case t.zero():
-		err = t.coll.ReduceScatterSum(cctx, t.gradsAll())
-	default:
-		err = t.coll.AllReduceSum(cctx, model.Grads)
-	}
-	if err != nil {
+	if err := t.reduceGrads(cctx, run); err != nil {
 		return Metrics{}, fmt.Errorf("train: step %d: reduce the gradients: %w", step, err)
 	}
-	loss, err := t.globalMean(cctx, lossSum, count)
+	if err := t.gradNorm(cctx); err != nil {
+		return Metrics{}, fmt.Errorf("train: step %d: gather the gradient norm: %w", step, err)
+	}
+	lr := cfg.LRAt(step - 1)
+	lo, hi := t.flat.lo, t.flat.hi
+	opt := kernels.AdamW{LR: float32(lr), Beta1: float32(cfg.Beta1), Beta2: float32(cfg.Beta2), Eps: AdamEps,
+		WeightDecay: float32(cfg.WeightDecay), Step: step, DecayLen: min(max(model.DecayLen-lo, 0), hi-lo),
+		GradScale: float32(1 / t.scaler.factor()), MaxNorm: cfg.GradClip}
+	// AdamW over this rank's slice [lo, hi), writing the compute copy of it; it
+	// skips the update when the gradient norm is not finite.
+	var work kernels.Tensor
+	if !model.workAll.Same(model.paramsAll) {
+		work = model.workAll.Slice(lo, hi)
+	}
+	be.AdamW(model.paramsAll.Slice(lo, hi), model.gradsAll.Slice(lo, hi), t.m, t.v, work, t.stats.Slice(1, t.stats.Len()), opt)
+	if t.zero() {
+		if err := t.onTensor(cctx, allGather, model.paramsAll); err != nil {
+			return Metrics{}, fmt.Errorf("train: step %d: gather the updated weights: %w", step, err)
+		}
+		model.SyncWork()
+	}
+	// The one download of the step: the loss sum and the norm's partial sums.
+	stats := make([]float64, t.stats.Len())
+	be.Download(kernels.Float64Bytes(stats), t.stats)
+	loss, err := t.globalMean(cctx, stats[0], count)
 	if err != nil {
 		return Metrics{}, fmt.Errorf("train: step %d: gather the loss: %w", step, err)
 	}
-	normSq, err := t.gradNormSq(cctx)
-	if err != nil {
-		return Metrics{}, fmt.Errorf("train: step %d: gather the gradient norm: %w", step, err)
+	var normSq float64
+	for _, p := range stats[1:] {
+		normSq += p
 	}
-	norm := math.Sqrt(normSq)
-	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; the weights are those after step %d (the newest checkpoint is older)\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, t.step)
-	}
-	lo, hi := t.flat.lo, t.flat.hi
-	if cfg.GradClip > 0 {
-		// torch.nn.utils.clip_grad_norm_: scale by max_norm/(norm+1e-6) when that is < 1.
-		if coef := cfg.GradClip / (norm + 1e-6); coef < 1 {
-			be.Scale(t.gradsAll()[lo:hi], float32(coef))
+	norm := math.Sqrt(normSq) / t.scaler.factor()
+	finite := !math.IsNaN(norm) && !math.IsInf(norm, 0)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) || (!finite && !t.scaler.on()) {
+		what := fmt.Sprintf("the weights are those after step %d (AdamW skipped this one)", t.step)
+		if finite {
+			what = fmt.Sprintf("the weights include this step's update (the newest checkpoint is of step %d)", t.saved)
 		}
+		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; %s\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, what)
 	}
-	lr := cfg.LRAt(step - 1)
-	opt := kernels.AdamW{LR: float32(lr), Beta1: float32(cfg.Beta1), Beta2: float32(cfg.Beta2), Eps: AdamEps,
-		WeightDecay: float32(cfg.WeightDecay), Step: step}
-	// AdamW over this rank's slice [lo, hi): weight decay on the part in [0, D),
-	// none on the part in [D, n); the padding is left alone.
-	P, G, D, n := t.paramsAll(), t.gradsAll(), model.DecayLen, t.flat.n
-	if a, b := max(lo, 0), min(hi, D); a < b {
-		be.AdamW(P[a:b], G[a:b], t.m[a-lo:b-lo], t.v[a-lo:b-lo], opt)
-	}
-	opt.WeightDecay = 0
-	if a, b := max(lo, D), min(hi, n); a < b {
-		be.AdamW(P[a:b], G[a:b], t.m[a-lo:b-lo], t.v[a-lo:b-lo], opt)
-	}
-	be.Sync()
-	if t.zero() {
-		if err := t.coll.AllGather(cctx, P); err != nil {
-			return Metrics{}, fmt.Errorf("train: step %d: gather the updated weights: %w", step, err)
+	if t.scaler.on() {
+		old := t.scaler.scale
+		if err := t.scaler.update(finite); err != nil {
+			return Metrics{}, fmt.Errorf("train: step %d: %w", step, err)
+		}
+		if !finite && t.coll.Rank() == 0 {
+			t.log.Warn("float16 overflow in the gradients: step skipped", "step", step, "loss_scale", old, "new_loss_scale", t.scaler.scale)
 		}
 	}
 	t.step = step
 	t.lastLoss = loss
 	m := Metrics{Step: step, Loss: loss, LR: lr, GradNorm: norm}
 	t.throughput(&m, B*accum*world, T, time.Since(start).Seconds())
+	if t.scaler.on() {
+		m.LossScale = t.scaler.scale
+		if !finite {
+			m.GradNorm, m.Skipped = 0, true
+		}
+	}
 	return m, nil
+}
+
+// guardedStep is trainStep with a device running out of memory mid-step (a
+// backend's scratch) turned into the same one-line error as at the start.
+func (t *Trainer) guardedStep(ctx context.Context) (m Metrics, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			oom, ok := r.(*kernels.OutOfMemoryError)
+			if !ok {
+				panic(r)
+			}
+			err = t.memoryError(oom)
+		}
+	}()
+	return t.trainStep(ctx)
+}
+
+// reduceGrads sums the ranks' gradients: the buckets already under way (run),
+// or one all-reduce, or ZeRO-1's reduce-scatter; in place on a device backend
+// with tensor collectives (NCCL), else on host copies.
+func (t *Trainer) reduceGrads(ctx context.Context, run *bucketRun) error {
+	if t.coll.World() == 1 {
+		return nil
+	}
+	if run != nil {
+		t.be.Sync() // the collectives read the gradients from the host
+		err := run.wait()
+		t.commWait += run.waited
+		return err
+	}
+	if t.zero() {
+		return t.onTensor(ctx, reduceScatterSum, t.model.gradsAll)
+	}
+	return t.onTensor(ctx, allReduceSum, t.model.Grads)
 }
 
 // globalMean is the mean per-token loss over every rank's tokens: the ranks' sums
@@ -529,18 +649,17 @@ func (t *Trainer) Evaluate(ctx context.Context) (float64, error) {
 	cfg := t.cfg
 	B, T := cfg.BatchSize, cfg.BlockSize
 	s := &loader.Sampler{Samples: t.data.Valid, Rank: t.coll.Rank(), World: t.coll.World(), Micro: B, GradAccum: 1}
-	var sum float64
 	var count int
+	t.model.ResetLoss()
 	for range cfg.EvalSteps {
 		var err error
 		if t.batch, err = s.NextInt32(t.batch[:0]); err != nil {
 			return 0, fmt.Errorf("train: evaluate: %w", err)
 		}
 		fill(t.in, t.tgt, t.batch, B, T)
-		ls, n := t.model.Forward(t.in, t.tgt, B, T, false, 0)
-		sum += ls
-		count += n
+		count += t.model.Forward(t.in, t.tgt, B, T)
 	}
+	sum := t.model.LossSum()
 	v, err := t.globalMean(context.WithoutCancel(ctx), sum, count)
 	if err != nil {
 		return 0, fmt.Errorf("train: evaluate: gather the loss: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"gptkit/internal/cli"
 	"gptkit/train"
@@ -33,7 +34,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, fmt.Sprintf("--format %q: want hf", *format))
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train export", cli.Interrupted(ctx, err)) }
-	be, err := openBackend("ref", 1) // only holds the weights
+	be, err := openBackend("ref", 1, slog.New(slog.DiscardHandler)) // only holds the weights
 	if err != nil {
 		return fail(err)
 	}

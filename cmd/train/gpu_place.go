@@ -76,7 +76,7 @@ func ncclEnv(environ []string) []string {
 // backend, the GPU chooseGPU picks, which the rank logs.
 func openRankBackend(device string, threads int, place dist.Place, log *slog.Logger) (kernels.Backend, error) {
 	if !cudaDevice(device) {
-		return openBackendOn(device, threads, 0)
+		return openBackendOn(device, threads, 0, log)
 	}
 	o, err := deviceOptions(device)
 	if err != nil {
@@ -85,11 +85,12 @@ func openRankBackend(device string, threads int, place dist.Place, log *slog.Log
 	choice, err := chooseGPU(os.Getenv, place, o)
 	if err != nil {
 		if device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrDriverTooOld)) {
-			return openBackendOn("cpu", threads, 0)
+			logFallback(log, err)
+			return openBackendOn("cpu", threads, 0, log)
 		}
 		return nil, fmt.Errorf("--device %s: %w", device, err)
 	}
-	be, err := openBackendOn(device, threads, choice.ordinal)
+	be, err := openBackendOn(device, threads, choice.ordinal, log)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case *topK < 0:
 		return c.UsageError(stderr, "--top-k must be >= 0")
 	}
-	be, err := openBackend(*device, *threads)
+	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return c.UsageError(stderr, err.Error())
 	}

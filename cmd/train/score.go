@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strconv"
@@ -35,7 +36,7 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case *tokens == "":
 		return c.UsageError(stderr, "--tokens FILE is required")
 	}
-	be, err := openBackend(*device, *threads)
+	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return c.UsageError(stderr, err.Error())
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,29 +20,33 @@ import (
 // The NCCL collectives and train/dist's communicator satisfy the interfaces of
 // the packages they cannot import, so the checks live here.
 var (
-	_ train.FullCollectives = (*cuda.NCCL)(nil)
-	_ cuda.Transport        = (*dist.Comm)(nil)
-	_ cuda.CollectiveWatch  = (*dist.Comm)(nil)
+	_ train.FullCollectives   = (*cuda.NCCL)(nil)
+	_ train.TensorCollectives = (*cuda.NCCL)(nil)
+	_ cuda.Transport          = (*dist.Comm)(nil)
+	_ cuda.CollectiveWatch    = (*dist.Comm)(nil)
 )
 
 // openBackend returns the kernels for --device, for a command of one process
 // (sample, score, export): its GPU is $LOCAL_RANK's (0 when unset). The
 // trainer's ranks choose theirs with openRankBackend (gpu_place.go).
-func openBackend(device string, threads int) (kernels.Backend, error) {
-	return openBackendOn(device, threads, cuda.LocalRank())
+func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend, error) {
+	return openBackendOn(device, threads, cuda.LocalRank(), log)
 }
 
 // openBackendOn returns the kernels for --device, on GPU ordinal (among the
 // visible ones) for the CUDA backends:
 //
-//   - cuda: the GPU backend, bf16 matmuls. Without a usable GPU it fails with
-//     one line saying why (no driver, no device, driver too old for the PTX, no
-//     cuBLAS).
+//   - cuda: the GPU backend (dtype auto: bfloat16). Without a usable GPU it
+//     fails with one line saying why (no driver, no device, driver too old for
+//     the PTX, no cuBLAS).
 //   - cuda-sim: the same CUDA backend on a simulated GPU (kernels/cuda/sim):
 //     the committed PTX of every kernel runs on the CPU, cuBLAS and NCCL are
 //     simulated. Very slow; for tests and for checking a change without a GPU.
-//     Float32 matmuls, so it matches --device cpu.
-//   - auto: cuda when a GPU is usable, else the CPU backend.
+//     dtype auto is float32 there, with float32 matmuls, so it matches
+//     --device cpu.
+//   - auto: cuda when a GPU is usable, else the CPU backend; when it falls
+//     back, it logs why on log (no driver, no device, driver too old, no
+//     cuBLAS).
 //   - cpu: the CPU backend on threads goroutines (0: one per CPU).
 //   - ref: the reference backend (slow; for checking).
 //
@@ -50,12 +55,14 @@ func openBackend(device string, threads int) (kernels.Backend, error) {
 // $GPTKIT_SIM_GPUS its machine's GPU count (default 8), $GPTKIT_SIM_HOST the
 // machine's name in their UUIDs (default: the host name), and cuda-sim honours
 // CUDA_VISIBLE_DEVICES as the driver does.
-func openBackendOn(device string, threads, ordinal int) (kernels.Backend, error) {
+func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kernels.Backend, error) {
 	switch device {
 	case "auto":
-		if be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)}); err == nil {
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
+		if err == nil {
 			return be, nil
 		}
+		logFallback(log, err)
 		return cpu.New(threads), nil
 	case "cpu":
 		return cpu.New(threads), nil
@@ -83,6 +90,11 @@ func openBackendOn(device string, threads, ordinal int) (kernels.Backend, error)
 		return be, nil
 	}
 	return nil, fmt.Errorf("--device %q: want auto, cpu, ref, cuda or cuda-sim", device)
+}
+
+// logFallback says why --device auto runs on the CPU.
+func logFallback(log *slog.Logger, why error) {
+	log.Info("device auto: no usable GPU, running on the CPU", "reason", why.Error())
 }
 
 // simOptions is cuda-sim's machine as the environment describes it.
@@ -124,7 +136,7 @@ const (
 // other panics go on.
 func deviceError(r any) error {
 	err, ok := r.(error)
-	var oom *cuda.OutOfMemoryError
+	var oom *kernels.OutOfMemoryError
 	if ok && (errors.As(err, &oom) || strings.HasPrefix(err.Error(), "cuda: ")) {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gptkit/kernels/cuda"
 	"gptkit/kernels/ref"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -320,4 +321,30 @@ func FuzzParseTokenArrays(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDeviceAutoSaysWhy: --device auto on a machine without a usable GPU trains
+// on the CPU and says why it did not take the GPU (it used to fall back
+// silently), and the run's dtype is the CPU's float32.
+func TestDeviceAutoSaysWhy(t *testing.T) {
+	if be, err := cuda.Open(cuda.Options{}); err == nil {
+		be.Close()
+		t.Skip("a GPU is usable here: auto takes it")
+	}
+	data, _ := makeCharDataset(t)
+	args := tinyArgs(data, filepath.Join(t.TempDir(), "run"), "2")
+	for i, a := range args {
+		if a == "--device" {
+			args[i+1] = "auto"
+		}
+	}
+	code, _, stderr := runTrain(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"device auto: no usable GPU, running on the CPU", "reason=", "dtype=float32", "msg=memory"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
 }

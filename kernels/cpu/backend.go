@@ -24,6 +24,7 @@ import (
 	"unsafe"
 
 	"gptkit/kernels"
+	"gptkit/kernels/internal/check"
 )
 
 // Backend is the CPU backend. Its methods are safe for concurrent use but run
@@ -37,6 +38,7 @@ type Backend struct {
 	packedB     []float32     // the shared packed B panel of the parallel GEMM
 	work        [][]float32   // per-worker scratch for row and head tasks
 	partial     []float32     // per-chunk partial sums of row reductions
+	wide        [][]float32   // float32 copies of 16-bit operands, by slot (tensor.go)
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -68,11 +70,44 @@ func (be *Backend) Name() string {
 }
 
 // Alloc implements kernels.Backend: zeroed Go memory aligned to 64 bytes.
-func (be *Backend) Alloc(n int) []float32 { return alignedFloats(n) }
+func (be *Backend) Alloc(what string, dt kernels.DType, n int) (kernels.Tensor, error) {
+	if n < 0 {
+		panic("kernels: alloc: negative size")
+	}
+	size := n * dt.Size()
+	f := alignedFloats((size + 3) / 4)
+	host := []byte{}
+	if size > 0 {
+		host = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), size)
+	}
+	buf := kernels.NewBuffer(be, uintptr(unsafe.Pointer(unsafe.SliceData(host))), host, size, what)
+	return kernels.NewTensor(buf, dt, n), nil
+}
+
+// Free implements kernels.Backend: the garbage collector frees Go memory.
+func (be *Backend) Free(kernels.Tensor) {}
 
 // HostMemory implements kernels.HostMemory: any host memory will do (aligned
 // memory is faster).
 func (be *Backend) HostMemory() {}
+
+// Upload implements kernels.Backend: a copy.
+func (be *Backend) Upload(dst kernels.Tensor, src []byte) {
+	check.Host("upload", dst)
+	if len(src) != dst.Bytes() {
+		panic(fmt.Sprintf("kernels: upload of %d bytes into %s", len(src), dst))
+	}
+	copy(dst.HostBytes(), src)
+}
+
+// Download implements kernels.Backend: a copy.
+func (be *Backend) Download(dst []byte, src kernels.Tensor) {
+	check.Host("download", src)
+	if len(dst) != src.Bytes() {
+		panic(fmt.Sprintf("kernels: download of %s into %d bytes", src, len(dst)))
+	}
+	copy(dst, src.HostBytes())
+}
 
 // Sync implements kernels.Backend: every op has finished when it returns.
 func (be *Backend) Sync() {}

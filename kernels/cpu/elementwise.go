@@ -5,93 +5,60 @@ import (
 	"gptkit/kernels/internal/check"
 )
 
-// ResidualForward implements kernels.Backend: out = a + b.
-func (be *Backend) ResidualForward(out, a, b []float32) {
-	n := check.Same("residual forward", out, a, b)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.forChunks(n, elementGrain, func(lo, hi int) { vecAdd(out[lo:hi], a[lo:hi], b[lo:hi]) })
-}
-
-// ResidualBackward implements kernels.Backend: da += dout, db += dout.
-func (be *Backend) ResidualBackward(da, db, dout []float32) {
-	n := check.Same("residual backward", da, db, dout)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.forChunks(n, elementGrain, func(lo, hi int) {
-		vecAcc(da[lo:hi], dout[lo:hi])
-		vecAcc(db[lo:hi], dout[lo:hi])
-	})
-}
-
 // DropoutForward implements kernels.Backend with kernels.DropoutKeep's mask.
-func (be *Backend) DropoutForward(out, inp []float32, p float32, seed uint64) {
-	n := check.Same("dropout forward", out, inp)
+func (be *Backend) DropoutForward(out, inp kernels.Tensor, p float32, seed uint64) {
+	be.dropout("dropout forward", out, inp, p, seed)
+}
+
+// DropoutBackward implements kernels.Backend: dinp = dout·mask/(1-p).
+func (be *Backend) DropoutBackward(dinp, dout kernels.Tensor, p float32, seed uint64) {
+	be.dropout("dropout backward", dinp, dout, p, seed)
+}
+
+func (be *Backend) dropout(op string, out, inp kernels.Tensor, p float32, seed uint64) {
+	n := check.Same(op, out, inp)
+	check.Host(op, out, inp)
 	thr := kernels.DropoutThreshold(p)
 	scale := kernels.DropoutScale(p)
 	be.mu.Lock()
 	defer be.mu.Unlock()
+	x := be.in(inp, n, slotA)
+	o := be.out(out, n, slotB)
 	be.forChunks(n, elementGrain, func(lo, hi int) {
 		if thr == 0 {
-			copy(out[lo:hi], inp[lo:hi])
+			copy(o[lo:hi], x[lo:hi])
 			return
 		}
 		for i := lo; i < hi; i++ {
 			if kernels.DropoutBits(seed, i) >= thr {
-				out[i] = inp[i] * scale
+				o[i] = x[i] * scale
 			} else {
-				out[i] = 0
+				o[i] = 0
 			}
 		}
 	})
-}
-
-// DropoutBackward implements kernels.Backend: dinp += dout·mask/(1-p).
-func (be *Backend) DropoutBackward(dinp, dout []float32, p float32, seed uint64) {
-	n := check.Same("dropout backward", dinp, dout)
-	thr := kernels.DropoutThreshold(p)
-	scale := kernels.DropoutScale(p)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.forChunks(n, elementGrain, func(lo, hi int) {
-		if thr == 0 {
-			vecAcc(dinp[lo:hi], dout[lo:hi])
-			return
-		}
-		for i := lo; i < hi; i++ {
-			if kernels.DropoutBits(seed, i) >= thr {
-				dinp[i] += dout[i] * scale
-			}
-		}
-	})
-}
-
-// Scale implements kernels.Backend: x *= s.
-func (be *Backend) Scale(x []float32, s float32) {
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.forChunks(len(x), elementGrain, func(lo, hi int) { vecScale(x[lo:hi], s) })
+	be.store(out, o)
 }
 
 // Zero implements kernels.Backend.
-func (be *Backend) Zero(x []float32) {
+func (be *Backend) Zero(x kernels.Tensor) {
+	check.Host("zero", x)
+	b := x.HostBytes()
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	be.forChunks(len(x), 1<<18, func(lo, hi int) { clear(x[lo:hi]) })
+	be.forChunks(len(b), 1<<20, func(lo, hi int) { clear(b[lo:hi]) })
 }
 
-// GeluForward implements kernels.Backend.
-func (be *Backend) GeluForward(out, inp []float32) {
-	n := check.Same("gelu forward", out, inp)
+// Convert implements kernels.Backend: widen, then round to dst's dtype.
+func (be *Backend) Convert(dst, src kernels.Tensor) {
+	n := check.Same("convert", dst, src)
+	check.Host("convert", dst, src)
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	be.forChunks(n, elementGrain/4, func(lo, hi int) { geluForward(out[lo:hi], inp[lo:hi]) })
-}
-
-// GeluBackward implements kernels.Backend: dinp += gelu'(inp)·dout.
-func (be *Backend) GeluBackward(dinp, inp, dout []float32) {
-	n := check.Same("gelu backward", dinp, inp, dout)
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.forChunks(n, elementGrain/4, func(lo, hi int) { geluBackward(dinp[lo:hi], inp[lo:hi], dout[lo:hi]) })
+	x := be.in(src, n, slotA)
+	if dst.DType() == kernels.Float32 {
+		copy(dst.Float32s(), x)
+		return
+	}
+	be.store(dst.Slice(0, n), x)
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gptkit/kernels"
 	"gptkit/kernels/cpu"
 	"gptkit/kernels/kerneltest"
 	"gptkit/kernels/ref"
@@ -39,10 +40,17 @@ func FuzzMatmul(f *testing.F) {
 		dinpRef, dwRef := append([]float32(nil), dinp...), append([]float32(nil), dw...)
 		out, outRef := make([]float32, N*OC), make([]float32, N*OC)
 		be, rb := cpu.New(int(threads)%4+1), ref.New()
-		be.MatmulForward(out, inp, w, b, N, C, OC)
-		rb.MatmulForward(outRef, inp, w, b, N, C, OC)
-		be.MatmulBackward(dinp, dw, db, dout, inp, w, N, C, OC)
-		rb.MatmulBackward(dinpRef, dwRef, dbRef, dout, inp, w, N, C, OC)
+		H, none := kernels.Host, kernels.Tensor{}
+		hb := func(x []float32) kernels.Tensor {
+			if x == nil {
+				return none
+			}
+			return H(x)
+		}
+		be.MatmulForward(H(out), H(inp), H(w), hb(b), N, C, OC)
+		rb.MatmulForward(H(outRef), H(inp), H(w), hb(b), N, C, OC)
+		be.MatmulBackward(H(dinp), H(dw), hb(db), H(dout), H(inp), H(w), none, N, C, OC)
+		rb.MatmulBackward(H(dinpRef), H(dwRef), hb(dbRef), H(dout), H(inp), H(w), none, N, C, OC)
 		for i, p := range [][2][]float32{{out, outRef}, {dinp, dinpRef}, {dw, dwRef}, {db, dbRef}} {
 			if err := kerneltest.Close(p[0], p[1], kerneltest.Tolerance, 1); err != nil {
 				t.Fatalf("N%d C%d OC%d bias=%v: output %d: %v", N, C, OC, bias, i, err)
@@ -64,16 +72,16 @@ func FuzzAttention(f *testing.F) {
 		C := NH * HS
 		r := rand.New(rand.NewPCG(seed, 2))
 		qkv, dout := fuzzData(r, B*T*3*C), fuzzData(r, B*T*C)
-		dqkv := fuzzData(r, B*T*3*C)
-		dqkvRef := append([]float32(nil), dqkv...)
+		dqkv, dqkvRef := make([]float32, B*T*3*C), make([]float32, B*T*3*C)
 		out, outRef := make([]float32, B*T*C), make([]float32, B*T*C)
-		att, attRef := make([]float32, B*NH*T*T), make([]float32, B*NH*T*T)
+		lse, lseRef := make([]float32, B*NH*T), make([]float32, B*NH*T)
 		be, rb := cpu.New(2), ref.New()
-		be.AttentionForward(out, att, qkv, B, T, C, NH)
-		rb.AttentionForward(outRef, attRef, qkv, B, T, C, NH)
-		be.AttentionBackward(dqkv, dout, qkv, attRef, B, T, C, NH)
-		rb.AttentionBackward(dqkvRef, dout, qkv, attRef, B, T, C, NH)
-		for i, p := range [][2][]float32{{out, outRef}, {att, attRef}, {dqkv, dqkvRef}} {
+		H := kernels.Host
+		be.AttentionForward(H(out), H(lse), H(qkv), B, T, C, NH)
+		rb.AttentionForward(H(outRef), H(lseRef), H(qkv), B, T, C, NH)
+		be.AttentionBackward(H(dqkv), H(dout), H(qkv), H(outRef), H(lseRef), B, T, C, NH)
+		rb.AttentionBackward(H(dqkvRef), H(dout), H(qkv), H(outRef), H(lseRef), B, T, C, NH)
+		for i, p := range [][2][]float32{{out, outRef}, {lse, lseRef}, {dqkv, dqkvRef}} {
 			if err := kerneltest.Close(p[0], p[1], kerneltest.Tolerance, 1); err != nil {
 				t.Fatalf("B%d T%d NH%d hs%d: output %d: %v", B, T, NH, HS, i, err)
 			}

@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"testing"
+
+	"gptkit/kernels"
 )
 
 // Matmul benchmarks at the GPT shapes; each reports GFLOP/s. Run e.g.
@@ -31,11 +33,14 @@ func benchMatmul(b *testing.B, s matmulShape, threads int, mk microKernel) {
 	out, dout := randFloats(s.N*s.OC), randFloats(s.N*s.OC)
 	dinp, dw, db := randFloats(s.N*s.C), randFloats(s.OC*s.C), randFloats(s.OC)
 	flops := 2 * float64(s.N) * float64(s.C) * float64(s.OC)
+	H := kernels.Host
 	b.Run("fwd", func(b *testing.B) {
-		measure(b, flops, func() { be.MatmulForward(out, inp, w, bias, s.N, s.C, s.OC) })
+		measure(b, flops, func() { be.MatmulForward(H(out), H(inp), H(w), H(bias), s.N, s.C, s.OC) })
 	})
 	b.Run("bwd", func(b *testing.B) {
-		measure(b, 2*flops, func() { be.MatmulBackward(dinp, dw, db, dout, inp, w, s.N, s.C, s.OC) })
+		measure(b, 2*flops, func() {
+			be.MatmulBackward(H(dinp), H(dw), H(db), H(dout), H(inp), H(w), kernels.Tensor{}, s.N, s.C, s.OC)
+		})
 	})
 }
 

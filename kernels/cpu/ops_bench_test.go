@@ -36,45 +36,48 @@ func BenchmarkOps(b *testing.B) {
 func benchOps(b *testing.B, be *Backend, s gptShape) {
 	B, T, C, NH, V, Vp := s.B, s.T, s.C, s.NH, s.V, s.Vp
 	N := B * T
-	inp := make([]int32, N)
-	for i := range inp {
-		inp[i] = int32(i * 7919 % V)
+	H, none := kernels.Host, kernels.Tensor{}
+	ids := make([]int32, N)
+	for i := range ids {
+		ids[i] = int32(i * 7919 % V)
 	}
-	x, y, out := randFloats(N*C), randFloats(N*C), randFloats(N*C)
-	w, bias, dw, db := randFloats(C), randFloats(C), randFloats(C), randFloats(C)
-	mean, rstd := randFloats(N), randFloats(N)
+	inp := kernels.HostInt32(ids)
+	x, y, out := H(randFloats(N*C)), H(randFloats(N*C)), H(randFloats(N*C))
+	w, bias, dw, db := H(randFloats(C)), H(randFloats(C)), H(randFloats(C)), H(randFloats(C))
+	mean, rstd := H(randFloats(N)), H(randFloats(N))
 	run := func(name string, fn func()) {
 		b.Run(name, func(b *testing.B) { measure(b, 0, fn) })
 	}
-	wte, wpe := randFloats(V*C), randFloats(T*C)
+	wte, wpe := H(randFloats(Vp*C)), H(randFloats(T*C))
 	run("encoder/fwd", func() { be.EncoderForward(out, inp, wte, wpe, B, T, C) })
 	run("encoder/bwd", func() { be.EncoderBackward(wte, wpe, y, inp, B, T, C) })
 	be.LayerNormForward(out, mean, rstd, x, w, bias, N, C)
 	run("layernorm/fwd", func() { be.LayerNormForward(out, mean, rstd, x, w, bias, N, C) })
-	run("layernorm/bwd", func() { be.LayerNormBackward(y, dw, db, out, x, w, mean, rstd, N, C) })
-	run("residual/fwd", func() { be.ResidualForward(out, x, y) })
-	run("residual/bwd", func() { be.ResidualBackward(out, x, y) })
+	res := H(randFloats(N * C))
+	run("residual-layernorm/fwd", func() { be.ResidualLayerNormForward(res, out, mean, rstd, x, y, w, bias, N, C) })
+	run("layernorm/bwd", func() { be.LayerNormBackward(y, dw, db, y, out, x, w, mean, rstd, N, C) })
 
-	qkv, dqkv := randFloats(N*3*C), randFloats(N*3*C)
-	att := randFloats(B * NH * T * T)
-	be.AttentionForward(out, att, qkv, B, T, C, NH)
-	run("attention/fwd", func() { be.AttentionForward(out, att, qkv, B, T, C, NH) })
-	run("attention/bwd", func() { be.AttentionBackward(dqkv, y, qkv, att, B, T, C, NH) })
+	qkv, dqkv := H(randFloats(N*3*C)), H(randFloats(N*3*C))
+	lse := H(randFloats(B * NH * T))
+	be.AttentionForward(out, lse, qkv, B, T, C, NH)
+	run("attention/fwd", func() { be.AttentionForward(out, lse, qkv, B, T, C, NH) })
+	run("attention/bwd", func() { be.AttentionBackward(dqkv, y, qkv, out, lse, B, T, C, NH) })
 
-	h, dh, gh := randFloats(N*4*C), randFloats(N*4*C), randFloats(N*4*C)
-	run("gelu/fwd", func() { be.GeluForward(gh, h) })
-	run("gelu/bwd", func() { be.GeluBackward(dh, h, gh) })
+	rows := min(N, classifierRows(Vp))
+	logits, losses, dlnf, dwte := H(randFloats(rows*Vp)), H(randFloats(N)), H(randFloats(N*C)), H(randFloats(Vp*C))
+	targets := kernels.HostInt32(ids)
+	run("classifier/fwd", func() { be.Classifier(losses, none, none, none, logits, x, wte, targets, 1/float32(N), N, C, V, Vp) })
+	run("classifier/fwd+bwd", func() { be.Classifier(losses, none, dlnf, dwte, logits, x, wte, targets, 1/float32(N), N, C, V, Vp) })
 
-	logits, probs, dlogits := randFloats(N*Vp), randFloats(N*Vp), randFloats(N*Vp)
-	losses := randFloats(N)
-	targets := make([]int32, N)
-	copy(targets, inp)
-	run("crossentropy/fwd", func() { be.CrossEntropyForward(losses, probs, logits, targets, N, V, Vp) })
-	run("crossentropy/bwd", func() { be.CrossEntropyBackward(dlogits, probs, targets, 1/float32(N), N, V, Vp) })
-
-	p, g, m, v := randFloats(s.params), randFloats(s.params), randFloats(s.params), make([]float32, s.params)
-	o := kernels.AdamW{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 1}
-	run("adamw", func() { be.AdamW(p, g, m, v, o) })
-	run("sumsquares", func() { be.SumSquares(g) })
+	n := s.params
+	p, g, m, v := H(randFloats(n)), H(randFloats(n)), H(randFloats(n)), H(make([]float32, n))
+	norm := kernels.HostFloat64(make([]float64, 4))
+	o := kernels.AdamW{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 1, DecayLen: n}
+	run("adamw", func() { be.AdamW(p, g, m, v, none, none, o) })
+	run("sumsquares", func() { be.SumSquares(norm, g, n/4) })
 	run("dropout/fwd", func() { be.DropoutForward(out, x, 0.1, 7) })
 }
+
+// classifierRows is the rows of the classifier's logits chunk the trainer
+// uses: a 256 MiB float32 chunk.
+func classifierRows(Vp int) int { return max(1, (256<<20)/4/Vp) }

@@ -9,23 +9,52 @@ import (
 
 // AdamW implements kernels.Backend, with ref's arithmetic: bias corrections
 // 1-β^t in float64 rounded to float32, then float32 per element in the order
-// of the interface's formula.
-func (be *Backend) AdamW(params, grads, m, v []float32, o kernels.AdamW) {
-	n := check.Same("adamw", params, grads, m, v)
-	if o.Step < 1 {
-		panic("kernels: adamw: step must be ≥ 1")
+// of the interface's formula. The gradient scale (loss scale, clipping) is
+// applied to the gradients in place first, when it is not 1.
+func (be *Backend) AdamW(params, grads, m, v, cp, gradNorm kernels.Tensor, o kernels.AdamW) {
+	n := check.AdamW(params, grads, m, v, cp, gradNorm, o)
+	check.Host("adamw", params, grads, m, v, cp, gradNorm)
+	scale, ok := kernels.GradientScale(gradNorm, o)
+	if !ok {
+		return // the gradient is not finite: skip the step
 	}
-	c := adamConsts{
-		lr: o.LR, b1: o.Beta1, b2: o.Beta2, eps: o.Eps, wd: o.WeightDecay,
+	base := adamConsts{
+		lr: o.LR, b1: o.Beta1, b2: o.Beta2, eps: o.Eps,
 		bc1: float32(1 - math.Pow(float64(o.Beta1), float64(o.Step))),
 		bc2: float32(1 - math.Pow(float64(o.Beta2), float64(o.Step))),
 	}
-	c.omb1, c.omb2 = 1-c.b1, 1-c.b2
+	base.omb1, base.omb2 = 1-base.b1, 1-base.b2
+	decay, plain := base, base
+	decay.wd = o.WeightDecay
+	P, G, M, V := params.Float32s(), grads.Float32s()[:n], m.Float32s()[:n], v.Float32s()[:n]
+	var raw []byte
+	if !cp.Nil() {
+		raw = cp.HostBytes()
+	}
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	be.forChunks(n, elementGrain, func(lo, hi int) {
-		adamw(params[lo:hi], grads[lo:hi], m[lo:hi], v[lo:hi], &c)
+		if scale != 1 {
+			vecScale(G[lo:hi], scale)
+		}
+		if d := min(max(o.DecayLen, lo), hi); d > lo {
+			adamw(P[lo:d], G[lo:d], M[lo:d], V[lo:d], &decay)
+			lo = d
+		}
+		if lo < hi {
+			adamw(P[lo:hi], G[lo:hi], M[lo:hi], V[lo:hi], &plain)
+		}
 	})
+	if raw != nil {
+		if cp.DType() == kernels.Float32 {
+			copy(cp.Float32s(), P)
+			return
+		}
+		dt := cp.DType()
+		be.forChunks(n, elementGrain, func(lo, hi int) {
+			kernels.EncodeFloat32(raw[lo*2:hi*2], P[lo:hi], dt)
+		})
+	}
 }
 
 // adamConsts is read by adamwAVX2 at fixed offsets: keep the field order.
@@ -51,21 +80,29 @@ func adamwGo(p, g, m, v []float32, c *adamConsts) {
 // summed in float64, then the chunks' sums are added in order.
 const sumSquaresChunk = 1 << 14
 
-// SumSquares implements kernels.Backend.
-func (be *Backend) SumSquares(x []float32) float64 {
+// SumSquares implements kernels.Backend: each block's Σx² is the in-order sum
+// of its chunks' sums (sumSquaresChunk elements each, summed in float64 in
+// parallel).
+func (be *Backend) SumSquares(out, x kernels.Tensor, block int) {
+	nb := check.SumSquares(out, x, block)
+	check.Host("sumsquares", out, x)
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	nc := ceilDiv(len(x), sumSquaresChunk)
-	if nc == 0 {
-		return 0
-	}
-	parts := make([]float64, nc)
-	be.forChunks(len(x), sumSquaresChunk, func(lo, hi int) {
-		parts[lo/sumSquaresChunk] = sumSquares(x[lo:hi])
+	xs := be.in(x, x.Len(), slotA)
+	per := ceilDiv(block, sumSquaresChunk)
+	parts := make([]float64, nb*per)
+	be.pool.run(nb*per, func(_, k int) {
+		b, c := k/per, k%per
+		lo := b*block + c*sumSquaresChunk
+		hi := min((b+1)*block, lo+sumSquaresChunk)
+		parts[k] = sumSquares(xs[lo:hi])
 	})
-	var s float64
-	for _, p := range parts {
-		s += p
+	o := out.Float64s()
+	for b := 0; b < nb; b++ {
+		var s float64
+		for _, p := range parts[b*per : (b+1)*per] {
+			s += p
+		}
+		o[b] = s
 	}
-	return s
 }

@@ -3,6 +3,8 @@ package cpu
 import (
 	"sync"
 	"time"
+
+	"gptkit/kernels"
 )
 
 // The peak the trainer's MFU is measured against on the CPU. A CPU's datasheet peak
@@ -33,16 +35,17 @@ func (b *Backend) PeakFLOPS() float64 {
 // passed, after one untimed warm-up call, and returns the best call's FLOP/s.
 func (b *Backend) measurePeak() float64 {
 	const n = peakN
-	out, inp, w := b.Alloc(n*n), b.Alloc(n*n), b.Alloc(n*n)
+	out, inp, w := alignedFloats(n*n), alignedFloats(n*n), alignedFloats(n*n)
 	for i := range inp {
 		inp[i] = float32(i%7) * 0.25
 		w[i] = float32(i%5) * 0.5
 	}
-	b.MatmulForward(out, inp, w, nil, n, n, n)
+	to, ti, tw, none := kernels.Host(out), kernels.Host(inp), kernels.Host(w), kernels.Tensor{}
+	b.MatmulForward(to, ti, tw, none, n, n, n)
 	best := 0.0
 	for start := time.Now(); time.Since(start) < peakMeasure; {
 		t0 := time.Now()
-		b.MatmulForward(out, inp, w, nil, n, n, n)
+		b.MatmulForward(to, ti, tw, none, n, n, n)
 		if secs := time.Since(t0).Seconds(); secs > 0 {
 			best = max(best, 2*n*n*n/secs)
 		}

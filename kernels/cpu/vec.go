@@ -63,6 +63,17 @@ func geluBackwardGo(dinp, inp, dout []float32) {
 	}
 }
 
+// geluGradMulGo: d = gelu'(pre)·d, as geluBackwardGo computes the product.
+func geluGradMulGo(d, pre []float32) {
+	pre = pre[:len(d)]
+	for i, x := range pre {
+		x64 := float64(x)
+		th := math.Tanh(geluK * (x64 + 0.044715*x64*x64*x64))
+		g := 0.5*(1+th) + 0.5*x64*(1-th*th)*geluK*(1+3*0.044715*x64*x64)
+		d[i] = float32(g) * d[i]
+	}
+}
+
 // expShiftGo: x[i] = exp(x[i] - m); returns Σ x[i] (float32, in order).
 func expShiftGo(x []float32, m float32) float32 {
 	var s float32

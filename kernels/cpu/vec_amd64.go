@@ -64,6 +64,11 @@ func geluForwardAVX2(out, inp *float32, n int)
 //go:noescape
 func geluBackwardAVX2(dinp, inp, dout *float32, n int)
 
+// geluGradMulGo
+//
+//go:noescape
+func geluGradMulAVX2(d, pre *float32, n int)
+
 // sumSquaresGo (8 float64 lanes, FMA)
 //
 //go:noescape
@@ -201,6 +206,15 @@ func geluBackward(dinp, inp, dout []float32) {
 	}
 	need(len(dinp), inp, dout)
 	geluBackwardAVX2(ptr(dinp), ptr(inp), ptr(dout), len(dinp))
+}
+
+func geluGradMul(d, pre []float32) {
+	if !hasAVX2 {
+		geluGradMulGo(d, pre)
+		return
+	}
+	need(len(d), pre)
+	geluGradMulAVX2(ptr(d), ptr(pre), len(d))
 }
 
 func sumSquares(x []float32) float64 {

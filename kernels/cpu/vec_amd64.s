@@ -753,6 +753,38 @@ gb_done:
 	VZEROUPPER
 	RET
 
+// func geluGradMulAVX2(d, pre *float32, n int)
+// d = gelu'(pre)·d in place (the GELU's backward fused onto a matmul's input gradient).
+TEXT ·geluGradMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ pre+8(FP), SI
+	MOVQ n+16(FP), CX
+
+gm_loop8:
+	CMPQ    CX, $8
+	JL      gm_tail
+	VMOVUPS (SI), Y0
+	VMOVUPS (DI), Y1
+	GELU_BWD(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
+	VMOVUPS Y2, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     gm_loop8
+
+gm_tail:
+	TESTQ      CX, CX
+	JZ         gm_done
+	TAILMASK(Y15)
+	VMASKMOVPS (SI), Y15, Y0
+	VMASKMOVPS (DI), Y15, Y1
+	GELU_BWD(Y0, Y1, Y2, Y3, Y4, Y5, Y6)
+	VMASKMOVPS Y2, Y15, (DI)
+
+gm_done:
+	VZEROUPPER
+	RET
+
 // func sumSquaresAVX2(x *float32, n int) float64
 // Σx² in float64: lanes of 4 doubles, FMA, two accumulators; the tail adds
 // one element at a time to a third.

@@ -8,6 +8,7 @@ func vecScale(x []float32, s float32)           { vecScaleGo(x, s) }
 func sumSquares(x []float32) float64            { return sumSquaresGo(x) }
 func geluForward(out, inp []float32)            { geluForwardGo(out, inp) }
 func geluBackward(dinp, inp, dout []float32)    { geluBackwardGo(dinp, inp, dout) }
+func geluGradMul(d, pre []float32)              { geluGradMulGo(d, pre) }
 func expShift(x []float32, m float32) float32   { return expShiftGo(x, m) }
 func vecMax(x []float32) float32                { return maxGo(x) }
 func dot(a, b []float32) float32                { return dotGo(a, b) }

@@ -1,85 +1,81 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 
+	"gptkit/kernels"
 	"gptkit/kernels/internal/check"
 )
 
-// attnGemms are the products of one attention pass over B·NH heads, each with
-// q, k, v, y of T×hs (row-major, contiguous per head) and att of T×T.
-//
-// Forward: att = scale·q·kᵀ (then softmax), y = att·v.
-// Backward: datt = dy·vᵀ, dv = attᵀ·dy, (softmax backward: datt → dS),
-// dq = scale·dS·k, dk = scale·dSᵀ·q.
-func attnForwardGemms(att, q, k, v, y uintptr, BH, T, hs int, scale float32) (scores, values gemm) {
-	sh, st := int64(T*hs), int64(T*T)
-	scores = gemm{transA: true, m: T, n: T, k: hs, alpha: scale, A: k, lda: hs, strideA: sh, B: q, ldb: hs, strideB: sh,
-		C: att, ldc: T, strideC: st, batch: BH}
-	values = gemm{m: hs, n: T, k: T, alpha: 1, A: v, lda: hs, strideA: sh, B: att, ldb: T, strideB: st,
-		C: y, ldc: hs, strideC: sh, batch: BH}
-	return scores, values
+// flashBlock is the tensor-core kernels' tile of queries and keys (attention.cu).
+const flashBlock = 64
+
+// flashSize returns the head size the tensor-core kernels take for these
+// tensors (0: the float32 warp-per-row kernels): 16-bit data, a head size of
+// 16, 32, 64 or 128, and 16-byte aligned rows for cp.async.
+func flashSize(dt kernels.DType, hs, C int, ts ...kernels.Tensor) int {
+	if dt == kernels.Float32 || (hs != 16 && hs != 32 && hs != 64 && hs != 128) || C%8 != 0 {
+		return 0
+	}
+	for _, t := range ts {
+		if t.Addr()%16 != 0 {
+			return 0
+		}
+	}
+	return hs
 }
 
-func attnBackwardGemms(datt, att, q, k, v, dy, dq, dk, dv uintptr, BH, T, hs int, scale float32) (gDatt, gDv, gDq, gDk gemm) {
-	sh, st := int64(T*hs), int64(T*T)
-	gDatt = gemm{transA: true, m: T, n: T, k: hs, alpha: 1, A: v, lda: hs, strideA: sh, B: dy, ldb: hs, strideB: sh,
-		C: datt, ldc: T, strideC: st, batch: BH}
-	gDv = gemm{transB: true, m: hs, n: T, k: T, alpha: 1, A: dy, lda: hs, strideA: sh, B: att, ldb: T, strideB: st,
-		C: dv, ldc: hs, strideC: sh, batch: BH}
-	gDq = gemm{m: hs, n: T, k: T, alpha: scale, A: k, lda: hs, strideA: sh, B: datt, ldb: T, strideB: st,
-		C: dq, ldc: hs, strideC: sh, batch: BH}
-	gDk = gemm{transB: true, m: hs, n: T, k: T, alpha: scale, A: q, lda: hs, strideA: sh, B: datt, ldb: T, strideB: st,
-		C: dk, ldc: hs, strideC: sh, batch: BH}
-	return
-}
-
-func checkAttention(op, outName string, out, att, qkv []float32, B, T, C, NH int) {
-	check.Dims(op, B, T, C, NH)
-	check.Heads(op, C, NH)
-	check.Len(op, outName, out, B*T*C)
-	check.Len(op, "att", att, B*NH*T*T)
-	check.Len(op, "qkv", qkv, B*T*3*C)
-}
+// simtRows is the launch shape of the warp-per-row kernels (4 warps a block).
+func simtRows(rows int) dims { return dims{gx: uint32((rows + 3) / 4), bx: 128} }
 
 // AttentionForward implements kernels.Backend.
-func (b *Backend) AttentionForward(out, att []float32, qkv []float32, B, T, C, NH int) {
-	checkAttention("attention forward", "out", out, att, qkv, B, T, C, NH)
+func (b *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
+	const op = "attention forward"
+	check.Attention(op, out, lse, qkv, B, T, C, NH)
+	b.owned(op, out, lse, qkv)
+	dt := sameType(op, out, qkv)
 	hs := C / NH
-	n := B * T * C
+	if hs > 256 {
+		panic(fmt.Sprintf("kernels: %s: head size %d > 256", op, hs))
+	}
+	scale := float32(1 / math.Sqrt(float64(hs)))
 	b.enter()
 	defer b.leave()
-	q, k, v, y := b.scratch(scrQ, 4*n), b.scratch(scrK, 4*n), b.scratch(scrV, 4*n), b.scratch(scrY, 4*n)
-	b.launch("attention_permute", b.elems(n), q, k, v, dp(qkv), int32(B), int32(T), int32(NH), int32(hs))
-	scale := float32(1 / math.Sqrt(float64(hs)))
-	gs, gv := attnForwardGemms(dp(att), q, k, v, y, B*NH, T, hs, scale)
-	b.gemm(gs)
-	rows := B * NH * T
-	b.launch("attention_softmax_forward", warpRows(rows), dp(att), int64(rows), int32(T))
-	b.gemm(gv)
-	b.launch("attention_unpermute", b.elems(n), dp(out), y, int32(B), int32(T), int32(NH), int32(hs))
+	if fs := flashSize(dt, hs, C, out, qkv); fs > 0 {
+		grid := dims{gx: uint32((T + flashBlock - 1) / flashBlock), gy: uint32(B * NH), bx: 128}
+		b.launch(fmt.Sprintf("flash_forward_%s_%d", suffix(dt), fs), grid, out, lse, qkv, int32(T), int32(C), int32(NH), scale)
+		return
+	}
+	b.launch(kname("attention_forward_simt", dt), simtRows(B*NH*T), out, lse, qkv, int32(B), int32(T), int32(C), int32(NH), scale)
 }
 
-// AttentionBackward implements kernels.Backend.
-func (b *Backend) AttentionBackward(dqkv []float32, dout, qkv, att []float32, B, T, C, NH int) {
-	checkAttention("attention backward", "dout", dout, att, qkv, B, T, C, NH)
-	check.Len("attention backward", "dqkv", dqkv, B*T*3*C)
+// AttentionBackward implements kernels.Backend: D = rowsum(dout ⊙ out), then dK
+// and dV by key blocks and dQ by query blocks (no atomics).
+func (b *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
+	const op = "attention backward"
+	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
+	b.owned(op, dqkv, dout, qkv, out, lse)
+	dt := sameType(op, dqkv, dout, qkv, out)
 	hs := C / NH
-	n := B * T * C
+	if hs > 256 {
+		panic(fmt.Sprintf("kernels: %s: head size %d > 256", op, hs))
+	}
+	scale := float32(1 / math.Sqrt(float64(hs)))
 	b.enter()
 	defer b.leave()
-	q, k, v, dy := b.scratch(scrQ, 4*n), b.scratch(scrK, 4*n), b.scratch(scrV, 4*n), b.scratch(scrY, 4*n)
-	dq, dk, dv := b.scratch(scrDQ, 4*n), b.scratch(scrDK, 4*n), b.scratch(scrDV, 4*n)
-	datt := b.scratch(scrDAtt, 4*B*NH*T*T)
-	b.launch("attention_permute", b.elems(n), q, k, v, dp(qkv), int32(B), int32(T), int32(NH), int32(hs))
-	b.launch("attention_unpermute_backward", b.elems(n), dy, dp(dout), int32(B), int32(T), int32(NH), int32(hs))
-	scale := float32(1 / math.Sqrt(float64(hs)))
-	gDatt, gDv, gDq, gDk := attnBackwardGemms(datt, dp(att), q, k, v, dy, dq, dk, dv, B*NH, T, hs, scale)
-	b.gemm(gDatt)
-	b.gemm(gDv)
 	rows := B * NH * T
-	b.launch("attention_softmax_backward", warpRows(rows), datt, dp(att), int64(rows), int32(T))
-	b.gemm(gDq)
-	b.gemm(gDk)
-	b.launch("attention_permute_backward", b.elems(n), dp(dqkv), dq, dk, dv, int32(B), int32(T), int32(NH), int32(hs))
+	D := b.tmp(4 * rows)
+	defer b.untmp(D)
+	b.launch(kname("attention_backward_d", dt), warpRows(rows), D, dout, out, int32(B), int32(T), int32(C), int32(NH))
+	if fs := flashSize(dt, hs, C, dqkv, dout, qkv); fs > 0 {
+		grid := dims{gx: uint32((T + flashBlock - 1) / flashBlock), gy: uint32(B * NH), bx: 128}
+		args := []any{dqkv, qkv, dout, lse, D, int32(T), int32(C), int32(NH), scale}
+		b.launch(fmt.Sprintf("flash_backward_dkdv_%s_%d", suffix(dt), fs), grid, args...)
+		b.launch(fmt.Sprintf("flash_backward_dq_%s_%d", suffix(dt), fs), grid, args...)
+		return
+	}
+	args := []any{dqkv, qkv, dout, lse, D, int32(B), int32(T), int32(C), int32(NH), scale}
+	b.launch(kname("attention_backward_dkdv_simt", dt), simtRows(rows), args...)
+	b.launch(kname("attention_backward_dq_simt", dt), simtRows(rows), args...)
 }

@@ -75,6 +75,9 @@ type Backend struct {
 	fns    map[string]function
 	args   []uint64 // launch's argument buffer
 	mem    memory
+	// noEpilogues: cuBLASLt refused an epilogue once; the elementwise kernels do
+	// the bias and GELU from then on.
+	noEpilogues bool
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -167,6 +170,9 @@ func Open(o Options) (*Backend, error) {
 			return nil, fmt.Errorf("%w (%s)", err, real.lib)
 		}
 	}
+	if err := b.initStaging(); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -176,6 +182,16 @@ func (b *Backend) Info() Info { return b.info }
 // Name implements kernels.Backend.
 func (b *Backend) Name() string {
 	return fmt.Sprintf("cuda(%s, %s matmuls)", b.info.Name, b.prec)
+}
+
+// DefaultDType is the compute dtype a trainer picks when told "auto": bfloat16
+// on a GPU (llm.c's and PyTorch AMP's choice), float32 on the simulator, whose
+// runs are meant to match --device cpu's.
+func (b *Backend) DefaultDType() kernels.DType {
+	if b.sim != nil {
+		return kernels.Float32
+	}
+	return kernels.BFloat16
 }
 
 // Simulated reports whether the backend runs on the simulated GPU (cuda-sim).
@@ -188,7 +204,7 @@ func (b *Backend) Sync() {
 	b.must(b.drv.streamSynchronize(b.stream))
 }
 
-// Close waits for the device, frees every buffer (slices from Alloc must not be
+// Close waits for the device, frees every buffer (tensors from Alloc must not be
 // used after it) and releases the context.
 func (b *Backend) Close() error {
 	b.enter()
@@ -216,6 +232,16 @@ func (b *Backend) enter() {
 func (b *Backend) leave() {
 	runtime.UnlockOSThread()
 	b.mu.Unlock()
+}
+
+// owned panics unless every given tensor is this backend's memory (a host
+// tensor or another backend's cannot be addressed by its kernels).
+func (b *Backend) owned(op string, ts ...kernels.Tensor) {
+	for _, t := range ts {
+		if !t.Nil() && t.Owner() != b {
+			panic(fmt.Sprintf("kernels: %s: %s is not this cuda backend's memory (use its Alloc and Upload)", op, t))
+		}
+	}
 }
 
 // must panics on a CUDA error: after a failed launch or a sticky error the

@@ -13,11 +13,13 @@ import (
 )
 
 // BenchmarkGPT2Step is one training step of GPT-2 124M (12 layers, 12 heads, 768
-// wide, T 1024, Vp 50304, biases) on the GPU through train.Model: forward,
-// backward, global norm, AdamW. Batch size from $GPTKIT_BENCH_B (default 16).
-// It reports tokens/s and MFU against $GPTKIT_PEAK_TFLOPS (default 989, an
-// H100/H200 SXM's dense bf16), with nanoGPT's FLOP count (6N + 12·L·T·C per
-// token). Skips without a GPU.
+// wide, T 1024, Vp 50304, biases) on the GPU through train.Model in the
+// trainer's mixed precision: forward and backward (fused classifier, flash
+// attention), the gradient norm and AdamW writing the bf16 copy. Batch size
+// from $GPTKIT_BENCH_B (default 16), dtype from $GPTKIT_BENCH_DTYPE (default
+// bfloat16). It reports tokens/s and MFU against $GPTKIT_PEAK_TFLOPS (default
+// 989, an H100/H200 SXM's dense bf16), with nanoGPT's FLOP count (6N +
+// 12·L·T·C per token). Skips without a GPU.
 //
 //	go test ./kernels/cuda -run '^$' -bench GPT2Step -benchtime 20x
 func BenchmarkGPT2Step(b *testing.B) {
@@ -26,10 +28,18 @@ func BenchmarkGPT2Step(b *testing.B) {
 		b.Skipf("no GPU: %v", err)
 	}
 	defer be.Close()
+	dtype := os.Getenv("GPTKIT_BENCH_DTYPE")
+	if dtype == "" {
+		dtype = "bfloat16"
+	}
+	dt, err := kernels.ParseDType(dtype)
+	if err != nil {
+		b.Fatal(err)
+	}
 	B, T := envInt("GPTKIT_BENCH_B", 16), 1024
 	mc := train.ModelConfig{VocabSize: 50257, PaddedVocab: 50304, NLayer: 12, NHead: 12, NEmbd: 768, BlockSize: T, Bias: true}
-	m, step := stepper(b, be, mc, B, T, 0.95)
-	step(1) // warm-up: JIT, cuBLAS heuristics, page migration of the weights
+	m, step := stepper(b, be, mc, dt, B, T, 0.95)
+	step(1) // warm-up: JIT, cuBLAS heuristics, the caching allocator
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -37,7 +47,7 @@ func BenchmarkGPT2Step(b *testing.B) {
 	}
 	secs := time.Since(start).Seconds()
 	tokens := float64(b.N * B * T)
-	nParams := float64(len(m.Params)) - float64(mc.BlockSize*mc.NEmbd) // nanoGPT excludes wpe
+	nParams := float64(m.Params.Len()) - float64(mc.BlockSize*mc.NEmbd) // nanoGPT excludes wpe
 	flopsPerToken := 6*nParams + 12*float64(mc.NLayer*T*mc.NEmbd)
 	peak := float64(envInt("GPTKIT_PEAK_TFLOPS", 989)) * 1e12
 	b.ReportMetric(tokens/secs, "tokens/s")
@@ -52,36 +62,53 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkSimBabyStep is one training step of the baby config (4 layers, 4
-// heads, 128 wide, B 12 × T 64, Vp 128) on the simulated GPU (fp32 matmuls):
-// every kernel's PTX simulated, the GEMMs in Go. It reports CPU seconds per
-// step (the machine may be shared: wall time says little).
+// heads, 128 wide, B 12 × T 64, Vp 128) on the simulated GPU, in float32 (fp32
+// matmuls, the SIMT attention) and in bfloat16 (the tensor-core attention,
+// bf16 GEMMs): every kernel's PTX simulated, the GEMMs in Go. It reports CPU
+// seconds per step (the machine may be shared: wall time says little).
 //
 //	go test ./kernels/cuda -run '^$' -bench SimBabyStep -benchtime 3x
 func BenchmarkSimBabyStep(b *testing.B) {
-	be := openSim(b, FP32, SimOptions{})
-	B, T := 12, 64
-	_, step := stepper(b, be, train.ModelConfig{VocabSize: 65, PaddedVocab: 128, NLayer: 4, NHead: 4, NEmbd: 128, BlockSize: T}, B, T, 0.99)
-	step(1)
-	b.ResetTimer()
-	t0 := cpuSeconds()
-	for i := 0; i < b.N; i++ {
-		step(i + 2)
+	for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			be := openSim(b, FP32, SimOptions{})
+			B, T := 12, 64
+			_, step := stepper(b, be, train.ModelConfig{VocabSize: 65, PaddedVocab: 128, NLayer: 4, NHead: 4, NEmbd: 128, BlockSize: T}, dt, B, T, 0.99)
+			step(1)
+			b.ResetTimer()
+			t0 := cpuSeconds()
+			for i := 0; i < b.N; i++ {
+				step(i + 2)
+			}
+			b.ReportMetric((cpuSeconds()-t0)/float64(b.N), "cpu-s/step")
+		})
 	}
-	b.ReportMetric((cpuSeconds()-t0)/float64(b.N), "cpu-s/step")
 }
 
-// stepper builds the model mc on be for B×T random tokens and returns it and
-// a function that runs training step s: forward, backward, the global norm,
-// AdamW (beta2 given), and a Sync.
-func stepper(b *testing.B, be *Backend, mc train.ModelConfig, B, T int, beta2 float32) (*train.Model, func(s int)) {
-	m, err := train.NewModel(be, mc)
-	if err != nil {
-		b.Fatal(err)
+// stepper builds the model mc computing in dt on be for B×T random tokens and
+// returns it and a function that runs training step s as the trainer does:
+// forward and backward, the gradient norm's partial sums, AdamW (beta2 given,
+// clipping at 1, writing the compute-dtype copy) and the step's one download.
+func stepper(b *testing.B, be *Backend, mc train.ModelConfig, dt kernels.DType, B, T int, beta2 float32) (*train.Model, func(s int)) {
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
+	m, err := train.NewModelDType(be, mc, dt)
+	must(err)
+	b.Cleanup(m.Close)
 	m.Init(1)
-	m.AllocGrads()
-	m.Reserve(B, T, true)
-	mom, vel := be.Alloc(len(m.Params)), be.Alloc(len(m.Params))
+	must(m.AllocGrads())
+	must(m.Reserve(B, T, true))
+	n := m.Params.Len()
+	alloc := func(dt kernels.DType, n int) kernels.Tensor {
+		t, err := be.Alloc("bench", dt, n)
+		must(err)
+		b.Cleanup(func() { be.Free(t) })
+		return t
+	}
+	mom, vel, norm := alloc(kernels.Float32, n), alloc(kernels.Float32, n), alloc(kernels.Float64, 1)
 	r := rand.New(rand.NewPCG(1, 2))
 	in, tgt := make([]int32, B*T), make([]int32, B*T)
 	for i := range in {
@@ -89,14 +116,12 @@ func stepper(b *testing.B, be *Backend, mc train.ModelConfig, B, T int, beta2 fl
 	}
 	return m, func(s int) {
 		be.Zero(m.Grads)
-		m.Forward(in, tgt, B, T, true, uint64(s))
-		m.Backward(1 / float32(B*T))
-		_ = be.SumSquares(m.Grads)
-		o := kernels.AdamW{LR: 6e-4, Beta1: 0.9, Beta2: beta2, Eps: 1e-8, WeightDecay: 0.1, Step: s}
-		be.AdamW(m.Params[:m.DecayLen], m.Grads[:m.DecayLen], mom[:m.DecayLen], vel[:m.DecayLen], o)
-		o.WeightDecay = 0
-		be.AdamW(m.Params[m.DecayLen:], m.Grads[m.DecayLen:], mom[m.DecayLen:], vel[m.DecayLen:], o)
-		be.Sync()
+		m.ResetLoss()
+		m.Step(in, tgt, B, T, 1/float32(B*T), uint64(s))
+		be.SumSquares(norm, m.Grads, n)
+		o := kernels.AdamW{LR: 6e-4, Beta1: 0.9, Beta2: beta2, Eps: 1e-8, WeightDecay: 0.1, Step: s, DecayLen: m.DecayLen, MaxNorm: 1}
+		be.AdamW(m.Params, m.Grads, mom, vel, m.Work(), norm, o)
+		_ = m.LossSum() // the step's one download
 	}
 }
 

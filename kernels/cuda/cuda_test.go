@@ -2,8 +2,8 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -85,27 +85,38 @@ func TestCUBLASMissing(t *testing.T) {
 // far as the device.
 func TestArgumentChecks(t *testing.T) {
 	b := &Backend{}
-	f := func(n int) []float32 { return make([]float32, n) }
+	next := uintptr(1 << 20)
+	dev := func(dt kernels.DType, n int) kernels.Tensor { // a tensor of this (unopened) backend
+		next += uintptr(n*dt.Size()+256) &^ 255
+		return kernels.NewTensor(kernels.NewBuffer(b, next, nil, n*dt.Size(), "test"), dt, n)
+	}
+	f := func(n int) kernels.Tensor { return dev(kernels.Float32, n) }
+	bf := func(n int) kernels.Tensor { return dev(kernels.BFloat16, n) }
+	ids := func(n int) kernels.Tensor { return dev(kernels.Int32, n) }
+	host := kernels.Host(make([]float32, 9))
+	none := kernels.Tensor{}
 	bad := map[string]func(){
-		"matmul short out":     func() { b.MatmulForward(f(5), f(6), f(6), nil, 2, 3, 3) },
-		"matmul zero dim":      func() { b.MatmulForward(f(6), f(6), f(6), nil, 2, 0, 3) },
-		"matmul short weight":  func() { b.MatmulBackward(f(6), f(9), nil, f(6), f(6), f(8), 2, 3, 3) },
-		"layernorm short rstd": func() { b.LayerNormForward(f(6), f(2), f(1), f(6), f(3), nil, 2, 3) },
-		"layernorm bwd dbias":  func() { b.LayerNormBackward(f(6), f(3), f(2), f(6), f(6), f(3), f(2), f(2), 2, 3) },
-		"attention heads":      func() { b.AttentionForward(f(10), f(4), f(30), 1, 2, 5, 2) },
-		"attention bwd dqkv":   func() { b.AttentionBackward(f(29), f(10), f(30), f(8), 1, 2, 5, 1) },
-		"encoder bad token":    func() { b.EncoderForward(f(4), []int32{0, 7}, f(6), f(4), 1, 2, 2) },
-		"encoder bwd token":    func() { b.EncoderBackward(f(6), f(4), f(4), []int32{-1, 0}, 1, 2, 2) },
-		"crossentropy V > Vp":  func() { b.CrossEntropyForward(f(1), f(4), f(4), []int32{0}, 1, 5, 4) },
-		"crossentropy target":  func() { b.CrossEntropyForward(f(1), f(4), f(4), []int32{3}, 1, 3, 4) },
-		"crossentropy bwd":     func() { b.CrossEntropyBackward(f(3), f(4), []int32{0}, 1, 1, 3, 4) },
-		"gelu short input":     func() { b.GeluForward(f(8), f(7)) },
-		"gelu bwd short":       func() { b.GeluBackward(f(8), f(8), f(7)) },
-		"residual short":       func() { b.ResidualForward(f(8), f(8), f(7)) },
-		"dropout p=1":          func() { b.DropoutForward(f(8), f(8), 1, 0) },
-		"dropout bwd p<0":      func() { b.DropoutBackward(f(8), f(8), -0.5, 0) },
-		"adamw step 0":         func() { b.AdamW(f(3), f(3), f(3), f(3), kernels.AdamW{LR: 1, Step: 0}) },
-		"adamw short m":        func() { b.AdamW(f(3), f(3), f(2), f(3), kernels.AdamW{LR: 1, Step: 1}) },
+		"matmul short out":      func() { b.MatmulForward(f(5), f(6), f(6), none, 2, 3, 3) },
+		"matmul zero dim":       func() { b.MatmulForward(f(6), f(6), f(6), none, 2, 0, 3) },
+		"matmul short weight":   func() { b.MatmulBackward(f(6), f(9), none, f(6), f(6), f(8), none, 2, 3, 3) },
+		"matmul host weight":    func() { b.MatmulForward(f(6), f(6), host, none, 2, 3, 3) },
+		"matmul mixed dtypes":   func() { b.MatmulForward(f(6), bf(6), f(9), none, 2, 3, 3) },
+		"layernorm short rstd":  func() { b.LayerNormForward(f(6), f(2), f(1), f(6), f(3), none, 2, 3) },
+		"layernorm bwd dbias":   func() { b.LayerNormBackward(f(6), f(3), f(2), none, f(6), f(6), f(3), f(2), f(2), 2, 3) },
+		"attention heads":       func() { b.AttentionForward(f(10), f(4), f(30), 1, 2, 5, 2) },
+		"attention bwd dqkv":    func() { b.AttentionBackward(f(29), f(10), f(30), f(10), f(2), 1, 2, 5, 1) },
+		"encoder float ids":     func() { b.EncoderForward(f(4), f(2), f(4), f(4), 1, 2, 2) },
+		"classifier V > Vp":     func() { b.Classifier(f(1), none, none, none, f(4), f(2), f(8), ids(1), 1, 1, 2, 5, 4) },
+		"classifier no scratch": func() { b.Classifier(f(1), none, none, none, f(3), f(2), f(8), ids(1), 1, 1, 2, 3, 4) },
+		"dropout p=1":           func() { b.DropoutForward(f(8), f(8), 1, 0) },
+		"dropout bwd p<0":       func() { b.DropoutBackward(f(8), f(8), -0.5, 0) },
+		"adamw step 0":          func() { b.AdamW(f(3), f(3), f(3), f(3), none, none, kernels.AdamW{LR: 1, Step: 0}) },
+		"adamw short m":         func() { b.AdamW(f(3), f(3), f(2), f(3), none, none, kernels.AdamW{LR: 1, Step: 1}) },
+		"adamw clip no norm":    func() { b.AdamW(f(3), f(3), f(3), f(3), none, none, kernels.AdamW{LR: 1, Step: 1, MaxNorm: 1}) },
+		"sumsquares block":      func() { b.SumSquares(dev(kernels.Float64, 2), f(7), 3) },
+		"upload size":           func() { b.Upload(f(4), make([]byte, 3)) },
+		"upload host tensor":    func() { b.Upload(host, make([]byte, 36)) },
+		"convert short":         func() { b.Convert(bf(8), f(7)) },
 	}
 	for name, fn := range bad {
 		if msg := panicOf(fn); !strings.HasPrefix(msg, "kernels: ") {
@@ -113,21 +124,25 @@ func TestArgumentChecks(t *testing.T) {
 		}
 	}
 	good := map[string]func(){
-		"matmul":  func() { b.MatmulForward(f(6), f(6), f(9), nil, 2, 3, 3) },
-		"gelu":    func() { b.GeluForward(f(8), f(8)) },
-		"encoder": func() { b.EncoderForward(f(4), []int32{0, 1}, f(4), f(4), 1, 2, 2) },
-		"zero":    func() { b.Zero(f(3)) },
-		"alloc":   func() { b.Alloc(3) },
+		"matmul":    func() { b.MatmulForward(f(6), f(6), f(9), none, 2, 3, 3) },
+		"gelu":      func() { b.MatmulGeluForward(bf(6), bf(6), bf(6), bf(9), none, 2, 3, 3) },
+		"encoder":   func() { b.EncoderForward(f(4), ids(2), f(4), f(4), 1, 2, 2) },
+		"attention": func() { b.AttentionForward(bf(128), f(2), bf(384), 1, 2, 64, 1) },
+		"zero":      func() { b.Zero(f(3)) },
+		"alloc":     func() { b.Alloc("test", kernels.Float32, 3) },
+		"upload":    func() { b.Upload(f(4), make([]byte, 16)) },
 	}
 	for name, fn := range good {
 		if msg := panicOf(fn); msg != "cuda: backend used without Open" {
 			t.Errorf("%s with good arguments: panic %q, want the no-device one", name, msg)
 		}
 	}
-	// Empty elementwise ops do nothing at all.
+	// Empty ops do nothing at all.
 	for name, fn := range map[string]func(){
-		"gelu": func() { b.GeluForward(nil, nil) }, "scale": func() { b.Scale(nil, 2) },
-		"sumsq": func() { b.SumSquares(nil) }, "adamw": func() { b.AdamW(nil, nil, nil, nil, kernels.AdamW{Step: 1}) },
+		"dropout": func() { b.DropoutForward(f(0), f(0), 0.5, 1) },
+		"zero":    func() { b.Zero(f(0)) },
+		"adamw":   func() { b.AdamW(f(0), f(0), f(0), f(0), none, none, kernels.AdamW{Step: 1}) },
+		"free":    func() { b.Free(none) },
 	} {
 		if msg := panicOf(fn); msg != "" {
 			t.Errorf("empty %s: panic %q", name, msg)
@@ -185,9 +200,8 @@ func equalInts(a, b []int32) bool {
 	return true
 }
 
-// TestPTX checks the embedded PTX against the kernel list: every kernel the Go
-// side launches is an entry of its module, every entry is launched, and the
-// modules are PTX ISA 7.8 for sm_80 (what drivers from R520 JIT).
+// TestPTX checks the embedded PTX: a module per .cu file, PTX ISA 7.8 for sm_80
+// (what drivers from R520 JIT), and every kernel the Go side launches there.
 func TestPTX(t *testing.T) {
 	mods, names, err := ptxModules()
 	if err != nil {
@@ -197,21 +211,42 @@ func TestPTX(t *testing.T) {
 	if len(cu) != len(names) {
 		t.Errorf("%d .cu files %v but %d PTX modules %v: run make ptx", len(cu), cu, len(names), names)
 	}
-	entry := regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
+	have := map[string]bool{}
 	for _, name := range names {
 		src := string(mods[name])
 		if !strings.Contains(src, "\n.version 7.8\n") || !strings.Contains(src, "\n.target sm_80\n") {
 			t.Errorf("%s: not PTX ISA 7.8 for sm_80", name)
 		}
-		var got []string
-		for _, m := range entry.FindAllStringSubmatch(src, -1) {
-			got = append(got, m[1])
+		for _, k := range kernelEntries(mods[name]) {
+			have[k] = true
 		}
-		want := append([]string(nil), kernelNames[name]...)
-		sort.Strings(got)
-		sort.Strings(want)
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("%s: entries %v, the Go side launches %v", name, got, want)
+	}
+	var want []string
+	for _, base := range []string{"bias_fill", "gelu_forward", "gelu_backward_inplace", "dropout", "encoder_forward",
+		"encoder_backward_wpe", "encoder_backward_wte", "layernorm_forward", "residual_layernorm_forward",
+		"layernorm_backward_dinp", "layernorm_backward_partials", "column_partials", "sum_squares_chunks",
+		"classifier_rows", "adamw", "attention_backward_d", "attention_forward_simt", "attention_backward_dq_simt",
+		"attention_backward_dkdv_simt"} {
+		for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16, kernels.Float16} {
+			want = append(want, kname(base, dt))
+		}
+	}
+	for _, s := range []string{"f32", "bf16", "f16"} {
+		for _, d := range []string{"f32", "bf16", "f16"} {
+			want = append(want, "convert_"+s+"_"+d)
+		}
+	}
+	for _, s := range []string{"bf16", "f16"} {
+		for _, hs := range []int{16, 32, 64, 128} {
+			for _, k := range []string{"flash_forward", "flash_backward_dkdv", "flash_backward_dq"} {
+				want = append(want, fmt.Sprintf("%s_%s_%d", k, s, hs))
+			}
+		}
+	}
+	want = append(want, "reduce_partials_add", "sum_partials_d", "loss_sum")
+	for _, k := range want {
+		if !have[k] {
+			t.Errorf("the Go side launches %s, which no PTX module has: run make ptx", k)
 		}
 	}
 }

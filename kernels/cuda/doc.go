@@ -40,19 +40,19 @@
 // simulated GPU can be made to hang or its NCCL to fail (InjectSimFault), which
 // is how CI shows all of this.
 //
-// Memory: Alloc hands out CUDA managed memory (cuMemAllocManaged), so the []float32
-// the trainer holds are addressable from Go and from kernels at the same address;
-// the backend passes &s[0] to the device. The trainer must call Sync before reading
-// what a kernel wrote (as the Backend contract says; the simulator enforces it,
-// since its streams run only when waited for). Token ids ([]int32 in Go memory)
-// are copied to device buffers in stream order. Scratch (attention's permuted q,
-// k, v, partial sums) is plain device memory.
+// Memory: tensors are plain device memory (cuMemAlloc) from a caching allocator
+// (memory.go); no managed memory. Data moves only through Upload and Download;
+// small uploads (the batch's token ids) are staged through pinned memory and run
+// asynchronously in stream order. Ops run in order on one stream.
 //
-// Numerics: every op but the matmuls is float32 in the kernels here; the matmuls
-// (and attention's two products) go through cublasGemmEx with float32 operands and
-// a compute type chosen by Options.Precision: bf16 (CUBLAS_COMPUTE_32F_FAST_16BF:
-// operands rounded to bfloat16 on the tensor cores, float32 accumulation, the
-// default), tf32, or fp32 (no tensor cores; passes the kerneltest suite's float32
-// tolerances). Reductions use a fixed summation order (no atomics), so a run is
-// repeatable on the same GPU.
+// Numerics: kernels compute in float32 on activations of float32, bfloat16 or
+// float16 (each kernel is instantiated per type, common.cuh); attention is
+// FlashAttention-2 on the tensor cores (mma.sync) for bfloat16 and float16 with
+// head sizes 16, 32, 64 and 128, and a float32 warp-per-row kernel otherwise.
+// The matmuls go through cuBLAS (cuBLASLt with the bias and GELU as epilogues)
+// with the tensors' own types and float32 accumulation; float32 operands use the compute type chosen by
+// Options.Precision: bf16 (CUBLAS_COMPUTE_32F_FAST_16BF, the default), tf32, or
+// fp32 (no tensor cores; passes the kerneltest suite's float32 tolerances).
+// Reductions use a fixed summation order (no atomics), so a run is repeatable
+// on the same GPU.
 package cuda

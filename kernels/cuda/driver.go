@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"gptkit/kernels"
 )
 
 // driverLibs are the names libcuda is tried under.
@@ -138,7 +140,7 @@ type Info struct {
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %s, driver CUDA %d.%d)", i.Name, i.Major, i.Minor, i.SMs, gib(i.Memory),
+	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %s, driver CUDA %d.%d)", i.Name, i.Major, i.Minor, i.SMs, kernels.GiB(int64(i.Memory)),
 		i.DriverVersion/1000, i.DriverVersion%1000/10)
 }
 

@@ -1,42 +1,26 @@
-// Elementwise ops: GELU, residual, dropout, bias broadcast, scale.
+// Elementwise ops: the bias broadcast before a matmul, the GELU after it and its
+// backward, dropout, dtype conversion.
 #include "common.cuh"
 
-#define GELU_SCALE 0.7978845608028654f // sqrt(2/pi)
-
-// gelu(x) = x/(1+exp(-2u)), u = √(2/π)(x+0.044715x³): the CPU backend's form of
-// 0.5x(1+tanh u), exact in both limits. expf, not __expf: within a few ulp of ref.
-__device__ __forceinline__ float gelu_sig(float x) {
-    float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-    return 1.0f / (1.0f + expf(-2.0f * u));
+// out[r,:] = bias for each of the N rows (the matmul then adds the product to it
+// with beta = 1, so the bias is added in float32 before the one rounding).
+template <typename T> __device__ void bias_fill(T* out, const T* bias, int N, int OC) {
+    long long n = (long long)N * OC;
+    FOR_EACH(i, n) out[i] = bias[i % OC];
 }
 
-extern "C" __global__ void gelu_forward(float* out, const float* inp, long long n) {
+// out = gelu(pre): the GELU half of the fused bias + GELU epilogue.
+template <typename T> __device__ void gelu_forward(T* out, const T* pre, long long n) {
     FOR_EACH(i, n) {
-        float x = inp[i];
-        out[i] = x * gelu_sig(x);
+        float x = load(pre[i]);
+        out[i] = store<T>(x * gelu_sig(x));
     }
 }
 
-// gelu'(x) = s·(1 + 2x(1-s)u'), s = 1/(1+exp(-2u)), u' = √(2/π)(1+3·0.044715x²).
-extern "C" __global__ void gelu_backward(float* dinp, const float* inp, const float* dout, long long n) {
-    FOR_EACH(i, n) {
-        float x = inp[i];
-        float s = gelu_sig(x);
-        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += s * (1.0f + 2.0f * x * (1.0f - s) * du) * dout[i];
-    }
-}
-
-extern "C" __global__ void residual_forward(float* out, const float* a, const float* b, long long n) {
-    FOR_EACH(i, n) out[i] = a[i] + b[i];
-}
-
-extern "C" __global__ void residual_backward(float* da, float* db, const float* dout, long long n) {
-    FOR_EACH(i, n) {
-        float d = dout[i];
-        da[i] += d;
-        db[i] += d;
-    }
+// d = d·gelu'(pre) in place: the GELU's backward fused onto the input gradient
+// of the matmul that read the GELU's output.
+template <typename T> __device__ void gelu_backward_inplace(T* d, const T* pre, long long n) {
+    FOR_EACH(i, n) d[i] = store<T>(load(d[i]) * gelu_grad(load(pre[i])));
 }
 
 // The dropout draw, a transcription of kernels.DropoutBits: the (i+1)-th output of
@@ -49,25 +33,33 @@ __device__ __forceinline__ unsigned int dropout_bits(unsigned long long seed, lo
     return (unsigned int)(z >> 40);
 }
 
-// out = inp·scale where the draw ≥ threshold, else 0 (threshold 0 and scale 1 copy).
-extern "C" __global__ void dropout_forward(float* out, const float* inp, unsigned long long seed,
-                                           unsigned int threshold, float scale, long long n) {
-    FOR_EACH(i, n) out[i] = dropout_bits(seed, i) >= threshold ? inp[i] * scale : 0.0f;
+// out = inp·scale where the draw ≥ threshold, else 0 (threshold 0 and scale 1
+// copy). Forward and backward alike; out may be inp.
+template <typename T> __device__ void dropout(T* out, const T* inp, unsigned long long seed, unsigned int threshold,
+                                              float scale, long long n) {
+    FOR_EACH(i, n) out[i] = dropout_bits(seed, i) >= threshold ? store<T>(load(inp[i]) * scale) : store<T>(0.0f);
 }
 
-extern "C" __global__ void dropout_backward(float* dinp, const float* dout, unsigned long long seed,
-                                            unsigned int threshold, float scale, long long n) {
-    FOR_EACH(i, n) {
-        if (dropout_bits(seed, i) >= threshold) dinp[i] += dout[i] * scale;
+#define ELEMENTWISE(S, T)                                                                                          \
+    extern "C" __global__ void bias_fill_##S(T* out, const T* bias, int N, int OC) { bias_fill(out, bias, N, OC); } \
+    extern "C" __global__ void gelu_forward_##S(T* out, const T* pre, long long n) { gelu_forward(out, pre, n); }   \
+    extern "C" __global__ void gelu_backward_inplace_##S(T* d, const T* pre, long long n) {                        \
+        gelu_backward_inplace(d, pre, n);                                                                          \
+    }                                                                                                              \
+    extern "C" __global__ void dropout_##S(T* out, const T* inp, unsigned long long seed, unsigned int threshold,   \
+                                           float scale, long long n) {                                             \
+        dropout(out, inp, seed, threshold, scale, n);                                                              \
     }
+DTYPES(ELEMENTWISE)
+
+// dst = src rounded to dst's type.
+template <typename D, typename S> __device__ void convert(D* dst, const S* src, long long n) {
+    FOR_EACH(i, n) dst[i] = store<D>(load(src[i]));
 }
 
-// out[r,:] = bias for each of the N rows (the matmul forward then adds into it).
-extern "C" __global__ void bias_fill(float* out, const float* bias, int N, int OC) {
-    long long n = (long long)N * OC;
-    FOR_EACH(i, n) out[i] = bias[i % OC];
-}
-
-extern "C" __global__ void scale_inplace(float* x, float s, long long n) {
-    FOR_EACH(i, n) x[i] *= s;
-}
+#define CONVERT_TO(SS, ST, DS, DT)                                                                                 \
+    extern "C" __global__ void convert_##SS##_##DS(DT* dst, const ST* src, long long n) { convert(dst, src, n); }
+#define CONVERT_FROM(SS, ST) CONVERT_TO(SS, ST, f32, float) CONVERT_TO(SS, ST, bf16, bf16) CONVERT_TO(SS, ST, f16, f16)
+CONVERT_FROM(f32, float)
+CONVERT_FROM(bf16, bf16)
+CONVERT_FROM(f16, f16)

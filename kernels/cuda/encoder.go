@@ -3,43 +3,67 @@ package cuda
 import (
 	"slices"
 
+	"gptkit/kernels"
 	"gptkit/kernels/internal/check"
 )
 
-func checkEncoder(op string, out []float32, inp []int32, wte, wpe []float32, B, T, C int) {
-	check.Dims(op, B, T, C)
-	check.Len(op, "out", out, B*T*C)
-	check.Ints(op, "inp", inp, B*T)
-	check.Len(op, "wpe", wpe, T*C)
-	for _, ix := range inp[:B*T] {
-		if ix < 0 || (int(ix)+1)*C > len(wte) {
-			panic("kernels: encoder: token id out of range of wte")
+// EncoderForward implements kernels.Backend. Token ids out of range are not
+// checked on the device (the trainer checks them on the host before the upload).
+func (b *Backend) EncoderForward(out, inp, wte, wpe kernels.Tensor, B, T, C int) {
+	const op = "encoder forward"
+	check.EncoderForward(out, inp, wte, wpe, B, T, C)
+	b.owned(op, out, inp, wte, wpe)
+	dt := sameType(op, out, wte, wpe)
+	b.enter()
+	defer b.leave()
+	b.checkIDs(op, inp, B*T, wte.Len()/C)
+	b.launch(kname("encoder_forward", dt), b.elems(B*T*C), out, inp, wte, wpe, int32(B), int32(T), int32(C))
+}
+
+// checkIDs panics on a token id outside [0, V) when the ids' host copy is at
+// hand (the upload's mirror; nothing is downloaded for the check).
+func (b *Backend) checkIDs(op string, inp kernels.Tensor, n, V int) {
+	for addr, ids := range b.mem.idMirror {
+		if a := inp.Addr(); a >= addr && a+uintptr(4*n) <= addr+uintptr(4*len(ids)) {
+			off := int(a-addr) / 4
+			for _, ix := range ids[off : off+n] {
+				if ix < 0 || int(ix) >= V {
+					panic("kernels: " + op + ": token id out of range of wte")
+				}
+			}
+			return
 		}
 	}
 }
 
-// EncoderForward implements kernels.Backend.
-func (b *Backend) EncoderForward(out []float32, inp []int32, wte, wpe []float32, B, T, C int) {
-	checkEncoder("encoder forward", out, inp, wte, wpe, B, T, C)
-	b.enter()
-	defer b.leave()
-	ids := b.copyIDs(scrIDs, inp[:B*T])
-	b.launch("encoder_forward", b.elems(B*T*C), dp(out), ids, dp(wte), dp(wpe), int32(B), int32(T), int32(C))
-}
-
 // EncoderBackward implements kernels.Backend. dwpe sums over the batch per (t, c);
-// dwte goes through buckets of positions per distinct token built here on the host
-// (the ids are in Go memory anyway), so no two threads add into one row and the
-// result is deterministic without atomics.
-func (b *Backend) EncoderBackward(dwte, dwpe []float32, dout []float32, inp []int32, B, T, C int) {
-	checkEncoder("encoder backward", dout, inp, dwte, dwpe, B, T, C)
-	tok, start, pos := encoderBuckets(inp[:B*T])
+// dwte goes through buckets of positions per distinct token built on the host
+// from the ids' host copy (llm.c's way), so no two threads add into one row and
+// the result is deterministic without atomics.
+func (b *Backend) EncoderBackward(dwte, dwpe, dout, inp kernels.Tensor, B, T, C int) {
+	const op = "encoder backward"
+	check.EncoderBackward(dwte, dwpe, dout, inp, B, T, C)
+	b.owned(op, dwte, dwpe, dout, inp)
+	dt := dout.DType()
 	b.enter()
 	defer b.leave()
-	b.launch("encoder_backward_wpe", b.elems(T*C), dp(dwpe), dp(dout), int32(B), int32(T), int32(C))
-	pt, ps, pp := b.copyIDs(scrTok, tok), b.copyIDs(scrStart, start), b.copyIDs(scrPos, pos)
+	ids := b.hostIDs(inp, B*T)
+	for _, ix := range ids {
+		if ix < 0 || (int(ix)+1)*C > dwte.Len() {
+			panic("kernels: " + op + ": token id out of range of wte")
+		}
+	}
+	tok, start, pos := encoderBuckets(ids)
+	b.launch(kname("encoder_backward_wpe", dt), b.elems(T*C), dwpe, dout, int32(B), int32(T), int32(C))
+	buckets := b.tmp(4 * (len(tok) + len(start) + len(pos)))
+	defer b.untmp(buckets)
+	all := append(append(append([]int32(nil), tok...), start...), pos...)
+	b.copyIn(buckets, kernels.Int32Bytes(all))
+	pt := buckets
+	ps := pt + uintptr(4*len(tok))
+	pp := ps + uintptr(4*len(start))
 	blocks := uint32(min(len(tok), 65535))
-	b.launch("encoder_backward_wte", dims{gx: blocks, bx: threads}, dp(dwte), dp(dout), pt, ps, pp, int32(len(tok)), int32(C))
+	b.launch(kname("encoder_backward_wte", dt), dims{gx: blocks, bx: threads}, dwte, dout, pt, ps, pp, int32(len(tok)), int32(C))
 }
 
 // encoderBuckets groups the positions of inp by token: bucket k is token tok[k]

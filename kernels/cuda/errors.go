@@ -20,22 +20,6 @@ var (
 	ErrNoNCCL = errors.New("no NCCL library")
 )
 
-// OutOfMemoryError is what Alloc panics with when the GPU does not have the memory
-// asked for (Alloc cannot return an error: the kernels.Backend contract). Callers
-// that want one clear line recover it and print Error().
-type OutOfMemoryError struct {
-	Device      string
-	Asked       int64 // bytes
-	Free, Total uint64
-}
-
-func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("cuda: out of GPU memory on %s: asked for %s with %s free of %s; lower batch_size (or use gradient accumulation) or a smaller model",
-		e.Device, gib(uint64(e.Asked)), gib(e.Free), gib(e.Total))
-}
-
-func gib(b uint64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
-
 // Result is a CUresult, the driver API's status code.
 type Result int32
 

@@ -2,18 +2,21 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
+	"gptkit/kernels"
 	"gptkit/kernels/kerneltest"
 	"gptkit/kernels/ref"
 )
 
 // The GEMM descriptors the backend hands cuBLAS are checked here without a GPU:
-// hostGemm executes one with cuBLAS's column-major semantics over Go slices, and
-// the attention data flow around them runs through Go transcriptions of the
-// permute and softmax kernels. Results must match kernels/ref.
+// hostGemm executes one with cuBLAS's column-major semantics over Go slices.
+// Results must match kernels/ref.
+
+// dp is a Go slice's address (in these tests, "device" memory is Go memory).
+func dp(x []float32) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(x))) }
 
 // space resolves device addresses to Go slices (in these tests, "device" memory
 // is Go memory).
@@ -85,8 +88,9 @@ func TestMatmulGemms(t *testing.T) {
 		inp, w, bias, dout := randn(r, N*C), randn(r, OC*C), randn(r, OC), randn(r, N*OC)
 		dinp0, dw0 := randn(r, N*C), randn(r, OC*C)
 
+		H := kernels.Host
 		want := make([]float32, N*OC)
-		ref.New().MatmulForward(want, inp, w, bias, N, C, OC)
+		ref.New().MatmulForward(H(want), H(inp), H(w), H(bias), N, C, OC)
 		got := make([]float32, N*OC)
 		for i := range got { // the bias_fill kernel
 			got[i] = bias[i%OC]
@@ -98,7 +102,7 @@ func TestMatmulGemms(t *testing.T) {
 		}
 
 		wantDinp, wantDw := clone(dinp0), clone(dw0)
-		ref.New().MatmulBackward(wantDinp, wantDw, nil, dout, inp, w, N, C, OC)
+		ref.New().MatmulBackward(H(wantDinp), H(wantDw), kernels.Tensor{}, H(dout), H(inp), H(w), kernels.Tensor{}, N, C, OC)
 		dinp, dw := clone(dinp0), clone(dw0)
 		s = nil
 		s.with(dinp, dw, dout, inp, w)
@@ -121,135 +125,57 @@ func (s *space) with(xs ...[]float32) space {
 	return *s
 }
 
-// Go transcriptions of attention.cu's kernels, index for index.
-func permute(q, k, v, qkv []float32, B, T, NH, hs int) {
-	C := NH * hs
-	for i := 0; i < B*NH*T*hs; i++ {
-		d, r := i%hs, i/hs
-		tt := r % T
-		r /= T
-		h, b := r%NH, r/NH
-		src := (b*T+tt)*3*C + h*hs + d
-		q[i], k[i], v[i] = qkv[src], qkv[src+C], qkv[src+2*C]
-	}
-}
-
-func permuteBackward(dqkv, dq, dk, dv []float32, B, T, NH, hs int) {
-	C := NH * hs
-	for i := 0; i < B*NH*T*hs; i++ {
-		d, r := i%hs, i/hs
-		tt := r % T
-		r /= T
-		h, b := r%NH, r/NH
-		dst := (b*T+tt)*3*C + h*hs + d
-		dqkv[dst] += dq[i]
-		dqkv[dst+C] += dk[i]
-		dqkv[dst+2*C] += dv[i]
-	}
-}
-
-func unpermute(out, y []float32, B, T, NH, hs int, backward bool) {
-	C := NH * hs
-	for i := 0; i < B*NH*T*hs; i++ {
-		d, r := i%hs, i/hs
-		tt := r % T
-		r /= T
-		h, b := r%NH, r/NH
-		o := (b*T+tt)*C + h*hs + d
-		if backward {
-			y[i] = out[o]
-		} else {
-			out[o] = y[i]
-		}
-	}
-}
-
-func softmaxForward(att []float32, rows, T int) {
-	for row := 0; row < rows; row++ {
-		t, a := row%T, att[row*T:][:T]
-		mx := math.Inf(-1)
-		for j := 0; j <= t; j++ {
-			mx = math.Max(mx, float64(a[j]))
-		}
-		var s float64
-		for j := 0; j <= t; j++ {
-			s += math.Exp(float64(a[j]) - mx)
-		}
-		for j := range a {
-			if j <= t {
-				a[j] = float32(math.Exp(float64(a[j])-mx) / s)
-			} else {
-				a[j] = 0
-			}
-		}
-	}
-}
-
-func softmaxBackward(datt, att []float32, rows, T int) {
-	for row := 0; row < rows; row++ {
-		t, d, p := row%T, datt[row*T:][:T], att[row*T:][:T]
-		var s float32
-		for j := 0; j <= t; j++ {
-			s += p[j] * d[j]
-		}
-		for j := range d {
-			if j <= t {
-				d[j] = p[j] * (d[j] - s)
-			} else {
-				d[j] = 0
-			}
-		}
-	}
-}
-
-func TestAttentionGemms(t *testing.T) {
+// TestClassifierGemms: the classifier's three GEMMs over a chunk of R rows
+// (logits over the first V of Vp columns, dinp written, dweight accumulated)
+// against plain loops.
+func TestClassifierGemms(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, sh := range []struct{ B, T, C, NH int }{{1, 1, 4, 1}, {2, 5, 12, 3}, {1, 17, 20, 5}, {2, 16, 32, 2}} {
-		B, T, C, NH := sh.B, sh.T, sh.C, sh.NH
-		hs, n, BH := C/NH, B*T*C, B*NH
-		scale := float32(1 / math.Sqrt(float64(hs)))
-		qkv, dout, dqkv0 := randn(r, B*T*3*C), randn(r, n), randn(r, B*T*3*C)
-		name := fmt.Sprintf("B%d T%d C%d NH%d", B, T, C, NH)
-
-		wantOut, wantAtt := make([]float32, n), make([]float32, BH*T*T)
-		ref.New().AttentionForward(wantOut, wantAtt, qkv, B, T, C, NH)
-		q, k, v, y := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
-		out, att := make([]float32, n), make([]float32, BH*T*T)
-		for i := range att {
-			att[i] = float32(math.NaN()) // the scores GEMM must write every element (beta 0)
+	const R, C, V, Vp = 5, 7, 11, 16
+	x, w, dw0 := randn(r, R*C), randn(r, Vp*C), randn(r, Vp*C)
+	logits := make([]float32, R*Vp)
+	var s space
+	s.with(logits, x, w)
+	gl, gi, gw := classifierGemms(dp(logits), dp(x), dp(w), 0, 0, R, C, V, Vp)
+	hostGemm(s, gl)
+	for i := 0; i < R; i++ {
+		for j := 0; j < V; j++ {
+			var want float64
+			for c := 0; c < C; c++ {
+				want += float64(x[i*C+c]) * float64(w[j*C+c])
+			}
+			if d := float64(logits[i*Vp+j]) - want; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("logits[%d,%d] = %v, want %v", i, j, logits[i*Vp+j], want)
+			}
 		}
-		var s space
-		s.with(q, k, v, y, att)
-		permute(q, k, v, qkv, B, T, NH, hs)
-		gs, gv := attnForwardGemms(dp(att), dp(q), dp(k), dp(v), dp(y), BH, T, hs, scale)
-		hostGemm(s, gs)
-		softmaxForward(att, BH*T, T)
-		hostGemm(s, gv)
-		unpermute(out, y, B, T, NH, hs, false)
-		if err := kerneltest.Close(out, wantOut, 1e-5, 1); err != nil {
-			t.Errorf("forward out %s: %v", name, err)
+	}
+	dinp, dw := make([]float32, R*C), clone(dw0)
+	s = nil
+	s.with(logits, x, w, dinp, dw)
+	_, gi, gw = classifierGemms(dp(logits), dp(x), dp(w), dp(dinp), dp(dw), R, C, V, Vp)
+	hostGemm(s, gi)
+	hostGemm(s, gw)
+	for i := 0; i < R; i++ {
+		for c := 0; c < C; c++ {
+			var want float64
+			for j := 0; j < V; j++ {
+				want += float64(logits[i*Vp+j]) * float64(w[j*C+c])
+			}
+			if d := float64(dinp[i*C+c]) - want; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("dinp[%d,%d] = %v, want %v", i, c, dinp[i*C+c], want)
+			}
 		}
-		if err := kerneltest.Close(att, wantAtt, 1e-5, 1); err != nil {
-			t.Errorf("forward att %s: %v", name, err)
-		}
-
-		wantD := clone(dqkv0)
-		ref.New().AttentionBackward(wantD, dout, qkv, wantAtt, B, T, C, NH)
-		dy, dq, dk, dv, datt := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, BH*T*T)
-		s = nil
-		s.with(q, k, v, dy, dq, dk, dv, datt, wantAtt)
-		dqkv := clone(dqkv0)
-		permute(q, k, v, qkv, B, T, NH, hs)
-		unpermute(dout, dy, B, T, NH, hs, true)
-		gDatt, gDv, gDq, gDk := attnBackwardGemms(dp(datt), dp(wantAtt), dp(q), dp(k), dp(v), dp(dy), dp(dq), dp(dk), dp(dv), BH, T, hs, scale)
-		hostGemm(s, gDatt)
-		hostGemm(s, gDv)
-		softmaxBackward(datt, wantAtt, BH*T, T)
-		hostGemm(s, gDq)
-		hostGemm(s, gDk)
-		permuteBackward(dqkv, dq, dk, dv, B, T, NH, hs)
-		if err := kerneltest.Close(dqkv, wantD, 1e-5, 1); err != nil {
-			t.Errorf("backward %s: %v", name, err)
+	}
+	for j := 0; j < Vp; j++ {
+		for c := 0; c < C; c++ {
+			want := float64(dw0[j*C+c])
+			if j < V {
+				for i := 0; i < R; i++ {
+					want += float64(logits[i*Vp+j]) * float64(x[i*C+c])
+				}
+			}
+			if d := float64(dw[j*C+c]) - want; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("dweight[%d,%d] = %v, want %v", j, c, dw[j*C+c], want)
+			}
 		}
 	}
 }

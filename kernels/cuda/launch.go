@@ -3,15 +3,17 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"unsafe"
+
+	"gptkit/kernels"
 )
 
 // dims is a launch shape.
 type dims struct{ gx, gy, bx uint32 }
 
 // launch runs kernel name with args, each an int32, uint32, float32 (4 bytes),
-// int64, uint64 or uintptr (device address, 8 bytes), matching the kernel's C
-// signature. Called between enter and leave.
+// int64, uint64, float64, uintptr (device address, 8 bytes) or kernels.Tensor
+// (its device address; 0 for none), matching the kernel's C signature. Called
+// between enter and leave.
 func (b *Backend) launch(name string, d dims, args ...any) {
 	f, ok := b.fns[name]
 	if !ok {
@@ -36,6 +38,10 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 			v[i] = x
 		case uintptr:
 			v[i] = uint64(x)
+		case float64:
+			v[i] = math.Float64bits(x)
+		case kernels.Tensor:
+			v[i] = uint64(x.Addr())
 		default:
 			panic(fmt.Sprintf("cuda: kernel %s: argument %d has type %T", name, i, a))
 		}
@@ -63,21 +69,30 @@ func warpRows(rows int) dims {
 	return dims{gx: uint32((rows + per - 1) / per), bx: threads}
 }
 
-// dp is the device address of s (managed memory: the same as the host address),
-// 0 for an empty or nil slice.
-func dp(s []float32) uintptr {
-	if len(s) == 0 {
-		return 0
+// suffix is the kernel name suffix of an activation dtype (common.cuh's DTYPES).
+func suffix(dt kernels.DType) string {
+	switch dt {
+	case kernels.Float32:
+		return "f32"
+	case kernels.BFloat16:
+		return "bf16"
+	case kernels.Float16:
+		return "f16"
 	}
-	return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	panic("cuda: no kernels for " + dt.String())
 }
 
-// copyIDs copies ids into device scratch slot s, in stream order, and returns its
-// address.
-func (b *Backend) copyIDs(s scratchSlot, ids []int32) uintptr {
-	p := b.scratch(s, 4*len(ids))
-	if len(ids) > 0 {
-		b.must(b.drv.memcpyHtoD(p, unsafe.Pointer(unsafe.SliceData(ids)), 4*len(ids), b.stream))
+// kname is base's instantiation for dtype dt.
+func kname(base string, dt kernels.DType) string { return base + "_" + suffix(dt) }
+
+// sameType panics unless every given tensor has t's dtype (the kernels take one
+// activation type; statistics and weight gradients are checked as float32 by
+// the ops).
+func sameType(op string, t kernels.Tensor, ts ...kernels.Tensor) kernels.DType {
+	for _, u := range ts {
+		if !u.Nil() && u.DType() != t.DType() {
+			panic(fmt.Sprintf("kernels: %s: the cuda kernels take one activation dtype; %s and %s differ", op, t, u))
+		}
 	}
-	return p
+	return t.DType()
 }

@@ -1,52 +1,57 @@
 package cuda
 
-import "gptkit/kernels/internal/check"
+import (
+	"gptkit/kernels"
+	"gptkit/kernels/internal/check"
+)
 
-// rowsPerChunk is the row chunk of the column reductions (bias and layernorm
-// weight gradients): a constant, so the summation order depends on the shape only.
-const rowsPerChunk = 256
-
-// LayerNormForward implements kernels.Backend.
-func (b *Backend) LayerNormForward(out, mean, rstd []float32, inp, weight, bias []float32, N, C int) {
+// LayerNormForward implements kernels.Backend, one warp per row.
+func (b *Backend) LayerNormForward(out, mean, rstd, inp, weight, bias kernels.Tensor, N, C int) {
 	const op = "layernorm forward"
-	check.Dims(op, N, C)
-	check.Len(op, "out", out, N*C)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "mean", mean, N)
-	check.Len(op, "rstd", rstd, N)
-	check.Len(op, "weight", weight, C)
-	check.LenOpt(op, "bias", bias, C)
+	check.LayerNorm(op, out, mean, rstd, inp, weight, bias, N, C)
+	b.owned(op, out, mean, rstd, inp, weight, bias)
+	dt := sameType(op, out, inp, weight, bias)
 	b.enter()
 	defer b.leave()
-	b.launch("layernorm_forward", warpRows(N), dp(out), dp(mean), dp(rstd), dp(inp), dp(weight), dp(bias), int32(N), int32(C))
+	b.launch(kname("layernorm_forward", dt), warpRows(N), out, mean, rstd, inp, weight, bias, int32(N), int32(C))
 }
 
-// LayerNormBackward implements kernels.Backend.
-func (b *Backend) LayerNormBackward(dinp, dweight, dbias []float32, dout, inp, weight, mean, rstd []float32, N, C int) {
-	const op = "layernorm backward"
-	check.Dims(op, N, C)
-	check.Len(op, "dinp", dinp, N*C)
-	check.Len(op, "dout", dout, N*C)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "mean", mean, N)
-	check.Len(op, "rstd", rstd, N)
-	check.Len(op, "weight", weight, C)
-	check.Len(op, "dweight", dweight, C)
-	check.LenOpt(op, "dbias", dbias, C)
+// ResidualLayerNormForward implements kernels.Backend: one kernel, one warp per
+// row adds the residual and normalizes it.
+func (b *Backend) ResidualLayerNormForward(res, out, mean, rstd, a, bb, weight, bias kernels.Tensor, N, C int) {
+	const op = "residual layernorm forward"
+	check.ResidualLayerNorm(res, out, mean, rstd, a, bb, weight, bias, N, C)
+	b.owned(op, res, out, mean, rstd, a, bb, weight, bias)
+	dt := sameType(op, res, out, a, bb, weight, bias)
 	b.enter()
 	defer b.leave()
-	b.launch("layernorm_backward_dinp", warpRows(N), dp(dinp), dp(dout), dp(inp), dp(weight), dp(mean), dp(rstd), int32(N), int32(C))
+	b.launch(kname("residual_layernorm_forward", dt), warpRows(N), res, out, mean, rstd, a, bb, weight, bias, int32(N), int32(C))
+}
+
+// LayerNormBackward implements kernels.Backend: dinp (= dres + ...) one warp per
+// row; dweight and dbias by partial sums over chunks of rows, added in order.
+func (b *Backend) LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd kernels.Tensor, N, C int) {
+	const op = "layernorm backward"
+	check.LayerNormBackward(dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd, N, C)
+	b.owned(op, dinp, dweight, dbias, dres, dout, inp, weight, mean, rstd)
+	dt := sameType(op, dinp, dres, dout, inp, weight)
+	b.enter()
+	defer b.leave()
+	// The weight gradients first: they read dout and inp, which dinp may not
+	// overwrite (it never aliases them), so the order is free.
 	chunks := (N + rowsPerChunk - 1) / rowsPerChunk
-	pw := b.scratch(scrPartial, 4*chunks*C)
+	pw := b.tmp(4 * chunks * C)
 	var pb uintptr
-	if dbias != nil {
-		pb = b.scratch(scrPartial2, 4*chunks*C)
+	if !dbias.Nil() {
+		pb = b.tmp(4 * chunks * C)
 	}
-	b.launch("layernorm_backward_partials", dims{gx: uint32((C + threads - 1) / threads), gy: uint32(chunks), bx: threads},
-		pw, pb, dp(dout), dp(inp), dp(mean), dp(rstd), int32(N), int32(C), int32(rowsPerChunk))
+	defer b.untmp(pw, pb)
+	b.launch(kname("layernorm_backward_partials", dt), dims{gx: uint32((C + threads - 1) / threads), gy: uint32(chunks), bx: threads},
+		pw, pb, dout, inp, mean, rstd, int32(N), int32(C), int32(rowsPerChunk))
 	cols := dims{gx: uint32((C + threads - 1) / threads), bx: threads}
-	b.launch("reduce_partials_add", cols, dp(dweight), pw, int32(chunks), int32(C))
-	if dbias != nil {
-		b.launch("reduce_partials_add", cols, dp(dbias), pb, int32(chunks), int32(C))
+	b.launch("reduce_partials_add", cols, dweight, pw, int32(chunks), int32(C))
+	if !dbias.Nil() {
+		b.launch("reduce_partials_add", cols, dbias, pb, int32(chunks), int32(C))
 	}
+	b.launch(kname("layernorm_backward_dinp", dt), warpRows(N), dinp, dres, dout, inp, weight, mean, rstd, int32(N), int32(C))
 }

@@ -1,10 +1,26 @@
 package cuda
 
-import "gptkit/kernels/internal/check"
+import (
+	"gptkit/kernels"
+	"gptkit/kernels/internal/check"
+)
 
 // The row-major products of kernels.Backend as column-major cuBLAS GEMMs. A
 // row-major (R×K) matrix is the column-major (K×R) matrix of its transpose, so
 // out = inp·Wᵀ becomes outᵀ = W·inpᵀ with W read transposed, and so on.
+
+// cudaType is a tensor's cudaDataType.
+func cudaType(dt kernels.DType) int32 {
+	switch dt {
+	case kernels.Float32:
+		return cudaR32F
+	case kernels.BFloat16:
+		return cudaR16BF
+	case kernels.Float16:
+		return cudaR16F
+	}
+	panic("cuda: no cuBLAS type for " + dt.String())
+}
 
 // matmulForwardGemm: out (N,OC) = inp (N,C)·W (OC,C)ᵀ (+ out when accumulate,
 // which is how a bias pre-filled into out is added).
@@ -16,58 +32,147 @@ func matmulForwardGemm(out, inp, w uintptr, N, C, OC int, accumulate bool) gemm 
 	return g
 }
 
-// matmulBackwardGemms: dinp (N,C) += dout (N,OC)·W (OC,C); dW (OC,C) += doutᵀ·inp.
+// matmulBackwardGemms: dinp (N,C) = dout (N,OC)·W (OC,C) (written); dW (OC,C) +=
+// doutᵀ·inp.
 func matmulBackwardGemms(dinp, dw, dout, inp, w uintptr, N, C, OC int) (gDinp, gDw gemm) {
-	gDinp = gemm{m: C, n: N, k: OC, alpha: 1, beta: 1, A: w, lda: C, B: dout, ldb: OC, C: dinp, ldc: C, batch: 1}
+	gDinp = gemm{m: C, n: N, k: OC, alpha: 1, A: w, lda: C, B: dout, ldb: OC, C: dinp, ldc: C, batch: 1}
 	gDw = gemm{transB: true, m: C, n: OC, k: N, alpha: 1, beta: 1, A: inp, lda: C, B: dout, ldb: OC, C: dw, ldc: C, batch: 1}
 	return gDinp, gDw
 }
 
-func (b *Backend) gemm(g gemm) {
+// typed sets a GEMM's operand types from its tensors (A, B, C in cuBLAS's
+// order).
+func typed(g gemm, a, b, c kernels.Tensor) gemm {
+	g.aType, g.bType, g.cType = cudaType(a.DType()), cudaType(b.DType()), cudaType(c.DType())
+	return g
+}
+
+// gemm issues g on the backend's stream. A GEMM of float32 operands computes in
+// Options.Precision's type; any 16-bit operand computes in CUBLAS_COMPUTE_32F
+// (16-bit inputs on the tensor cores, float32 accumulation).
+func (b *Backend) gemm(g gemm) { b.must(b.tryGemm(g)) }
+
+func (b *Backend) tryGemm(g gemm) error {
 	if g.compute == 0 {
 		g.compute = b.compute
+		if g.aType != cudaR32F || g.bType != cudaR32F || g.cType != cudaR32F {
+			g.compute = compute32F
+		}
 	}
-	b.must(b.blas.gemm(b.stream, g))
+	return b.blas.gemm(b.stream, g)
 }
 
-// MatmulForward implements kernels.Backend: the bias (if any) is broadcast into
-// out, then the GEMM adds the product to it.
-func (b *Backend) MatmulForward(out, inp, weight, bias []float32, N, C, OC int) {
+// epilogueGemm issues a GEMM with a cuBLASLt epilogue and reports whether it
+// ran: a library that refuses the epilogue for these types makes the backend
+// use its elementwise kernels instead, from then on.
+func (b *Backend) epilogueGemm(g gemm) bool {
+	if b.noEpilogues {
+		return false
+	}
+	if err := b.tryGemm(g); err != nil {
+		if b.sim != nil {
+			panic(err)
+		}
+		b.noEpilogues = true
+		return false
+	}
+	return true
+}
+
+// MatmulForward implements kernels.Backend: one GEMM with cuBLASLt's bias
+// epilogue (or the bias broadcast into out and the GEMM adding to it). out may
+// have another dtype than the inputs (float32 logits for sampling).
+func (b *Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
 	const op = "matmul forward"
-	check.Dims(op, N, C, OC)
-	check.Len(op, "out", out, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
-	check.LenOpt(op, "bias", bias, OC)
+	check.MatmulForward(op, out, inp, weight, bias, N, C, OC)
+	b.owned(op, out, inp, weight, bias)
+	sameType(op, inp, weight)
+	if !bias.Nil() {
+		sameType(op, out, bias)
+	}
 	b.enter()
 	defer b.leave()
-	if bias != nil {
-		b.launch("bias_fill", b.elems(N*OC), dp(out), dp(bias), int32(N), int32(OC))
-	}
-	b.gemm(matmulForwardGemm(dp(out), dp(inp), dp(weight), N, C, OC, bias != nil))
+	b.matmulForward(out, inp, weight, bias, N, C, OC)
 }
 
-// MatmulBackward implements kernels.Backend; dbias sums dout's rows in fixed
-// chunks, then the chunks in order.
-func (b *Backend) MatmulBackward(dinp, dweight, dbias []float32, dout, inp, weight []float32, N, C, OC int) {
-	const op = "matmul backward"
-	check.Dims(op, N, C, OC)
-	check.Len(op, "dinp", dinp, N*C)
-	check.Len(op, "dweight", dweight, OC*C)
-	check.LenOpt(op, "dbias", dbias, OC)
-	check.Len(op, "dout", dout, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
+func (b *Backend) matmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	g := typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, false), weight, inp, out)
+	if !bias.Nil() {
+		e := g
+		e.epilogue, e.bias, e.biasType = epiBias, bias.Addr(), cudaType(bias.DType())
+		if b.epilogueGemm(e) {
+			return
+		}
+		b.launch(kname("bias_fill", out.DType()), b.elems(N*OC), out, bias, int32(N), int32(OC))
+		g.beta = 1
+	}
+	b.gemm(g)
+}
+
+// MatmulGeluForward implements kernels.Backend: one GEMM with cuBLASLt's
+// GELU_AUX(_BIAS) epilogue (out = gelu(acc + bias), pre = acc + bias, from the
+// same float32 value), or the GEMM into pre and a GELU kernel.
+func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	const op = "matmul gelu forward"
+	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
+	b.owned(op, out, pre, inp, weight, bias)
+	dt := sameType(op, out, pre, inp, weight, bias)
 	b.enter()
 	defer b.leave()
-	gi, gw := matmulBackwardGemms(dp(dinp), dp(dweight), dp(dout), dp(inp), dp(weight), N, C, OC)
-	b.gemm(gi)
-	b.gemm(gw)
-	if dbias != nil {
-		chunks := (N + rowsPerChunk - 1) / rowsPerChunk
-		part := b.scratch(scrPartial, 4*chunks*OC)
-		cols := uint32((OC + threads - 1) / threads)
-		b.launch("column_partials", dims{gx: cols, gy: uint32(chunks), bx: threads}, part, dp(dout), int32(N), int32(OC), int32(rowsPerChunk))
-		b.launch("reduce_partials_add", dims{gx: cols, bx: threads}, dp(dbias), part, int32(chunks), int32(OC))
+	e := typed(matmulForwardGemm(out.Addr(), inp.Addr(), weight.Addr(), N, C, OC, false), weight, inp, out)
+	e.aux, e.ldaux, e.epilogue = pre.Addr(), OC, epiGeluAux
+	if !bias.Nil() {
+		e.epilogue, e.bias, e.biasType = epiGeluAuxBias, bias.Addr(), cudaType(bias.DType())
 	}
+	if b.epilogueGemm(e) {
+		return
+	}
+	b.matmulForward(pre, inp, weight, bias, N, C, OC)
+	b.launch(kname("gelu_forward", dt), b.elems(N*OC), out, pre, int64(N*OC))
+}
+
+// MatmulBackward implements kernels.Backend; dinp by a GEMM that writes (with
+// cuBLASLt's DGELU epilogue multiplying by gelu'(geluPre), or a kernel after it),
+// dweight by one that accumulates; dbias sums
+// dout's rows in fixed chunks, then the chunks in order.
+func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
+	const op = "matmul backward"
+	check.MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre, N, C, OC)
+	b.owned(op, dinp, dweight, dbias, dout, inp, weight, geluPre)
+	dt := sameType(op, dout, inp, weight, dinp, geluPre)
+	b.enter()
+	defer b.leave()
+	gi, gw := matmulBackwardGemms(dinp.Addr(), dweight.Addr(), dout.Addr(), inp.Addr(), weight.Addr(), N, C, OC)
+	if !dinp.Nil() {
+		gi = typed(gi, weight, dout, dinp)
+		if geluPre.Nil() {
+			b.gemm(gi)
+		} else {
+			e := gi
+			e.epilogue, e.aux, e.ldaux = epiDGelu, geluPre.Addr(), C
+			if !b.epilogueGemm(e) {
+				b.gemm(gi)
+				b.launch(kname("gelu_backward_inplace", dt), b.elems(N*C), dinp, geluPre, int64(N*C))
+			}
+		}
+	}
+	b.gemm(typed(gw, inp, dout, dweight))
+	if !dbias.Nil() {
+		b.columnSums(dbias, dout, N, OC)
+	}
+}
+
+// rowsPerChunk is the row chunk of the column reductions (bias and layernorm
+// weight gradients): a constant, so the summation order depends on the shape only.
+const rowsPerChunk = 256
+
+// columnSums adds the column sums of src (N,OC) into dst (float32): partial sums
+// per chunk of rows, then the chunks in order. Called between enter and leave.
+func (b *Backend) columnSums(dst, src kernels.Tensor, N, OC int) {
+	chunks := (N + rowsPerChunk - 1) / rowsPerChunk
+	part := b.tmp(4 * chunks * OC)
+	defer b.untmp(part)
+	cols := uint32((OC + threads - 1) / threads)
+	b.launch(kname("column_partials", src.DType()), dims{gx: cols, gy: uint32(chunks), bx: threads}, part, src, int32(N), int32(OC), int32(rowsPerChunk))
+	b.launch("reduce_partials_add", dims{gx: cols, bx: threads}, dst, part, int32(chunks), int32(OC))
 }

@@ -2,174 +2,312 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
+	"sort"
 	"unsafe"
+
+	"gptkit/kernels"
 )
 
-// Alloc granularity: buffers under slabMin bytes are carved from shared managed
-// slabs of slabSize (the conformance suite allocates thousands of small ones);
-// larger ones, and all on the simulator, get their own allocation. Every buffer starts on a 256-byte
-// boundary (what cuBLAS and vector loads like).
-const (
-	slabSize = 64 << 20
-	slabMin  = 4 << 20
-	align    = 256
-)
-
-// memory tracks the backend's allocations: managed (Alloc) and device (scratch).
+// Device memory is plain cuMemAlloc memory (no managed memory: the host never
+// addresses it; data moves by Upload and Download), through a caching
+// allocator in PyTorch's manner, simplified for one stream: a freed block goes
+// to a cache by its size class and the next allocation of that class reuses
+// it. Every op runs on the backend's one stream, so a block reused while a
+// queued kernel still reads its old contents is safe: the new owner's work is
+// ordered after it. When cuMemAlloc fails, the cache is released and the
+// allocation tried once more before it is an out-of-memory error.
 type memory struct {
-	managed []region // every managed allocation, for ownership checks and Close
-	slab    region   // the slab small buffers come from
-	used    int      // bytes of slab handed out
-	device  []uintptr
-	scratch map[scratchSlot]dregion
+	live   map[uintptr]int   // address → bytes, allocated blocks
+	cache  map[int][]uintptr // size class → free blocks
+	cached int64             // bytes in cache
+	used   int64             // bytes in live
+
+	// Pinned staging for small uploads (the batch's token ids): two slots, each
+	// with the event recorded after its last copy, so the host writes a slot only
+	// once the device has read it.
+	pinned     unsafe.Pointer
+	slotEvents [2]event
+	slot       int
+
+	// idMirror keeps the host copy of the last Int32 uploads by device address:
+	// EncoderBackward groups positions by token on the host (as llm.c does), and
+	// the ids the trainer uploaded are already there.
+	idMirror map[uintptr][]int32
 }
 
-type region struct {
-	p    unsafe.Pointer
-	size int
+const (
+	align       = 256     // every block starts on 256 bytes (cuMemAlloc gives 512)
+	pinnedSlot  = 1 << 20 // bytes per pinned staging slot
+	smallRound  = 512     // size classes below 1 MiB: multiples of 512 bytes
+	largeRound  = 2 << 20 // above: multiples of 2 MiB
+	mirrorLimit = 8       // Int32 uploads remembered
+)
+
+// sizeClass rounds a request up to its class. On the simulator every block is
+// exactly its size and is freed for real (no cache), so an access past a
+// tensor's end or after its Free is a fault there.
+func (b *Backend) sizeClass(bytes int) int {
+	if b.sim != nil {
+		return max(bytes, 1)
+	}
+	if bytes <= 1<<20 {
+		return roundUp(max(bytes, 1), smallRound)
+	}
+	return roundUp(bytes, largeRound)
 }
 
-// dregion is a device allocation (not addressable from Go).
-type dregion struct {
-	p    uintptr
-	size int
-}
-
-func (r region) contains(p uintptr, n int) bool {
-	lo := uintptr(r.p)
-	return p >= lo && p+uintptr(n) <= lo+uintptr(r.size)
-}
-
-// Alloc implements kernels.Backend: n zeroed float32s of managed memory, valid
-// until Close. It panics with *OutOfMemoryError when the GPU lacks the memory.
-func (b *Backend) Alloc(n int) []float32 {
+// Alloc implements kernels.Backend: n zeroed elements of dt in device memory,
+// zeroed in stream order (so an Upload or op issued after Alloc sees zeros
+// before its own writes). Out of memory is a *kernels.OutOfMemoryError naming
+// what, the bytes asked for and free.
+func (b *Backend) Alloc(what string, dt kernels.DType, n int) (kernels.Tensor, error) {
 	if n < 0 {
 		panic("kernels: alloc: negative size")
 	}
 	b.enter()
 	defer b.leave()
-	bytes := roundUp(max(n, 1)*4, align)
-	// On the simulator every buffer is its own allocation, so an access past
-	// its end is a fault there (a slab would hide it behind its neighbour).
-	if bytes >= slabMin || b.sim != nil {
-		r := b.allocManaged(bytes)
-		return unsafe.Slice((*float32)(r.p), n)[:n:n]
+	size := n * dt.Size()
+	p, err := b.allocBlock(what, size)
+	if err != nil {
+		return kernels.Tensor{}, err
 	}
+	b.must(b.drv.memsetD8(p, 0, max(size, 1), b.stream))
+	return kernels.NewTensor(kernels.NewBuffer(b, p, nil, size, what), dt, n), nil
+}
+
+// allocBlock returns a block of at least size bytes from the cache or the
+// driver. Called between enter and leave.
+func (b *Backend) allocBlock(what string, size int) (uintptr, error) {
 	m := &b.mem
-	if m.slab.p == nil || m.used+bytes > m.slab.size {
-		m.slab, m.used = b.allocManaged(slabSize), 0
+	if m.live == nil {
+		m.live, m.cache = map[uintptr]int{}, map[int][]uintptr{}
 	}
-	p := unsafe.Add(m.slab.p, m.used)
-	m.used += bytes
-	return unsafe.Slice((*float32)(p), n)[:n:n]
-}
-
-// allocManaged allocates and zeroes bytes of managed memory (on the device: it is
-// resident there afterwards), refusing with *OutOfMemoryError what the device has
-// no room for (managed memory would otherwise oversubscribe into host memory,
-// silently and slowly).
-func (b *Backend) allocManaged(bytes int) region {
-	b.checkFree(bytes)
-	p, err := b.drv.memAllocManaged(bytes)
+	class := b.sizeClass(size)
+	if free := m.cache[class]; len(free) > 0 {
+		p := free[len(free)-1]
+		m.cache[class] = free[:len(free)-1]
+		m.cached -= int64(class)
+		m.live[p] = class
+		m.used += int64(class)
+		return p, nil
+	}
+	p, err := b.drv.memAlloc(class)
+	if errors.Is(err, Result(errOutOfMemory)) && m.cached > 0 {
+		b.must(b.releaseCache())
+		p, err = b.drv.memAlloc(class)
+	}
 	if errors.Is(err, Result(errOutOfMemory)) {
-		b.oom(bytes)
+		free, total, _ := b.drv.memGetInfo()
+		return 0, &kernels.OutOfMemoryError{Device: b.info.Name, What: what, Bytes: int64(size), Free: int64(free), Total: int64(total)}
 	}
-	b.must(err)
-	b.must(b.drv.memsetD8(uintptr(p), 0, bytes, b.stream))
+	if err != nil {
+		return 0, fmt.Errorf("%w (allocating %d bytes for %s)", err, class, what)
+	}
+	m.live[p] = class
+	m.used += int64(class)
+	return p, nil
+}
+
+// releaseCache frees the cached blocks back to the driver (after the stream has
+// finished with them).
+func (b *Backend) releaseCache() error {
+	m := &b.mem
+	err := b.drv.streamSynchronize(b.stream)
+	for class, free := range m.cache {
+		for _, p := range free {
+			err = errors.Join(err, b.drv.memFree(p))
+		}
+		delete(m.cache, class)
+	}
+	m.cached = 0
+	return err
+}
+
+// Free implements kernels.Backend: the block goes back to the cache.
+func (b *Backend) Free(t kernels.Tensor) {
+	if t.Nil() {
+		return
+	}
+	b.owned("free", t)
+	b.enter()
+	defer b.leave()
+	b.freeBlock(t.Buffer().Addr())
+}
+
+func (b *Backend) freeBlock(p uintptr) {
+	m := &b.mem
+	class, ok := m.live[p]
+	if !ok {
+		panic(fmt.Sprintf("cuda: free of %#x, which is not a live allocation (freed twice?)", p))
+	}
+	delete(m.live, p)
+	b.forgetIDs(p, class)
+	m.used -= int64(class)
+	if b.sim != nil {
+		b.must(b.drv.memFree(p)) // waits for the stream: nothing queued reads it after
+		return
+	}
+	m.cache[class] = append(m.cache[class], p)
+	m.cached += int64(class)
+}
+
+// Upload implements kernels.Backend. Up to pinnedSlot bytes go through pinned
+// staging (asynchronous: Upload returns once src is copied there); larger ones
+// are copied from src directly (the driver stages pageable memory itself and
+// returns once src has been read).
+func (b *Backend) Upload(dst kernels.Tensor, src []byte) {
+	b.owned("upload", dst)
+	if len(src) != dst.Bytes() {
+		panic(fmt.Sprintf("kernels: upload of %d bytes into %s", len(src), dst))
+	}
+	if len(src) == 0 {
+		return
+	}
+	b.enter()
+	defer b.leave()
+	if dst.DType() == kernels.Int32 {
+		b.mirrorIDs(dst, src)
+	}
+	b.copyIn(dst.Addr(), src)
+}
+
+// copyIn copies host bytes to device address dst in stream order. Called
+// between enter and leave.
+func (b *Backend) copyIn(dst uintptr, src []byte) {
+	if len(src) <= pinnedSlot {
+		m := &b.mem
+		m.slot ^= 1
+		ev := m.slotEvents[m.slot]
+		b.must(b.drv.eventSynchronize(ev))
+		stage := unsafe.Slice((*byte)(unsafe.Add(m.pinned, m.slot*pinnedSlot)), pinnedSlot)
+		copy(stage, src)
+		b.must(b.drv.memcpyHtoD(dst, unsafe.Pointer(&stage[0]), len(src), b.stream))
+		b.must(b.drv.eventRecord(ev, b.stream))
+		return
+	}
+	b.must(b.drv.memcpyHtoD(dst, unsafe.Pointer(&src[0]), len(src), b.stream))
+	runtime.KeepAlive(src)
+}
+
+// Download implements kernels.Backend: after the ops before it, synchronously.
+func (b *Backend) Download(dst []byte, src kernels.Tensor) {
+	b.owned("download", src)
+	if len(dst) != src.Bytes() {
+		panic(fmt.Sprintf("kernels: download of %s into %d bytes", src, len(dst)))
+	}
+	if len(dst) == 0 {
+		return
+	}
+	b.enter()
+	defer b.leave()
+	b.must(b.drv.memcpyDtoH(unsafe.Pointer(&dst[0]), src.Addr(), len(dst), b.stream))
 	b.must(b.drv.streamSynchronize(b.stream))
-	reg := region{p, bytes}
-	b.mem.managed = append(b.mem.managed, reg)
-	return reg
+	runtime.KeepAlive(dst)
 }
 
-func (b *Backend) checkFree(bytes int) {
-	free, _, err := b.drv.memGetInfo()
-	b.must(err)
-	if uint64(bytes) > free {
-		b.oom(bytes)
+// mirrorIDs remembers the host copy of an Int32 upload (see memory.idMirror),
+// forgetting the copies of any earlier upload it overwrites.
+func (b *Backend) mirrorIDs(dst kernels.Tensor, src []byte) {
+	m := &b.mem
+	if m.idMirror == nil {
+		m.idMirror = map[uintptr][]int32{}
 	}
-}
-
-func (b *Backend) oom(bytes int) {
-	free, total, _ := b.drv.memGetInfo()
-	panic(&OutOfMemoryError{Device: b.info.Name, Asked: int64(bytes), Free: free, Total: total})
-}
-
-// owns reports whether s lies in the backend's managed memory (NCCL and the
-// kernels can address it).
-func (b *Backend) owns(s []float32) bool {
-	if len(s) == 0 {
-		return true
+	b.forgetIDs(dst.Addr(), dst.Bytes())
+	if len(m.idMirror) >= mirrorLimit {
+		clear(m.idMirror)
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	for _, r := range b.mem.managed {
-		if r.contains(p, 4*len(s)) {
-			return true
+	ids := make([]int32, dst.Len())
+	copy(kernels.Int32Bytes(ids), src)
+	m.idMirror[dst.Addr()] = ids
+}
+
+// forgetIDs drops the host copies of uploads overlapping [addr, addr+n).
+func (b *Backend) forgetIDs(addr uintptr, n int) {
+	for a, ids := range b.mem.idMirror {
+		if a < addr+uintptr(n) && addr < a+uintptr(4*len(ids)) {
+			delete(b.mem.idMirror, a)
 		}
 	}
-	return false
 }
 
-// scratchSlot names a device scratch buffer; each is reused by every op that
-// needs it (ops run one at a time on one stream).
-type scratchSlot int
+// hostIDs returns the n token ids of t on the host: the mirror of the upload
+// that wrote them (t may be a slice of it), else downloaded. Called between
+// enter and leave.
+func (b *Backend) hostIDs(t kernels.Tensor, n int) []int32 {
+	for addr, ids := range b.mem.idMirror {
+		if a := t.Addr(); a >= addr && a+uintptr(4*n) <= addr+uintptr(4*len(ids)) {
+			off := int(a-addr) / 4
+			return ids[off : off+n]
+		}
+	}
+	ids := make([]int32, n)
+	b.must(b.drv.memcpyDtoH(unsafe.Pointer(&ids[0]), t.Addr(), 4*n, b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
+	return ids
+}
 
-const (
-	scrIDs scratchSlot = iota // token ids or targets
-	scrTok                    // encoder backward buckets
-	scrStart
-	scrPos
-	scrPartial // column partial sums
-	scrPartial2
-	scrSumSq // sum-of-squares partials (float64)
-	scrQ     // attention
-	scrK
-	scrV
-	scrY
-	scrDQ
-	scrDK
-	scrDV
-	scrDAtt
-)
+// initStaging allocates the pinned staging slots and their events (Open).
+func (b *Backend) initStaging() error {
+	var err error
+	if b.mem.pinned, err = b.drv.memAllocHost(2 * pinnedSlot); err != nil {
+		return err
+	}
+	for i := range b.mem.slotEvents {
+		if b.mem.slotEvents[i], err = b.drv.eventCreate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-// scratch returns device scratch slot s with at least bytes, growing it (after a
-// sync, so no queued kernel still uses the old one).
-func (b *Backend) scratch(s scratchSlot, bytes int) uintptr {
-	m := &b.mem
-	if m.scratch == nil {
-		m.scratch = map[scratchSlot]dregion{}
+// tmp allocates scratch device memory for one op (freed with untmp at its end;
+// the stream orders the reuse). Called between enter and leave.
+func (b *Backend) tmp(bytes int) uintptr {
+	p, err := b.allocBlock("scratch", bytes)
+	if err != nil {
+		panic(err)
 	}
-	if r, ok := m.scratch[s]; ok && r.size >= bytes {
-		return r.p
-	}
-	bytes = roundUp(max(bytes, align), align)
-	if r, ok := m.scratch[s]; ok {
-		b.must(b.drv.streamSynchronize(b.stream))
-		b.must(b.drv.memFree(r.p))
-		delete(m.scratch, s)
-	}
-	b.checkFree(bytes)
-	p, err := b.drv.memAlloc(bytes)
-	if errors.Is(err, Result(errOutOfMemory)) {
-		b.oom(bytes)
-	}
-	b.must(err)
-	m.scratch[s] = dregion{p, bytes}
 	return p
+}
+
+func (b *Backend) untmp(ps ...uintptr) {
+	for _, p := range ps {
+		if p != 0 {
+			b.freeBlock(p)
+		}
+	}
 }
 
 // free releases everything (Close).
 func (m *memory) free(d driverAPI) error {
 	var err error
-	for _, r := range m.managed {
-		err = errors.Join(err, d.memFree(uintptr(r.p)))
+	addrs := make([]uintptr, 0, len(m.live))
+	for p := range m.live {
+		addrs = append(addrs, p)
 	}
-	for _, r := range m.scratch {
-		err = errors.Join(err, d.memFree(r.p))
+	for _, free := range m.cache {
+		addrs = append(addrs, free...)
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	for _, p := range addrs {
+		err = errors.Join(err, d.memFree(p))
+	}
+	for _, ev := range m.slotEvents {
+		if ev != 0 {
+			err = errors.Join(err, d.eventDestroy(ev))
+		}
+	}
+	if m.pinned != nil {
+		err = errors.Join(err, d.memFreeHost(m.pinned))
 	}
 	*m = memory{}
 	return err
 }
+
+// MemoryUse reports the bytes of live allocations and of the cache.
+func (b *Backend) MemoryUse() (used, cached int64) { return b.mem.used, b.mem.cached }
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
 

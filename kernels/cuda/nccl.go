@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"gptkit/kernels"
 )
 
 // ncclLibs are the names NCCL is tried under.
@@ -153,8 +155,11 @@ type Transport interface {
 }
 
 // NCCL is the data-parallel collectives over NCCL, one process per GPU: it has
-// the method set of train.FullCollectives (this package cannot import train).
-// Buffers must come from the backend's Alloc (the device reads them in place).
+// the method set of train.FullCollectives (this package cannot import train)
+// and train.TensorCollectives. The FullCollectives methods take host slices and
+// stage them through device scratch; the *Tensor methods work on the backend's
+// float32 tensors in place, which is what the trainer uses for the weights and
+// gradients.
 // NCCL's ring and tree all-reduces hand every rank the same reduced bytes, so the
 // ranks' weights stay bit-identical, as train.Collectives demands.
 type NCCL struct {
@@ -162,8 +167,7 @@ type NCCL struct {
 	n           ncclAPI
 	comm        uintptr
 	rank, world int
-	one         []float32 // Barrier's buffer
-	w           watchdog  // deadlines, health, abort (nccl_watch.go)
+	w           watchdog // deadlines, health, abort (nccl_watch.go)
 }
 
 // NewNCCL joins rank of world ranks in the communicator id names (every rank
@@ -193,7 +197,6 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 		return nil, err
 	}
 	c := &NCCL{b: b, n: n, rank: rank, world: world}
-	c.one = b.Alloc(1)
 	b.enter()
 	defer b.leave()
 	if c.comm, err = n.commInitRank(world, id, rank); err != nil {
@@ -228,24 +231,82 @@ func (c *NCCL) Rank() int { return c.rank }
 // World implements train.Collectives.
 func (c *NCCL) World() int { return c.world }
 
-func (c *NCCL) device(op string, buf []float32) (uintptr, error) {
-	if !c.b.owns(buf) {
-		return 0, fmt.Errorf("cuda: nccl %s of %d floats not allocated by the cuda backend (use its Alloc)", op, len(buf))
+// collective runs one NCCL call on host floats, through device scratch: up,
+// the call on the backend's stream (watched), down.
+func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call func(p uintptr) error) error {
+	if err := ctx.Err(); err != nil || len(buf) == 0 {
+		return err
 	}
-	return dp(buf), nil
+	select {
+	case <-c.w.abortCh: // the communicator's error, not the lost context's
+		return c.w.abortErr
+	default:
+	}
+	t, err := c.b.Alloc("nccl staging", kernels.Float32, len(buf))
+	if err != nil {
+		return err
+	}
+	c.b.Upload(t, kernels.Float32Bytes(buf))
+	if err := c.tensorCollective(ctx, op, t, call); err != nil {
+		return err // the scratch stays: after a failed collective the context is lost
+	}
+	c.b.Download(kernels.Float32Bytes(buf), t)
+	c.b.Free(t)
+	return nil
 }
 
-// collective runs one NCCL call on the backend's stream and waits for it,
-// watched (nccl_watch.go).
-func (c *NCCL) collective(ctx context.Context, op string, buf []float32, call func(p uintptr) error) error {
+// tensorCollective runs one NCCL call on a float32 tensor of the backend, in
+// place, on the backend's stream, and waits for it, watched (nccl_watch.go).
+func (c *NCCL) tensorCollective(ctx context.Context, op string, t kernels.Tensor, call func(p uintptr) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p, err := c.device(op, buf)
-	if err != nil || len(buf) == 0 {
-		return err
+	if t.Owner() != c.b || t.DType() != kernels.Float32 {
+		return fmt.Errorf("cuda: nccl %s of %s: want a float32 tensor of this cuda backend", op, t)
 	}
-	return c.run(ctx, op, func() error { return call(p) })
+	if t.Len() == 0 {
+		return nil
+	}
+	return c.run(ctx, op, func() error { return call(t.Addr()) })
+}
+
+// AllReduceSumTensor is AllReduceSum on a float32 tensor of the backend, in place.
+func (c *NCCL) AllReduceSumTensor(ctx context.Context, t kernels.Tensor) error {
+	return c.tensorCollective(ctx, "all-reduce", t, func(p uintptr) error {
+		return c.n.allReduce(p, p, t.Len(), ncclFloat32, ncclSum, c.comm, c.b.stream)
+	})
+}
+
+// BroadcastTensor is Broadcast on a float32 tensor of the backend, in place.
+func (c *NCCL) BroadcastTensor(ctx context.Context, t kernels.Tensor, root int) error {
+	if root < 0 || root >= c.world {
+		return fmt.Errorf("cuda: nccl broadcast from rank %d in a world of %d", root, c.world)
+	}
+	return c.tensorCollective(ctx, "broadcast", t, func(p uintptr) error {
+		return c.n.broadcast(p, p, t.Len(), ncclFloat32, root, c.comm, c.b.stream)
+	})
+}
+
+// ReduceScatterSumTensor is ReduceScatterSum on a float32 tensor of the backend.
+func (c *NCCL) ReduceScatterSumTensor(ctx context.Context, t kernels.Tensor) error {
+	if t.Len()%c.world != 0 {
+		return fmt.Errorf("cuda: nccl reduce-scatter of %d floats over %d ranks", t.Len(), c.world)
+	}
+	part := t.Len() / c.world
+	return c.tensorCollective(ctx, "reduce-scatter", t, func(p uintptr) error {
+		return c.n.reduceScatter(p, p+uintptr(4*part*c.rank), part, ncclFloat32, ncclSum, c.comm, c.b.stream)
+	})
+}
+
+// AllGatherTensor is AllGather on a float32 tensor of the backend.
+func (c *NCCL) AllGatherTensor(ctx context.Context, t kernels.Tensor) error {
+	if t.Len()%c.world != 0 {
+		return fmt.Errorf("cuda: nccl all-gather of %d floats over %d ranks", t.Len(), c.world)
+	}
+	part := t.Len() / c.world
+	return c.tensorCollective(ctx, "all-gather", t, func(p uintptr) error {
+		return c.n.allGather(p+uintptr(4*part*c.rank), p, part, ncclFloat32, c.comm, c.b.stream)
+	})
 }
 
 // AllReduceSum implements train.Collectives, in place, then waits for it.
@@ -298,7 +359,7 @@ func (c *NCCL) AllGather(ctx context.Context, buf []float32) error {
 }
 
 // Barrier implements train.Collectives: an all-reduce of one float.
-func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, c.one) }
+func (c *NCCL) Barrier(ctx context.Context) error { return c.AllReduceSum(ctx, make([]float32, 1)) }
 
 // Close destroys the communicator (an aborted one is gone already).
 func (c *NCCL) Close() error { return c.destroy() }

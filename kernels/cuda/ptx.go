@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -16,15 +17,17 @@ import (
 //go:embed ptx/*.ptx
 var ptxFS embed.FS
 
-// kernelNames are every kernel the backend launches, by PTX module (file).
-var kernelNames = map[string][]string{
-	"adamw.ptx":        {"adamw"},
-	"attention.ptx":    {"attention_permute", "attention_permute_backward", "attention_unpermute", "attention_unpermute_backward", "attention_softmax_forward", "attention_softmax_backward"},
-	"crossentropy.ptx": {"crossentropy_forward", "crossentropy_backward"},
-	"elementwise.ptx":  {"gelu_forward", "gelu_backward", "residual_forward", "residual_backward", "dropout_forward", "dropout_backward", "bias_fill", "scale_inplace"},
-	"encoder.ptx":      {"encoder_forward", "encoder_backward_wpe", "encoder_backward_wte"},
-	"layernorm.ptx":    {"layernorm_forward", "layernorm_backward_dinp", "layernorm_backward_partials"},
-	"reduce.ptx":       {"column_partials", "reduce_partials_add", "sum_squares_partials"},
+// entryRE finds a module's kernels: every .entry of the PTX (the .cu files make
+// every kernel extern "C", so its PTX name is its C name).
+var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
+
+// kernelEntries lists the kernels of a PTX module.
+func kernelEntries(src []byte) []string {
+	var out []string
+	for _, m := range entryRE.FindAllSubmatch(src, -1) {
+		out = append(out, string(m[1]))
+	}
+	return out
 }
 
 // ptxModules returns the embedded PTX files, sorted by name.
@@ -49,7 +52,7 @@ func ptxModules() (map[string][]byte, []string, error) {
 }
 
 // loadKernels JIT-compiles every embedded module on the current context and looks
-// up the kernels of kernelNames. patch, when set, may change a module's text
+// up every kernel of each (kernelEntries). patch, when set, may change a module's text
 // first (the simulator's mutation tests).
 func loadKernels(d driverAPI, driverVersion int, patch func(string, []byte) []byte) (map[string]function, error) {
 	mods, names, err := ptxModules()
@@ -70,7 +73,7 @@ func loadKernels(d driverAPI, driverVersion int, patch func(string, []byte) []by
 		case err != nil:
 			return nil, fmt.Errorf("cuda: loading the PTX module %s: %w", name, err)
 		}
-		for _, k := range kernelNames[name] {
+		for _, k := range kernelEntries(src) {
 			f, err := d.moduleGetFunction(mod, k)
 			if err != nil {
 				return nil, fmt.Errorf("%w (in %s; rerun make ptx)", err, name)

@@ -53,7 +53,7 @@ func TestSimGemmArguments(t *testing.T) {
 		}
 		lda, ldb, ldc := rowsA+c.pad, rowsB+c.pad, c.m+c.pad
 		sA, sB, sC := lda*colsA+c.pad, ldb*colsB, ldc*c.n+2*c.pad
-		A, B, C := b.Alloc(sA*c.batch), b.Alloc(sB*c.batch), b.Alloc(sC*c.batch)
+		A, B, C := hostBuf(t, b, sA*c.batch), hostBuf(t, b, sB*c.batch), hostBuf(t, b, sC*c.batch)
 		nans(A)
 		nans(B)
 		for bi := 0; bi < c.batch; bi++ {
@@ -102,7 +102,7 @@ func TestSimGemmBF16(t *testing.T) {
 	b := openSim(t, BF16, SimOptions{})
 	r := rand.New(rand.NewPCG(13, 14))
 	m, n, k := 7, 5, 300
-	A, B, C := b.Alloc(m*k), b.Alloc(k*n), b.Alloc(m*n)
+	A, B, C := hostBuf(t, b, m*k), hostBuf(t, b, k*n), hostBuf(t, b, m*n)
 	for i := range A {
 		A[i] = float32(r.NormFloat64())
 	}
@@ -139,7 +139,7 @@ func TestSimGemmEpilogues(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{})
 	r := rand.New(rand.NewPCG(15, 16))
 	m, n, k := 6, 4, 5
-	A, B, bias := b.Alloc(m*k), b.Alloc(k*n), b.Alloc(m)
+	A, B, bias := hostBuf(t, b, m*k), hostBuf(t, b, k*n), hostBuf(t, b, m)
 	for _, x := range [][]float32{A, B, bias} {
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
@@ -152,7 +152,7 @@ func TestSimGemmEpilogues(t *testing.T) {
 		}
 		return s
 	}
-	D, aux := b.Alloc(m*n), b.Alloc(m*n)
+	D, aux := hostBuf(t, b, m*n), hostBuf(t, b, m*n)
 	g := gemm{m: m, n: n, k: k, alpha: 1, A: dp(A), lda: m, B: dp(B), ldb: k, C: dp(D), ldc: m, batch: 1,
 		D: dp(D), ldd: m, epilogue: epiGeluAuxBias, bias: dp(bias), aux: dp(aux), ldaux: m}
 	if err := runGemm(t, b, g); err != nil {
@@ -170,7 +170,7 @@ func TestSimGemmEpilogues(t *testing.T) {
 		}
 	}
 	// backward: D2 = (A·B) ⊙ gelu'(aux), bias ← Σ_j D2
-	D2, dbias := b.Alloc(m*n), b.Alloc(m)
+	D2, dbias := hostBuf(t, b, m*n), hostBuf(t, b, m)
 	g = gemm{m: m, n: n, k: k, alpha: 1, A: dp(A), lda: m, B: dp(B), ldb: k, C: dp(D2), ldc: m, batch: 1,
 		D: dp(D2), ldd: m, epilogue: epiDGeluBGrad, bias: dp(dbias), aux: dp(aux), ldaux: m}
 	if err := runGemm(t, b, g); err != nil {
@@ -190,7 +190,7 @@ func TestSimGemmEpilogues(t *testing.T) {
 		}
 	}
 	// a bf16 D, rounded to nearest even
-	Dh := b.Alloc(m * n) // room for m·n halves
+	Dh := hostBuf(t, b, m*n) // room for m·n halves
 	g = gemm{m: m, n: n, k: k, alpha: 1, A: dp(A), lda: m, B: dp(B), ldb: k, C: dp(Dh), ldc: m, batch: 1, cType: cudaR16BF}
 	if err := runGemm(t, b, g); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestSimGemmEpilogues(t *testing.T) {
 // with the status cuBLAS would give, on one line.
 func TestSimGemmRefusals(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{})
-	A := b.Alloc(64)
+	A := hostBuf(t, b, 64)
 	ok := gemm{m: 4, n: 4, k: 4, alpha: 1, A: dp(A), lda: 4, B: dp(A), ldb: 4, C: dp(A), ldc: 4, batch: 1}
 	for _, c := range []struct {
 		name string
@@ -240,7 +240,7 @@ func TestSimGemmRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b2.Close()
-	A2 := b2.Alloc(64)
+	A2 := hostBuf(t, b2, 64)
 	g := gemm{m: 4, n: 4, k: 40, alpha: 1, A: dp(A2), lda: 4, B: dp(A2), ldb: 40, C: dp(A2), ldc: 4, batch: 1}
 	err = runGemm(t, b2, g)
 	if err == nil || !strings.Contains(err.Error(), "run 384 bytes past the end of the 256-byte managed allocation") || strings.Contains(err.Error(), "\n") {

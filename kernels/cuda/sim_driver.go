@@ -32,6 +32,9 @@ type simDriver struct {
 	pinned  map[uintptr]int // pinned host allocations: address → size
 	hostMem map[uintptr][]byte
 	sticky  error
+	// launches counts the launches of each kernel by name (tests check that the
+	// conformance suite runs every kernel).
+	launches map[string]int
 
 	transport Transport     // set by NewNCCL: the simulated NCCL's link to other processes
 	unhang    chan struct{} // closed when injected hangs end (sim_watch.go)
@@ -63,7 +66,8 @@ func newSimDriver(o SimOptions) *simDriver {
 	}
 	d := &simDriver{opts: o, dev: sim.NewDevice(sim.Config{Seed: o.Seed, MemoryBytes: o.Memory, SMs: o.SMs, ExactApprox: o.ExactApprox}),
 		next: 1, streams: map[stream]*simStream{0: {}}, events: map[event]*simEvent{}, modules: map[module]*sim.Image{},
-		funcs: map[function]*sim.Kernel{}, pinned: map[uintptr]int{}, hostMem: map[uintptr][]byte{}, gpus: simDevices(o)}
+		funcs: map[function]*sim.Kernel{}, pinned: map[uintptr]int{}, hostMem: map[uintptr][]byte{}, gpus: simDevices(o),
+		launches: map[string]int{}}
 	return d
 }
 
@@ -428,6 +432,9 @@ func (d *simDriver) launchKernel(f function, grid, block dim3, sharedBytes int, 
 	if err := k.Check(cfg); err != nil {
 		return simErr("cuLaunchKernel "+k.Name(), 1, "%v", err)
 	}
+	d.mu.Lock()
+	d.launches[k.Name()]++
+	d.mu.Unlock()
 	return d.enqueue("kernel "+k.Name(), s, func() error {
 		err := k.Launch(cfg)
 		var f *sim.Fault

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"gptkit/kernels"
 	"gptkit/kernels/cuda/sim"
 )
 
@@ -15,17 +16,18 @@ import (
 // kernel's result only after Sync, as on a GPU (where reading earlier races).
 func TestSimStreamsRunAtSync(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{})
-	x := b.Alloc(1000)
+	x, xt := managed(t, b, 1000)
+	y, yt := managed(t, b, 1000)
 	for i := range x {
 		x[i] = 2
 	}
-	b.Scale(x, 3)
-	if x[0] != 2 {
-		t.Fatalf("the kernel ran before anything waited for it: %v", x[0])
+	b.Convert(yt, xt)
+	if y[0] != 0 {
+		t.Fatalf("the kernel ran before anything waited for it: %v", y[0])
 	}
 	b.Sync()
-	if x[0] != 6 || x[999] != 6 {
-		t.Fatalf("after Sync: %v %v, want 6", x[0], x[999])
+	if y[0] != 2 || y[999] != 2 {
+		t.Fatalf("after Sync: %v %v, want 2", y[0], y[999])
 	}
 }
 
@@ -35,8 +37,8 @@ func TestSimCopiesAndEvents(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{})
 	d := b.sim
 	host := []float32{1, 2, 3, 4}
-	dst := b.Alloc(4)
-	src := b.Alloc(4)
+	dst, dstT := managed(t, b, 4)
+	src := hostBuf(t, b, 4)
 	s2, err := d.streamCreate()
 	if err != nil {
 		t.Fatal(err)
@@ -63,19 +65,21 @@ func TestSimCopiesAndEvents(t *testing.T) {
 		t.Fatalf("dst %v, want [1 2 3 4]", dst)
 	}
 	// to pageable memory the copy waits for the stream
-	b.Scale(dst, 2)
+	c1, c1T := managed(t, b, 4)
+	b.Convert(c1T, dstT)
 	out := make([]float32, 4)
-	if err := d.memcpyDtoH(unsafe.Pointer(&out[0]), dp(dst), 16, b.stream); err != nil {
+	if err := d.memcpyDtoH(unsafe.Pointer(&out[0]), dp(c1), 16, b.stream); err != nil {
 		t.Fatal(err)
 	}
-	if out[3] != 8 {
+	if out[3] != 4 {
 		t.Fatalf("DtoH to pageable memory returned before the stream ran: %v", out)
 	}
 	// pinned memory: asynchronous
 	p, _ := d.memAllocHost(16)
 	pinned := unsafe.Slice((*float32)(p), 4)
-	b.Scale(dst, 2)
-	if err := d.memcpyDtoH(p, dp(dst), 16, b.stream); err != nil {
+	c2, c2T := managed(t, b, 4)
+	b.Convert(c2T, dstT)
+	if err := d.memcpyDtoH(p, dp(c2), 16, b.stream); err != nil {
 		t.Fatal(err)
 	}
 	if pinned[3] != 0 {
@@ -86,7 +90,7 @@ func TestSimCopiesAndEvents(t *testing.T) {
 	if err := d.eventSynchronize(ev); err != nil {
 		t.Fatal(err)
 	}
-	if pinned[3] != 16 {
+	if pinned[3] != 4 {
 		t.Fatalf("after the event: %v", pinned)
 	}
 	d.memFreeHost(p)
@@ -101,10 +105,10 @@ func TestSimFaultIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	x := b.Alloc(10)
-	// residual_forward over 2000 elements of 10-element buffers
-	f := b.fns["residual_forward"]
-	if err := b.drv.launchKernel(f, dim3{8, 1, 1}, dim3{256, 1, 1}, 0, b.stream, []uint64{uint64(dp(x)), uint64(dp(x)), uint64(dp(x)), 2000}); err != nil {
+	x := hostBuf(t, b, 10)
+	// convert_f32_f32 over 2000 elements of 10-element buffers
+	f := b.fns["convert_f32_f32"]
+	if err := b.drv.launchKernel(f, dim3{8, 1, 1}, dim3{256, 1, 1}, 0, b.stream, []uint64{uint64(dp(x)), uint64(dp(x)), 2000}); err != nil {
 		t.Fatal(err)
 	}
 	err = b.drv.streamSynchronize(b.stream)
@@ -112,7 +116,7 @@ func TestSimFaultIsSticky(t *testing.T) {
 	if !errors.As(err, &fault) || !errors.Is(err, Result(700)) {
 		t.Fatalf("%v: want an illegal-address fault", err)
 	}
-	if !strings.Contains(err.Error(), "kernel residual_forward") || strings.Contains(err.Error(), "\n") {
+	if !strings.Contains(err.Error(), "kernel convert_f32_f32") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("%v", err)
 	}
 	if err2 := b.drv.memsetD8(dp(x), 0, 4, b.stream); err2 == nil {
@@ -120,28 +124,26 @@ func TestSimFaultIsSticky(t *testing.T) {
 	}
 	// and the backend's ops panic with it, one line
 	msg := panicOf(func() { b.Sync() })
-	if !strings.Contains(msg, "kernel residual_forward") {
+	if !strings.Contains(msg, "kernel convert_f32_f32") {
 		t.Errorf("Sync after the fault: %q", msg)
 	}
 }
 
-// Out of simulated memory: one line naming what was asked and what is free.
+// Out of simulated memory: Alloc's one-line error names what was asked for,
+// the bytes and what is free.
 func TestSimOutOfMemory(t *testing.T) {
 	b := openSim(t, FP32, SimOptions{Memory: 256 << 20})
-	var oom *OutOfMemoryError
-	func() {
-		defer func() {
-			r := recover()
-			var ok bool
-			if oom, ok = r.(*OutOfMemoryError); !ok {
-				t.Fatalf("panic %v, want *OutOfMemoryError", r)
-			}
-		}()
-		b.Alloc(100 << 20) // 400 MB
-	}()
+	_, err := b.Alloc("activations", kernels.Float32, 100<<20) // 400 MB
+	var oom *kernels.OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("%v, want *kernels.OutOfMemoryError", err)
+	}
 	msg := oom.Error()
-	if !strings.Contains(msg, "out of GPU memory on "+simName) || !strings.Contains(msg, "asked for 0.39 GiB") || strings.Contains(msg, "\n") {
+	if !strings.Contains(msg, "out of memory on "+simName+" allocating activations: 400.0 MiB asked") || strings.Contains(msg, "\n") {
 		t.Errorf("%q", msg)
+	}
+	if oom.Free <= 0 || oom.Free > 256<<20 || oom.Total != 256<<20 {
+		t.Errorf("free %d of %d", oom.Free, oom.Total)
 	}
 }
 
@@ -197,7 +199,7 @@ func ncclScript(b *Backend, id UniqueID, rank, world int, out *[]float32) error 
 	}
 	defer c.Close()
 	ctx := context.Background()
-	buf := b.Alloc(3 * world)
+	buf := make([]float32, 3*world)
 	for i := range buf {
 		buf[i] = float32(rank)
 	}
@@ -212,7 +214,7 @@ func ncclScript(b *Backend, id UniqueID, rank, world int, out *[]float32) error 
 		return err
 	}
 	// reduce-scatter then all-gather of world parts: every element ends as Σ ranks
-	rs := b.Alloc(2 * world)
+	rs := make([]float32, 2*world)
 	for i := range rs {
 		rs[i] = float32(rank + i)
 	}
@@ -224,6 +226,23 @@ func ncclScript(b *Backend, id UniqueID, rank, world int, out *[]float32) error 
 	}
 	if err := c.Barrier(ctx); err != nil {
 		return err
+	}
+	// the same on device tensors, in place (no staging through the host)
+	dt, err := b.Alloc("collective test", kernels.Float32, 2*world)
+	if err != nil {
+		return err
+	}
+	defer b.Free(dt)
+	b.Upload(dt, kernels.Float32Bytes(rs[:2*world]))
+	if err := c.AllReduceSumTensor(ctx, dt); err != nil {
+		return err
+	}
+	got := make([]float32, 2*world)
+	b.Download(kernels.Float32Bytes(got), dt)
+	for i, v := range got {
+		if v != float32(world)*rs[i] {
+			return errors.New("AllReduceSumTensor: wrong sum")
+		}
 	}
 	*out = append(append([]float32{}, buf[:3]...), rs...)
 	for i, v := range rs {
@@ -250,7 +269,7 @@ func TestSimNCCLMismatch(t *testing.T) {
 				errs[r] = err
 				return
 			}
-			buf := bs[r].Alloc(4)
+			buf := make([]float32, 4)
 			if r == 0 {
 				errs[r] = c.AllReduceSum(context.Background(), buf)
 			} else {
@@ -354,7 +373,7 @@ func TestSimNCCLTransport(t *testing.T) {
 				return
 			}
 			ctx := context.Background()
-			buf := bs[r].Alloc(2 * world)
+			buf := make([]float32, 2*world)
 			for i := range buf {
 				buf[i] = float32(r + i)
 			}

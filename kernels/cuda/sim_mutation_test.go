@@ -20,14 +20,14 @@ var mutations = []struct {
 	from, to             string // the instruction text, and what replaces it ("" removes it)
 	nth                  int    // which occurrence in the kernel (0 the first)
 }{
-	{"residual_forward's add.rn.f32 made sub.rn.f32", "elementwise.ptx", "residual_forward", "add.rn.f32", "sub.rn.f32", 0},
-	{"crossentropy_forward without its second bar.sync", "crossentropy.ptx", "crossentropy_forward", "bar.sync", "", 1},
-	// the bar.sync that keeps block_sum's stores from overwriting block_max's
-	// values before every warp has read them (the first one, before any store,
-	// guards nothing in a block's first reduction: removing it is harmless)
-	{"crossentropy_forward without the bar.sync between its reductions", "crossentropy.ptx", "crossentropy_forward", "bar.sync", "", 2},
-	{"sum_squares_partials without its bar.sync", "reduce.ptx", "sum_squares_partials", "bar.sync", "", 0},
-	{"layernorm_forward's variance shuffle reads the wrong lane", "layernorm.ptx", "layernorm_forward", "shfl.sync.bfly.b32", "shfl.sync.idx.b32", 5},
+	{"residual_layernorm_forward_f32's residual add made sub.rn.f32", "layernorm.ptx", "residual_layernorm_forward_f32", "add.rn.f32", "sub.rn.f32", 0},
+	{"classifier_rows_f32 without its second bar.sync", "classifier.ptx", "classifier_rows_f32", "bar.sync", "", 1},
+	{"classifier_rows_bf16 without the bar.sync between its reductions", "classifier.ptx", "classifier_rows_bf16", "bar.sync", "", 2},
+	{"sum_squares_chunks_f32 without its bar.sync", "reduce.ptx", "sum_squares_chunks_f32", "bar.sync", "", 0},
+	{"layernorm_forward_f32's variance shuffle reads the wrong lane", "layernorm.ptx", "layernorm_forward_f32", "shfl.sync.bfly.b32", "shfl.sync.idx.b32", 5},
+	// the tensor-core attention: the barrier after a K/V tile's cp.async lands
+	{"flash_forward_bf16_64 without the bar.sync after loading K and V", "attention.ptx", "flash_forward_bf16_64", "bar.sync", "", 2},
+	{"flash_backward_dkdv_bf16_64's first mma.sync removed", "attention.ptx", "flash_backward_dkdv_bf16_64", "mma.sync", "", 0},
 }
 
 // mutate returns src with the nth occurrence of instruction from in kernel's
@@ -88,6 +88,7 @@ func TestSimMutationsFail(t *testing.T) {
 	if os.Getenv(mutantEnv) != "" {
 		t.Skip("in a mutant")
 	}
+	skipShort(t)
 	for i, mu := range mutations {
 		t.Run(mu.name, func(t *testing.T) {
 			src, err := ptxFS.ReadFile("ptx/" + mu.module)

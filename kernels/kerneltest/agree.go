@@ -1,26 +1,11 @@
 package kerneltest
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
 	"gptkit/kernels"
 )
-
-// allOpsNames names allOps' outputs, in order.
-var allOpsNames = []string{
-	"encoder forward", "encoder backward dwte", "encoder backward dwpe",
-	"layernorm forward", "layernorm mean", "layernorm rstd", "layernorm backward dinp", "layernorm backward dweight", "layernorm backward dbias",
-	"matmul 3C forward", "matmul 3C backward dinp", "matmul 3C backward dweight", "matmul 3C backward dbias",
-	"matmul 4C forward", "matmul 4C backward dinp", "matmul 4C backward dweight", "matmul 4C backward dbias",
-	"matmul C forward", "matmul C backward dinp", "matmul C backward dweight", "matmul C backward dbias",
-	"matmul 203 forward", "matmul 203 backward dinp", "matmul 203 backward dweight", "matmul 203 backward dbias",
-	"attention probabilities", "attention forward", "attention backward",
-	"gelu forward", "gelu backward", "dropout forward", "dropout backward",
-	"crossentropy losses", "crossentropy probs", "crossentropy backward",
-	"adamw params", "adamw m", "adamw v", "sumsquares",
-}
 
 // Agree runs every op on the same inputs on a and b (Deterministic's shapes)
 // and reports, per output, whether the two agree bit for bit or by how much
@@ -28,23 +13,27 @@ var allOpsNames = []string{
 // fail. For comparing two implementations of one backend: the simulated GPU
 // and the real one.
 func Agree(t *testing.T, a, b kernels.Backend, tol float64) {
-	ga, gb := allOps(a), allOps(b)
+	for _, m := range modes {
+		agree(t, a, b, m, tol)
+	}
+}
+
+func agree(t *testing.T, a, b kernels.Backend, m mode, tol float64) {
+	ga, gb := allOps(a, m.act), allOps(b, m.act)
+	tol = m.tol(tol)
 	for k := range ga {
-		name := fmt.Sprintf("output %d", k)
-		if k < len(allOpsNames) {
-			name = allOpsNames[k]
-		}
+		x, y := widen(ga[k]), widen(gb[k])
+		name := m.name + " " + ga[k].name
 		identical, worst := true, 0.0
 		var mean float64
-		for _, w := range gb[k] {
-			mean += math.Abs(float64(w))
+		for _, w := range y {
+			mean += math.Abs(w)
 		}
-		mean /= float64(max(len(gb[k]), 1))
-		for j := range ga[k] {
-			x, y := ga[k][j], gb[k][j]
-			if math.Float32bits(x) != math.Float32bits(y) {
+		mean /= float64(max(len(y), 1))
+		for j := range x {
+			if math.Float64bits(x[j]) != math.Float64bits(y[j]) {
 				identical = false
-				e := math.Abs(float64(x)-float64(y)) / (math.Abs(float64(y)) + mean + 1e-30)
+				e := math.Abs(x[j]-y[j]) / (math.Abs(y[j]) + mean + 1e-30)
 				if math.IsNaN(e) {
 					e = math.Inf(1)
 				}
@@ -60,4 +49,16 @@ func Agree(t *testing.T, a, b kernels.Backend, tol float64) {
 			t.Errorf("%-28s max relative difference %.2g > %.2g (%s vs %s)", name, worst, tol, a.Name(), b.Name())
 		}
 	}
+}
+
+// widen is an output's values as float64s.
+func widen(o output) []float64 {
+	if o.wide {
+		return o.float64s()
+	}
+	x := make([]float64, len(o.v))
+	for i, v := range o.v {
+		x[i] = float64(v)
+	}
+	return x
 }

@@ -1,22 +1,30 @@
 // Package kerneltest is the conformance suite every kernels.Backend must pass
-// (ref, cpu with and without assembly, later CUDA), in the spirit of gonum's
-// blas/testblas: one suite, many implementations.
+// (ref, cpu with and without assembly, cuda on the simulated and the real GPU),
+// in the spirit of gonum's blas/testblas: one suite, many implementations.
 //
-// Conformance checks three things:
+// Conformance checks four things:
 //
 //   - Agreement with kernels/ref on random inputs at many shapes, awkward ones
-//     included (N=1, C not a multiple of 8 or 16, T=1, odd head counts, V < Vp),
-//     with a per-op tolerance (see tolerances). Gradients are pre-filled with
-//     random values so the += accumulation is checked too.
-//   - Guard sentinels: every buffer a backend sees is carved out of a larger
-//     Alloc with NaN-payload guards on both sides, checked after each op, so an
+//     included (N=1, C not a multiple of 8 or 16, T=1, T not a multiple of the
+//     attention block, one head, head sizes 1, 8, 64 and 128, V < Vp, a
+//     classifier chunk that does not divide N), in every dtype mode: float32
+//     throughout, and bfloat16 and float16 activations with float32 statistics
+//     and weight gradients (the mixed-precision step). Tolerances: see
+//     tolerances. Weight gradients are pre-filled with random values so their
+//     += is checked; every written output is pre-filled with garbage so a
+//     backend that accumulates or skips elements fails.
+//   - Guards: every tensor a backend sees is a slice of a larger Alloc with
+//     sentinel bytes on both sides, read back (Download) after each op, so an
 //     out-of-bounds write (a vector store past the end) fails the test.
-//   - Gradient checks: a float64 implementation of each forward lives here;
-//     central finite differences of Σ R·out in float64 are compared with the
-//     backend's backward given dout = R, by relative error, on small shapes.
+//   - Gradient checks: a float64 implementation of each forward lives here,
+//     written independently of ref; central finite differences of Σ R·out in
+//     float64 are compared with the backend's backward given dout = R, by
+//     relative error, on small and awkward shapes.
+//   - Bad arguments panic (the Backend contract).
 //
-// Deterministic checks that several backends (e.g. one backend at different
-// thread counts) produce bit-identical results.
+// Everything goes through Alloc, Upload and Download, so a device backend runs
+// the same suite. Deterministic checks that several backends (e.g. one backend
+// at different thread counts) produce bit-identical results.
 package kerneltest
 
 import (
@@ -31,76 +39,138 @@ import (
 
 // Conformance runs the whole suite against the backends newBackend returns.
 func Conformance(t *testing.T, newBackend func() kernels.Backend) {
+	t.Run("memory", func(t *testing.T) { memory(t, newBackend()) })
 	t.Run("vs-ref", func(t *testing.T) { vsRef(t, newBackend()) })
 	t.Run("gradcheck", func(t *testing.T) { gradCheck(t, newBackend()) })
 	t.Run("panics", func(t *testing.T) { panics(t, newBackend()) })
 }
 
-// guardLen is how many float32s of sentinel sit on each side of a buffer: 64
-// bytes, one AVX-512 register.
-const guardLen = 16
+// guardBytes of sentinel sit on each side of a tensor: one AVX-512 register.
+const guardBytes = 64
 
-// sentinel is a quiet NaN with a payload no kernel produces by arithmetic.
+// sentinel is the guard's 32-bit pattern: as float32 a quiet NaN with a payload
+// no kernel produces by arithmetic.
 const sentinel = 0x7fc0dead
 
-// arena hands out guarded buffers from one backend and checks the guards.
+func guardPattern(b []byte) {
+	for i := range b {
+		b[i] = byte(uint32(sentinel) >> (8 * (i % 4)))
+	}
+}
+
+// arena hands out guarded tensors from one backend and checks the guards.
 type arena struct {
 	be   kernels.Backend
-	bufs [][]float32 // whole allocations, guards included
+	bufs []kernels.Tensor // whole allocations, guards included
 }
 
-// alloc returns n zeros with guards on both sides; the slice's capacity ends
-// at n so append cannot hide an overrun either.
-func (a *arena) alloc(n int) []float32 {
-	buf := a.be.Alloc(n + 2*guardLen)
-	for i := 0; i < guardLen; i++ {
-		buf[i] = math.Float32frombits(sentinel)
-		buf[guardLen+n+i] = math.Float32frombits(sentinel)
+func newArena(be kernels.Backend) *arena { return &arena{be: be} }
+
+// alloc returns n zeros of dt with guards on both sides.
+func (a *arena) alloc(dt kernels.DType, n int) kernels.Tensor {
+	g := guardBytes / dt.Size()
+	t, err := a.be.Alloc("kerneltest", dt, n+2*g)
+	if err != nil {
+		panic(err)
 	}
-	a.bufs = append(a.bufs, buf)
-	return buf[guardLen : guardLen+n : guardLen+n]
+	raw := make([]byte, t.Bytes())
+	guardPattern(raw[:guardBytes])
+	guardPattern(raw[len(raw)-guardBytes:])
+	a.be.Upload(t, raw)
+	a.bufs = append(a.bufs, t)
+	return t.Slice(g, g+n)
 }
 
-// copy returns a guarded buffer holding x; nil stays nil.
-func (a *arena) copy(x []float32) []float32 {
+// in returns a guarded tensor of dt holding x rounded to dt; nil stays none.
+func (a *arena) in(dt kernels.DType, x []float32) kernels.Tensor {
 	if x == nil {
-		return nil
+		return kernels.Tensor{}
 	}
-	s := a.alloc(len(x))
-	copy(s, x)
-	return s
+	t := a.alloc(dt, len(x))
+	kernels.UploadFloat32(a.be, t, x)
+	return t
+}
+
+// f32 is in(Float32, x).
+func (a *arena) f32(x []float32) kernels.Tensor { return a.in(kernels.Float32, x) }
+
+// garbage returns n elements of dt holding values an op that writes its output
+// must overwrite (and one that accumulates would add to).
+func (a *arena) garbage(dt kernels.DType, n int) kernels.Tensor {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i%7) - 3.5
+	}
+	return a.in(dt, x)
+}
+
+// ids returns a guarded Int32 tensor holding x.
+func (a *arena) ids(x []int32) kernels.Tensor {
+	t := a.alloc(kernels.Int32, len(x))
+	a.be.Upload(t, kernels.Int32Bytes(x))
+	return t
+}
+
+// f64 returns a guarded Float64 tensor holding x.
+func (a *arena) f64(x []float64) kernels.Tensor {
+	t := a.alloc(kernels.Float64, len(x))
+	a.be.Upload(t, kernels.Float64Bytes(x))
+	return t
+}
+
+// read downloads a floating tensor widened to float32.
+func (a *arena) read(t kernels.Tensor) []float32 { return kernels.DownloadFloat32(a.be, t) }
+
+// read64 downloads a Float64 tensor.
+func (a *arena) read64(t kernels.Tensor) []float64 {
+	out := make([]float64, t.Len())
+	a.be.Download(kernels.Float64Bytes(out), t)
+	return out
 }
 
 func (a *arena) checkGuards(t *testing.T, op string) {
 	t.Helper()
+	want := make([]byte, guardBytes)
+	guardPattern(want)
 	for k, buf := range a.bufs {
-		n := len(buf) - 2*guardLen
-		for i := 0; i < guardLen; i++ {
-			if math.Float32bits(buf[i]) != sentinel {
-				t.Fatalf("%s: buffer %d: write %d elements before the start", op, k, guardLen-i)
+		raw := make([]byte, buf.Bytes())
+		a.be.Download(raw, buf)
+		n := len(raw) - 2*guardBytes
+		for i := 0; i < guardBytes; i++ {
+			if raw[i] != want[i] {
+				t.Fatalf("%s: buffer %d: a write %d bytes before the start", op, k, guardBytes-i)
 			}
-			if math.Float32bits(buf[guardLen+n+i]) != sentinel {
-				t.Fatalf("%s: buffer %d (len %d): write at index %d, past the end", op, k, n, n+i)
+			if raw[guardBytes+n+i] != want[i] {
+				t.Fatalf("%s: buffer %d (%d bytes): a write at byte %d, past the end", op, k, n, n+i)
 			}
 		}
 	}
 }
 
+// free returns the arena's memory to the backend.
+func (a *arena) free() {
+	for _, b := range a.bufs {
+		a.be.Free(b)
+	}
+	a.bufs = nil
+}
+
 // compare runs body on ref and on be, each with its own arena, and compares
 // every returned output within tol (relative; see closeEnough). tol 0 means
 // bit-identical.
-func compare(t *testing.T, be kernels.Backend, name string, tol float64, body func(a *arena) [][]float32) {
+func compare(t *testing.T, be kernels.Backend, name string, tol float64, body func(a *arena) []kernels.Tensor) {
 	t.Helper()
-	ra := &arena{be: ref.New()}
+	ra := newArena(ref.New())
 	want := body(ra)
 	ra.checkGuards(t, name+" (ref)")
-	ba := &arena{be: be}
+	ba := newArena(be)
+	defer ba.free()
 	got := body(ba)
-	be.Sync()
 	ba.checkGuards(t, name)
 	for i := range want {
-		if err := closeEnough(got[i], want[i], tol); err != nil {
-			t.Errorf("%s: output %d: %v", name, i, err)
+		w, g := ra.read(want[i]), ba.read(got[i])
+		if err := closeEnough(g, w, tol); err != nil {
+			t.Errorf("%s: output %d (%s): %v", name, i, want[i].DType(), err)
 		}
 	}
 }
@@ -116,7 +186,9 @@ func closeFloor(got, want []float32, tol, floor float64) error {
 	}
 	var mean float64
 	for _, w := range want {
-		mean += math.Abs(float64(w))
+		if !math.IsInf(float64(w), 0) && !math.IsNaN(float64(w)) {
+			mean += math.Abs(float64(w))
+		}
 	}
 	if len(want) > 0 {
 		mean /= float64(len(want))
@@ -147,7 +219,7 @@ func closeFloor(got, want []float32, tol, floor float64) error {
 	return nil
 }
 
-// rng is the suite's deterministic source; each test gets its own.
+// newRand is the suite's deterministic source; each test gets its own.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6b65726e656c73)) }
 
 // uniform returns n values in [-s, s).
@@ -181,3 +253,55 @@ func Close(got, want []float32, tol, floor float64) error {
 // Tolerance is the suite's tolerance for float32 sums (matmul, attention,
 // reductions) against ref.
 const Tolerance = tolSum
+
+// memory checks Alloc, Upload, Download and views: zeroed memory, round trips
+// of every dtype, slices addressing the right elements, Free.
+func memory(t *testing.T, be kernels.Backend) {
+	for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16, kernels.Float16, kernels.Int32, kernels.Float64} {
+		x, err := be.Alloc("kerneltest memory", dt, 1001)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Len() != 1001 || x.DType() != dt || x.Bytes() != 1001*dt.Size() {
+			t.Fatalf("%s: Alloc gave %s", dt, x)
+		}
+		raw := make([]byte, x.Bytes())
+		be.Download(raw, x)
+		for i, b := range raw {
+			if b != 0 {
+				t.Fatalf("%s: Alloc not zeroed at byte %d", dt, i)
+			}
+		}
+		for i := range raw {
+			raw[i] = byte(i*7 + 1)
+		}
+		be.Upload(x, raw)
+		part := make([]byte, 10*dt.Size())
+		be.Download(part, x.Slice(500, 510))
+		for i, b := range part {
+			if b != raw[500*dt.Size()+i] {
+				t.Fatalf("%s: slice [500:510] byte %d = %d, want %d", dt, i, b, raw[500*dt.Size()+i])
+			}
+		}
+		be.Upload(x.Slice(0, 10), part)
+		be.Download(raw[:10*dt.Size()], x.Slice(0, 10))
+		for i := range part {
+			if raw[i] != part[i] {
+				t.Fatalf("%s: upload into slice [0:10] wrote %d at byte %d, want %d", dt, raw[i], i, part[i])
+			}
+		}
+		if dt.Floating() {
+			be.Zero(x.Slice(1, 1000))
+			be.Download(raw, x)
+			for i := dt.Size(); i < 1000*dt.Size(); i++ {
+				if raw[i] != 0 {
+					t.Fatalf("%s: Zero of [1:1000] left byte %d = %d", dt, i, raw[i])
+				}
+			}
+			if raw[0] == 0 || raw[len(raw)-1] == 0 {
+				t.Fatalf("%s: Zero of [1:1000] wrote outside it", dt)
+			}
+		}
+		be.Free(x)
+	}
+}

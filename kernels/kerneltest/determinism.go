@@ -1,6 +1,7 @@
 package kerneltest
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -10,36 +11,70 @@ import (
 // Deterministic runs every op on the same inputs on each backend and fails
 // unless all of them produce bit-identical outputs: e.g. one backend at several
 // thread counts, whose results must not depend on the thread count. The shapes
-// are large enough to be split across threads.
+// are large enough to be split across threads; every dtype mode runs.
 func Deterministic(t *testing.T, backends ...kernels.Backend) {
-	var first [][]float32
-	for i, be := range backends {
-		got := allOps(be)
-		if i == 0 {
-			first = got
-			continue
-		}
-		for k := range first {
-			for j := range first[k] {
-				if math.Float32bits(got[k][j]) != math.Float32bits(first[k][j]) {
-					t.Errorf("%s differs from %s: output %d element %d: %v vs %v",
-						be.Name(), backends[0].Name(), k, j, got[k][j], first[k][j])
-					break
+	for _, m := range modes {
+		var first []output
+		for i, be := range backends {
+			got := allOps(be, m.act)
+			if i == 0 {
+				first = got
+				continue
+			}
+			for k := range first {
+				for j := range first[k].v {
+					if math.Float32bits(got[k].v[j]) != math.Float32bits(first[k].v[j]) {
+						t.Errorf("%s: %s differs from %s: %s element %d: %v vs %v",
+							m.name, be.Name(), backends[0].Name(), first[k].name, j, got[k].v[j], first[k].v[j])
+						break
+					}
 				}
 			}
 		}
 	}
 }
 
-// allOps runs each op once (forward, then backward into non-zero gradients)
-// and returns every output; SumSquares results come back as float32 bits
-// pairs.
-func allOps(be kernels.Backend) [][]float32 {
+// output is one output of allOps: its values widened to float32, or for a
+// Float64 tensor (wide) each value as two float32 bit patterns (low, high).
+type output struct {
+	name string
+	v    []float32
+	wide bool
+}
+
+// float64s is a wide output's values.
+func (o output) float64s() []float64 {
+	x := make([]float64, len(o.v)/2)
+	for i := range x {
+		x[i] = math.Float64frombits(uint64(math.Float32bits(o.v[2*i])) | uint64(math.Float32bits(o.v[2*i+1]))<<32)
+	}
+	return x
+}
+
+// allOps runs each op once (forward, then backward into non-zero weight
+// gradients) with activations of dtype act and returns every output, named.
+func allOps(be kernels.Backend, act kernels.DType) []output {
 	r := newRand(2024)
-	a := &arena{be: be}
-	in := func(n int, s float64) []float32 { return a.copy(normal(r, n, s)) }
-	var outs [][]float32
-	keep := func(x ...[]float32) { outs = append(outs, x...) }
+	a := newArena(be)
+	defer a.free()
+	in := func(n int, s float64) kernels.Tensor { return a.in(act, normal(r, n, s)) }
+	f32 := func(n int, s float64) kernels.Tensor { return a.f32(normal(r, n, s)) }
+	var outs []output
+	keep := func(op string, x ...kernels.Tensor) {
+		for i, t := range x {
+			name := fmt.Sprintf("%s output %d", op, i)
+			if t.DType() == kernels.Float64 {
+				var v []float32
+				for _, d := range a.read64(t) {
+					b := math.Float64bits(d)
+					v = append(v, math.Float32frombits(uint32(b)), math.Float32frombits(uint32(b>>32)))
+				}
+				outs = append(outs, output{name: name, v: v, wide: true})
+				continue
+			}
+			outs = append(outs, output{name: name, v: a.read(t)})
+		}
+	}
 
 	const B, T, C, NH, V, Vp = 3, 67, 96, 3, 61, 64
 	N := B * T
@@ -50,63 +85,59 @@ func allOps(be kernels.Backend) [][]float32 {
 		targets[i] = int32(r.IntN(V))
 	}
 	targets[5] = -1
+	ids, tg := a.ids(inp), a.ids(targets)
 
-	wte, wpe := in(V*C, 1), in(T*C, 1)
-	x := a.alloc(N * C)
-	be.EncoderForward(x, inp, wte, wpe, B, T, C)
-	dwte, dwpe := in(V*C, 1), in(T*C, 1)
-	be.EncoderBackward(dwte, dwpe, in(N*C, 1), inp, B, T, C)
-	keep(x, dwte, dwpe)
+	wte, wpe := in(Vp*C, 1), in(T*C, 1)
+	x := a.alloc(act, N*C)
+	be.EncoderForward(x, ids, wte, wpe, B, T, C)
+	dwte, dwpe := f32(Vp*C, 1), f32(T*C, 1)
+	be.EncoderBackward(dwte, dwpe, in(N*C, 1), ids, B, T, C)
+	keep("encoder", x, dwte, dwpe)
 
 	lw, lb := in(C, 1), in(C, 1)
-	ln, mean, rstd := a.alloc(N*C), a.alloc(N), a.alloc(N)
+	ln, mean, rstd := a.alloc(act, N*C), a.alloc(kernels.Float32, N), a.alloc(kernels.Float32, N)
 	be.LayerNormForward(ln, mean, rstd, x, lw, lb, N, C)
-	dx, dlw, dlb := in(N*C, 1), in(C, 1), in(C, 1)
-	be.LayerNormBackward(dx, dlw, dlb, in(N*C, 1), x, lw, mean, rstd, N, C)
-	keep(ln, mean, rstd, dx, dlw, dlb)
+	dx, dlw, dlb := in(N*C, 1), f32(C, 1), f32(C, 1)
+	be.LayerNormBackward(dx, dlw, dlb, dx, in(N*C, 1), x, lw, mean, rstd, N, C)
+	res := a.alloc(act, N*C)
+	be.ResidualLayerNormForward(res, ln, mean, rstd, x, in(N*C, 1), lw, lb, N, C)
+	keep("layernorm", ln, mean, rstd, dx, dlw, dlb, res)
 
 	for _, oc := range []int{3 * C, 4 * C, C, 203} {
 		w, bias := in(oc*C, 0.1), in(oc, 1)
-		out := a.alloc(N * oc)
+		out, pre := a.alloc(act, N*oc), a.alloc(act, N*oc)
 		be.MatmulForward(out, ln, w, bias, N, C, oc)
-		dinp, dw, db := in(N*C, 1), in(oc*C, 1), in(oc, 1)
-		be.MatmulBackward(dinp, dw, db, in(N*oc, 1), ln, w, N, C, oc)
-		keep(out, dinp, dw, db)
+		keep(fmt.Sprintf("matmul %d forward", oc), out)
+		be.MatmulGeluForward(out, pre, ln, w, bias, N, C, oc)
+		dinp, dw, db := a.alloc(act, N*C), f32(oc*C, 1), f32(oc, 1)
+		be.MatmulBackward(dinp, dw, db, in(N*oc, 1), ln, w, in(N*C, 1), N, C, oc)
+		keep(fmt.Sprintf("matmul %d gelu and backward", oc), out, pre, dinp, dw, db)
 	}
 
 	qkv := in(N*3*C, 1)
-	att, ao := a.alloc(B*NH*T*T), a.alloc(N*C)
-	be.AttentionForward(ao, att, qkv, B, T, C, NH)
-	dqkv := in(N*3*C, 1)
-	be.AttentionBackward(dqkv, in(N*C, 1), qkv, att, B, T, C, NH)
-	keep(att, ao, dqkv)
+	ao, lse := a.alloc(act, N*C), a.alloc(kernels.Float32, B*NH*T)
+	be.AttentionForward(ao, lse, qkv, B, T, C, NH)
+	dqkv := a.alloc(act, N*3*C)
+	be.AttentionBackward(dqkv, in(N*C, 1), qkv, ao, lse, B, T, C, NH)
+	keep("attention", ao, lse, dqkv)
 
-	g, gx := a.alloc(N*C*4), in(N*C*4, 2)
-	be.GeluForward(g, gx)
-	dg := in(N*C*4, 1)
-	be.GeluBackward(dg, gx, in(N*C*4, 1))
-	keep(g, dg)
-
-	d := a.alloc(N * C)
+	d := a.alloc(act, N*C)
 	be.DropoutForward(d, x, 0.1, 5)
-	dd := in(N*C, 1)
-	be.DropoutBackward(dd, in(N*C, 1), 0.1, 5)
-	keep(d, dd)
+	be.DropoutBackward(d, d, 0.1, 6)
+	keep("dropout", d)
 
-	logits := in(N*Vp, 2)
-	losses, probs := a.alloc(N), a.alloc(N*Vp)
-	be.CrossEntropyForward(losses, probs, logits, targets, N, V, Vp)
-	dl := in(N*Vp, 1)
-	be.CrossEntropyBackward(dl, probs, targets, 1/float32(N), N, V, Vp)
-	keep(losses, probs, dl)
+	losses, sum, dl, dw := a.alloc(kernels.Float32, N), a.f64([]float64{0}), a.alloc(act, N*C), f32(Vp*C, 1)
+	be.Classifier(losses, sum, dl, dw, a.alloc(act, 50*Vp), ln, wte, tg, 1/float32(N), N, C, V, Vp)
+	keep("classifier", losses, sum, dl, dw)
 
-	big := in(1<<20+5, 1)
-	m, v := in(len(big), 0.01), a.alloc(len(big))
-	be.AdamW(big, in(len(big), 1), m, v, kernels.AdamW{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 3})
-	keep(big, m, v)
-	ss := be.SumSquares(big)
-	bits := math.Float64bits(ss)
-	keep([]float32{math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits >> 32))})
+	big := f32(1<<20+5, 1)
+	m, v, cp := f32(1<<20+5, 0.01), a.alloc(kernels.Float32, 1<<20+5), a.alloc(kernels.BFloat16, 1<<20+5)
+	g := f32(1<<20+5, 1)
+	norm := a.alloc(kernels.Float64, 5)
+	be.SumSquares(norm, g.Slice(0, 1<<20), 1<<18)
+	keep("sumsquares", norm)
+	be.AdamW(big, g, m, v, cp, norm, kernels.AdamW{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 3, DecayLen: 1 << 19, MaxNorm: 1})
+	keep("adamw", big, m, v, cp)
 	be.Sync()
 	return outs
 }

@@ -109,17 +109,22 @@ func dropout64(x []float64, p float32, seed uint64) []float64 {
 	return out
 }
 
-// crossEntropy64 returns the per-row losses (0 for ignored rows).
-func crossEntropy64(logits []float64, targets []int32, N, V, Vp int) []float64 {
+// classifier64 returns the per-row losses of logits = inp·wᵀ (0 for ignored
+// rows): logsumexp over the first V logits minus the target's.
+func classifier64(inp, w []float64, targets []int32, N, C, V int) []float64 {
 	losses := make([]float64, N)
+	l := make([]float64, V)
 	for n := 0; n < N; n++ {
 		if targets[n] < 0 {
 			continue
 		}
-		l := logits[n*Vp : n*Vp+V]
 		mx := math.Inf(-1)
-		for _, v := range l {
-			mx = math.Max(mx, v)
+		for j := range l {
+			l[j] = 0
+			for i := 0; i < C; i++ {
+				l[j] += inp[n*C+i] * w[j*C+i]
+			}
+			mx = math.Max(mx, l[j])
 		}
 		var z float64
 		for _, v := range l {

@@ -3,119 +3,104 @@ package ref
 import (
 	"math"
 
+	"gptkit/kernels"
 	"gptkit/kernels/internal/check"
 )
 
-func checkAttention(op string, outName string, out, att, qkv []float32, B, T, C, NH int) {
-	check.Dims(op, B, T, C, NH)
-	check.Heads(op, C, NH)
-	check.Len(op, outName, out, B*T*C)
-	check.Len(op, "att", att, B*NH*T*T)
-	check.Len(op, "qkv", qkv, B*T*3*C)
+// scores returns the scaled scores of query row t of head (b,h) against keys
+// 0..t.
+func scores(qkv []float64, b, h, t, T, C, hs int) []float64 {
+	scale := 1 / math.Sqrt(float64(hs))
+	q := qkv[(b*T+t)*3*C+h*hs:][:hs]
+	s := make([]float64, t+1)
+	for u := 0; u <= t; u++ {
+		k := qkv[(b*T+u)*3*C+C+h*hs:][:hs]
+		var d float64
+		for i := range q {
+			d += q[i] * k[i]
+		}
+		s[u] = d * scale
+	}
+	return s
 }
 
-// AttentionForward: causal multi-head attention over qkv (B,T,3C); att
-// (B,NH,T,T) gets the probabilities (zero past the diagonal), out (B,T,C) the
-// heads' outputs.
-func (Backend) AttentionForward(out, att []float32, qkv []float32, B, T, C, NH int) {
-	checkAttention("attention forward", "out", out, att, qkv, B, T, C, NH)
+// AttentionForward: causal multi-head attention over qkv (B,T,3C): out (B,T,C)
+// the heads' outputs, lse (B,NH,T) each row's logsumexp of scaled scores.
+func (Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int) {
+	check.Attention("attention forward", out, lse, qkv, B, T, C, NH)
+	check.Host("attention forward", out, lse, qkv)
 	hs := C / NH
-	scale := 1 / math.Sqrt(float64(hs))
-	pre := make([]float64, T)
+	x := vals(qkv, B*T*3*C)
+	o := make([]float64, B*T*C)
+	l := make([]float64, B*NH*T)
 	for b := 0; b < B; b++ {
 		for h := 0; h < NH; h++ {
 			for t := 0; t < T; t++ {
-				q := qkv[(b*T+t)*3*C+h*hs:][:hs]
-				// Scores against keys 0..t, then a softmax over them.
+				s := scores(x, b, h, t, T, C, hs)
 				mx := math.Inf(-1)
-				for t2 := 0; t2 <= t; t2++ {
-					k := qkv[(b*T+t2)*3*C+C+h*hs:][:hs]
-					var s float64
-					for i := range q {
-						s += float64(q[i]) * float64(k[i])
-					}
-					pre[t2] = s * scale
-					mx = math.Max(mx, pre[t2])
+				for _, v := range s {
+					mx = math.Max(mx, v)
 				}
 				var sum float64
-				for t2 := 0; t2 <= t; t2++ {
-					pre[t2] = math.Exp(pre[t2] - mx)
-					sum += pre[t2]
+				for _, v := range s {
+					sum += math.Exp(v - mx)
 				}
-				a := att[((b*NH+h)*T+t)*T:][:T]
-				for t2 := 0; t2 < T; t2++ {
-					if t2 <= t {
-						a[t2] = float32(pre[t2] / sum)
-					} else {
-						a[t2] = 0
+				l[(b*NH+h)*T+t] = mx + math.Log(sum)
+				for u, v := range s {
+					p := math.Exp(v-mx) / sum
+					for i := 0; i < hs; i++ {
+						o[(b*T+t)*C+h*hs+i] += p * x[(b*T+u)*3*C+2*C+h*hs+i]
 					}
-				}
-				// out = Σ att·v, with the rounded probabilities the backward will see.
-				o := out[(b*T+t)*C+h*hs:][:hs]
-				for i := 0; i < hs; i++ {
-					var s float64
-					for t2 := 0; t2 <= t; t2++ {
-						s += float64(a[t2]) * float64(qkv[(b*T+t2)*3*C+2*C+h*hs+i])
-					}
-					o[i] = float32(s)
 				}
 			}
 		}
 	}
+	put(out, o)
+	put(lse, l)
 }
 
-// AttentionBackward accumulates into dqkv (B,T,3C) from dout (B,T,C).
-func (Backend) AttentionBackward(dqkv []float32, dout, qkv, att []float32, B, T, C, NH int) {
-	checkAttention("attention backward", "dout", dout, att, qkv, B, T, C, NH)
-	check.Len("attention backward", "dqkv", dqkv, B*T*3*C)
+// AttentionBackward writes dqkv (B,T,3C) from dout (B,T,C), FlashAttention-2's
+// way: the probabilities P = exp(S - lse) are recomputed from q, k and the saved
+// lse; D = rowsum(dout ⊙ out); dS = P ⊙ (dout·vᵀ - D); dq = scale·dS·k,
+// dk = scale·dSᵀ·q, dv = Pᵀ·dout. With 16-bit activations, P and dS enter their
+// products rounded to that dtype, as they enter a GPU's tensor cores.
+func (Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B, T, C, NH int) {
+	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
+	check.Host("attention backward", dqkv, dout, qkv, out, lse)
 	hs := C / NH
 	scale := 1 / math.Sqrt(float64(hs))
-	// Float64 accumulators for this (b,h): dq, dk, dv per position.
-	dq := make([]float64, T*hs)
-	dk := make([]float64, T*hs)
-	dv := make([]float64, T*hs)
-	datt := make([]float64, T)
+	dt := qkv.DType()
+	rnd := func(x float64) float64 { return float64(kernels.Round(dt, float32(x))) }
+	x, d, y, l := vals(qkv, B*T*3*C), vals(dout, B*T*C), vals(out, B*T*C), vals(lse, B*NH*T)
+	dx := make([]float64, B*T*3*C)
 	for b := 0; b < B; b++ {
 		for h := 0; h < NH; h++ {
-			clear(dq)
-			clear(dk)
-			clear(dv)
 			for t := 0; t < T; t++ {
-				a := att[((b*NH+h)*T+t)*T:][:T]
-				do := dout[(b*T+t)*C+h*hs:][:hs]
-				// datt = dout·v; dv += att·dout.
-				for t2 := 0; t2 <= t; t2++ {
-					v := qkv[(b*T+t2)*3*C+2*C+h*hs:][:hs]
-					var s float64
-					for i := 0; i < hs; i++ {
-						s += float64(do[i]) * float64(v[i])
-						dv[t2*hs+i] += float64(a[t2]) * float64(do[i])
-					}
-					datt[t2] = s
-				}
-				// Softmax backward: dpre = att·(datt - Σ att·datt).
-				var dot float64
-				for t2 := 0; t2 <= t; t2++ {
-					dot += float64(a[t2]) * datt[t2]
-				}
-				q := qkv[(b*T+t)*3*C+h*hs:][:hs]
-				for t2 := 0; t2 <= t; t2++ {
-					dpre := float64(a[t2]) * (datt[t2] - dot) * scale
-					k := qkv[(b*T+t2)*3*C+C+h*hs:][:hs]
-					for i := 0; i < hs; i++ {
-						dq[t*hs+i] += dpre * float64(k[i])
-						dk[t2*hs+i] += dpre * float64(q[i])
-					}
-				}
-			}
-			for t := 0; t < T; t++ {
-				row := dqkv[(b*T+t)*3*C:]
+				s := scores(x, b, h, t, T, C, hs)
+				do := d[(b*T+t)*C+h*hs:][:hs]
+				var D float64
 				for i := 0; i < hs; i++ {
-					row[h*hs+i] += float32(dq[t*hs+i])
-					row[C+h*hs+i] += float32(dk[t*hs+i])
-					row[2*C+h*hs+i] += float32(dv[t*hs+i])
+					D += do[i] * y[(b*T+t)*C+h*hs+i]
+				}
+				q := x[(b*T+t)*3*C+h*hs:][:hs]
+				for u := range s {
+					p := math.Exp(s[u] - l[(b*NH+h)*T+t])
+					k := x[(b*T+u)*3*C+C+h*hs:][:hs]
+					v := x[(b*T+u)*3*C+2*C+h*hs:][:hs]
+					var dp float64
+					for i := 0; i < hs; i++ {
+						dp += do[i] * v[i]
+					}
+					ds := rnd(p*(dp-D)) * scale
+					p = rnd(p)
+					for i := 0; i < hs; i++ {
+						dx[(b*T+u)*3*C+2*C+h*hs+i] += p * do[i] // dv
+						dx[(b*T+t)*3*C+h*hs+i] += ds * k[i]     // dq
+						dx[(b*T+u)*3*C+C+h*hs+i] += ds * q[i]   // dk
+					}
 				}
 			}
 		}
 	}
+	put(dqkv, dx)
 }

@@ -1,64 +1,104 @@
 package ref
 
-import "gptkit/kernels/internal/check"
+import (
+	"math"
 
-// MatmulForward: out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC).
-func (Backend) MatmulForward(out, inp, weight, bias []float32, N, C, OC int) {
-	const op = "matmul forward"
-	check.Dims(op, N, C, OC)
-	check.Len(op, "out", out, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
-	check.LenOpt(op, "bias", bias, OC)
-	for n := 0; n < N; n++ {
-		x := inp[n*C:][:C]
-		for o := 0; o < OC; o++ {
-			w := weight[o*C:][:C]
-			var s float64
-			if bias != nil {
-				s = float64(bias[o])
-			}
-			for i := range x {
-				s += float64(x[i]) * float64(w[i])
-			}
-			out[n*OC+o] = float32(s)
-		}
-	}
+	"gptkit/kernels"
+	"gptkit/kernels/internal/check"
+)
+
+var geluScale = math.Sqrt(2 / math.Pi)
+
+// gelu is GPT-2's tanh GELU in float64.
+func gelu(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(geluScale*(x+0.044715*x*x*x)))
 }
 
-// MatmulBackward: dinp += dout·weight, dweight += doutᵀ·inp, dbias += Σrows dout.
-func (Backend) MatmulBackward(dinp, dweight, dbias []float32, dout, inp, weight []float32, N, C, OC int) {
-	const op = "matmul backward"
-	check.Dims(op, N, C, OC)
-	check.Len(op, "dinp", dinp, N*C)
-	check.Len(op, "dweight", dweight, OC*C)
-	check.LenOpt(op, "dbias", dbias, OC)
-	check.Len(op, "dout", dout, N*OC)
-	check.Len(op, "inp", inp, N*C)
-	check.Len(op, "weight", weight, OC*C)
+// geluGrad is gelu'(x).
+func geluGrad(x float64) float64 {
+	th := math.Tanh(geluScale * (x + 0.044715*x*x*x))
+	return 0.5*(1+th) + 0.5*x*(1-th*th)*geluScale*(1+3*0.044715*x*x)
+}
+
+// product returns inp (N,C) · weight (OC,C)ᵀ + bias in float64.
+func product(inp, weight, bias kernels.Tensor, N, C, OC int) []float64 {
+	x, w, b := vals(inp, N*C), vals(weight, OC*C), vals(bias, OC)
+	out := make([]float64, N*OC)
 	for n := 0; n < N; n++ {
-		for i := 0; i < C; i++ {
+		for o := 0; o < OC; o++ {
 			var s float64
-			for o := 0; o < OC; o++ {
-				s += float64(dout[n*OC+o]) * float64(weight[o*C+i])
+			if b != nil {
+				s = b[o]
 			}
-			dinp[n*C+i] += float32(s)
+			for i := 0; i < C; i++ {
+				s += x[n*C+i] * w[o*C+i]
+			}
+			out[n*OC+o] = s
 		}
 	}
+	return out
+}
+
+// MatmulForward: out (N,OC) = inp (N,C) · weight (OC,C)ᵀ + bias (OC).
+func (Backend) MatmulForward(out, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	check.MatmulForward("matmul forward", out, inp, weight, bias, N, C, OC)
+	check.Host("matmul forward", out, inp, weight, bias)
+	put(out, product(inp, weight, bias, N, C, OC))
+}
+
+// MatmulGeluForward: pre = inp·weightᵀ + bias, out = gelu(pre).
+func (Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, N, C, OC int) {
+	check.MatmulGelu(out, pre, inp, weight, bias, N, C, OC)
+	check.Host("matmul gelu forward", out, pre, inp, weight, bias)
+	p := product(inp, weight, bias, N, C, OC)
+	g := make([]float64, len(p))
+	for i, v := range p {
+		// From the float32 value a GPU kernel's epilogue holds.
+		g[i] = gelu(float64(float32(v)))
+	}
+	put(pre, p)
+	put(out, g)
+}
+
+// MatmulBackward: dinp = dout·weight (times gelu'(geluPre)), dweight += doutᵀ·inp,
+// dbias += Σrows dout.
+func (Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
+	check.MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre, N, C, OC)
+	check.Host("matmul backward", dinp, dweight, dbias, dout, inp, weight, geluPre)
+	d, x, w := vals(dout, N*OC), vals(inp, N*C), vals(weight, OC*C)
+	if !dinp.Nil() {
+		pre := vals(geluPre, N*C)
+		di := make([]float64, N*C)
+		for n := 0; n < N; n++ {
+			for i := 0; i < C; i++ {
+				var s float64
+				for o := 0; o < OC; o++ {
+					s += d[n*OC+o] * w[o*C+i]
+				}
+				if pre != nil {
+					s *= geluGrad(pre[n*C+i])
+				}
+				di[n*C+i] = s
+			}
+		}
+		put(dinp, di)
+	}
+	dw := make([]float64, OC*C)
+	db := make([]float64, OC)
 	for o := 0; o < OC; o++ {
 		for i := 0; i < C; i++ {
 			var s float64
 			for n := 0; n < N; n++ {
-				s += float64(dout[n*OC+o]) * float64(inp[n*C+i])
+				s += d[n*OC+o] * x[n*C+i]
 			}
-			dweight[o*C+i] += float32(s)
+			dw[o*C+i] = s
 		}
-		if dbias != nil {
-			var s float64
-			for n := 0; n < N; n++ {
-				s += float64(dout[n*OC+o])
-			}
-			dbias[o] += float32(s)
+		for n := 0; n < N; n++ {
+			db[o] += d[n*OC+o]
 		}
+	}
+	accumulate(dweight, dw)
+	if !dbias.Nil() {
+		accumulate(dbias, db)
 	}
 }

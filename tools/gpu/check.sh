@@ -257,10 +257,10 @@ else
   cpu_done
 fi
 
-# --- 2 ranks over NCCL against 1 GPU (fp32 matmuls, so that the curves compare closely)
+# --- 2 ranks over NCCL against 1 GPU (float32 with fp32 matmuls, so that the curves compare closely)
 if [ $dry = 0 ] && [ "$ngpu" -ge 2 ]; then
   dp=(--config "$pkg/configs/shakespeare-char-gpu.yaml" --data "$data" --max-steps 50 --lr-decay-steps 50 --warmup-steps 5
-      --eval-every 0 --eval-steps 1 --checkpoint-every 0 --dropout 0)
+      --eval-every 0 --eval-steps 1 --checkpoint-every 0 --dropout 0 --dtype float32)
   run dp1 120 env GPTKIT_CUDA_PRECISION=fp32 "$train" "${dp[@]}" --device cuda --batch-size 32 --out "$work/dp1" --cache-dir "$work/cache-dp1"
   run dp2 180 env GPTKIT_CUDA_PRECISION=fp32 "$train" "${dp[@]}" --device cuda --batch-size 16 --nproc-per-node 2 --master-port 29611 \
     --collective-timeout 60s --out "$work/dp2" --cache-dir "$work/cache-dp2"

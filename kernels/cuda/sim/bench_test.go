@@ -23,8 +23,8 @@ func BenchmarkKernel(b *testing.B) {
 		file, kernel string
 		n            int
 	}{
-		{"../ptx/elementwise.ptx", "gelu_forward", 393216},
-		{"../ptx/elementwise.ptx", "residual_forward", 98304},
+		{"../ptx/elementwise.ptx", "gelu_forward_f32", 393216},
+		{"../ptx/elementwise.ptx", "convert_f32_bf16", 98304},
 	} {
 		b.Run(c.kernel, func(b *testing.B) {
 			d := NewDevice(Config{Seed: 1})
@@ -40,11 +40,7 @@ func BenchmarkKernel(b *testing.B) {
 			k, _ := im.Kernel(c.kernel)
 			x, _ := d.Mem.Allocate(4*c.n, "device")
 			y, _ := d.Mem.Allocate(4*c.n, "device")
-			z, _ := d.Mem.Allocate(4*c.n, "device")
 			args := []uint64{x.Base, y.Base, uint64(c.n)}
-			if c.kernel == "residual_forward" {
-				args = []uint64{x.Base, y.Base, z.Base, uint64(c.n)}
-			}
 			blocks := min((c.n+255)/256, 256)
 			b.ResetTimer()
 			t0 := cpuTime()

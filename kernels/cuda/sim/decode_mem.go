@@ -118,7 +118,8 @@ func decLd(d *decoder, s *Instr, m *mods, in *inst) error {
 			return d.errf("ld.param through a register address is not simulated")
 		}
 		in.fn = xLdParam
-	case sp == spGlobal && nv == 1 && t.size == 4 && base >= 0 && in.vd[0] >= 0:
+	case sp == spGlobal && nv == 1 && t.size == 4 && base >= 0 && in.vd[0] >= 0 && !(spec.signed && spec.regBits[0] > 32):
+		// (the fast path zero-extends: a signed load into a wider register takes xLd)
 		in.d = in.vd[0]
 		in.fn = xLdGlobal32
 	default:

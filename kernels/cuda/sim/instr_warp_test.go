@@ -189,6 +189,31 @@ func TestVectorAndNcLoads(t *testing.T) {
 	}
 }
 
+// ld.s32 into a 64-bit register sign-extends, ld.u32 zero-extends (the
+// classifier loads a target id of -1 so, then indexes with it).
+func TestLoadsWidenByType(t *testing.T) {
+	in := lanes(32, func(i int) uint64 { return uint64(uint32(int32(i - 16))) })
+	for _, c := range []struct {
+		ty   string
+		want func(x uint32) uint64
+	}{
+		{"s32", func(x uint32) uint64 { return uint64(int64(int32(x))) }},
+		{"u32", func(x uint32) uint64 { return uint64(x) }},
+	} {
+		body := `ld.param.u64 %rd1, [in0];
+	mul.wide.u32 %rd2, %tid, 8;
+	add.s64 %rd3, %rd1, %rd2;
+	ld.global.` + c.ty + ` %d, [%rd3];`
+		got := runPTX(t, "", body, in)
+		for l, g := range got {
+			if w := c.want(uint32(in[l])); g != w {
+				t.Errorf("ld.global.%s of %#x into a 64-bit register: %#x, want %#x", c.ty, uint32(in[l]), g, w)
+				break
+			}
+		}
+	}
+}
+
 func TestLocalMemoryAndCvta(t *testing.T) {
 	decl := `.local .align 8 .b8 __local_depot0[16];
 	.reg .b64 %SP, %SPL;`

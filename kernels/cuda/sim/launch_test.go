@@ -64,27 +64,40 @@ func (d *testDev) kernelText(file, src, name string) *Kernel {
 	return k
 }
 
-func TestResidualForward(t *testing.T) {
+// A committed kernel on the simulator: convert_f32_bf16 rounds to nearest even,
+// and a launch over more elements than the buffers hold faults.
+func TestConvertToBF16(t *testing.T) {
 	d := newTestDev(t)
-	k := d.kernel("../ptx/elementwise.ptx", "residual_forward")
+	k := d.kernel("../ptx/elementwise.ptx", "convert_f32_bf16")
 	n := 1000
-	x, y := make([]float32, n), make([]float32, n)
+	x := make([]float32, n)
 	for i := range x {
-		x[i], y[i] = float32(i), float32(2*i)+0.5
+		x[i] = float32(i)*1.0039 - 300 // not representable in bfloat16: rounds
 	}
-	out := d.floats(make([]float32, n))
-	err := k.Launch(LaunchConfig{Grid: Dim3{3, 1, 1}, Block: Dim3{256, 1, 1}, Args: []uint64{out, d.floats(x), d.floats(y), uint64(n)}})
+	x[0] = math.Float32frombits(0x3f808000) // a tie: to even (0x3f80)
+	x[1] = math.Float32frombits(0x3f818000) // a tie: to even (0x3f82)
+	out := d.floats(make([]float32, (n+1)/2))
+	err := k.Launch(LaunchConfig{Grid: Dim3{3, 1, 1}, Block: Dim3{256, 1, 1}, Args: []uint64{out, d.floats(x), uint64(n)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := d.read(out, n)
-	for i := range got {
-		if got[i] != x[i]+y[i] {
-			t.Fatalf("out[%d] = %v, want %v", i, got[i], x[i]+y[i])
+	b, err := d.Mem.Bytes(out, 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x {
+		if got, want := binary.LittleEndian.Uint16(b[2*i:]), ToBF16(x[i]); got != want {
+			t.Fatalf("out[%d] = %#x, want %#x (of %v)", i, got, want, x[i])
 		}
 	}
+	if got := binary.LittleEndian.Uint16(b); got != 0x3f80 {
+		t.Errorf("tie rounded to %#x, want 0x3f80", got)
+	}
+	if got := binary.LittleEndian.Uint16(b[2:]); got != 0x3f82 {
+		t.Errorf("tie rounded to %#x, want 0x3f82", got)
+	}
 	// out of bounds: n larger than the buffers
-	err = k.Launch(LaunchConfig{Grid: Dim3{3, 1, 1}, Block: Dim3{256, 1, 1}, Args: []uint64{out, d.floats(x), d.floats(y), uint64(n + 1)}})
+	err = k.Launch(LaunchConfig{Grid: Dim3{3, 1, 1}, Block: Dim3{256, 1, 1}, Args: []uint64{out, d.floats(x), uint64(n + 1)}})
 	t.Logf("oob: %v", err)
 	if err == nil {
 		t.Fatal("no fault")
