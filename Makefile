@@ -31,7 +31,7 @@ race:
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
 FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzLoadCompiled \
-	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzStringMember \
+	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \

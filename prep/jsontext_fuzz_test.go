@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -103,4 +104,91 @@ func FuzzTextField(f *testing.F) {
 				line, key, text, ok, err, wantText, wantOK, wantErr)
 		}
 	})
+}
+
+// jsonStringSeeds are string contents (between the quotes) for FuzzJSONString: long
+// enough for the 32-byte AVX2 steps, with escapes, non-ASCII and errors at the edges of
+// a step.
+var jsonStringSeeds = []string{
+	"",
+	`plain`,
+	strings.Repeat("abcdefgh", 9),
+	strings.Repeat(`line\n`, 20),
+	strings.Repeat("x", 31) + `\"` + strings.Repeat("y", 40),
+	strings.Repeat("x", 30) + `\\\/\b\f\n\r\t` + strings.Repeat("y", 40),
+	strings.Repeat("x", 33) + `\u00e9\ud83d\ude00\ud83d` + strings.Repeat("z", 40),
+	strings.Repeat("é☕𝄞", 20) + `\n` + strings.Repeat("a", 40),
+	strings.Repeat("a", 40) + "\xff\xe2\x82" + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + "\x01" + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + `\x` + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + `"` + strings.Repeat("b", 40),
+	strings.Repeat("a", 63) + `\`,
+}
+
+// FuzzJSONString checks scanString and decodeString, with the AVX2 loops and with
+// their SWAR twins alone, against encoding/json on one string followed by more of a
+// line: the same validity, where it ends, the same text.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range jsonStringSeeds {
+		f.Add(s, `,"meta":{"pile_set_name":"Pile-CC"}}`)
+	}
+	f.Fuzz(func(t *testing.T, contents, rest string) {
+		str := `"` + contents + `"`
+		line := []byte(str + rest)
+		var want string
+		wantErr := json.Unmarshal([]byte(str), &want)
+		defer func(saved bool) { jsonAVX2 = saved }(jsonAVX2)
+		for _, avx2 := range []bool{jsonAVX2, false} {
+			jsonAVX2 = avx2
+			end, flags, ok := scanString(line, 0)
+			valid := ok && end == len(str)
+			if valid != (wantErr == nil) {
+				t.Fatalf("avx2=%v: scanString(%q) = %d, %v, %v; encoding/json: %v", avx2, line, end, flags, ok, wantErr)
+			}
+			if !valid {
+				continue
+			}
+			if got := decodeString(line[1:end-1], flags); got != want {
+				t.Fatalf("avx2=%v: decodeString(%q) = %q, want %q", avx2, str, got, want)
+			}
+		}
+	})
+}
+
+// TestJSONStringRandom runs FuzzJSONString's check on random strings dense in what the
+// AVX2 loops decide by masks: runs of backslashes, escapes at the edges of 32-byte
+// blocks, quotes, \u, control and non-ASCII bytes.
+func TestJSONStringRandom(t *testing.T) {
+	pieces := []string{`\`, `\\`, `\n`, `\"`, `"`, `\u00e9`, `\ud83d\ude00`, `\x`, `\/`, "\x01", "é", "\xff", "a", "bc", "defghijklmnopqr", `\t`, "\t"}
+	rng := rand.New(rand.NewPCG(20, 1))
+	defer func(saved bool) { jsonAVX2 = saved }(jsonAVX2)
+	for range 30000 {
+		var b strings.Builder
+		for n := rng.IntN(120); b.Len() < n; {
+			p := pieces[rng.IntN(len(pieces))]
+			if p == `"` || p == "\x01" || p == `\x` || p == "\t" || p == `\` {
+				if rng.IntN(8) != 0 { // mostly valid strings
+					continue
+				}
+			}
+			b.WriteString(p)
+		}
+		str := `"` + b.String() + `"`
+		line := []byte(str + strings.Repeat(`,"x":1`, rng.IntN(12)) + "}")
+		var want string
+		wantErr := json.Unmarshal([]byte(str), &want)
+		for _, avx2 := range []bool{true, false} {
+			jsonAVX2 = avx2 && jsonAVX2Supported
+			end, flags, ok := scanString(line, 0)
+			valid := ok && end == len(str)
+			if valid != (wantErr == nil) {
+				t.Fatalf("avx2=%v: scanString(%q) = %d, %v, %v; encoding/json: %v", avx2, line, end, flags, ok, wantErr)
+			}
+			if valid {
+				if got := decodeString(line[1:end-1], flags); got != want {
+					t.Fatalf("avx2=%v: decodeString(%q) = %q, want %q", avx2, str, got, want)
+				}
+			}
+		}
+	}
 }

@@ -38,13 +38,17 @@ func decodeString(raw []byte, flags uint8) string {
 	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
 }
 
-// decodeEscaped is decodeString of valid UTF-8 with escapes. It writes 8 bytes at a
-// time into a buffer with room for them, and moves on by as many as precede the next
-// backslash.
+// decodeEscaped is decodeString of valid UTF-8 with escapes. Plain stretches and
+// one-byte escapes go 32 bytes per step through decodePlain (AVX2); then it writes 8
+// bytes at a time into a buffer with room for them, and moves on by as many as precede
+// the next backslash.
 func decodeEscaped(raw []byte) string {
-	buf := make([]byte, len(raw)+8)
+	buf := make([]byte, len(raw)+32)
 	n := 0
 	for i := 0; i < len(raw); {
+		if i, n = decodePlain(buf, n, raw, i); i >= len(raw) {
+			break
+		}
 		if i+8 <= len(raw) {
 			w := binary.LittleEndian.Uint64(raw[i:])
 			binary.LittleEndian.PutUint64(buf[n:], w)
@@ -70,7 +74,7 @@ func decodeEscaped(raw []byte) string {
 		out, rest := appendEscape(buf[:n], raw[i:])
 		i, n = len(raw)-len(rest), len(out)
 		if cap(out) != cap(buf) { // cannot happen: an escape is never longer decoded
-			buf = append(out, make([]byte, len(raw)+8-len(out))...)
+			buf = append(out, make([]byte, len(raw)+32-len(out))...)
 		}
 	}
 	return unsafe.String(unsafe.SliceData(buf), n) // buf is not written again
