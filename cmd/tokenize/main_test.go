@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"gptkit/internal/testfiles"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"gptkit/tokenize"
@@ -459,14 +461,21 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 // TestIDText: the table-driven formatter writes what strconv would, for ids in the
 // table, outside it (larger, negative) and for arrays of every size.
 func TestIDText(t *testing.T) {
-	ft := newIDText(1 << 20)
 	long := make([]int, 100_000)
 	for i := range long {
 		long[i] = i * 7
 	}
-	for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, {1<<20 - 1, 1 << 20, -3, 99999999, 5}, long} {
-		if got, want := string(ft.appendArray([]byte("x"), ids)), "x"+idLines([][]int{ids}); got != want {
-			t.Errorf("appendArray(%d ids) = %.60q..., want %.60q...", len(ids), got, want)
+	every := make([]int, 1_100_000)
+	for i := range every {
+		every[i] = i
+	}
+	for _, vocab := range []int{50257, 1 << 20} {
+		ft := newIDText(vocab)
+		for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, {999, 1000, 1001, 9999, 10000, 10001, 99999, 100000, 100001, 999999, 1000000},
+			{1<<20 - 1, 1 << 20, -3, 99999999, 5}, long, every} {
+			if got, want := string(ft.appendArray([]byte("x"), ids)), "x"+idLines([][]int{ids}); got != want {
+				t.Errorf("vocabulary %d: appendArray(%d ids) = %.60q..., want %.60q...", vocab, len(ids), got, want)
+			}
 		}
 	}
 }
@@ -488,5 +497,27 @@ func TestNamedTokenizerOffline(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
 		t.Errorf("the tokenizer cache got %v", entries)
+	}
+}
+
+// TestEncodeJSONLReadError: a read of stdin that fails mid-line writes the lines before
+// (across batches), drops the cut line and names the last line read.
+func TestEncodeJSONLReadError(t *testing.T) {
+	alphabet := alphabetSpec(t)
+	var in strings.Builder
+	var want strings.Builder
+	for range 3 * batchLines {
+		in.WriteString(`{"text":"ab"}` + "\n")
+		want.WriteString("[2,3]\n")
+	}
+	in.WriteString(`{"text":"cut her`)
+	var out, errOut bytes.Buffer
+	stdin := io.MultiReader(strings.NewReader(in.String()), iotest.ErrReader(errors.New("disk on fire")))
+	code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, stdin, &out, &errOut)
+	if code != 1 || out.String() != want.String() {
+		t.Fatalf("exit %d, %d bytes of stdout (want %d), stderr %q", code, out.Len(), want.Len(), errOut.String())
+	}
+	if msg := fmt.Sprintf("read stdin after line %d: disk on fire", 3*batchLines); !strings.Contains(errOut.String(), msg) {
+		t.Errorf("stderr %q, want it to say %q", errOut.String(), msg)
 	}
 }
