@@ -260,3 +260,200 @@ decodeDone:
 	MOVQ BX, i+32(FP)
 	MOVQ R9, o+40(FP)
 	RET
+
+// func decodePlainAVX512(dst, src *byte, n int, table *[128]byte) (i, o int)
+//
+// decodePlainAVX2 without a loop over the escapes, 64 bytes per step: the escaped
+// bytes (E) are translated through table (VPERMI2B, merge-masked by E: the others stay
+// as they are), the escape starts (ES) are dropped by VPCOMPRESSB, and the block's
+// bytes are stored at o, which moves by the bytes kept (POPCNT). A \u stops it before
+// its backslash; an escape across the end of src is left to Go from its backslash
+// (which the block before dropped, writing nothing for it, so that o stands for it).
+TEXT ·decodePlainAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ table+24(FP), R8
+	XORQ BX, BX
+	XORQ R9, R9
+	XORQ R15, R15
+	VPBROADCASTB jsonBytes<>+1(SB), Z2
+	VPBROADCASTB jsonBytes<>+9(SB), Z15
+	VMOVDQU8 0(R8), Z5
+	VMOVDQU8 64(R8), Z4
+	MOVQ DX, R10
+	SUBQ $64, R10
+
+decode512Loop:
+	CMPQ BX, R10
+	JGT  decode512End
+	VMOVDQU8 (SI)(BX*1), Z0
+	VPCMPEQB Z2, Z0, K1
+	KMOVQ K1, AX
+	MOVQ AX, CX
+	ORQ  R15, CX
+	JNZ  decode512Escapes
+	VMOVDQU8 Z0, (DI)(R9*1)
+	ADDQ $64, BX
+	ADDQ $64, R9
+	JMP  decode512Loop
+
+decode512Escapes:
+	ESCAPES
+	// keep (CX): the bytes written, all but the escape starts; up to a \u.
+	MOVQ R12, CX
+	NOTQ CX
+	VPCMPEQB Z15, Z0, K3
+	KMOVQ K3, R14
+	ANDQ R11, R14
+	JNZ  decode512U
+	SHRQ $63, R12
+	MOVQ R12, R15
+	MOVQ $64, R13
+	JMP  decode512Write
+
+decode512U:
+	// The u at bit p: stop at its backslash, bit p-1 (p = 0: in the block before).
+	BSFQ R14, R14
+	TESTQ R14, R14
+	JZ   decode512Back
+	LEAQ -1(R14), R13
+	MOVQ R13, R12
+	MOVQ CX, R14
+	MOVQ R12, CX
+	MOVL $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	MOVQ R14, CX
+	ANDQ AX, CX
+	XORQ R15, R15
+
+decode512Write:
+	KMOVQ R11, K1
+	KMOVQ CX, K2
+	VMOVDQU8 Z0, Z3
+	VPERMI2B Z4, Z5, K1, Z3
+	VPCOMPRESSB Z3, K2, Z6
+	VMOVDQU8 Z6, (DI)(R9*1)
+	POPCNTQ CX, CX
+	ADDQ CX, R9
+	ADDQ R13, BX
+	CMPQ R13, $64
+	JEQ  decode512Loop
+	JMP  decode512Done
+
+decode512Back:
+	DECQ BX
+	JMP  decode512Done
+
+decode512End:
+	SUBQ R15, BX
+
+decode512Done:
+	VZEROUPPER
+	MOVQ BX, i+32(FP)
+	MOVQ R9, o+40(FP)
+	RET
+
+// func scanPlainAVX512(p *byte, n int) (i int, escaped bool)
+//
+// scanPlainAVX2, 64 bytes per step, the masks in K registers. The first stop is the
+// lesser of tz((quotes | CT) &^ E) and tz(E &^ V) - 1 (64-bit masks: no room to shift).
+TEXT ·scanPlainAVX512(SB), NOSPLIT, $0-25
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), DX
+	XORQ BX, BX
+	XORL R9, R9
+	XORQ R15, R15
+	VPBROADCASTB jsonBytes<>+0(SB), Z1
+	VPBROADCASTB jsonBytes<>+1(SB), Z2
+	VPBROADCASTB jsonBytes<>+2(SB), Z3
+	VPBROADCASTB jsonBytes<>+3(SB), Z7
+	VPBROADCASTB jsonBytes<>+4(SB), Z8
+	VPBROADCASTB jsonBytes<>+5(SB), Z9
+	VPBROADCASTB jsonBytes<>+6(SB), Z10
+	VPBROADCASTB jsonBytes<>+7(SB), Z11
+	VPBROADCASTB jsonBytes<>+8(SB), Z12
+	MOVQ DX, R10
+	SUBQ $64, R10
+
+scan512Loop:
+	CMPQ BX, R10
+	JGT  scan512End
+	VMOVDQU8 (SI)(BX*1), Z0
+	VPCMPEQB Z1, Z0, K1
+	VPCMPEQB Z2, Z0, K2
+	VPCMPGTB Z0, Z3, K3
+	KORQ K1, K2, K4
+	KORQ K3, K4, K4
+	KORTESTQ K4, K4
+	JNZ  scan512Special
+	TESTQ R15, R15
+	JNZ  scan512Special
+	ADDQ $64, BX
+	JMP  scan512Loop
+
+scan512Special:
+	VPCMPEQB Z7, Z0, K5
+	VPCMPEQB Z8, Z0, K6
+	KORQ K5, K6, K5
+	VPCMPEQB Z9, Z0, K6
+	KORQ K5, K6, K5
+	VPCMPEQB Z10, Z0, K6
+	KORQ K5, K6, K5
+	VPCMPEQB Z11, Z0, K6
+	KORQ K5, K6, K5
+	VPCMPEQB Z12, Z0, K6
+	KORQ K5, K6, K5
+	KORQ K5, K1, K5
+	KORQ K5, K2, K5
+	KMOVQ K5, CX
+	KMOVQ K2, AX
+	XORL R14, R14
+	TESTQ AX, AX
+	SETNE R14B
+	ORL  R14, R9
+	ESCAPES
+	// S1 (DI) = (quotes | CT) &^ E; S2 (CX) = E &^ V
+	KMOVQ K1, DI
+	KMOVQ K3, R14
+	ORQ  R14, DI
+	MOVQ R11, R14
+	NOTQ R14
+	ANDQ R14, DI
+	NOTQ CX
+	ANDQ R11, CX
+	// R13 = min(tz(S1) + 1, tz(S2)), 65 when neither has a bit
+	MOVQ $65, R13
+	MOVQ $65, R14
+	BSFQ DI, AX
+	JZ   scan512NoS1
+	LEAQ 1(AX), R13
+
+scan512NoS1:
+	BSFQ CX, AX
+	JZ   scan512NoS2
+	MOVQ AX, R14
+
+scan512NoS2:
+	CMPQ R14, R13
+	CMOVQLT R14, R13
+	CMPQ R13, $65
+	JNE  scan512Stop
+	MOVQ R12, R15
+	SHRQ $63, R15
+	ADDQ $64, BX
+	JMP  scan512Loop
+
+scan512Stop:
+	LEAQ -1(BX)(R13*1), BX
+	JMP  scan512Done
+
+scan512End:
+	SUBQ R15, BX
+
+scan512Done:
+	VZEROUPPER
+	MOVQ BX, i+16(FP)
+	MOVB R9, escaped+24(FP)
+	RET

@@ -125,8 +125,8 @@ var jsonStringSeeds = []string{
 	strings.Repeat("a", 63) + `\`,
 }
 
-// FuzzJSONString checks scanString and decodeString, with the AVX2 loops and with
-// their SWAR twins alone, against encoding/json on one string followed by more of a
+// FuzzJSONString checks scanString and decodeString, with each vector level this CPU
+// has (AVX-512, AVX2, the SWAR twins alone), against encoding/json on one string followed by more of a
 // line: the same validity, where it ends, the same text.
 func FuzzJSONString(f *testing.F) {
 	for _, s := range jsonStringSeeds {
@@ -137,19 +137,19 @@ func FuzzJSONString(f *testing.F) {
 		line := []byte(str + rest)
 		var want string
 		wantErr := json.Unmarshal([]byte(str), &want)
-		defer func(saved bool) { jsonAVX2 = saved }(jsonAVX2)
-		for _, avx2 := range []bool{jsonAVX2, false} {
-			jsonAVX2 = avx2
+		defer func(saved int) { jsonLevel = saved }(jsonLevel)
+		for level := range jsonLevelSupported + 1 {
+			jsonLevel = level
 			end, flags, ok := scanString(line, 0)
 			valid := ok && end == len(str)
 			if valid != (wantErr == nil) {
-				t.Fatalf("avx2=%v: scanString(%q) = %d, %v, %v; encoding/json: %v", avx2, line, end, flags, ok, wantErr)
+				t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
 			}
 			if !valid {
 				continue
 			}
 			if got := decodeString(line[1:end-1], flags); got != want {
-				t.Fatalf("avx2=%v: decodeString(%q) = %q, want %q", avx2, str, got, want)
+				t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
 			}
 		}
 	})
@@ -161,7 +161,7 @@ func FuzzJSONString(f *testing.F) {
 func TestJSONStringRandom(t *testing.T) {
 	pieces := []string{`\`, `\\`, `\n`, `\"`, `"`, `\u00e9`, `\ud83d\ude00`, `\x`, `\/`, "\x01", "é", "\xff", "a", "bc", "defghijklmnopqr", `\t`, "\t"}
 	rng := rand.New(rand.NewPCG(20, 1))
-	defer func(saved bool) { jsonAVX2 = saved }(jsonAVX2)
+	defer func(saved int) { jsonLevel = saved }(jsonLevel)
 	for range 30000 {
 		var b strings.Builder
 		for n := rng.IntN(120); b.Len() < n; {
@@ -177,16 +177,16 @@ func TestJSONStringRandom(t *testing.T) {
 		line := []byte(str + strings.Repeat(`,"x":1`, rng.IntN(12)) + "}")
 		var want string
 		wantErr := json.Unmarshal([]byte(str), &want)
-		for _, avx2 := range []bool{true, false} {
-			jsonAVX2 = avx2 && jsonAVX2Supported
+		for level := range jsonLevelSupported + 1 {
+			jsonLevel = level
 			end, flags, ok := scanString(line, 0)
 			valid := ok && end == len(str)
 			if valid != (wantErr == nil) {
-				t.Fatalf("avx2=%v: scanString(%q) = %d, %v, %v; encoding/json: %v", avx2, line, end, flags, ok, wantErr)
+				t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
 			}
 			if valid {
 				if got := decodeString(line[1:end-1], flags); got != want {
-					t.Fatalf("avx2=%v: decodeString(%q) = %q, want %q", avx2, str, got, want)
+					t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
 				}
 			}
 		}

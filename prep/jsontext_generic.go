@@ -4,7 +4,7 @@ package prep
 
 // Without AVX2 the SWAR loops of scanString and decodeEscaped do all the work.
 
-var jsonAVX2, jsonAVX2Supported = false, false
+var jsonLevel, jsonLevelSupported = jsonSWAR, jsonSWAR
 
 func scanPlain(b []byte, i int) (int, bool) { return i, false }
 

@@ -80,6 +80,26 @@ func decodeEscaped(raw []byte) string {
 	return unsafe.String(unsafe.SliceData(buf), n) // buf is not written again
 }
 
+// The vector code of scanString and decodeEscaped (jsonLevel): SWAR alone, AVX2, or
+// AVX-512 (VBMI2) decoding.
+const (
+	jsonSWAR = iota
+	jsonAVX2
+	jsonAVX512
+)
+
+// escapeTable maps each ASCII byte that a backslash escapes to the byte the escape
+// stands for (the others to themselves): the AVX-512 decoder's VPERMI2B table.
+var escapeTable = func() (t [128]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if v := simpleEscapes[c]; v != 0 {
+			t[c] = v
+		}
+	}
+	return t
+}()
+
 // simpleEscapes maps the byte after a backslash to the byte the escape stands for (0:
 // not a one-byte escape, \\u).
 var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
