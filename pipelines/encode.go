@@ -63,11 +63,18 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rot.ctx = ctx
+	type result struct {
+		docs []docIDs // nil if the batch failed
+		ids  []int32  // the array they share, for the next batches once written
+	}
 	type job struct {
 		docs   []prep.Doc
-		result chan []docIDs
+		result chan result
 	}
 	ahead := stripeAhead(inputs, workers)
+	// Arrays of ids the writer is done with go back to the workers: a fresh array per
+	// batch was cleared by the allocator and faulted in page by page.
+	freeIDs := make(chan []int32, 2*workers+ahead)
 	jobs := make(chan job, workers+ahead)
 	order := make(chan job, 2*workers+ahead)
 	var wg sync.WaitGroup
@@ -77,11 +84,16 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 			defer wg.Done()
 			var enc batchEncoder
 			for j := range jobs {
+				select {
+				case enc.spare = <-freeIDs:
+				default:
+				}
 				out, err := enc.encode(r, j.docs)
 				if err != nil {
 					cancel(err) // out is nil: tells the writer the batch failed
 				}
-				j.result <- out
+				j.result <- result{out, enc.buf}
+				enc.spare = nil
 			}
 		}()
 	}
@@ -91,7 +103,7 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 		defer close(jobs)
 		var err error
 		read, err = prep.ReadRangeBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
-			j := job{docs: docs, result: make(chan []docIDs, 1)}
+			j := job{docs: docs, result: make(chan result, 1)}
 			select {
 			case order <- j:
 			case <-ctx.Done():
@@ -113,12 +125,13 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 
 	writeErr := func() error {
 		for j := range order {
-			var out []docIDs
+			var res result
 			select {
-			case out = <-j.result:
+			case res = <-j.result:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
+			out := res.docs
 			if out == nil { // the worker stopped on an error
 				return context.Cause(ctx)
 			}
@@ -134,6 +147,10 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 			tokens += batch
 			if r.ProgressTokens != nil {
 				r.ProgressTokens(batch)
+			}
+			select {
+			case freeIDs <- res.ids[:0]:
+			default:
 			}
 			writeTime += time.Since(t0)
 		}
@@ -193,6 +210,8 @@ const (
 type batchEncoder struct {
 	tokensPerByte float64 // of the previous batch; 0 before the first
 	part          []int32 // scratch for the parts of a huge document
+	spare         []int32 // an array of a written batch to encode the next into, if big enough
+	buf           []int32 // the array the last batch's ids share (nil after an error)
 }
 
 func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error) {
@@ -209,7 +228,12 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 	if ratio == 0 {
 		ratio = 0.3 // GPT-2 on English: ~4 bytes per token
 	}
-	buf := make([]int32, 0, int(float64(text)*ratio*1.05)+len(docs)+64)
+	e.buf = nil
+	need := int(float64(text)*ratio*1.05) + len(docs) + 64
+	buf := e.spare[:0]
+	if cap(buf) < need {
+		buf = make([]int32, 0, need)
+	}
 	out := make([]docIDs, len(docs))
 	for i, d := range docs {
 		if len(d.Text) > hugeDocBytes {
@@ -235,6 +259,7 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 	if text > 0 {
 		e.tokensPerByte = float64(len(buf)) / float64(text)
 	}
+	e.buf = buf
 	return out, nil
 }
 
