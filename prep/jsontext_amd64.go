@@ -5,7 +5,7 @@ package prep
 import "golang.org/x/sys/cpu"
 
 // Stubs of jsontext_amd64.s: the plain stretches of JSON strings, 32 bytes per AVX2
-// step (the SWAR loops of scanString and decodeEscaped are their twins, and the only
+// step (the SWAR loops of scanString and appendEscaped are their twins, and the only
 // version under -tags noasm).
 
 // jsonLevel is the vector code that runs: jsonAVX512, jsonAVX2, or jsonSWAR (tests lower it to check the twins); jsonLevelSupported is

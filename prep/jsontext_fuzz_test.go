@@ -88,8 +88,9 @@ var textFieldSeeds = []string{
 	`{"text":"` + strings.Repeat("long line of text, ", 40) + `"}`,
 }
 
-// FuzzTextField checks TextField against encoding/json (refTextField) on any line:
-// the same text, the same ok, an error exactly when the reference errs.
+// FuzzTextField checks TextField and AppendTextField against encoding/json
+// (refTextField) on any line: the same text, the same ok, an error exactly when the
+// reference errs.
 func FuzzTextField(f *testing.F) {
 	for _, s := range textFieldSeeds {
 		f.Add([]byte(s), "text")
@@ -102,6 +103,11 @@ func FuzzTextField(f *testing.F) {
 		if text != wantText || ok != wantOK || (err != nil) != (wantErr != nil) {
 			t.Fatalf("TextField(%q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
 				line, key, text, ok, err, wantText, wantOK, wantErr)
+		}
+		buf, ok, err := AppendTextField([]byte("prefix"), line, key)
+		if string(buf) != "prefix"+wantText || ok != wantOK || (err != nil) != (wantErr != nil) {
+			t.Fatalf("AppendTextField(prefix, %q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
+				line, key, buf, ok, err, wantText, wantOK, wantErr)
 		}
 	})
 }

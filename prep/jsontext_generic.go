@@ -2,7 +2,7 @@
 
 package prep
 
-// Without AVX2 the SWAR loops of scanString and decodeEscaped do all the work.
+// Without AVX2 the SWAR loops of scanString and appendEscaped do all the work.
 
 var jsonLevel, jsonLevelSupported = jsonSWAR, jsonSWAR
 

@@ -4,25 +4,36 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
 
 // decodeString decodes the contents raw of a valid JSON string (without its quotes)
-// that scanString flagged with flags, exactly as encoding/json's unquote does.
-// Without escapes and invalid UTF-8 it is one copy. With escapes only (most JSONL text:
-// a newline is one) it is one pass that copies 8 bytes at a time up to the next
-// backslash (decodeEscaped); finding each with bytes.IndexByte and appending the
-// stretch between took over twice as long on corpora with an escape every 15 bytes.
+// that scanString flagged with flags, exactly as encoding/json's unquote does (see
+// appendString).
 func decodeString(raw []byte, flags uint8) string {
+	if flags == 0 {
+		return string(raw)
+	}
+	buf := appendString(nil, raw, flags)
+	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+}
+
+// appendString appends the decoded contents raw of a valid JSON string flagged by
+// scanString with flags to dst. Without escapes and invalid UTF-8 it is one copy. With
+// escapes only (most JSONL text: a newline is one) it is appendEscaped's one pass;
+// finding each backslash with bytes.IndexByte and appending the stretch between took
+// over twice as long on corpora with an escape every 15 bytes.
+func appendString(dst, raw []byte, flags uint8) []byte {
 	switch flags {
 	case 0:
-		return string(raw)
+		return append(dst, raw...)
 	case strEscaped:
-		return decodeEscaped(raw)
+		return appendEscaped(dst, raw)
 	}
-	buf := make([]byte, 0, len(raw))
+	buf := slices.Grow(dst, len(raw))
 	for len(raw) > 0 {
 		n := len(raw)
 		if flags&strEscaped != 0 {
@@ -35,16 +46,17 @@ func decodeString(raw []byte, flags uint8) string {
 			buf, raw = appendEscape(buf, raw)
 		}
 	}
-	return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not written again
+	return buf
 }
 
-// decodeEscaped is decodeString of valid UTF-8 with escapes. Plain stretches and
-// one-byte escapes go 32 bytes per step through decodePlain (AVX2); then it writes 8
-// bytes at a time into a buffer with room for them, and moves on by as many as precede
-// the next backslash.
-func decodeEscaped(raw []byte) string {
-	buf := make([]byte, len(raw)+32)
-	n := 0
+// appendEscaped is appendString of valid UTF-8 with escapes. Plain stretches and
+// one-byte escapes go 32 or 64 bytes per step through decodePlain (AVX2, AVX-512);
+// then it writes 8 bytes at a time into a buffer with room for them, and moves on by
+// as many as precede the next backslash.
+func appendEscaped(dst, raw []byte) []byte {
+	buf := slices.Grow(dst, len(raw)+32)
+	buf = buf[:cap(buf)]
+	n := len(dst)
 	for i := 0; i < len(raw); {
 		if i, n = decodePlain(buf, n, raw, i); i >= len(raw) {
 			break
@@ -65,7 +77,8 @@ func decodeEscaped(raw []byte) string {
 			i, n = i+1, n+1
 			continue
 		}
-		// An escape at raw[i]: one of one byte in place, else appendEscape.
+		// An escape at raw[i]: one of one byte in place, else appendEscape, which
+		// writes in place too (an escape is never longer decoded).
 		if v := simpleEscapes[raw[i+1]]; v != 0 {
 			buf[n] = v
 			i, n = i+2, n+1
@@ -73,14 +86,15 @@ func decodeEscaped(raw []byte) string {
 		}
 		out, rest := appendEscape(buf[:n], raw[i:])
 		i, n = len(raw)-len(rest), len(out)
-		if cap(out) != cap(buf) { // cannot happen: an escape is never longer decoded
-			buf = append(out, make([]byte, len(raw)+32-len(out))...)
+		if cap(out) != cap(buf) { // cannot happen
+			buf = slices.Grow(out, len(raw)-i+32)
+			buf = buf[:cap(buf)]
 		}
 	}
-	return unsafe.String(unsafe.SliceData(buf), n) // buf is not written again
+	return buf[:n]
 }
 
-// The vector code of scanString and decodeEscaped (jsonLevel): SWAR alone, AVX2, or
+// The vector code of scanString and appendEscaped (jsonLevel): SWAR alone, AVX2, or
 // AVX-512 (VBMI2) decoding.
 const (
 	jsonSWAR = iota

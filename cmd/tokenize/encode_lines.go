@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unsafe"
 
 	"gptkit/internal/progress"
 	"gptkit/prep"
@@ -31,9 +32,9 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	free := make(chan *lineBatch, batchQueue*workers+2)
 	for range workers {
 		go func() {
-			var ids []int
+			var sc lineScratch
 			for b := range jobs {
-				ids = b.encode(tok, textKey, ft, ids)
+				b.encode(tok, textKey, ft, &sc)
 				close(b.done)
 			}
 		}()
@@ -107,11 +108,21 @@ func (b *lineBatch) line(i int) []byte {
 }
 
 // encode parses, encodes and formats the batch's lines into b.out, stopping at the
-// first bad one. ids is scratch space, returned for reuse.
-func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, ids []int) []int {
+// first bad one. sc is the worker's scratch space: each line's text is decoded into
+// sc.text (the tokenizer keeps nothing of a text it encodes) and its ids go to sc.ids.
+func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, sc *lineScratch) {
 	checked := tok.Kind() == tokenize.KindChar // only a character vocabulary can refuse a text
+	ids := sc.ids
+	defer func() {
+		sc.ids = ids
+		if cap(sc.text) > maxScratchText {
+			sc.text = nil // do not keep a huge line's text
+		}
+	}()
 	for i := range b.ends {
-		text, err := textField(b.line(i), textKey)
+		var err error
+		sc.text, err = appendTextField(sc.text[:0], b.line(i), textKey)
+		text := unsafe.String(unsafe.SliceData(sc.text), len(sc.text))
 		if err == nil {
 			if checked {
 				ids, err = tok.EncodeChecked(text)
@@ -121,11 +132,19 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 		}
 		if err != nil {
 			b.err = &lineError{line: b.firstLine + i, err: err}
-			return ids
+			return
 		}
 		b.out = ft.appendArray(b.out, ids)
 	}
-	return ids
+}
+
+// maxScratchText is the most text a worker keeps room for between batches.
+const maxScratchText = 16 << 20
+
+// lineScratch is a worker's reused memory: the text of the line it encodes and its ids.
+type lineScratch struct {
+	text []byte
+	ids  []int
 }
 
 // chunkReader reads stdin for readBatches in large reads straight into a batch's
@@ -231,24 +250,31 @@ func (b *lineBatch) cutLines(cr *chunkReader) {
 // a list of strings (joined with "\n\n", as GPT-NeoX reads corpora). prep.TextField
 // does the work, as encoding/json would but several times faster.
 func textField(line []byte, key string) (string, error) {
+	text, err := appendTextField(nil, line, key)
+	return string(text), err
+}
+
+// appendTextField is textField appending the text to dst (prep.AppendTextField), for
+// workers that decode every line of a batch into one buffer.
+func appendTextField(dst, line []byte, key string) ([]byte, error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		return "", errors.New("empty line, want a JSON object")
+		return dst, errors.New("empty line, want a JSON object")
 	}
 	if trimmed[0] != '{' {
-		return "", fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
+		return dst, fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
 	}
-	text, ok, err := prep.TextField(trimmed, key)
+	dst, ok, err := prep.AppendTextField(dst, trimmed, key)
 	if te, isType := errors.AsType[*prep.TypeError](err); isType {
-		return "", fmt.Errorf("field %q is %s, not a string or a list of strings", key, truncate([]byte(te.Value), 20))
+		return dst, fmt.Errorf("field %q is %s, not a string or a list of strings", key, truncate([]byte(te.Value), 20))
 	}
 	if err != nil {
-		return "", err // "invalid JSON at byte N: ..."
+		return dst, err // "invalid JSON at byte N: ..."
 	}
 	if !ok {
-		return "", fmt.Errorf("field %q missing (pass --text-key to pick another field)", key)
+		return dst, fmt.Errorf("field %q missing (pass --text-key to pick another field)", key)
 	}
-	return text, nil
+	return dst, nil
 }
 
 // truncate shortens b for an error message.
