@@ -149,7 +149,11 @@ func ReadDocs(ctx context.Context, files []string, opt ReadOptions, fn func(Doc)
 // striped range counts all of its file's bytes (it reads them), and only the records
 // of its stripes.
 func ReadRanges(ctx context.Context, ranges []FileRange, opt ReadOptions, fn func(Doc) error) (Stats, error) {
-	r := newDocReader(ctx, opt, fn)
+	return readRanges(newDocReader(ctx, opt, fn), ranges, opt)
+}
+
+func readRanges(r *docReader, ranges []FileRange, opt ReadOptions) (Stats, error) {
+	ctx := r.ctx
 	files := make([]string, len(ranges))
 	for i, rg := range ranges {
 		files[i] = rg.File
@@ -182,7 +186,9 @@ const maxBatchDocs = 8192
 
 // ReadBatches is ReadDocs handing fn runs of consecutive documents: a batch closes
 // once it holds batchBytes of text or 8192 documents, and the last one may be
-// smaller. Each batch is a new slice, which fn may keep. On an error in a file, the
+// smaller. Each batch is a new slice, which fn may keep. The texts of JSONL lines lie
+// back to back in arrays of about a megabyte (textArena): a text kept keeps its
+// array. On an error in a file, the
 // documents before it still reach fn. Batches depend only on the documents, so they
 // are the same on every run (with SkipDocs, they start at the first document handed
 // on).
@@ -203,13 +209,15 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		fnErr = fn(b)
 		return fnErr
 	}
-	stats, err := ReadRanges(ctx, ranges, opt, func(d Doc) error {
+	r := newDocReader(ctx, opt, func(d Doc) error {
 		batch = append(batch, d)
 		if size += len(d.Text); size >= batchBytes || len(batch) >= maxBatchDocs {
 			return send()
 		}
 		return nil
 	})
+	r.arena = &textArena{}
+	stats, err := readRanges(r, ranges, opt)
 	if len(batch) > 0 && fnErr == nil && ctx.Err() == nil {
 		if serr := send(); serr != nil {
 			return stats, serr

@@ -228,7 +228,7 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 			return nil
 		}
 	}
-	text, badUTF8, err := rec.decode()
+	text, badUTF8, err := rec.decode(r.arena)
 	if err != nil {
 		e := lineError(name, n, err, terminated)
 		e.Offset = at
