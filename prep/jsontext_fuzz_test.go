@@ -132,42 +132,48 @@ var jsonStringSeeds = []string{
 }
 
 // FuzzJSONString checks scanString and decodeString, with each vector level this CPU
-// has (AVX-512, AVX2, the SWAR twins alone), against encoding/json on one string followed by more of a
-// line: the same validity, where it ends, the same text.
+// has (AVX-512, AVX2, the SWAR twins alone), against encoding/json on one string
+// followed by more of a line (checkJSONString).
 func FuzzJSONString(f *testing.F) {
 	for _, s := range jsonStringSeeds {
 		f.Add(s, `,"meta":{"pile_set_name":"Pile-CC"}}`)
 	}
 	f.Fuzz(func(t *testing.T, contents, rest string) {
-		str := `"` + contents + `"`
-		line := []byte(str + rest)
-		var want string
-		wantErr := json.Unmarshal([]byte(str), &want)
-		defer func(saved int) { jsonLevel = saved }(jsonLevel)
-		for level := range jsonLevelSupported + 1 {
-			jsonLevel = level
-			end, flags, ok := scanString(line, 0)
-			valid := ok && end == len(str)
-			if valid != (wantErr == nil) {
-				t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
-			}
-			if !valid {
-				continue
-			}
-			if got := decodeString(line[1:end-1], flags); got != want {
-				t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
-			}
-		}
+		checkJSONString(t, `"`+contents+`"`, rest)
 	})
 }
 
-// TestJSONStringRandom runs FuzzJSONString's check on random strings dense in what the
-// AVX2 loops decide by masks: runs of backslashes, escapes at the edges of 32-byte
+// checkJSONString checks the JSON string str (quotes included), followed by rest in a
+// line, at every vector level against encoding/json: the same validity, the same end,
+// the same text.
+func checkJSONString(t *testing.T, str, rest string) {
+	t.Helper()
+	line := []byte(str + rest)
+	var want string
+	wantErr := json.Unmarshal([]byte(str), &want)
+	defer func(saved int) { jsonLevel = saved }(jsonLevel)
+	for level := range jsonLevelSupported + 1 {
+		jsonLevel = level
+		end, flags, ok := scanString(line, 0)
+		valid := ok && end == len(str)
+		if valid != (wantErr == nil) {
+			t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
+		}
+		if !valid {
+			continue
+		}
+		if got := decodeString(line[1:end-1], flags); got != want {
+			t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
+		}
+	}
+}
+
+// TestJSONStringRandom runs checkJSONString on random strings dense in what the vector
+// loops decide by masks: runs of backslashes, escapes at the edges of 32- and 64-byte
 // blocks, quotes, \u, control and non-ASCII bytes.
 func TestJSONStringRandom(t *testing.T) {
 	pieces := []string{`\`, `\\`, `\n`, `\"`, `"`, `\u00e9`, `\ud83d\ude00`, `\x`, `\/`, "\x01", "é", "\xff", "a", "bc", "defghijklmnopqr", `\t`, "\t"}
 	rng := rand.New(rand.NewPCG(20, 1))
-	defer func(saved int) { jsonLevel = saved }(jsonLevel)
 	for range 30000 {
 		var b strings.Builder
 		for n := rng.IntN(120); b.Len() < n; {
@@ -179,22 +185,6 @@ func TestJSONStringRandom(t *testing.T) {
 			}
 			b.WriteString(p)
 		}
-		str := `"` + b.String() + `"`
-		line := []byte(str + strings.Repeat(`,"x":1`, rng.IntN(12)) + "}")
-		var want string
-		wantErr := json.Unmarshal([]byte(str), &want)
-		for level := range jsonLevelSupported + 1 {
-			jsonLevel = level
-			end, flags, ok := scanString(line, 0)
-			valid := ok && end == len(str)
-			if valid != (wantErr == nil) {
-				t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
-			}
-			if valid {
-				if got := decodeString(line[1:end-1], flags); got != want {
-					t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
-				}
-			}
-		}
+		checkJSONString(t, `"`+b.String()+`"`, strings.Repeat(`,"x":1`, rng.IntN(12))+"}")
 	}
 }
