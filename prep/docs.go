@@ -187,11 +187,10 @@ const maxBatchDocs = 8192
 // ReadBatches is ReadDocs handing fn runs of consecutive documents: a batch closes
 // once it holds batchBytes of text or 8192 documents, and the last one may be
 // smaller. Each batch is a new slice, which fn may keep. The texts of JSONL lines lie
-// back to back in arrays of about a megabyte (textArena): a text kept keeps its
-// array. On an error in a file, the
-// documents before it still reach fn. Batches depend only on the documents, so they
-// are the same on every run (with SkipDocs, they start at the first document handed
-// on).
+// back to back in arrays of 256 KiB (textArena): a text kept keeps its array. On an
+// error in a file, the documents before it still reach fn. Batches depend only on the
+// documents, so they are the same on every run (with SkipDocs, they start at the first
+// document handed on).
 func ReadBatches(ctx context.Context, files []string, opt ReadOptions, batchBytes int, fn func([]Doc) error) (Stats, error) {
 	return ReadRangeBatches(ctx, wholeFiles(files), opt, batchBytes, fn)
 }

@@ -165,7 +165,7 @@ func StringMember(line []byte, path ...string) (s string, ok bool, err error) {
 // a new array; an array lives as long as a text in it.
 type textArena struct{ buf []byte }
 
-const textArenaSize = 1 << 20
+const textArenaSize = 256 << 10 // see jsonlReadSize
 
 // decode decodes the contents raw of a valid JSON string flagged by scanString with
 // flags into the arena.
