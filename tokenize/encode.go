@@ -51,6 +51,7 @@ type encodeState struct {
 	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64
 	touch    uint32 // keeps mergeLong's prefetching loads alive
+	bt       btState
 }
 
 type cacheEntry struct{ off, n uint32 }
@@ -273,9 +274,22 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 // merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
 func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
 	if len(p) > heapThreshold {
+		if bt := t.longEncoder(); bt != nil {
+			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
+				st.parts = out
+				return out
+			}
+		}
 		return t.mergeLong(st, p)
 	}
 	return t.mergeSmall(st, p)
+}
+
+// longEncoder returns the backtracking encoder of long pieces (built on first use), or
+// nil if t's vocabulary does not allow it.
+func (t *Tokenizer) longEncoder() *backtrack {
+	t.backtrackOnce.Do(func() { t.backtrack = newBacktrack(t) })
+	return t.backtrack
 }
 
 // mergeSmall is the merge loop for short pieces of t's semantics.
