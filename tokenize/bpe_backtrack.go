@@ -1,7 +1,5 @@
 package tokenize
 
-import "math/bits"
-
 // The encoder of long pieces under pair-rank semantics (HF merges lists): a 1 MB run of
 // letters or digits is one piece, and the merge loops (bpe.go) spend 25-80 ns a byte on
 // it, a cache miss per queued pair. This one walks the piece once, left to right, in
@@ -29,24 +27,33 @@ import "math/bits"
 //     a byte the vocabulary lacks (NeoX has none for 0xC0, 0xC1, 0xF5-0xFF, which valid
 //     UTF-8 never holds).
 //
-// Cost: one trie walk per token (a step per byte of the token found, plus one), a
-// compatibility check per token tried, and rarely a step back; no queue, no heap. The
-// trie's first level is an array; deeper edges are in one open-addressing table.
+// Cost: one walk of the token prefixes per token (a lookup per byte of the token found,
+// plus one; prefixtable.go), a compatibility check per token tried, and a step back
+// every few tokens; no queue, no heap.
 // FuzzBacktrackMatchesMerge and TestBacktrack check it against the merge loops.
 
 type backtrack struct {
-	rank        []int32  // by id: the rank of the merge that makes it; -1: a byte's token
-	left, right []uint32 // by id: the canonical split (tokens made by a merge)
-	size        []int32  // by id: length in bytes
-	shorter     []int32  // by id: the longest token of the trie that is a proper prefix, or -1
-	// The trie of the tokens taking part: root[b] is the node of byte b; edges holds
-	// (node<<8 | byte) → child as key<<32 | child (nodes from 1, so no slot is 0 but an
-	// empty one); nodeTok[node] is the token that ends there, or -1.
-	root      [256]uint32
-	edges     []uint64
-	edgeShift uint
-	nodeTok   []int32
-	merges    *pairTable
+	toks    []btToken // by id
+	shorter []int32   // by id: the longest token taking part that is a proper prefix, or -1
+	// pairBits has a bit per hash of a merge's pair (pairFilterBits): most pairs that
+	// compatible looks up are no merge, and this 512 KB filter, which stays in the
+	// core's cache, answers them without the 1.6 MB pair table.
+	pairBits []uint64
+	prefixes *prefixTable // the tokens taking part, by their prefixes
+	merges   *pairTable
+}
+
+// btToken is what compatible and encode need of a token, in one place.
+type btToken struct {
+	rank        int32  // of the merge that makes it; -1: a byte's token; -2: takes no part
+	left, right uint32 // the canonical split (tokens made by a merge)
+	size        int32  // length in bytes
+}
+
+const pairFilterBits = 22
+
+func pairFilterIndex(a, b uint32) uint64 {
+	return pairHash(mergePairKey(a, b)) >> (64 - pairFilterBits)
 }
 
 // btCacheSize is the number of slots of the per-goroutine cache of compatible pairs.
@@ -59,131 +66,57 @@ func newBacktrack(t *Tokenizer) *backtrack {
 		return nil
 	}
 	n := len(t.vocab)
-	bt := &backtrack{
-		rank: make([]int32, n), left: make([]uint32, n), right: make([]uint32, n),
-		size: make([]int32, n), shorter: make([]int32, n), merges: t.merges,
-	}
-	for id := range bt.rank {
-		bt.rank[id] = -2 // not a token of the trie (yet)
-		bt.size[id] = int32(len(t.vocab[id]))
+	bt := &backtrack{toks: make([]btToken, n), shorter: make([]int32, n), merges: t.merges,
+		pairBits: make([]uint64, 1<<pairFilterBits/64)}
+	for id := range bt.toks {
+		bt.toks[id] = btToken{rank: -2, size: int32(len(t.vocab[id]))}
 	}
 	for _, id := range t.byteIDs {
 		if id >= 0 {
-			bt.rank[id] = -1
+			bt.toks[id].rank = -1
 		}
 	}
 	ms := t.merges.all() // by rank
 	made := make([]bool, n)
 	for _, m := range ms {
-		if made[m.id] || bt.rank[m.id] == -1 {
+		if made[m.id] || bt.toks[m.id].rank == -1 {
 			return nil // made by two merges, or a byte's token made by one
 		}
 		made[m.id] = true
+		i := pairFilterIndex(m.left, m.right)
+		bt.pairBits[i>>6] |= 1 << (i & 63)
 	}
 	// In rank order (monotone: a merge's tokens are made by lower ranks), a token takes
 	// part if both halves do and BPE on its bytes ends with them.
 	for _, m := range ms {
-		if bt.rank[m.left] < -1 || bt.rank[m.right] < -1 || !bt.compatible(m.left, m.right, 0) {
+		if bt.toks[m.left].rank < -1 || bt.toks[m.right].rank < -1 || !bt.compatible(m.left, m.right, 0) {
 			continue
 		}
-		bt.rank[m.id], bt.left[m.id], bt.right[m.id] = int32(m.rank), m.left, m.right
+		tk := &bt.toks[m.id]
+		tk.rank, tk.left, tk.right = int32(m.rank), m.left, m.right
 	}
-	bt.buildTrie(t.vocab)
-	return bt
-}
-
-// buildTrie builds the trie of the tokens taking part, and shorter.
-func (bt *backtrack) buildTrie(vocab []string) {
-	type edge struct{ key, child uint32 }
-	var edges []edge
-	bt.nodeTok = []int32{-1} // node 0: none
-	newNode := func() uint32 {
-		bt.nodeTok = append(bt.nodeTok, -1)
-		return uint32(len(bt.nodeTok) - 1)
-	}
-	for b := range bt.root {
-		bt.root[b] = newNode()
-	}
-	children := map[uint32]uint32{}
 	var ids []int
-	for id, r := range bt.rank {
-		if r >= -1 {
+	byBytes := map[string]int32{}
+	for id, tk := range bt.toks {
+		if tk.rank >= -1 {
 			ids = append(ids, id)
+			byBytes[t.vocab[id]] = int32(id)
 		}
 	}
-	for _, id := range ids {
-		tok := vocab[id]
-		node := bt.root[tok[0]]
-		for i := 1; i < len(tok); i++ {
-			key := node<<8 | uint32(tok[i])
-			child, ok := children[key]
-			if !ok {
-				child = newNode()
-				children[key] = child
-				edges = append(edges, edge{key, child})
-			}
-			node = child
-		}
-		bt.nodeTok[node] = int32(id)
-	}
-	size := 1 << bits.Len(uint(2*len(edges)+1))
-	bt.edges = make([]uint64, size)
-	bt.edgeShift = uint(64 - bits.Len(uint(size-1)))
-	for _, e := range edges {
-		i := bt.edgeSlot(e.key)
-		for bt.edges[i] != 0 {
-			i = (i + 1) & (len(bt.edges) - 1)
-		}
-		bt.edges[i] = uint64(e.key)<<32 | uint64(e.child)
-	}
+	bt.prefixes = newPrefixTable(t.vocab, ids)
 	for id := range bt.shorter {
 		bt.shorter[id] = -1
 	}
 	for _, id := range ids {
-		tok := vocab[id]
-		node := bt.root[tok[0]]
-		for i := 1; i < len(tok); i++ {
-			if tk := bt.nodeTok[node]; tk >= 0 {
-				bt.shorter[id] = tk
+		tok := t.vocab[id]
+		for n := len(tok) - 1; n > 0; n-- {
+			if s, ok := byBytes[tok[:n]]; ok {
+				bt.shorter[id] = s
+				break
 			}
-			node = bt.child(node, tok[i])
 		}
 	}
-}
-
-func (bt *backtrack) edgeSlot(key uint32) int {
-	return int(uint64(key) * 0x9E3779B97F4A7C15 >> bt.edgeShift)
-}
-
-// child returns the child of node by byte b, or 0.
-func (bt *backtrack) child(node uint32, b byte) uint32 {
-	key := node<<8 | uint32(b)
-	mask := len(bt.edges) - 1
-	for i := bt.edgeSlot(key); ; i = (i + 1) & mask {
-		s := bt.edges[i]
-		if uint32(s>>32) == key {
-			return uint32(s)
-		}
-		if s == 0 {
-			return 0
-		}
-	}
-}
-
-// longest returns the longest token of the trie that p[pos:] starts with, -1 if none
-// (a byte without a token).
-func (bt *backtrack) longest(p string, pos int) int32 {
-	node := bt.root[p[pos]]
-	best := bt.nodeTok[node]
-	for i := pos + 1; i < len(p); i++ {
-		if node = bt.child(node, p[i]); node == 0 {
-			break
-		}
-		if tk := bt.nodeTok[node]; tk >= 0 {
-			best = tk
-		}
-	}
-	return best
+	return bt
 }
 
 // compatible reports whether BPE on the bytes of tokens a and b gives a, b: going back
@@ -191,15 +124,15 @@ func (bt *backtrack) longest(p string, pos int) int32 {
 // at a rank below limit (limit 0 skips the check of a, b themselves: a token's split).
 func (bt *backtrack) compatible(a, b uint32, limit uint32) bool {
 	for {
-		if bt.merges.get(a, b) < limit {
+		if i := pairFilterIndex(a, b); bt.pairBits[i>>6]&(1<<(i&63)) != 0 && bt.merges.get(a, b) < limit {
 			return false
 		}
-		ra, rb := bt.rank[a], bt.rank[b]
+		ta, tb := &bt.toks[a], &bt.toks[b]
 		switch {
-		case ra > rb:
-			limit, a = uint32(ra), bt.right[a]
-		case rb >= 0:
-			limit, b = uint32(rb)+1, bt.left[b]
+		case ta.rank > tb.rank:
+			limit, a = uint32(ta.rank), ta.right
+		case tb.rank >= 0:
+			limit, b = uint32(tb.rank)+1, tb.left
 		default:
 			return true
 		}
@@ -247,7 +180,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	}
 	base := len(out)
 	pos := 0
-	next := bt.longest(p, 0)
+	next := bt.prefixes.longest(p, 0)
 	for {
 		if next < 0 {
 			return out, false
@@ -258,14 +191,14 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 			last = int32(out[len(out)-1])
 		}
 		for {
-			end := pos + int(bt.size[tok])
+			end := pos + int(bt.toks[tok].size)
 			if dead[end>>6]&(1<<(end&63)) == 0 && (last < 0 || bt.compatibleCached(st, uint32(last), uint32(tok))) {
 				out = append(out, uint32(tok))
 				pos = end
 				if pos == n {
 					return out, true
 				}
-				next = bt.longest(p, pos)
+				next = bt.prefixes.longest(p, pos)
 				break
 			}
 			if tok = bt.shorter[tok]; tok < 0 {
@@ -275,7 +208,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 				}
 				dead[pos>>6] |= 1 << (pos & 63)
 				out = out[:len(out)-1]
-				pos -= int(bt.size[last])
+				pos -= int(bt.toks[last].size)
 				next = last
 				break
 			}
@@ -285,4 +218,4 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 
 // reachable reports whether id takes part in the backtracking encoder (a byte's token,
 // or one BPE builds from its own bytes), for tests.
-func (bt *backtrack) reachable(id int) bool { return bt.rank[id] >= -1 }
+func (bt *backtrack) reachable(id int) bool { return bt.toks[id].rank >= -1 }

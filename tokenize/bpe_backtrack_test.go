@@ -76,7 +76,7 @@ func TestBacktrack(t *testing.T) {
 			t.Fatalf("%s: no backtracking encoder", name)
 		}
 		for id, s := range tok.vocab {
-			if len(s) < 2 || id >= len(bt.rank) {
+			if len(s) < 2 || id >= len(bt.toks) {
 				continue
 			}
 			if v, ok := tok.tokenID(s); !ok || int(v) != id {
