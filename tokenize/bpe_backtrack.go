@@ -62,7 +62,7 @@ const btCacheSize = 1 << 16
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
 // lacks what it needs (see above).
 func newBacktrack(t *Tokenizer) *backtrack {
-	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) >= 1<<24 {
+	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) >= twoNoToken {
 		return nil
 	}
 	n := len(t.vocab)

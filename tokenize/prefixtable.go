@@ -13,7 +13,11 @@ import "math/bits"
 // loads of a walk depend only on the text, so the processor issues the next lengths'
 // loads before the first returns.
 type prefixTable struct {
-	short []prefixSlot     // prefixes of 1-8 bytes
+	// one[b]: the token of byte b or -1; two[b0 | b1<<8]: the prefix of two bytes
+	// (twoPrefix | its token's id, or twoNoToken; 0: not a prefix). Both stay in cache.
+	one   [256]int32
+	two   []uint32
+	short []prefixSlot     // prefixes of 3-8 bytes
 	long  []prefixLongSlot // 9-16 bytes
 	// Prefixes of more than 16 bytes (tokens of runs of one character, mostly), by
 	// bytes: the same values.
@@ -28,6 +32,8 @@ type prefixLongSlot struct{ lo, hi, val uint64 }
 // A prefix's value: prefixHit | the id of the token it is, or of none (prefixNoToken);
 // prefixLonger on a prefix of 16 bytes that longer tokens start with. 0: not a prefix.
 const (
+	twoPrefix     = 1 << 31
+	twoNoToken    = 1<<24 - 1
 	prefixHit     = 1 << 40
 	prefixLonger  = 1 << 41
 	prefixNoToken = 0xFFFFFFFF
@@ -60,19 +66,30 @@ func newPrefixTable(vocab []string, ids []int) *prefixTable {
 	}
 	var nShort, nLong int
 	for pre := range vals {
-		if len(pre) <= 8 {
+		if len(pre) <= 2 {
+		} else if len(pre) <= 8 {
 			nShort++
 		} else if len(pre) <= 16 {
 			nLong++
 		}
 	}
-	pt := &prefixTable{more: map[string]uint64{}}
+	pt := &prefixTable{more: map[string]uint64{}, two: make([]uint32, 1<<16)}
+	for b := range pt.one {
+		pt.one[b] = -1
+	}
 	shortSize := 1 << bits.Len(uint(2*nShort))
 	longSize := 1 << bits.Len(uint(2*nLong))
 	pt.short, pt.shortMask = make([]prefixSlot, shortSize), uint64(shortSize-1)
 	pt.long, pt.longMask = make([]prefixLongSlot, longSize), uint64(longSize-1)
 	for pre, v := range vals {
 		switch {
+		case len(pre) == 1:
+			if uint32(v) != prefixNoToken {
+				pt.one[pre[0]] = int32(uint32(v))
+			}
+		case len(pre) == 2:
+			id := uint32(v) & twoNoToken // ids are below 1<<24 - 1 (newBacktrack)
+			pt.two[uint32(pre[0])|uint32(pre[1])<<8] = twoPrefix | id
 		case len(pre) > 16:
 			pt.more[pre] = v
 		case !keyable(pre):
@@ -121,9 +138,18 @@ func (pt *prefixTable) longest(p string, pos int) int32 {
 		w0, w1 = pieceKey(p, pos, len(p)-pos) // the key of the rest: only its bytes are used
 	}
 	lim := min(len(p)-pos, 16)
-	best := int32(-1)
-	n := 1
-	for ; n <= lim; n++ {
+	best := pt.one[p[pos]]
+	if lim < 2 {
+		return best
+	}
+	v2 := pt.two[uint16(w0)]
+	if v2 == 0 {
+		return best
+	}
+	if v2&twoNoToken != twoNoToken {
+		best = int32(v2 & twoNoToken)
+	}
+	for n := 3; n <= lim; n++ {
 		var v uint64
 		if n <= 8 {
 			if n == 8 && w0>>56 >= 0xF8 {
