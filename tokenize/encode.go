@@ -173,9 +173,8 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 }
 
 // appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
-// of text (ends as in splitter, ends[-1] taken as prev) that are one vocabulary token of
-// at most 8 bytes found at the first probe of the short table, and stops at the first
-// piece that is not (or that starts within 16 bytes of the end of the avail bytes from
+// of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
+// front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
 // text's start that may be loaded, where the loads would overrun: text is a segment of
 // a larger string, whose bytes past the segment the masks drop). It returns dst and the
 // number of pieces done. The table and the
@@ -211,8 +210,11 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 			val = s.val
 		}
 		dst = append(dst, T(val&idMask))
-		if val>>40 == 2 {
+		if c := val >> 60; c >= 2 {
 			dst = append(dst, T(val>>idBits&idMask))
+			if c == 3 {
+				dst = append(dst, T(val>>(2*idBits)&idMask))
+			}
 		}
 		prev = end
 	}
@@ -237,8 +239,11 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		if s.meta&7 != 0 && s.meta&7 <= 2 { // back into the front cache
-			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | (s.meta&7)<<40
+		if c := s.meta & 7; c != 0 && c <= frontIDs { // back into the front cache
+			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | c<<60
+			if c == 3 {
+				v |= (s.more & idMask) << (2 * idBits)
+			}
 			if n <= 8 {
 				st.front.put(lo, v)
 			} else {
@@ -251,7 +256,7 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	// The piece cache keeps every merged piece; the front cache too when it can, but
 	// it is direct-mapped, and a piece evicted from it must not be merged again.
 	st.pieces.put(lo, hi, ids)
-	if len(ids) <= 2 && len(ids) > 0 {
+	if len(ids) <= frontIDs && len(ids) > 0 {
 		if n <= 8 {
 			st.front.put(lo, shortVal(ids))
 		} else {

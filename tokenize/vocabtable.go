@@ -15,22 +15,25 @@ type vocabTable struct {
 // shortSlot holds a piece of 1-8 bytes: ikey is its pieceKey's lo inverted (^key), so
 // that a zero slot, as make gives it, is an empty one (no piece of valid UTF-8 has key
 // ^0: its last byte would be 0xFF; tokens that do are left out of the tables, see
-// keyable); val its one or two ids (shortVal).
+// keyable); val its ids (shortVal).
 type shortSlot struct{ ikey, val uint64 }
 
 // longSlot holds a token of 9-16 bytes: its pieceKey words and val as in shortSlot
 // (val 0 in an empty slot).
 type longSlot struct{ lo, hi, val, _ uint64 }
 
-// shortVal packs one or two ids: id0 in bits 0-19, id1 in bits 20-39, the count in
-// bits 40-41.
+// shortVal packs one to three ids (frontIDs): id0 in bits 0-19, id1 in bits 20-39, id2
+// in bits 40-59, the count in bits 60-61.
 func shortVal(ids []uint32) uint64 {
-	v := uint64(len(ids))<<40 | uint64(ids[0])
-	if len(ids) == 2 {
-		v |= uint64(ids[1]) << idBits
+	v := uint64(len(ids))<<60 | uint64(ids[0])
+	for k := 1; k < len(ids); k++ {
+		v |= uint64(ids[k]) << (idBits * k)
 	}
 	return v
 }
+
+// frontIDs is the most ids a front cache slot holds (shortVal).
+const frontIDs = 3
 
 // shortIndex hashes a key to a slot of a table of mask+1 slots (the front cache): the
 // bits from 40 up of a multiplicative hash (a constant shift: a variable one ties up CX
