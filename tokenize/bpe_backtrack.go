@@ -33,12 +33,8 @@ package tokenize
 // FuzzBacktrackMatchesMerge and TestBacktrack check it against the merge loops.
 
 type backtrack struct {
-	toks    []btToken // by id
-	shorter []int32   // by id: the longest token taking part that is a proper prefix, or -1
-	// pairBits has a bit per hash of a merge's pair (pairFilterBits): most pairs that
-	// compatible looks up are no merge, and this 512 KB filter, which stays in the
-	// core's cache, answers them without the 1.6 MB pair table.
-	pairBits []uint64
+	toks     []btToken    // by id
+	shorter  []int32      // by id: the longest token taking part that is a proper prefix, or -1
 	prefixes *prefixTable // the tokens taking part, by their prefixes
 	merges   *pairTable
 }
@@ -48,12 +44,6 @@ type btToken struct {
 	rank        int32  // of the merge that makes it; -1: a byte's token; -2: takes no part
 	left, right uint32 // the canonical split (tokens made by a merge)
 	size        int32  // length in bytes
-}
-
-const pairFilterBits = 22
-
-func pairFilterIndex(a, b uint32) uint64 {
-	return pairHash(mergePairKey(a, b)) >> (64 - pairFilterBits)
 }
 
 // btCacheSize is the number of slots of the per-goroutine cache of compatible pairs.
@@ -66,8 +56,7 @@ func newBacktrack(t *Tokenizer) *backtrack {
 		return nil
 	}
 	n := len(t.vocab)
-	bt := &backtrack{toks: make([]btToken, n), shorter: make([]int32, n), merges: t.merges,
-		pairBits: make([]uint64, 1<<pairFilterBits/64)}
+	bt := &backtrack{toks: make([]btToken, n), shorter: make([]int32, n), merges: t.merges}
 	for id := range bt.toks {
 		bt.toks[id] = btToken{rank: -2, size: int32(len(t.vocab[id]))}
 	}
@@ -83,8 +72,6 @@ func newBacktrack(t *Tokenizer) *backtrack {
 			return nil // made by two merges, or a byte's token made by one
 		}
 		made[m.id] = true
-		i := pairFilterIndex(m.left, m.right)
-		bt.pairBits[i>>6] |= 1 << (i & 63)
 	}
 	// In rank order (monotone: a merge's tokens are made by lower ranks), a token takes
 	// part if both halves do and BPE on its bytes ends with them.
@@ -124,7 +111,7 @@ func newBacktrack(t *Tokenizer) *backtrack {
 // at a rank below limit (limit 0 skips the check of a, b themselves: a token's split).
 func (bt *backtrack) compatible(a, b uint32, limit uint32) bool {
 	for {
-		if i := pairFilterIndex(a, b); bt.pairBits[i>>6]&(1<<(i&63)) != 0 && bt.merges.get(a, b) < limit {
+		if bt.merges.get(a, b) < limit {
 			return false
 		}
 		ta, tb := &bt.toks[a], &bt.toks[b]
