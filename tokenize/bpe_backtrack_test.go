@@ -143,3 +143,27 @@ func FuzzBacktrackMatchesReference(f *testing.F) {
 		}
 	})
 }
+
+// TestBacktrackConcurrent: goroutines that meet their first long pieces together build
+// the backtracking encoder once and get the merge loop's ids (run with -race).
+func TestBacktrackConcurrent(t *testing.T) {
+	tok, err := LoadHFJSON(testfiles.Read(t, "tokenizers/gpt2/tokenizer.json"), "gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(5))
+	inputs := btInputs(rng)[:24]
+	want := make([][]int, len(inputs))
+	for i, p := range inputs {
+		want[i] = tok.refEncode(p)
+	}
+	got := tok.EncodeBatch(inputs, 8)
+	for i := range inputs {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("text %d (%.40q...): EncodeBatch differs from the reference", i, inputs[i])
+		}
+	}
+	if tok.longEncoder() == nil {
+		t.Fatal("no backtracking encoder")
+	}
+}
