@@ -6,10 +6,30 @@ package tokenize
 // are one token. Two open-addressing tables with linear probing, at most
 // half full: 16-byte slots for tokens of up to 8 bytes, 32-byte slots for 9 to 16. No
 // pointers, so the garbage collector does not scan it. (Buckets of four slots compared
-// without branches were slower: see docs/tokenizer-performance.md.)
+// without branches were slower: see docs/tokenizer-performance.md.) A bit set with a bit
+// per hash of each token's key (vocabFilterBits, 512 KB, one hash) answers most keys that
+// are no token (pieces of several tokens, tiktoken's pairs that do not merge) without a
+// probe of the tables, which miss the core's cache on random text.
 type vocabTable struct {
-	short []shortSlot
-	long  []longSlot
+	short  []shortSlot
+	long   []longSlot
+	filter []uint64
+}
+
+// vocabFilterBits: the filter's bit of a key is the top bits of the hash that also
+// places it in its table, so the filter is written in the tables' (slot) order at load
+// (o200k's 200,000 tokens in random order cost ~2 ms of cache misses) and find hashes once.
+const vocabFilterBits = 22
+
+func (v *vocabTable) addFilter(hash uint64) {
+	f := hash >> (64 - vocabFilterBits)
+	v.filter[f>>6] |= 1 << (f & 63)
+}
+
+// inFilter reports whether a key of this hash may be in the tables.
+func (v *vocabTable) inFilter(hash uint64) bool {
+	f := hash >> (64 - vocabFilterBits)
+	return v.filter[f>>6]&(1<<(f&63)) != 0
 }
 
 // shortSlot holds a piece of 1-8 bytes: ikey is its pieceKey's lo inverted (^key), so
@@ -61,7 +81,8 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1)}
+	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1),
+		filter: make([]uint64, 1<<vocabFilterBits/64)}
 	keys := make([]uint64, len(short))
 	for i, id := range short {
 		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
@@ -76,6 +97,7 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			}
 		}
 		v.short[i] = shortSlot{^key, shortVal([]uint32{short[k]})}
+		v.addFilter(hashShort(key))
 	}
 	size = uint64(len(v.long))
 	for _, id := range long {
@@ -87,6 +109,7 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			}
 		}
 		v.long[i] = longSlot{lo: lo, hi: hi, val: shortVal([]uint32{id})}
+		v.addFilter(hashLong(lo, hi))
 	}
 	return v, rest
 }
@@ -94,8 +117,12 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 // find returns the shortVal of the token of n bytes whose pieceKey is lo, hi, or 0.
 func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
 	if n <= 8 {
+		h := hashShort(lo)
+		if !v.inFilter(h) {
+			return 0
+		}
 		size := uint64(len(v.short))
-		for i := slotOf(hashShort(lo), len(v.short)); ; {
+		for i := slotOf(h, len(v.short)); ; {
 			if s := &v.short[i]; s.ikey == ^lo || s.ikey == 0 {
 				return s.val
 			}
@@ -104,8 +131,12 @@ func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
 			}
 		}
 	}
+	h := hashLong(lo, hi)
+	if !v.inFilter(h) {
+		return 0
+	}
 	size := uint64(len(v.long))
-	for i := slotOf(hashLong(lo, hi), len(v.long)); ; {
+	for i := slotOf(h, len(v.long)); ; {
 		if s := &v.long[i]; s.lo == lo && s.hi == hi || s.val == 0 {
 			return s.val
 		}
