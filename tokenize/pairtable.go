@@ -23,7 +23,7 @@ import (
 type pairTable struct {
 	slots []uint64 // ^(left<<40 | right<<20 | rank), or 0
 	// filter has a bit per hash of a merge's pair (pairFilterBits): most pairs looked
-	// up are no merge (in long pieces, in random text), and this 512 KB bit set, which
+	// up are no merge (in long pieces, in random text), and this 128 KB bit set, which
 	// stays in the core's cache, answers them without a probe of the table.
 	filter                  []uint64
 	mergedByRank            []uint32
@@ -109,7 +109,7 @@ func homeOrder(n, size int, home func(i int) uint64) []int32 {
 	return order
 }
 
-const pairFilterBits = 22
+const pairFilterBits = 20
 
 func pairFilterIndex(key uint64) uint64 { return key * 0xC2B2AE3D27D4EB4F >> (64 - pairFilterBits) }
 

@@ -7,7 +7,7 @@ package tokenize
 // half full: 16-byte slots for tokens of up to 8 bytes, 32-byte slots for 9 to 16. No
 // pointers, so the garbage collector does not scan it. (Buckets of four slots compared
 // without branches were slower: see docs/tokenizer-performance.md.) A bit set with a bit
-// per hash of each token's key (vocabFilterBits, 512 KB, one hash) answers most keys that
+// per hash of each token's key (vocabFilterBits, 128 KB, one hash) answers most keys that
 // are no token (pieces of several tokens, tiktoken's pairs that do not merge) without a
 // probe of the tables, which miss the core's cache on random text.
 type vocabTable struct {
@@ -19,7 +19,7 @@ type vocabTable struct {
 // vocabFilterBits: the filter's bit of a key is the top bits of the hash that also
 // places it in its table, so the filter is written in the tables' (slot) order at load
 // (o200k's 200,000 tokens in random order cost ~2 ms of cache misses) and find hashes once.
-const vocabFilterBits = 22
+const vocabFilterBits = 20
 
 func (v *vocabTable) addFilter(hash uint64) {
 	f := hash >> (64 - vocabFilterBits)
