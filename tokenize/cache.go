@@ -166,10 +166,11 @@ func keyable(piece string) bool {
 }
 
 // frontCache is the first stop of every piece of at most 8 bytes: a direct-mapped
-// table of shortSlots, one per encodeState, holding the one or two ids of the pieces
+// table of shortSlots, one per encodeState, holding the one to three ids of the pieces
 // seen lately (the vocabulary table and the merge loop fill it on a miss). It holds
 // only the pieces that occur, so the hot ones are closer together than in the
-// vocabulary table, and pieces of two tokens are found in one probe too.
+// vocabulary table, and pieces of two or three tokens are found in one probe too
+// (three: ~40% of the English pieces that the front cache did not hold with two).
 //
 // Pieces of 9 to 16 bytes (a word of 8 letters and its space) have a table of their own,
 // long, of 32-byte slots.

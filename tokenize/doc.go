@@ -25,7 +25,9 @@
 //     starts of whole blocks in bit arithmetic, a piece at a time where a block does not
 //     allow it; pattern.go: the regexes run literally, which tests compare them with.
 //   - bpe.go, bpe_ranks.go, pairtable.go: the merge loops (HF's pair ranks, tiktoken's
-//     byte ranks); reference.go: the slow, obvious encoder tests compare Encode with.
+//     byte ranks); bpe_backtrack.go, prefixtable.go: long pieces under HF's merges
+//     encoded in one pass by backtracking over compatible token pairs; reference.go: the
+//     slow, obvious encoder tests compare Encode with.
 //   - added.go: splitting text on added tokens (leftmost-longest).
 //   - classes*.go: HF's Unicode 16.0 letter/number/space classes (generated).
 //   - nfc*.go: HF-compatible NFC (Unicode 9.0 data, generated).

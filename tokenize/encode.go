@@ -23,7 +23,7 @@ import (
 
 const (
 	pieceBatch        = 1024    // pieces found per splitter call
-	longCacheMaxPiece = 64      // longer pieces are not cached
+	longCacheMaxPiece = 256     // longer pieces are not cached
 	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
 	longCacheMaxItems = 1 << 14
 )
@@ -51,6 +51,25 @@ type encodeState struct {
 	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64
 	touch    uint32 // keeps mergeLong's prefetching loads alive
+	bt       btState
+	// host is the text being encoded (or its normalized form): the segments are parts
+	// of it, and the hot loop may load words past a segment's end up to host's end
+	// (readable). "" between calls, so that the pool holds no text.
+	host string
+}
+
+// readable returns how many bytes from the start of s may be loaded: up to the end of
+// st.host when s lies within it, else len(s).
+func (st *encodeState) readable(s string) int {
+	h := st.host
+	if len(s) == 0 || len(h) == 0 {
+		return len(s)
+	}
+	hp, sp := uintptr(unsafe.Pointer(unsafe.StringData(h))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if sp >= hp && sp+uintptr(len(s)) <= hp+uintptr(len(h)) {
+		return int(hp + uintptr(len(h)) - sp)
+	}
+	return len(s)
 }
 
 type cacheEntry struct{ off, n uint32 }
@@ -71,7 +90,10 @@ type tokenID interface{ ~int | ~int32 }
 
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
 func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
-	return encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
+	st.host = text
+	dst = encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
+	st.host = ""
+	return dst
 }
 
 // encodeNormalized normalizes a segment between raw added tokens, then splits it on the
@@ -81,7 +103,14 @@ func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst 
 		return dst
 	}
 	if t.normalize != nil {
-		seg = t.normalize(seg)
+		if norm := t.normalize(seg); norm != seg {
+			// A new string: segments of it may read to its end only.
+			host := st.host
+			st.host = norm
+			dst = encodeAroundAdded(t, st, t.normAdded, norm, dst, encodeSegment[T])
+			st.host = host
+			return dst
+		}
 	}
 	return encodeAroundAdded(t, st, t.normAdded, seg, dst, encodeSegment[T])
 }
@@ -117,6 +146,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 		st.front.init()
 	}
 	front := &st.front
+	avail := st.readable(seg)
 	ends := st.ends
 	for from := 0; from < len(seg); {
 		ends = t.split(&st.win, seg, from, ends[:0])
@@ -126,7 +156,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 		prev := from
 		for k := 0; k < len(ends); k++ {
 			var done int
-			dst, done = appendShortTokens(front, seg, prev, ends[k:], dst)
+			dst, done = appendShortTokens(front, seg, avail, prev, ends[k:], dst)
 			if k += done; k == len(ends) {
 				break
 			}
@@ -143,18 +173,19 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 }
 
 // appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
-// of text (ends as in splitter, ends[-1] taken as prev) that are one vocabulary token of
-// at most 8 bytes found at the first probe of the short table, and stops at the first
-// piece that is not (or that ends within 8 bytes of the end of text, where the 8-byte
-// load would overrun). It returns dst and the number of pieces done. The table and the
+// of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
+// front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
+// text's start that may be loaded, where the loads would overrun: text is a segment of
+// a larger string, whose bytes past the segment the masks drop). It returns dst and the
+// number of pieces done. The table and the
 // text come as bare pointers, so that the few values the loop needs stay in registers
 // (the bounds are known: the index is a hash shifted to below len(short), and the load
 // is checked against len(text)-8).
-func appendShortTokens[T tokenID](front *frontCache, text string, prev int, ends []int, dst []T) ([]T, int) {
-	if len(text) < 16 || len(front.slots) == 0 {
+func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+	if avail < 16 || len(front.slots) == 0 {
 		return dst, 0
 	}
-	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), len(text)-16
+	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), avail-16
 	mask := uint64(len(front.slots) - 1)
 	for k, end := range ends {
 		n := end - prev
@@ -179,8 +210,11 @@ func appendShortTokens[T tokenID](front *frontCache, text string, prev int, ends
 			val = s.val
 		}
 		dst = append(dst, T(val&idMask))
-		if val>>40 == 2 {
+		if c := val >> 60; c >= 2 {
 			dst = append(dst, T(val>>idBits&idMask))
+			if c == 3 {
+				dst = append(dst, T(val>>(2*idBits)&idMask))
+			}
 		}
 		prev = end
 	}
@@ -205,8 +239,11 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		if s.meta&7 != 0 && s.meta&7 <= 2 { // back into the front cache
-			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | (s.meta&7)<<40
+		if c := s.meta & 7; c != 0 && c <= frontIDs { // back into the front cache
+			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | c<<60
+			if c == 3 {
+				v |= (s.more & idMask) << (2 * idBits)
+			}
 			if n <= 8 {
 				st.front.put(lo, v)
 			} else {
@@ -219,7 +256,7 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	// The piece cache keeps every merged piece; the front cache too when it can, but
 	// it is direct-mapped, and a piece evicted from it must not be merged again.
 	st.pieces.put(lo, hi, ids)
-	if len(ids) <= 2 && len(ids) > 0 {
+	if len(ids) <= frontIDs && len(ids) > 0 {
 		if n <= 8 {
 			st.front.put(lo, shortVal(ids))
 		} else {
@@ -273,9 +310,22 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 // merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
 func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
 	if len(p) > heapThreshold {
+		if bt := t.longEncoder(); bt != nil {
+			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
+				st.parts = out
+				return out
+			}
+		}
 		return t.mergeLong(st, p)
 	}
 	return t.mergeSmall(st, p)
+}
+
+// longEncoder returns the backtracking encoder of long pieces (built on first use), or
+// nil if t's vocabulary does not allow it.
+func (t *Tokenizer) longEncoder() *backtrack {
+	t.backtrackOnce.Do(func() { t.backtrack = newBacktrack(t) })
+	return t.backtrack
 }
 
 // mergeSmall is the merge loop for short pieces of t's semantics.

@@ -21,7 +21,11 @@ import (
 // under tiktoken's a rank is the id made (and several pairs make one id), and those
 // are nil.
 type pairTable struct {
-	slots                   []uint64 // ^(left<<40 | right<<20 | rank), or 0
+	slots []uint64 // ^(left<<40 | right<<20 | rank), or 0
+	// filter has a bit per hash of a merge's pair (pairFilterBits): most pairs looked
+	// up are no merge (in long pieces, in random text), and this 128 KB bit set, which
+	// stays in the core's cache, answers them without a probe of the table.
+	filter                  []uint64
 	mergedByRank            []uint32
 	leftByRank, rightByRank []uint32
 }
@@ -49,7 +53,7 @@ func pairHash(key uint64) uint64 { return key * 0x9E3779B97F4A7C15 }
 // pairLimit). byRank: keep the by-rank arrays (pair-rank semantics).
 func newPairTable(merges []pairMerge, byRank bool) *pairTable {
 	size := 4*len(merges) + 1
-	pt := &pairTable{slots: make([]uint64, size)}
+	pt := &pairTable{slots: make([]uint64, size), filter: make([]uint64, 1<<pairFilterBits/64)}
 	if byRank {
 		maxRank := -1
 		for _, m := range merges {
@@ -72,6 +76,8 @@ func newPairTable(merges []pairMerge, byRank bool) *pairTable {
 			}
 		}
 		pt.slots[i] = ^(key<<pairBits | uint64(m.rank))
+		f := pairFilterIndex(key)
+		pt.filter[f>>6] |= 1 << (f & 63)
 		if byRank {
 			pt.mergedByRank[m.rank], pt.leftByRank[m.rank], pt.rightByRank[m.rank] = m.id, m.left, m.right
 		}
@@ -103,9 +109,16 @@ func homeOrder(n, size int, home func(i int) uint64) []int32 {
 	return order
 }
 
+const pairFilterBits = 20
+
+func pairFilterIndex(key uint64) uint64 { return key * 0xC2B2AE3D27D4EB4F >> (64 - pairFilterBits) }
+
 // get returns the rank of merging (left, right), or noRank.
 func (pt *pairTable) get(left, right uint32) uint32 {
 	key := mergePairKey(left, right)
+	if f := pairFilterIndex(key); pt.filter[f>>6]&(1<<(f&63)) == 0 {
+		return noRank
+	}
 	size := uint64(len(pt.slots))
 	for i := slotOf(pairHash(key), len(pt.slots)); ; {
 		s := pt.slots[i]

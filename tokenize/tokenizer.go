@@ -63,6 +63,11 @@ type Tokenizer struct {
 	fingerprint string
 
 	states sync.Pool // *encodeState
+
+	// The encoder of long pieces (bpe_backtrack.go), built on the first one: nil if the
+	// vocabulary does not allow it.
+	backtrack     *backtrack
+	backtrackOnce sync.Once
 }
 
 // AddedToken is a token matched on the text before pre-tokenization (HF "added_tokens").

@@ -6,31 +6,54 @@ package tokenize
 // are one token. Two open-addressing tables with linear probing, at most
 // half full: 16-byte slots for tokens of up to 8 bytes, 32-byte slots for 9 to 16. No
 // pointers, so the garbage collector does not scan it. (Buckets of four slots compared
-// without branches were slower: see docs/tokenizer-performance.md.)
+// without branches were slower: see docs/tokenizer-performance.md.) A bit set with a bit
+// per hash of each token's key (vocabFilterBits, 128 KB, one hash) answers most keys that
+// are no token (pieces of several tokens, tiktoken's pairs that do not merge) without a
+// probe of the tables, which miss the core's cache on random text.
 type vocabTable struct {
-	short []shortSlot
-	long  []longSlot
+	short  []shortSlot
+	long   []longSlot
+	filter []uint64
+}
+
+// vocabFilterBits: the filter's bit of a key is the top bits of the hash that also
+// places it in its table, so the filter is written in the tables' (slot) order at load
+// (o200k's 200,000 tokens in random order cost ~2 ms of cache misses) and find hashes once.
+const vocabFilterBits = 20
+
+func (v *vocabTable) addFilter(hash uint64) {
+	f := hash >> (64 - vocabFilterBits)
+	v.filter[f>>6] |= 1 << (f & 63)
+}
+
+// inFilter reports whether a key of this hash may be in the tables.
+func (v *vocabTable) inFilter(hash uint64) bool {
+	f := hash >> (64 - vocabFilterBits)
+	return v.filter[f>>6]&(1<<(f&63)) != 0
 }
 
 // shortSlot holds a piece of 1-8 bytes: ikey is its pieceKey's lo inverted (^key), so
 // that a zero slot, as make gives it, is an empty one (no piece of valid UTF-8 has key
 // ^0: its last byte would be 0xFF; tokens that do are left out of the tables, see
-// keyable); val its one or two ids (shortVal).
+// keyable); val its ids (shortVal).
 type shortSlot struct{ ikey, val uint64 }
 
 // longSlot holds a token of 9-16 bytes: its pieceKey words and val as in shortSlot
 // (val 0 in an empty slot).
 type longSlot struct{ lo, hi, val, _ uint64 }
 
-// shortVal packs one or two ids: id0 in bits 0-19, id1 in bits 20-39, the count in
-// bits 40-41.
+// shortVal packs one to three ids (frontIDs): id0 in bits 0-19, id1 in bits 20-39, id2
+// in bits 40-59, the count in bits 60-61.
 func shortVal(ids []uint32) uint64 {
-	v := uint64(len(ids))<<40 | uint64(ids[0])
-	if len(ids) == 2 {
-		v |= uint64(ids[1]) << idBits
+	v := uint64(len(ids))<<60 | uint64(ids[0])
+	for k := 1; k < len(ids); k++ {
+		v |= uint64(ids[k]) << (idBits * k)
 	}
 	return v
 }
+
+// frontIDs is the most ids a front cache slot holds (shortVal).
+const frontIDs = 3
 
 // shortIndex hashes a key to a slot of a table of mask+1 slots (the front cache): the
 // bits from 40 up of a multiplicative hash (a constant shift: a variable one ties up CX
@@ -58,7 +81,8 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1)}
+	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1),
+		filter: make([]uint64, 1<<vocabFilterBits/64)}
 	keys := make([]uint64, len(short))
 	for i, id := range short {
 		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
@@ -73,6 +97,7 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			}
 		}
 		v.short[i] = shortSlot{^key, shortVal([]uint32{short[k]})}
+		v.addFilter(hashShort(key))
 	}
 	size = uint64(len(v.long))
 	for _, id := range long {
@@ -84,6 +109,7 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			}
 		}
 		v.long[i] = longSlot{lo: lo, hi: hi, val: shortVal([]uint32{id})}
+		v.addFilter(hashLong(lo, hi))
 	}
 	return v, rest
 }
@@ -91,8 +117,12 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 // find returns the shortVal of the token of n bytes whose pieceKey is lo, hi, or 0.
 func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
 	if n <= 8 {
+		h := hashShort(lo)
+		if !v.inFilter(h) {
+			return 0
+		}
 		size := uint64(len(v.short))
-		for i := slotOf(hashShort(lo), len(v.short)); ; {
+		for i := slotOf(h, len(v.short)); ; {
 			if s := &v.short[i]; s.ikey == ^lo || s.ikey == 0 {
 				return s.val
 			}
@@ -101,8 +131,12 @@ func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
 			}
 		}
 	}
+	h := hashLong(lo, hi)
+	if !v.inFilter(h) {
+		return 0
+	}
 	size := uint64(len(v.long))
-	for i := slotOf(hashLong(lo, hi), len(v.long)); ; {
+	for i := slotOf(h, len(v.long)); ; {
 		if s := &v.long[i]; s.lo == lo && s.hi == hi || s.val == 0 {
 			return s.val
 		}
