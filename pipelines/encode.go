@@ -246,7 +246,8 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 		}
 		start := len(buf)
 		var err error
-		if buf, err = tok.AppendEncodeInt32(buf, d.Text, checked); err != nil {
+		// prep hands on valid UTF-8 only (Doc.Text): the tokenizer need not check it.
+		if buf, err = tok.AppendEncodeValidInt32(buf, d.Text, checked); err != nil {
 			return nil, fmt.Errorf("%s: %w", docWhere(d), err)
 		}
 		if r.AppendEOD {

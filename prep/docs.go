@@ -11,6 +11,8 @@ const DefaultTextKey = "text"
 
 // Doc is one document of a corpus.
 type Doc struct {
+	// Text is always valid UTF-8: the readers replace invalid bytes by U+FFFD
+	// (Stats.InvalidUTF8), so that consumers need not check it again.
 	Text   string
 	Source string // the file it came from, as named to ReadDocs; "file.zip:member" for a zip member
 	Line   int    // its line in Source (a Parquet file: its row), from 1; 0 for a whole-file document

@@ -23,11 +23,28 @@ func FuzzEncodeMatchesReference(f *testing.F) {
 			t.Fatalf("splitGPT2(%q) = %q, regex gives %q", v, splitPieces(v, got), splitPieces(v, want))
 		}
 		for _, tok := range []*Tokenizer{gpt2, neox} {
-			if got, want := tok.Encode(s), tok.refEncode(s); !slices.Equal(got, want) {
+			want := tok.refEncode(s)
+			if got := tok.Encode(s); !slices.Equal(got, want) {
 				t.Fatalf("%s: %s", tok.Name(), firstDiff(tok, s, got, want))
+			}
+			// The entry point for text already checked, on the text after replacement.
+			valid, err := tok.AppendEncodeValidInt32(nil, v, false)
+			if err != nil {
+				t.Fatalf("%s: AppendEncodeValidInt32(%q): %v", tok.Name(), v, err)
+			}
+			if got := int32sToInts(valid); !slices.Equal(got, want) {
+				t.Fatalf("%s: AppendEncodeValidInt32: %s", tok.Name(), firstDiff(tok, s, got, want))
 			}
 		}
 	})
+}
+
+func int32sToInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
 
 // FuzzEncodeDecodeRoundTrip: decoding the ids gives the text back (after invalid UTF-8 is
