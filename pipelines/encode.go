@@ -75,6 +75,10 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 	// Arrays of ids the writer is done with go back to the workers: a fresh array per
 	// batch was cleared by the allocator and faulted in page by page.
 	freeIDs := make(chan []int32, 2*workers+ahead)
+	// So do the arrays of the texts, once encoded (the writer needs their lengths only).
+	texts := new(prep.TextPool)
+	opt := r.readOptions(skip)
+	opt.TextPool = texts
 	jobs := make(chan job, workers+ahead)
 	order := make(chan job, 2*workers+ahead)
 	var wg sync.WaitGroup
@@ -89,6 +93,7 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 				default:
 				}
 				out, err := enc.encode(r, j.docs)
+				texts.Release(j.docs)
 				if err != nil {
 					cancel(err) // out is nil: tells the writer the batch failed
 				}
@@ -102,7 +107,7 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 		defer close(order)
 		defer close(jobs)
 		var err error
-		read, err = prep.ReadRangeBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
+		read, err = prep.ReadRangeBatches(ctx, inputs, opt, batchBytes(workers), func(docs []prep.Doc) error {
 			j := job{docs: docs, result: make(chan result, 1)}
 			select {
 			case order <- j:

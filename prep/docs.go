@@ -62,6 +62,10 @@ type ReadOptions struct {
 	// and Stats.UnreadBytes. Without it such a file is an error, whatever OnError
 	// says: a stream cut short is no bad record, it hides an unknown number of them.
 	AcceptTruncated bool
+	// TextPool, if set, makes ReadBatches and ReadRangeBatches decode the JSONL texts
+	// of each batch into arrays of the pool's, which the caller hands back with
+	// TextPool.Release once done with a batch's texts. Other readers ignore it.
+	TextPool *TextPool
 }
 
 // Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member
@@ -204,9 +208,13 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		size  int
 		fnErr error
 	)
+	arena := &textArena{pool: opt.TextPool}
 	send := func() error {
 		b := batch
 		batch, size = nil, 0
+		if arena.pool != nil {
+			arena.pool.hold(b, arena.batch())
+		}
 		fnErr = fn(b)
 		return fnErr
 	}
@@ -217,7 +225,7 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		}
 		return nil
 	})
-	r.arena = &textArena{}
+	r.arena = arena
 	stats, err := readRanges(r, ranges, opt)
 	if len(batch) > 0 && fnErr == nil && ctx.Err() == nil {
 		if serr := send(); serr != nil {

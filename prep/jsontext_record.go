@@ -162,8 +162,13 @@ func StringMember(line []byte, path ...string) (s string, ok bool, err error) {
 // own for a longer text): one allocation for a batch of documents instead of one each,
 // which `tokenize run` paid for in the allocator, clearing, page faults and
 // collection. A text handed on is never written again: the next go after it, or into
-// a new array; an array lives as long as a text in it.
-type textArena struct{ buf []byte }
+// a new array; an array lives as long as a text in it. With a pool, the arrays come
+// from it and those of each batch are recorded (batch) for the pool to take back.
+type textArena struct {
+	buf  []byte
+	pool *TextPool // nil: new arrays
+	used [][]byte  // the pool's arrays decoded into since the last batch
+}
 
 const textArenaSize = 256 << 10 // see jsonlReadSize
 
@@ -175,7 +180,12 @@ func (a *textArena) decode(raw []byte, flags uint8) string {
 		need += 2 * len(raw) // U+FFFD is 3 bytes
 	}
 	if cap(a.buf)-len(a.buf) < need {
-		a.buf = make([]byte, 0, max(textArenaSize, need))
+		if a.pool != nil && need <= textArenaSize {
+			a.buf = a.pool.get()
+			a.used = append(a.used, a.buf)
+		} else {
+			a.buf = make([]byte, 0, max(textArenaSize, need))
+		}
 	}
 	start := len(a.buf)
 	a.buf = appendString(a.buf, raw, flags)
@@ -183,4 +193,12 @@ func (a *textArena) decode(raw []byte, flags uint8) string {
 		return ""
 	}
 	return unsafe.String(&a.buf[start], len(a.buf)-start)
+}
+
+// batch returns the pool's arrays the texts since the last call went into, and starts
+// the next texts in an array of their own.
+func (a *textArena) batch() [][]byte {
+	used := a.used
+	a.used, a.buf = nil, nil
+	return used
 }
