@@ -16,9 +16,9 @@ build:
 test: build
 	$(GO) test -count=1 ./...
 
-# The kernels (and the ring's reductions) again with the pure-Go fallbacks instead of the assembly.
+# The kernels (and the ring's reductions, the tokenizer's byte classifier) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
-	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/
+	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/ ./tokenize/
 
 # The mixed-precision step end to end on the CPU: the baby GPT on tiny Shakespeare, 2000 steps
 # in float32 and in bfloat16 (val loss <= 1.90, within 2% of float32 at every evaluation); ~3 min.
@@ -30,8 +30,8 @@ race:
 
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
-FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzEncodeDecodeRoundTrip \
-	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzStringMember \
+FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzBacktrackMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzLoadCompiled \
+	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
@@ -59,7 +59,7 @@ generate:
 	$(GO) generate ./...
 
 check-generated: generate check-ptx
-	git diff --exit-code -- '*.go'
+	git diff --exit-code -- '*.go' tokenize/embedded
 
 NVCC      ?= nvcc
 NVCCFLAGS := -ptx -arch=compute_80 -fmad=false -O3

@@ -67,7 +67,7 @@ func TestKilledRunLeavesNothingVisible(t *testing.T) {
 	f, _ := os.Create(input)
 	enc := json.NewEncoder(f)
 	line := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)
-	for i := 0; i < 40000; i++ { // ~180 MB: minutes of work for one worker
+	for i := 0; i < 40000; i++ { // ~180 MB
 		enc.Encode(map[string]string{"text": line})
 	}
 	f.Close()
@@ -121,7 +121,10 @@ func killMidRun(t *testing.T, loc, input string, env []string) {
 		cmd.Process.Kill()
 		t.Fatalf("the helper said %q instead of starting to write", buf[:n])
 	}
-	time.Sleep(700 * time.Millisecond) // well into the shard: several MB of .bin and S3 parts
+	// Well into the shard (several MB of .bin and S3 parts) and well before its end: one
+	// worker tokenizes the whole input in under a second (it had finished before a 700 ms
+	// wait ended).
+	time.Sleep(150 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 }

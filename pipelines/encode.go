@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 	"gptkit/tokenize"
 )
 
-// Memory: the pipeline holds at most 2×workers+2 batches of text and their ids (8 bytes
-// per id, about twice the text for English with GPT-2; see batchEncoder). A batch is
+// Memory: the pipeline holds at most 2×workers+2 batches of text and their ids (4 bytes
+// per id, about the size of the text for English with GPT-2; see batchEncoder). A batch is
 // 1 MB of text, less with many workers, so that all of them together stay near
 // inFlightText whatever the input size. (With 4 MB batches one of two workers sat idle
 // through the last batch: 88% of tokenizer-only speed against 93% with 1 MB,
@@ -62,11 +63,22 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rot.ctx = ctx
+	type result struct {
+		docs []docIDs // nil if the batch failed
+		ids  []int32  // the array they share, for the next batches once written
+	}
 	type job struct {
 		docs   []prep.Doc
-		result chan [][]int
+		result chan result
 	}
 	ahead := stripeAhead(inputs, workers)
+	// Arrays of ids the writer is done with go back to the workers: a fresh array per
+	// batch was cleared by the allocator and faulted in page by page.
+	freeIDs := make(chan []int32, 2*workers+ahead)
+	// So do the arrays of the texts, once encoded (the writer needs their lengths only).
+	texts := new(prep.TextPool)
+	opt := r.readOptions(skip)
+	opt.TextPool = texts
 	jobs := make(chan job, workers+ahead)
 	order := make(chan job, 2*workers+ahead)
 	var wg sync.WaitGroup
@@ -76,11 +88,17 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 			defer wg.Done()
 			var enc batchEncoder
 			for j := range jobs {
+				select {
+				case enc.spare = <-freeIDs:
+				default:
+				}
 				out, err := enc.encode(r, j.docs)
+				texts.Release(j.docs)
 				if err != nil {
 					cancel(err) // out is nil: tells the writer the batch failed
 				}
-				j.result <- out
+				j.result <- result{out, enc.buf}
+				enc.spare = nil
 			}
 		}()
 	}
@@ -89,8 +107,8 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 		defer close(order)
 		defer close(jobs)
 		var err error
-		read, err = prep.ReadRangeBatches(ctx, inputs, r.readOptions(skip), batchBytes(workers), func(docs []prep.Doc) error {
-			j := job{docs: docs, result: make(chan [][]int, 1)}
+		read, err = prep.ReadRangeBatches(ctx, inputs, opt, batchBytes(workers), func(docs []prep.Doc) error {
+			j := job{docs: docs, result: make(chan result, 1)}
 			select {
 			case order <- j:
 			case <-ctx.Done():
@@ -112,12 +130,13 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 
 	writeErr := func() error {
 		for j := range order {
-			var out [][]int
+			var res result
 			select {
-			case out = <-j.result:
+			case res = <-j.result:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
+			out := res.docs
 			if out == nil { // the worker stopped on an error
 				return context.Cause(ctx)
 			}
@@ -127,12 +146,16 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 				if err := rot.add(ids, len(j.docs[i].Text), rot.stripeOf(j.docs[i])); err != nil {
 					return err
 				}
-				batch += int64(len(ids))
+				batch += int64(ids.len())
 				r.event("doc")
 			}
 			tokens += batch
 			if r.ProgressTokens != nil {
 				r.ProgressTokens(batch)
+			}
+			select {
+			case freeIDs <- res.ids[:0]:
+			default:
 			}
 			writeTime += time.Since(t0)
 		}
@@ -159,6 +182,28 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 	return read, tokens, writeTime, err
 }
 
+// docIDs are the ids of one document as int32 (half the memory of int; every id fits),
+// in one part, or in several for a document longer than hugeDocBytes.
+type docIDs [][]int32
+
+func (d docIDs) len() int {
+	n := 0
+	for _, p := range d {
+		n += len(p)
+	}
+	return n
+}
+
+// A document of more than hugeDocBytes of text is encoded in parts of about
+// hugePartBytes (Tokenizer.Cut), each part's ids in an array of its own of the exact
+// size: a 100 MB document (enwik8) needs no 400 MB array grown by doubling, and its
+// peak memory is its text and its ids, ~2.7 bytes per byte of text with GPT-2
+// (TestRunPeakRSSOneHugeDocument in cmd/tokenize).
+const (
+	hugeDocBytes  = 8 << 20
+	hugePartBytes = 1 << 20
+)
+
 // batchEncoder encodes batches for one worker. A batch's ids go into one array, sized
 // from the tokens per byte of text of the worker's previous batch, that the documents'
 // slices share: one allocation per batch instead of several per document (the
@@ -169,45 +214,87 @@ func (r *TokenizeRun) encodeSplit(ctx context.Context, inputs []prep.FileRange, 
 // e2e_cpu_pct, GPT-2, 2 cores).
 type batchEncoder struct {
 	tokensPerByte float64 // of the previous batch; 0 before the first
+	part          []int32 // scratch for the parts of a huge document
+	spare         []int32 // an array of a written batch to encode the next into, if big enough
+	buf           []int32 // the array the last batch's ids share (nil after an error)
 }
 
-func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([][]int, error) {
+func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error) {
 	tok := r.Tokenizer
-	// Only a character vocabulary can lack a character: EncodeChecked reports it. Other
-	// tokenizers give the same ids through AppendEncode, which appends in place.
+	// Only a character vocabulary can lack a character: it is checked.
 	checked := tok.Kind() == tokenize.KindChar
 	text := 0
 	for _, d := range docs {
-		text += len(d.Text)
+		if len(d.Text) <= hugeDocBytes {
+			text += len(d.Text)
+		}
 	}
 	ratio := e.tokensPerByte
 	if ratio == 0 {
 		ratio = 0.3 // GPT-2 on English: ~4 bytes per token
 	}
-	buf := make([]int, 0, int(float64(text)*ratio*1.05)+len(docs)+64)
-	out := make([][]int, len(docs))
+	e.buf = nil
+	need := int(float64(text)*ratio*1.05) + len(docs) + 64
+	buf := e.spare[:0]
+	if cap(buf) < need {
+		buf = make([]int32, 0, need)
+	}
+	out := make([]docIDs, len(docs))
 	for i, d := range docs {
-		start := len(buf)
-		if checked {
-			ids, err := tok.EncodeChecked(d.Text)
+		if len(d.Text) > hugeDocBytes {
+			ids, err := e.encodeHuge(r, d)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", docWhere(d), err)
+				return nil, err
 			}
-			buf = append(buf, ids...)
-		} else {
-			buf = tok.AppendEncode(buf, d.Text)
+			out[i] = ids
+			continue
+		}
+		start := len(buf)
+		var err error
+		// prep hands on valid UTF-8 only (Doc.Text): the tokenizer need not check it.
+		if buf, err = tok.AppendEncodeValidInt32(buf, d.Text, checked); err != nil {
+			return nil, fmt.Errorf("%s: %w", docWhere(d), err)
 		}
 		if r.AppendEOD {
-			buf = append(buf, tok.EOD())
+			buf = append(buf, int32(tok.EOD()))
 		}
 		// A document's slice ends where the next begins (a regrown buf leaves the
 		// earlier ones in the old array, which they keep alive).
-		out[i] = buf[start:len(buf):len(buf)]
+		out[i] = docIDs{buf[start:len(buf):len(buf)]}
 	}
 	if text > 0 {
 		e.tokensPerByte = float64(len(buf)) / float64(text)
 	}
+	e.buf = buf
 	return out, nil
+}
+
+// encodeHuge encodes a document longer than hugeDocBytes in parts.
+func (e *batchEncoder) encodeHuge(r *TokenizeRun, d prep.Doc) (docIDs, error) {
+	tok := r.Tokenizer
+	checked := tok.Kind() == tokenize.KindChar
+	var ids docIDs
+	for start := 0; start < len(d.Text); {
+		end := len(d.Text)
+		if checked {
+			// One part: the error offset of a character vocabulary is one in the text.
+		} else if p := tok.Cut(d.Text, start+hugePartBytes, len(d.Text)); p > 0 {
+			end = p
+		}
+		var err error
+		if e.part, err = tok.AppendEncodeInt32(e.part[:0], d.Text[start:end], checked); err != nil {
+			return nil, fmt.Errorf("%s: %w", docWhere(d), err)
+		}
+		if end == len(d.Text) && r.AppendEOD {
+			e.part = append(e.part, int32(tok.EOD()))
+		}
+		ids = append(ids, slices.Clone(e.part))
+		start = end
+	}
+	if cap(e.part) > 4*hugePartBytes {
+		e.part = nil // do not keep a huge part's scratch
+	}
+	return ids, nil
 }
 
 // readOptions are the reader's options, skipping the first skip documents.

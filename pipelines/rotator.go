@@ -59,7 +59,7 @@ func (s *shardRotator) stripeOf(d prep.Doc) stripeKey {
 
 // add writes one document's ids; textBytes is the length of its text, for the journal,
 // and key its stripe.
-func (s *shardRotator) add(ids []int, textBytes int, key stripeKey) error {
+func (s *shardRotator) add(ids docIDs, textBytes int, key stripeKey) error {
 	if s.cur != nil && key != s.curStripe {
 		if err := s.closeCurrent(); err != nil {
 			return err
@@ -72,10 +72,10 @@ func (s *shardRotator) add(ids []int, textBytes int, key stripeKey) error {
 		}
 		s.cur, s.curStripe, s.bytes, s.textBytes = w, key, 0, 0
 	}
-	if err := s.cur.AddDocument(ids); err != nil {
+	if err := s.cur.AddDocumentInt32(ids...); err != nil {
 		return err
 	}
-	s.bytes += int64(len(ids) * s.dtype.Size())
+	s.bytes += int64(ids.len() * s.dtype.Size())
 	s.textBytes += int64(textBytes)
 	if s.shardBytes > 0 && s.bytes >= s.shardBytes {
 		return s.closeCurrent()

@@ -11,6 +11,8 @@ const DefaultTextKey = "text"
 
 // Doc is one document of a corpus.
 type Doc struct {
+	// Text is always valid UTF-8: the readers replace invalid bytes by U+FFFD
+	// (Stats.InvalidUTF8), so that consumers need not check it again.
 	Text   string
 	Source string // the file it came from, as named to ReadDocs; "file.zip:member" for a zip member
 	Line   int    // its line in Source (a Parquet file: its row), from 1; 0 for a whole-file document
@@ -60,6 +62,10 @@ type ReadOptions struct {
 	// and Stats.UnreadBytes. Without it such a file is an error, whatever OnError
 	// says: a stream cut short is no bad record, it hides an unknown number of them.
 	AcceptTruncated bool
+	// TextPool, if set, makes ReadBatches and ReadRangeBatches decode the JSONL texts
+	// of each batch into arrays of the pool's, which the caller hands back with
+	// TextPool.Release once done with a batch's texts. Other readers ignore it.
+	TextPool *TextPool
 }
 
 // Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member
@@ -149,7 +155,11 @@ func ReadDocs(ctx context.Context, files []string, opt ReadOptions, fn func(Doc)
 // striped range counts all of its file's bytes (it reads them), and only the records
 // of its stripes.
 func ReadRanges(ctx context.Context, ranges []FileRange, opt ReadOptions, fn func(Doc) error) (Stats, error) {
-	r := newDocReader(ctx, opt, fn)
+	return readRanges(newDocReader(ctx, opt, fn), ranges, opt)
+}
+
+func readRanges(r *docReader, ranges []FileRange, opt ReadOptions) (Stats, error) {
+	ctx := r.ctx
 	files := make([]string, len(ranges))
 	for i, rg := range ranges {
 		files[i] = rg.File
@@ -182,10 +192,11 @@ const maxBatchDocs = 8192
 
 // ReadBatches is ReadDocs handing fn runs of consecutive documents: a batch closes
 // once it holds batchBytes of text or 8192 documents, and the last one may be
-// smaller. Each batch is a new slice, which fn may keep. On an error in a file, the
-// documents before it still reach fn. Batches depend only on the documents, so they
-// are the same on every run (with SkipDocs, they start at the first document handed
-// on).
+// smaller. Each batch is a new slice, which fn may keep. The texts of JSONL lines lie
+// back to back in arrays of 256 KiB (textArena): a text kept keeps its array. On an
+// error in a file, the documents before it still reach fn. Batches depend only on the
+// documents, so they are the same on every run (with SkipDocs, they start at the first
+// document handed on).
 func ReadBatches(ctx context.Context, files []string, opt ReadOptions, batchBytes int, fn func([]Doc) error) (Stats, error) {
 	return ReadRangeBatches(ctx, wholeFiles(files), opt, batchBytes, fn)
 }
@@ -197,19 +208,25 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		size  int
 		fnErr error
 	)
+	arena := &textArena{pool: opt.TextPool}
 	send := func() error {
 		b := batch
 		batch, size = nil, 0
+		if arena.pool != nil {
+			arena.pool.hold(b, arena.batch())
+		}
 		fnErr = fn(b)
 		return fnErr
 	}
-	stats, err := ReadRanges(ctx, ranges, opt, func(d Doc) error {
+	r := newDocReader(ctx, opt, func(d Doc) error {
 		batch = append(batch, d)
 		if size += len(d.Text); size >= batchBytes || len(batch) >= maxBatchDocs {
 			return send()
 		}
 		return nil
 	})
+	r.arena = arena
+	stats, err := readRanges(r, ranges, opt)
 	if len(batch) > 0 && fnErr == nil && ctx.Err() == nil {
 		if serr := send(); serr != nil {
 			return stats, serr

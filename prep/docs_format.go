@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 )
 
 // ErrUnknownFormat: a file's name does not say how to read it.
@@ -144,11 +143,11 @@ func decompress(r io.Reader, name string, f format) (io.Reader, func(), error) {
 		}
 		return zr, func() { zr.Close() }, nil
 	case zstded:
-		zr, err := zstd.NewReader(br)
+		zr, closeZr, err := newZstdReader(br)
 		if err != nil {
 			return nil, nil, &FileError{File: name, Err: err}
 		}
-		return zr, zr.Close, nil
+		return zr, closeZr, nil
 	}
 	return br, func() {}, nil
 }

@@ -31,6 +31,9 @@ type docReader struct {
 	fileSize int64
 	member   int64 // the compressed size of the zip member being read; -1 when none
 
+	// Where JSONL texts are decoded (ReadBatches); nil: each its own string.
+	arena *textArena
+
 	// Progress not yet reported.
 	counter     *countingReader // the current file's
 	docsPending int64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -87,8 +88,9 @@ var textFieldSeeds = []string{
 	`{"text":"` + strings.Repeat("long line of text, ", 40) + `"}`,
 }
 
-// FuzzTextField checks TextField against encoding/json (refTextField) on any line:
-// the same text, the same ok, an error exactly when the reference errs.
+// FuzzTextField checks TextField and AppendTextField against encoding/json
+// (refTextField) on any line: the same text, the same ok, an error exactly when the
+// reference errs.
 func FuzzTextField(f *testing.F) {
 	for _, s := range textFieldSeeds {
 		f.Add([]byte(s), "text")
@@ -102,5 +104,87 @@ func FuzzTextField(f *testing.F) {
 			t.Fatalf("TextField(%q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
 				line, key, text, ok, err, wantText, wantOK, wantErr)
 		}
+		buf, ok, err := AppendTextField([]byte("prefix"), line, key)
+		if string(buf) != "prefix"+wantText || ok != wantOK || (err != nil) != (wantErr != nil) {
+			t.Fatalf("AppendTextField(prefix, %q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
+				line, key, buf, ok, err, wantText, wantOK, wantErr)
+		}
 	})
+}
+
+// jsonStringSeeds are string contents (between the quotes) for FuzzJSONString: long
+// enough for the 32-byte AVX2 steps, with escapes, non-ASCII and errors at the edges of
+// a step.
+var jsonStringSeeds = []string{
+	"",
+	`plain`,
+	strings.Repeat("abcdefgh", 9),
+	strings.Repeat(`line\n`, 20),
+	strings.Repeat("x", 31) + `\"` + strings.Repeat("y", 40),
+	strings.Repeat("x", 30) + `\\\/\b\f\n\r\t` + strings.Repeat("y", 40),
+	strings.Repeat("x", 33) + `\u00e9\ud83d\ude00\ud83d` + strings.Repeat("z", 40),
+	strings.Repeat("é☕𝄞", 20) + `\n` + strings.Repeat("a", 40),
+	strings.Repeat("a", 40) + "\xff\xe2\x82" + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + "\x01" + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + `\x` + strings.Repeat("b", 40),
+	strings.Repeat("a", 40) + `"` + strings.Repeat("b", 40),
+	strings.Repeat("a", 63) + `\`,
+}
+
+// FuzzJSONString checks scanString and decodeString, with each vector level this CPU
+// has (AVX-512, AVX2, the SWAR twins alone), against encoding/json on one string
+// followed by more of a line (checkJSONString).
+func FuzzJSONString(f *testing.F) {
+	for _, s := range jsonStringSeeds {
+		f.Add(s, `,"meta":{"pile_set_name":"Pile-CC"}}`)
+	}
+	f.Fuzz(func(t *testing.T, contents, rest string) {
+		checkJSONString(t, `"`+contents+`"`, rest)
+	})
+}
+
+// checkJSONString checks the JSON string str (quotes included), followed by rest in a
+// line, at every vector level against encoding/json: the same validity, the same end,
+// the same text.
+func checkJSONString(t *testing.T, str, rest string) {
+	t.Helper()
+	line := []byte(str + rest)
+	var want string
+	wantErr := json.Unmarshal([]byte(str), &want)
+	defer func(saved int) { jsonLevel = saved }(jsonLevel)
+	for level := range jsonLevelSupported + 1 {
+		jsonLevel = level
+		end, flags, ok := scanString(line, 0)
+		valid := ok && end == len(str)
+		if valid != (wantErr == nil) {
+			t.Fatalf("level %d: scanString(%q) = %d, %v, %v; encoding/json: %v", level, line, end, flags, ok, wantErr)
+		}
+		if !valid {
+			continue
+		}
+		if got := decodeString(line[1:end-1], flags); got != want {
+			t.Fatalf("level %d: decodeString(%q) = %q, want %q", level, str, got, want)
+		}
+	}
+}
+
+// TestJSONStringRandom runs checkJSONString on random strings dense in what the vector
+// loops decide by masks: runs of backslashes, escapes at the edges of 32- and 64-byte
+// blocks, quotes, \u, control and non-ASCII bytes.
+func TestJSONStringRandom(t *testing.T) {
+	pieces := []string{`\`, `\\`, `\n`, `\"`, `"`, `\u00e9`, `\ud83d\ude00`, `\x`, `\/`, "\x01", "é", "\xff", "a", "bc", "defghijklmnopqr", `\t`, "\t"}
+	rng := rand.New(rand.NewPCG(20, 1))
+	for range 30000 {
+		var b strings.Builder
+		for n := rng.IntN(120); b.Len() < n; {
+			p := pieces[rng.IntN(len(pieces))]
+			if p == `"` || p == "\x01" || p == `\x` || p == "\t" || p == `\` {
+				if rng.IntN(8) != 0 { // mostly valid strings
+					continue
+				}
+			}
+			b.WriteString(p)
+		}
+		checkJSONString(t, `"`+b.String()+`"`, strings.Repeat(`,"x":1`, rng.IntN(12))+"}")
+	}
 }

@@ -1,5 +1,7 @@
 package prep
 
+import "unsafe"
+
 // Records: what ReadDocs needs from one JSONL line, found in one pass of the fast
 // scanner (scanObject), and decoded only when needed, so that a record that is
 // filtered out or skipped costs the scan and nothing more.
@@ -59,8 +61,12 @@ func scanRecord(line []byte, key string, withSet bool) (record, error) {
 
 // decode decodes the text, which must be there: a string, or a list of strings
 // joined with ListSeparator. badUTF8 says whether it held invalid UTF-8 (now U+FFFD).
-// The error is a *TypeError when the value is not text.
-func (r *record) decode() (text string, badUTF8 bool, err error) {
+// The error is a *TypeError when the value is not text. A string goes into arena
+// when there is one.
+func (r *record) decode(arena *textArena) (text string, badUTF8 bool, err error) {
+	if arena != nil && r.text[0] == '"' {
+		return arena.decode(r.text[1:len(r.text)-1], r.textFlags), r.textFlags&strBadUTF8 != 0, nil
+	}
 	text, badUTF8, ok := decodeText(r.text, r.textFlags)
 	if !ok {
 		return "", false, notText(r.text, r.key)
@@ -150,4 +156,49 @@ func StringMember(line []byte, path ...string) (s string, ok bool, err error) {
 		return "", false, nil
 	}
 	return decodeString(raw[1:len(raw)-1], flags), true, nil
+}
+
+// textArena holds decoded texts back to back in arrays of textArenaSize (or one of its
+// own for a longer text): one allocation for a batch of documents instead of one each,
+// which `tokenize run` paid for in the allocator, clearing, page faults and
+// collection. A text handed on is never written again: the next go after it, or into
+// a new array; an array lives as long as a text in it. With a pool, the arrays come
+// from it and those of each batch are recorded (batch) for the pool to take back.
+type textArena struct {
+	buf  []byte
+	pool *TextPool // nil: new arrays
+	used [][]byte  // the pool's arrays decoded into since the last batch
+}
+
+const textArenaSize = 256 << 10 // see jsonlReadSize
+
+// decode decodes the contents raw of a valid JSON string flagged by scanString with
+// flags into the arena.
+func (a *textArena) decode(raw []byte, flags uint8) string {
+	need := len(raw) + 32 // appendEscaped's room
+	if flags&strBadUTF8 != 0 {
+		need += 2 * len(raw) // U+FFFD is 3 bytes
+	}
+	if cap(a.buf)-len(a.buf) < need {
+		if a.pool != nil && need <= textArenaSize {
+			a.buf = a.pool.get()
+			a.used = append(a.used, a.buf)
+		} else {
+			a.buf = make([]byte, 0, max(textArenaSize, need))
+		}
+	}
+	start := len(a.buf)
+	a.buf = appendString(a.buf, raw, flags)
+	if len(a.buf) == start {
+		return ""
+	}
+	return unsafe.String(&a.buf[start], len(a.buf)-start)
+}
+
+// batch returns the pool's arrays the texts since the last call went into, and starts
+// the next texts in an array of their own.
+func (a *textArena) batch() [][]byte {
+	used := a.used
+	a.used, a.buf = nil, nil
+	return used
 }

@@ -97,7 +97,15 @@ func FuzzStringMember(f *testing.F) {
 		var text string
 		var textErr error
 		if rec.text != nil {
-			text, _, textErr = rec.decode()
+			var bad bool
+			text, bad, textErr = rec.decode(nil)
+			// Into an arena (ReadBatches): the same text, kept as the arena goes on.
+			arena := &textArena{buf: make([]byte, 0, 40)}
+			inArena, badInArena, arenaErr := rec.decode(arena)
+			next, _, _ := rec.decode(arena)
+			if inArena != text || badInArena != bad || (arenaErr != nil) != (textErr != nil) || next != text {
+				t.Fatalf("scanRecord(%q): decoded into an arena %q, %v, %v (then %q); without %q, %v, %v", line, inArena, badInArena, arenaErr, next, text, bad, textErr)
+			}
 			if isString, empty := rec.emptyString(); isString && empty != (text == "") {
 				t.Fatalf("scanRecord(%q): emptyString says %v for %q", line, empty, text)
 			}
@@ -132,8 +140,10 @@ func TestRecordInvalidUTF8(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, bad, err := rec.decode(); bad != tt.bad || err != nil {
-			t.Errorf("%.40q: invalid UTF-8 %v, want %v (err %v)", tt.line, bad, tt.bad, err)
+		for _, arena := range []*textArena{nil, {}} {
+			if _, bad, err := rec.decode(arena); bad != tt.bad || err != nil {
+				t.Errorf("%.40q (arena %v): invalid UTF-8 %v, want %v (err %v)", tt.line, arena != nil, bad, tt.bad, err)
+			}
 		}
 	}
 }

@@ -264,3 +264,62 @@ func TestEncodeTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterInt32Parts: a document given as int32 parts (AddDocumentInt32) writes the
+// same shard as the same ids given whole as []int, small documents and ones larger
+// than the write buffer alike, with parts of every size; and a bad id in a later part is
+// refused naming its place in the whole document.
+func TestWriterInt32Parts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var docs [][]int
+	for _, n := range []int{0, 1, 7, 1000, writeBufSize/2 + 3, 3*writeBufSize + 17} {
+		doc := make([]int, n)
+		for i := range doc {
+			doc[i] = rng.IntN(50257)
+		}
+		docs = append(docs, doc)
+	}
+	for _, dt := range []DType{Uint16, Int32} {
+		st := newTestStore(t)
+		whole, err := NewWriter(context.Background(), st, "whole", dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := NewWriter(context.Background(), st, "parts", dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range docs {
+			if err := whole.AddDocument(doc); err != nil {
+				t.Fatal(err)
+			}
+			var ps [][]int32
+			for rest := doc; len(rest) > 0; {
+				k := min(len(rest), 1+rng.IntN(writeBufSize))
+				p := make([]int32, k)
+				for i, id := range rest[:k] {
+					p[i] = int32(id)
+				}
+				ps, rest = append(ps, p), rest[k:]
+			}
+			if err := parts.AddDocumentInt32(ps...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bad := parts.AddDocumentInt32([]int32{1, 2}, []int32{3, -1})
+		if !errors.Is(bad, ErrTokenRange) || !strings.Contains(bad.Error(), "token 3: id -1") {
+			t.Errorf("%s: bad id: %v", dt, bad)
+		}
+		a, err := whole.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := parts.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.BinSHA256 != b.BinSHA256 || a.Documents != b.Documents || a.Tokens != b.Tokens {
+			t.Errorf("%s: whole %+v, parts %+v", dt, a, b)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package tokenize
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // addedMatcher finds added tokens in text, leftmost-longest (as HF's aho-corasick
 // LeftmostLongest does): at the leftmost position where any token starts, the longest
@@ -8,6 +11,10 @@ import "sort"
 type addedMatcher struct {
 	root  [256]int32 // child of the root for each first byte, 0 = none
 	nodes []trieNode // nodes[0] is unused (0 means "no node")
+	// prefix is the longest prefix all tokens share (at least their first byte when they
+	// all have the same one): find jumps from one occurrence of it to the next with
+	// strings.Index (vectorized) instead of walking the trie at every byte.
+	prefix string
 }
 
 type trieNode struct {
@@ -25,9 +32,16 @@ func newAddedMatcher(tokens []AddedToken) *addedMatcher {
 		return nil
 	}
 	m := &addedMatcher{nodes: make([]trieNode, 1)}
+	first := true
 	for _, tok := range tokens {
 		if tok.Content == "" {
 			continue
+		}
+		if first {
+			m.prefix, first = tok.Content, false
+		}
+		for !strings.HasPrefix(tok.Content, m.prefix) {
+			m.prefix = m.prefix[:len(m.prefix)-1]
 		}
 		cur := int32(0)
 		for i := 0; i < len(tok.Content); i++ {
@@ -69,6 +83,13 @@ func (m *addedMatcher) newNode() int32 {
 // its start, its end and its id; start is -1 if there is none.
 func (m *addedMatcher) find(s string, from int) (start, end, id int) {
 	for i := from; i < len(s); i++ {
+		if m.prefix != "" {
+			k := strings.Index(s[i:], m.prefix)
+			if k < 0 {
+				return -1, -1, -1
+			}
+			i += k
+		}
 		cur := m.root[s[i]]
 		if cur == 0 {
 			continue

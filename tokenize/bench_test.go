@@ -2,30 +2,30 @@
 
 package tokenize_test
 
-// Throughput, linearity, scaling and load-time benchmarks for the speed goals. `make bench`
-// (tools/bench.sh) runs them next to the peers (HF tokenizers, tiktoken WASM) and
-// tools/benchreport turns both into a table; run by hand:
+// Throughput, linearity, scaling benchmarks for the speed goals. `make bench`
+// (tools/bench.sh) runs them next to the peers (HF tokenizers, tiktoken WASM, tiktoken-rs
+// native: tools/bench-peers.js) and tools/benchreport turns both into a table; by hand:
 //
-//	BENCH_CORPUS=$PWD/../.cache/bench/bench.txt go test -run '^$' -bench . -cpu 1 -count 3
+//	BENCH_INPUTS=english=$PWD/../.cache/bench/english.txt go test -run '^$' -bench Encode -cpu 1 -count 3
 //
-// They are Benchmark functions only, so plain `go test` never runs them. They read the
-// shared files in place ($SHARED, else ../../shared); a missing file skips the benchmark,
-// or fails it when CI=true. The corpus comes from $BENCH_CORPUS (unset: those
-// sub-benchmarks are skipped). MB/s is 10^6 bytes of UTF-8 input per second, as in
-// bench-peers.js; MB/cpu-s is the same per CPU-second of the process (getrusage, hence the
-// unix build tag), the steadier figure when other jobs share the machine.
+// They are Benchmark functions only, so plain `go test` never runs them. The tokenizers
+// are the named ones (tokenize/spec: compiled into the binary). The inputs are
+// $BENCH_INPUTS, NAME=PATH,... (unset: tinyshakespeare, shipped in the repository).
+// MB/s is 10^6 bytes of UTF-8 input per second, as in bench-peers.js; MB/cpu-s is the
+// same per CPU-second of the process (getrusage, hence the unix build tag), the steadier
+// figure when other jobs share the machine.
 //
 // Input is split exactly as bench-peers.js's splitChunks does (see benchSplitChunks) and
-// each piece is one Encode call, on one goroutine: compare with the peers' "chunks" mode
-// and run with -cpu 1 for single-core figures.
+// each piece is one Encode call, on one goroutine: compare with the peers' figures and
+// run with -cpu 1 for single-core figures. ids_hash is FNV-1a over all the ids as
+// little-endian uint32, as bench-peers.js computes it: equal hashes, equal ids.
 
 import (
+	"context"
 	"fmt"
-	"gptkit/internal/sharedtest"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +34,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"gptkit/internal/sharedtest"
+	"gptkit/internal/testfiles"
 	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
 )
 
 // benchChunk is bench-peers.js's chunks-mode piece size: 1<<20 UTF-16 code units.
@@ -79,8 +82,6 @@ func benchSplitChunks(text string, chunk int) []string {
 	return out
 }
 
-func benchSharedPath(rel string) string { return filepath.Join(sharedtest.Dir(), rel) }
-
 // benchMissing skips b (or fails it when CI=true) because a file it needs is missing.
 func benchMissing(b *testing.B, err error, hint string) {
 	b.Helper()
@@ -103,34 +104,16 @@ func benchReadFile(b *testing.B, path, hint string) []byte {
 	return data
 }
 
-func benchReadShared(b *testing.B, rel string) []byte {
-	b.Helper()
-	return benchReadFile(b, benchSharedPath(rel), "set SHARED to the shared directory")
-}
-
-// benchLoaders are the tokenizers of the goals, loaded from the shared files.
-var benchLoaders = map[string]func(b *testing.B) (*tokenize.Tokenizer, error){
-	"gpt2": func(b *testing.B) (*tokenize.Tokenizer, error) {
-		return tokenize.LoadHFJSON(benchReadShared(b, "tokenizers/gpt2/tokenizer.json"), "gpt2")
-	},
-	"gpt2-vocab-merges": func(b *testing.B) (*tokenize.Tokenizer, error) {
-		return tokenize.LoadVocabMerges(benchReadShared(b, "tokenizers/gpt2/vocab.json"),
-			benchReadShared(b, "tokenizers/gpt2/merges.txt"), "gpt2")
-	},
-	"neox-20b": func(b *testing.B) (*tokenize.Tokenizer, error) {
-		return tokenize.LoadHFJSON(benchReadShared(b, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
-	},
-}
-
 var benchTokenizers sync.Map // name -> *tokenize.Tokenizer
 
-// benchTokenizer loads one of benchLoaders once per test binary.
+// benchTokenizer loads a named tokenizer (gpt2, neox-20b, cl100k_base, o200k_base) once
+// per test binary.
 func benchTokenizer(b *testing.B, name string) *tokenize.Tokenizer {
 	b.Helper()
 	if v, ok := benchTokenizers.Load(name); ok {
 		return v.(*tokenize.Tokenizer)
 	}
-	tok, err := benchLoaders[name](b)
+	tok, err := spec.Load(context.Background(), name, spec.Options{})
 	if err != nil {
 		b.Fatalf("load %s: %v", name, err)
 	}
@@ -138,22 +121,44 @@ func benchTokenizer(b *testing.B, name string) *tokenize.Tokenizer {
 	return tok
 }
 
-// benchInput returns the text of a named Encode input: "shakespeare" (tinyshakespeare) or
-// "corpus" ($BENCH_CORPUS, skipped when unset).
-func benchInput(b *testing.B, name string) string {
-	b.Helper()
-	switch name {
-	case "shakespeare":
-		return string(benchReadShared(b, "corpora/tinyshakespeare.txt"))
-	case "corpus":
-		p := os.Getenv("BENCH_CORPUS")
-		if p == "" {
-			b.Skip("BENCH_CORPUS is not set (make bench builds the corpus and sets it)")
-		}
-		return string(benchReadFile(b, p, "BENCH_CORPUS names a file that cannot be read"))
+// benchInputs are the inputs of BenchmarkEncode: $BENCH_INPUTS (NAME=PATH,...), else
+// tinyshakespeare.
+func benchInputs(b *testing.B) (names []string, paths map[string]string) {
+	paths = map[string]string{}
+	v := os.Getenv("BENCH_INPUTS")
+	if v == "" {
+		return []string{"shakespeare"}, paths
 	}
-	b.Fatalf("unknown input %q", name)
-	return ""
+	for _, kv := range strings.Split(v, ",") {
+		name, path, ok := strings.Cut(kv, "=")
+		if !ok {
+			b.Fatalf("BENCH_INPUTS: %q is not NAME=PATH", kv)
+		}
+		names, paths[name] = append(names, name), path
+	}
+	return names, paths
+}
+
+// benchInput returns the text of a named input.
+func benchInput(b *testing.B, name string, paths map[string]string) string {
+	b.Helper()
+	if p, ok := paths[name]; ok {
+		return string(benchReadFile(b, p, "BENCH_INPUTS names a file that cannot be read"))
+	}
+	return string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
+}
+
+// benchIDsHash is FNV-1a over ids as little-endian uint32, as bench-peers.js's hashIDs.
+func benchIDsHash(h uint32, ids []int) uint32 {
+	for _, id := range ids {
+		v := uint32(id)
+		for range 4 {
+			h ^= v & 0xff
+			h *= 0x01000193
+			v >>= 8
+		}
+	}
+	return h
 }
 
 var benchWarm sync.Map // key -> tokens of one pass
@@ -194,15 +199,16 @@ func benchReport(b *testing.B, ops, tokensPerOp int) {
 	b.ReportMetric(float64(tokensPerOp), "tokens/op")
 }
 
-// BenchmarkEncode: one Encode call per ~1 MB piece (bench-peers.js "chunks" mode), one
-// goroutine. bytes/op is the whole input.
+// BenchmarkEncode: one Encode call per ~1 MB piece (bench-peers.js's pieces), one
+// goroutine, for each named tokenizer and input. bytes/op is the whole input.
 func BenchmarkEncode(b *testing.B) {
-	for _, name := range []string{"gpt2", "neox-20b"} {
+	inputs, paths := benchInputs(b)
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
 		b.Run(name, func(b *testing.B) {
-			for _, input := range []string{"shakespeare", "corpus"} {
+			for _, input := range inputs {
 				b.Run(input, func(b *testing.B) {
 					tok := benchTokenizer(b, name)
-					text := benchInput(b, input)
+					text := benchInput(b, input, paths)
 					pieces := benchSplitChunks(text, benchChunk)
 					pass := func() int {
 						n := 0
@@ -211,7 +217,16 @@ func BenchmarkEncode(b *testing.B) {
 						}
 						return n
 					}
-					tokens := benchWarmPass("encode/"+name+"/"+input, pass)
+					hash := uint32(0x811c9dc5)
+					tokens := benchWarmPass("encode/"+name+"/"+input, func() int {
+						n := 0
+						for _, p := range pieces {
+							ids := tok.Encode(p)
+							n += len(ids)
+							hash = benchIDsHash(hash, ids)
+						}
+						return n
+					})
 					b.SetBytes(int64(len(text)))
 					b.ResetTimer()
 					ops, cpu0 := 0, benchCPU()
@@ -222,6 +237,9 @@ func BenchmarkEncode(b *testing.B) {
 					benchReportCPU(b, cpu0, ops, len(text))
 					benchReport(b, ops, tokens)
 					b.ReportMetric(float64(len(pieces)), "pieces")
+					if hash != 0x811c9dc5 {
+						b.ReportMetric(float64(hash), "ids_hash")
+					}
 				})
 			}
 		})
@@ -234,7 +252,7 @@ const benchAdvSize = 1 << 20
 // no whitespace (but normal-1MB, the baseline they are compared with).
 func benchAdvInputs(b *testing.B) []struct{ name, text string } {
 	b.Helper()
-	shakespeare := string(benchReadShared(b, "corpora/tinyshakespeare.txt"))
+	shakespeare := string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
 	fill := func(gen func(*strings.Builder)) string {
 		var sb strings.Builder
 		sb.Grow(benchAdvSize + 8)
@@ -352,7 +370,7 @@ func BenchmarkEncodeBatchWorkers(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprint(workers), func(b *testing.B) {
 			tok := benchTokenizer(b, "gpt2")
-			shakespeare := string(benchReadShared(b, "corpora/tinyshakespeare.txt"))
+			shakespeare := string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
 			const nPieces = 16
 			reps := (nPieces+1)*benchChunk/len(shakespeare) + 2
 			pieces := benchSplitChunks(strings.Repeat(shakespeare, reps), benchChunk)[:nPieces]
@@ -379,61 +397,6 @@ func BenchmarkEncodeBatchWorkers(b *testing.B) {
 			// CPUs the process got: below ~1.8 with 2 workers the machine was too busy to judge.
 			if cpu1 := benchCPU(); cpu0 >= 0 && cpu1 > cpu0 && b.Elapsed() > 0 {
 				b.ReportMetric((cpu1-cpu0).Seconds()/b.Elapsed().Seconds(), "cpu/wall")
-			}
-		})
-	}
-}
-
-// BenchmarkLoad: building a tokenizer from bytes already in memory ("mem") and from its
-// files, reading included ("file"); ms/op is the figure of the < 150 ms goal. tools/bench.sh
-// runs it at the default GOMAXPROCS, as a program loading a tokenizer would. The timed loads
-// follow an untimed one, so one-time package initialisation (if any) is not counted.
-func BenchmarkLoad(b *testing.B) {
-	variants := []struct {
-		name  string
-		files []string
-		load  func(data [][]byte) (*tokenize.Tokenizer, error)
-	}{
-		{"gpt2-tokenizer.json", []string{"tokenizers/gpt2/tokenizer.json"},
-			func(d [][]byte) (*tokenize.Tokenizer, error) { return tokenize.LoadHFJSON(d[0], "gpt2") }},
-		{"gpt2-vocab-merges", []string{"tokenizers/gpt2/vocab.json", "tokenizers/gpt2/merges.txt"},
-			func(d [][]byte) (*tokenize.Tokenizer, error) { return tokenize.LoadVocabMerges(d[0], d[1], "gpt2") }},
-		{"neox-20b", []string{"tokenizers/neox-20b/tokenizer.json"},
-			func(d [][]byte) (*tokenize.Tokenizer, error) { return tokenize.LoadHFJSON(d[0], "neox-20b") }},
-	}
-	for _, v := range variants {
-		b.Run(v.name, func(b *testing.B) {
-			for _, from := range []string{"mem", "file"} {
-				b.Run(from, func(b *testing.B) {
-					data := make([][]byte, len(v.files))
-					for i, f := range v.files {
-						data[i] = benchReadShared(b, f)
-					}
-					if _, err := v.load(data); err != nil { // warm-up, untimed
-						b.Fatalf("load %s: %v", v.name, err)
-					}
-					b.ReportAllocs()
-					b.ResetTimer()
-					ops := 0
-					for b.Loop() {
-						if from == "file" {
-							for i, f := range v.files {
-								d, err := os.ReadFile(benchSharedPath(f))
-								if err != nil {
-									b.Fatal(err)
-								}
-								data[i] = d
-							}
-						}
-						if _, err := v.load(data); err != nil {
-							b.Fatalf("load %s: %v", v.name, err)
-						}
-						ops++
-					}
-					if ops > 0 {
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ops)/1e6, "ms/op")
-					}
-				})
 			}
 		})
 	}

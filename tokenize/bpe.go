@@ -5,18 +5,17 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
-// Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial; figures in README):
-//   - Most pre-tokenized pieces of real text are whole vocabulary entries: one map lookup.
-//   - Other pieces go through a per-goroutine cache (piece -> ids) that is reset when full;
-//     it lives in the pooled encodeState, so sequential Encode calls share it.
+// The merge loops (BPE proper), for pieces the piece cache does not hold (encode.go).
+//
+// Performance notes (BenchmarkEncode, BenchmarkEncodeAdversarial):
 //   - Short pieces are merged tiktoken-style: an array of parts and the rank of each
 //     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
-//   - Merges are looked up by the pair of ids (HF's semantics: the rank of the pair in the
-//     merges list), never by concatenating bytes, in a packed open-addressing table (8-byte
-//     slots: the GPT-2 table is 1 MiB; a Go map of the same was slower on every input).
+//   - HF merges are looked up by the pair of ids (HF's semantics: the rank of the pair in
+//     the merges list), never by concatenating bytes, in a packed open-addressing table
+//     (8-byte slots, a quarter full: the GPT-2 table is 1.6 MB; a Go map of the same was
+//     slower on every input). tiktoken's are looked up by bytes (bpe_ranks.go).
 //   - Pieces longer than heapThreshold (a 1 MB run of letters is one piece) are where the
 //     linear-time goal is decided. A heap (container/heap, 16-byte entries) cost 30x the
 //     per-byte time of normal text on 1 MB of random a-z; the bucket queue by rank in
@@ -25,127 +24,15 @@ import (
 //     semantics a rank names its pair, so a position is all a bucket needs), a first pass
 //     over each bucket that touches its symbols so the misses overlap, 8-byte symbols
 //     with the rarely used back links in a separate array, and the packed pair table.
+//     (Those ratios were against the encoder of the time; against today's normal text it
+//     is 15-20x.) Under HF's merges such pieces now go to the backtracking encoder
+//     (bpe_backtrack.go); mergeLong stays for tiktoken's ranks and for vocabularies it
+//     does not accept.
 
 const (
-	heapThreshold  = 256     // pieces longer than this (bytes) use the heap merge loop
-	cacheMaxPiece  = 64      // longer pieces are not cached
-	cacheMaxIDs    = 1 << 20 // cache arena size (ids) before a reset
-	cacheMaxPieces = 1 << 16
-	noRank         = math.MaxUint32
+	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece encoders
+	noRank        = math.MaxUint32
 )
-
-// encodeState is per-goroutine scratch space and cache, pooled on the Tokenizer.
-type encodeState struct {
-	ends  []int
-	parts []uint32 // ids of the parts of the piece being merged
-	ranks []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
-	cache map[string]cacheEntry
-	arena []uint32
-	heap  mergeHeap
-	syms  []symbol
-	prevs []int32
-	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
-	buckets  [][]uint32 // positions of candidate pairs, by rank
-	nonEmpty []uint64
-	touch    uint32 // keeps mergeLong's prefetching loads alive
-}
-
-type cacheEntry struct{ off, n uint32 }
-
-func (t *Tokenizer) getState() *encodeState {
-	if st, ok := t.states.Get().(*encodeState); ok {
-		return st
-	}
-	return &encodeState{cache: make(map[string]cacheEntry, 1024)}
-}
-
-func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
-
-// encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
-func (t *Tokenizer) encodeBPE(st *encodeState, text string, dst []int) []int {
-	return encodeAroundAdded(st, t.rawAdded, text, dst, t.encodeNormalized)
-}
-
-// encodeNormalized normalizes a segment between raw added tokens, then splits it on the
-// added tokens that match normalized text.
-func (t *Tokenizer) encodeNormalized(st *encodeState, seg string, dst []int) []int {
-	if seg == "" {
-		return dst
-	}
-	if t.normalize != nil {
-		seg = t.normalize(seg)
-	}
-	return encodeAroundAdded(st, t.normAdded, seg, dst, t.encodeSegment)
-}
-
-// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
-// and, through encodeGap, the text between them.
-func encodeAroundAdded(st *encodeState, m *addedMatcher, s string, dst []int, encodeGap func(*encodeState, string, []int) []int) []int {
-	if m == nil {
-		return encodeGap(st, s, dst)
-	}
-	for from := 0; from < len(s); {
-		start, end, id := m.find(s, from)
-		if start < 0 {
-			return encodeGap(st, s[from:], dst)
-		}
-		dst = encodeGap(st, s[from:start], dst)
-		dst = append(dst, id)
-		from = end
-	}
-	return dst
-}
-
-// encodeSegment pre-tokenizes a segment free of added tokens and encodes each piece.
-func (t *Tokenizer) encodeSegment(st *encodeState, seg string, dst []int) []int {
-	if seg == "" {
-		return dst
-	}
-	if t.addPrefixSpace && seg[0] != ' ' {
-		seg = " " + seg
-	}
-	st.ends = t.split(seg, st.ends[:0])
-	prev := 0
-	for _, end := range st.ends {
-		dst = t.encodePiece(st, seg[prev:end], dst)
-		prev = end
-	}
-	return dst
-}
-
-// encodePiece appends the ids of one pre-tokenized piece.
-func (t *Tokenizer) encodePiece(st *encodeState, p string, dst []int) []int {
-	if id, ok := t.ids[p]; ok && (t.wholeBad == nil || !t.wholeBad[id]) {
-		return append(dst, int(id))
-	}
-	cacheable := len(p) <= cacheMaxPiece
-	if cacheable {
-		if e, ok := st.cache[p]; ok {
-			for _, id := range st.arena[e.off : e.off+e.n] {
-				dst = append(dst, int(id))
-			}
-			return dst
-		}
-	}
-	var parts []uint32
-	if len(p) > heapThreshold {
-		parts = t.mergeLong(st, p)
-	} else {
-		parts = t.mergeShort(st, p)
-	}
-	for _, id := range parts {
-		dst = append(dst, int(id))
-	}
-	if cacheable {
-		if len(st.cache) >= cacheMaxPieces || len(st.arena)+len(parts) > cacheMaxIDs {
-			clear(st.cache)
-			st.arena = st.arena[:0]
-		}
-		st.cache[strings.Clone(p)] = cacheEntry{uint32(len(st.arena)), uint32(len(parts))}
-		st.arena = append(st.arena, parts...)
-	}
-	return dst
-}
 
 // pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
 func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {
@@ -153,7 +40,7 @@ func (t *Tokenizer) pairRank(a, b uint32) (rank, id uint32) {
 	if r == noRank {
 		return noRank, 0
 	}
-	return r, t.merges.mergedByRank[r]
+	return r, t.merges.made(r)
 }
 
 // initialParts returns the one-byte token ids of p. Bytes the vocabulary lacks are
@@ -177,12 +64,7 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 		ranks = append(ranks, r)
 	}
 	for len(ranks) > 0 {
-		best, bi := uint32(noRank), -1
-		for i, r := range ranks {
-			if r < best {
-				best, bi = r, i
-			}
-		}
+		_, bi := lowestRank(ranks)
 		if bi < 0 {
 			break
 		}
@@ -199,6 +81,18 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 	}
 	st.parts, st.ranks = parts, ranks
 	return parts
+}
+
+// lowestRank returns the lowest rank in ranks and its first index, or -1 if none is
+// below noRank.
+func lowestRank(ranks []uint32) (best uint32, at int) {
+	best, at = noRank, -1
+	for i, r := range ranks {
+		if r < best {
+			best, at = r, i
+		}
+	}
+	return best, at
 }
 
 // symbol is a node of the linked list mergeLong works on.
@@ -322,7 +216,9 @@ func (t *Tokenizer) mergeLong(st *encodeState, p string) []uint32 {
 
 // mergeLongHeap runs BPE on a long piece in O(n log n): a heap of candidate merges ordered by
 // (rank, position), lazily invalidated, over a linked list of symbols. Merging the
-// lowest-ranked, leftmost pair first is exactly what the short loop does.
+// lowest-ranked, leftmost pair first is exactly what the short loops do. Under
+// tiktoken's semantics a symbol's index is the offset of its first byte (every byte is
+// a token), and a pair's rank is that of their bytes together (rankOf).
 func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	ids := t.initialParts(st.parts, p)
 	syms, prevs := st.syms[:0], st.prevs[:0]
@@ -333,21 +229,32 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 	if len(syms) > 0 {
 		syms[len(syms)-1].next = -1
 	}
-	h := st.heap[:0]
-	push := func(pos int32) {
+	ranked := t.mergeSemantics == "ranks"
+	// pairAt returns the rank of merging symbol pos with the next, and the id it makes.
+	pairAt := func(pos int32) (rank, id uint32) {
 		nx := syms[pos].next
 		if nx < 0 {
-			return
+			return noRank, 0
 		}
-		if r, _ := t.pairRank(syms[pos].id, syms[nx].id); r != noRank {
-			heap.Push(&h, mergeCand{r, uint32(pos), syms[pos].id, syms[nx].id})
+		if ranked {
+			end := len(p)
+			if nn := syms[nx].next; nn >= 0 {
+				end = int(nn)
+			}
+			r := t.rankOf(p, int(pos), end)
+			return r, r
+		}
+		return t.pairRank(syms[pos].id, syms[nx].id)
+	}
+	h := st.heap[:0]
+	push := func(pos int32) {
+		if r, _ := pairAt(pos); r != noRank {
+			heap.Push(&h, mergeCand{r, uint32(pos), syms[pos].id, syms[syms[pos].next].id})
 		}
 	}
 	for i := range syms {
-		if i+1 < len(syms) {
-			if r, _ := t.pairRank(syms[i].id, syms[i+1].id); r != noRank {
-				h = append(h, mergeCand{r, uint32(i), syms[i].id, syms[i+1].id})
-			}
+		if r, _ := pairAt(int32(i)); r != noRank {
+			h = append(h, mergeCand{r, uint32(i), syms[i].id, syms[i+1].id})
 		}
 	}
 	heap.Init(&h)
@@ -357,7 +264,7 @@ func (t *Tokenizer) mergeLongHeap(st *encodeState, p string) []uint32 {
 		if l.id != c.left || l.next < 0 || syms[l.next].id != c.right {
 			continue
 		}
-		_, id := t.pairRank(c.left, c.right)
+		_, id := pairAt(int32(c.pos))
 		r := &syms[l.next]
 		r.id = deadSymbol
 		l.id = id

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -25,31 +26,25 @@ type bpeDefinition struct {
 	added          []AddedToken
 }
 
-// splitters maps a pattern name to its pre-tokenizer.
-var splitters = map[string]splitter{
-	"gpt2": splitGPT2,
-}
+// splitters maps a pattern name to its pre-tokenizer; refSplitters to the pattern run
+// literally (pattern.go), which the reference encoder uses.
+var (
+	splitters    = map[string]splitter{"gpt2": splitGPT2}
+	refSplitters = map[string]func(s string, ends []int) []int{"gpt2": refSplitGPT2}
+)
 
 func (d *bpeDefinition) build() (*Tokenizer, error) {
 	t := &Tokenizer{
 		name:           d.name,
 		kind:           KindBPE,
-		ids:            make(map[string]uint32, len(d.vocab)),
 		pattern:        d.pattern,
 		addPrefixSpace: d.addPrefixSpace,
 		normalizer:     d.normalizer,
+		ignoreMerges:   d.ignoreMerges,
 		eod:            -1,
 	}
-	var ok bool
-	if t.split, ok = splitters[d.pattern]; !ok {
-		return nil, fmt.Errorf("tokenize: %s: pre-tokenizer pattern %q is not supported", d.name, d.pattern)
-	}
-	switch d.normalizer {
-	case "":
-	case "NFC":
-		t.normalize = NFC
-	default:
-		return nil, fmt.Errorf("tokenize: %s: normalizer %q is not supported (none and NFC are)", d.name, d.normalizer)
+	if err := t.setFunctions(); err != nil {
+		return nil, err
 	}
 	if len(d.merges) >= pairLimit {
 		return nil, fmt.Errorf("tokenize: %s: %d merges; at most %d are supported", d.name, len(d.merges), pairLimit-1)
@@ -68,9 +63,6 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 		size = max(size, a.ID+1)
 	}
 	t.vocab = make([]string, size)
-	for i := range t.byteIDs {
-		t.byteIDs[i] = -1
-	}
 	for tok, id := range d.vocab {
 		if t.vocab[id] != "" {
 			return nil, fmt.Errorf("tokenize: %s: id %d is used by both %q and %q", d.name, id, t.vocab[id], tok)
@@ -79,35 +71,20 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenize: %s: id %d is an empty token", d.name, id)
 		}
 		t.vocab[id] = tok
-		t.ids[tok] = uint32(id)
-		if len(tok) == 1 {
-			t.byteIDs[tok[0]] = int32(id)
-		}
-		t.maxTokenByteLen = max(t.maxTokenByteLen, len(tok))
 	}
-	nPairs := len(d.merges)
+	var merges []pairMerge
 	if d.ranksSemantics {
-		nPairs = 0
-		for tok := range d.vocab {
-			nPairs += len(tok) - 1
-		}
-	}
-	t.merges = newPairTable(nPairs)
-	if d.ranksSemantics {
+		// A pair merges when its bytes together are a token, at that token's rank
+		// (its id): looked up by the bytes (rankOf), so every byte must be a token.
 		t.mergeSemantics = "ranks"
-		// A pair (a, b) merges when a+b is a token; its rank is that token's rank (= id).
-		for tok, id := range d.vocab {
-			for k := 1; k < len(tok); k++ {
-				l, okl := d.vocab[tok[:k]]
-				r, okr := d.vocab[tok[k:]]
-				if okl && okr {
-					t.merges.put(uint32(l), uint32(r), uint32(id), uint32(id))
-				}
+		for b := range 256 {
+			if _, ok := d.vocab[string([]byte{byte(b)})]; !ok {
+				return nil, fmt.Errorf("tokenize: %s: the rank file lacks the token of byte 0x%02x", d.name, b)
 			}
 		}
 	} else {
 		t.mergeSemantics = "pairs"
-		t.mergeList = make([][2]uint32, 0, len(d.merges))
+		seen := make(map[uint64]bool, len(d.merges))
 		for rank, m := range d.merges {
 			l, okl := d.vocab[m[0]]
 			r, okr := d.vocab[m[1]]
@@ -115,30 +92,80 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 			if !okl || !okr || !okm {
 				return nil, fmt.Errorf("tokenize: %s: merge %d (%q %q) uses a token missing from the vocabulary", d.name, rank+1, byteLevelEncode(m[0]), byteLevelEncode(m[1]))
 			}
-			if !t.merges.put(uint32(l), uint32(r), uint32(rank), uint32(id)) {
+			if key := mergePairKey(uint32(l), uint32(r)); seen[key] {
 				continue // HF keeps the first (lowest) rank of a repeated merge
+			} else {
+				seen[key] = true
 			}
-			t.mergeList = append(t.mergeList, [2]uint32{uint32(l), uint32(r)})
+			merges = append(merges, pairMerge{uint32(l), uint32(r), uint32(rank), uint32(id)})
 		}
 	}
-	t.monotone, t.maxRank = t.checkMonotone()
-	t.ignoreMerges = d.ignoreMerges
+	t.index(merges)
+	if t.merges != nil {
+		t.monotone, t.maxRank = t.checkMonotone()
+	}
 	if !d.ranksSemantics && !d.ignoreMerges {
 		t.wholeBad = t.findUnreachableTokens()
 	}
-	added := append([]AddedToken(nil), d.added...)
+	if err := t.setAdded(d.added); err != nil {
+		return nil, err
+	}
+	t.vocabSize = size
+	t.eod = findEOD(t)
+	t.fingerprint = t.computeFingerprint()
+	return t, nil
+}
+
+// setFunctions sets the pre-tokenizer and the normalizer the names in t ask for.
+func (t *Tokenizer) setFunctions() error {
+	var ok bool
+	if t.split, ok = splitters[t.pattern]; !ok {
+		return fmt.Errorf("tokenize: %s: pre-tokenizer pattern %q is not supported", t.name, t.pattern)
+	}
+	switch t.normalizer {
+	case "":
+	case "NFC":
+		t.normalize = NFC
+	default:
+		return fmt.Errorf("tokenize: %s: normalizer %q is not supported (none and NFC are)", t.name, t.normalizer)
+	}
+	return nil
+}
+
+// index builds the lookup structures of t's vocabulary (its BPE tokens: t.vocab before
+// setAdded) and of merges.
+func (t *Tokenizer) index(merges []pairMerge) {
+	for i := range t.byteIDs {
+		t.byteIDs[i] = -1
+	}
+	for id, tok := range t.vocab {
+		if len(tok) == 1 {
+			t.byteIDs[tok[0]] = int32(id)
+		}
+		t.maxTokenByteLen = max(t.maxTokenByteLen, len(tok))
+	}
+	t.whole, t.longIDs = newVocabTable(t.vocab)
+	if t.mergeSemantics == "pairs" {
+		t.merges = newPairTable(merges, true)
+	}
+}
+
+// setAdded adds the added tokens (sorted by id) to t: their contents into t.vocab, for
+// Decode, and the matchers that find them in text.
+func (t *Tokenizer) setAdded(tokens []AddedToken) error {
+	added := append([]AddedToken(nil), tokens...)
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 	var raw, norm []AddedToken
 	for i, a := range added {
 		if a.Content == "" {
-			return nil, fmt.Errorf("tokenize: %s: added token %d is empty", d.name, a.ID)
+			return fmt.Errorf("tokenize: %s: added token %d is empty", t.name, a.ID)
 		}
-		if d.normalizer == "" {
+		if t.normalizer == "" {
 			added[i].Normalized = false // without a normalizer the flag changes nothing
 			a.Normalized = false
 		}
 		if v := t.vocab[a.ID]; v != "" && v != a.Content {
-			return nil, fmt.Errorf("tokenize: %s: added token %q has id %d, which the vocabulary gives to %q", d.name, a.Content, a.ID, byteLevelEncode(v))
+			return fmt.Errorf("tokenize: %s: added token %q has id %d, which the vocabulary gives to %q", t.name, a.Content, a.ID, byteLevelEncode(v))
 		}
 		t.vocab[a.ID] = a.Content
 		if a.Normalized {
@@ -148,12 +175,50 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 		}
 	}
 	t.added = added
+	t.cuttable = !t.addPrefixSpace
+	for _, a := range added {
+		if strings.Contains(a.Content, "\n") {
+			t.cuttable = false
+		}
+	}
 	t.rawAdded = newAddedMatcher(raw)
 	t.normAdded = newAddedMatcher(norm)
-	t.vocabSize = size
-	t.eod = findEOD(t)
-	t.fingerprint = t.computeFingerprint()
-	return t, nil
+	return nil
+}
+
+// tokenID returns the id of the vocabulary token (not an added token) whose bytes are
+// s.
+func (t *Tokenizer) tokenID(s string) (uint32, bool) {
+	if n := len(s); n > 0 && n <= 16 && keyable(s) {
+		lo, hi := pieceKey(s, 0, n)
+		v := t.whole.find(lo, hi, n)
+		return uint32(v & idMask), v != 0
+	}
+	id, ok := t.longIDs[s]
+	return id, ok
+}
+
+// mergeTable returns the merges of the pair table by rank (none under tiktoken's
+// semantics, which has no pair table).
+func (t *Tokenizer) mergeTable() []pairMerge {
+	if t.merges == nil {
+		return nil
+	}
+	return t.merges.all()
+}
+
+// mergeList returns the merges in rank order as (left, right) under pair-rank semantics
+// (the merges list of the files), nil under tiktoken's.
+func (t *Tokenizer) mergeList() [][2]uint32 {
+	if t.mergeSemantics != "pairs" {
+		return nil
+	}
+	ms := t.mergeTable()
+	out := make([][2]uint32, len(ms))
+	for i, m := range ms {
+		out[i] = [2]uint32{m.left, m.right}
+	}
+	return out
 }
 
 // findEOD picks the end-of-document token as GPT-NeoX and Megatron do: <|endoftext|>,
@@ -190,7 +255,7 @@ func (t *Tokenizer) computeFingerprint() string {
 		VocabSize      int          `json:"vocab_size"`
 		EOD            int          `json:"eod"`
 	}{Format: "gptkit-tokenizer-v1", Kind: t.kind, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace,
-		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList,
+		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList(),
 		VocabSize: t.vocabSize, EOD: t.eod}
 	switch t.kind {
 	case KindBPE:
@@ -256,8 +321,8 @@ func (t *Tokenizer) findUnreachableTokens() []bool {
 			defer t.putState(st)
 			for id := w; id < len(t.vocab); id += workers {
 				tok := t.vocab[id]
-				if len(tok) < 2 || t.ids[tok] != uint32(id) {
-					continue // a byte, an unused id, or an added token
+				if len(tok) < 2 {
+					continue // a byte or an unused id (added tokens are not in t.vocab yet)
 				}
 				var parts []uint32
 				if len(tok) > heapThreshold {

@@ -11,14 +11,28 @@
 // over generated class tables, NFC is computed from generated Unicode 9.0 tables, and
 // the BPE merge loop is our own.
 //
-// Layout:
-//   - tokenizer.go: the Tokenizer type and its API (Encode, EncodeBatch, Decode, ...).
+// Layout (how the encoder is fast, what was tried and rejected, and the figures:
+// docs/tokenizer-performance.md):
+//   - tokenizer.go: the Tokenizer type and its API (Encode, AppendEncode,
+//     AppendEncodeInt32, EncodeBatch, Decode, ...); cut.go: Cut, where a text can be
+//     encoded in parts.
+//   - encode.go: the encode path (added tokens, normalization, pre-tokenization, then
+//     each piece through the caches or the merge loop); cache.go: the per-goroutine
+//     front cache and piece cache; vocabtable.go: the vocabulary by bytes.
+//   - classify*.go: the byte classes, 64 bytes at a time (AVX2, and its pure-Go SWAR
+//     twin, the only one under the noasm tag), for the pre-tokenizers.
+//   - split_blocks.go, split_gpt2.go, split_tiktoken.go: the pre-tokenizers: piece
+//     starts of whole blocks in bit arithmetic, a piece at a time where a block does not
+//     allow it; pattern.go: the regexes run literally, which tests compare them with.
+//   - bpe.go, bpe_ranks.go, pairtable.go: the merge loops (HF's pair ranks, tiktoken's
+//     byte ranks); bpe_backtrack.go, prefixtable.go: long pieces under HF's merges
+//     encoded in one pass by backtracking over compatible token pairs; reference.go: the
+//     slow, obvious encoder tests compare Encode with.
 //   - added.go: splitting text on added tokens (leftmost-longest).
-//   - bpe.go: the fast merge loop; reference.go: the slow, obvious encoder tests compare it to.
-//   - split_gpt2.go, split_tiktoken.go: pre-tokenizers (hand-made scanners).
 //   - classes*.go: HF's Unicode 16.0 letter/number/space classes (generated).
 //   - nfc*.go: HF-compatible NFC (Unicode 9.0 data, generated).
-//   - load_*.go: tokenizer.json, vocab.json+merges.txt, .tiktoken, char vocabularies.
+//   - load_*.go, build.go: tokenizer.json, vocab.json+merges.txt, .tiktoken, char
+//     vocabularies; compiled.go: the compiled form the named tokenizers load from.
 //   - train*.go: byte-level BPE training that writes a tokenizer.json.
 //
 // The package does no I/O beyond what its callers hand it (bytes, readers); resolving a

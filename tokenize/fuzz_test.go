@@ -19,15 +19,32 @@ func FuzzEncodeMatchesReference(f *testing.F) {
 	gpt2, neox := sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b")
 	f.Fuzz(func(t *testing.T, s string) {
 		v := ReplaceInvalidUTF8(s)
-		if got, want := splitGPT2(v, nil), refSplitGPT2(v, nil); !slices.Equal(got, want) {
+		if got, want := splitAll(splitGPT2, new(classWindow), v, nil), refSplitGPT2(v, nil); !slices.Equal(got, want) {
 			t.Fatalf("splitGPT2(%q) = %q, regex gives %q", v, splitPieces(v, got), splitPieces(v, want))
 		}
 		for _, tok := range []*Tokenizer{gpt2, neox} {
-			if got, want := tok.Encode(s), tok.refEncode(s); !slices.Equal(got, want) {
+			want := tok.refEncode(s)
+			if got := tok.Encode(s); !slices.Equal(got, want) {
 				t.Fatalf("%s: %s", tok.Name(), firstDiff(tok, s, got, want))
+			}
+			// The entry point for text already checked, on the text after replacement.
+			valid, err := tok.AppendEncodeValidInt32(nil, v, false)
+			if err != nil {
+				t.Fatalf("%s: AppendEncodeValidInt32(%q): %v", tok.Name(), v, err)
+			}
+			if got := int32sToInts(valid); !slices.Equal(got, want) {
+				t.Fatalf("%s: AppendEncodeValidInt32: %s", tok.Name(), firstDiff(tok, s, got, want))
 			}
 		}
 	})
+}
+
+func int32sToInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
 
 // FuzzEncodeDecodeRoundTrip: decoding the ids gives the text back (after invalid UTF-8 is

@@ -41,26 +41,34 @@ func rep(set runeSet, a, b int) patItem {
 }
 
 // split appends the end offsets of the pieces of s, as regex find-all would give them.
-// Text no alternative matches (impossible for these patterns, whose last alternatives
-// cover every character) would be skipped one character at a time.
 func (p pattern) split(s string, ends []int) []int {
 	for i := 0; i < len(s); {
-		end := -1
-		for _, alt := range p {
-			if e := matchItems(s, i, alt); e > i {
-				end = e
-				break
-			}
-		}
-		if end < 0 {
-			_, w := utf8.DecodeRuneInString(s[i:])
-			i += w
-			continue
-		}
-		ends = append(ends, end)
-		i = end
+		ends, i = p.next(s, i, ends)
 	}
 	return ends
+}
+
+// splitter returns p run as a splitter (it needs no class masks).
+func (p pattern) splitter() splitter {
+	return func(_ *classWindow, s string, from int, ends []int) []int {
+		for i := from; i < len(s) && len(ends) < cap(ends); {
+			ends, i = p.next(s, i, ends)
+		}
+		return ends
+	}
+}
+
+// next appends the end of the piece that starts at i and returns it with that end.
+// Text no alternative matches (impossible for these patterns, whose last alternatives
+// cover every character) is skipped one character at a time.
+func (p pattern) next(s string, i int, ends []int) ([]int, int) {
+	for _, alt := range p {
+		if e := matchItems(s, i, alt); e > i {
+			return append(ends, e), e
+		}
+	}
+	_, w := utf8.DecodeRuneInString(s[i:])
+	return ends, i + w
 }
 
 // matchItems returns the end of the first (in backtracking order) match of items at

@@ -20,8 +20,8 @@ func (t *Tokenizer) refTables() *refTables {
 		return v.(*refTables)
 	}
 	rt := &refTables{pairRank: map[[2]string]int{}}
-	for rank, m := range t.mergeList {
-		rt.pairRank[[2]string{t.vocab[m[0]], t.vocab[m[1]]}] = rank
+	for _, m := range t.mergeTable() {
+		rt.pairRank[[2]string{t.vocab[m.left], t.vocab[m.right]}] = int(m.rank)
 	}
 	refTablesOnce.Store(t, rt)
 	return rt
@@ -52,13 +52,7 @@ func (t *Tokenizer) refEncode(text string) []int {
 			if t.addPrefixSpace && s[0] != ' ' {
 				s = " " + s
 			}
-			var ends []int
-			switch t.pattern {
-			case "gpt2":
-				ends = refSplitGPT2(s, nil)
-			default:
-				ends = splitters[t.pattern](s, nil)
-			}
+			ends := refSplitters[t.pattern](s, nil)
 			prev := 0
 			for _, e := range ends {
 				out = append(out, t.refBPE(s[prev:e])...)
@@ -104,18 +98,18 @@ func refSplitAdded(s string, added []AddedToken, normalized bool) []refSegment {
 func (t *Tokenizer) refBPE(piece string) []int {
 	rt := t.refTables()
 	// tiktoken, and HF with ignore_merges, take a piece found whole in the vocabulary.
-	if id, ok := t.ids[piece]; ok && (t.mergeSemantics == "ranks" || t.ignoreMerges) {
+	if id, ok := t.tokenID(piece); ok && (t.mergeSemantics == "ranks" || t.ignoreMerges) {
 		return []int{int(id)}
 	}
 	var syms []string
 	for i := 0; i < len(piece); i++ {
-		if _, ok := t.ids[piece[i:i+1]]; ok {
+		if _, ok := t.tokenID(piece[i : i+1]); ok {
 			syms = append(syms, piece[i:i+1])
 		}
 	}
 	rank := func(a, b string) (int, bool) {
 		if t.mergeSemantics == "ranks" {
-			id, ok := t.ids[a+b]
+			id, ok := t.tokenID(a + b)
 			return int(id), ok
 		}
 		r, ok := rt.pairRank[[2]string{a, b}]
@@ -136,7 +130,8 @@ func (t *Tokenizer) refBPE(piece string) []int {
 	}
 	ids := make([]int, len(syms))
 	for i, s := range syms {
-		ids[i] = int(t.ids[s])
+		id, _ := t.tokenID(s)
+		ids[i] = int(id)
 	}
 	return ids
 }

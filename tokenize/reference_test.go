@@ -26,7 +26,7 @@ func TestSplitGPT2MatchesRegex(t *testing.T) {
 	}
 	for _, s := range inputs {
 		s = ReplaceInvalidUTF8(s)
-		got, want := splitGPT2(s, nil), refSplitGPT2(s, nil)
+		got, want := splitAll(splitGPT2, new(classWindow), s, nil), refSplitGPT2(s, nil)
 		if !slices.Equal(got, want) {
 			t.Fatalf("splitGPT2(%.80q):\n got  %v\n want %v", s, splitPieces(s, got), splitPieces(s, want))
 		}
@@ -69,7 +69,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 // short one on random long pieces of few distinct characters, where merges overlap a lot.
 func TestLongPieces(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base"} {
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
 		tok := sharedTokenizer(t, name)
 		st := tok.getState()
 		for n := 0; n < 200; n++ {
@@ -79,7 +79,7 @@ func TestLongPieces(t *testing.T) {
 				b.WriteString(alphabet[rng.Intn(len(alphabet))])
 			}
 			p := b.String()
-			want := slices.Clone(tok.mergeShort(st, p))
+			want := slices.Clone(tok.mergeSmall(st, p))
 			if got := tok.mergeLong(st, p); !slices.Equal(got, want) {
 				t.Fatalf("%s: mergeLong(%.40q...) differs from mergeShort", name, p)
 			}

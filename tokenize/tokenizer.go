@@ -3,6 +3,7 @@ package tokenize
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -22,9 +23,12 @@ type Tokenizer struct {
 	kind Kind
 
 	// Byte-level BPE.
-	vocab  []string          // id -> raw bytes of the token ("" for ids that are not BPE tokens)
-	ids    map[string]uint32 // raw bytes -> id, BPE vocabulary only
-	merges *pairTable        // left<<32|right -> rank<<32|merged id
+	vocab []string // id -> raw bytes of the token ("" for ids that are not tokens)
+	// The BPE vocabulary's ids by bytes (tokenID): tokens of up to 16 bytes in whole,
+	// the others in longIDs.
+	whole   *vocabTable
+	longIDs map[string]uint32
+	merges  *pairTable // (left, right) -> rank, and what each rank makes
 	// monotone: every merge makes a token of higher rank than the pairs that contain it
 	// could have, so merges happen in non-decreasing rank order (see mergeLong).
 	monotone bool
@@ -40,7 +44,6 @@ type Tokenizer struct {
 	normAdded       *addedMatcher       // added tokens matched after normalization (normalized=true)
 	added           []AddedToken        // all added tokens, for Decode and the fingerprint
 	mergeSemantics  string              // "pairs" (HF merges list) or "ranks" (tiktoken)
-	mergeList       [][2]uint32         // merges in rank order (pairs semantics), for the fingerprint
 	maxTokenByteLen int
 	// wholeBad[id] is true for a token that the merges do not rebuild from its own bytes:
 	// a piece equal to it must still be merged (HF's BPE takes whole pieces from the
@@ -48,6 +51,8 @@ type Tokenizer struct {
 	wholeBad []bool
 	// ignoreMerges: a piece found whole in the vocabulary is that token (HF ignore_merges).
 	ignoreMerges bool
+	// cuttable: Cut may cut texts (no prefix space, no added token holds a newline).
+	cuttable bool
 
 	// Character-level (KindChar).
 	chars   []rune
@@ -58,6 +63,11 @@ type Tokenizer struct {
 	fingerprint string
 
 	states sync.Pool // *encodeState
+
+	// The encoder of long pieces (bpe_backtrack.go), built on the first one: nil if the
+	// vocabulary does not allow it.
+	backtrack     *backtrack
+	backtrackOnce sync.Once
 }
 
 // AddedToken is a token matched on the text before pre-tokenization (HF "added_tokens").
@@ -68,9 +78,28 @@ type AddedToken struct {
 	Normalized bool
 }
 
-// splitter appends to ends the end offsets of the pre-tokenized pieces of s, in order.
-// Piece i is s[ends[i-1]:ends[i]] (ends[-1] taken as 0). Empty s gives no pieces.
-type splitter func(s string, ends []int) []int
+// splitter appends to ends the end offsets of the pre-tokenized pieces of s that follow
+// byte from (0 or the end of a piece), in order, until s ends or ends is full (len(ends)
+// == cap(ends); callers give cap > len). w is s's class window (classWindow.reset(s)
+// before the first call on s). Piece k is s[ends[k-1]:ends[k]], ends[-1] taken as from.
+type splitter func(w *classWindow, s string, from int, ends []int) []int
+
+// splitAll appends the end offsets of all the pieces of s to ends.
+func splitAll(split splitter, w *classWindow, s string, ends []int) []int {
+	w.reset(s)
+	for from := 0; from < len(s); {
+		if len(ends) == cap(ends) {
+			ends = slices.Grow(ends, 256)
+		}
+		n := len(ends)
+		ends = split(w, s, from, ends)
+		if len(ends) == n {
+			break
+		}
+		from = ends[len(ends)-1]
+	}
+	return ends
+}
 
 // Name is a short name for the tokenizer (e.g. "gpt2", "neox-20b", a file's base name).
 func (t *Tokenizer) Name() string { return t.name }
@@ -133,7 +162,7 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 			return a.ID, true
 		}
 	}
-	id, ok := t.ids[token]
+	id, ok := t.tokenID(token)
 	return int(id), ok
 }
 
@@ -142,24 +171,42 @@ func (t *Tokenizer) ID(token string) (int, bool) {
 // ids equal those HF gives for the text such a decoder produces. For a character
 // vocabulary, characters it lacks are dropped; use EncodeChecked to get an error instead.
 func (t *Tokenizer) Encode(text string) []int {
-	ids, _ := t.encode(text, nil, false)
+	ids, _ := encode[int](t, text, nil, false, false)
 	return ids
 }
 
 // EncodeChecked is Encode that fails, naming the byte offset, on a character that a
 // character vocabulary lacks. For BPE tokenizers it never fails.
 func (t *Tokenizer) EncodeChecked(text string) ([]int, error) {
-	return t.encode(text, nil, true)
+	return encode[int](t, text, nil, true, false)
 }
 
 // AppendEncode appends the ids of text to dst and returns the extended slice.
 func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
-	ids, _ := t.encode(text, dst, false)
+	ids, _ := encode(t, text, dst, false, false)
 	return ids
 }
 
-func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
-	if !utf8.ValidString(text) {
+// AppendEncodeInt32 is AppendEncode for ids held as int32: half the memory of int, for
+// callers that hold many (every id is below 2^20). With checked, it fails as
+// EncodeChecked does.
+func (t *Tokenizer) AppendEncodeInt32(dst []int32, text string, checked bool) ([]int32, error) {
+	return encode(t, text, dst, checked, false)
+}
+
+// AppendEncodeValidInt32 is AppendEncodeInt32 for text known to be valid UTF-8 (as
+// prep.Doc.Text always is: the JSON decoder checks it and replaces what is not), which
+// it does not check again: that pass over the text was ~1.3% of `tokenize run`'s CPU.
+// The caller must guarantee the text is valid UTF-8; the ids of any other text are
+// unspecified (they may differ from Encode's).
+func (t *Tokenizer) AppendEncodeValidInt32(dst []int32, text string, checked bool) ([]int32, error) {
+	return encode(t, text, dst, checked, true)
+}
+
+// encode appends the ids of text to dst; valid says the caller has checked that text
+// is valid UTF-8.
+func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) ([]T, error) {
+	if !valid && !utf8.ValidString(text) {
 		text = ReplaceInvalidUTF8(text)
 	}
 	switch t.kind {
@@ -172,17 +219,26 @@ func (t *Tokenizer) encode(text string, dst []int, strict bool) ([]int, error) {
 				}
 				continue
 			}
-			dst = append(dst, id)
+			dst = append(dst, T(id))
 		}
 		return dst, nil
 	case KindByteChar:
 		for i := 0; i < len(text); i++ {
-			dst = append(dst, int(text[i]))
+			dst = append(dst, T(text[i]))
 		}
 		return dst, nil
 	}
 	st := t.getState()
-	dst = t.encodeBPE(st, text, dst)
+	if dst == nil {
+		// A new slice, sized from the tokens per byte of this state's last text: most
+		// often it needs neither growing (a copy) nor more than a little spare room.
+		dst = make([]T, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
+	}
+	start := len(dst)
+	dst = encodeBPE(t, st, text, dst)
+	if len(text) >= 64 {
+		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
+	}
 	t.putState(st)
 	return dst, nil
 }

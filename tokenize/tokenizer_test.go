@@ -187,3 +187,28 @@ func TestLoadErrorsNameTheProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEncodeInt32: the int32 encode path gives Encode's ids, appended, for every
+// kind of tokenizer, and fails on a character a character vocabulary lacks when checked.
+func TestAppendEncodeInt32(t *testing.T) {
+	texts := append([]string{"", "Hello, world <|endoftext|> it's   x\n\n"}, tricky...)
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
+		tok := sharedTokenizer(t, name)
+		for _, s := range texts {
+			got, err := tok.AppendEncodeInt32([]int32{-1}, s, true)
+			want := tok.Encode(s)
+			if err != nil || len(got) != len(want)+1 || got[0] != -1 {
+				t.Fatalf("%s: AppendEncodeInt32(%q) = %v, %v; Encode %v", name, s, got, err, want)
+			}
+			for i, id := range want {
+				if int(got[i+1]) != id {
+					t.Fatalf("%s: AppendEncodeInt32(%q)[%d] = %d, Encode %d", name, s, i, got[i+1], id)
+				}
+			}
+		}
+	}
+	char := NewNeoXChar()
+	if got, _ := char.AppendEncodeInt32(nil, "ab", false); len(got) != 2 || got[0] != 'a' {
+		t.Errorf("neox-char: %v", got)
+	}
+}

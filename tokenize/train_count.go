@@ -131,6 +131,7 @@ type wordCounter struct {
 	specials *addedMatcher
 	pieces   int64
 	ends     []int
+	win      classWindow
 }
 
 // addText counts the pieces of s, skipping the special tokens in it.
@@ -158,7 +159,7 @@ func (c *wordCounter) addSegment(s string) {
 	if s == "" {
 		return
 	}
-	c.ends = splitGPT2(s, c.ends[:0])
+	c.ends = splitAll(splitGPT2, &c.win, s, c.ends[:0])
 	prev := 0
 	for _, end := range c.ends {
 		p := s[prev:end]

@@ -351,7 +351,7 @@ func TestTrainCut(t *testing.T) {
 func trainPieces(s string) []string {
 	var out []string
 	prev := 0
-	for _, end := range splitGPT2(s, nil) {
+	for _, end := range splitAll(splitGPT2, new(classWindow), s, nil) {
 		out = append(out, s[prev:end])
 		prev = end
 	}

@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
-# What `make bench` runs: the tokenizer speed goals, ours and the peers' measured in the same run,
-# as a markdown table on stdout and in .cache/bench/report.md.
+# What `make bench` runs: the tokenizer's speed goals with the peers measured in the same run
+# (a markdown table on stdout and in .cache/bench/report.md), then the data, loader,
+# trainer and data-parallel benchmarks appended to the report.
 #
-#   1. builds the ~80 MiB English-ish corpus once: .cache/bench/bench.txt (shared/tools/make-bench-corpus.sh;
-#      it is made from files on this machine, so its sha256 is recorded in the report);
-#   2. cuts a BENCH_PEER_MB prefix of it (at a line end) that BOTH sides encode: the peers are slow (HF ~1 MB/s,
-#      4 passes per model), and MB/s is per-byte throughput, so a prefix is fair as long as both use the same file;
-#   3. runs the peers (shared/tools/bench-peers.js: HF tokenizers 0.23.2 gpt2 and neox-20b, tiktoken WASM gpt2;
-#      chunks mode = one encode() per ~1 MB piece, each in a fresh single-threaded node process) on the prefix and
-#      on tinyshakespeare;
-#   4. runs our benchmarks (tokenize/bench_test.go) on the same files: Encode and EncodeAdversarial with -cpu 1
-#      (GOMAXPROCS=1: single core, like the peers' chunks mode), EncodeBatchWorkers with -cpu 2, Load at the
-#      default GOMAXPROCS (what a program loading a tokenizer gets);
-#   5. tools/benchreport prints the table with PASS/FAIL per goal.
+#   1. the corpora, once, in .cache/bench: english.txt (tinyshakespeare repeated to
+#      BENCH_ENGLISH_MB, default 50 MiB) and mixed.txt (tools/make-mixed-corpus.sh: ~80 MB of
+#      docs, man pages, prose and Go source, plus the parity corpus's many scripts), and
+#      their first BENCH_HF_MB MiB (default 8, cut at a line end) for HF tokenizers, which
+#      is ~100× slower than the rest;
+#   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2
+#      and cl100k_base on english and mixed, HF tokenizers with gpt2 and neox-20b on the
+#      -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
+#   3. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
+#      ids hash to show the ids are the same), the adversarial inputs, EncodeBatch on 2
+#      workers, loading (in process and as a fresh process), the command line against the
+#      library on BENCH_CLI_MB (default 100) MB, tokenize run end to end against the
+#      tokenizer on the mixed corpus as .jsonl/.zst/.gz, and the decompressors;
+#   4. tools/benchreport: the table, PASS/FAIL per goal.
 #
 # Environment:
 #   SHARED            the shared directory (default ../shared beside the repository)
-#   BENCH_PEER_MB     MiB of the corpus both sides encode (default 16; 80 or "all" = the whole corpus, ~84 MB;
-#                     HF then takes ~80 s per pass, ~11 min for the peers alone)
+#   BENCH_ENGLISH_MB  size of the English corpus (MiB, default 50)   BENCH_HF_MB  HF's prefix (MiB, default 8)
 #   BENCH_TIME        go test -benchtime (default 2s)      BENCH_COUNT  go test -count (default 3)
-#   BENCH_RUNS        bench-peers.js --runs, passes after the cold one (default 3)
+#   BENCH_RUNS        bench-peers.js --runs, timed passes after the warm one (default 3)
 #   BENCH_ADV_MAX     give up on an adversarial input projected to take longer than this per 1 MB encode (default 2m)
 #   BENCH_REUSE_PEERS 1: reuse .cache/bench/peers.json from an earlier run on the same files (the report says so;
 #                     for iterating on the encoder -- the goals are judged on peers measured in the same run)
+#   BENCH_CLI_MB      MB of text for the command line against the library (default 100)
 #   BENCH_STRICT      1: exit non-zero when a goal FAILs or was not measured (default: report only)
 #   BENCH_GO_TIMEOUT  go test -timeout (default 60m)
+#   BENCH_DATA, BENCH_LOADER, BENCH_TRAINER, BENCH_DIST: 0 skips that part
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,105 +44,111 @@ cd "$root"
 out=$root/.cache/bench
 mkdir -p "$out"
 command -v go >/dev/null || die "go is not on PATH"
-for f in tools/make-bench-corpus.sh tools/bench-peers.js corpora/tinyshakespeare.txt \
-  tokenizers/gpt2/tokenizer.json tokenizers/gpt2/vocab.json tokenizers/gpt2/merges.txt tokenizers/neox-20b/tokenizer.json; do
+for f in tools/make-bench-corpus.sh corpora/tinyshakespeare.txt tokenizers/gpt2/tokenizer.json tokenizers/neox-20b/tokenizer.json; do
   [ -f "$SHARED/$f" ] || die "missing $SHARED/$f"
 done
-shakespeare=$SHARED/corpora/tinyshakespeare.txt
 
-BENCH_PEER_MB=${BENCH_PEER_MB:-16}
+BENCH_ENGLISH_MB=${BENCH_ENGLISH_MB:-50}
+BENCH_HF_MB=${BENCH_HF_MB:-8}
 BENCH_TIME=${BENCH_TIME:-2s}
 BENCH_COUNT=${BENCH_COUNT:-3}
 BENCH_RUNS=${BENCH_RUNS:-3}
+BENCH_CLI_MB=${BENCH_CLI_MB:-100}
 BENCH_GO_TIMEOUT=${BENCH_GO_TIMEOUT:-60m}
-[[ "$BENCH_PEER_MB" =~ ^([0-9]+|all)$ ]] || die "BENCH_PEER_MB must be a number of MiB or 'all', not '$BENCH_PEER_MB'"
 loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 start=$(date +%s)
 
-# 1. The corpus, once.
-corpus=$out/bench.txt
-if [ ! -s "$corpus" ]; then
-  say "building the corpus $corpus (about a minute)"
-  bash "$SHARED/tools/make-bench-corpus.sh" "$corpus.tmp" 80
-  mv "$corpus.tmp" "$corpus"
+# 1. The corpora, once.
+english=$out/english.txt mixed=$out/mixed.txt
+if [ ! -s "$english" ] || [ "$(stat -c %s "$english")" -lt $((BENCH_ENGLISH_MB << 20)) ]; then
+  say "building $english"
+  : > "$english.tmp"
+  while [ "$(stat -c %s "$english.tmp")" -lt $((BENCH_ENGLISH_MB << 20)) ]; do cat "$SHARED/corpora/tinyshakespeare.txt" >> "$english.tmp"; done
+  mv "$english.tmp" "$english"
 fi
-corpus_sha=$(sha256sum "$corpus" | cut -d' ' -f1)
-echo "$corpus_sha  bench.txt" > "$out/bench.txt.sha256"
-corpus_bytes=$(stat -L -c %s "$corpus")
-
-# 2. The prefix both sides encode.
-if [ "$BENCH_PEER_MB" = all ] || [ $((BENCH_PEER_MB << 20)) -ge "$corpus_bytes" ]; then
-  input=$corpus
-  input_note="the whole corpus .cache/bench/bench.txt, $corpus_bytes bytes, sha256 $corpus_sha"
-else
-  input=$out/bench-${BENCH_PEER_MB}MiB.txt
-  stamp="$corpus_sha $BENCH_PEER_MB"
-  if [ ! -s "$input" ] || [ "$(cat "$input.stamp" 2>/dev/null)" != "$stamp" ]; then
-    # head -c cuts inside a line (maybe inside a character): drop that last line
-    head -c $((BENCH_PEER_MB << 20)) "$corpus" | sed '$d' > "$input.tmp"
-    mv "$input.tmp" "$input"
-    echo "$stamp" > "$input.stamp"
+if [ ! -s "$mixed" ]; then
+  say "building $mixed (about a minute)"
+  bash tools/make-mixed-corpus.sh "$mixed" 80
+fi
+prefix() { # prefix IN OUT MiB: the first MiB of IN, cut at a line end
+  if [ ! -s "$2" ] || [ "$(cat "$2.stamp" 2>/dev/null)" != "$(stat -c %s:%Y "$1") $3" ]; then
+    head -c $(($3 << 20)) "$1" | sed '$d' > "$2.tmp" && mv "$2.tmp" "$2" && stat -c %s:%Y "$1" | sed "s/\$/ $3/" > "$2.stamp"
   fi
-  input_note="first $(stat -L -c %s "$input") bytes (BENCH_PEER_MB=$BENCH_PEER_MB MiB, cut at a line end) of .cache/bench/bench.txt ($corpus_bytes bytes, sha256 $corpus_sha); BENCH_PEER_MB=80 uses all of it"
-fi
-input_sha=$(sha256sum "$input" | cut -d' ' -f1)
-say "input: $input_note"
+}
+prefix "$english" "$out/english-hf.txt" "$BENCH_HF_MB"
+prefix "$mixed" "$out/mixed-hf.txt" "$BENCH_HF_MB"
+inputs="english=$english,mixed=$mixed,english-hf=$out/english-hf.txt,mixed-hf=$out/mixed-hf.txt"
+say "inputs: $inputs (mixed sha256 $(sha256sum "$mixed" | cut -c1-16))"
 
-# 3. The peers.
+# 2. The peers.
 peers_json=$out/peers.json
-peers_stamp="$input_sha $(sha256sum "$shakespeare" | cut -d' ' -f1) runs=$BENCH_RUNS"
-peers_note=""
-only=hf-gpt2-chunks,hf-neox-20b-chunks,tiktoken-gpt2-chunks
-peers_cmd="NODE_PATH=.cache/peers/node_modules node \$SHARED/tools/bench-peers.js --files $input,$shakespeare --only $only --runs $BENCH_RUNS --json $peers_json"
+jobs=()
+for f in "$english" "$mixed"; do
+  for m in gpt2 cl100k_base; do jobs+=(--job "tiktoken-rs:$m:$f" --job "tiktoken:$m:$f"); done
+done
+for f in "$out/english-hf.txt" "$out/mixed-hf.txt"; do
+  for m in gpt2 neox-20b; do jobs+=(--job "hf:$m:$f"); done
+done
+peers_stamp="$(sha256sum "$english" "$mixed" "$out/english-hf.txt" "$out/mixed-hf.txt" | cut -c1-16 | tr '\n' ' ') runs=$BENCH_RUNS"
+peers_cmd="NODE_PATH=.cache/peers/node_modules node tools/bench-peers.js --runs $BENCH_RUNS --tokdir \$SHARED/tokenizers --json $peers_json ${jobs[*]}"
+note=""
 if [ "${BENCH_REUSE_PEERS:-}" = 1 ] && [ -s "$peers_json" ] && [ "$(cat "$peers_json.stamp" 2>/dev/null)" = "$peers_stamp" ]; then
-  peers_note="peers' figures REUSED from an earlier run ($(date -u -r "$peers_json" '+%Y-%m-%d %H:%M UTC'), BENCH_REUSE_PEERS=1), not measured in this run."
-  say "$peers_note"
+  note="The peers' figures were REUSED from an earlier run ($(date -u -r "$peers_json" '+%Y-%m-%d %H:%M UTC'), BENCH_REUSE_PEERS=1), not measured in this run."
+  say "$note"
 else
   NODE_PATH=$(bash "$root/tools/install-peers.sh") || die "installing the peers failed (tools/install-peers.sh needs node and npm)"
   export NODE_PATH
-  mb=$(( $(stat -L -c %s "$input") / 1000000 ))
-  say "peers on $mb MB + tinyshakespeare, $((BENCH_RUNS + 1)) passes each: HF ~1 MB/s, so about $(( (mb + 1) * (BENCH_RUNS + 1) * 2 + (mb + 1) * (BENCH_RUNS + 1) / 4 + 10 )) s"
+  say "peers (several minutes: HF encodes ~1 MB/s): ${jobs[*]}"
   rm -f "$peers_json" "$peers_json.stamp"
-  node "$SHARED/tools/bench-peers.js" --files "$input,$shakespeare" --only "$only" --runs "$BENCH_RUNS" \
-    --json "$peers_json.tmp" | tee "$out/peers.log"
+  node tools/bench-peers.js --runs "$BENCH_RUNS" --tokdir "$SHARED/tokenizers" --json "$peers_json.tmp" "${jobs[@]}" 2>&1 | tee "$out/peers.log"
   [ -s "$peers_json.tmp" ] || die "bench-peers.js wrote no $peers_json.tmp (see above)"
   mv "$peers_json.tmp" "$peers_json"
   echo "$peers_stamp" > "$peers_json.stamp"
 fi
 
-# 4. Ours, on the same files.
-single_bench='^(BenchmarkEncode|BenchmarkEncodeAdversarial)$'
-go_cmd1="BENCH_CORPUS=$input go test ./tokenize -run '^\$' -bench '$single_bench' -benchtime $BENCH_TIME -count $BENCH_COUNT -cpu 1 -timeout $BENCH_GO_TIMEOUT"
-go_cmd2="go test ./tokenize -run '^\$' -bench '^BenchmarkEncodeBatchWorkers\$' -benchtime $BENCH_TIME -count $BENCH_COUNT -cpu 2 -timeout $BENCH_GO_TIMEOUT"
-go_cmd3="go test ./tokenize -run '^\$' -bench '^BenchmarkLoad\$' -benchtime $BENCH_TIME -count $BENCH_COUNT -timeout $BENCH_GO_TIMEOUT"
-# run_go OUTFILE ARGS...: go test with its output teed; a failing benchmark (e.g. an adversarial input given up
+# 3. Ours, on the same files.
+# run_go OUTFILE PKG ARGS...: go test with its output teed; a failing benchmark (e.g. an adversarial input given up
 # on as superlinear) is a goal failure the report shows, but no benchmark output at all means it did not build.
 run_go() {
-  local file=$1 rc=0
-  shift
-  go test ./tokenize -run '^$' "$@" -benchtime "$BENCH_TIME" -count "$BENCH_COUNT" -timeout "$BENCH_GO_TIMEOUT" 2>&1 | tee "$file" || rc=$?
+  local file=$1 pkg=$2 rc=0
+  shift 2
+  go test "$pkg" -run '^$' "$@" -timeout "$BENCH_GO_TIMEOUT" 2>&1 | tee "$file" || rc=$?
   if [ "$rc" -ne 0 ]; then
-    grep -q '^Benchmark' "$file" || die "go test failed before any benchmark ran (exit $rc; output in $file)"
+    grep -q '^Benchmark' "$file" || die "go test $pkg failed before any benchmark ran (exit $rc; output in $file)"
     say "go test exited $rc: some benchmarks failed (the report shows which)"
   fi
 }
-say "ours, single core: $go_cmd1"
-BENCH_CORPUS=$input run_go "$out/go-bench.txt" -bench "$single_bench" -cpu 1
-say "ours, workers: $go_cmd2"
-run_go "$out/go-bench-workers.txt" -bench '^BenchmarkEncodeBatchWorkers$' -cpu 2
-say "ours, loading: $go_cmd3"
-run_go "$out/go-bench-load.txt" -bench '^BenchmarkLoad$'
+go_cmds=(
+  "BENCH_INPUTS=$inputs go test ./tokenize -bench '^(BenchmarkEncode|BenchmarkEncodeAdversarial)\$' -benchtime $BENCH_TIME -count $BENCH_COUNT -cpu 1"
+  "go test ./tokenize -bench '^BenchmarkEncodeBatchWorkers\$' -benchtime $BENCH_TIME -count $BENCH_COUNT -cpu 2"
+  "go test ./tokenize/spec -bench LoadInProcess -count $BENCH_COUNT"
+  "go test ./cmd/tokenize -bench LoadProcess -benchtime 10x -count $BENCH_COUNT"
+  "BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed go test ./cmd/tokenize -bench CLIVsLibrary -benchtime 2x"
+  "BENCH_CORPUS=$mixed go test ./pipelines -bench EndToEndVsTokenizer -benchtime 2x"
+  "BENCH_CORPUS=$mixed go test ./prep -bench Decompress -benchtime 3x"
+)
+say "ours: ${go_cmds[0]}"
+BENCH_INPUTS=$inputs run_go "$out/go-encode.txt" ./tokenize -bench '^(BenchmarkEncode|BenchmarkEncodeAdversarial)$' -benchtime "$BENCH_TIME" -count "$BENCH_COUNT" -cpu 1
+say "ours: ${go_cmds[1]}"
+run_go "$out/go-workers.txt" ./tokenize -bench '^BenchmarkEncodeBatchWorkers$' -benchtime "$BENCH_TIME" -count "$BENCH_COUNT" -cpu 2
+say "ours: ${go_cmds[2]}"
+run_go "$out/go-load.txt" ./tokenize/spec -bench LoadInProcess -count "$BENCH_COUNT"
+say "ours: ${go_cmds[3]}"
+run_go "$out/go-loadproc.txt" ./cmd/tokenize -bench LoadProcess -benchtime 10x -count "$BENCH_COUNT"
+say "ours: ${go_cmds[4]}"
+BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed run_go "$out/go-cli.txt" ./cmd/tokenize -bench CLIVsLibrary -benchtime 2x
+say "ours: ${go_cmds[5]}"
+BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokenizer -benchtime 2x
+say "ours: ${go_cmds[6]}"
+BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench Decompress -benchtime 3x
 
-# 5. The report.
+# 4. The report.
 say "done in $(( $(date +%s) - start )) s; report:"
-cmds="# make bench (tools/bench.sh) with BENCH_PEER_MB=$BENCH_PEER_MB BENCH_TIME=$BENCH_TIME BENCH_COUNT=$BENCH_COUNT BENCH_RUNS=$BENCH_RUNS, SHARED=$SHARED
+cmds="# make bench (tools/bench.sh) with BENCH_ENGLISH_MB=$BENCH_ENGLISH_MB BENCH_HF_MB=$BENCH_HF_MB BENCH_TIME=$BENCH_TIME BENCH_COUNT=$BENCH_COUNT BENCH_RUNS=$BENCH_RUNS, SHARED=$SHARED
 $peers_cmd
-$go_cmd1
-$go_cmd2
-$go_cmd3"
-go run ./tools/benchreport -gobench "$out/go-bench.txt,$out/go-bench-workers.txt,$out/go-bench-load.txt" -peers "$peers_json" \
-  -corpus "$input" -shakespeare "$shakespeare" -corpus-note "$input_note" -peers-note "$peers_note" \
-  -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
+$(printf '%s\n' "${go_cmds[@]}")"
+go run ./tools/benchreport -gobench "$out/go-encode.txt,$out/go-workers.txt,$out/go-load.txt,$out/go-loadproc.txt,$out/go-cli.txt,$out/go-e2e.txt,$out/go-decompress.txt" \
+  -peers "$peers_json" -inputs "$inputs" -note "$note" -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
 
 # 6. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
 # the report. BENCH_DATA=0 skips it.

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"gptkit/internal/cli"
 	"io"
 	"runtime"
-	"strconv"
+	"unsafe"
 
+	"gptkit/internal/cli"
+	"gptkit/internal/progress"
 	"gptkit/tokenize"
 )
 
@@ -48,11 +49,11 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
 	bar := pf.start(c.Name, stdin, stderr)
+	ft := newIDText(tok.VocabSize())
 	if *jsonl {
-		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar)
+		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar, ft)
 	} else {
-		err = encodeWhole(ctx, tok, countingReader{stdin, bar}, out)
-		bar.Add(0, 1)
+		err = encodeWhole(ctx, tok, stdin, out, *workers, bar, ft)
 	}
 	// Flush even after an error: the lines before the bad one are good output.
 	if ferr := out.Flush(); err == nil && ferr != nil {
@@ -66,37 +67,123 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return exitOK
 }
 
-// encodeWhole encodes all of in as one text.
-func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
-	text, err := io.ReadAll(&contextReader{ctx: ctx, r: in})
+// Whole-input encoding cuts the text into parts of about wholePartBytes (at
+// Tokenizer.Cut), at most wholeQueue of them in flight.
+const (
+	wholePartBytes = 1 << 20
+	wholeQueue     = 4
+)
+
+// encodeWhole encodes all of in as one text and writes its ids as one JSON array. The
+// text is cut into parts (Tokenizer.Cut: the ids of the parts joined are the ids of the
+// whole), encoded on workers goroutines and written in order as they are done, so that
+// a large text uses all cores and its ids are never all held at once.
+func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, workers int, bar *progress.Bar, ft *idText) error {
+	data, err := readAll(ctx, in, bar)
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
-	ids, err := tok.EncodeChecked(string(text))
-	if err != nil {
-		return fmt.Errorf("stdin: %w", err)
+	bar.Add(0, 1)
+	text := unsafe.String(unsafe.SliceData(data), len(data)) // data is not written again
+	if tok.Kind() == tokenize.KindChar {
+		// One part: EncodeChecked's error names an offset in the whole text.
+		ids, err := tok.EncodeChecked(text)
+		if err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
+		_, err = out.Write(ft.appendArray(nil, ids))
+		return err
 	}
-	return writeIDs(out, ids)
+
+	type part struct {
+		text string
+		out  chan []byte // ",id,id..." of the part
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make(chan part, wholeQueue*workers)
+	jobs := make(chan part, wholeQueue*workers)
+	free := make(chan []byte, wholeQueue*workers+workers) // output buffers written out
+	for range workers {
+		go func() {
+			var ids []int
+			for p := range jobs {
+				ids = tok.AppendEncode(ids[:0], p.text)
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
+				}
+				p.out <- ft.appendIDs(buf[:0], ids)
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		defer close(parts)
+		for start := 0; start < len(text); {
+			end := len(text)
+			if start+wholePartBytes < len(text) {
+				if p := tok.Cut(text, start+wholePartBytes, len(text)); p > 0 {
+					end = p
+				}
+			}
+			p := part{text: text[start:end], out: make(chan []byte, 1)}
+			select {
+			case parts <- p:
+			case <-ctx.Done():
+				return
+			}
+			jobs <- p
+			start = end
+		}
+	}()
+	first := true
+	for p := range parts {
+		var b []byte
+		select {
+		case b = <-p.out:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if first {
+			b[0] = '['
+			first = false
+		}
+		if _, err := out.Write(b); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	if first {
+		_, err = out.WriteString("[]\n")
+	} else {
+		_, err = out.WriteString("]\n")
+	}
+	return err
 }
 
-// writeIDs writes ids as a compact JSON array and a newline. It formats straight into
-// out's buffer, a chunk at a time, so a document of many millions of ids needs no
-// buffer of its own.
-func writeIDs(out *bufio.Writer, ids []int) error {
-	const chunk = 32 << 10
-	buf := append(out.AvailableBuffer(), '[')
-	for i, id := range ids {
-		if len(buf) >= chunk {
-			if _, err := out.Write(buf); err != nil {
-				return err
-			}
-			buf = out.AvailableBuffer()
+// readAll reads all of in, in one read into a buffer of the right size when in is a
+// regular file (no buffer grown and copied for a large input), counting the bytes on bar.
+func readAll(ctx context.Context, in io.Reader, bar *progress.Bar) ([]byte, error) {
+	r := countingReader{&contextReader{ctx: ctx, r: in}, bar}
+	if size := inputSize(in); size > 0 {
+		buf := make([]byte, size+1) // one more: a file that grew since is read on below
+		n, err := io.ReadFull(r, buf)
+		switch err {
+		case io.ErrUnexpectedEOF, io.EOF:
+			return buf[:n], nil
+		case nil:
+			rest, err := io.ReadAll(r)
+			return append(buf, rest...), err
 		}
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, int64(id), 10)
+		return nil, err
 	}
-	_, err := out.Write(append(buf, ']', '\n'))
-	return err
+	return io.ReadAll(r)
 }

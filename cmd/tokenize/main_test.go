@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"gptkit/internal/testfiles"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"gptkit/tokenize"
@@ -156,8 +158,9 @@ func TestEncodeJSONLGolden(t *testing.T) {
 	}
 }
 
-// TestEncodeManyBatches checks the order of ids across many batches and long lines.
-func TestEncodeManyBatches(t *testing.T) {
+// gpt2File returns the path of GPT-2's tokenizer.json and the tokenizer it loads to.
+func gpt2File(t *testing.T) (string, *tokenize.Tokenizer) {
+	t.Helper()
 	spec := testfiles.Path(t, "tokenizers/gpt2/tokenizer.json")
 	data, err := os.ReadFile(spec)
 	if err != nil {
@@ -167,6 +170,46 @@ func TestEncodeManyBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec, tok
+}
+
+// TestEncodeWholeInParts: a whole input large enough to be cut into many parts
+// (encoded on several workers and written as they finish) gives one array, the ids of
+// the whole text, with and without cuts, and from a regular file as from a pipe.
+func TestEncodeWholeInParts(t *testing.T) {
+	spec, tok := gpt2File(t)
+	var sb strings.Builder
+	for i := 0; sb.Len() < 5*wholePartBytes; i++ {
+		fmt.Fprintf(&sb, "Line %d: it's %s\n", i, strings.Repeat("word ", i%11))
+	}
+	for _, text := range []string{sb.String(), strings.Repeat("nocut ", wholePartBytes/2), ""} {
+		want := idLines([][]int{tok.Encode(text)})
+		for _, workers := range []string{"1", "3"} {
+			code, out, errOut := runTokenize(t, text, "encode", "--tokenizer", spec, "--workers", workers)
+			if code != 0 || out != want {
+				t.Fatalf("%d bytes, %s workers: exit %d, %d bytes out (want %d): %s", len(text), workers, code, len(out), len(want), errOut)
+			}
+		}
+		file := filepath.Join(t.TempDir(), "in.txt")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"encode", "--tokenizer", spec}, f, &out, &errOut)
+		f.Close()
+		if code != 0 || out.String() != want {
+			t.Fatalf("%d bytes from a file: exit %d, %d bytes out (want %d): %s", len(text), code, out.Len(), len(want), errOut.String())
+		}
+	}
+}
+
+// TestEncodeManyBatches checks the order of ids across many batches and long lines.
+func TestEncodeManyBatches(t *testing.T) {
+	spec, tok := gpt2File(t)
 	var in strings.Builder
 	var want [][]int
 	add := func(text string) {
@@ -415,22 +458,24 @@ func TestEncodeDownloadsANamedTokenizer(t *testing.T) {
 	}
 }
 
-func TestWriteIDs(t *testing.T) {
+// TestIDText: the table-driven formatter writes what strconv would, for ids in the
+// table, outside it (larger, negative) and for arrays of every size.
+func TestIDText(t *testing.T) {
 	long := make([]int, 100_000)
 	for i := range long {
 		long[i] = i * 7
 	}
-	for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, long} {
-		var b bytes.Buffer
-		out := bufio.NewWriterSize(&b, 4096)
-		if err := writeIDs(out, ids); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if want := idLines([][]int{ids}); b.String() != want {
-			t.Errorf("writeIDs(%d ids) = %.40q..., want %.40q...", len(ids), b.String(), want)
+	every := make([]int, 1_100_000)
+	for i := range every {
+		every[i] = i
+	}
+	for _, vocab := range []int{50257, 1 << 20} {
+		ft := newIDText(vocab)
+		for _, ids := range [][]int{nil, {0}, {0, 7, 50256}, {999, 1000, 1001, 9999, 10000, 10001, 99999, 100000, 100001, 999999, 1000000},
+			{1<<20 - 1, 1 << 20, -3, 99999999, 5}, long, every} {
+			if got, want := string(ft.appendArray([]byte("x"), ids)), "x"+idLines([][]int{ids}); got != want {
+				t.Errorf("vocabulary %d: appendArray(%d ids) = %.60q..., want %.60q...", vocab, len(ids), got, want)
+			}
 		}
 	}
 }
@@ -452,5 +497,27 @@ func TestNamedTokenizerOffline(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
 		t.Errorf("the tokenizer cache got %v", entries)
+	}
+}
+
+// TestEncodeJSONLReadError: a read of stdin that fails mid-line writes the lines before
+// (across batches), drops the cut line and names the last line read.
+func TestEncodeJSONLReadError(t *testing.T) {
+	alphabet := alphabetSpec(t)
+	var in strings.Builder
+	var want strings.Builder
+	for range 3 * batchLines {
+		in.WriteString(`{"text":"ab"}` + "\n")
+		want.WriteString("[2,3]\n")
+	}
+	in.WriteString(`{"text":"cut her`)
+	var out, errOut bytes.Buffer
+	stdin := io.MultiReader(strings.NewReader(in.String()), iotest.ErrReader(errors.New("disk on fire")))
+	code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, stdin, &out, &errOut)
+	if code != 1 || out.String() != want.String() {
+		t.Fatalf("exit %d, %d bytes of stdout (want %d), stderr %q", code, out.Len(), want.Len(), errOut.String())
+	}
+	if msg := fmt.Sprintf("read stdin after line %d: disk on fire", 3*batchLines); !strings.Contains(errOut.String(), msg) {
+		t.Errorf("stderr %q, want it to say %q", errOut.String(), msg)
 	}
 }

@@ -4,9 +4,13 @@
 //
 // The files are the publishers' own, byte for byte (NOTICE at the repository root gives
 // provenance, licence and sha256 of each; tokenize/spec's tests check every digest).
-// tools/embed-tokenizers.sh rewrites them from the team's copies. Read is the one door
-// to them: a later precompiled form replaces what is behind it, not its callers.
+// tools/embed-tokenizers.sh rewrites them from the team's copies. Beside them, each
+// directory holds the tokenizer's compiled form (Compiled, tokenize.LoadCompiled), which
+// is what tokenize/spec loads: go generate writes it from the publisher's files, and
+// tokenize/spec's tests check that it still matches them (make check-generated too).
 package embedded
+
+//go:generate go run ../internal/gen/compiled
 
 import (
 	"embed"
@@ -16,6 +20,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 )
+
+// Compiled is the name of the compiled form in each tokenizer's directory.
+const Compiled = "compiled.tok"
 
 //go:embed */*.zst
 var files embed.FS

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,5 +63,39 @@ func TestEmbeddedFilesAreTheCanonicalOnes(t *testing.T) {
 				t.Errorf("%s %s: sha256 %s, want %s", named.name, file.name, got, file.sha256)
 			}
 		}
+	}
+}
+
+// TestEmbeddedCompiledMatchesFiles: the compiled form each name loads from is what the
+// publisher's embedded files compile to now, byte for byte (else go generate in
+// tokenize/embedded was not run after a change to the files or to the compiler), and it
+// loads into the tokenizer those files build (same fingerprint).
+func TestEmbeddedCompiledMatchesFiles(t *testing.T) {
+	dirs, names := EmbeddedDirs()
+	for i, dir := range dirs {
+		t.Run(dir, func(t *testing.T) {
+			src, err := FromEmbeddedFiles(names[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := src.MarshalCompiled()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := embedded.Read(dir, embedded.Compiled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("tokenize/embedded/%s/%s.zst is stale: run go generate ./tokenize/embedded (make generate)", dir, embedded.Compiled)
+			}
+			tok, err := Load(context.Background(), names[i], Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.Fingerprint() != src.Fingerprint() || tok.Name() != names[i] {
+				t.Errorf("loaded %s %s, built %s", tok.Name(), tok.Fingerprint(), src.Fingerprint())
+			}
+		})
 	}
 }

@@ -1,0 +1,192 @@
+package prep
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kgzip "github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/pgzip"
+
+	"gptkit/internal/testfiles"
+)
+
+// zstdFrames compresses data as zstd frames of frame bytes each (one frame: frame 0).
+func zstdFrames(tb testing.TB, data []byte, frame int, checksum bool) []byte {
+	tb.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(checksum))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if frame == 0 {
+		return enc.EncodeAll(data, nil)
+	}
+	var out []byte
+	for len(data) > 0 {
+		n := min(frame, len(data))
+		out, data = enc.EncodeAll(data[:n], out), data[n:]
+	}
+	return out
+}
+
+// TestParallelZstd: a stream of many frames (with skippable frames among them, with and
+// without checksums), a single frame, frames too large to decode whole followed by
+// small ones, and an empty stream all read back as the data; a stream cut short or
+// corrupt fails; closing early leaks nothing.
+func TestParallelZstd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields(string(testfiles.Read(t, "corpora/tinyshakespeare.txt")[:20000]))
+	var sb strings.Builder
+	for sb.Len() < 5<<20 {
+		sb.WriteString(words[rng.IntN(len(words))] + " ")
+	}
+	data := []byte(sb.String())
+	skippable := []byte{0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4}
+	var mixed []byte
+	mixed = append(mixed, zstdFrames(t, data[:1<<20], 100<<10, true)...)
+	mixed = append(mixed, skippable...)
+	mixed = append(mixed, zstdFrames(t, data[1<<20:], 0, false)...) // 4 MiB frame: decoded whole
+	cases := map[string][]byte{
+		"frames":      zstdFrames(t, data, 64<<10, true),
+		"one frame":   zstdFrames(t, data, 0, true),
+		"mixed":       mixed,
+		"tiny frames": zstdFrames(t, data[:100000], 1000, false),
+	}
+	for name, comp := range cases {
+		for _, workers := range []int{1, 3} {
+			r := newParallelZstd(bufio.NewReader(bytes.NewReader(comp)), workers)
+			got, err := io.ReadAll(r)
+			r.close()
+			want := data
+			if name == "tiny frames" {
+				want = data[:100000]
+			}
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s, %d workers: %d bytes, %v; want %d bytes", name, workers, len(got), err, len(want))
+			}
+		}
+		r, closeR, err := newZstdReader(bufio.NewReader(bytes.NewReader(comp)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := io.ReadAll(r); err != nil || len(got) == 0 {
+			t.Errorf("%s through newZstdReader: %d bytes, %v", name, len(got), err)
+		}
+		closeR()
+	}
+	// Streams cut short, or with a block damaged, fail.
+	frames := cases["frames"]
+	for _, bad := range [][]byte{frames[:len(frames)/2], frames[:len(frames)-3], append(bytes.Clone(frames[:200]), frames[210:]...)} {
+		r := newParallelZstd(bufio.NewReader(bytes.NewReader(bad)), 2)
+		if _, err := io.ReadAll(r); err == nil {
+			t.Errorf("a damaged stream of %d bytes read without error", len(bad))
+		}
+		r.close()
+	}
+	// Closing before the end stops every goroutine.
+	before := runtime.NumGoroutine()
+	for range 10 {
+		r := newParallelZstd(bufio.NewReader(bytes.NewReader(frames)), 4)
+		io.CopyN(io.Discard, r, 1000)
+		r.close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("%d goroutines before, %d after closing readers early", before, after)
+	}
+}
+
+// BenchmarkDecompress measures the decoders a run could read a large compressed JSONL
+// file with: MB/s of decompressed data on all cores (GOMAXPROCS) and per CPU-second.
+// The data is $BENCH_CORPUS (default tinyshakespeare repeated), 64 MB. zstd in one frame
+// (zstd's own output) through the streaming decoder with its default concurrency and
+// with one goroutine; zstd in 4 MiB frames (pzstd's, zstd -B) through the parallel
+// reader and the streaming one; gzip through klauspost/compress/gzip, compress/gzip and
+// klauspost/pgzip.
+//
+//	BENCH_CORPUS=.cache/bench/mixed.txt go test ./prep -run '^$' -bench Decompress -benchtime 3x
+func BenchmarkDecompress(b *testing.B) {
+	var src []byte
+	if p := os.Getenv("BENCH_CORPUS"); p != "" {
+		var err error
+		if src, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		src = testfiles.Read(b, "corpora/tinyshakespeare.txt")
+	}
+	data := bytes.Repeat(src, (64<<20)/len(src)+1)[:64<<20]
+	one, framed := zstdFrames(b, data, 0, true), zstdFrames(b, data, 4<<20, true)
+	var gz bytes.Buffer
+	gw, _ := kgzip.NewWriterLevel(&gz, 6)
+	gw.Write(data)
+	gw.Close()
+	type decoder func(r *bufio.Reader) (io.Reader, func())
+	variants := []struct {
+		name string
+		comp []byte
+		dec  decoder
+	}{
+		{"zstd-1-frame/streaming", one, func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := zstd.NewReader(r)
+			return z, z.Close
+		}},
+		{"zstd-1-frame/streaming-1-goroutine", one, func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+			return z, z.Close
+		}},
+		{"zstd-frames/parallel", framed, func(r *bufio.Reader) (io.Reader, func()) {
+			z := newParallelZstd(r, runtime.GOMAXPROCS(0))
+			return z, z.close
+		}},
+		{"zstd-frames/streaming", framed, func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := zstd.NewReader(r)
+			return z, z.Close
+		}},
+		{"gzip/klauspost", gz.Bytes(), func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := kgzip.NewReader(r)
+			return z, func() { z.Close() }
+		}},
+		{"gzip/stdlib", gz.Bytes(), func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := gzip.NewReader(r)
+			return z, func() { z.Close() }
+		}},
+		{"gzip/pgzip", gz.Bytes(), func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := pgzip.NewReader(r)
+			return z, func() { z.Close() }
+		}},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			cpu0 := rusageCPU()
+			for b.Loop() {
+				r, closeR := v.dec(bufio.NewReaderSize(bytes.NewReader(v.comp), 256<<10))
+				n, err := io.Copy(io.Discard, r)
+				closeR()
+				if err != nil || n != int64(len(data)) {
+					b.Fatalf("%d bytes, %v", n, err)
+				}
+			}
+			if cpu := rusageCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(len(data))*float64(b.N)/1e6/cpu.Seconds(), "MB/cpu-s")
+			}
+			b.ReportMetric(float64(len(data))/float64(len(v.comp)), "ratio")
+		})
+	}
+}
+
+func rusageCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,210 @@
+package tokenize
+
+// The encoder of long pieces under pair-rank semantics (HF merges lists): a 1 MB run of
+// letters or digits is one piece, and the merge loops (bpe.go) spend 25-80 ns a byte on
+// it, a cache miss per queued pair. This one walks the piece once, left to right, in
+// the manner of the backtracking encoder of GitHub's rust-gems `bpe` crate (its README
+// explains the idea; no code of it is used here):
+//
+//   - BPE's result is the one sequence of tokens that covers the piece and whose every
+//     adjacent pair is compatible: BPE run on the bytes of the two tokens alone gives
+//     exactly those two tokens (compatible). So the tokens can be found greedily: at
+//     each position take the longest token the vocabulary has there (a trie walk), or
+//     the next shorter one while the pair it makes with the previous token is not
+//     compatible or the position after it is known to lead nowhere; when no token fits,
+//     step back one token and mark the position as leading nowhere (it can lead nowhere
+//     whatever the previous token: the prefix of a piece has one BPE encoding).
+//   - Whether a pair is compatible is decided from the merge that makes each token (its
+//     canonical split: the last merge BPE does on the token's own bytes), undoing the
+//     later of the two merges at a time, as BPE's merges would have happened backwards,
+//     and checking that the pair across the boundary could not have merged first (a
+//     lower rank; the same rank and left of the merge undone on the right, as BPE takes
+//     the leftmost). A few pair-table lookups; results are kept in a small cache.
+//   - Only tokens that BPE builds from their own bytes take part (the others never
+//     appear in BPE's output), and it needs what trained vocabularies give: merges in
+//     non-decreasing rank order (monotone), each token made by one merge. A tokenizer
+//     without them keeps mergeLong (newBacktrack returns nil), and so does a piece with
+//     a byte the vocabulary lacks (NeoX has none for 0xC0, 0xC1, 0xF5-0xFF, which valid
+//     UTF-8 never holds).
+//
+// Cost: one walk of the token prefixes per token (a lookup per byte of the token found,
+// plus one; prefixtable.go), a compatibility check per token tried, and a step back
+// every few tokens; no queue, no heap. It is built on a tokenizer's first long piece
+// (65-120 ms and ~7 MB for GPT-2 and NeoX, mostly the prefix table), not at load, which
+// stays fast; each goroutine's state adds a 512 KB cache of compatible pairs then.
+// FuzzBacktrackMatchesMerge and TestBacktrack check it against the merge loops.
+
+type backtrack struct {
+	toks     []btToken    // by id
+	shorter  []int32      // by id: the longest token taking part that is a proper prefix, or -1
+	prefixes *prefixTable // the tokens taking part, by their prefixes
+	merges   *pairTable
+}
+
+// btToken is what compatible and encode need of a token, in one place.
+type btToken struct {
+	rank        int32  // of the merge that makes it; -1: a byte's token; -2: takes no part
+	left, right uint32 // the canonical split (tokens made by a merge)
+	size        int32  // length in bytes
+}
+
+// btCacheSize is the number of slots of the per-goroutine cache of compatible pairs.
+const btCacheSize = 1 << 16
+
+// newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
+// lacks what it needs (see above).
+func newBacktrack(t *Tokenizer) *backtrack {
+	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) >= twoNoToken {
+		return nil
+	}
+	n := len(t.vocab)
+	bt := &backtrack{toks: make([]btToken, n), shorter: make([]int32, n), merges: t.merges}
+	for id := range bt.toks {
+		bt.toks[id] = btToken{rank: -2, size: int32(len(t.vocab[id]))}
+	}
+	for _, id := range t.byteIDs {
+		if id >= 0 {
+			bt.toks[id].rank = -1
+		}
+	}
+	ms := t.merges.all() // by rank
+	made := make([]bool, n)
+	for _, m := range ms {
+		if made[m.id] || bt.toks[m.id].rank == -1 {
+			return nil // made by two merges, or a byte's token made by one
+		}
+		made[m.id] = true
+	}
+	// In rank order (monotone: a merge's tokens are made by lower ranks), a token takes
+	// part if both halves do and BPE on its bytes ends with them.
+	for _, m := range ms {
+		if bt.toks[m.left].rank < -1 || bt.toks[m.right].rank < -1 || !bt.compatible(m.left, m.right, 0) {
+			continue
+		}
+		tk := &bt.toks[m.id]
+		tk.rank, tk.left, tk.right = int32(m.rank), m.left, m.right
+	}
+	var ids []int
+	byBytes := map[string]int32{}
+	for id, tk := range bt.toks {
+		if tk.rank >= -1 {
+			ids = append(ids, id)
+			byBytes[t.vocab[id]] = int32(id)
+		}
+	}
+	bt.prefixes = newPrefixTable(t.vocab, ids)
+	for id := range bt.shorter {
+		bt.shorter[id] = -1
+	}
+	for _, id := range ids {
+		tok := t.vocab[id]
+		for n := len(tok) - 1; n > 0; n-- {
+			if s, ok := byBytes[tok[:n]]; ok {
+				bt.shorter[id] = s
+				break
+			}
+		}
+	}
+	return bt
+}
+
+// compatible reports whether BPE on the bytes of tokens a and b gives a, b: going back
+// through the merges that made them, later first, no pair across the boundary merges
+// at a rank below limit (limit 0 skips the check of a, b themselves: a token's split).
+func (bt *backtrack) compatible(a, b uint32, limit uint32) bool {
+	for {
+		if bt.merges.get(a, b) < limit {
+			return false
+		}
+		ta, tb := &bt.toks[a], &bt.toks[b]
+		switch {
+		case ta.rank > tb.rank:
+			limit, a = uint32(ta.rank), ta.right
+		case tb.rank >= 0:
+			limit, b = uint32(tb.rank)+1, tb.left
+		default:
+			return true
+		}
+	}
+}
+
+// btState is the per-goroutine scratch of backtrack.encode.
+type btState struct {
+	dead  []uint64 // a bit per position of the piece: no encoding of the rest starts there
+	cache []uint64 // compatible pairs: a<<40 | b<<16 | 1<<1 | ok, direct-mapped
+}
+
+// compatibleCached is compatible(a, b, noRank) through st's cache.
+func (bt *backtrack) compatibleCached(st *btState, a, b uint32) bool {
+	key := uint64(a)<<40 | uint64(b)<<16 | 2
+	i := (uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F) >> (64 - 16)
+	if s := st.cache[i]; s&^1 == key {
+		return s&1 != 0
+	}
+	ok := bt.compatible(a, b, noRank)
+	v := key
+	if ok {
+		v |= 1
+	}
+	st.cache[i] = v
+	return ok
+}
+
+// encode appends the BPE encoding of p to out. ok is false if p holds a byte the
+// vocabulary lacks, or if the search ran out of tokens, which the vocabulary's checks in
+// newBacktrack rule out (the caller then merges p the other way).
+func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok bool) {
+	n := len(p)
+	if n == 0 {
+		return out, true
+	}
+	words := n/64 + 1
+	if cap(st.dead) < words {
+		st.dead = make([]uint64, words)
+	}
+	dead := st.dead[:words]
+	clear(dead)
+	if st.cache == nil {
+		st.cache = make([]uint64, btCacheSize)
+	}
+	base := len(out)
+	pos := 0
+	next := bt.prefixes.longest(p, 0)
+	for {
+		if next < 0 {
+			return out, false
+		}
+		tok := next
+		last := int32(-1)
+		if len(out) > base {
+			last = int32(out[len(out)-1])
+		}
+		for {
+			end := pos + int(bt.toks[tok].size)
+			if dead[end>>6]&(1<<(end&63)) == 0 && (last < 0 || bt.compatibleCached(st, uint32(last), uint32(tok))) {
+				out = append(out, uint32(tok))
+				pos = end
+				if pos == n {
+					return out, true
+				}
+				next = bt.prefixes.longest(p, pos)
+				break
+			}
+			if tok = bt.shorter[tok]; tok < 0 {
+				// Nothing fits at pos after last: step back.
+				if last < 0 {
+					return out, false
+				}
+				dead[pos>>6] |= 1 << (pos & 63)
+				out = out[:len(out)-1]
+				pos -= int(bt.toks[last].size)
+				next = last
+				break
+			}
+		}
+	}
+}
+
+// reachable reports whether id takes part in the backtracking encoder (a byte's token,
+// or one BPE builds from its own bytes), for tests.
+func (bt *backtrack) reachable(id int) bool { return bt.toks[id].rank >= -1 }

@@ -1,0 +1,88 @@
+//go:build amd64 && !noasm && gc
+
+#include "textflag.h"
+
+// classifyBlocksAVX2: the masks of classifyBlocksGo (classify.go), 32 bytes per step. A
+// byte b is a letter when (b|0x20)-'a' ≤ 25, a digit when b-'0' ≤ 9, a space when b == ' '
+// or b-'\t' ≤ 4 (unsigned comparisons done as min(x, k) == x); bytes ≥ 0x80 fail all
+// three, and VPMOVMSKB of the bytes themselves marks them. Each 32-bit mask is stored
+// straight into its half of the block's word (little-endian: the first 32 bytes are
+// the low half).
+
+// CLASSIFY32 classifies the 32 bytes at off(SI) into the block at DI, half h (0 or 4).
+#define CLASSIFY32(off, h) \
+	VMOVDQU off(SI), Y0 \
+	VPMOVMSKB Y0, AX \
+	MOVL AX, (0*8+h)(DI) \
+	MOVL AX, (7*8+h)(DI) \
+	VPOR Y4, Y0, Y1 \
+	VPSUBB Y5, Y1, Y1 \
+	VPMINUB Y6, Y1, Y2 \
+	VPCMPEQB Y1, Y2, Y2 \
+	VPMOVMSKB Y2, AX \
+	MOVL AX, (1*8+h)(DI) \
+	VPSUBB Y7, Y0, Y1 \
+	VPMINUB Y8, Y1, Y2 \
+	VPCMPEQB Y1, Y2, Y2 \
+	VPMOVMSKB Y2, AX \
+	MOVL AX, (2*8+h)(DI) \
+	VPSUBB Y8, Y0, Y1 \
+	VPMINUB Y9, Y1, Y2 \
+	VPCMPEQB Y1, Y2, Y2 \
+	VPCMPEQB Y4, Y0, Y3 \
+	VPOR Y3, Y2, Y2 \
+	VPMOVMSKB Y2, AX \
+	MOVL AX, (3*8+h)(DI) \
+	VPMOVMSKB Y3, AX \
+	MOVL AX, (4*8+h)(DI) \
+	VPCMPEQB Y10, Y0, Y1 \
+	VPMOVMSKB Y1, AX \
+	MOVL AX, (5*8+h)(DI) \
+	VPCMPEQB Y11, Y0, Y1 \
+	VPCMPEQB Y12, Y0, Y2 \
+	VPOR Y1, Y2, Y2 \
+	VPMOVMSKB Y2, AX \
+	MOVL AX, (6*8+h)(DI)
+
+// The constant bytes, each broadcast to a whole register. (Broadcasting from general
+// registers through MOVQ, a legacy SSE instruction, cost ~1 µs a call here: every SSE
+// instruction after a 256-bit one is an AVX state transition.)
+DATA consts<>+0(SB)/1, $0x20 // ' ', and the bit that makes ASCII letters lower case
+DATA consts<>+1(SB)/1, $0x61 // 'a'
+DATA consts<>+2(SB)/1, $0x19 // 25
+DATA consts<>+3(SB)/1, $0x30 // '0'
+DATA consts<>+4(SB)/1, $0x09 // 9, and '\t'
+DATA consts<>+5(SB)/1, $0x04 // 4 ('\r' - '\t')
+DATA consts<>+6(SB)/1, $0x27 // '\''
+DATA consts<>+7(SB)/1, $0x0d // '\r'
+DATA consts<>+8(SB)/1, $0x0a // '\n'
+GLOBL consts<>(SB), RODATA|NOPTR, $9
+
+// func classifyBlocksAVX2(dst *classBlock, src *byte, n int)
+TEXT ·classifyBlocksAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPBROADCASTB consts<>+0(SB), Y4
+	VPBROADCASTB consts<>+1(SB), Y5
+	VPBROADCASTB consts<>+2(SB), Y6
+	VPBROADCASTB consts<>+3(SB), Y7
+	VPBROADCASTB consts<>+4(SB), Y8
+	VPBROADCASTB consts<>+5(SB), Y9
+	VPBROADCASTB consts<>+6(SB), Y10
+	VPBROADCASTB consts<>+7(SB), Y11
+	VPBROADCASTB consts<>+8(SB), Y12
+
+loop:
+	TESTQ CX, CX
+	JZ    done
+	CLASSIFY32(0, 0)
+	CLASSIFY32(32, 4)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  loop
+
+done:
+	VZEROUPPER
+	RET

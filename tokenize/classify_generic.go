@@ -1,0 +1,7 @@
+//go:build !amd64 || noasm || !gc
+
+package tokenize
+
+// classifyBlocks fills dst[i] from the 64 bytes src[64i:64i+64]; len(src) must be
+// 64*len(dst).
+func classifyBlocks(dst []classBlock, src []byte) { classifyBlocksGo(dst, src) }

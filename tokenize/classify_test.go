@@ -1,0 +1,106 @@
+package tokenize
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// byteClassesOf is the obvious form of what classWindow computes: the class of the
+// character holding each byte of s.
+func byteClassesOf(s string) []uint8 {
+	out := make([]uint8, 0, len(s))
+	for _, r := range s {
+		cls := runeClass(r)
+		for range utf8.RuneLen(r) {
+			out = append(out, cls)
+		}
+	}
+	return out
+}
+
+// TestClassifyBlocks: the assembly (where it runs) and the SWAR version give the same
+// masks, bit for bit, as a byte-by-byte loop, on every byte value at every position.
+func TestClassifyBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]byte, 64*40)
+	for i := range 256 {
+		src[i] = byte(i)
+	}
+	for i := 256; i < len(src); i++ {
+		src[i] = byte(rng.IntN(256))
+	}
+	want := make([]classBlock, len(src)/64)
+	for i, c := range src {
+		b := &want[i/64]
+		bit := uint64(1) << (i % 64)
+		switch c {
+		case ' ':
+			b[blockSpaceChar] |= bit
+		case '\'':
+			b[blockApostrophe] |= bit
+		case '\r', '\n':
+			b[blockCRLF] |= bit
+		}
+		switch {
+		case c >= 0x80:
+			b[blockMulti] |= bit
+			b[blockHigh] |= bit
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			b[classLetter] |= bit
+		case c >= '0' && c <= '9':
+			b[classNumber] |= bit
+		case c == ' ', c >= '\t' && c <= '\r':
+			b[classSpace] |= bit
+		}
+	}
+	for name, f := range map[string]func([]classBlock, []byte){"classifyBlocks": classifyBlocks, "classifyBlocksGo": classifyBlocksGo} {
+		for _, n := range []int{1, 2, 3, 40} {
+			got := make([]classBlock, n)
+			f(got, src[:64*n])
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s, %d blocks: block %d = %x, want %x", name, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestClassWindow: every byte's class, read through a window that moves forward,
+// equals its character's class, for texts of many scripts and lengths around the
+// block and window sizes.
+func TestClassWindow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []rune("aZ09 \t\n\r'.,-é€日本𝔸𝟘\u00a0\u3000\u2028\u0301\U0001F600٣")
+	for _, n := range []int{0, 1, 63, 64, 65, 127, 1000, windowBlocks*64 - 1, windowBlocks * 64, windowBlocks*64 + 5, 3*windowBlocks*64 + 17} {
+		var sb strings.Builder
+		for sb.Len() < n {
+			sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := sb.String()
+		want := byteClassesOf(s)
+		var w classWindow
+		w.reset(s)
+		for i := 0; i < len(s); i++ {
+			w.ensure(i)
+			if got := w.class(i); got != want[i] {
+				t.Fatalf("len %d: class(%d) = %d, want %d (byte %#x)", len(s), i, got, want[i], s[i])
+			}
+		}
+		// runEnd from every position, on a fresh window each time.
+		for i := 0; i < len(s); i += 1 + rng.IntN(7) {
+			w.reset(s)
+			w.ensure(i)
+			cls := want[i]
+			e := i
+			for e < len(s) && want[e] == cls {
+				e++
+			}
+			if got := w.runEnd(i, cls); got != e {
+				t.Fatalf("len %d: runEnd(%d, %d) = %d, want %d", len(s), i, cls, got, e)
+			}
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package tokenize
+
+import (
+	"strings"
+	"unsafe"
+)
+
+// The encode path of byte-level BPE tokenizers: added tokens, normalization,
+// pre-tokenization, then each piece through the piece cache or the merge loop.
+//
+// Performance notes (BenchmarkEncode; figures and what was tried in
+// docs/tokenizer-performance.md):
+//   - Pre-tokenization reads bit masks of the byte classes (classify.go: AVX2 or SWAR,
+//     64 bytes at a time) instead of decoding characters one by one: a run of letters
+//     ends at a trailing-zero count.
+//   - The pieces of a stretch of text are found first (up to pieceBatch of them), then
+//     encoded: two tight loops instead of one that does both.
+//   - A piece of ≤ 16 bytes is looked up in the per-goroutine pieceCache by its bytes
+//     (two words, no hashing of a string, no pointer to follow); nearly every piece of
+//     real text hits after the first few hundred kilobytes.
+//   - A miss looks the piece up whole in the vocabulary, else merges it (bpe.go), and
+//     fills the cache. Longer pieces (≤ longCacheMaxPiece bytes) have a map cache.
+
+const (
+	pieceBatch        = 1024    // pieces found per splitter call
+	longCacheMaxPiece = 256     // longer pieces are not cached
+	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
+	longCacheMaxItems = 1 << 14
+)
+
+// encodeState is per-goroutine scratch space and caches, pooled on the Tokenizer.
+type encodeState struct {
+	win   classWindow
+	ends  []int
+	front frontCache
+	// tokensPerByte of the last text of 64 bytes or more (0.25 before the first): how
+	// Encode sizes its result.
+	tokensPerByte float64
+	pieces        pieceCache
+	// Pieces longer than cacheMaxLen, up to longCacheMaxPiece bytes.
+	long      map[string]cacheEntry
+	longArena []uint32
+
+	parts  []uint32 // ids of the parts of the piece being merged
+	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
+	starts []int32  // tiktoken's semantics: byte offsets of the parts (mergeRanksShort)
+	heap   mergeHeap
+	syms   []symbol
+	prevs  []int32
+	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
+	buckets  [][]uint32 // positions of candidate pairs, by rank
+	nonEmpty []uint64
+	touch    uint32 // keeps mergeLong's prefetching loads alive
+	bt       btState
+	// host is the text being encoded (or its normalized form): the segments are parts
+	// of it, and the hot loop may load words past a segment's end up to host's end
+	// (readable). "" between calls, so that the pool holds no text.
+	host string
+}
+
+// readable returns how many bytes from the start of s may be loaded: up to the end of
+// st.host when s lies within it, else len(s).
+func (st *encodeState) readable(s string) int {
+	h := st.host
+	if len(s) == 0 || len(h) == 0 {
+		return len(s)
+	}
+	hp, sp := uintptr(unsafe.Pointer(unsafe.StringData(h))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if sp >= hp && sp+uintptr(len(s)) <= hp+uintptr(len(h)) {
+		return int(hp + uintptr(len(h)) - sp)
+	}
+	return len(s)
+}
+
+type cacheEntry struct{ off, n uint32 }
+
+func (t *Tokenizer) getState() *encodeState {
+	if st, ok := t.states.Get().(*encodeState); ok {
+		return st
+	}
+	return &encodeState{ends: make([]int, 0, pieceBatch), tokensPerByte: 0.25}
+}
+
+func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
+
+// tokenID is what ids are appended to: int (Encode, AppendEncode) or int32
+// (AppendEncodeInt32: half the memory). The encode path is generic in it, instantiated
+// once for each (they have different shapes, so neither pays for the other).
+type tokenID interface{ ~int | ~int32 }
+
+// encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
+func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
+	st.host = text
+	dst = encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
+	st.host = ""
+	return dst
+}
+
+// encodeNormalized normalizes a segment between raw added tokens, then splits it on the
+// added tokens that match normalized text.
+func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T) []T {
+	if seg == "" {
+		return dst
+	}
+	if t.normalize != nil {
+		if norm := t.normalize(seg); norm != seg {
+			// A new string: segments of it may read to its end only.
+			host := st.host
+			st.host = norm
+			dst = encodeAroundAdded(t, st, t.normAdded, norm, dst, encodeSegment[T])
+			st.host = host
+			return dst
+		}
+	}
+	return encodeAroundAdded(t, st, t.normAdded, seg, dst, encodeSegment[T])
+}
+
+// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
+// and, through encodeGap, the text between them.
+func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
+	if m == nil {
+		return encodeGap(t, st, s, dst)
+	}
+	for from := 0; from < len(s); {
+		start, end, id := m.find(s, from)
+		if start < 0 {
+			return encodeGap(t, st, s[from:], dst)
+		}
+		dst = encodeGap(t, st, s[from:start], dst)
+		dst = append(dst, T(id))
+		from = end
+	}
+	return dst
+}
+
+// encodeSegment pre-tokenizes a segment free of added tokens and encodes each piece.
+func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T) []T {
+	if seg == "" {
+		return dst
+	}
+	if t.addPrefixSpace && seg[0] != ' ' {
+		seg = " " + seg
+	}
+	st.win.reset(seg)
+	if st.front.slots == nil {
+		st.front.init()
+	}
+	front := &st.front
+	avail := st.readable(seg)
+	ends := st.ends
+	for from := 0; from < len(seg); {
+		ends = t.split(&st.win, seg, from, ends[:0])
+		if len(ends) == 0 {
+			break
+		}
+		prev := from
+		for k := 0; k < len(ends); k++ {
+			var done int
+			dst, done = appendShortTokens(front, seg, avail, prev, ends[k:], dst)
+			if k += done; k == len(ends) {
+				break
+			}
+			if k > 0 {
+				prev = ends[k-1]
+			}
+			dst = encodePiece(t, st, seg, prev, ends[k], dst)
+			prev = ends[k]
+		}
+		from = ends[len(ends)-1]
+	}
+	st.ends = ends
+	return dst
+}
+
+// appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
+// of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
+// front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
+// text's start that may be loaded, where the loads would overrun: text is a segment of
+// a larger string, whose bytes past the segment the masks drop). It returns dst and the
+// number of pieces done. The table and the
+// text come as bare pointers, so that the few values the loop needs stay in registers
+// (the bounds are known: the index is a hash shifted to below len(short), and the load
+// is checked against len(text)-8).
+func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+	if avail < 16 || len(front.slots) == 0 {
+		return dst, 0
+	}
+	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), avail-16
+	mask := uint64(len(front.slots) - 1)
+	for k, end := range ends {
+		n := end - prev
+		if uint(n-1) >= 16 || prev > limit {
+			return dst, k
+		}
+		var val uint64
+		if n <= 8 {
+			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
+			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
+			if s.ikey != ^key {
+				return dst, k
+			}
+			val = s.val
+		} else {
+			lo := *(*uint64)(unsafe.Add(base, prev))
+			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
+			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
+			if s.lo != lo || s.ihi != ^hi {
+				return dst, k
+			}
+			val = s.val
+		}
+		dst = append(dst, T(val&idMask))
+		if c := val >> 60; c >= 2 {
+			dst = append(dst, T(val>>idBits&idMask))
+			if c == 3 {
+				dst = append(dst, T(val>>(2*idBits)&idMask))
+			}
+		}
+		prev = end
+	}
+	return dst, len(ends)
+}
+
+// encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
+// bytes through the vocabulary table, the piece cache and, on a miss, the merge loop
+// (whose result the cache then keeps).
+func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end int, dst []T) []T {
+	n := end - prev
+	if n > cacheMaxLen {
+		return encodeLong(t, st, seg[prev:end], dst)
+	}
+	lo, hi := pieceKey(seg, prev, n)
+	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
+		if n <= 8 {
+			st.front.put(lo, val)
+		} else {
+			st.front.putLong(lo, hi, val)
+		}
+		return append(dst, T(val&idMask))
+	}
+	if s := st.pieces.find(lo, hi); s != nil {
+		if c := s.meta & 7; c != 0 && c <= frontIDs { // back into the front cache
+			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | c<<60
+			if c == 3 {
+				v |= (s.more & idMask) << (2 * idBits)
+			}
+			if n <= 8 {
+				st.front.put(lo, v)
+			} else {
+				st.front.putLong(lo, hi, v)
+			}
+		}
+		return appendSlot(&st.pieces, s, dst)
+	}
+	ids := t.merge(st, seg[prev:end])
+	// The piece cache keeps every merged piece; the front cache too when it can, but
+	// it is direct-mapped, and a piece evicted from it must not be merged again.
+	st.pieces.put(lo, hi, ids)
+	if len(ids) <= frontIDs && len(ids) > 0 {
+		if n <= 8 {
+			st.front.put(lo, shortVal(ids))
+		} else {
+			st.front.putLong(lo, hi, shortVal(ids))
+		}
+	}
+	for _, id := range ids {
+		dst = append(dst, T(id))
+	}
+	return dst
+}
+
+// encodeLong appends the ids of a piece longer than cacheMaxLen bytes, through the
+// long-piece cache when it is at most longCacheMaxPiece bytes.
+func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
+	cacheable := len(p) <= longCacheMaxPiece
+	if cacheable && st.long != nil {
+		if e, ok := st.long[p]; ok {
+			for _, id := range st.longArena[e.off : e.off+e.n] {
+				dst = append(dst, T(id))
+			}
+			return dst
+		}
+	}
+	ids := t.pieceIDs(st, p)
+	for _, id := range ids {
+		dst = append(dst, T(id))
+	}
+	if cacheable {
+		if st.long == nil || len(st.long) >= longCacheMaxItems || len(st.longArena)+len(ids) > longCacheMaxIDs {
+			st.long = make(map[string]cacheEntry, 1024)
+			st.longArena = st.longArena[:0]
+		}
+		st.long[strings.Clone(p)] = cacheEntry{uint32(len(st.longArena)), uint32(len(ids))}
+		st.longArena = append(st.longArena, ids...)
+	}
+	return dst
+}
+
+// pieceIDs returns the ids of one piece: the piece itself when it is a token that BPE
+// would rebuild, else what the merge loop gives. The result is valid until the next
+// call with st.
+func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
+	if id, ok := t.tokenID(p); ok && (t.wholeBad == nil || !t.wholeBad[id]) {
+		st.parts = append(st.parts[:0], id)
+		return st.parts
+	}
+	return t.merge(st, p)
+}
+
+// merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
+func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
+	if len(p) > heapThreshold {
+		if bt := t.longEncoder(); bt != nil {
+			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
+				st.parts = out
+				return out
+			}
+		}
+		return t.mergeLong(st, p)
+	}
+	return t.mergeSmall(st, p)
+}
+
+// longEncoder returns the backtracking encoder of long pieces (built on first use), or
+// nil if t's vocabulary does not allow it.
+func (t *Tokenizer) longEncoder() *backtrack {
+	t.backtrackOnce.Do(func() { t.backtrack = newBacktrack(t) })
+	return t.backtrack
+}
+
+// mergeSmall is the merge loop for short pieces of t's semantics.
+func (t *Tokenizer) mergeSmall(st *encodeState, p string) []uint32 {
+	if t.mergeSemantics == "ranks" {
+		return t.mergeRanksShort(st, p)
+	}
+	return t.mergeShort(st, p)
+}

@@ -1,0 +1,46 @@
+// Command compiled writes the compiled form (tokenize.Tokenizer.MarshalCompiled) of each
+// named tokenizer into its directory of tokenize/embedded, zstd-compressed, built from
+// the publisher's files embedded there. Run by go generate in tokenize/embedded; the
+// output is the same bytes for the same files.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
+
+	"gptkit/tokenize/embedded"
+	"gptkit/tokenize/spec"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gen/compiled:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	dirs, names := spec.EmbeddedDirs()
+	for i, dir := range dirs {
+		tok, err := spec.FromEmbeddedFiles(names[i])
+		if err != nil {
+			return err
+		}
+		data, err := tok.MarshalCompiled()
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dir, embedded.Compiled+".zst") // go generate runs in tokenize/embedded
+		if err := os.WriteFile(out, enc.EncodeAll(data, nil), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package tokenize
+
+// vocabTable finds a vocabulary token of at most 16 bytes by its bytes, read from the
+// text as two words with the length folded in (pieceKey): the first stop of every piece
+// of up to 16 bytes that the front cache does not hold, since most pieces of real text
+// are one token. Two open-addressing tables with linear probing, at most
+// half full: 16-byte slots for tokens of up to 8 bytes, 32-byte slots for 9 to 16. No
+// pointers, so the garbage collector does not scan it. (Buckets of four slots compared
+// without branches were slower: see docs/tokenizer-performance.md.) A bit set with a bit
+// per hash of each token's key (vocabFilterBits, 128 KB, one hash) answers most keys that
+// are no token (pieces of several tokens, tiktoken's pairs that do not merge) without a
+// probe of the tables, which miss the core's cache on random text.
+type vocabTable struct {
+	short  []shortSlot
+	long   []longSlot
+	filter []uint64
+}
+
+// vocabFilterBits: the filter's bit of a key is the top bits of the hash that also
+// places it in its table, so the filter is written in the tables' (slot) order at load
+// (o200k's 200,000 tokens in random order cost ~2 ms of cache misses) and find hashes once.
+const vocabFilterBits = 20
+
+func (v *vocabTable) addFilter(hash uint64) {
+	f := hash >> (64 - vocabFilterBits)
+	v.filter[f>>6] |= 1 << (f & 63)
+}
+
+// inFilter reports whether a key of this hash may be in the tables.
+func (v *vocabTable) inFilter(hash uint64) bool {
+	f := hash >> (64 - vocabFilterBits)
+	return v.filter[f>>6]&(1<<(f&63)) != 0
+}
+
+// shortSlot holds a piece of 1-8 bytes: ikey is its pieceKey's lo inverted (^key), so
+// that a zero slot, as make gives it, is an empty one (no piece of valid UTF-8 has key
+// ^0: its last byte would be 0xFF; tokens that do are left out of the tables, see
+// keyable); val its ids (shortVal).
+type shortSlot struct{ ikey, val uint64 }
+
+// longSlot holds a token of 9-16 bytes: its pieceKey words and val as in shortSlot
+// (val 0 in an empty slot).
+type longSlot struct{ lo, hi, val, _ uint64 }
+
+// shortVal packs one to three ids (frontIDs): id0 in bits 0-19, id1 in bits 20-39, id2
+// in bits 40-59, the count in bits 60-61.
+func shortVal(ids []uint32) uint64 {
+	v := uint64(len(ids))<<60 | uint64(ids[0])
+	for k := 1; k < len(ids); k++ {
+		v |= uint64(ids[k]) << (idBits * k)
+	}
+	return v
+}
+
+// frontIDs is the most ids a front cache slot holds (shortVal).
+const frontIDs = 3
+
+// shortIndex hashes a key to a slot of a table of mask+1 slots (the front cache): the
+// bits from 40 up of a multiplicative hash (a constant shift: a variable one ties up CX
+// on amd64, and the hot loop runs short of registers).
+func shortIndex(key, mask uint64) uint64 { return key * 0x9E3779B97F4A7C15 >> 40 & mask }
+
+func hashShort(key uint64) uint64   { return key * 0x9E3779B97F4A7C15 }
+func hashLong(lo, hi uint64) uint64 { return (lo ^ hi*0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 }
+
+// newVocabTable builds the table of the tokens vocab[id] ("" for ids that are not
+// tokens) and returns it with a map of the tokens it cannot hold (longer than 16 bytes,
+// or not keyable), so that the two find every token. Each table has two slots per
+// token.
+func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
+	var short, long []uint32
+	rest := map[string]uint32{}
+	for id, tok := range vocab {
+		switch {
+		case tok == "":
+		case len(tok) > 16 || !keyable(tok):
+			rest[tok] = uint32(id)
+		case len(tok) <= 8:
+			short = append(short, uint32(id))
+		default:
+			long = append(long, uint32(id))
+		}
+	}
+	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1),
+		filter: make([]uint64, 1<<vocabFilterBits/64)}
+	keys := make([]uint64, len(short))
+	for i, id := range short {
+		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
+	}
+	size := uint64(len(v.short))
+	for _, k := range homeOrder(len(short), len(v.short), func(i int) uint64 { return slotOf(hashShort(keys[i]), len(v.short)) }) {
+		key := keys[k]
+		i := slotOf(hashShort(key), len(v.short))
+		for v.short[i].ikey != 0 {
+			if i++; i == size {
+				i = 0
+			}
+		}
+		v.short[i] = shortSlot{^key, shortVal([]uint32{short[k]})}
+		v.addFilter(hashShort(key))
+	}
+	size = uint64(len(v.long))
+	for _, id := range long {
+		lo, hi := pieceKey(vocab[id], 0, len(vocab[id]))
+		i := slotOf(hashLong(lo, hi), len(v.long))
+		for v.long[i].val != 0 {
+			if i++; i == size {
+				i = 0
+			}
+		}
+		v.long[i] = longSlot{lo: lo, hi: hi, val: shortVal([]uint32{id})}
+		v.addFilter(hashLong(lo, hi))
+	}
+	return v, rest
+}
+
+// find returns the shortVal of the token of n bytes whose pieceKey is lo, hi, or 0.
+func (v *vocabTable) find(lo, hi uint64, n int) uint64 {
+	if n <= 8 {
+		h := hashShort(lo)
+		if !v.inFilter(h) {
+			return 0
+		}
+		size := uint64(len(v.short))
+		for i := slotOf(h, len(v.short)); ; {
+			if s := &v.short[i]; s.ikey == ^lo || s.ikey == 0 {
+				return s.val
+			}
+			if i++; i == size {
+				i = 0
+			}
+		}
+	}
+	h := hashLong(lo, hi)
+	if !v.inFilter(h) {
+		return 0
+	}
+	size := uint64(len(v.long))
+	for i := slotOf(h, len(v.long)); ; {
+		if s := &v.long[i]; s.lo == lo && s.hi == hi || s.val == 0 {
+			return s.val
+		}
+		if i++; i == size {
+			i = 0
+		}
+	}
+}
