@@ -41,7 +41,7 @@ func zstdFrames(tb testing.TB, data []byte, frame int, checksum bool) []byte {
 // TestParallelZstd: a stream of many frames (with skippable frames among them, with and
 // without checksums), a single frame, frames too large to decode whole followed by
 // small ones, and an empty stream all read back as the data; a stream cut short or
-// corrupt fails; closing early leaks nothing.
+// corrupt fails, after the data before the cut; closing early leaks nothing.
 func TestParallelZstd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := strings.Fields(string(testfiles.Read(t, "corpora/tinyshakespeare.txt")[:20000]))
@@ -91,6 +91,18 @@ func TestParallelZstd(t *testing.T) {
 			t.Errorf("a damaged stream of %d bytes read without error", len(bad))
 		}
 		r.close()
+	}
+	// A stream cut short inside a frame still gives the data of the frame's whole
+	// blocks before its error, as the streaming decoder does (what --accept-truncated
+	// keeps): a single frame cut at 97% is most of the data, not none of it.
+	one := cases["one frame"]
+	for _, workers := range []int{1, 3} {
+		r := newParallelZstd(bufio.NewReader(bytes.NewReader(one[:len(one)*97/100])), workers)
+		got, err := io.ReadAll(r)
+		r.close()
+		if err == nil || len(got) < len(data)/2 || !bytes.Equal(got, data[:len(got)]) {
+			t.Errorf("one frame cut at 97%%, %d workers: %d of %d bytes, %v; want most of the data, then an error", workers, len(got), len(data), err)
+		}
 	}
 	// Closing before the end stops every goroutine.
 	before := runtime.NumGoroutine()

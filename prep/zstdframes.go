@@ -2,6 +2,7 @@ package prep
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -229,8 +230,8 @@ func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, er
 	}
 	for {
 		var bh [3]byte
-		if _, err := io.ReadFull(br, bh[:]); err != nil {
-			return nil, nil, false, fmt.Errorf("zstd: block header: %w", unexpected(err))
+		if m, err := io.ReadFull(br, bh[:]); err != nil {
+			return cutShort(append(frame, bh[:m]...), fmt.Errorf("zstd: block header: %w", unexpected(err)))
 		}
 		v := uint32(bh[0]) | uint32(bh[1])<<8 | uint32(bh[2])<<16
 		n := int(v >> 3)
@@ -243,8 +244,8 @@ func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, er
 		frame = append(frame, bh[:]...)
 		start := len(frame)
 		frame = append(frame, make([]byte, n)...)
-		if _, err := io.ReadFull(br, frame[start:]); err != nil {
-			return nil, nil, false, fmt.Errorf("zstd: block: %w", unexpected(err))
+		if m, err := io.ReadFull(br, frame[start:]); err != nil {
+			return cutShort(frame[:start+m], fmt.Errorf("zstd: block: %w", unexpected(err)))
 		}
 		if v&1 != 0 { // the last block
 			break
@@ -252,12 +253,28 @@ func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, er
 	}
 	if h.checksum {
 		var sum [4]byte
-		if _, err := io.ReadFull(br, sum[:]); err != nil {
-			return nil, nil, false, fmt.Errorf("zstd: checksum: %w", unexpected(err))
+		if m, err := io.ReadFull(br, sum[:]); err != nil {
+			return cutShort(append(frame, sum[:m]...), fmt.Errorf("zstd: checksum: %w", unexpected(err)))
 		}
 		frame = append(frame, sum[:]...)
 	}
 	return frame, nil, false, nil
+}
+
+// cutShort handles a frame the stream ends inside (a truncated file): the
+// streaming decoder gets what there is of it, so the data of its whole blocks comes
+// out before the error, as when the stream is read without cutting frames (a cut
+// .jsonl.zst keeps the documents before the damage under --accept-truncated). A
+// read error other than the stream's end is returned as it is.
+func cutShort(partial []byte, err error) ([]byte, io.ReadCloser, bool, error) {
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil, false, err
+	}
+	zr, zerr := zstd.NewReader(bytes.NewReader(partial), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<29))
+	if zerr != nil {
+		return nil, nil, false, err
+	}
+	return nil, zr.IOReadCloser(), false, nil
 }
 
 func unexpected(err error) error {
