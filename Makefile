@@ -13,8 +13,11 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
 
+# cmd/train's tests (many trainings on the simulated GPU, several launched jobs) take ~5
+# minutes on 2 idle cores: go test's default 10-minute limit per package is too tight on a
+# loaded machine.
 test: build
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 # The kernels (and the ring's reductions, the tokenizer's byte classifier) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
@@ -26,7 +29,7 @@ test-mixed-precision:
 	GPTKIT_MIXED_PRECISION=1 $(GO) test -count=1 -timeout 30m -run '^TestMixedPrecisionShakespeare$$' -v ./train | grep -E '^(=== RUN|--- |\s+mixed_precision_test|ok|FAIL|PASS)'
 
 race:
-	$(GO) test -count=1 -race -short ./...
+	$(GO) test -count=1 -timeout 30m -race -short ./...
 
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
