@@ -163,7 +163,10 @@ func (w *classWindow) fixMulti(nb int) {
 				q--
 			}
 			r, size := utf8.DecodeRuneInString(s[q:])
-			done = q + size
+			// In valid UTF-8 the character at q covers p. In invalid UTF-8 (which
+			// AppendEncodeValidInt32 may be given) it may end before p: go on past p
+			// anyway, or this loop never ends.
+			done = max(q+size, p+1)
 			w.setClass(p, min(done, w.limit), runeClass(r))
 			if done-start >= 64 {
 				break
