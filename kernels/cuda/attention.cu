@@ -153,6 +153,57 @@ template <typename T, int HS> __device__ __forceinline__ void accumulate_into(fl
     }
 }
 
+// qkv_head: where head h of batch row b starts in qkv: its Q, K and V (row stride
+// ld = 3C).
+template <typename T> struct qkv_head {
+    const T *Q, *K, *V;
+    long long ld;
+};
+
+template <typename T, int HS> __device__ __forceinline__ qkv_head<T> head_of(const T* qkv, int b, int h, int T_, int C) {
+    qkv_head<T> x;
+    x.ld = 3LL * C;
+    x.Q = qkv + (long long)b * T_ * x.ld + h * HS;
+    x.K = x.Q + C;
+    x.V = x.Q + 2 * C;
+    return x;
+}
+
+// store_rows writes a warp's 16 × HS accumulators (this thread's rows r0 and
+// r1, HS/8 n-tiles) to X (row stride ld), times m0 and m1, rows past T skipped.
+template <typename T, int HS>
+__device__ __forceinline__ void store_rows(T* X, long long ld, int r0, int r1, int T_, float (*acc)[4], float m0, float m1) {
+    int tg = threadIdx.x % WARP & 3;
+#pragma unroll
+    for (int t = 0; t < HS / 8; t++) {
+        int d = t * 8 + tg * 2;
+        if (r0 < T_) {
+            X[(long long)r0 * ld + d] = store<T>(acc[t][0] * m0);
+            X[(long long)r0 * ld + d + 1] = store<T>(acc[t][1] * m0);
+        }
+        if (r1 < T_) {
+            X[(long long)r1 * ld + d] = store<T>(acc[t][2] * m1);
+            X[(long long)r1 * ld + d + 1] = store<T>(acc[t][3] * m1);
+        }
+    }
+}
+
+// backward_frags starts a backward block: tiles rows [r0, r0+BLK) of A and B (row
+// strides lda, ldb) through shared memory sa and sb into this warp's A operands fa
+// and fb. sa and sb are free again when it returns.
+template <typename T, int HS>
+__device__ __forceinline__ void backward_frags(unsigned (*fa)[4], unsigned (*fb)[4], T* sa, T* sb, const T* A, long long lda,
+                                               const T* B, long long ldb, int r0, int T_) {
+    int warp = threadIdx.x / WARP;
+    load_tile<T, HS>(sa, A, lda, r0, T_);
+    load_tile<T, HS>(sb, B, ldb, r0, T_);
+    cp_async_wait_all();
+    __syncthreads();
+    a_frags<T, HS>(fa, sa, warp * 16);
+    a_frags<T, HS>(fb, sb, warp * 16);
+    __syncthreads();
+}
+
 // ---- tensor-core forward ----
 
 template <typename T, int HS>
@@ -162,10 +213,9 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
     T* sV = sm + BLK * (HS + 8);
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
-    long long ld = 3LL * C;
-    const T* Q = qkv + (long long)b * T_ * ld + h * HS;
-    const T* K = Q + C;
-    const T* V = Q + 2 * C;
+    qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
+    const T *Q = x.Q, *K = x.K, *V = x.V;
+    long long ld = x.ld;
     int q0 = blockIdx.x * BLK;
     load_tile<T, HS>(sK, Q, ld, q0, T_);
     cp_async_wait_all();
@@ -236,19 +286,7 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
         __syncthreads(); // the next tiles overwrite sK and sV
     }
     float il0 = 1.0f / l0, il1 = 1.0f / l1;
-    T* O = out + (long long)b * T_ * C + h * HS;
-#pragma unroll
-    for (int t = 0; t < HS / 8; t++) {
-        int d = t * 8 + tg * 2;
-        if (row0 < T_) {
-            O[(long long)row0 * C + d] = store<T>(o[t][0] * il0);
-            O[(long long)row0 * C + d + 1] = store<T>(o[t][1] * il0);
-        }
-        if (row1 < T_) {
-            O[(long long)row1 * C + d] = store<T>(o[t][2] * il1);
-            O[(long long)row1 * C + d + 1] = store<T>(o[t][3] * il1);
-        }
-    }
+    store_rows<T, HS>(out + (long long)b * T_ * C + h * HS, C, row0, row1, T_, o, il0, il1);
     if (tg == 0) {
         if (row0 < T_) lse[(long long)bh * T_ + row0] = m0 + logf(l0);
         if (row1 < T_) lse[(long long)bh * T_ + row1] = m1 + logf(l1);
@@ -269,20 +307,13 @@ __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const 
     T* sO = sm + BLK * (HS + 8); // dO
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
-    long long ld = 3LL * C;
-    const T* Q = qkv + (long long)b * T_ * ld + h * HS;
-    const T* K = Q + C;
-    const T* V = Q + 2 * C;
+    qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
+    const T *Q = x.Q, *K = x.K, *V = x.V;
+    long long ld = x.ld;
     const T* dO = dout + (long long)b * T_ * C + h * HS;
     int k0 = blockIdx.x * BLK;
-    load_tile<T, HS>(sQ, K, ld, k0, T_);
-    load_tile<T, HS>(sO, V, ld, k0, T_);
-    cp_async_wait_all();
-    __syncthreads();
     unsigned kf[HS / 16][4], vf[HS / 16][4];
-    a_frags<T, HS>(kf, sQ, warp * 16);
-    a_frags<T, HS>(vf, sO, warp * 16);
-    __syncthreads();
+    backward_frags<T, HS>(kf, vf, sQ, sO, K, ld, V, ld, k0, T_);
 
     int key0 = k0 + warp * 16 + g, key1 = key0 + 8;
     float dk[HS / 8][4], dv[HS / 8][4];
@@ -322,23 +353,8 @@ __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const 
         __syncthreads();
     }
     T* dK = dqkv + (long long)b * T_ * ld + C + h * HS;
-    T* dV = dK + C;
-#pragma unroll
-    for (int t = 0; t < HS / 8; t++) {
-        int d = t * 8 + tg * 2;
-        if (key0 < T_) {
-            dK[(long long)key0 * ld + d] = store<T>(dk[t][0] * scale);
-            dK[(long long)key0 * ld + d + 1] = store<T>(dk[t][1] * scale);
-            dV[(long long)key0 * ld + d] = store<T>(dv[t][0]);
-            dV[(long long)key0 * ld + d + 1] = store<T>(dv[t][1]);
-        }
-        if (key1 < T_) {
-            dK[(long long)key1 * ld + d] = store<T>(dk[t][2] * scale);
-            dK[(long long)key1 * ld + d + 1] = store<T>(dk[t][3] * scale);
-            dV[(long long)key1 * ld + d] = store<T>(dv[t][2]);
-            dV[(long long)key1 * ld + d + 1] = store<T>(dv[t][3]);
-        }
-    }
+    store_rows<T, HS>(dK, ld, key0, key1, T_, dk, scale, scale);
+    store_rows<T, HS>(dK + C, ld, key0, key1, T_, dv, 1.0f, 1.0f); // dV
 }
 
 // dQ of one block of 64 queries: over the key blocks up to it, S = Q·Kᵀ,
@@ -352,20 +368,13 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
     T* sV = sm + BLK * (HS + 8);
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
-    long long ld = 3LL * C;
-    const T* Q = qkv + (long long)b * T_ * ld + h * HS;
-    const T* K = Q + C;
-    const T* V = Q + 2 * C;
+    qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
+    const T *Q = x.Q, *K = x.K, *V = x.V;
+    long long ld = x.ld;
     const T* dO = dout + (long long)b * T_ * C + h * HS;
     int q0 = blockIdx.x * BLK;
-    load_tile<T, HS>(sK, Q, ld, q0, T_);
-    load_tile<T, HS>(sV, dO, C, q0, T_);
-    cp_async_wait_all();
-    __syncthreads();
     unsigned qf[HS / 16][4], of[HS / 16][4];
-    a_frags<T, HS>(qf, sK, warp * 16);
-    a_frags<T, HS>(of, sV, warp * 16);
-    __syncthreads();
+    backward_frags<T, HS>(qf, of, sK, sV, Q, ld, dO, C, q0, T_);
 
     int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
     float L0 = row0 < T_ ? lse[(long long)bh * T_ + row0] : INFINITY;
@@ -399,19 +408,7 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
         accumulate_into<T, HS>(dq, ds, sK);
         __syncthreads();
     }
-    T* dQ = dqkv + (long long)b * T_ * ld + h * HS;
-#pragma unroll
-    for (int t = 0; t < HS / 8; t++) {
-        int d = t * 8 + tg * 2;
-        if (row0 < T_) {
-            dQ[(long long)row0 * ld + d] = store<T>(dq[t][0] * scale);
-            dQ[(long long)row0 * ld + d + 1] = store<T>(dq[t][1] * scale);
-        }
-        if (row1 < T_) {
-            dQ[(long long)row1 * ld + d] = store<T>(dq[t][2] * scale);
-            dQ[(long long)row1 * ld + d + 1] = store<T>(dq[t][3] * scale);
-        }
-    }
+    store_rows<T, HS>(dqkv + (long long)b * T_ * ld + h * HS, ld, row0, row1, T_, dq, scale, scale); // dQ
 }
 
 #define FLASH(S, T, HS)                                                                                            \
