@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"gptkit/internal/cli"
+	"gptkit/internal/progress"
 	"gptkit/kernels"
 	"gptkit/kernels/cuda"
 	"gptkit/train"
@@ -241,7 +242,7 @@ func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll t
 	}()
 	var live *liveLine
 	var logOut io.Writer = stderr
-	if isTerminal(stderr) && coll.Rank() == 0 {
+	if progress.IsTerminal(stderr) && coll.Rank() == 0 {
 		live = newLiveLine(stderr, cfg.MaxSteps)
 		logOut = live
 	}

@@ -176,3 +176,7 @@ func (b *Bar) loop(every time.Duration) {
 		}
 	}
 }
+
+// IsTerminal reports whether w is a terminal: where a command draws a live line
+// rather than printing log lines.
+func IsTerminal(w io.Writer) bool { return isTerminal(w) }
