@@ -1,5 +1,5 @@
-// Command train trains GPT models on gptkit datasets, on the CPU, as the numerical
-// reference of gptkit's trainers:
+// Command train trains GPT models on gptkit datasets, on the CPU or NVIDIA GPUs
+// (--device; cuda-sim: the PTX simulator):
 //
 //	train --data DATA [--config FILE] [--out DIR] [flags]   train (see configs/ and train -h)
 //	train ... --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] [--max-restarts K]
@@ -64,7 +64,8 @@ func printUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: train --data DATA [--config FILE] [--out DIR] [flags]
        train COMMAND [flags]
 
-Trains GPT models on gptkit datasets (nanoGPT's GPT-2 and recipe, on the CPU).
+Trains GPT models on gptkit datasets (nanoGPT's GPT-2 and recipe), on the CPU or on
+NVIDIA GPUs (--device auto|cpu|cuda|cuda-sim; bfloat16 mixed precision on GPUs).
 With flags and no command it trains (train -h lists the flags); with --nproc-per-node N
 (and --nnodes, --node-rank, --master-addr, --master-port) or --hostfile FILE it trains
 data-parallel, and so it does when started by srun or torchrun.
