@@ -23,7 +23,8 @@
 //     twin, the only one under the noasm tag), for the pre-tokenizers.
 //   - split_blocks.go, split_gpt2.go, split_tiktoken.go: the pre-tokenizers: piece
 //     starts of whole blocks in bit arithmetic, a piece at a time where a block does not
-//     allow it; pattern.go: the regexes run literally, which tests compare them with.
+//     allow it; split_o200k.go: o200k's, a piece at a time; pattern.go: the regexes
+//     run literally, which tests compare them with.
 //   - bpe.go, bpe_ranks.go, pairtable.go: the merge loops (HF's pair ranks, tiktoken's
 //     byte ranks); bpe_backtrack.go, prefixtable.go: long pieces under HF's merges
 //     encoded in one pass by backtracking over compatible token pairs; reference.go: the

@@ -16,7 +16,7 @@ var splitPatterns = []struct {
 }{
 	{"gpt2", splitGPT2, refSplitGPT2},
 	{"cl100k_base", splitCL100K, cl100kPattern.split},
-	{"o200k_base", o200kPattern.splitter(), o200kPattern.split},
+	{"o200k_base", splitO200K, o200kPattern.split},
 }
 
 // splitInSteps is splitAll with ends of capacity room at each call: the splitter

@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// The tiktoken pre-tokenization patterns (tiktoken 1.0.22), run by the backtracking
-// matcher in pattern.go. tiktoken's Rust regex classes are Unicode 16.0, like HF's: \p{L},
+// The tiktoken pre-tokenization patterns (tiktoken 1.0.22), run literally by the
+// backtracking matcher in pattern.go (the oracle of splitCL100K and splitO200K). tiktoken's Rust regex classes are Unicode 16.0, like HF's: \p{L},
 // \p{N} and \s come from the same generated table. Go's unicode package (15.0) supplies
 // the general categories o200k needs; the letters new in 16.0 are Lo or Lm (in both of
 // o200k's word classes) except the cased ones listed in new16Upper / new16Lower.
@@ -78,7 +78,7 @@ var o200kPattern = pattern{
 
 func init() {
 	splitters["cl100k_base"] = splitCL100K
-	splitters["o200k_base"] = o200kPattern.splitter()
+	splitters["o200k_base"] = splitO200K
 	refSplitters["cl100k_base"] = cl100kPattern.split
 	refSplitters["o200k_base"] = o200kPattern.split
 }
