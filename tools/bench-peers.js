@@ -7,7 +7,7 @@
 //     --job hf:gpt2:FILE --job tiktoken:cl100k_base:FILE --job tiktoken-rs:gpt2:FILE ...
 //
 // A job is TOOL:MODEL:FILE. Models: hf gpt2 and neox-20b (the tokenizer.json files under
-// --tokdir), tiktoken and tiktoken-rs gpt2 and cl100k_base. Each job runs in a fresh
+// --tokdir), tiktoken and tiktoken-rs gpt2, cl100k_base and o200k_base. Each job runs in a fresh
 // child process: the file is cut at newlines into pieces of ~1 MB (as tokenize's
 // BenchmarkEncode cuts it: the same pieces), each piece is one encode call, one pass is
 // untimed (caches warm), then --runs timed passes. Reported per job: MB (10^6 bytes) per

@@ -9,7 +9,7 @@
 #      their first BENCH_HF_MB MiB (default 8, cut at a line end) for HF tokenizers, which
 #      is ~100× slower than the rest;
 #   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2
-#      and cl100k_base on english and mixed, HF tokenizers with gpt2 and neox-20b on the
+#      , cl100k_base and o200k_base on english and mixed, HF tokenizers with gpt2 and neox-20b on the
 #      -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
 #   3. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
 #      ids hash to show the ids are the same), the adversarial inputs, EncodeBatch on 2
@@ -84,7 +84,7 @@ say "inputs: $inputs (mixed sha256 $(sha256sum "$mixed" | cut -c1-16))"
 peers_json=$out/peers.json
 jobs=()
 for f in "$english" "$mixed"; do
-  for m in gpt2 cl100k_base; do jobs+=(--job "tiktoken-rs:$m:$f" --job "tiktoken:$m:$f"); done
+  for m in gpt2 cl100k_base o200k_base; do jobs+=(--job "tiktoken-rs:$m:$f" --job "tiktoken:$m:$f"); done
 done
 for f in "$out/english-hf.txt" "$out/mixed-hf.txt"; do
   for m in gpt2 neox-20b; do jobs+=(--job "hf:$m:$f"); done
