@@ -8,9 +8,9 @@
 #      docs, man pages, prose and Go source, plus the parity corpus's many scripts), and
 #      their first BENCH_HF_MB MiB (default 8, cut at a line end) for HF tokenizers, which
 #      is ~100× slower than the rest;
-#   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2
-#      , cl100k_base and o200k_base on english and mixed, HF tokenizers with gpt2 and neox-20b on the
-#      -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
+#   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2,
+#      cl100k_base and o200k_base on english and mixed, HF tokenizers with gpt2 and neox-20b
+#      on the -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
 #   3. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
 #      ids hash to show the ids are the same), the adversarial inputs, EncodeBatch on 2
 #      workers, loading (in process and as a fresh process), the command line against the
