@@ -1,0 +1,174 @@
+package prep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// parallelCorpus writes files of every kind ReadRangeBatchesParallel may meet: plain,
+// zstd and gzip JSONL with empty texts, bad records and invalid UTF-8, and a text file.
+func parallelCorpus(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var files []string
+	for i, name := range []string{"a.jsonl", "b.jsonl.zst", "c.jsonl.gz", "d.jsonl", "e.txt", "f.jsonl.zst", "g.jsonl"} {
+		if strings.HasSuffix(name, ".txt") {
+			files = append(files, writeCorpusFile(t, dir, name, "a whole text file\n"))
+			continue
+		}
+		var sb strings.Builder
+		for j := range 40 + 30*i {
+			switch {
+			case j%17 == 5:
+				sb.WriteString(`{"text":""}` + "\n")
+			case j%23 == 7 && i != 0:
+				sb.WriteString(`{"text": broken` + "\n")
+			case j%29 == 11:
+				sb.WriteString("{\"text\":\"bad \xff byte\"}\n")
+			default:
+				fmt.Fprintf(&sb, `{"text":"doc %d of %s: %s"}`+"\n", j, name, strings.Repeat("x", j*7%300))
+			}
+		}
+		files = append(files, writeCorpusFile(t, dir, name, sb.String()))
+	}
+	return files
+}
+
+type readResult struct {
+	docs    []Doc
+	batches int
+	stats   Stats
+	err     error
+	bytes   int64 // what Progress reported
+	nDocs   int64
+}
+
+// readWith reads ranges with ReadRangeBatchesParallel (readers 1: ReadRangeBatches).
+func readWith(ranges []FileRange, opt ReadOptions, readers int, fnErrAt int) readResult {
+	var res readResult
+	opt.Progress = func(b, d int64) { res.bytes += b; res.nDocs += d } // not atomic: -race sees concurrent calls
+	res.stats, res.err = ReadRangeBatchesParallel(context.Background(), ranges, opt, 2000, readers, func(b []Doc) error {
+		res.batches++
+		for _, d := range b {
+			if fnErrAt > 0 && len(res.docs) == fnErrAt {
+				return errFnStop
+			}
+			res.docs = append(res.docs, d)
+		}
+		return nil
+	})
+	return res
+}
+
+var errFnStop = errors.New("fn stops here")
+
+// sameRead fails t unless got hands on what want does, with the same stats and error.
+func sameRead(t *testing.T, what string, got, want readResult) {
+	t.Helper()
+	if len(got.docs) != len(want.docs) {
+		t.Fatalf("%s: %d documents, sequential read %d", what, len(got.docs), len(want.docs))
+	}
+	for i := range got.docs {
+		if got.docs[i] != want.docs[i] {
+			t.Fatalf("%s: document %d is %+v, sequential read %+v", what, i, got.docs[i], want.docs[i])
+		}
+	}
+	if fmt.Sprint(got.err) != fmt.Sprint(want.err) {
+		t.Fatalf("%s: error %v, sequential read %v", what, got.err, want.err)
+	}
+	gs, ws := got.stats, want.stats
+	gb, wb := gs.BadRecords, ws.BadRecords
+	gs.BadRecords, ws.BadRecords = nil, nil
+	if gs != ws {
+		t.Fatalf("%s: stats %+v, sequential read %+v", what, gs, ws)
+	}
+	if (gb == nil) != (wb == nil) || gb != nil && (!reflect.DeepEqual(gb.Counts, wb.Counts) || !reflect.DeepEqual(gb.Examples, wb.Examples)) {
+		t.Fatalf("%s: bad records %+v, sequential read %+v", what, gb, wb)
+	}
+	// (After an error, the readers ahead have read more than the sequential reader.)
+	if want.err == nil && (got.bytes != want.bytes || got.nDocs != want.nDocs) {
+		t.Fatalf("%s: progress %d bytes %d docs, sequential read %d, %d", what, got.bytes, got.nDocs, want.bytes, want.nDocs)
+	}
+}
+
+// TestReadRangeBatchesParallel: with several readers, fn gets the documents the
+// sequential reader hands on, in order, with the same stats, bad-record examples,
+// progress totals and errors: with skipped documents, a bad record that stops the
+// read (Fail), fn's own error, and a missing file (found before anything is read).
+func TestReadRangeBatchesParallel(t *testing.T) {
+	files := parallelCorpus(t)
+	ranges := wholeFiles(files)
+	base := ReadOptions{MaxBadExamples: 3}
+	want := readWith(ranges, base, 1, 0)
+	if want.err != nil || want.stats.Bad == 0 || want.stats.InvalidUTF8 == 0 || want.stats.Empty == 0 {
+		t.Fatalf("the corpus should read with bad records, invalid UTF-8 and empty texts: %+v, %v", want.stats, want.err)
+	}
+	for _, readers := range []int{2, 3, 16} {
+		got := readWith(ranges, base, readers, 0)
+		sameRead(t, fmt.Sprintf("%d readers", readers), got, want)
+		if got.batches <= want.batches {
+			t.Errorf("%d readers: %d batches; a batch should not span two files (sequential: %d)", readers, got.batches, want.batches)
+		}
+	}
+	// Parts of files, as partitioned runs read them: byte ranges of a plain file, and
+	// stripes of compressed ones.
+	parts := []FileRange{{File: files[0], Start: 0, End: 900}, {File: files[0], Start: 900, End: 2000},
+		{File: files[0], Start: 2000, End: 1 << 40}, Striped(files[1], 1000, 3, 1), Striped(files[2], 700, 2, 0),
+		Striped(files[5], 2000, 2, 1), {File: files[6], Start: 500, End: 5000}}
+	wantParts := readWith(parts, base, 1, 0)
+	if wantParts.err != nil || len(wantParts.docs) == 0 {
+		t.Fatalf("parts: %d documents, error %v", len(wantParts.docs), wantParts.err)
+	}
+	sameRead(t, "parts", readWith(parts, base, 3, 0), wantParts)
+
+	firstDocs := want.stats.Docs / int64(len(files)) // within the first files
+	for _, skip := range []int64{1, firstDocs, firstDocs + 3, want.stats.Docs - 2, want.stats.Docs + 5} {
+		opt := base
+		opt.SkipDocs = skip
+		sameRead(t, fmt.Sprintf("skip %d", skip), readWith(ranges, opt, 3, 0), readWith(ranges, opt, 1, 0))
+	}
+	fail := base
+	fail.OnError = Fail
+	w := readWith(ranges, fail, 1, 0)
+	if w.err == nil {
+		t.Fatal("Fail: the bad records should stop the read")
+	}
+	sameRead(t, "Fail", readWith(ranges, fail, 4, 0), w)
+	// fn's error: the same documents before it, and the error as it is (the stats
+	// count what was read, which read-ahead makes more).
+	got, w := readWith(ranges, base, 4, 150), readWith(ranges, base, 1, 150)
+	got.stats, w.stats = Stats{}, Stats{}
+	sameRead(t, "fn's error", got, w)
+	if got.err != errFnStop {
+		t.Fatalf("fn's error should come back as it is, got %v", got.err)
+	}
+
+	missing := append(wholeFiles(files), FileRange{File: filepath.Join(t.TempDir(), "gone.jsonl"), End: -1})
+	got = readWith(missing, base, 4, 0)
+	if len(got.docs) != 0 || !errors.Is(got.err, os.ErrNotExist) {
+		t.Fatalf("a missing last file: %d documents handed on, error %v; want none, and the file named", len(got.docs), got.err)
+	}
+}
+
+// TestReadRangeBatchesParallelCancel: a canceled context stops every reader; the call
+// returns only once they have.
+func TestReadRangeBatchesParallelCancel(t *testing.T) {
+	ranges := wholeFiles(parallelCorpus(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := ReadRangeBatchesParallel(ctx, ranges, ReadOptions{}, 500, 4, func(b []Doc) error {
+		if n++; n == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled: error %v", err)
+	}
+}
