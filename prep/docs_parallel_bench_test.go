@@ -51,7 +51,7 @@ func BenchmarkReadParallel(b *testing.B) {
 		ranges = append(ranges, FileRange{File: path, End: -1})
 	}
 	for _, readers := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("readers-%d", readers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) {
 			var text int64
 			cpu0 := rusageCPU()
 			for b.Loop() {

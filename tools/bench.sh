@@ -125,7 +125,7 @@ go_cmds=(
   "go test ./cmd/tokenize -bench LoadProcess -benchtime 10x -count $BENCH_COUNT"
   "BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed go test ./cmd/tokenize -bench CLIVsLibrary -benchtime 2x"
   "BENCH_CORPUS=$mixed go test ./pipelines -bench EndToEndVsTokenizer -benchtime 2x"
-  "BENCH_CORPUS=$mixed go test ./prep -bench Decompress -benchtime 3x"
+  "BENCH_CORPUS=$mixed go test ./prep -bench 'Decompress|ReadParallel' -benchtime 3x"
 )
 say "ours: ${go_cmds[0]}"
 BENCH_INPUTS=$inputs run_go "$out/go-encode.txt" ./tokenize -bench '^(BenchmarkEncode|BenchmarkEncodeAdversarial)$' -benchtime "$BENCH_TIME" -count "$BENCH_COUNT" -cpu 1
@@ -140,7 +140,7 @@ BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed run_go "$out/go-cli.txt" ./cm
 say "ours: ${go_cmds[5]}"
 BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokenizer -benchtime 2x
 say "ours: ${go_cmds[6]}"
-BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench Decompress -benchtime 3x
+BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench 'Decompress|ReadParallel' -benchtime 3x
 
 # 4. The report.
 say "done in $(( $(date +%s) - start )) s; report:"

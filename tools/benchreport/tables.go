@@ -199,6 +199,23 @@ func decompression(r *report, g *goBench) {
 		r.printf("| %s | %s | %s | %.1f |\n", filepath.ToSlash(strings.TrimPrefix(name, "BenchmarkDecompress/")), f1(mbs), f1(cpu), ratio)
 	}
 	r.printf("\n")
+	var readers []string
+	for name := range g.runs {
+		if strings.HasPrefix(name, "BenchmarkReadParallel/") {
+			readers = append(readers, name)
+		}
+	}
+	if len(readers) == 0 {
+		return
+	}
+	r.printf("## Reading several files at once (four .jsonl.zst files of the mixed corpus, all cores)\n\n| readers | MB of text/s | MB per CPU-second |\n|---|---|---|\n")
+	sortStrings(readers)
+	for _, name := range readers {
+		mbs, _ := g.median(name, "MB/s")
+		cpu, _ := g.median(name, "MB/cpu-s")
+		r.printf("| %s | %s | %s |\n", strings.TrimPrefix(name, "BenchmarkReadParallel/readers="), f1(mbs), f1(cpu))
+	}
+	r.printf("\n")
 }
 
 // advRatio is how many times normal's time per byte the input takes: from MB per
