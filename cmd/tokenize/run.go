@@ -43,6 +43,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	appendEOD := c.Flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document")
 	shardSize := c.Flags.String("shard-size", "0", "start a new shard when a .bin reaches `SIZE` bytes (e.g. 4GiB, 500MB; 0: one shard)")
 	overwrite := c.Flags.Bool("overwrite", false, "replace the dataset already in DIR")
+	acceptTrunc := c.Flags.Bool("accept-truncated", false, "keep what precedes the damage of a truncated or corrupt compressed file (skipping the rest; the summary says how many bytes were not read) instead of failing")
 	var s3 cli.S3Flags
 	s3.Register(c.Flags)
 	numWorkers := c.Flags.Int("num-workers", -1, "cut the run into `W` parts, of which this process does one (-1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment)")
@@ -87,6 +88,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec,
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
+		AcceptTruncated: *acceptTrunc,
 	}
 	if partitioned {
 		job.NumWorkers, job.WorkerIndex = task.Count, task.Index
@@ -117,6 +119,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return fail(stderr, "run", err)
+	}
+	if stats.Truncated > 0 { // (the summary says it too, unless --progress off)
+		log.Warn("damaged compressed inputs kept up to the damage (--accept-truncated)", "streams", stats.Truncated, "unread_bytes", stats.UnreadBytes)
 	}
 	where := strings.TrimSuffix(*output, "/")
 	if partitioned && !stats.AlreadyMerged {
