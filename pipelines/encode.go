@@ -21,7 +21,10 @@ import (
 // (BenchmarkTokenizeRunPeakRSS, GPT-2, 2 cores): 99 MiB with 2 workers; with 4 MB
 // batches it was 190 MiB with 2 workers, 460 MiB with 16, 320 MiB with 32, 410 MiB with 64.
 // Batch sizes do not change the output. A part that reads stripes of a shared file
-// queues one stripe more (stripeAhead: 64 MiB of text with the default stripes).
+// queues one stripe more (stripeAhead: 64 MiB of text with the default stripes). With
+// several inputs each file reader (fileReaders: a reader per four workers) holds up to
+// prep's parallelAhead+2 batches more: at 64 workers, 16 readers, ~100 MB of text beyond
+// inFlightText, and 16 decoders (a zstd window each: 8 MB by default).
 const (
 	maxBatchBytes = 1 << 20
 	minBatchBytes = 256 << 10

@@ -17,7 +17,8 @@ const parallelAhead = 4
 // (batches are cut per range: a batch never spans two ranges), on the caller's
 // goroutine, and so does opt.Progress; the Stats and the error are those
 // ReadRangeBatches returns, the error reaching fn's caller only once every document
-// before it has been handed on. Every range is checked before any is read.
+// before it has been handed on (but after an error of fn's own, the Stats count only
+// the ranges finished before it). Every range is checked before any is read.
 //
 // The documents that opt.SkipDocs skips are read one range after another, as
 // ReadRangeBatches reads them; the ranges after them in parallel. Memory: each reader

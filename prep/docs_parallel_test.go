@@ -141,7 +141,7 @@ func TestReadRangeBatchesParallel(t *testing.T) {
 	}
 	sameRead(t, "Fail", readWith(ranges, fail, 4, 0), w)
 	// fn's error: the same documents before it, and the error as it is (the stats
-	// count what was read, which read-ahead makes more).
+	// count only the ranges finished before it).
 	got, w := readWith(ranges, base, 4, 150), readWith(ranges, base, 1, 150)
 	got.stats, w.stats = Stats{}, Stats{}
 	sameRead(t, "fn's error", got, w)
