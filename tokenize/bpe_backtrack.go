@@ -54,7 +54,7 @@ const btCacheSize = 1 << 16
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
 // lacks what it needs (see above).
 func newBacktrack(t *Tokenizer) *backtrack {
-	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) >= twoNoToken {
+	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) > idMask+1 {
 		return nil
 	}
 	n := len(t.vocab)
@@ -67,42 +67,55 @@ func newBacktrack(t *Tokenizer) *backtrack {
 			bt.toks[id].rank = -1
 		}
 	}
-	ms := t.merges.all() // by rank
+	// Each token is made by at most one merge, and not a byte's token. The ranks have
+	// holes where a merges list repeats a pair: there the merge made is id 0 from left 0,
+	// which no merge can be (a merge's bytes are longer than its left token's).
+	pt := t.merges
 	made := make([]bool, n)
-	for _, m := range ms {
-		if made[m.id] || bt.toks[m.id].rank == -1 {
-			return nil // made by two merges, or a byte's token made by one
-		}
-		made[m.id] = true
-	}
-	// In rank order (monotone: a merge's tokens are made by lower ranks), a token takes
-	// part if both halves do and BPE on its bytes ends with them.
-	for _, m := range ms {
-		if bt.toks[m.left].rank < -1 || bt.toks[m.right].rank < -1 || !bt.compatible(m.left, m.right, 0) {
+	for r, id := range pt.mergedByRank {
+		if id == 0 && pt.leftByRank[r] == 0 {
 			continue
 		}
-		tk := &bt.toks[m.id]
-		tk.rank, tk.left, tk.right = int32(m.rank), m.left, m.right
+		if made[id] || bt.toks[id].rank == -1 {
+			return nil // made by two merges, or a byte's token made by one
+		}
+		made[id] = true
+	}
+	// A token made by a merge takes part if BPE rebuilds it from its own bytes
+	// (findUnreachableTokens, computed at load or compiled in): with merges in rank
+	// order and one merge per token, exactly when both halves take part and are
+	// compatible (TestBacktrack checks that the two agree). Without wholeBad (HF
+	// ignore_merges) it is decided by compatible, in rank order.
+	byCompat := t.ignoreMerges
+	for r, id := range pt.mergedByRank {
+		if !made[id] || id == 0 && pt.leftByRank[r] == 0 {
+			continue
+		}
+		left, right := pt.leftByRank[r], pt.rightByRank[r]
+		if byCompat {
+			if bt.toks[left].rank < -1 || bt.toks[right].rank < -1 || !bt.compatible(left, right, 0) {
+				continue
+			}
+		} else if t.wholeBad != nil && int(id) < len(t.wholeBad) && t.wholeBad[id] {
+			continue
+		}
+		tk := &bt.toks[id]
+		tk.rank, tk.left, tk.right = int32(r), left, right
 	}
 	var ids []int
-	byBytes := map[string]int32{}
 	for id, tk := range bt.toks {
 		if tk.rank >= -1 {
 			ids = append(ids, id)
-			byBytes[t.vocab[id]] = int32(id)
 		}
 	}
-	bt.prefixes = newPrefixTable(t.vocab, ids)
+	bt.prefixes = newPrefixTable(t.vocab, ids, t.whole, bt.toks)
 	for id := range bt.shorter {
 		bt.shorter[id] = -1
 	}
 	for _, id := range ids {
 		tok := t.vocab[id]
-		for n := len(tok) - 1; n > 0; n-- {
-			if s, ok := byBytes[tok[:n]]; ok {
-				bt.shorter[id] = s
-				break
-			}
+		if s := bt.prefixes.longest(tok, 0, len(tok)-1); s >= 0 {
+			bt.shorter[id] = s
 		}
 	}
 	return bt
@@ -169,7 +182,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	}
 	base := len(out)
 	pos := 0
-	next := bt.prefixes.longest(p, 0)
+	next := bt.prefixes.longest(p, 0, n)
 	for {
 		if next < 0 {
 			return out, false
@@ -187,7 +200,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 				if pos == n {
 					return out, true
 				}
-				next = bt.prefixes.longest(p, pos)
+				next = bt.prefixes.longest(p, pos, n)
 				break
 			}
 			if tok = bt.shorter[tok]; tok < 0 {

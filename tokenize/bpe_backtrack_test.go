@@ -87,6 +87,16 @@ func TestBacktrack(t *testing.T) {
 				t.Fatalf("%s: token %d (%q): takes part %v, but BPE rebuilds it: %v", name, id, s, bt.reachable(id), !bad)
 			}
 		}
+		// newBacktrack takes wholeBad's word for it: so must the merges, in rank order
+		// (a token takes part if both halves do and are compatible).
+		for _, m := range tok.merges.all() {
+			tk, l, r := bt.toks[m.id], bt.toks[m.left], bt.toks[m.right]
+			want := l.rank >= -1 && r.rank >= -1 && bt.compatible(m.left, m.right, 0)
+			if got := tk.rank >= -1; got != want || got && (tk.left != m.left || tk.right != m.right || tk.rank != int32(m.rank)) {
+				t.Fatalf("%s: token %d (%q): takes part %v (split %d %d rank %d), by its merge's halves %v (%d %d rank %d)",
+					name, m.id, tok.vocab[m.id], got, tk.left, tk.right, tk.rank, want, m.left, m.right, m.rank)
+			}
+		}
 		st := tok.getState()
 		for _, p := range inputs {
 			want := tok.mergeLongHeap(st, p)
@@ -165,5 +175,20 @@ func TestBacktrackConcurrent(t *testing.T) {
 	}
 	if tok.longEncoder() == nil {
 		t.Fatal("no backtracking encoder")
+	}
+}
+
+// BenchmarkNewBacktrack: building the backtracking encoder's tables, which every
+// process pays on its tokenizer's first long piece (CPU time per build).
+func BenchmarkNewBacktrack(b *testing.B) {
+	for _, name := range []string{"gpt2", "neox-20b"} {
+		b.Run(name, func(b *testing.B) {
+			tok := sharedTokenizer(b, name)
+			for b.Loop() {
+				if newBacktrack(tok) == nil {
+					b.Fatal("no backtracking encoder")
+				}
+			}
+		})
 	}
 }
