@@ -48,8 +48,15 @@ type btToken struct {
 	size        int32  // length in bytes
 }
 
-// btCacheSize is the number of slots of the per-goroutine cache of compatible pairs.
-const btCacheSize = 1 << 16
+// btHot is the number of tokens whose pairs btState keeps the answers of compatible for
+// (btHot² × 2 bits); btCacheBits the log2 of the number of other pairs it keeps.
+const (
+	btHot       = 1024
+	btCacheBits = 16
+	btCacheSize = 1 << btCacheBits
+	btColdLimit = 1 << 16
+	btOffCount  = 1 << 18
+)
 
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
 // lacks what it needs (see above).
@@ -143,24 +150,97 @@ func (bt *backtrack) compatible(a, b uint32, limit uint32) bool {
 
 // btState is the per-goroutine scratch of backtrack.encode.
 type btState struct {
-	dead  []uint64 // a bit per position of the piece: no encoding of the rest starts there
-	cache []uint64 // compatible pairs: a<<40 | b<<16 | 1<<1 | ok, direct-mapped
+	dead []uint64 // a bit per position of the piece: no encoding of the rest starts there
+	// Answers of compatible, kept from piece to piece (a pair's answer never changes):
+	// for pairs of up to btHot tokens (hot: their index + 1 by id, 0: none; hotIDs the
+	// ids given one), two bits a pair in pairs (bit 1: known, bit 0: compatible); for
+	// other pairs, and in front, in cache (a<<40 | b<<16 | 1<<1 | ok, direct-mapped).
+	// cold counts the answers computed for pairs without an index, warm those found in
+	// pairs: at btColdLimit cold ones, if they are over four times the warm ones (many
+	// more tokens than btHot take turns: glued English letters), pairs is cleared and
+	// left alone for the next off (btOffCount) answers, then the hot tokens are chosen
+	// again (the next ones met: the ~1,000 tokens of random digits, say).
+	hot             []uint16
+	hotIDs          []uint32
+	pairs           []uint64
+	cold, warm, off int
+	cache           []uint64
 }
 
-// compatibleCached is compatible(a, b, noRank) through st's cache.
+// compatibleCached is compatible(a, b, noRank) through st's caches.
 func (bt *backtrack) compatibleCached(st *btState, a, b uint32) bool {
 	key := uint64(a)<<40 | uint64(b)<<16 | 2
-	i := (uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F) >> (64 - 16)
+	i := (uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F) >> (64 - btCacheBits)
 	if s := st.cache[i]; s&^1 == key {
 		return s&1 != 0
 	}
-	ok := bt.compatible(a, b, noRank)
+	ok := bt.compatibleHot(st, a, b)
 	v := key
 	if ok {
 		v |= 1
 	}
 	st.cache[i] = v
 	return ok
+}
+
+// compatibleHot is compatible(a, b, noRank) through st's pairs of hot tokens.
+func (bt *backtrack) compatibleHot(st *btState, a, b uint32) bool {
+	if st.off > 0 {
+		st.off--
+		return bt.compatible(a, b, noRank)
+	}
+	ha, hb := st.hot[a], st.hot[b]
+	if ha == 0 {
+		ha = st.addHot(a)
+	}
+	if hb == 0 {
+		hb = st.addHot(b)
+	}
+	if ha == 0 || hb == 0 {
+		if st.cold++; st.cold == btColdLimit {
+			if st.cold > 4*st.warm {
+				// The pairs met are mostly of other tokens: choose again, after
+				// a while without.
+				st.resetHot()
+				st.off = btOffCount
+			}
+			st.cold, st.warm = 0, 0
+		}
+		return bt.compatible(a, b, noRank)
+	}
+	i := uint(ha-1)*btHot + uint(hb-1)
+	w, sh := &st.pairs[i>>5], i&31*2
+	if v := *w >> sh & 3; v != 0 {
+		st.warm++
+		return v == 3
+	}
+	ok := bt.compatible(a, b, noRank)
+	v := uint64(2)
+	if ok {
+		v = 3
+	}
+	*w |= v << sh
+	return ok
+}
+
+// addHot gives id the next index of st's pairs, if one is left (0 if not).
+func (st *btState) addHot(id uint32) uint16 {
+	if len(st.hotIDs) == btHot {
+		return 0
+	}
+	st.hotIDs = append(st.hotIDs, id)
+	st.hot[id] = uint16(len(st.hotIDs))
+	return uint16(len(st.hotIDs))
+}
+
+// resetHot forgets the hot tokens and their pairs' answers (~15 µs; btColdLimit
+// answers computed cost ~100 times that).
+func (st *btState) resetHot() {
+	for _, id := range st.hotIDs {
+		st.hot[id] = 0
+	}
+	st.hotIDs = st.hotIDs[:0]
+	clear(st.pairs)
 }
 
 // encode appends the BPE encoding of p to out. ok is false if p holds a byte the
@@ -179,6 +259,9 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	clear(dead)
 	if st.cache == nil {
 		st.cache = make([]uint64, btCacheSize)
+		st.hot = make([]uint16, len(bt.toks))
+		st.hotIDs = make([]uint32, 0, btHot)
+		st.pairs = make([]uint64, btHot*btHot/32)
 	}
 	base := len(out)
 	pos := 0
