@@ -1,5 +1,11 @@
 package tokenize
 
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
+
 // The encoder of long pieces under pair-rank semantics (HF merges lists): a 1 MB run of
 // letters or digits is one piece, and the merge loops (bpe.go) spend 25-80 ns a byte on
 // it, a cache miss per queued pair. This one walks the piece once, left to right, in
@@ -56,6 +62,8 @@ const (
 	btCacheSize = 1 << btCacheBits
 	btColdLimit = 1 << 16
 	btOffCount  = 1 << 18
+	// btLongestBits is the log2 of the number of slots of btState.longest.
+	btLongestBits = 14
 )
 
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
@@ -165,6 +173,38 @@ type btState struct {
 	pairs           []uint64
 	cold, warm, off int
 	cache           []uint64
+	// The longest token at a position whose first two bytes start tokens of at most 8
+	// bytes (random digits: of 2-4), by those bytes (longestAt).
+	longest []btLongestSlot
+}
+
+type btLongestSlot struct {
+	key uint64 // the text's first n bytes, n the longest token its first two bytes start
+	val uint32 // the token's id + 2 (-1: none); 0: an empty slot
+}
+
+// longestAt is bt.prefixes.longest(p, pos, len(p)) through st's cache of the answers
+// that depend on at most 8 bytes of the text.
+func (bt *backtrack) longestAt(st *btState, p string, pos int) int32 {
+	if pos+8 <= len(p) {
+		m := bt.prefixes.lens[uint16(p[pos])|uint16(p[pos+1])<<8]
+		if m != 0 && m < 1<<8 && m&1 == 0 {
+			// Tokens of 2 to n bytes start with those two bytes (n from them, so
+			// the first n bytes tell the answer, and the key is exact).
+			n := bits.Len16(m)
+			key := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(p[pos:]), 8)) & loMask[n]
+			sl := &st.longest[key*0x9E3779B97F4A7C15>>(64-btLongestBits)]
+			if sl.key == key && sl.val != 0 {
+				return int32(sl.val) - 2
+			}
+			id := bt.prefixes.longest(p, pos, len(p))
+			if id >= -1 {
+				*sl = btLongestSlot{key, uint32(id + 2)}
+			}
+			return id
+		}
+	}
+	return bt.prefixes.longest(p, pos, len(p))
 }
 
 // compatibleCached is compatible(a, b, noRank) through st's caches.
@@ -261,11 +301,12 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 		st.cache = make([]uint64, btCacheSize)
 		st.hot = make([]uint16, len(bt.toks))
 		st.hotIDs = make([]uint32, 0, btHot)
+		st.longest = make([]btLongestSlot, 1<<btLongestBits)
 		st.pairs = make([]uint64, btHot*btHot/32)
 	}
 	base := len(out)
 	pos := 0
-	next := bt.prefixes.longest(p, 0, n)
+	next := bt.longestAt(st, p, 0)
 	for {
 		if next < 0 {
 			return out, false
@@ -283,7 +324,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 				if pos == n {
 					return out, true
 				}
-				next = bt.prefixes.longest(p, pos, n)
+				next = bt.longestAt(st, p, pos)
 				break
 			}
 			if tok = bt.shorter[tok]; tok < 0 {
