@@ -173,27 +173,28 @@ type btState struct {
 	pairs           []uint64
 	cold, warm, off int
 	cache           []uint64
-	// The longest token at a position whose first two bytes start tokens of at most 8
-	// bytes (random digits: of 2-4), by those bytes (longestAt).
+	// The longest token at a position whose first two bytes start tokens of at most 4
+	// bytes (random digits: 2-4), by those bytes (longestAt).
 	longest []btLongestSlot
 }
 
 type btLongestSlot struct {
-	key uint64 // the text's first n bytes, n the longest token its first two bytes start
+	key uint32 // the text's first n bytes, n the longest token its first two bytes start
 	val uint32 // the token's id + 2 (-1: none); 0: an empty slot
 }
 
 // longestAt is bt.prefixes.longest(p, pos, len(p)) through st's cache of the answers
-// that depend on at most 8 bytes of the text.
+// that depend on at most 4 bytes of the text. (At 8, letters of other scripts, whose
+// first two bytes start tokens of 5-8 bytes, missed it more often than not.)
 func (bt *backtrack) longestAt(st *btState, p string, pos int) int32 {
-	if pos+8 <= len(p) {
+	if pos+4 <= len(p) {
 		m := bt.prefixes.lens[uint16(p[pos])|uint16(p[pos+1])<<8]
-		if m != 0 && m < 1<<8 && m&1 == 0 {
+		if m != 0 && m < 1<<4 && m&1 == 0 {
 			// Tokens of 2 to n bytes start with those two bytes (n from them, so
 			// the first n bytes tell the answer, and the key is exact).
 			n := bits.Len16(m)
-			key := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(p[pos:]), 8)) & loMask[n]
-			sl := &st.longest[key*0x9E3779B97F4A7C15>>(64-btLongestBits)]
+			key := binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(p[pos:]), 4)) & uint32(loMask[n])
+			sl := &st.longest[uint64(key)*0x9E3779B97F4A7C15>>(64-btLongestBits)]
 			if sl.key == key && sl.val != 0 {
 				return int32(sl.val) - 2
 			}

@@ -25,7 +25,10 @@ type prefixTable struct {
 	one [256]int32
 	// lens[b0 | b1<<8]: bit n-1 is set if a token of n bytes (2-16) taking part starts
 	// with b0, b1; bit 0 if one of more than 16 bytes does.
-	lens  []uint16
+	lens []uint16
+	// lens4[prefix4Slot of the first four bytes]: bit n-1 is set if a token of n bytes
+	// (4-16) taking part starts with those four bytes, or with four that share the slot.
+	lens4 []uint16
 	whole *vocabTable
 	toks  []btToken // by id: rank < -1 for a token that takes no part
 	// Prefixes of more than 16 bytes of the tokens longer than 16: the id of the token
@@ -36,7 +39,7 @@ type prefixTable struct {
 // newPrefixTable builds the finder of the tokens ids (taking part, ids into vocab;
 // whole holds every keyable token of up to 16 bytes).
 func newPrefixTable(vocab []string, ids []int, whole *vocabTable, toks []btToken) *prefixTable {
-	pt := &prefixTable{lens: make([]uint16, 1<<16), whole: whole, toks: toks, more: map[string]int32{}}
+	pt := &prefixTable{lens: make([]uint16, 1<<16), lens4: make([]uint16, 1<<prefix4Bits), whole: whole, toks: toks, more: map[string]int32{}}
 	for b := range pt.one {
 		pt.one[b] = -1
 	}
@@ -47,6 +50,9 @@ func newPrefixTable(vocab []string, ids []int, whole *vocabTable, toks []btToken
 			pt.one[tok[0]] = int32(id)
 		case n <= 16:
 			pt.lens[uint16(tok[0])|uint16(tok[1])<<8] |= 1 << (n - 1)
+			if n >= 4 {
+				pt.lens4[prefix4Slot(binary.LittleEndian.Uint32([]byte(tok[:4])))] |= 1 << (n - 1)
+			}
 		default:
 			pt.lens[uint16(tok[0])|uint16(tok[1])<<8] |= 1
 			for k := 17; k < n; k++ {
@@ -88,6 +94,9 @@ func (pt *prefixTable) longest(p string, pos, limit int) int32 {
 	} else {
 		w0, w1 = pieceKey(p, pos, len(p)-pos) // only the bytes of the rest are used
 	}
+	if m >= 1<<3 && lim >= 4 {
+		m &= uint32(pt.lens4[prefix4Slot(uint32(w0))]) | (1<<3 - 1) // lengths 4-16 by four bytes
+	}
 	for m != 0 {
 		n := bits.Len32(m) // bit n-1: length n
 		m &^= 1 << (n - 1)
@@ -111,6 +120,12 @@ func (pt *prefixTable) longest(p string, pos, limit int) int32 {
 	}
 	return pt.one[p[pos]]
 }
+
+// prefix4Bits is the log2 of the number of slots of prefixTable.lens4 (GPT-2's tokens
+// of 4-16 bytes start with ~20,000 distinct four bytes).
+const prefix4Bits = 17
+
+func prefix4Slot(b4 uint32) uint64 { return uint64(b4) * 0x9E3779B97F4A7C15 >> (64 - prefix4Bits) }
 
 // longestMore returns the longest token of 17 to lim bytes that p[pos:] starts with,
 // or -1, through the map.
