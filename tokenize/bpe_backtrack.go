@@ -15,7 +15,7 @@ import (
 //   - BPE's result is the one sequence of tokens that covers the piece and whose every
 //     adjacent pair is compatible: BPE run on the bytes of the two tokens alone gives
 //     exactly those two tokens (compatible). So the tokens can be found greedily: at
-//     each position take the longest token the vocabulary has there (a trie walk), or
+//     each position take the longest token the vocabulary has there (prefixtable.go), or
 //     the next shorter one while the pair it makes with the previous token is not
 //     compatible or the position after it is known to lead nowhere; when no token fits,
 //     step back one token and mark the position as leading nowhere (it can lead nowhere
@@ -25,7 +25,7 @@ import (
 //     later of the two merges at a time, as BPE's merges would have happened backwards,
 //     and checking that the pair across the boundary could not have merged first (a
 //     lower rank; the same rank and left of the merge undone on the right, as BPE takes
-//     the leftmost). A few pair-table lookups; results are kept in a small cache.
+//     the leftmost). A few pair-table lookups; answers are kept per goroutine (btState).
 //   - Only tokens that BPE builds from their own bytes take part (the others never
 //     appear in BPE's output), and it needs what trained vocabularies give: merges in
 //     non-decreasing rank order (monotone), each token made by one merge. A tokenizer
@@ -33,17 +33,17 @@ import (
 //     a byte the vocabulary lacks (NeoX has none for 0xC0, 0xC1, 0xF5-0xFF, which valid
 //     UTF-8 never holds).
 //
-// Cost: one walk of the token prefixes per token (a lookup per byte of the token found,
-// plus one; prefixtable.go), a compatibility check per token tried, and a step back
-// every few tokens; no queue, no heap. It is built on a tokenizer's first long piece
-// (65-120 ms and ~7 MB for GPT-2 and NeoX, mostly the prefix table), not at load, which
-// stays fast; each goroutine's state adds a 512 KB cache of compatible pairs then.
-// FuzzBacktrackMatchesMerge and TestBacktrack check it against the merge loops.
+// Cost: per token, a longest-token lookup (a few bits of the vocabulary table's bit set
+// and a probe of the table; prefixtable.go), a compatibility check per token tried, and
+// a step back every few tokens; no queue, no heap. It is built on a tokenizer's first
+// long piece (~6 ms and ~1.4 MB for GPT-2 and NeoX, BenchmarkNewBacktrack), not at load;
+// each goroutine's state adds ~1 MB of caches then (btState).
+// FuzzBacktrackMatchesReference and TestBacktrack check it against the reference's BPE.
 
 type backtrack struct {
 	toks     []btToken    // by id
 	shorter  []int32      // by id: the longest token taking part that is a proper prefix, or -1
-	prefixes *prefixTable // the tokens taking part, by their prefixes
+	prefixes *prefixTable // finds the longest token taking part at a position
 	merges   *pairTable
 }
 
