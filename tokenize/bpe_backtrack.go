@@ -1,5 +1,11 @@
 package tokenize
 
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
+
 // The encoder of long pieces under pair-rank semantics (HF merges lists): a 1 MB run of
 // letters or digits is one piece, and the merge loops (bpe.go) spend 25-80 ns a byte on
 // it, a cache miss per queued pair. This one walks the piece once, left to right, in
@@ -9,7 +15,7 @@ package tokenize
 //   - BPE's result is the one sequence of tokens that covers the piece and whose every
 //     adjacent pair is compatible: BPE run on the bytes of the two tokens alone gives
 //     exactly those two tokens (compatible). So the tokens can be found greedily: at
-//     each position take the longest token the vocabulary has there (a trie walk), or
+//     each position take the longest token the vocabulary has there (prefixtable.go), or
 //     the next shorter one while the pair it makes with the previous token is not
 //     compatible or the position after it is known to lead nowhere; when no token fits,
 //     step back one token and mark the position as leading nowhere (it can lead nowhere
@@ -19,7 +25,7 @@ package tokenize
 //     later of the two merges at a time, as BPE's merges would have happened backwards,
 //     and checking that the pair across the boundary could not have merged first (a
 //     lower rank; the same rank and left of the merge undone on the right, as BPE takes
-//     the leftmost). A few pair-table lookups; results are kept in a small cache.
+//     the leftmost). A few pair-table lookups; answers are kept per goroutine (btState).
 //   - Only tokens that BPE builds from their own bytes take part (the others never
 //     appear in BPE's output), and it needs what trained vocabularies give: merges in
 //     non-decreasing rank order (monotone), each token made by one merge. A tokenizer
@@ -27,17 +33,17 @@ package tokenize
 //     a byte the vocabulary lacks (NeoX has none for 0xC0, 0xC1, 0xF5-0xFF, which valid
 //     UTF-8 never holds).
 //
-// Cost: one walk of the token prefixes per token (a lookup per byte of the token found,
-// plus one; prefixtable.go), a compatibility check per token tried, and a step back
-// every few tokens; no queue, no heap. It is built on a tokenizer's first long piece
-// (65-120 ms and ~7 MB for GPT-2 and NeoX, mostly the prefix table), not at load, which
-// stays fast; each goroutine's state adds a 512 KB cache of compatible pairs then.
-// FuzzBacktrackMatchesMerge and TestBacktrack check it against the merge loops.
+// Cost: per token, a longest-token lookup (a few bits of the vocabulary table's bit set
+// and a probe of the table; prefixtable.go), a compatibility check per token tried, and
+// a step back every few tokens; no queue, no heap. It is built on a tokenizer's first
+// long piece (~6 ms and ~1.4 MB for GPT-2 and NeoX, BenchmarkNewBacktrack), not at load;
+// each goroutine's state adds ~1 MB of caches then (btState).
+// FuzzBacktrackMatchesReference and TestBacktrack check it against the reference's BPE.
 
 type backtrack struct {
 	toks     []btToken    // by id
 	shorter  []int32      // by id: the longest token taking part that is a proper prefix, or -1
-	prefixes *prefixTable // the tokens taking part, by their prefixes
+	prefixes *prefixTable // finds the longest token taking part at a position
 	merges   *pairTable
 }
 
@@ -48,13 +54,22 @@ type btToken struct {
 	size        int32  // length in bytes
 }
 
-// btCacheSize is the number of slots of the per-goroutine cache of compatible pairs.
-const btCacheSize = 1 << 16
+// btHot is the number of tokens whose pairs btState keeps the answers of compatible for
+// (btHot² × 2 bits); btCacheBits the log2 of the number of other pairs it keeps.
+const (
+	btHot       = 1024
+	btCacheBits = 16
+	btCacheSize = 1 << btCacheBits
+	btColdLimit = 1 << 16
+	btOffCount  = 1 << 18
+	// btLongestBits is the log2 of the number of slots of btState.longest.
+	btLongestBits = 14
+)
 
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
 // lacks what it needs (see above).
 func newBacktrack(t *Tokenizer) *backtrack {
-	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) >= twoNoToken {
+	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) > idMask+1 {
 		return nil
 	}
 	n := len(t.vocab)
@@ -67,42 +82,55 @@ func newBacktrack(t *Tokenizer) *backtrack {
 			bt.toks[id].rank = -1
 		}
 	}
-	ms := t.merges.all() // by rank
+	// Each token is made by at most one merge, and not a byte's token. The ranks have
+	// holes where a merges list repeats a pair: there the merge made is id 0 from left 0,
+	// which no merge can be (a merge's bytes are longer than its left token's).
+	pt := t.merges
 	made := make([]bool, n)
-	for _, m := range ms {
-		if made[m.id] || bt.toks[m.id].rank == -1 {
-			return nil // made by two merges, or a byte's token made by one
-		}
-		made[m.id] = true
-	}
-	// In rank order (monotone: a merge's tokens are made by lower ranks), a token takes
-	// part if both halves do and BPE on its bytes ends with them.
-	for _, m := range ms {
-		if bt.toks[m.left].rank < -1 || bt.toks[m.right].rank < -1 || !bt.compatible(m.left, m.right, 0) {
+	for r, id := range pt.mergedByRank {
+		if id == 0 && pt.leftByRank[r] == 0 {
 			continue
 		}
-		tk := &bt.toks[m.id]
-		tk.rank, tk.left, tk.right = int32(m.rank), m.left, m.right
+		if made[id] || bt.toks[id].rank == -1 {
+			return nil // made by two merges, or a byte's token made by one
+		}
+		made[id] = true
+	}
+	// A token made by a merge takes part if BPE rebuilds it from its own bytes
+	// (findUnreachableTokens, computed at load or compiled in): with merges in rank
+	// order and one merge per token, exactly when both halves take part and are
+	// compatible (TestBacktrack checks that the two agree). Without wholeBad (HF
+	// ignore_merges) it is decided by compatible, in rank order.
+	byCompat := t.ignoreMerges
+	for r, id := range pt.mergedByRank {
+		if !made[id] || id == 0 && pt.leftByRank[r] == 0 {
+			continue
+		}
+		left, right := pt.leftByRank[r], pt.rightByRank[r]
+		if byCompat {
+			if bt.toks[left].rank < -1 || bt.toks[right].rank < -1 || !bt.compatible(left, right, 0) {
+				continue
+			}
+		} else if t.wholeBad != nil && int(id) < len(t.wholeBad) && t.wholeBad[id] {
+			continue
+		}
+		tk := &bt.toks[id]
+		tk.rank, tk.left, tk.right = int32(r), left, right
 	}
 	var ids []int
-	byBytes := map[string]int32{}
 	for id, tk := range bt.toks {
 		if tk.rank >= -1 {
 			ids = append(ids, id)
-			byBytes[t.vocab[id]] = int32(id)
 		}
 	}
-	bt.prefixes = newPrefixTable(t.vocab, ids)
+	bt.prefixes = newPrefixTable(t.vocab, ids, t.whole, bt.toks)
 	for id := range bt.shorter {
 		bt.shorter[id] = -1
 	}
 	for _, id := range ids {
 		tok := t.vocab[id]
-		for n := len(tok) - 1; n > 0; n-- {
-			if s, ok := byBytes[tok[:n]]; ok {
-				bt.shorter[id] = s
-				break
-			}
+		if s := bt.prefixes.longest(tok, 0, len(tok)-1); s >= 0 {
+			bt.shorter[id] = s
 		}
 	}
 	return bt
@@ -130,24 +158,130 @@ func (bt *backtrack) compatible(a, b uint32, limit uint32) bool {
 
 // btState is the per-goroutine scratch of backtrack.encode.
 type btState struct {
-	dead  []uint64 // a bit per position of the piece: no encoding of the rest starts there
-	cache []uint64 // compatible pairs: a<<40 | b<<16 | 1<<1 | ok, direct-mapped
+	dead []uint64 // a bit per position of the piece: no encoding of the rest starts there
+	// Answers of compatible, kept from piece to piece (a pair's answer never changes):
+	// for pairs of up to btHot tokens (hot: their index + 1 by id, 0: none; hotIDs the
+	// ids given one), two bits a pair in pairs (bit 1: known, bit 0: compatible); for
+	// other pairs, and in front, in cache (a<<40 | b<<16 | 1<<1 | ok, direct-mapped).
+	// cold counts the answers computed for pairs without an index, warm those found in
+	// pairs: at btColdLimit cold ones, if they are over four times the warm ones (many
+	// more tokens than btHot take turns: glued English letters), pairs is cleared and
+	// left alone for the next off (btOffCount) answers, then the hot tokens are chosen
+	// again (the next ones met: the ~1,000 tokens of random digits, say).
+	hot             []uint16
+	hotIDs          []uint32
+	pairs           []uint64
+	cold, warm, off int
+	cache           []uint64
+	// The longest token at a position whose first two bytes start tokens of at most 4
+	// bytes (random digits: 2-4), by those bytes (longestAt).
+	longest []btLongestSlot
 }
 
-// compatibleCached is compatible(a, b, noRank) through st's cache.
+type btLongestSlot struct {
+	key uint32 // the text's first n bytes, n the longest token its first two bytes start
+	val uint32 // the token's id + 2 (-1: none); 0: an empty slot
+}
+
+// longestAt is bt.prefixes.longest(p, pos, len(p)) through st's cache of the answers
+// that depend on at most 4 bytes of the text. (At 8, letters of other scripts, whose
+// first two bytes start tokens of 5-8 bytes, missed it more often than not.)
+func (bt *backtrack) longestAt(st *btState, p string, pos int) int32 {
+	if pos+4 <= len(p) {
+		m := bt.prefixes.lens[uint16(p[pos])|uint16(p[pos+1])<<8]
+		if m != 0 && m < 1<<4 && m&1 == 0 {
+			// Tokens of 2 to n bytes start with those two bytes (n from them, so
+			// the first n bytes tell the answer, and the key is exact).
+			n := bits.Len16(m)
+			key := binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(p[pos:]), 4)) & uint32(loMask[n])
+			sl := &st.longest[uint64(key)*0x9E3779B97F4A7C15>>(64-btLongestBits)]
+			if sl.key == key && sl.val != 0 {
+				return int32(sl.val) - 2
+			}
+			id := bt.prefixes.longest(p, pos, len(p))
+			if id >= -1 {
+				*sl = btLongestSlot{key, uint32(id + 2)}
+			}
+			return id
+		}
+	}
+	return bt.prefixes.longest(p, pos, len(p))
+}
+
+// compatibleCached is compatible(a, b, noRank) through st's caches.
 func (bt *backtrack) compatibleCached(st *btState, a, b uint32) bool {
 	key := uint64(a)<<40 | uint64(b)<<16 | 2
-	i := (uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F) >> (64 - 16)
+	i := (uint64(a)*0x9E3779B97F4A7C15 ^ uint64(b)*0xC2B2AE3D27D4EB4F) >> (64 - btCacheBits)
 	if s := st.cache[i]; s&^1 == key {
 		return s&1 != 0
 	}
-	ok := bt.compatible(a, b, noRank)
+	ok := bt.compatibleHot(st, a, b)
 	v := key
 	if ok {
 		v |= 1
 	}
 	st.cache[i] = v
 	return ok
+}
+
+// compatibleHot is compatible(a, b, noRank) through st's pairs of hot tokens.
+func (bt *backtrack) compatibleHot(st *btState, a, b uint32) bool {
+	if st.off > 0 {
+		st.off--
+		return bt.compatible(a, b, noRank)
+	}
+	ha, hb := st.hot[a], st.hot[b]
+	if ha == 0 {
+		ha = st.addHot(a)
+	}
+	if hb == 0 {
+		hb = st.addHot(b)
+	}
+	if ha == 0 || hb == 0 {
+		if st.cold++; st.cold == btColdLimit {
+			if st.cold > 4*st.warm {
+				// The pairs met are mostly of other tokens: choose again, after
+				// a while without.
+				st.resetHot()
+				st.off = btOffCount
+			}
+			st.cold, st.warm = 0, 0
+		}
+		return bt.compatible(a, b, noRank)
+	}
+	i := uint(ha-1)*btHot + uint(hb-1)
+	w, sh := &st.pairs[i>>5], i&31*2
+	if v := *w >> sh & 3; v != 0 {
+		st.warm++
+		return v == 3
+	}
+	ok := bt.compatible(a, b, noRank)
+	v := uint64(2)
+	if ok {
+		v = 3
+	}
+	*w |= v << sh
+	return ok
+}
+
+// addHot gives id the next index of st's pairs, if one is left (0 if not).
+func (st *btState) addHot(id uint32) uint16 {
+	if len(st.hotIDs) == btHot {
+		return 0
+	}
+	st.hotIDs = append(st.hotIDs, id)
+	st.hot[id] = uint16(len(st.hotIDs))
+	return uint16(len(st.hotIDs))
+}
+
+// resetHot forgets the hot tokens and their pairs' answers (~15 µs; btColdLimit
+// answers computed cost ~100 times that).
+func (st *btState) resetHot() {
+	for _, id := range st.hotIDs {
+		st.hot[id] = 0
+	}
+	st.hotIDs = st.hotIDs[:0]
+	clear(st.pairs)
 }
 
 // encode appends the BPE encoding of p to out. ok is false if p holds a byte the
@@ -166,10 +300,14 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	clear(dead)
 	if st.cache == nil {
 		st.cache = make([]uint64, btCacheSize)
+		st.hot = make([]uint16, len(bt.toks))
+		st.hotIDs = make([]uint32, 0, btHot)
+		st.longest = make([]btLongestSlot, 1<<btLongestBits)
+		st.pairs = make([]uint64, btHot*btHot/32)
 	}
 	base := len(out)
 	pos := 0
-	next := bt.prefixes.longest(p, 0)
+	next := bt.longestAt(st, p, 0)
 	for {
 		if next < 0 {
 			return out, false
@@ -187,7 +325,7 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 				if pos == n {
 					return out, true
 				}
-				next = bt.prefixes.longest(p, pos)
+				next = bt.longestAt(st, p, pos)
 				break
 			}
 			if tok = bt.shorter[tok]; tok < 0 {

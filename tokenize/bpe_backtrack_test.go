@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 
@@ -87,6 +88,16 @@ func TestBacktrack(t *testing.T) {
 				t.Fatalf("%s: token %d (%q): takes part %v, but BPE rebuilds it: %v", name, id, s, bt.reachable(id), !bad)
 			}
 		}
+		// newBacktrack takes wholeBad's word for it: so must the merges, in rank order
+		// (a token takes part if both halves do and are compatible).
+		for _, m := range tok.merges.all() {
+			tk, l, r := bt.toks[m.id], bt.toks[m.left], bt.toks[m.right]
+			want := l.rank >= -1 && r.rank >= -1 && bt.compatible(m.left, m.right, 0)
+			if got := tk.rank >= -1; got != want || got && (tk.left != m.left || tk.right != m.right || tk.rank != int32(m.rank)) {
+				t.Fatalf("%s: token %d (%q): takes part %v (split %d %d rank %d), by its merge's halves %v (%d %d rank %d)",
+					name, m.id, tok.vocab[m.id], got, tk.left, tk.right, tk.rank, want, m.left, m.right, m.rank)
+			}
+		}
 		st := tok.getState()
 		for _, p := range inputs {
 			want := tok.mergeLongHeap(st, p)
@@ -165,5 +176,29 @@ func TestBacktrackConcurrent(t *testing.T) {
 	}
 	if tok.longEncoder() == nil {
 		t.Fatal("no backtracking encoder")
+	}
+}
+
+// BenchmarkNewBacktrack: building the backtracking encoder's tables, which every
+// process pays on its tokenizer's first long piece (cpu-ms/op: CPU time per build, the
+// collector's included; the machines the team measures on are shared).
+func BenchmarkNewBacktrack(b *testing.B) {
+	for _, name := range []string{"gpt2", "neox-20b"} {
+		b.Run(name, func(b *testing.B) {
+			tok := sharedTokenizer(b, name)
+			var ru0, ru1 syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			ops := 0
+			for b.Loop() {
+				if newBacktrack(tok) == nil {
+					b.Fatal("no backtracking encoder")
+				}
+				ops++
+			}
+			if syscall.Getrusage(syscall.RUSAGE_SELF, &ru1) == nil && ops > 0 {
+				cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+				b.ReportMetric(float64(cpu)/1e6/float64(ops), "cpu-ms/op")
+			}
+		})
 	}
 }
