@@ -25,10 +25,11 @@ var minMappedSize int64 = 1 << 20
 // past its new end faults).
 var errCutWhileMapped = errors.New("the file got shorter while it was being read")
 
-// readMapped reads the lines of the whole plain JSONL file, of size bytes, through a
-// memory map; ok is false (and nothing read) when the file cannot be mapped, for the
-// caller to read it as a stream.
-func (r *docReader) readMapped(file *os.File, name string, size int64) (ok bool, err error) {
+// readMapped reads the lines span says of the plain JSONL file, of size bytes, through
+// a memory map; ok is false (and nothing read) when the file cannot be mapped, for the
+// caller to read it as a stream. The reading counts the bytes from base on (r.counter).
+// The caller has checked that the data is not compressed.
+func (r *docReader) readMapped(file *os.File, name string, size int64, span lineSpan, base int64) (ok bool, err error) {
 	if size < minMappedSize || int64(int(size)) != size {
 		return false, nil
 	}
@@ -37,17 +38,23 @@ func (r *docReader) readMapped(file *os.File, name string, size int64) (ok bool,
 		return false, nil
 	}
 	defer m.Unmap()
-	if c := sniff(m[:min(len(m), 4)]); c != plain {
-		return true, &FileError{File: name, Err: fmt.Errorf("the data is %s-compressed", c),
+	lines := &mappedLines{data: m, off: int(min(span.start, int64(len(m)))), base: base, counter: r.counter}
+	return true, r.readMappedLines(lines, name, span)
+}
+
+// compressedJSONL is the error for a .jsonl file whose data starts with head, or nil
+// if it does not look compressed.
+func compressedJSONL(name string, head []byte) error {
+	if c := sniff(head); c != plain {
+		return &FileError{File: name, Err: fmt.Errorf("the data is %s-compressed", c),
 			Hint: fmt.Sprintf("rename the file to end in .jsonl%s", c.suffix())}
 	}
-	lines := &mappedLines{data: m, counter: r.counter}
-	return true, r.readMappedLines(lines, name)
+	return nil
 }
 
 // readMappedLines is readLines over a mapped file, turning a fault on the mapping (the
 // file was cut short meanwhile) into an error that says so.
-func (r *docReader) readMappedLines(lines *mappedLines, name string) (err error) {
+func (r *docReader) readMappedLines(lines *mappedLines, name string, span lineSpan) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		p := recover()
@@ -60,13 +67,14 @@ func (r *docReader) readMappedLines(lines *mappedLines, name string) (err error)
 		}
 		panic(p)
 	}()
-	return r.readLines(lines, name, allLines)
+	return r.readLines(lines, name, span)
 }
 
 // mappedLines are the lines of a mapped file.
 type mappedLines struct {
 	data    []byte
 	off     int             // where the next line starts
+	base    int64           // where the counting starts
 	counter *countingReader // told how far the reading has got, for progress
 }
 
@@ -81,7 +89,7 @@ func (m *mappedLines) next() ([]byte, error) {
 		n, err = len(rest), io.EOF
 	}
 	m.off += n
-	m.counter.set(int64(m.off))
+	m.counter.set(int64(m.off) - m.base)
 	return rest[:n], err
 }
 

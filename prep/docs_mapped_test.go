@@ -108,13 +108,14 @@ func TestReadMappedFileCutShort(t *testing.T) {
 	}
 }
 
-// FuzzReadMapped: any plain file reads the same through the map as through a buffer.
+// FuzzReadMapped: any plain file reads the same through the map as through a buffer,
+// whole or in two byte ranges cut anywhere.
 func FuzzReadMapped(f *testing.F) {
-	f.Add([]byte("{\"text\": \"a\"}\n{\"text\": \"b\"}\n"))
-	f.Add([]byte("\n\n{\"text\": \"a\"}\r\nbad\n{\"text\": [\"x\", \"y\"]}"))
-	f.Add([]byte("{\"text\": \"\"}\n{\"text\": \"\\u00e9\xff\"}"))
+	f.Add([]byte("{\"text\": \"a\"}\n{\"text\": \"b\"}\n"), uint16(5))
+	f.Add([]byte("\n\n{\"text\": \"a\"}\r\nbad\n{\"text\": [\"x\", \"y\"]}"), uint16(17))
+	f.Add([]byte("{\"text\": \"\"}\n{\"text\": \"\\u00e9\xff\"}"), uint16(0))
 	file := filepath.Join(f.TempDir(), "f.jsonl")
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
 		if err := os.WriteFile(file, data, 0o666); err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +129,19 @@ func FuzzReadMapped(f *testing.F) {
 			if !reflect.DeepEqual(mDocs, sDocs) || mErr != sErr || !reflect.DeepEqual(mStats, sStats) {
 				t.Fatalf("policy %v: mapped %d docs, %+v, %q; read %d docs, %+v, %q", policy, len(mDocs), mStats, mErr, len(sDocs), sStats, sErr)
 			}
+		}
+		if sniff(data[:min(len(data), 4)]) != plain {
+			return
+		}
+		c := int64(cut) % (int64(len(data)) + 1)
+		ranges := []FileRange{{File: file, End: c}, {File: file, Start: c, End: int64(len(data))}}
+		defer func(old int64) { minMappedSize = old }(minMappedSize)
+		minMappedSize = 0
+		mDocs, mStats := readRangeDocs(t, ranges, ReadOptions{})
+		minMappedSize = 1 << 62
+		sDocs, sStats := readRangeDocs(t, ranges, ReadOptions{})
+		if !reflect.DeepEqual(mDocs, sDocs) || !reflect.DeepEqual(mStats, sStats) {
+			t.Fatalf("ranges cut at %d: mapped %d docs, %+v; read %d docs, %+v", c, len(mDocs), mStats, len(sDocs), sStats)
 		}
 	})
 }
