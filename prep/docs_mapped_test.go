@@ -32,6 +32,25 @@ func readMappedOrNot(t *testing.T, file string, opt ReadOptions, mapped bool) ([
 	return docs, st, msg
 }
 
+// checkMappedMatchesStream fails t unless file reads the same mapped and not, with
+// either error policy.
+func checkMappedMatchesStream(t *testing.T, file string) {
+	t.Helper()
+	for _, policy := range []ErrorPolicy{Skip, Fail} {
+		opt := ReadOptions{OnError: policy}
+		mDocs, mStats, mErr := readMappedOrNot(t, file, opt, true)
+		sDocs, sStats, sErr := readMappedOrNot(t, file, opt, false)
+		if mErr != "" {
+			// Bytes counts what was read when the error stopped the reading: the
+			// stream reads ahead a buffer's worth, the map reads to the line.
+			mStats.Bytes, sStats.Bytes = 0, 0
+		}
+		if !reflect.DeepEqual(mDocs, sDocs) || mErr != sErr || !reflect.DeepEqual(mStats, sStats) {
+			t.Fatalf("%s, policy %v: mapped %d docs, %+v, %q; read %d docs, %+v, %q", file, policy, len(mDocs), mStats, mErr, len(sDocs), sStats, sErr)
+		}
+	}
+}
+
 // TestReadMappedMatchesStream: a plain .jsonl file read through a memory map hands on
 // the same documents, counts and errors as read through a buffer, whatever its lines
 // (blank, bad, long, the last without a newline) and the policy. (Stats.Bytes of a
@@ -54,19 +73,7 @@ func TestReadMappedMatchesStream(t *testing.T) {
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, policy := range []ErrorPolicy{Skip, Fail} {
-			opt := ReadOptions{OnError: policy}
-			mDocs, mStats, mErr := readMappedOrNot(t, file, opt, true)
-			sDocs, sStats, sErr := readMappedOrNot(t, file, opt, false)
-			if mErr != "" {
-				// Bytes counts what was read when the error stopped the reading:
-				// the stream reads ahead a buffer's worth, the map reads to the line.
-				mStats.Bytes, sStats.Bytes = 0, 0
-			}
-			if !reflect.DeepEqual(mDocs, sDocs) || mErr != sErr || !reflect.DeepEqual(mStats, sStats) {
-				t.Errorf("%s, policy %v: mapped %d docs, %+v, %q; read %d docs, %+v, %q", name, policy, len(mDocs), mStats, mErr, len(sDocs), sStats, sErr)
-			}
-		}
+		checkMappedMatchesStream(t, file)
 	}
 }
 
@@ -119,17 +126,7 @@ func FuzzReadMapped(f *testing.F) {
 		if err := os.WriteFile(file, data, 0o666); err != nil {
 			t.Fatal(err)
 		}
-		for _, policy := range []ErrorPolicy{Skip, Fail} {
-			opt := ReadOptions{OnError: policy}
-			mDocs, mStats, mErr := readMappedOrNot(t, file, opt, true)
-			sDocs, sStats, sErr := readMappedOrNot(t, file, opt, false)
-			if mErr != "" {
-				mStats.Bytes, sStats.Bytes = 0, 0
-			}
-			if !reflect.DeepEqual(mDocs, sDocs) || mErr != sErr || !reflect.DeepEqual(mStats, sStats) {
-				t.Fatalf("policy %v: mapped %d docs, %+v, %q; read %d docs, %+v, %q", policy, len(mDocs), mStats, mErr, len(sDocs), sStats, sErr)
-			}
-		}
+		checkMappedMatchesStream(t, file)
 		if sniff(data[:min(len(data), 4)]) != plain {
 			return
 		}
