@@ -25,6 +25,18 @@ var minMappedSize int64 = 1 << 20
 // past its new end faults).
 var errCutWhileMapped = errors.New("the file got shorter while it was being read")
 
+// readMappedWhole reads the whole plain JSONL file through a memory map, as readMapped
+// does, once it has checked that the data is not compressed (ok and the error if it is).
+func (r *docReader) readMappedWhole(file *os.File, name string, size int64) (ok bool, err error) {
+	if size < minMappedSize {
+		return false, nil
+	}
+	if err := r.checkPlain(file, name); err != nil {
+		return true, err
+	}
+	return r.readMapped(file, name, size, allLines, 0)
+}
+
 // readMapped reads the lines span says of the plain JSONL file, of size bytes, through
 // a memory map; ok is false (and nothing read) when the file cannot be mapped, for the
 // caller to read it as a stream. The reading counts the bytes from base on (r.counter).

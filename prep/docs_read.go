@@ -39,12 +39,8 @@ func (r *docReader) readFile(rg FileRange, f format) error {
 		err = r.readParquet(file, name, fi.Size())
 	default:
 		mapped := false
-		if f.kind == jsonlKind && f.comp == plain && fi.Size() >= minMappedSize {
-			if err = r.checkPlain(file, name); err == nil {
-				mapped, err = r.readMapped(file, name, fi.Size(), allLines, 0)
-			} else {
-				mapped = true
-			}
+		if f.kind == jsonlKind && f.comp == plain {
+			mapped, err = r.readMappedWhole(file, name, fi.Size())
 		}
 		if !mapped {
 			err = r.readStream(name, f, fi.Size())
