@@ -35,7 +35,7 @@ race:
 FUZZTIME ?= 20s
 FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzBacktrackMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzLoadCompiled \
 	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
-	prep:FuzzReadRanges prep:FuzzReadStripes loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
+	prep:FuzzReadRanges prep:FuzzReadStripes prep:FuzzReadMapped loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
 	cmd/train:FuzzParseTokenArrays train/dist:FuzzParseNodeList train/dist:FuzzParseTasksPerNode \

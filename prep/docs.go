@@ -207,11 +207,12 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		batch []Doc
 		size  int
 		fnErr error
+		last  int // the previous batch's length: the next one's capacity
 	)
 	arena := &textArena{pool: opt.TextPool}
 	send := func() error {
 		b := batch
-		batch, size = nil, 0
+		batch, size, last = nil, 0, len(b)
 		if arena.pool != nil {
 			arena.pool.hold(b, arena.batch())
 		}
@@ -219,6 +220,9 @@ func ReadRangeBatches(ctx context.Context, ranges []FileRange, opt ReadOptions, 
 		return fnErr
 	}
 	r := newDocReader(ctx, opt, func(d Doc) error {
+		if batch == nil {
+			batch = make([]Doc, 0, max(last, 16))
+		}
 		batch = append(batch, d)
 		if size += len(d.Text); size >= batchBytes || len(batch) >= maxBatchDocs {
 			return send()

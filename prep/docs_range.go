@@ -95,14 +95,8 @@ func (r FileRange) check(f format) error {
 // range of the file of size bytes.
 func (r *docReader) readRange(file *os.File, rg FileRange, size int64) error {
 	name := rg.File
-	head := make([]byte, 4)
-	n, err := file.ReadAt(head, 0)
-	if err != nil && err != io.EOF {
-		return &FileError{File: name, Err: err}
-	}
-	if c := sniff(head[:n]); c != plain {
-		return &FileError{File: name, Err: fmt.Errorf("the data is %s-compressed", c),
-			Hint: fmt.Sprintf("rename the file to end in .jsonl%s", c.suffix())}
+	if err := r.checkPlain(file, name); err != nil {
+		return err
 	}
 	end := min(rg.End, size)
 	r.counter.limit = max(end-rg.Start, 0)
@@ -135,10 +129,24 @@ func (r *docReader) readRange(file *os.File, rg FileRange, size int64) error {
 	if first >= end {
 		return nil
 	}
+	span := lineSpan{start: first, end: end, numbered: first == 0}
+	if mapped, err := r.readMapped(file, name, size, span, rg.Start); mapped {
+		return err
+	}
 	if _, err := file.Seek(first, io.SeekStart); err != nil {
 		return &FileError{File: name, Err: err}
 	}
-	return r.readJSONL(r.counter, name, lineSpan{start: first, end: end, numbered: first == 0})
+	return r.readJSONL(r.counter, name, span)
+}
+
+// checkPlain returns an error if the data of file, a .jsonl file, looks compressed.
+func (r *docReader) checkPlain(file *os.File, name string) error {
+	head := make([]byte, 4)
+	n, err := file.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return &FileError{File: name, Err: err}
+	}
+	return compressedJSONL(name, head[:n])
 }
 
 // skipLine reads through the next '\n' and returns the bytes read, '\n' included; it

@@ -38,7 +38,13 @@ func (r *docReader) readFile(rg FileRange, f format) error {
 	case f.kind == parquetKind:
 		err = r.readParquet(file, name, fi.Size())
 	default:
-		err = r.readStream(name, f, fi.Size())
+		mapped := false
+		if f.kind == jsonlKind && f.comp == plain {
+			mapped, err = r.readMappedWhole(file, name, fi.Size())
+		}
+		if !mapped {
+			err = r.readStream(name, f, fi.Size())
+		}
 	}
 	if err == nil {
 		// Gone through: read, or its corrupt rest skipped. A range counts its own
@@ -124,8 +130,42 @@ const jsonlReadSize = 256 << 10
 // any length: one that does not fit the reader's buffer is gathered in a buffer that
 // grows.
 func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
-	br := bufio.NewReaderSize(src, jsonlReadSize)
-	var long []byte
+	return r.readLines(&bufferedLines{br: bufio.NewReaderSize(src, jsonlReadSize)}, name, span)
+}
+
+// lineSource hands readLines the lines of a stream.
+type lineSource interface {
+	// next returns the next line, its '\n' included; with io.EOF, the last line if
+	// it has no '\n' (else nothing); with another error, what was read of a line
+	// when the stream broke.
+	next() ([]byte, error)
+	// skip goes past the next line as skipLine does.
+	skip() (int64, error)
+}
+
+// bufferedLines are the lines of a reader, through a bufio.Reader.
+type bufferedLines struct {
+	br   *bufio.Reader
+	long []byte // a line longer than br's buffer, gathered
+}
+
+func (b *bufferedLines) next() ([]byte, error) {
+	line, err := b.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		b.long = append(b.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = b.br.ReadSlice('\n')
+			b.long = append(b.long, line...)
+		}
+		line = b.long
+	}
+	return line, err
+}
+
+func (b *bufferedLines) skip() (int64, error) { return skipLine(b.br) }
+
+// readLines is readJSONL over lines.
+func (r *docReader) readLines(lines lineSource, name string, span lineSpan) error {
 	off := span.start
 	for i := 1; ; i++ {
 		if i%1024 == 0 {
@@ -146,7 +186,7 @@ func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
 			// Another reader's line: its end is all that matters. A stream that
 			// breaks here is the stripe owner's to report; for this reader the
 			// file ends.
-			skipped, err := skipLine(br)
+			skipped, err := lines.skip()
 			off += skipped
 			if err != nil {
 				return nil
@@ -154,15 +194,7 @@ func (r *docReader) readJSONL(src io.Reader, name string, span lineSpan) error {
 			continue
 		}
 		r.stripe = stripe
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, err := lines.next()
 		off += int64(len(line))
 		switch {
 		case err == io.EOF && len(line) == 0:
