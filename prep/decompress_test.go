@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strings"
 	"syscall"
@@ -127,15 +126,7 @@ func TestParallelZstd(t *testing.T) {
 //
 //	BENCH_CORPUS=.cache/bench/mixed.txt go test ./prep -run '^$' -bench Decompress -benchtime 3x
 func BenchmarkDecompress(b *testing.B) {
-	var src []byte
-	if p := os.Getenv("BENCH_CORPUS"); p != "" {
-		var err error
-		if src, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		src = testfiles.Read(b, "corpora/tinyshakespeare.txt")
-	}
+	src := benchCorpus(b)
 	data := bytes.Repeat(src, (64<<20)/len(src)+1)[:64<<20]
 	one, framed := zstdFrames(b, data, 0, true), zstdFrames(b, data, 4<<20, true)
 	var gz bytes.Buffer

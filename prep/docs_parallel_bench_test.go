@@ -3,13 +3,10 @@ package prep
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"gptkit/internal/testfiles"
 )
 
 // BenchmarkReadParallel reads four .jsonl.zst files of 16 MB of text each (4 KB
@@ -20,32 +17,15 @@ import (
 //
 //	BENCH_CORPUS=.cache/bench/mixed.txt go test ./prep -run '^$' -bench ReadParallel -benchtime 3x
 func BenchmarkReadParallel(b *testing.B) {
-	var src []byte
-	if p := os.Getenv("BENCH_CORPUS"); p != "" {
-		var err error
-		if src, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		src = testfiles.Read(b, "corpora/tinyshakespeare.txt")
-	}
-	const fileText, docText = 16 << 20, 4 << 10
+	src := benchCorpus(b)
+	const fileText = 16 << 20
+	text := string(bytes.Repeat(src, (4*fileText)/len(src)+1)[:4*fileText])
 	dir := b.TempDir()
 	var ranges []FileRange
-	off := 0
 	for f := range 4 {
-		var jsonl bytes.Buffer
-		for n := 0; n < fileText; n += docText {
-			if off+docText > len(src) {
-				off = 0
-			}
-			line, _ := json.Marshal(map[string]string{"text": string(bytes.ToValidUTF8(src[off:off+docText], nil))})
-			jsonl.Write(append(line, '\n'))
-			off += docText
-		}
 		name := fmt.Sprintf("part%d.jsonl.zst", f)
 		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, compress(b, name, jsonl.Bytes()), 0o644); err != nil {
+		if err := os.WriteFile(path, compress(b, name, benchJSONL(text[f*fileText:(f+1)*fileText], 4096)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		ranges = append(ranges, FileRange{File: path, End: -1})

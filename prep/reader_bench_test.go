@@ -3,12 +3,10 @@ package prep
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -23,34 +21,13 @@ import (
 //
 //	BENCH_CORPUS=$PWD/.cache/bench/mixed.txt go test ./prep -run '^$' -bench ReaderAlone -cpu 1
 func BenchmarkReaderAlone(b *testing.B) {
-	src := []byte(nil)
-	if p := os.Getenv("BENCH_CORPUS"); p != "" {
-		var err error
-		if src, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		src = []byte(strings.Repeat("To be, or not to be, that is the question:\n", 1000))
-	}
+	src := benchCorpus(b)
 	text := string(bytes.Repeat(src, (64<<20)/len(src)+1)[:64<<20])
-	var jsonl bytes.Buffer
-	enc := json.NewEncoder(&jsonl)
-	enc.SetEscapeHTML(false)
-	for rest := text; rest != ""; {
-		n := min(len(rest), 4096)
-		if k := strings.LastIndexByte(rest[:n], '\n'); k > 0 && n < len(rest) {
-			n = k + 1
-		}
-		for n < len(rest) && !utf8.RuneStart(rest[n]) {
-			n++
-		}
-		enc.Encode(map[string]string{"text": rest[:n]})
-		rest = rest[n:]
-	}
+	jsonl := benchJSONL(text, 4096)
 	dir := b.TempDir()
 	for _, name := range []string{"docs.jsonl", "docs.jsonl.zst", "docs.jsonl.gz"} {
 		path := filepath.Join(dir, name)
-		data := jsonl.Bytes()
+		data := jsonl
 		switch {
 		case strings.HasSuffix(name, ".zst"): // as BenchmarkEndToEndVsTokenizer writes it
 			var buf bytes.Buffer

@@ -99,16 +99,8 @@ func TestRunPartitioned(t *testing.T) {
 // theirs), and the merge gives a single run's documents.
 func TestRunPartitionedZst(t *testing.T) {
 	spec := alphabetSpec(t)
-	var b strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&b, "{\"text\": \"doc %s\"}\n", strings.Repeat("y", i%37))
-	}
-	var zb bytes.Buffer
-	zw, _ := zstd.NewWriter(&zb)
-	zw.Write([]byte(b.String()))
-	zw.Close()
 	in := filepath.Join(t.TempDir(), "in.jsonl.zst")
-	os.WriteFile(in, zb.Bytes(), 0o644)
+	os.WriteFile(in, yDocsZst(200), 0o644)
 	common := []string{"run", "--input", in, "--name", "c", "--tokenizer", spec, "--append-eod=false", "--shard-size", "100", "--progress", "off"}
 	single := filepath.Join(t.TempDir(), "single")
 	if code, _, errOut := runTokenize(t, "", append(common, "--output", single)...); code != 0 {
@@ -131,4 +123,17 @@ func TestRunPartitionedZst(t *testing.T) {
 	if got, want := runDocs(t, out), runDocs(t, single); !reflect.DeepEqual(got, want) {
 		t.Fatalf("merged documents differ from a single run's:\n%v\n%v", got, want)
 	}
+}
+
+// yDocsZst returns n JSONL documents "doc y...y" (0 to 36 y's) in one zstd frame.
+func yDocsZst(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"text\": \"doc %s\"}\n", strings.Repeat("y", i%37))
+	}
+	var zb bytes.Buffer
+	zw, _ := zstd.NewWriter(&zb)
+	zw.Write([]byte(b.String()))
+	zw.Close()
+	return zb.Bytes()
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // TestRunAcceptTruncated: `tokenize run` on a .jsonl.zst cut short fails naming the
@@ -16,16 +12,9 @@ import (
 // with --progress off, how many bytes it did not read.
 func TestRunAcceptTruncated(t *testing.T) {
 	spec := alphabetSpec(t)
-	var b strings.Builder
-	for i := range 20000 {
-		fmt.Fprintf(&b, "{\"text\": \"doc %s\"}\n", strings.Repeat("y", i%37))
-	}
-	var zb bytes.Buffer
-	zw, _ := zstd.NewWriter(&zb)
-	zw.Write([]byte(b.String()))
-	zw.Close()
+	data := yDocsZst(20000)
 	in := filepath.Join(t.TempDir(), "cut.jsonl.zst")
-	if err := os.WriteFile(in, zb.Bytes()[:zb.Len()*9/10], 0o644); err != nil {
+	if err := os.WriteFile(in, data[:len(data)*9/10], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"run", "--input", in, "--name", "c", "--tokenizer", spec, "--append-eod=false", "--progress", "off"}

@@ -105,6 +105,19 @@ func (g *goBench) stat(name, unit string) (med, lo, hi float64, n int, ok bool) 
 	return med, xs[0], xs[len(xs)-1], len(xs), true
 }
 
+// named returns the benchmarks whose names start with prefix, sorted.
+func (g *goBench) named(prefix string) []string {
+	var names []string
+	for name := range g.runs {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	sortStrings(names)
+	return names
+}
+
+// median is stat's median of name's unit.
 func (g *goBench) median(name, unit string) (float64, bool) {
 	m, _, _, _, ok := g.stat(name, unit)
 	return m, ok

@@ -181,17 +181,11 @@ func endToEnd(r *report, g *goBench) {
 
 // decompression writes the decoders' table.
 func decompression(r *report, g *goBench) {
-	var rows []string
-	for name := range g.runs {
-		if strings.HasPrefix(name, "BenchmarkDecompress/") {
-			rows = append(rows, name)
-		}
-	}
+	rows := g.named("BenchmarkDecompress/")
 	if len(rows) == 0 {
 		return
 	}
 	r.printf("## Decompression (64 MB of the mixed corpus, all cores)\n\n| stream / decoder | MB/s | MB per CPU-second | ratio |\n|---|---|---|---|\n")
-	sortStrings(rows)
 	for _, name := range rows {
 		mbs, _ := g.median(name, "MB/s")
 		cpu, _ := g.median(name, "MB/cpu-s")
@@ -199,17 +193,11 @@ func decompression(r *report, g *goBench) {
 		r.printf("| %s | %s | %s | %.1f |\n", filepath.ToSlash(strings.TrimPrefix(name, "BenchmarkDecompress/")), f1(mbs), f1(cpu), ratio)
 	}
 	r.printf("\n")
-	var readers []string
-	for name := range g.runs {
-		if strings.HasPrefix(name, "BenchmarkReadParallel/") {
-			readers = append(readers, name)
-		}
-	}
+	readers := g.named("BenchmarkReadParallel/")
 	if len(readers) == 0 {
 		return
 	}
 	r.printf("## Reading several files at once (four .jsonl.zst files of the mixed corpus, all cores)\n\n| readers | MB of text/s | MB per CPU-second |\n|---|---|---|\n")
-	sortStrings(readers)
 	for _, name := range readers {
 		mbs, _ := g.median(name, "MB/s")
 		cpu, _ := g.median(name, "MB/cpu-s")
