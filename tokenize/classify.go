@@ -80,6 +80,29 @@ func classifyBlocksGo(dst []classBlock, src []byte) {
 	}
 }
 
+// asciiPrefixGo returns the length of the longest prefix of s made of whole 128-byte
+// chunks of ASCII bytes: validUTF8 need not look at those bytes again. It is the twin
+// of asciiPrefixAVX2.
+func asciiPrefixGo(s string) int {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	i := 0
+	for ; i+128 <= len(b); i += 128 {
+		var x uint64
+		for k := 0; k < 128; k += 8 {
+			x |= binary.LittleEndian.Uint64(b[i+k:])
+		}
+		if x&swarHigh != 0 {
+			break
+		}
+	}
+	return i
+}
+
+// validUTF8 is utf8.ValidString, with the ASCII prefix of s (all of most English
+// text) checked 128 bytes a step first: utf8.ValidString's own ASCII loop takes 8 bytes
+// a step, ~3% of Encode's time on English.
+func validUTF8(s string) bool { return utf8.ValidString(s[asciiPrefix(s):]) }
+
 // windowBlocks is how many blocks a classWindow classifies at a time (16 KiB of text):
 // small enough that the masks stay in the L1 cache while the scanner reads them.
 const windowBlocks = 256

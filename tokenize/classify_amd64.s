@@ -86,3 +86,92 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func classifyBlocksAVX512(dst *classBlock, src *byte, n int)
+//
+// The masks of classifyBlocksAVX2, 64 bytes per step: the comparisons write mask
+// registers (unsigned ≤ as VPCMPUB's predicate 2), each a whole word of the block.
+TEXT ·classifyBlocksAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPBROADCASTB consts<>+0(SB), Z4
+	VPBROADCASTB consts<>+1(SB), Z5
+	VPBROADCASTB consts<>+2(SB), Z6
+	VPBROADCASTB consts<>+3(SB), Z7
+	VPBROADCASTB consts<>+4(SB), Z8
+	VPBROADCASTB consts<>+5(SB), Z9
+	VPBROADCASTB consts<>+6(SB), Z10
+	VPBROADCASTB consts<>+7(SB), Z11
+	VPBROADCASTB consts<>+8(SB), Z12
+
+loop512:
+	TESTQ CX, CX
+	JZ    done512
+	VMOVDQU64 (SI), Z0
+	VPMOVB2M Z0, K1
+	KMOVQ K1, AX
+	MOVQ AX, (0*8)(DI)
+	MOVQ AX, (7*8)(DI)
+	VPORQ Z4, Z0, Z1
+	VPSUBB Z5, Z1, Z1
+	VPCMPUB $2, Z6, Z1, K2
+	KMOVQ K2, AX
+	MOVQ AX, (1*8)(DI)
+	VPSUBB Z7, Z0, Z1
+	VPCMPUB $2, Z8, Z1, K2
+	KMOVQ K2, AX
+	MOVQ AX, (2*8)(DI)
+	VPSUBB Z8, Z0, Z1
+	VPCMPUB $2, Z9, Z1, K2
+	VPCMPEQB Z4, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, AX
+	MOVQ AX, (3*8)(DI)
+	KMOVQ K3, AX
+	MOVQ AX, (4*8)(DI)
+	VPCMPEQB Z10, Z0, K2
+	KMOVQ K2, AX
+	MOVQ AX, (5*8)(DI)
+	VPCMPEQB Z11, Z0, K2
+	VPCMPEQB Z12, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, AX
+	MOVQ AX, (6*8)(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  loop512
+
+done512:
+	VZEROUPPER
+	RET
+
+// func asciiPrefixAVX2(p *byte, n int) int
+//
+// The length of the longest prefix of p[:n] made of whole 128-byte chunks of ASCII
+// bytes (asciiPrefixGo is its twin).
+TEXT ·asciiPrefixAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	XORQ AX, AX
+	ANDQ $-128, CX
+
+asciiloop:
+	CMPQ AX, CX
+	JGE  asciidone
+	VMOVDQU (SI)(AX*1), Y0
+	VPOR    32(SI)(AX*1), Y0, Y0
+	VMOVDQU 64(SI)(AX*1), Y1
+	VPOR    96(SI)(AX*1), Y1, Y1
+	VPOR    Y1, Y0, Y0
+	VPMOVMSKB Y0, DX
+	TESTL   DX, DX
+	JNZ     asciidone
+	ADDQ    $128, AX
+	JMP     asciiloop
+
+asciidone:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET

@@ -55,7 +55,11 @@ func TestClassifyBlocks(t *testing.T) {
 			b[classSpace] |= bit
 		}
 	}
-	for name, f := range map[string]func([]classBlock, []byte){"classifyBlocks": classifyBlocks, "classifyBlocksGo": classifyBlocksGo} {
+	impls := map[string]func([]classBlock, []byte){"classifyBlocks": classifyBlocks, "classifyBlocksGo": classifyBlocksGo}
+	for name, f := range asmClassifiers {
+		impls[name] = f
+	}
+	for name, f := range impls {
 		for _, n := range []int{1, 2, 3, 40} {
 			got := make([]classBlock, n)
 			f(got, src[:64*n])
@@ -100,6 +104,37 @@ func TestClassWindow(t *testing.T) {
 			}
 			if got := w.runEnd(i, cls); got != e {
 				t.Fatalf("len %d: runEnd(%d, %d) = %d, want %d", len(s), i, cls, got, e)
+			}
+		}
+	}
+}
+
+// asmClassifiers are the assembly classifiers this CPU can run, by name (every one,
+// not only the one classifyBlocks picks); classify_amd64_test.go fills it.
+var asmClassifiers = map[string]func([]classBlock, []byte){}
+
+// TestASCIIPrefix: asciiPrefix (AVX2 where the CPU has it) equals its twin
+// asciiPrefixGo, and validUTF8 equals utf8.ValidString, with one byte ≥ 0x80 (or an
+// invalid sequence) at every position of texts around the 128-byte steps.
+func TestASCIIPrefix(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 129, 255, 256, 300, 1000} {
+		base := strings.Repeat("abcdefg ", n/8+1)[:n]
+		check := func(s string) {
+			if got, want := asciiPrefix(s), asciiPrefixGo(s); got != want {
+				t.Fatalf("len %d: asciiPrefix = %d, asciiPrefixGo = %d", len(s), got, want)
+			}
+			if p := asciiPrefixGo(s); p%128 != 0 || p > len(s) || strings.IndexFunc(s[:p], func(r rune) bool { return r >= 0x80 }) >= 0 {
+				t.Fatalf("len %d: asciiPrefixGo = %d is not whole ASCII chunks", len(s), p)
+			}
+			if got, want := validUTF8(s), utf8.ValidString(s); got != want {
+				t.Fatalf("len %d: validUTF8 = %v, utf8.ValidString = %v", len(s), got, want)
+			}
+		}
+		check(base)
+		for i := 0; i < n; i++ {
+			check(base[:i] + "\xff" + base[i+1:])
+			if i+2 <= n {
+				check(base[:i] + "é" + base[i+2:])
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -187,17 +188,27 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	}
 	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), avail-16
 	mask := uint64(len(front.slots) - 1)
+	// The ids are written without a branch on their count: all three words of a slot
+	// at out[m:m+3], then m moves by the count (the count's branch mispredicted on every
+	// change between pieces of one token and of two or three). free is how many ids
+	// out has room for past m.
+	m := len(dst)
+	if cap(dst)-m < frontIDs {
+		dst = slices.Grow(dst, frontIDs)
+	}
+	out := unsafe.Pointer(unsafe.SliceData(dst))
+	free := cap(dst) - m
 	for k, end := range ends {
 		n := end - prev
 		if uint(n-1) >= 16 || prev > limit {
-			return dst, k
+			return dst[:m], k
 		}
 		var val uint64
 		if n <= 8 {
 			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
 			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
 			if s.ikey != ^key {
-				return dst, k
+				return dst[:m], k
 			}
 			val = s.val
 		} else {
@@ -205,20 +216,22 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
 			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
 			if s.lo != lo || s.ihi != ^hi {
-				return dst, k
+				return dst[:m], k
 			}
 			val = s.val
 		}
-		dst = append(dst, T(val&idMask))
-		if c := val >> 60; c >= 2 {
-			dst = append(dst, T(val>>idBits&idMask))
-			if c == 3 {
-				dst = append(dst, T(val>>(2*idBits)&idMask))
-			}
+		if free < frontIDs {
+			dst = slices.Grow(dst[:m], frontIDs)
+			out, free = unsafe.Pointer(unsafe.SliceData(dst)), cap(dst)-m
 		}
+		w := (*[frontIDs]T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0))))
+		w[0], w[1], w[2] = T(val&idMask), T(val>>idBits&idMask), T(val>>(2*idBits)&idMask)
+		c := int(val >> 60)
+		m += c
+		free -= c
 		prev = end
 	}
-	return dst, len(ends)
+	return dst[:m], len(ends)
 }
 
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16

@@ -57,7 +57,14 @@ func splitBlocks(r *blockRules, w *classWindow, s string, from int, ends []int) 
 				if B += 64; B >= n {
 					return append(ends, n)
 				}
-				if cap(ends)-len(ends) <= 64 || !r.ok(w, B) {
+				if cap(ends)-len(ends) <= 64 && len(ends) > 0 {
+					// ends is full: the caller goes on from the last start found,
+					// which starts the block path again there (no carry is needed
+					// at a piece start). Going on a piece at a time instead sent
+					// the last 64 of every pieceBatch pieces through pieceEnd.
+					return ends
+				}
+				if !r.ok(w, B) {
 					break
 				}
 			}

@@ -206,7 +206,7 @@ func (t *Tokenizer) AppendEncodeValidInt32(dst []int32, text string, checked boo
 // encode appends the ids of text to dst; valid says the caller has checked that text
 // is valid UTF-8.
 func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) ([]T, error) {
-	if !valid && !utf8.ValidString(text) {
+	if !valid && !validUTF8(text) {
 		text = ReplaceInvalidUTF8(text)
 	}
 	switch t.kind {
