@@ -173,7 +173,8 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	return dst
 }
 
-// appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
+// appendShortTokensGo is the hot loop of encodeSegment (appendShortTokens: in assembly
+// on amd64, shorttokens_amd64.s, with this as its twin): it appends the ids of the pieces
 // of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
 // front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
 // text's start that may be loaded, where the loads would overrun: text is a segment of
@@ -182,7 +183,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 // text come as bare pointers, so that the few values the loop needs stay in registers
 // (the bounds are known: the index is a hash shifted to below len(short), and the load
 // is checked against len(text)-8).
-func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
 	if avail < 16 || len(front.slots) == 0 {
 		return dst, 0
 	}
@@ -227,11 +228,25 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 		w := (*[frontIDs]T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0))))
 		w[0], w[1], w[2] = T(val&idMask), T(val>>idBits&idMask), T(val>>(2*idBits)&idMask)
 		c := int(val >> 60)
+		if c == 0 { // four or more ids, in front.more: encodePiece appends them
+			return dst[:m], k
+		}
 		m += c
 		free -= c
 		prev = end
 	}
 	return dst[:m], len(ends)
+}
+
+// shortArgs are the arguments and results of the assembly appendShortTokens (the
+// offsets are fixed in shorttokens_amd64.s): the front cache's tables, keyMasks, the
+// text, nends piece ends, the ids' array out with m of them, prev; k, the pieces done.
+type shortArgs struct {
+	table, long, masks, text unsafe.Pointer
+	ends                     unsafe.Pointer
+	nends                    int
+	out                      unsafe.Pointer
+	m, prev, limit, k        int
 }
 
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
@@ -243,6 +258,9 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return encodeLong(t, st, seg[prev:end], dst)
 	}
 	lo, hi := pieceKey(seg, prev, n)
+	if val, ok := st.front.find(lo, hi, n); ok && val>>60 == 0 {
+		return appendFrontMore(&st.front, val, dst)
+	}
 	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
 		if n <= 8 {
 			st.front.put(lo, val)
@@ -252,31 +270,29 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		if c := s.meta & 7; c != 0 && c <= frontIDs { // back into the front cache
-			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | c<<60
-			if c == 3 {
-				v |= (s.more & idMask) << (2 * idBits)
-			}
-			if n <= 8 {
-				st.front.put(lo, v)
-			} else {
-				st.front.putLong(lo, hi, v)
-			}
-		}
-		return appendSlot(&st.pieces, s, dst)
+		// Back into the front cache.
+		start := len(dst)
+		dst = appendSlot(&st.pieces, s, dst)
+		putIDs(&st.front, lo, hi, n, dst[start:])
+		return dst
 	}
 	ids := t.merge(st, seg[prev:end])
-	// The piece cache keeps every merged piece; the front cache too when it can, but
-	// it is direct-mapped, and a piece evicted from it must not be merged again.
+	// The piece cache keeps every merged piece; the front cache too, but it is
+	// direct-mapped, and a piece evicted from it must not be merged again.
 	st.pieces.put(lo, hi, ids)
-	if len(ids) <= frontIDs && len(ids) > 0 {
-		if n <= 8 {
-			st.front.put(lo, shortVal(ids))
-		} else {
-			st.front.putLong(lo, hi, shortVal(ids))
-		}
-	}
+	start := len(dst)
 	for _, id := range ids {
+		dst = append(dst, T(id))
+	}
+	putIDs(&st.front, lo, hi, n, dst[start:])
+	return dst
+}
+
+// appendFrontMore appends the ids of a front cache value of four or more ids (count 0:
+// an offset into front.more in bits 0-31, the number of ids in bits 32-47).
+func appendFrontMore[T tokenID](front *frontCache, val uint64, dst []T) []T {
+	off, n := uint32(val), uint32(val>>32)&0xFFFF
+	for _, id := range front.more[off : off+n] {
 		dst = append(dst, T(id))
 	}
 	return dst

@@ -1,0 +1,52 @@
+//go:build amd64 && !noasm && gc
+
+package tokenize
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Stubs of shorttokens_amd64.s: the hot loop of appendShortTokensGo (encode.go) for ids
+// of 8 (int) and 4 (int32) bytes.
+
+var hasShortTokensAsm = cpu.X86.HasBMI2
+
+//go:noescape
+func shortTokens64(a *shortArgs)
+
+//go:noescape
+func shortTokens32(a *shortArgs)
+
+// appendShortTokens is appendShortTokensGo, in assembly where the CPU allows it.
+func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+	if avail < 16 || len(front.slots) == 0 || len(ends) == 0 {
+		return dst, 0
+	}
+	// The assembly stores three ids a piece: give it as many pieces as dst has room for,
+	// the twin the rest.
+	nk := min(len(ends), (cap(dst)-len(dst))/frontIDs)
+	if !hasShortTokensAsm || nk == 0 {
+		return appendShortTokensGo(front, text, avail, prev, ends, dst)
+	}
+	a := shortArgs{
+		table: unsafe.Pointer(&front.slots[0]), long: unsafe.Pointer(&front.long[0]),
+		masks: unsafe.Pointer(&keyMasks), text: unsafe.Pointer(unsafe.StringData(text)),
+		ends: unsafe.Pointer(&ends[0]), nends: nk,
+		out: unsafe.Pointer(unsafe.SliceData(dst)), m: len(dst), prev: prev, limit: avail - 16,
+	}
+	if unsafe.Sizeof(T(0)) == 8 {
+		shortTokens64(&a)
+	} else {
+		shortTokens32(&a)
+	}
+	dst = dst[:a.m]
+	if a.k == nk && nk < len(ends) {
+		// Out of room: the twin goes on, growing dst as it needs.
+		var k int
+		dst, k = appendShortTokensGo(front, text, avail, a.prev, ends[nk:], dst)
+		return dst, nk + k
+	}
+	return dst, a.k
+}
