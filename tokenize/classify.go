@@ -113,11 +113,14 @@ const windowBlocks = 256
 type classWindow struct {
 	s           string
 	base, limit int
-	blocks      [windowBlocks]classBlock
-	tail        [64]byte // the last, partial block, zero-padded (zero bytes are "other")
+	// end is where runEnd stops: len(s), or the end of the segment of s being split
+	// (encodeSegment splits a segment of the text it classifies whole).
+	end    int
+	blocks [windowBlocks]classBlock
+	tail   [64]byte // the last, partial block, zero-padded (zero bytes are "other")
 }
 
-func (w *classWindow) reset(s string) { w.s, w.base, w.limit = s, 0, 0 }
+func (w *classWindow) reset(s string) { w.s, w.base, w.limit, w.end = s, 0, 0, len(s) }
 
 // ensure makes the window cover bytes i to i+15 (those below len(s)). The scanners call
 // it at the start of each piece; they look at most a character before the piece's
@@ -222,10 +225,10 @@ func (w *classWindow) class(i int) uint8 {
 }
 
 // runEnd returns the end of the run of characters of class cls that continues at byte
-// i (≥ the window's start): the first byte at or after i of another class, or len(s).
+// i (≥ the window's start): the first byte at or after i of another class, or w.end.
 // It moves the window as it goes.
 func (w *classWindow) runEnd(i int, cls uint8) int {
-	n := len(w.s)
+	n := w.end
 	for i < n {
 		if i >= w.limit {
 			w.fill(i)

@@ -59,6 +59,24 @@ type encodeState struct {
 	host string
 }
 
+// within returns the offset of s in st.host, if s lies within it.
+func (st *encodeState) within(s string) (int, bool) {
+	h := st.host
+	if len(s) == 0 || len(h) == 0 {
+		return 0, false
+	}
+	hp, sp := uintptr(unsafe.Pointer(unsafe.StringData(h))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if sp >= hp && sp+uintptr(len(s)) <= hp+uintptr(len(h)) {
+		return int(sp - hp), true
+	}
+	return 0, false
+}
+
+// sameString reports whether a and b are the same bytes in memory (not only equal).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
 // readable returns how many bytes from the start of s may be loaded: up to the end of
 // st.host when s lies within it, else len(s).
 func (st *encodeState) readable(s string) int {
@@ -92,8 +110,10 @@ type tokenID interface{ ~int | ~int32 }
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
 func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
 	st.host = text
+	st.win.reset(text)
 	dst = encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
 	st.host = ""
+	st.win.reset("")
 	return dst
 }
 
@@ -108,8 +128,10 @@ func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst 
 			// A new string: segments of it may read to its end only.
 			host := st.host
 			st.host = norm
+			st.win.reset(norm)
 			dst = encodeAroundAdded(t, st, t.normAdded, norm, dst, encodeSegment[T])
 			st.host = host
+			st.win.reset(host)
 			return dst
 		}
 	}
@@ -142,14 +164,26 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	if t.addPrefixSpace && seg[0] != ' ' {
 		seg = " " + seg
 	}
-	st.win.reset(seg)
+	// The block splitters split a segment of st.host (cut out by added tokens) as the
+	// part of st.host from the segment's start to its end, with the window that
+	// classifies st.host whole: a piece starts at from, and no rule looks before it.
+	// (NeoX's space-run added tokens cut code into segments of a few dozen bytes: each
+	// was classified on its own, a window at a time.) Other segments, and the pattern
+	// matcher, get a window of their own.
+	from := 0
+	if off, ok := st.within(seg); ok && t.blockSplit && sameString(st.win.s, st.host) {
+		from, seg = off, st.host[:off+len(seg)]
+		st.win.end = len(seg)
+	} else {
+		st.win.reset(seg)
+	}
 	if st.front.slots == nil {
 		st.front.init()
 	}
 	front := &st.front
 	avail := st.readable(seg)
 	ends := st.ends
-	for from := 0; from < len(seg); {
+	for from < len(seg) {
 		ends = t.split(&st.win, seg, from, ends[:0])
 		if len(ends) == 0 {
 			break

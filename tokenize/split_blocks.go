@@ -50,9 +50,16 @@ func splitBlocks(r *blockRules, w *classWindow, s string, from int, ends []int) 
 				if B+64 > n {
 					starts &= 1<<uint(n-B) - 1
 				}
-				for ; starts != 0; starts &= starts - 1 {
-					last = B + bits.TrailingZeros64(starts)
-					ends = append(ends, last)
+				// ends has room for the block's starts (more than 64 free): no
+				// append's check per start.
+				if starts != 0 {
+					k := len(ends)
+					ends = ends[:k+bits.OnesCount64(starts)]
+					for e := ends[k:]; starts != 0; starts &= starts - 1 {
+						e[0] = B + bits.TrailingZeros64(starts)
+						e = e[1:]
+					}
+					last = ends[len(ends)-1]
 				}
 				if B += 64; B >= n {
 					return append(ends, n)

@@ -85,7 +85,9 @@ func gpt2Block(w *classWindow, s string, B, after int, carry blockCarry) (uint64
 		at = 1 << uint(after-B)
 		starts |= at
 	}
-	starts = applyContractions(starts, c.cur[blockApostrophe], s, B, &next, contractionLen)
+	if starts&c.cur[blockApostrophe] != 0 {
+		starts = applyContractions(starts, c.cur[blockApostrophe], s, B, &next, contractionLen)
+	}
 	return starts, next
 }
 

@@ -183,7 +183,9 @@ func cl100kBlock(w *classWindow, s string, B, after int, carry blockCarry) (uint
 	}
 
 	starts = starts&^carry.suppress | carry.force | at
-	starts = applyContractions(starts, cur[blockApostrophe], s, B, &next, contractionFolded)
+	if starts&cur[blockApostrophe] != 0 {
+		starts = applyContractions(starts, cur[blockApostrophe], s, B, &next, contractionFolded)
+	}
 	return starts, next
 }
 

@@ -35,6 +35,9 @@ type Tokenizer struct {
 	maxRank  uint32
 	byteIDs  [256]int32 // raw byte -> id of the one-byte token, -1 if the vocabulary lacks it
 	split    splitter   // pre-tokenizer
+	// blockSplit: split is a block splitter (splitBlocks), which may split a segment
+	// of a larger classified text (encodeSegment).
+	blockSplit bool
 	// pattern names the pre-tokenizer ("gpt2", "cl100k_base", "o200k_base").
 	pattern         string
 	addPrefixSpace  bool
