@@ -12,7 +12,8 @@ type blockRules struct {
 	ok func(w *classWindow, B int) bool
 	// block ORs into *starts the piece starts of the block at B (bit p = byte B+p),
 	// given that a piece starts at after (when after ≥ B) and the state carry from the
-	// block before (when after < B), and returns the carry to the next block. Starts at
+	// block before (when after < B), and returns the carry to the next block, with
+	// notNext set when ok is false for the next block. Starts at
 	// or before after are dropped by the caller; block may set them.
 	block func(w *classWindow, s string, B, after int, carry blockCarry) (starts uint64, next blockCarry)
 	// pieceEnd returns the end of the piece that starts at i.
@@ -27,6 +28,9 @@ type blockCarry struct {
 	// a run of "other" (absorbed); the next block's bit where the current run of
 	// numbers starts its next group of three (digitStart).
 	prefix, absorbed, digitStart uint64
+	// notNext: the rules' ok is false for the next block (block says so from the masks
+	// it has at hand, sparing splitBlocks a call of ok per block).
+	notNext bool
 }
 
 // splitBlocks is a splitter running r: whole blocks from the first piece start in a
@@ -71,7 +75,7 @@ func splitBlocks(r *blockRules, w *classWindow, s string, from int, ends []int) 
 					// the last 64 of every pieceBatch pieces through pieceEnd.
 					return ends
 				}
-				if !r.ok(w, B) {
+				if carry.notNext {
 					break
 				}
 			}
