@@ -293,7 +293,12 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	}
 	lo, hi := pieceKey(seg, prev, n)
 	if val, ok := st.front.find(lo, hi, n); ok && val>>60 == 0 {
-		return appendFrontMore(&st.front, val, dst)
+		if ids, ok := st.front.moreIDs(val, lo, hi); ok {
+			for _, id := range ids {
+				dst = append(dst, T(id))
+			}
+			return dst
+		}
 	}
 	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
 		if n <= 8 {
@@ -319,16 +324,6 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		dst = append(dst, T(id))
 	}
 	putIDs(&st.front, lo, hi, n, dst[start:])
-	return dst
-}
-
-// appendFrontMore appends the ids of a front cache value of four or more ids (count 0:
-// an offset into front.more in bits 0-31, the number of ids in bits 32-47).
-func appendFrontMore[T tokenID](front *frontCache, val uint64, dst []T) []T {
-	off, n := uint32(val), uint32(val>>32)&0xFFFF
-	for _, id := range front.more[off : off+n] {
-		dst = append(dst, T(id))
-	}
 	return dst
 }
 

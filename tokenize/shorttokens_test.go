@@ -46,3 +46,54 @@ func TestShortTokensTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontMoreStartsOver: the ids of pieces of four or more tokens (frontCache.more)
+// are given back right or not at all after more has started over (many times), never
+// another piece's.
+func TestFrontMoreStartsOver(t *testing.T) {
+	var f frontCache
+	f.init()
+	type piece struct {
+		lo, hi uint64
+		n      int
+		ids    []int
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var pieces []piece
+	for i := range 3 * frontMoreIDs / 8 {
+		p := piece{lo: rng.Uint64() &^ (0xFF << 56), n: 1 + rng.IntN(16)}
+		if p.n > 8 {
+			p.hi = rng.Uint64() &^ (0xFF << 56)
+		}
+		for range 4 + rng.IntN(8) {
+			p.ids = append(p.ids, rng.IntN(1<<idBits))
+		}
+		putIDs(&f, p.lo, p.hi, p.n, p.ids)
+		pieces = append(pieces, p)
+		if i%1000 != 999 {
+			continue
+		}
+		found := 0
+		for _, q := range pieces {
+			val, ok := f.find(q.lo, q.hi, q.n)
+			if !ok || val>>60 != 0 {
+				continue
+			}
+			ids, ok := f.moreIDs(val, q.lo, q.hi)
+			if !ok {
+				continue
+			}
+			found++
+			got := make([]int, len(ids))
+			for k, id := range ids {
+				got[k] = int(id)
+			}
+			if !slices.Equal(got, q.ids) {
+				t.Fatalf("after %d pieces: ids %v, want %v", i+1, got, q.ids)
+			}
+		}
+		if found == 0 {
+			t.Fatalf("after %d pieces: none found", i+1)
+		}
+	}
+}
