@@ -101,60 +101,37 @@ long: \
 	MOVQ R8, ARGS_M(R9) \
 	MOVQ DX, ARGS_PREV(R9)
 
+// SHORT_TOKENS is the loop, storing ids with MOV (MOVQ or MOVL) at SIZE bytes each; a
+// value of count 0 (four or more ids) ends it: encodePiece appends those.
+#define SHORT_TOKENS(MOV, SIZE, long, found, loop, done) \
+	LOAD_ARGS \
+loop: \
+	NEXT(done) \
+	LOOKUP(long, found, done) \
+found: \
+	MOVL  R15, R9 \
+	ANDL  $0xFFFFF, R9 \
+	MOV   R9, (DI)(R8*SIZE) \
+	RORXQ $20, R15, R9 \
+	ANDL  $0xFFFFF, R9 \
+	MOV   R9, SIZE(DI)(R8*SIZE) \
+	RORXQ $40, R15, R9 \
+	ANDL  $0xFFFFF, R9 \
+	MOV   R9, (2*SIZE)(DI)(R8*SIZE) \
+	SHRQ  $60, R15 \
+	JZ    done \
+	ADDQ  R15, R8 \
+	ADDQ  R13, DX \
+	ADDQ  $8, AX \
+	JMP   loop \
+done: \
+	STORE_BACK \
+	RET
+
 // func shortTokens64(a *shortArgs)
 TEXT ·shortTokens64(SB), NOSPLIT, $0-8
-	LOAD_ARGS
-
-loop64:
-	NEXT(done64)
-	LOOKUP(long64, found64, done64)
-
-found64:
-	MOVL  R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVQ  R9, (DI)(R8*8)
-	RORXQ $20, R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVQ  R9, 8(DI)(R8*8)
-	RORXQ $40, R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVQ  R9, 16(DI)(R8*8)
-	SHRQ  $60, R15
-	JZ    done64 // four or more ids: encodePiece appends them
-	ADDQ  R15, R8
-	ADDQ  R13, DX
-	ADDQ  $8, AX
-	JMP   loop64
-
-done64:
-	STORE_BACK
-	RET
+	SHORT_TOKENS(MOVQ, 8, long64, found64, loop64, done64)
 
 // func shortTokens32(a *shortArgs)
 TEXT ·shortTokens32(SB), NOSPLIT, $0-8
-	LOAD_ARGS
-
-loop32:
-	NEXT(done32)
-	LOOKUP(long32, found32, done32)
-
-found32:
-	MOVL  R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVL  R9, (DI)(R8*4)
-	RORXQ $20, R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVL  R9, 4(DI)(R8*4)
-	RORXQ $40, R15, R9
-	ANDL  $0xFFFFF, R9
-	MOVL  R9, 8(DI)(R8*4)
-	SHRQ  $60, R15
-	JZ    done32
-	ADDQ  R15, R8
-	ADDQ  R13, DX
-	ADDQ  $8, AX
-	JMP   loop32
-
-done32:
-	STORE_BACK
-	RET
+	SHORT_TOKENS(MOVL, 4, long32, found32, loop32, done32)
