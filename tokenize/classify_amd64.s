@@ -58,20 +58,24 @@ DATA consts<>+7(SB)/1, $0x0d // '\r'
 DATA consts<>+8(SB)/1, $0x0a // '\n'
 GLOBL consts<>(SB), RODATA|NOPTR, $9
 
+// BROADCAST_CONSTS broadcasts the constant bytes, in order, to registers r0-r8.
+#define BROADCAST_CONSTS(r0, r1, r2, r3, r4, r5, r6, r7, r8) \
+	VPBROADCASTB consts<>+0(SB), r0 \
+	VPBROADCASTB consts<>+1(SB), r1 \
+	VPBROADCASTB consts<>+2(SB), r2 \
+	VPBROADCASTB consts<>+3(SB), r3 \
+	VPBROADCASTB consts<>+4(SB), r4 \
+	VPBROADCASTB consts<>+5(SB), r5 \
+	VPBROADCASTB consts<>+6(SB), r6 \
+	VPBROADCASTB consts<>+7(SB), r7 \
+	VPBROADCASTB consts<>+8(SB), r8
+
 // func classifyBlocksAVX2(dst *classBlock, src *byte, n int)
 TEXT ·classifyBlocksAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	VPBROADCASTB consts<>+0(SB), Y4
-	VPBROADCASTB consts<>+1(SB), Y5
-	VPBROADCASTB consts<>+2(SB), Y6
-	VPBROADCASTB consts<>+3(SB), Y7
-	VPBROADCASTB consts<>+4(SB), Y8
-	VPBROADCASTB consts<>+5(SB), Y9
-	VPBROADCASTB consts<>+6(SB), Y10
-	VPBROADCASTB consts<>+7(SB), Y11
-	VPBROADCASTB consts<>+8(SB), Y12
+	BROADCAST_CONSTS(Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12)
 
 loop:
 	TESTQ CX, CX
@@ -95,15 +99,7 @@ TEXT ·classifyBlocksAVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	VPBROADCASTB consts<>+0(SB), Z4
-	VPBROADCASTB consts<>+1(SB), Z5
-	VPBROADCASTB consts<>+2(SB), Z6
-	VPBROADCASTB consts<>+3(SB), Z7
-	VPBROADCASTB consts<>+4(SB), Z8
-	VPBROADCASTB consts<>+5(SB), Z9
-	VPBROADCASTB consts<>+6(SB), Z10
-	VPBROADCASTB consts<>+7(SB), Z11
-	VPBROADCASTB consts<>+8(SB), Z12
+	BROADCAST_CONSTS(Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12)
 
 loop512:
 	TESTQ CX, CX
