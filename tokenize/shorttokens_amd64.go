@@ -13,6 +13,17 @@ import (
 
 var hasShortTokensAsm = cpu.X86.HasBMI2
 
+// What shorttokens_amd64.s has as numbers: the front cache's sizes, the offsets of
+// shortArgs' fields and the layout of keyMasks (a compile error if they change).
+var (
+	_ = [1]struct{}{}[frontBits-16]
+	_ = [1]struct{}{}[frontLongBits-14]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.nends)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.out)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.k)-80]
+	_ = [1]struct{}{}[unsafe.Sizeof(keyMasks)-4*256]
+)
+
 //go:noescape
 func shortTokens64(a *shortArgs)
 
