@@ -23,7 +23,7 @@ import (
 //     fills the cache. Longer pieces (≤ longCacheMaxPiece bytes) have a map cache.
 
 const (
-	pieceBatch        = 1024    // pieces found per splitter call
+	pieceBatch        = 4096    // pieces found per splitter call
 	longCacheMaxPiece = 256     // longer pieces are not cached
 	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
 	longCacheMaxItems = 1 << 14

@@ -1,6 +1,9 @@
 package tokenize
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // The block splitters: a pre-tokenizer that finds the piece starts of 64 bytes at once,
 // in bit arithmetic over the block's class masks (classify.go), where the block allows
@@ -59,9 +62,10 @@ func splitBlocks(r *blockRules, w *classWindow, s string, from int, ends []int) 
 				if starts != 0 {
 					k := len(ends)
 					ends = ends[:k+bits.OnesCount64(starts)]
-					for e := ends[k:]; starts != 0; starts &= starts - 1 {
-						e[0] = B + bits.TrailingZeros64(starts)
-						e = e[1:]
+					p := unsafe.Pointer(&ends[k])
+					for ; starts != 0; starts &= starts - 1 {
+						*(*int)(p) = B + bits.TrailingZeros64(starts)
+						p = unsafe.Add(p, unsafe.Sizeof(int(0)))
 					}
 					last = ends[len(ends)-1]
 				}
