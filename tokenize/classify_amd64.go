@@ -27,14 +27,15 @@ func classifyBlocksAVX2(dst *classBlock, src *byte, n int)
 func classifyBlocksAVX512(dst *classBlock, src *byte, n int)
 
 //go:noescape
-func asciiPrefixAVX2(p *byte, n int) int
+func asciiPrefixAVX2(p *byte, n int, c uint64) int
 
-// asciiPrefix returns the length of a prefix of s that is all ASCII (see asciiPrefixGo).
-func asciiPrefix(s string) int {
+// asciiPrefix returns the length of a prefix of s that is all ASCII bytes other than c
+// (see asciiPrefixGo).
+func asciiPrefix(s string, c byte) int {
 	if !hasAVX2 || len(s) < 128 {
 		return 0
 	}
-	return asciiPrefixAVX2(unsafe.StringData(s), len(s))
+	return asciiPrefixAVX2(unsafe.StringData(s), len(s), uint64(c))
 }
 
 // classifyBlocks fills dst[i] from the 64 bytes src[64i:64i+64]; len(src) must be

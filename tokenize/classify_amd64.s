@@ -143,13 +143,16 @@ done512:
 	VZEROUPPER
 	RET
 
-// func asciiPrefixAVX2(p *byte, n int) int
+// func asciiPrefixAVX2(p *byte, n int, c uint64) int
 //
 // The length of the longest prefix of p[:n] made of whole 128-byte chunks of ASCII
-// bytes (asciiPrefixGo is its twin).
-TEXT ·asciiPrefixAVX2(SB), NOSPLIT, $0-24
+// bytes other than the byte c (asciiPrefixGo is its twin): the comparisons with c give
+// 0xFF, whose high bit the non-ASCII test reads too.
+TEXT ·asciiPrefixAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
+	VMOVQ c+16(FP), X2
+	VPBROADCASTB X2, Y2
 	XORQ AX, AX
 	ANDQ $-128, CX
 
@@ -157,11 +160,21 @@ asciiloop:
 	CMPQ AX, CX
 	JGE  asciidone
 	VMOVDQU (SI)(AX*1), Y0
-	VPOR    32(SI)(AX*1), Y0, Y0
-	VMOVDQU 64(SI)(AX*1), Y1
-	VPOR    96(SI)(AX*1), Y1, Y1
+	VMOVDQU 32(SI)(AX*1), Y1
+	VMOVDQU 64(SI)(AX*1), Y3
+	VMOVDQU 96(SI)(AX*1), Y4
+	VPOR    Y1, Y0, Y5
+	VPOR    Y4, Y3, Y6
+	VPOR    Y6, Y5, Y5
+	VPCMPEQB Y2, Y0, Y0
+	VPCMPEQB Y2, Y1, Y1
+	VPCMPEQB Y2, Y3, Y3
+	VPCMPEQB Y2, Y4, Y4
 	VPOR    Y1, Y0, Y0
-	VPMOVMSKB Y0, DX
+	VPOR    Y4, Y3, Y3
+	VPOR    Y3, Y0, Y0
+	VPOR    Y0, Y5, Y5
+	VPMOVMSKB Y5, DX
 	TESTL   DX, DX
 	JNZ     asciidone
 	ADDQ    $128, AX
@@ -169,5 +182,5 @@ asciiloop:
 
 asciidone:
 	VZEROUPPER
-	MOVQ AX, ret+16(FP)
+	MOVQ AX, ret+24(FP)
 	RET

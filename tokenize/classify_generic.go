@@ -6,5 +6,6 @@ package tokenize
 // 64*len(dst).
 func classifyBlocks(dst []classBlock, src []byte) { classifyBlocksGo(dst, src) }
 
-// asciiPrefix returns the length of a prefix of s that is all ASCII (see asciiPrefixGo).
-func asciiPrefix(s string) int { return asciiPrefixGo(s) }
+// asciiPrefix returns the length of a prefix of s that is all ASCII bytes other than c
+// (see asciiPrefixGo).
+func asciiPrefix(s string, c byte) int { return asciiPrefixGo(s, c) }

@@ -108,10 +108,12 @@ func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
 type tokenID interface{ ~int | ~int32 }
 
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
-func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
+// No raw added token starts in text[:skip] (validUTF8 found none of their first byte
+// there, in the same pass: the search would be a second pass over all of most texts).
+func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, skip int, dst []T) []T {
 	st.host = text
 	st.win.reset(text)
-	dst = encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
+	dst = encodeAroundAdded(t, st, t.rawAdded, text, skip, dst, encodeNormalized[T])
 	st.host = ""
 	st.win.reset("")
 	return dst
@@ -129,23 +131,23 @@ func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst 
 			host := st.host
 			st.host = norm
 			st.win.reset(norm)
-			dst = encodeAroundAdded(t, st, t.normAdded, norm, dst, encodeSegment[T])
+			dst = encodeAroundAdded(t, st, t.normAdded, norm, 0, dst, encodeSegment[T])
 			st.host = host
 			st.win.reset(host)
 			return dst
 		}
 	}
-	return encodeAroundAdded(t, st, t.normAdded, seg, dst, encodeSegment[T])
+	return encodeAroundAdded(t, st, t.normAdded, seg, 0, dst, encodeSegment[T])
 }
 
-// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
-// and, through encodeGap, the text between them.
-func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
+// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil;
+// none starts before skip) and, through encodeGap, the text between them.
+func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, skip int, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
 	if m == nil {
 		return encodeGap(t, st, s, dst)
 	}
 	for from := 0; from < len(s); {
-		start, end, id := m.find(s, from)
+		start, end, id := m.find(s, max(from, skip))
 		if start < 0 {
 			return encodeGap(t, st, s[from:], dst)
 		}

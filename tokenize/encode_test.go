@@ -65,3 +65,20 @@ func TestSegmentsSplitInTheirText(t *testing.T) {
 		}
 	}
 }
+
+// TestAddedAfterASCIIPrefix: an added token after a long ASCII prefix (which validUTF8
+// scans for the added tokens' first byte in the same pass) is found at every offset
+// around the 128-byte steps of that scan.
+func TestAddedAfterASCIIPrefix(t *testing.T) {
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base"} {
+		tok := sharedTokenizer(t, name)
+		for _, n := range []int{0, 1, 120, 127, 128, 129, 255, 256, 257, 383, 384, 1000} {
+			prefix := strings.Repeat("abc def ", n/8+1)[:n]
+			for _, s := range []string{prefix + "<|endoftext|>", prefix + "<|endoftext|> x <|endoftext|>" + prefix, prefix + "<" + prefix + "<|endoftext|>"} {
+				if got, want := tok.Encode(s), tok.refEncode(s); !slices.Equal(got, want) {
+					t.Fatalf("%s: Encode(%.80q): %s", name, s, firstDiff(tok, s, got, want))
+				}
+			}
+		}
+	}
+}
