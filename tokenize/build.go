@@ -122,6 +122,7 @@ func (t *Tokenizer) setFunctions() error {
 	if t.split, ok = splitters[t.pattern]; !ok {
 		return fmt.Errorf("tokenize: %s: pre-tokenizer pattern %q is not supported", t.name, t.pattern)
 	}
+	t.blockSplit = t.pattern == "gpt2" || t.pattern == "cl100k_base"
 	switch t.normalizer {
 	case "":
 	case "NFC":

@@ -127,6 +127,9 @@ var loMask, hiMask = func() (lo, hi [32]uint64) {
 	return lo, hi
 }()
 
+// keyMasks is loMask, loMark, hiMask and hiMark in one array, for the assembly hot loop.
+var keyMasks = [4][32]uint64{loMask, loMark, hiMask, hiMark}
+
 // lenMark folds a piece's length into its words: the last byte of the word that
 // holds the piece's end, when the piece does not fill that word, is 0xF8 | the number
 // of bytes of the piece in that word. 0xF8-0xFF never occur in UTF-8, so that byte
@@ -174,9 +177,78 @@ func keyable(piece string) bool {
 //
 // Pieces of 9 to 16 bytes (a word of 8 letters and its space) have a table of their own,
 // long, of 32-byte slots.
+//
+// A value holds one to three ids (shortVal); the ids of a piece of four or more tokens
+// are in more, after the piece's key, and its value has count 0 (bits 60-61), their
+// offset in more in bits 0-31 and their number in bits 32-47 (pieces of four or more
+// tokens were ~1.3% of English pieces, ~half of those that left the hot loop). When
+// more is full it starts over (emptying the whole front cache instead cost the mixed
+// corpus ~8%: its pieces of many tokens filled more every few MB).
 type frontCache struct {
 	slots []shortSlot
 	long  []frontLong
+	more  []uint32
+	// args: the assembly hot loop's arguments (shorttokens_amd64.go), kept here so
+	// that a call writes only those that change. It points into slots and long (at
+	// the text, the ends and the ids only during a call).
+	args shortArgs
+}
+
+// find returns the value of the piece of n bytes (1 to 16) with key lo, hi, if f
+// holds it.
+func (f *frontCache) find(lo, hi uint64, n int) (uint64, bool) {
+	if n <= 8 {
+		s := &f.slots[shortIndex(lo, 1<<frontBits-1)]
+		return s.val, s.ikey == ^lo
+	}
+	s := &f.long[frontLongIndex(lo, hi)]
+	return s.val, s.lo == lo && s.ihi == ^hi
+}
+
+// moreIDs returns the ids of the piece with key lo, hi that a front cache value of
+// count 0 points to, if they are still there: more starts over when full, so each
+// piece's ids follow its key there.
+func (f *frontCache) moreIDs(val, lo, hi uint64) ([]uint32, bool) {
+	off, n := uint32(val), uint32(val>>32)&0xFFFF
+	if uint64(off)+4+uint64(n) > uint64(len(f.more)) {
+		return nil, false
+	}
+	m := f.more[off : off+4+n]
+	if uint64(m[0])|uint64(m[1])<<32 != lo || uint64(m[2])|uint64(m[3])<<32 != hi {
+		return nil, false
+	}
+	return m[4:], true
+}
+
+// frontMoreIDs bounds frontCache.more.
+const frontMoreIDs = 1 << 16
+
+// putIDs stores the ids of the piece of n bytes (1 to 16) with key lo, hi.
+func putIDs[T tokenID](f *frontCache, lo, hi uint64, n int, ids []T) {
+	var val uint64
+	switch {
+	case len(ids) == 0:
+		return
+	case len(ids) <= frontIDs:
+		val = uint64(len(ids)) << 60
+		for k, id := range ids {
+			val |= uint64(id) << (idBits * k)
+		}
+	default:
+		if len(f.more)+4+len(ids) > frontMoreIDs {
+			f.more = f.more[:0] // values that point here now fail moreIDs's check
+		}
+		val = uint64(len(f.more)) | uint64(len(ids))<<32
+		f.more = append(f.more, uint32(lo), uint32(lo>>32), uint32(hi), uint32(hi>>32))
+		for _, id := range ids {
+			f.more = append(f.more, uint32(id))
+		}
+	}
+	if n <= 8 {
+		f.put(lo, val)
+	} else {
+		f.putLong(lo, hi, val)
+	}
 }
 
 // frontLong holds a piece of 9-16 bytes: its pieceKey words (hi inverted: an empty slot
@@ -191,6 +263,7 @@ const (
 func (f *frontCache) init() {
 	f.slots = make([]shortSlot, 1<<frontBits)
 	f.long = make([]frontLong, 1<<frontLongBits)
+	f.args = shortArgs{table: unsafe.Pointer(&f.slots[0]), long: unsafe.Pointer(&f.long[0]), masks: unsafe.Pointer(&keyMasks)}
 }
 
 func (f *frontCache) put(key, val uint64) {

@@ -58,20 +58,24 @@ DATA consts<>+7(SB)/1, $0x0d // '\r'
 DATA consts<>+8(SB)/1, $0x0a // '\n'
 GLOBL consts<>(SB), RODATA|NOPTR, $9
 
+// BROADCAST_CONSTS broadcasts the constant bytes, in order, to registers r0-r8.
+#define BROADCAST_CONSTS(r0, r1, r2, r3, r4, r5, r6, r7, r8) \
+	VPBROADCASTB consts<>+0(SB), r0 \
+	VPBROADCASTB consts<>+1(SB), r1 \
+	VPBROADCASTB consts<>+2(SB), r2 \
+	VPBROADCASTB consts<>+3(SB), r3 \
+	VPBROADCASTB consts<>+4(SB), r4 \
+	VPBROADCASTB consts<>+5(SB), r5 \
+	VPBROADCASTB consts<>+6(SB), r6 \
+	VPBROADCASTB consts<>+7(SB), r7 \
+	VPBROADCASTB consts<>+8(SB), r8
+
 // func classifyBlocksAVX2(dst *classBlock, src *byte, n int)
 TEXT ·classifyBlocksAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	VPBROADCASTB consts<>+0(SB), Y4
-	VPBROADCASTB consts<>+1(SB), Y5
-	VPBROADCASTB consts<>+2(SB), Y6
-	VPBROADCASTB consts<>+3(SB), Y7
-	VPBROADCASTB consts<>+4(SB), Y8
-	VPBROADCASTB consts<>+5(SB), Y9
-	VPBROADCASTB consts<>+6(SB), Y10
-	VPBROADCASTB consts<>+7(SB), Y11
-	VPBROADCASTB consts<>+8(SB), Y12
+	BROADCAST_CONSTS(Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12)
 
 loop:
 	TESTQ CX, CX
@@ -85,4 +89,98 @@ loop:
 
 done:
 	VZEROUPPER
+	RET
+
+// func classifyBlocksAVX512(dst *classBlock, src *byte, n int)
+//
+// The masks of classifyBlocksAVX2, 64 bytes per step: the comparisons write mask
+// registers (unsigned ≤ as VPCMPUB's predicate 2), each a whole word of the block.
+TEXT ·classifyBlocksAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	BROADCAST_CONSTS(Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12)
+
+loop512:
+	TESTQ CX, CX
+	JZ    done512
+	VMOVDQU64 (SI), Z0
+	VPMOVB2M Z0, K1
+	KMOVQ K1, AX
+	MOVQ AX, (0*8)(DI)
+	MOVQ AX, (7*8)(DI)
+	VPORQ Z4, Z0, Z1
+	VPSUBB Z5, Z1, Z1
+	VPCMPUB $2, Z6, Z1, K2
+	KMOVQ K2, AX
+	MOVQ AX, (1*8)(DI)
+	VPSUBB Z7, Z0, Z1
+	VPCMPUB $2, Z8, Z1, K2
+	KMOVQ K2, AX
+	MOVQ AX, (2*8)(DI)
+	VPSUBB Z8, Z0, Z1
+	VPCMPUB $2, Z9, Z1, K2
+	VPCMPEQB Z4, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, AX
+	MOVQ AX, (3*8)(DI)
+	KMOVQ K3, AX
+	MOVQ AX, (4*8)(DI)
+	VPCMPEQB Z10, Z0, K2
+	KMOVQ K2, AX
+	MOVQ AX, (5*8)(DI)
+	VPCMPEQB Z11, Z0, K2
+	VPCMPEQB Z12, Z0, K3
+	KORQ K2, K3, K2
+	KMOVQ K2, AX
+	MOVQ AX, (6*8)(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  loop512
+
+done512:
+	VZEROUPPER
+	RET
+
+// func asciiPrefixAVX2(p *byte, n int, c uint64) int
+//
+// The length of the longest prefix of p[:n] made of whole 128-byte chunks of ASCII
+// bytes other than the byte c (asciiPrefixGo is its twin): the comparisons with c give
+// 0xFF, whose high bit the non-ASCII test reads too.
+TEXT ·asciiPrefixAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVQ c+16(FP), X2
+	VPBROADCASTB X2, Y2
+	XORQ AX, AX
+	ANDQ $-128, CX
+
+asciiloop:
+	CMPQ AX, CX
+	JGE  asciidone
+	VMOVDQU (SI)(AX*1), Y0
+	VMOVDQU 32(SI)(AX*1), Y1
+	VMOVDQU 64(SI)(AX*1), Y3
+	VMOVDQU 96(SI)(AX*1), Y4
+	VPOR    Y1, Y0, Y5
+	VPOR    Y4, Y3, Y6
+	VPOR    Y6, Y5, Y5
+	VPCMPEQB Y2, Y0, Y0
+	VPCMPEQB Y2, Y1, Y1
+	VPCMPEQB Y2, Y3, Y3
+	VPCMPEQB Y2, Y4, Y4
+	VPOR    Y1, Y0, Y0
+	VPOR    Y4, Y3, Y3
+	VPOR    Y3, Y0, Y0
+	VPOR    Y0, Y5, Y5
+	VPMOVMSKB Y5, DX
+	TESTL   DX, DX
+	JNZ     asciidone
+	ADDQ    $128, AX
+	JMP     asciiloop
+
+asciidone:
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
 	RET

@@ -55,7 +55,11 @@ func TestClassifyBlocks(t *testing.T) {
 			b[classSpace] |= bit
 		}
 	}
-	for name, f := range map[string]func([]classBlock, []byte){"classifyBlocks": classifyBlocks, "classifyBlocksGo": classifyBlocksGo} {
+	impls := map[string]func([]classBlock, []byte){"classifyBlocks": classifyBlocks, "classifyBlocksGo": classifyBlocksGo}
+	for name, f := range asmClassifiers {
+		impls[name] = f
+	}
+	for name, f := range impls {
 		for _, n := range []int{1, 2, 3, 40} {
 			got := make([]classBlock, n)
 			f(got, src[:64*n])
@@ -100,6 +104,50 @@ func TestClassWindow(t *testing.T) {
 			}
 			if got := w.runEnd(i, cls); got != e {
 				t.Fatalf("len %d: runEnd(%d, %d) = %d, want %d", len(s), i, cls, got, e)
+			}
+		}
+	}
+}
+
+// asmClassifiers are the assembly classifiers this CPU can run, by name (every one,
+// not only the one classifyBlocks picks); classify_amd64_test.go fills it.
+var asmClassifiers = map[string]func([]classBlock, []byte){}
+
+// TestASCIIPrefix: asciiPrefix (AVX2 where the CPU has it) equals its twin
+// asciiPrefixGo, whose prefix is whole 128-byte chunks of ASCII bytes other than c, and
+// validUTF8 agrees with utf8.ValidString, with one byte ≥ 0x80, an invalid sequence or
+// the byte c at every position of texts around the 128-byte steps.
+func TestASCIIPrefix(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 129, 255, 256, 300, 1000} {
+		base := strings.Repeat("abcdefg ", n/8+1)[:n]
+		check := func(s string, c byte) {
+			if got, want := asciiPrefix(s, c), asciiPrefixGo(s, c); got != want {
+				t.Fatalf("len %d, c %q: asciiPrefix = %d, asciiPrefixGo = %d", len(s), c, got, want)
+			}
+			p := asciiPrefixGo(s, c)
+			if p%128 != 0 || p > len(s) || strings.IndexFunc(s[:p], func(r rune) bool { return r >= 0x80 }) >= 0 || strings.IndexByte(s[:p], c) >= 0 {
+				t.Fatalf("len %d, c %q: asciiPrefixGo = %d is not whole chunks of ASCII without c", len(s), c, p)
+			}
+			if p+128 <= len(s) && strings.IndexFunc(s[p:p+128], func(r rune) bool { return r >= 0x80 || r == utf8.RuneError }) < 0 && strings.IndexByte(s[p:p+128], c) < 0 {
+				t.Fatalf("len %d, c %q: asciiPrefixGo = %d stops before a chunk it could take", len(s), c, p)
+			}
+			valid, noC := validUTF8(s, c)
+			if valid != utf8.ValidString(s) {
+				t.Fatalf("len %d: validUTF8 = %v, utf8.ValidString = %v", len(s), valid, !valid)
+			}
+			if c >= 0x80 && noC != 0 || c < 0x80 && strings.IndexByte(s[:noC], c) >= 0 {
+				t.Fatalf("len %d, c %q: validUTF8 says no c in the first %d bytes", len(s), c, noC)
+			}
+		}
+		for _, c := range []byte{'<', 0, 0x80} {
+			check(base, c)
+			for i := 0; i < n; i++ {
+				check(base[:i]+"\xff"+base[i+1:], c)
+				check(base[:i]+"<"+base[i+1:], c)
+				check(base[:i]+"\x00"+base[i+1:], c)
+				if i+2 <= n {
+					check(base[:i]+"é"+base[i+2:], c)
+				}
 			}
 		}
 	}

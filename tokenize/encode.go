@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -22,7 +23,7 @@ import (
 //     fills the cache. Longer pieces (≤ longCacheMaxPiece bytes) have a map cache.
 
 const (
-	pieceBatch        = 1024    // pieces found per splitter call
+	pieceBatch        = 4096    // pieces found per splitter call
 	longCacheMaxPiece = 256     // longer pieces are not cached
 	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
 	longCacheMaxItems = 1 << 14
@@ -58,6 +59,24 @@ type encodeState struct {
 	host string
 }
 
+// within returns the offset of s in st.host, if s lies within it.
+func (st *encodeState) within(s string) (int, bool) {
+	h := st.host
+	if len(s) == 0 || len(h) == 0 {
+		return 0, false
+	}
+	hp, sp := uintptr(unsafe.Pointer(unsafe.StringData(h))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if sp >= hp && sp+uintptr(len(s)) <= hp+uintptr(len(h)) {
+		return int(sp - hp), true
+	}
+	return 0, false
+}
+
+// sameString reports whether a and b are the same bytes in memory (not only equal).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
 // readable returns how many bytes from the start of s may be loaded: up to the end of
 // st.host when s lies within it, else len(s).
 func (st *encodeState) readable(s string) int {
@@ -89,10 +108,14 @@ func (t *Tokenizer) putState(st *encodeState) { t.states.Put(st) }
 type tokenID interface{ ~int | ~int32 }
 
 // encodeBPE encodes valid UTF-8 text: added tokens, normalization, pre-tokenization, BPE.
-func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, dst []T) []T {
+// No raw added token starts in text[:skip] (validUTF8 found none of their first byte
+// there, in the same pass: the search would be a second pass over all of most texts).
+func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, skip int, dst []T) []T {
 	st.host = text
-	dst = encodeAroundAdded(t, st, t.rawAdded, text, dst, encodeNormalized[T])
+	st.win.reset(text)
+	dst = encodeAroundAdded(t, st, t.rawAdded, text, skip, dst, encodeNormalized[T])
 	st.host = ""
+	st.win.reset("")
 	return dst
 }
 
@@ -107,22 +130,24 @@ func encodeNormalized[T tokenID](t *Tokenizer, st *encodeState, seg string, dst 
 			// A new string: segments of it may read to its end only.
 			host := st.host
 			st.host = norm
-			dst = encodeAroundAdded(t, st, t.normAdded, norm, dst, encodeSegment[T])
+			st.win.reset(norm)
+			dst = encodeAroundAdded(t, st, t.normAdded, norm, 0, dst, encodeSegment[T])
 			st.host = host
+			st.win.reset(host)
 			return dst
 		}
 	}
-	return encodeAroundAdded(t, st, t.normAdded, seg, dst, encodeSegment[T])
+	return encodeAroundAdded(t, st, t.normAdded, seg, 0, dst, encodeSegment[T])
 }
 
-// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil)
-// and, through encodeGap, the text between them.
-func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
+// encodeAroundAdded appends the ids of s: the added tokens m finds in it (m may be nil;
+// none starts before skip) and, through encodeGap, the text between them.
+func encodeAroundAdded[T tokenID](t *Tokenizer, st *encodeState, m *addedMatcher, s string, skip int, dst []T, encodeGap func(*Tokenizer, *encodeState, string, []T) []T) []T {
 	if m == nil {
 		return encodeGap(t, st, s, dst)
 	}
 	for from := 0; from < len(s); {
-		start, end, id := m.find(s, from)
+		start, end, id := m.find(s, max(from, skip))
 		if start < 0 {
 			return encodeGap(t, st, s[from:], dst)
 		}
@@ -141,14 +166,26 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	if t.addPrefixSpace && seg[0] != ' ' {
 		seg = " " + seg
 	}
-	st.win.reset(seg)
+	// The block splitters split a segment of st.host (cut out by added tokens) as the
+	// part of st.host from the segment's start to its end, with the window that
+	// classifies st.host whole: a piece starts at from, and no rule looks before it.
+	// (NeoX's space-run added tokens cut code into segments of a few dozen bytes: each
+	// was classified on its own, a window at a time.) Other segments, and the pattern
+	// matcher, get a window of their own.
+	from := 0
+	if off, ok := st.within(seg); ok && t.blockSplit && sameString(st.win.s, st.host) {
+		from, seg = off, st.host[:off+len(seg)]
+		st.win.end = len(seg)
+	} else {
+		st.win.reset(seg)
+	}
 	if st.front.slots == nil {
 		st.front.init()
 	}
 	front := &st.front
 	avail := st.readable(seg)
 	ends := st.ends
-	for from := 0; from < len(seg); {
+	for from < len(seg) {
 		ends = t.split(&st.win, seg, from, ends[:0])
 		if len(ends) == 0 {
 			break
@@ -172,7 +209,8 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	return dst
 }
 
-// appendShortTokens is the hot loop of encodeSegment: it appends the ids of the pieces
+// appendShortTokensGo is the hot loop of encodeSegment (appendShortTokens: in assembly
+// on amd64, shorttokens_amd64.s, with this as its twin): it appends the ids of the pieces
 // of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
 // front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
 // text's start that may be loaded, where the loads would overrun: text is a segment of
@@ -181,23 +219,33 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 // text come as bare pointers, so that the few values the loop needs stay in registers
 // (the bounds are known: the index is a hash shifted to below len(short), and the load
 // is checked against len(text)-8).
-func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
 	if avail < 16 || len(front.slots) == 0 {
 		return dst, 0
 	}
 	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), avail-16
 	mask := uint64(len(front.slots) - 1)
+	// The ids are written without a branch on their count: all three words of a slot
+	// at out[m:m+3], then m moves by the count (the count's branch mispredicted on every
+	// change between pieces of one token and of two or three). free is how many ids
+	// out has room for past m.
+	m := len(dst)
+	if cap(dst)-m < frontIDs {
+		dst = slices.Grow(dst, frontIDs)
+	}
+	out := unsafe.Pointer(unsafe.SliceData(dst))
+	free := cap(dst) - m
 	for k, end := range ends {
 		n := end - prev
 		if uint(n-1) >= 16 || prev > limit {
-			return dst, k
+			return dst[:m], k
 		}
 		var val uint64
 		if n <= 8 {
 			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
 			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
 			if s.ikey != ^key {
-				return dst, k
+				return dst[:m], k
 			}
 			val = s.val
 		} else {
@@ -205,20 +253,36 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
 			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
 			if s.lo != lo || s.ihi != ^hi {
-				return dst, k
+				return dst[:m], k
 			}
 			val = s.val
 		}
-		dst = append(dst, T(val&idMask))
-		if c := val >> 60; c >= 2 {
-			dst = append(dst, T(val>>idBits&idMask))
-			if c == 3 {
-				dst = append(dst, T(val>>(2*idBits)&idMask))
-			}
+		if free < frontIDs {
+			dst = slices.Grow(dst[:m], frontIDs)
+			out, free = unsafe.Pointer(unsafe.SliceData(dst)), cap(dst)-m
 		}
+		w := (*[frontIDs]T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0))))
+		w[0], w[1], w[2] = T(val&idMask), T(val>>idBits&idMask), T(val>>(2*idBits)&idMask)
+		c := int(val >> 60)
+		if c == 0 { // four or more ids, in front.more: encodePiece appends them
+			return dst[:m], k
+		}
+		m += c
+		free -= c
 		prev = end
 	}
-	return dst, len(ends)
+	return dst[:m], len(ends)
+}
+
+// shortArgs are the arguments and results of the assembly appendShortTokens (the
+// offsets are fixed in shorttokens_amd64.s): the front cache's tables, keyMasks, the
+// text, nends piece ends, the ids' array out with m of them, prev; k, the pieces done.
+type shortArgs struct {
+	table, long, masks, text unsafe.Pointer
+	ends                     unsafe.Pointer
+	nends                    int
+	out                      unsafe.Pointer
+	m, prev, limit, k        int
 }
 
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
@@ -230,6 +294,14 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return encodeLong(t, st, seg[prev:end], dst)
 	}
 	lo, hi := pieceKey(seg, prev, n)
+	if val, ok := st.front.find(lo, hi, n); ok && val>>60 == 0 {
+		if ids, ok := st.front.moreIDs(val, lo, hi); ok {
+			for _, id := range ids {
+				dst = append(dst, T(id))
+			}
+			return dst
+		}
+	}
 	if val := t.whole.find(lo, hi, n); val != 0 && (t.wholeBad == nil || !t.wholeBad[val&idMask]) {
 		if n <= 8 {
 			st.front.put(lo, val)
@@ -239,33 +311,21 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		return append(dst, T(val&idMask))
 	}
 	if s := st.pieces.find(lo, hi); s != nil {
-		if c := s.meta & 7; c != 0 && c <= frontIDs { // back into the front cache
-			v := s.meta>>8&idMask | (s.meta>>28&idMask)<<idBits | c<<60
-			if c == 3 {
-				v |= (s.more & idMask) << (2 * idBits)
-			}
-			if n <= 8 {
-				st.front.put(lo, v)
-			} else {
-				st.front.putLong(lo, hi, v)
-			}
-		}
-		return appendSlot(&st.pieces, s, dst)
+		// Back into the front cache.
+		start := len(dst)
+		dst = appendSlot(&st.pieces, s, dst)
+		putIDs(&st.front, lo, hi, n, dst[start:])
+		return dst
 	}
 	ids := t.merge(st, seg[prev:end])
-	// The piece cache keeps every merged piece; the front cache too when it can, but
-	// it is direct-mapped, and a piece evicted from it must not be merged again.
+	// The piece cache keeps every merged piece; the front cache too, but it is
+	// direct-mapped, and a piece evicted from it must not be merged again.
 	st.pieces.put(lo, hi, ids)
-	if len(ids) <= frontIDs && len(ids) > 0 {
-		if n <= 8 {
-			st.front.put(lo, shortVal(ids))
-		} else {
-			st.front.putLong(lo, hi, shortVal(ids))
-		}
-	}
+	start := len(dst)
 	for _, id := range ids {
 		dst = append(dst, T(id))
 	}
+	putIDs(&st.front, lo, hi, n, dst[start:])
 	return dst
 }
 

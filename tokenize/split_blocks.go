@@ -1,6 +1,9 @@
 package tokenize
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // The block splitters: a pre-tokenizer that finds the piece starts of 64 bytes at once,
 // in bit arithmetic over the block's class masks (classify.go), where the block allows
@@ -12,7 +15,8 @@ type blockRules struct {
 	ok func(w *classWindow, B int) bool
 	// block ORs into *starts the piece starts of the block at B (bit p = byte B+p),
 	// given that a piece starts at after (when after ≥ B) and the state carry from the
-	// block before (when after < B), and returns the carry to the next block. Starts at
+	// block before (when after < B), and returns the carry to the next block, with
+	// notNext set when ok is false for the next block. Starts at
 	// or before after are dropped by the caller; block may set them.
 	block func(w *classWindow, s string, B, after int, carry blockCarry) (starts uint64, next blockCarry)
 	// pieceEnd returns the end of the piece that starts at i.
@@ -27,6 +31,9 @@ type blockCarry struct {
 	// a run of "other" (absorbed); the next block's bit where the current run of
 	// numbers starts its next group of three (digitStart).
 	prefix, absorbed, digitStart uint64
+	// notNext: the rules' ok is false for the next block (block says so from the masks
+	// it has at hand, sparing splitBlocks a call of ok per block).
+	notNext bool
 }
 
 // splitBlocks is a splitter running r: whole blocks from the first piece start in a
@@ -50,14 +57,29 @@ func splitBlocks(r *blockRules, w *classWindow, s string, from int, ends []int) 
 				if B+64 > n {
 					starts &= 1<<uint(n-B) - 1
 				}
-				for ; starts != 0; starts &= starts - 1 {
-					last = B + bits.TrailingZeros64(starts)
-					ends = append(ends, last)
+				// ends has room for the block's starts (more than 64 free): no
+				// append's check per start.
+				if starts != 0 {
+					k := len(ends)
+					ends = ends[:k+bits.OnesCount64(starts)]
+					p := unsafe.Pointer(&ends[k])
+					for ; starts != 0; starts &= starts - 1 {
+						*(*int)(p) = B + bits.TrailingZeros64(starts)
+						p = unsafe.Add(p, unsafe.Sizeof(int(0)))
+					}
+					last = ends[len(ends)-1]
 				}
 				if B += 64; B >= n {
 					return append(ends, n)
 				}
-				if cap(ends)-len(ends) <= 64 || !r.ok(w, B) {
+				if cap(ends)-len(ends) <= 64 && len(ends) > 0 {
+					// ends is full: the caller goes on from the last start found,
+					// which starts the block path again there (no carry is needed
+					// at a piece start). Going on a piece at a time instead sent
+					// the last 64 of every pieceBatch pieces through pieceEnd.
+					return ends
+				}
+				if carry.notNext {
 					break
 				}
 			}

@@ -79,13 +79,15 @@ func gpt2Block(w *classWindow, s string, B, after int, carry blockCarry) (uint64
 		pJ = c.prev[blockSpaceChar] >> 63 &^ S & 1
 	}
 	starts := (R|E)&^(J<<1|pJ)&^carry.suppress | carry.force
-	next := blockCarry{}
+	next := blockCarry{notNext: c.next != nil && c.next[classSpace]&c.next[blockHigh] != 0}
 	var at uint64 // the bit of after, when it is in this block
 	if after >= B {
 		at = 1 << uint(after-B)
 		starts |= at
 	}
-	starts = applyContractions(starts, c.cur[blockApostrophe], s, B, &next, contractionLen)
+	if starts&c.cur[blockApostrophe] != 0 {
+		starts = applyContractions(starts, c.cur[blockApostrophe], s, B, &next, contractionLen)
+	}
 	return starts, next
 }
 

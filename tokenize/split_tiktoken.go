@@ -141,7 +141,7 @@ func cl100kBlock(w *classWindow, s string, B, after int, carry blockCarry) (uint
 	Os := O &^ bO
 	P := WO | Os&^bSP
 	J := P & aL &^ L // the byte after is a letter that starts a run
-	next := blockCarry{prefix: J >> 63}
+	next := blockCarry{prefix: J >> 63, notNext: c.next != nil && c.next[blockHigh] != 0}
 	starts := Ls&^(J<<1|carry.prefix) | J | Os&^bSP | SP&aO&^O | S&^bS
 	starts |= WO &^ aS & c.validNext
 
@@ -183,7 +183,9 @@ func cl100kBlock(w *classWindow, s string, B, after int, carry blockCarry) (uint
 	}
 
 	starts = starts&^carry.suppress | carry.force | at
-	starts = applyContractions(starts, cur[blockApostrophe], s, B, &next, contractionFolded)
+	if starts&cur[blockApostrophe] != 0 {
+		starts = applyContractions(starts, cur[blockApostrophe], s, B, &next, contractionFolded)
+	}
 	return starts, next
 }
 

@@ -35,6 +35,9 @@ type Tokenizer struct {
 	maxRank  uint32
 	byteIDs  [256]int32 // raw byte -> id of the one-byte token, -1 if the vocabulary lacks it
 	split    splitter   // pre-tokenizer
+	// blockSplit: split is a block splitter (splitBlocks), which may split a segment
+	// of a larger classified text (encodeSegment).
+	blockSplit bool
 	// pattern names the pre-tokenizer ("gpt2", "cl100k_base", "o200k_base").
 	pattern         string
 	addPrefixSpace  bool
@@ -206,8 +209,18 @@ func (t *Tokenizer) AppendEncodeValidInt32(dst []int32, text string, checked boo
 // encode appends the ids of text to dst; valid says the caller has checked that text
 // is valid UTF-8.
 func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) ([]T, error) {
-	if !valid && !utf8.ValidString(text) {
-		text = ReplaceInvalidUTF8(text)
+	skip := 0 // no raw added token starts before skip
+	if !valid {
+		c := byte(0x80)
+		if m := t.rawAdded; m != nil && m.prefix != "" {
+			c = m.prefix[0]
+		}
+		ok, noC := validUTF8(text, c)
+		if !ok {
+			text = ReplaceInvalidUTF8(text)
+		} else {
+			skip = noC
+		}
 	}
 	switch t.kind {
 	case KindChar:
@@ -235,7 +248,7 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 		dst = make([]T, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
 	}
 	start := len(dst)
-	dst = encodeBPE(t, st, text, dst)
+	dst = encodeBPE(t, st, text, skip, dst)
 	if len(text) >= 64 {
 		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
 	}

@@ -1,0 +1,99 @@
+package tokenize
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestShortTokensTwin: appendShortTokens (assembly on amd64) and its twin
+// appendShortTokensGo append the same ids and stop at the same piece, for int and int32
+// ids, from every start in a batch of pieces, with room for few or many ids, on text
+// whose pieces the front cache holds in part (one to three ids, four or more, 9-16
+// bytes, missing ones).
+func TestShortTokensTwin(t *testing.T) {
+	tok := sharedTokenizer(t, "gpt2")
+	rng := rand.New(rand.NewPCG(5, 6))
+	text := randomSplitText(rng, 20000) + " the quick brown fox's international interconnectedness 12345678 ...."
+	st := tok.getState()
+	defer tok.putState(st)
+	st.front.init()
+	// Fill the front cache from the first half of the pieces only.
+	ends := splitAll(tok.split, &st.win, text, nil)
+	for k, prev := 0, 0; k < len(ends)/2; k++ {
+		encodePiece[int](tok, st, text, prev, ends[k], nil)
+		prev = ends[k]
+	}
+	for _, avail := range []int{len(text), len(text) - 20} {
+		for from := 0; from < len(ends); from += 1 + rng.IntN(40) {
+			prev := 0
+			if from > 0 {
+				prev = ends[from-1]
+			}
+			batch := ends[from:min(len(ends), from+200)]
+			for _, room := range []int{0, 1, 5, 1000} {
+				want, wantK := appendShortTokensGo(&st.front, text, avail, prev, batch, make([]int, 3, 3+room))
+				got, gotK := appendShortTokens(&st.front, text, avail, prev, batch, make([]int, 3, 3+room))
+				if gotK != wantK || !slices.Equal(got, want) {
+					t.Fatalf("int, from %d, room %d: %d pieces %v, twin %d pieces %v", from, room, gotK, got, wantK, want)
+				}
+				want32, wantK := appendShortTokensGo(&st.front, text, avail, prev, batch, make([]int32, 1, 1+room))
+				got32, gotK := appendShortTokens(&st.front, text, avail, prev, batch, make([]int32, 1, 1+room))
+				if gotK != wantK || !slices.Equal(got32, want32) {
+					t.Fatalf("int32, from %d, room %d: %d pieces %v, twin %d pieces %v", from, room, gotK, got32, wantK, want32)
+				}
+			}
+		}
+	}
+}
+
+// TestFrontMoreStartsOver: the ids of pieces of four or more tokens (frontCache.more)
+// are given back right or not at all after more has started over (many times), never
+// another piece's.
+func TestFrontMoreStartsOver(t *testing.T) {
+	var f frontCache
+	f.init()
+	type piece struct {
+		lo, hi uint64
+		n      int
+		ids    []int
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var pieces []piece
+	for i := range 3 * frontMoreIDs / 8 {
+		p := piece{lo: rng.Uint64() &^ (0xFF << 56), n: 1 + rng.IntN(16)}
+		if p.n > 8 {
+			p.hi = rng.Uint64() &^ (0xFF << 56)
+		}
+		for range 4 + rng.IntN(8) {
+			p.ids = append(p.ids, rng.IntN(1<<idBits))
+		}
+		putIDs(&f, p.lo, p.hi, p.n, p.ids)
+		pieces = append(pieces, p)
+		if i%1000 != 999 {
+			continue
+		}
+		found := 0
+		for _, q := range pieces {
+			val, ok := f.find(q.lo, q.hi, q.n)
+			if !ok || val>>60 != 0 {
+				continue
+			}
+			ids, ok := f.moreIDs(val, q.lo, q.hi)
+			if !ok {
+				continue
+			}
+			found++
+			got := make([]int, len(ids))
+			for k, id := range ids {
+				got[k] = int(id)
+			}
+			if !slices.Equal(got, q.ids) {
+				t.Fatalf("after %d pieces: ids %v, want %v", i+1, got, q.ids)
+			}
+		}
+		if found == 0 {
+			t.Fatalf("after %d pieces: none found", i+1)
+		}
+	}
+}
