@@ -181,7 +181,15 @@ func (w *classWindow) fill(p int) {
 }
 
 // fixMulti gives the bytes of multi-byte characters in the first nb blocks the class
-// of their character.
+// of their character. It walks each block's marked bytes forward: a marked byte at or
+// after the previous character's end starts a character, which it decodes in place (2,
+// 3 or 4 bytes, with utf8's checks), classifies (runeClass) and marks in one OR, into
+// the next block too where it crosses into it. A byte that does not start a valid
+// character (a continuation byte at the window's start, a character within 4 bytes of
+// the end of s, or invalid UTF-8, which AppendEncodeValidInt32 may be given) goes to
+// fixCharSlow, the standard library's decoding as before (fixMultiSlow in
+// classify_test.go is the whole loop in that form, the twin this one is tested
+// against).
 func (w *classWindow) fixMulti(nb int) {
 	s := w.s
 	done := w.base // bytes before done are classified
@@ -194,24 +202,77 @@ func (w *classWindow) fixMulti(nb int) {
 			}
 			m &^= 1<<uint(done-start) - 1
 		}
+		b := &w.blocks[bi]
 		for m != 0 {
-			p := start + bits.TrailingZeros64(m)
-			q := p // the character's first byte: before p only at the window's start
-			for q > 0 && p-q < utf8.UTFMax-1 && s[q]&0xC0 == 0x80 {
-				q--
+			k := uint(bits.TrailingZeros64(m))
+			p := start + int(k)
+			var r uint32
+			n := uint(0)
+			if p+4 <= len(s) {
+				v := binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[p:]), 4))
+				switch c0 := v & 0xFF; {
+				case c0 < 0xE0:
+					// 2 bytes: C2-DF, then a continuation byte.
+					if c0 >= 0xC2 && v&0xC000 == 0x8000 {
+						r, n = (c0&0x1F)<<6|v>>8&0x3F, 2
+					}
+				case c0 < 0xF0:
+					// 3 bytes: not overlong (≥ U+0800), not a surrogate.
+					if v&0xC0C000 == 0x808000 {
+						r = (c0&0x0F)<<12 | (v>>8&0x3F)<<6 | v>>16&0x3F
+						if r >= 0x800 && r&0xF800 != 0xD800 {
+							n = 3
+						}
+					}
+				case c0 < 0xF5:
+					// 4 bytes: U+10000 to U+10FFFF.
+					if v&0xC0C0C000 == 0x80808000 {
+						r = (c0&0x07)<<18 | (v>>8&0x3F)<<12 | (v>>16&0x3F)<<6 | v>>24&0x3F
+						if r-0x10000 < 0x100000 {
+							n = 4
+						}
+					}
+				}
 			}
-			r, size := utf8.DecodeRuneInString(s[q:])
-			// In valid UTF-8 the character at q covers p. In invalid UTF-8 (which
-			// AppendEncodeValidInt32 may be given) it may end before p: go on past p
-			// anyway, or this loop never ends.
-			done = max(q+size, p+1)
-			w.setClass(p, min(done, w.limit), runeClass(r))
-			if done-start >= 64 {
+			if n == 0 {
+				done = w.fixCharSlow(p)
+				if done-start >= 64 {
+					break
+				}
+				m &^= 1<<uint(done-start) - 1
+				continue
+			}
+			// An "other" character ORs its bits into b[classOther], the multi mask,
+			// where they are already set (fill replaces it).
+			cls := runeClass(rune(r)) & 3
+			x := uint64(1)<<n - 1
+			b[cls] |= x << k
+			done = p + int(n)
+			if k+n >= 64 {
+				if k+n > 64 && bi+1 < nb {
+					w.blocks[bi+1][cls] |= x >> (64 - k)
+				}
 				break
 			}
-			m &^= 1<<uint(done-start) - 1
+			m &^= 1<<(k+n) - 1
 		}
 	}
+}
+
+// fixCharSlow classifies the character that holds the marked byte p (decoded with the
+// standard library from its first byte, up to three bytes back) and returns the end of
+// the bytes it marked: past p even where invalid UTF-8 ends the character before p, or
+// fixMulti would make no progress.
+func (w *classWindow) fixCharSlow(p int) int {
+	s := w.s
+	q := p // the character's first byte: before p only at the window's start
+	for q > 0 && p-q < utf8.UTFMax-1 && s[q]&0xC0 == 0x80 {
+		q--
+	}
+	r, size := utf8.DecodeRuneInString(s[q:])
+	done := max(q+size, p+1)
+	w.setClass(p, min(done, w.limit), runeClass(r))
+	return done
 }
 
 // setClass marks bytes [from, to) of the window (at most two blocks) as class cls.

@@ -1,10 +1,12 @@
 package tokenize
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // byteClassesOf is the obvious form of what classWindow computes: the class of the
@@ -149,6 +151,142 @@ func TestASCIIPrefix(t *testing.T) {
 					check(base[:i]+"é"+base[i+2:], c)
 				}
 			}
+		}
+	}
+}
+
+// fixMultiSlow is the obvious form of classWindow.fixMulti (what it was before it
+// decoded in place): for each marked byte, find its character's first byte, decode it
+// with the standard library and mark its bytes one character at a time.
+func (w *classWindow) fixMultiSlow(nb int) {
+	done := w.base
+	for bi := range nb {
+		m := w.blocks[bi][blockMulti]
+		start := w.base + bi<<6
+		if done > start {
+			if done-start >= 64 {
+				continue
+			}
+			m &^= 1<<uint(done-start) - 1
+		}
+		for m != 0 {
+			done = w.fixCharSlow(start + bits.TrailingZeros64(m))
+			if done-start >= 64 {
+				break
+			}
+			m &^= 1<<uint(done-start) - 1
+		}
+	}
+}
+
+// windowMasks fills a window of s at p with fixMulti or fixMultiSlow and returns its
+// letter, number and space masks.
+func windowMasks(s string, p int, slow bool) [][3]uint64 {
+	var w classWindow
+	w.reset(s)
+	fix := w.fixMulti
+	if slow {
+		fix = w.fixMultiSlow
+	}
+	// fill, with the chosen fixer.
+	first := max(p>>6-1, 0)
+	nb := min(windowBlocks, (len(s)+63)>>6-first)
+	base := first << 6
+	for k := range nb {
+		var blk [64]byte
+		copy(blk[:], s[min(base+k<<6, len(s)):])
+		classifyBlocks(w.blocks[k:k+1], blk[:])
+	}
+	w.base, w.limit = base, base+nb<<6
+	fix(nb)
+	out := make([][3]uint64, nb)
+	for k := range out {
+		out[k] = [3]uint64{w.blocks[k][classLetter], w.blocks[k][classNumber], w.blocks[k][classSpace]}
+	}
+	return out
+}
+
+// TestFixMultiMatchesSlow: fixMulti's in-place decoding marks the same bits as
+// fixMultiSlow on valid UTF-8 of every length and on invalid UTF-8 (which
+// AppendEncodeValidInt32 may be given: its ids must not change either), for windows
+// that start anywhere, mid-character included.
+func TestFixMultiMatchesSlow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := []rune("aZ09 \t'.é€日本𝔸𝟘\u00a0\u3000\u0301\U0001F600٣\u07ff\u0800\uffff\U00010000\U0010FFFF\ud7ff\ue000")
+	edge := []string{"\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf",
+		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xe0\x81\x81", "\xc1\x81", "\xf0\x80\x81\x81", "\xf9\x80\x80\x80", "\xf8\xa0\x80\x80", "\xfc\x80\x81\x81", "\xf4\x80\x80\x81", "\xf8\x88\x80\x80\x80", "\xff", "\x80", "\xbf", "\xc3", "\xe6\x97", "\xf0\x9f\x98"}
+	for iter := range 3000 {
+		var sb strings.Builder
+		n := rng.IntN(3 * 64 * 4)
+		if iter%50 == 0 {
+			n = windowBlocks*64 + rng.IntN(300)
+		}
+		for sb.Len() < n {
+			switch rng.IntN(8) {
+			case 0:
+				sb.WriteString(edge[rng.IntN(len(edge))])
+			case 1:
+				sb.WriteByte(byte(0x80 + rng.IntN(128)))
+			default:
+				sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+			}
+		}
+		s := sb.String()
+		if iter%2 == 0 {
+			s = strings.ToValidUTF8(s, "\ufffd")
+		}
+		if s == "" {
+			continue
+		}
+		p := rng.IntN(len(s))
+		got, want := windowMasks(s, p, false), windowMasks(s, p, true)
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("%q at %d: block %d masks %x, want %x", s, p, k, got[k], want[k])
+			}
+		}
+	}
+}
+
+// BenchmarkClassWindow: filling class windows over 1 MB of letters of several
+// scripts (2 and 3 bytes each; the text of BenchmarkEncodeAdversarial's
+// no-whitespace-unicode) and of ASCII, with fixMulti and with its twin fixMultiSlow.
+func BenchmarkClassWindow(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	intl := []rune("éèêëàâäôöüçñßøåæœžščřłąęžабвгдежзийклмнопрстуфхцчшщыэюяαβγδεζηθικλμνξοπρστυφχψω日本語中文字漢字한국어가나다ひらがなカタカナ")
+	var sb strings.Builder
+	for sb.Len() < 1<<20 {
+		sb.WriteRune(intl[rng.IntN(len(intl))])
+	}
+	for _, in := range []struct{ name, text string }{{"unicode", sb.String()}, {"ascii", strings.Repeat("The quick brown fox, 1234. ", 1<<20/27)}} {
+		for _, slow := range []bool{false, true} {
+			name := in.name + "/fixMulti"
+			if slow {
+				name += "Slow"
+			}
+			b.Run(name, func(b *testing.B) {
+				s := in.text
+				var w classWindow
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					w.reset(s)
+					for p := 0; p < len(s); p = w.limit {
+						// fill, with the chosen fixer (windowMasks does the same).
+						first := max(p>>6-1, 0)
+						nb := min(windowBlocks, (len(s)+63)>>6-first)
+						if first<<6+nb<<6 > len(s) {
+							break
+						}
+						classifyBlocks(w.blocks[:nb], unsafe.Slice(unsafe.StringData(s[first<<6:]), nb<<6))
+						w.base, w.limit = first<<6, first<<6+nb<<6
+						if slow {
+							w.fixMultiSlow(nb)
+						} else {
+							w.fixMulti(nb)
+						}
+					}
+				}
+			})
 		}
 	}
 }
