@@ -182,9 +182,10 @@ func (w *classWindow) fill(p int) {
 
 // fixMulti gives the bytes of multi-byte characters in the first nb blocks the class
 // of their character. It walks each block's marked bytes forward: a marked byte at or
-// after the previous character's end starts a character, which it decodes in place (2,
-// 3 or 4 bytes, with utf8's checks), classifies (runeClass) and marks in one OR, into
-// the next block too where it crosses into it. A byte that does not start a valid
+// after the previous character's end starts a character, which it decodes in place
+// (2, 3 or 4 bytes, with utf8's checks), classifies (runeClass) and marks in one OR,
+// into the next block too where it crosses into it; a character that follows at once
+// is decoded next, without a search of the mask. A byte that does not start a valid
 // character (a continuation byte at the window's start, a character within 4 bytes of
 // the end of s, or invalid UTF-8, which AppendEncodeValidInt32 may be given) goes to
 // fixCharSlow, the standard library's decoding as before (fixMultiSlow in
@@ -205,56 +206,60 @@ func (w *classWindow) fixMulti(nb int) {
 		b := &w.blocks[bi]
 		for m != 0 {
 			k := uint(bits.TrailingZeros64(m))
-			p := start + int(k)
-			var r uint32
-			n := uint(0)
-			if p+4 <= len(s) {
-				v := binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[p:]), 4))
-				switch c0 := v & 0xFF; {
-				case c0 < 0xE0:
-					// 2 bytes: C2-DF, then a continuation byte.
-					if c0 >= 0xC2 && v&0xC000 == 0x8000 {
-						r, n = (c0&0x1F)<<6|v>>8&0x3F, 2
-					}
-				case c0 < 0xF0:
-					// 3 bytes: not overlong (≥ U+0800), not a surrogate.
-					if v&0xC0C000 == 0x808000 {
-						r = (c0&0x0F)<<12 | (v>>8&0x3F)<<6 | v>>16&0x3F
-						if r >= 0x800 && r&0xF800 != 0xD800 {
-							n = 3
+			// A run of multi-byte characters, one after the other.
+			for {
+				p := start + int(k)
+				var r uint32
+				n := uint(0)
+				if p+4 <= len(s) {
+					v := binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[p:]), 4))
+					switch c0 := v & 0xFF; {
+					case c0 < 0xE0:
+						// 2 bytes: C2-DF, then a continuation byte.
+						if c0 >= 0xC2 && v&0xC000 == 0x8000 {
+							r, n = (c0&0x1F)<<6|v>>8&0x3F, 2
 						}
-					}
-				case c0 < 0xF5:
-					// 4 bytes: U+10000 to U+10FFFF.
-					if v&0xC0C0C000 == 0x80808000 {
-						r = (c0&0x07)<<18 | (v>>8&0x3F)<<12 | (v>>16&0x3F)<<6 | v>>24&0x3F
-						if r-0x10000 < 0x100000 {
-							n = 4
+					case c0 < 0xF0:
+						// 3 bytes: not overlong (≥ U+0800), not a surrogate.
+						if v&0xC0C000 == 0x808000 {
+							r = (c0&0x0F)<<12 | (v>>8&0x3F)<<6 | v>>16&0x3F
+							if r >= 0x800 && r&0xF800 != 0xD800 {
+								n = 3
+							}
+						}
+					case c0 < 0xF5:
+						// 4 bytes: U+10000 to U+10FFFF.
+						if v&0xC0C0C000 == 0x80808000 {
+							r = (c0&0x07)<<18 | (v>>8&0x3F)<<12 | (v>>16&0x3F)<<6 | v>>24&0x3F
+							if r-0x10000 < 0x100000 {
+								n = 4
+							}
 						}
 					}
 				}
-			}
-			if n == 0 {
-				done = w.fixCharSlow(p)
-				if done-start >= 64 {
+				if n == 0 {
+					done = w.fixCharSlow(p)
+					k = uint(done - start)
+				} else {
+					// An "other" character ORs its bits into b[classOther], the
+					// multi mask, where they are already set (fill replaces it).
+					cls := runeClass(rune(r)) & 3
+					x := uint64(1)<<n - 1
+					b[cls] |= x << k
+					done = p + int(n)
+					if k+n > 64 && bi+1 < nb {
+						w.blocks[bi+1][cls] |= x >> (64 - k)
+					}
+					k += n
+				}
+				if k >= 64 || m>>k&1 == 0 {
 					break
 				}
-				m &^= 1<<uint(done-start) - 1
-				continue
 			}
-			// An "other" character ORs its bits into b[classOther], the multi mask,
-			// where they are already set (fill replaces it).
-			cls := runeClass(rune(r)) & 3
-			x := uint64(1)<<n - 1
-			b[cls] |= x << k
-			done = p + int(n)
-			if k+n >= 64 {
-				if k+n > 64 && bi+1 < nb {
-					w.blocks[bi+1][cls] |= x >> (64 - k)
-				}
+			if k >= 64 {
 				break
 			}
-			m &^= 1<<(k+n) - 1
+			m &^= 1<<k - 1
 		}
 	}
 }
