@@ -290,3 +290,22 @@ func BenchmarkClassWindow(b *testing.B) {
 		}
 	}
 }
+
+// FuzzFixMultiMatchesSlow: on any bytes, valid UTF-8 or not, and a window placed
+// anywhere, fixMulti marks the same bits as fixMultiSlow (see TestFixMultiMatchesSlow).
+func FuzzFixMultiMatchesSlow(f *testing.F) {
+	f.Add("日本語 é\xe0\x81\x81\xf8\xa0\x80\x80\xed\xa0\x80𝔸", 3)
+	f.Add(strings.Repeat("ひらがなabc€", 30)+"\xf0\x9f\x98", 100)
+	f.Fuzz(func(t *testing.T, s string, p int) {
+		if s == "" {
+			return
+		}
+		p = int(uint(p) % uint(len(s)))
+		got, want := windowMasks(s, p, false), windowMasks(s, p, true)
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("%q at %d: block %d masks %x, want %x", s, p, k, got[k], want[k])
+			}
+		}
+	})
+}
