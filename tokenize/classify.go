@@ -110,9 +110,9 @@ func asciiPrefixGo(s string, c byte) int {
 func validUTF8(s string, c byte) (valid bool, noC int) {
 	p := asciiPrefix(s, c)
 	if c >= 0x80 {
-		return utf8.ValidString(s[p:]), 0
+		return validRest(s[p:]), 0
 	}
-	return utf8.ValidString(s[p:]), p
+	return validRest(s[p:]), p
 }
 
 // windowBlocks is how many blocks a classWindow classifies at a time (16 KiB of text):

@@ -248,17 +248,42 @@ func TestFixMultiMatchesSlow(t *testing.T) {
 	}
 }
 
-// BenchmarkClassWindow: filling class windows over 1 MB of letters of several
-// scripts (2 and 3 bytes each; the text of BenchmarkEncodeAdversarial's
-// no-whitespace-unicode) and of ASCII, with fixMulti and with its twin fixMultiSlow.
-func BenchmarkClassWindow(b *testing.B) {
+// benchUnicodeText is 1 MB of letters of several scripts, 2 and 3 bytes each (as
+// BenchmarkEncodeAdversarial's no-whitespace-unicode).
+func benchUnicodeText() string {
 	rng := rand.New(rand.NewPCG(1, 2))
 	intl := []rune("éèêëàâäôöüçñßøåæœžščřłąęžабвгдежзийклмнопрстуфхцчшщыэюяαβγδεζηθικλμνξοπρστυφχψω日本語中文字漢字한국어가나다ひらがなカタカナ")
 	var sb strings.Builder
 	for sb.Len() < 1<<20 {
 		sb.WriteRune(intl[rng.IntN(len(intl))])
 	}
-	for _, in := range []struct{ name, text string }{{"unicode", sb.String()}, {"ascii", strings.Repeat("The quick brown fox, 1234. ", 1<<20/27)}} {
+	return sb.String()
+}
+
+// BenchmarkValidUTF8: validRest (AVX2 where the CPU has it) and utf8.ValidString on
+// benchUnicodeText.
+func BenchmarkValidUTF8(b *testing.B) {
+	s := benchUnicodeText()
+	for _, f := range []struct {
+		name  string
+		valid func(string) bool
+	}{{"validRest", validRest}, {"utf8.ValidString", utf8.ValidString}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				if !f.valid(s) {
+					b.Fatal("not valid")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClassWindow: filling class windows over 1 MB of letters of several
+// scripts (2 and 3 bytes each; the text of BenchmarkEncodeAdversarial's
+// no-whitespace-unicode) and of ASCII, with fixMulti and with its twin fixMultiSlow.
+func BenchmarkClassWindow(b *testing.B) {
+	for _, in := range []struct{ name, text string }{{"unicode", benchUnicodeText()}, {"ascii", strings.Repeat("The quick brown fox, 1234. ", 1<<20/27)}} {
 		for _, slow := range []bool{false, true} {
 			name := in.name + "/fixMulti"
 			if slow {
@@ -306,6 +331,59 @@ func FuzzFixMultiMatchesSlow(f *testing.F) {
 			if got[k] != want[k] {
 				t.Fatalf("%q at %d: block %d masks %x, want %x", s, p, k, got[k], want[k])
 			}
+		}
+	})
+}
+
+// utf8Pieces are valid characters of every length and bound, and the ill-formed
+// sequences utf8 rejects (overlong, surrogate, too large, cut short, stray), for the
+// validity tests.
+var utf8Pieces = []string{"a", " ", "é", "\u07ff", "\u0800", "日", "\ud7ff", "\ue000", "\uffff", "\U00010000", "😀", "\U0010FFFF",
+	"\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80",
+	"\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xff", "\xfe", "\x80", "\xbf", "\xc3", "\xe6\x97", "\xf0\x9f\x98", "\xc3\xa9\xa9"}
+
+// TestValidRest: validRest (AVX2 where the CPU has it) agrees with utf8.ValidString
+// with each valid or ill-formed piece at every position of texts around the 32-byte
+// steps, and on random mixtures of them.
+func TestValidRest(t *testing.T) {
+	check := func(s string) {
+		if got, want := validRest(s), utf8.ValidString(s); got != want {
+			t.Fatalf("validRest(%q) = %v, utf8.ValidString = %v", s, got, want)
+		}
+	}
+	for _, n := range []int{0, 31, 32, 63, 64, 65, 95, 96, 97, 130} {
+		for _, fill := range []string{"a", "é", "日", "😀"} {
+			base := strings.Repeat(fill, n/len(fill)+1)
+			base = base[:len(base)/len(fill)*len(fill)]
+			for _, piece := range utf8Pieces {
+				for i := 0; i <= len(base); i += len(fill) {
+					check(base[:i] + piece + base[i:])
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var sb strings.Builder
+		for n := rng.IntN(200); sb.Len() < n; {
+			if rng.IntN(30) == 0 {
+				sb.WriteString(utf8Pieces[rng.IntN(len(utf8Pieces))])
+			} else {
+				sb.WriteString(utf8Pieces[rng.IntN(12)])
+			}
+		}
+		check(sb.String())
+	}
+}
+
+// FuzzValidUTF8: validRest agrees with utf8.ValidString on any bytes.
+func FuzzValidUTF8(f *testing.F) {
+	for _, p := range utf8Pieces {
+		f.Add(strings.Repeat("é日", 11) + p + strings.Repeat("x", 40))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validRest(s), utf8.ValidString(s); got != want {
+			t.Fatalf("validRest(%q) = %v, utf8.ValidString = %v", s, got, want)
 		}
 	})
 }

@@ -20,7 +20,9 @@
 //     each piece through the caches or the merge loop); cache.go: the per-goroutine
 //     front cache and piece cache; vocabtable.go: the vocabulary by bytes.
 //   - classify*.go: the byte classes, 64 bytes at a time (AVX2, and its pure-Go SWAR
-//     twin, the only one under the noasm tag), for the pre-tokenizers.
+//     twin, the only one under the noasm tag), for the pre-tokenizers;
+//     utf8valid_amd64.*: Encode's UTF-8 check, 32 bytes a step (AVX2; utf8.ValidString,
+//     its twin, checks a byte at a time, 26× slower on non-Latin text).
 //   - split_blocks.go, split_gpt2.go, split_tiktoken.go: the pre-tokenizers: piece
 //     starts of whole blocks in bit arithmetic, a piece at a time where a block does not
 //     allow it; split_o200k.go: o200k's, a piece at a time; pattern.go: the regexes
