@@ -41,8 +41,9 @@ func (t *Tokenizer) mergeRanksShort(st *encodeState, p string) []uint32 {
 	}
 	starts = append(starts, int32(n))
 	ranks := st.ranks[:0] // ranks[i]: of merging parts i and i+1
+	bp := t.bytePairs()
 	for i := 0; i+1 < n; i++ {
-		ranks = append(ranks, t.rankOf(p, i, i+2))
+		ranks = append(ranks, bp.rank(p[i], p[i+1]))
 	}
 	for len(ranks) > 0 {
 		best, bi := lowestRank(ranks)

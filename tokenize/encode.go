@@ -310,6 +310,15 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		}
 		return append(dst, T(val&idMask))
 	}
+	if n <= pieceCacheMinLen-1 {
+		// Merged faster than the piece cache is probed (bytepairs.go).
+		start := len(dst)
+		for _, id := range t.mergeSmall(st, seg[prev:end]) {
+			dst = append(dst, T(id))
+		}
+		putIDs(&st.front, lo, hi, n, dst[start:])
+		return dst
+	}
 	if s := st.pieces.find(lo, hi); s != nil {
 		// Back into the front cache.
 		start := len(dst)
