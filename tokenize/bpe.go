@@ -30,7 +30,13 @@ import (
 //     does not accept.
 
 const (
-	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece encoders
+	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece merge loops
+	// backtrackMinLen: pieces longer than this (bytes) go to the backtracking encoder
+	// where the tokenizer has one. mergeShort rescans its ranks after each merge, which
+	// is quadratic: text of CJK characters (3 bytes each, no spaces) is pieces of 20-150
+	// bytes up to the next punctuation, and encoded at 19 MB per CPU-second with
+	// mergeShort, 45 with the backtracking encoder (BenchmarkEncode on BENCH_CJK).
+	backtrackMinLen = 32
 	noRank        = math.MaxUint32
 )
 

@@ -378,13 +378,15 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 
 // merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
 func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
-	if len(p) > heapThreshold {
+	if len(p) > backtrackMinLen && t.mergeSemantics == "pairs" {
 		if bt := t.longEncoder(); bt != nil {
 			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
 				st.parts = out
 				return out
 			}
 		}
+	}
+	if len(p) > heapThreshold {
 		return t.mergeLong(st, p)
 	}
 	return t.mergeSmall(st, p)
