@@ -37,7 +37,7 @@ const (
 	// bytes up to the next punctuation, and encoded at 19 MB per CPU-second with
 	// mergeShort, 45 with the backtracking encoder (BenchmarkEncode on BENCH_CJK).
 	backtrackMinLen = 32
-	noRank        = math.MaxUint32
+	noRank          = math.MaxUint32
 )
 
 // pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
