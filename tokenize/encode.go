@@ -45,9 +45,13 @@ type encodeState struct {
 	parts  []uint32 // ids of the parts of the piece being merged
 	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
 	starts []int32  // tiktoken's semantics: byte offsets of the parts (mergeRanksShort)
-	heap   mergeHeap
-	syms   []symbol
-	prevs  []int32
+	// mergeRanksMedium's links, ids and ranks by byte offset, and lowest rank by block.
+	mNext, mPrev []int32
+	mID, mRank   []uint32
+	mBlock       []uint32
+	heap         mergeHeap
+	syms         []symbol
+	prevs        []int32
 	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
 	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64
@@ -402,6 +406,9 @@ func (t *Tokenizer) longEncoder() *backtrack {
 // mergeSmall is the merge loop for short pieces of t's semantics.
 func (t *Tokenizer) mergeSmall(st *encodeState, p string) []uint32 {
 	if t.mergeSemantics == "ranks" {
+		if len(p) > rankMediumMinLen {
+			return t.mergeRanksMedium(st, p)
+		}
 		return t.mergeRanksShort(st, p)
 	}
 	return t.mergeShort(st, p)
