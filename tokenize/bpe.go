@@ -35,7 +35,8 @@ const (
 	// where the tokenizer has one. mergeShort rescans its ranks after each merge, which
 	// is quadratic: text of CJK characters (3 bytes each, no spaces) is pieces of 20-150
 	// bytes up to the next punctuation, and encoded at 19 MB per CPU-second with
-	// mergeShort, 45 with the backtracking encoder (BenchmarkEncode on BENCH_CJK).
+	// mergeShort, 47 with the backtracking encoder (GPT-2, BenchmarkEncode on the cjk
+	// corpus of make bench, tools/cjkcorpus).
 	backtrackMinLen = 32
 	noRank          = math.MaxUint32
 )
