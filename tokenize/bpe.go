@@ -32,12 +32,12 @@ import (
 const (
 	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece merge loops
 	// backtrackMinLen: pieces longer than this (bytes) go to the backtracking encoder
-	// where the tokenizer has one. mergeShort rescans its ranks after each merge, which
-	// is quadratic: text of CJK characters (3 bytes each, no spaces) is pieces of 20-150
-	// bytes up to the next punctuation, and encoded at 19 MB per CPU-second with
-	// mergeShort, 47 with the backtracking encoder (GPT-2, BenchmarkEncode on the cjk
-	// corpus of make bench, tools/cjkcorpus).
-	backtrackMinLen = 32
+	// where the tokenizer has one (shorter ones are in the caches mostly). mergeShort
+	// rescans its ranks after each merge, which is quadratic: text of CJK characters (3
+	// bytes each, no spaces) is pieces of 20-150 bytes up to the next punctuation, which
+	// GPT-2 encoded at ~19 MB per CPU-second with mergeShort up to 256 bytes, ~42 with
+	// this (BenchmarkEncode on the cjk corpus of make bench, tools/cjkcorpus).
+	backtrackMinLen = 16
 	noRank          = math.MaxUint32
 )
 
