@@ -95,11 +95,17 @@ func (t *Tokenizer) mergeRanksMedium(st *encodeState, p string) []uint32 {
 	nb := (n + rankBlock - 1) / rankBlock
 	st.mBlock = slices.Grow(st.mBlock[:0], nb)[:nb]
 	next, prev, ids, ranks, blocks := st.mNext, st.mPrev, st.mID, st.mRank, st.mBlock
+	t.charStarts(p, next, ids, ranks)
 	bp := t.bytePairs()
-	for i := range n {
-		next[i], prev[i], ids[i], ranks[i] = int32(i+1), int32(i-1), uint32(t.byteIDs[p[i]]), noRank
-		if i+1 < n {
-			ranks[i] = bp.rank(p[i], p[i+1])
+	for i, h := 0, int32(-1); i < n; i = int(next[i]) {
+		prev[i] = h
+		h = int32(i)
+		if j := int(next[i]); j < n {
+			if k := int(next[j]); j == i+1 && k == j+1 {
+				ranks[i] = bp.rank(p[i], p[j]) // two bytes
+			} else {
+				ranks[i] = t.rankOf(p, i, k)
+			}
 		}
 	}
 	for b := range blocks {

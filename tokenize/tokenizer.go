@@ -74,6 +74,9 @@ type Tokenizer struct {
 	// The first ranks of the short merge loops (bytepairs.go), built on the first one.
 	bytePairTab   *bytePairTable
 	bytePairsOnce sync.Once
+	// tiktoken's merges from characters (bpe_chars.go), built on the first one.
+	charTabs *charTables
+	charOnce sync.Once
 }
 
 // AddedToken is a token matched on the text before pre-tokenization (HF "added_tokens").
