@@ -30,8 +30,15 @@ import (
 //     does not accept.
 
 const (
-	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece encoders
-	noRank        = math.MaxUint32
+	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece merge loops
+	// backtrackMinLen: pieces longer than this (bytes) go to the backtracking encoder
+	// where the tokenizer has one (shorter ones are in the caches mostly). mergeShort
+	// rescans its ranks after each merge, which is quadratic: text of CJK characters (3
+	// bytes each, no spaces) is pieces of 20-150 bytes up to the next punctuation, which
+	// GPT-2 encoded at ~19 MB per CPU-second with mergeShort up to 256 bytes, ~42 with
+	// this (BenchmarkEncode on the cjk corpus of make bench, tools/cjkcorpus).
+	backtrackMinLen = 16
+	noRank          = math.MaxUint32
 )
 
 // pairRank returns the rank of merging (a, b) and the id it makes, or noRank.
@@ -59,17 +66,24 @@ func (t *Tokenizer) initialParts(parts []uint32, p string) []uint32 {
 func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 	parts := t.initialParts(st.parts, p)
 	ranks := st.ranks[:0]
-	for i := 0; i+1 < len(parts); i++ {
-		r, _ := t.pairRank(parts[i], parts[i+1])
-		ranks = append(ranks, r)
+	if len(parts) == len(p) {
+		// Every byte has its token: the first ranks are those of byte pairs.
+		bp := t.bytePairs()
+		for i := 0; i+1 < len(p); i++ {
+			ranks = append(ranks, bp.rank(p[i], p[i+1]))
+		}
+	} else {
+		for i := 0; i+1 < len(parts); i++ {
+			r, _ := t.pairRank(parts[i], parts[i+1])
+			ranks = append(ranks, r)
+		}
 	}
 	for len(ranks) > 0 {
-		_, bi := lowestRank(ranks)
+		best, bi := lowestRank(ranks)
 		if bi < 0 {
 			break
 		}
-		_, id := t.pairRank(parts[bi], parts[bi+1])
-		parts[bi] = id
+		parts[bi] = t.merges.made(best) // a rank names one merge (pair-rank semantics)
 		parts = append(parts[:bi+1], parts[bi+2:]...)
 		ranks = append(ranks[:bi], ranks[bi+1:]...)
 		if bi > 0 {

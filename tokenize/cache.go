@@ -33,14 +33,18 @@ type cacheSlot struct {
 }
 
 const (
-	cacheMaxLen   = 16 // longest piece the cache holds (bytes)
-	cacheSetBits  = 14
-	cacheSets     = 1 << cacheSetBits // 32Ki pieces, 1 MiB
-	cacheArenaIDs = 1 << 16           // ids of pieces of more than 5 tokens, before a reset
-	cacheInline   = 5                 // ids a slot holds
-	slotUsed      = 1 << 63
-	idBits        = 20
-	idMask        = 1<<idBits - 1
+	cacheMaxLen = 16 // longest piece the cache holds (bytes)
+	// pieceCacheMinLen is the shortest piece the piece cache holds: shorter ones are
+	// merged again when the front cache has lost them (a merge of three bytes, their
+	// ranks from bytePairTable, costs less than a probe of the piece cache that misses).
+	pieceCacheMinLen = 5
+	cacheSetBits     = 14
+	cacheSets        = 1 << cacheSetBits // 32Ki pieces, 1 MiB
+	cacheArenaIDs    = 1 << 16           // ids of pieces of more than 5 tokens, before a reset
+	cacheInline      = 5                 // ids a slot holds
+	slotUsed         = 1 << 63
+	idBits           = 20
+	idMask           = 1<<idBits - 1
 )
 
 // find returns the slot of the piece with key lo, hi, or nil.

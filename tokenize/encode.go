@@ -45,9 +45,13 @@ type encodeState struct {
 	parts  []uint32 // ids of the parts of the piece being merged
 	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
 	starts []int32  // tiktoken's semantics: byte offsets of the parts (mergeRanksShort)
-	heap   mergeHeap
-	syms   []symbol
-	prevs  []int32
+	// mergeRanksMedium's links, ids and ranks by byte offset, and lowest rank by block.
+	mNext, mPrev []int32
+	mID, mRank   []uint32
+	mBlock       []uint32
+	heap         mergeHeap
+	syms         []symbol
+	prevs        []int32
 	// mergeLong's bucket queue: positions by pair rank, and a bit per non-empty rank.
 	buckets  [][]uint32 // positions of candidate pairs, by rank
 	nonEmpty []uint64
@@ -310,6 +314,15 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 		}
 		return append(dst, T(val&idMask))
 	}
+	if n <= pieceCacheMinLen-1 {
+		// Merged faster than the piece cache is probed (bytepairs.go).
+		start := len(dst)
+		for _, id := range t.mergeSmall(st, seg[prev:end]) {
+			dst = append(dst, T(id))
+		}
+		putIDs(&st.front, lo, hi, n, dst[start:])
+		return dst
+	}
 	if s := st.pieces.find(lo, hi); s != nil {
 		// Back into the front cache.
 		start := len(dst)
@@ -369,13 +382,15 @@ func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 
 // merge runs BPE on a piece (bpe.go). The result is valid until the next call with st.
 func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
-	if len(p) > heapThreshold {
+	if len(p) > backtrackMinLen && t.mergeSemantics == "pairs" {
 		if bt := t.longEncoder(); bt != nil {
 			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
 				st.parts = out
 				return out
 			}
 		}
+	}
+	if len(p) > heapThreshold {
 		return t.mergeLong(st, p)
 	}
 	return t.mergeSmall(st, p)
@@ -391,6 +406,9 @@ func (t *Tokenizer) longEncoder() *backtrack {
 // mergeSmall is the merge loop for short pieces of t's semantics.
 func (t *Tokenizer) mergeSmall(st *encodeState, p string) []uint32 {
 	if t.mergeSemantics == "ranks" {
+		if len(p) > rankMediumMinLen {
+			return t.mergeRanksMedium(st, p)
+		}
 		return t.mergeRanksShort(st, p)
 	}
 	return t.mergeShort(st, p)

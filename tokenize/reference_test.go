@@ -89,3 +89,45 @@ func TestLongPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRanksMedium checks mergeRanksMedium against mergeRanksShort (tiktoken's loop,
+// rescanning every rank, from bytes) on pieces of 1-600 bytes: few distinct characters
+// (equal ranks side by side, where the leftmost must merge first), CJK and other
+// scripts (which it starts from characters: bpe_chars.go), characters beside bytes and
+// spaces that make tokens with their parts, digits and random bytes.
+func TestMergeRanksMedium(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	alphabets := [][]string{
+		{"a", "b", "e", "th", "in", "er"},
+		{"a"}, {"ab"}, {" "}, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
+		strings.Split("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年", ""),
+		strings.Split("абвгдежзийклмнопрстуфхцчшщыэюя", ""),
+		// Characters beside bytes that make tokens with their parts, and broken UTF-8.
+		{"中", "国", "的", "是", "。", "，", " ", "  ", "a", "1", "é", "ж", "\xe5", "\xb8", "\xe4\xb8", "\n", "日本", "한", "ー", "「"},
+	}
+	for _, name := range []string{"cl100k_base", "o200k_base"} {
+		tok := sharedTokenizer(t, name)
+		st := tok.getState()
+		for range 4000 {
+			n := 1 + rng.Intn(600)
+			var b strings.Builder
+			if rng.Intn(8) == 0 {
+				for b.Len() < n {
+					b.WriteByte(byte(rng.Intn(256)))
+				}
+			} else {
+				alphabet := alphabets[rng.Intn(len(alphabets))]
+				alphabet = alphabet[:1+rng.Intn(len(alphabet))]
+				for b.Len() < n {
+					b.WriteString(alphabet[rng.Intn(len(alphabet))])
+				}
+			}
+			p := b.String()
+			want := slices.Clone(tok.mergeRanksShort(st, p))
+			if got := tok.mergeRanksMedium(st, p); !slices.Equal(got, want) {
+				t.Fatalf("%s: mergeRanksMedium(%q) = %v, mergeRanksShort %v", name, p, got, want)
+			}
+		}
+		tok.putState(st)
+	}
+}

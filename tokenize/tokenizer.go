@@ -71,6 +71,12 @@ type Tokenizer struct {
 	// vocabulary does not allow it.
 	backtrack     *backtrack
 	backtrackOnce sync.Once
+	// The first ranks of the short merge loops (bytepairs.go), built on the first one.
+	bytePairTab   *bytePairTable
+	bytePairsOnce sync.Once
+	// tiktoken's merges from characters (bpe_chars.go), built on the first one.
+	charTabs *charTables
+	charOnce sync.Once
 }
 
 // AddedToken is a token matched on the text before pre-tokenization (HF "added_tokens").

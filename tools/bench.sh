@@ -5,12 +5,13 @@
 #
 #   1. the corpora, once, in .cache/bench: english.txt (tinyshakespeare repeated to
 #      BENCH_ENGLISH_MB, default 50 MiB) and mixed.txt (tools/make-mixed-corpus.sh: ~80 MB of
-#      docs, man pages, prose and Go source, plus the parity corpus's many scripts), and
-#      their first BENCH_HF_MB MiB (default 8, cut at a line end) for HF tokenizers, which
-#      is ~100× slower than the rest;
+#      docs, man pages, prose and Go source, plus the parity corpus's many scripts),
+#      cjk.txt (tools/cjkcorpus: 4 MiB of synthetic Chinese-like text, whose pre-tokens are
+#      clauses, not words), and their first BENCH_HF_MB MiB (default 8, cut at a line end)
+#      for HF tokenizers, which is ~100× slower than the rest;
 #   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2,
-#      cl100k_base and o200k_base on english and mixed, HF tokenizers with gpt2 and neox-20b
-#      on the -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
+#      cl100k_base and o200k_base on english, mixed and cjk, HF tokenizers with gpt2 and
+#      neox-20b on the -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
 #   3. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
 #      ids hash to show the ids are the same), the adversarial inputs, EncodeBatch on 2
 #      workers, loading (in process and as a fresh process), the command line against the
@@ -59,7 +60,7 @@ loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 start=$(date +%s)
 
 # 1. The corpora, once.
-english=$out/english.txt mixed=$out/mixed.txt
+english=$out/english.txt mixed=$out/mixed.txt cjk=$out/cjk.txt
 if [ ! -s "$english" ] || [ "$(stat -c %s "$english")" -lt $((BENCH_ENGLISH_MB << 20)) ]; then
   say "building $english"
   : > "$english.tmp"
@@ -70,6 +71,10 @@ if [ ! -s "$mixed" ]; then
   say "building $mixed (about a minute)"
   bash tools/make-mixed-corpus.sh "$mixed" 80
 fi
+if [ ! -s "$cjk" ]; then
+  say "building $cjk"
+  go run ./tools/cjkcorpus -o "$cjk" -mb 4
+fi
 prefix() { # prefix IN OUT MiB: the first MiB of IN, cut at a line end
   if [ ! -s "$2" ] || [ "$(cat "$2.stamp" 2>/dev/null)" != "$(stat -c %s:%Y "$1") $3" ]; then
     head -c $(($3 << 20)) "$1" | sed '$d' > "$2.tmp" && mv "$2.tmp" "$2" && stat -c %s:%Y "$1" | sed "s/\$/ $3/" > "$2.stamp"
@@ -77,19 +82,20 @@ prefix() { # prefix IN OUT MiB: the first MiB of IN, cut at a line end
 }
 prefix "$english" "$out/english-hf.txt" "$BENCH_HF_MB"
 prefix "$mixed" "$out/mixed-hf.txt" "$BENCH_HF_MB"
-inputs="english=$english,mixed=$mixed,english-hf=$out/english-hf.txt,mixed-hf=$out/mixed-hf.txt"
+prefix "$cjk" "$out/cjk-hf.txt" "$BENCH_HF_MB"
+inputs="english=$english,mixed=$mixed,cjk=$cjk,english-hf=$out/english-hf.txt,mixed-hf=$out/mixed-hf.txt,cjk-hf=$out/cjk-hf.txt"
 say "inputs: $inputs (mixed sha256 $(sha256sum "$mixed" | cut -c1-16))"
 
 # 2. The peers.
 peers_json=$out/peers.json
 jobs=()
-for f in "$english" "$mixed"; do
+for f in "$english" "$mixed" "$cjk"; do
   for m in gpt2 cl100k_base o200k_base; do jobs+=(--job "tiktoken-rs:$m:$f" --job "tiktoken:$m:$f"); done
 done
-for f in "$out/english-hf.txt" "$out/mixed-hf.txt"; do
+for f in "$out/english-hf.txt" "$out/mixed-hf.txt" "$out/cjk-hf.txt"; do
   for m in gpt2 neox-20b; do jobs+=(--job "hf:$m:$f"); done
 done
-peers_stamp="$(sha256sum "$english" "$mixed" "$out/english-hf.txt" "$out/mixed-hf.txt" | cut -c1-16 | tr '\n' ' ') runs=$BENCH_RUNS"
+peers_stamp="$(sha256sum "$english" "$mixed" "$cjk" "$out/english-hf.txt" "$out/mixed-hf.txt" "$out/cjk-hf.txt" | cut -c1-16 | tr '\n' ' ') runs=$BENCH_RUNS"
 peers_cmd="NODE_PATH=.cache/peers/node_modules node tools/bench-peers.js --runs $BENCH_RUNS --tokdir \$SHARED/tokenizers --json $peers_json ${jobs[*]}"
 note=""
 if [ "${BENCH_REUSE_PEERS:-}" = 1 ] && [ -s "$peers_json" ] && [ "$(cat "$peers_json.stamp" 2>/dev/null)" = "$peers_stamp" ]; then
