@@ -132,3 +132,27 @@ func FuzzLoadHFJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMergeRanksMedium: tiktoken's merge loop for pieces of 9-256 bytes, which starts
+// from characters where that changes nothing (bpe_chars.go), against mergeRanksShort,
+// which starts from bytes, on any bytes (invalid UTF-8 too), under cl100k_base and
+// o200k_base.
+func FuzzMergeRanksMedium(f *testing.F) {
+	for _, s := range []string{"中国的人是。", "，\xe5\xb8中", " 日本語のテキスト", "абв где", "\xe4\xb8\xad\xe5", "aaaaaaaaaaaa"} {
+		f.Add(s)
+	}
+	toks := []*Tokenizer{sharedTokenizer(f, "cl100k_base"), sharedTokenizer(f, "o200k_base")}
+	f.Fuzz(func(t *testing.T, p string) {
+		if len(p) == 0 || len(p) > heapThreshold {
+			return
+		}
+		for _, tok := range toks {
+			st := tok.getState()
+			want := slices.Clone(tok.mergeRanksShort(st, p))
+			if got := tok.mergeRanksMedium(st, p); !slices.Equal(got, want) {
+				t.Fatalf("%s: mergeRanksMedium(%q) = %v, mergeRanksShort %v", tok.Name(), p, got, want)
+			}
+			tok.putState(st)
+		}
+	})
+}

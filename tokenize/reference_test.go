@@ -131,3 +131,96 @@ func TestMergeRanksMedium(t *testing.T) {
 		tok.putState(st)
 	}
 }
+
+// TestCharStartsStraddling checks the bounds of bpe_chars.go where they decide: for
+// characters whose own merges reach a rank at or above that of a token joining one of
+// their proper parts with the bytes beside them, the piece made of that token's bytes
+// and the character, merged by mergeRanksMedium and by mergeRanksShort.
+func TestCharStartsStraddling(t *testing.T) {
+	for _, name := range []string{"cl100k_base", "o200k_base"} {
+		tok := sharedTokenizer(t, name)
+		ct := tok.charTab()
+		// The token of lowest rank by two bytes, for each of charTables' four bounds.
+		type kind struct {
+			name  string
+			min   []uint32
+			key   func(tk string) (uint16, bool)
+			piece func(tk, c string) string
+		}
+		kinds := []kind{
+			{"suf2", ct.suf2, func(tk string) (uint16, bool) {
+				n := len(tk)
+				return uint16(tk[n-2]) | uint16(tk[n-1])<<8, n >= 2
+			}, func(tk, c string) string { return tk[:len(tk)-1] + c }},
+			{"suf2Long", ct.suf2Long, func(tk string) (uint16, bool) {
+				n := len(tk)
+				return uint16(tk[max(n-2, 0)]) | uint16(tk[n-1])<<8, n >= 3 && tk[n-3] < 0xC0
+			}, func(tk, c string) string { return tk[:len(tk)-2] + c }},
+			{"pre2", ct.pre2, func(tk string) (uint16, bool) {
+				return uint16(tk[0]) | uint16(tk[min(1, len(tk)-1)])<<8, len(tk) >= 2
+			}, func(tk, c string) string { return c + tk[1:] }},
+			{"pre2Long", ct.pre2Long, func(tk string) (uint16, bool) {
+				return uint16(tk[0]) | uint16(tk[min(1, len(tk)-1)])<<8, len(tk) >= 3 && tk[2]&0xC0 != 0x80
+			}, func(tk, c string) string { return c + tk[2:] }},
+		}
+		st := tok.getState()
+		for _, k := range kinds {
+			argmin := make(map[uint16]int) // the token's id
+			for id, tk := range tok.vocab {
+				if len(tk) < 2 {
+					continue
+				}
+				if key, ok := k.key(tk); ok && uint32(id) == k.min[key] {
+					argmin[key] = id
+				}
+			}
+			checked := 0
+			for cp := rune(0x80); cp < 0x10000 && checked < 1000; cp++ {
+				if cp >= 0xD800 && cp < 0xE000 {
+					continue
+				}
+				c := string(cp)
+				v := tok.charInfo(ct, c, cp)
+				if v&charMerges == 0 {
+					continue
+				}
+				var key uint16
+				switch k.name {
+				case "suf2", "suf2Long":
+					key = uint16(c[0]) | uint16(c[1])<<8 // suf2: its first byte after the token's last but one
+				case "pre2", "pre2Long":
+					key = uint16(c[len(c)-2]) | uint16(c[len(c)-1])<<8
+				}
+				for _, id := range argmin {
+					tk := tok.vocab[id]
+					var fits bool
+					switch k.name {
+					case "suf2":
+						fits = tk[len(tk)-1] == c[0]
+					case "suf2Long":
+						fits = len(c) == 3 && uint16(tk[len(tk)-2])|uint16(tk[len(tk)-1])<<8 == key
+					case "pre2":
+						fits = tk[0] == c[len(c)-1]
+					case "pre2Long":
+						fits = len(c) == 3 && uint16(tk[0])|uint16(tk[1])<<8 == key
+					}
+					if !fits || uint32(id) > uint32(v>>charMShift&idMask) {
+						continue
+					}
+					p := k.piece(tk, c)
+					if len(p) <= rankMediumMinLen {
+						p += " 0"[:1] + p // medium length, the same neighbours
+					}
+					want := slices.Clone(tok.mergeRanksShort(st, p))
+					if got := tok.mergeRanksMedium(st, p); !slices.Equal(got, want) {
+						t.Fatalf("%s, %s bound: mergeRanksMedium(%q) = %v, mergeRanksShort %v", name, k.name, p, got, want)
+					}
+					checked++
+					break
+				}
+			}
+			t.Logf("%s: %s: %d pieces", name, k.name, checked)
+		}
+		tok.putState(st)
+	}
+}
