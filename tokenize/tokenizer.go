@@ -248,10 +248,11 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 		return dst, nil
 	}
 	st := t.getState()
-	if dst == nil {
+	fresh := dst == nil
+	if fresh {
 		// A new slice, sized from the tokens per byte of this state's last text: most
 		// often it needs neither growing (a copy) nor more than a little spare room.
-		dst = make([]T, 0, int(float64(len(text))*st.tokensPerByte*1.05)+16)
+		dst = makeIDs[T](int(float64(len(text))*st.tokensPerByte*1.05) + 16)
 	}
 	start := len(dst)
 	dst = encodeBPE(t, st, text, skip, dst)
@@ -259,6 +260,9 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
 	}
 	t.putState(st)
+	if fresh {
+		dst = dst[:len(dst):len(dst)] // none of the spare room (not cleared) can be seen
+	}
 	return dst, nil
 }
 
