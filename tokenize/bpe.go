@@ -25,9 +25,9 @@ import (
 //     over each bucket that touches its symbols so the misses overlap, 8-byte symbols
 //     with the rarely used back links in a separate array, and the packed pair table.
 //     (Those ratios were against the encoder of the time; against today's normal text it
-//     is 15-20x.) Under HF's merges such pieces now go to the backtracking encoder
-//     (bpe_backtrack.go); mergeLong stays for tiktoken's ranks and for vocabularies it
-//     does not accept.
+//     is 15-20x.) Under HF's merges such pieces, and every piece over backtrackMinLen
+//     bytes, now go to the backtracking encoder (bpe_backtrack.go); mergeLong stays for
+//     tiktoken's ranks and for vocabularies it does not accept.
 
 const (
 	heapThreshold = 256 // pieces longer than this (bytes) use the long-piece merge loops

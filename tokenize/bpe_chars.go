@@ -11,31 +11,40 @@ import (
 //
 // The merge loop takes the lowest rank of all adjacent pairs, each time. Say BPE on the
 // bytes of a character c alone makes its parts (one token, or two) through merges of
-// ranks up to M. In a piece, the only merges that could interleave with those and
-// change them are those that join a proper part of c with bytes outside it: they make
-// a token that ends with a proper prefix of c (c[:1], c[:2]) or starts with a proper
-// suffix (c[2:], c[1:]). If every such token has a rank above M (L, a lower bound from
-// the tables below and the bytes on either side of c), the loop has merged c into its
-// parts before any of them can be a pair, and afterwards no pair holds a proper part
-// of c. The other merges (elsewhere in the piece) touch other bytes, so starting from
-// c's parts gives the same merges in the same order, less c's own. Ranks are token ids,
-// distinct, so no tie can reorder them. Checked by TestMergeRanksMedium against
-// mergeRanksShort, which starts from bytes.
+// ranks up to M. Run on the bytes of a piece, as long as c is not yet in those parts one
+// of c's own pairs (rank ≤ M) is there to be taken, so every merge taken meanwhile ranks
+// ≤ M. Started from c's parts instead, the piece has pairs the bytes' run has only later
+// or never: a part of c with the part beside it, and none of c's own. If every such pair
+// ranks above M, none of them is taken before the bytes' run has made c's parts, so both
+// runs take the same merges in the same order, less c's own, and are the same from
+// there on. Those pairs make a token that ends with a proper prefix of c or starts with a
+// proper suffix of c (c in two parts, or the bytes' run, where c's proper parts meet
+// their neighbours), or, c in one part, a longer token that ends or starts with c. So
+// c starts as its parts where the lowest rank of all those tokens (L: from the tables
+// below, by the bytes on either side of c) is above M. (Ties cannot reorder anything:
+// equal ranks are the same token at two places, two pairs that share no part.)
+// Checked by TestMergeRanksMedium, TestCharStartsStraddling and FuzzMergeRanksMedium
+// against mergeRanksShort, which starts from bytes, and by TestCharStartsWholeChar on
+// rank files where a token that holds a whole character ranks below its merges.
 //
 // On the cjk corpus of make bench ~90% (cl100k_base) and ~95% (o200k_base) of the
 // characters start as their parts.
 
-// charTables are a tokenizer's lower bounds on the ranks of tokens that would join a
-// proper part of a character with bytes outside it, by two bytes (x | y<<8), and the
-// characters' own merges.
+// charTables are a tokenizer's lower bounds on the ranks of the tokens that would join
+// a part of a character with bytes outside it, and the characters' own merges.
 type charTables struct {
-	// suf2: the lowest rank of the tokens (of two bytes or more) that end with x, y;
-	// suf2Long: of those of three bytes or more whose third-last byte is not a UTF-8
-	// lead byte (it may stand before a character: tokens X+c[:2], X ending in it).
+	// By two bytes x, y (x | y<<8): suf2, the lowest rank of the tokens (of two bytes or
+	// more) that end with x, y; suf2Long, of those of three bytes or more whose
+	// third-last byte is below 0xC0 (charStarts gives up where the byte before c is a
+	// lead byte, so only these can end with that byte and c[:2]). pre2: the lowest rank
+	// of the tokens that start with x, y; pre2Long, of those of three bytes or more whose
+	// third byte is not a continuation byte (charStarts gives up where the byte after c
+	// is one).
 	suf2, suf2Long []uint32
-	// pre2: the lowest rank of the tokens that start with x, y; pre2Long: of those of
-	// three bytes or more whose third byte is not a continuation byte (c[1:]+Y).
 	pre2, pre2Long []uint32
+	// whole, by the code point of a 2- or 3-byte character: the lowest rank of the
+	// tokens longer than the character that start or end with it.
+	whole []uint32
 	// chars holds, by the code point of a 2- or 3-byte character (below U+10000), BPE
 	// of its bytes alone: 0 not yet computed, else charKnown and, if it merges, the
 	// charMerges bit, the ids of its parts (id0, id1: idMask if one), the length in
@@ -51,15 +60,16 @@ const (
 )
 
 // charTab returns t's charTables, built on the first call (~1-3 ms: a pass over the
-// vocabulary).
+// vocabulary; 1.25 MB of bounds and 512 KB of characters).
 func (t *Tokenizer) charTab() *charTables {
 	t.charOnce.Do(func() {
 		ct := &charTables{chars: make([]atomic.Uint64, 1<<16)}
-		tabs := make([]uint32, 4<<16)
+		tabs := make([]uint32, 5<<16)
 		for i := range tabs {
 			tabs[i] = noRank
 		}
-		ct.suf2, ct.suf2Long, ct.pre2, ct.pre2Long = tabs[:1<<16], tabs[1<<16:2<<16], tabs[2<<16:3<<16], tabs[3<<16:]
+		ct.suf2, ct.suf2Long, ct.pre2, ct.pre2Long = tabs[:1<<16], tabs[1<<16:2<<16], tabs[2<<16:3<<16], tabs[3<<16:4<<16]
+		ct.whole = tabs[4<<16:]
 		low := func(tab []uint32, x, y byte, r uint32) {
 			k := uint16(x) | uint16(y)<<8
 			tab[k] = min(tab[k], r)
@@ -76,6 +86,14 @@ func (t *Tokenizer) charTab() *charTables {
 			}
 			if n >= 3 && tok[2]&0xC0 != 0x80 {
 				low(ct.pre2Long, tok[0], tok[1], r)
+			}
+			if size, cp := charAt(tok, 0); size > 0 && size < n {
+				ct.whole[cp] = min(ct.whole[cp], r)
+			}
+			for size := 2; size <= 3 && size < n; size++ {
+				if sz, cp := charAt(tok, n-size); sz == size {
+					ct.whole[cp] = min(ct.whole[cp], r)
+				}
 			}
 		}
 		t.charTabs = ct
@@ -116,22 +134,16 @@ func (t *Tokenizer) charInfo(ct *charTables, c string, cp rune) uint64 {
 }
 
 // charStarts sets up mergeRanksMedium's parts of p (next and ids by byte offset, for
-// the offsets where a part starts; the others get ranks noRank): the parts of each
-// character for which that changes nothing (see above), one part a byte elsewhere.
+// the offsets where a part starts; the others get ranks noRank, and their next and ids
+// are left as they were, never read): the parts of each character for which that
+// changes nothing (see above), one part a byte elsewhere.
 func (t *Tokenizer) charStarts(p string, next []int32, ids, ranks []uint32) {
 	ct := t.charTab()
 	n := len(p)
 	for i := 0; i < n; {
 		b0 := p[i]
 		next[i], ids[i], ranks[i] = int32(i+1), uint32(t.byteIDs[b0]), noRank
-		size := 0
-		var cp rune
-		switch {
-		case b0 >= 0xC2 && b0 < 0xE0 && i+2 <= n && p[i+1]&0xC0 == 0x80:
-			size, cp = 2, rune(b0&0x1F)<<6|rune(p[i+1]&0x3F)
-		case b0 >= 0xE0 && b0 < 0xF0 && i+3 <= n && p[i+1]&0xC0 == 0x80 && p[i+2]&0xC0 == 0x80 && (b0 != 0xE0 || p[i+1] >= 0xA0):
-			size, cp = 3, rune(b0&0x0F)<<12|rune(p[i+1]&0x3F)<<6|rune(p[i+2]&0x3F)
-		}
+		size, cp := charAt(p, i)
 		if size == 0 {
 			i++
 			continue
@@ -158,6 +170,10 @@ func (t *Tokenizer) charStarts(p string, next []int32, ids, ranks []uint32) {
 				lower = min(lower, ct.pre2Long[uint16(p[e-2])|uint16(p[e-1])<<8])
 			}
 		}
+		split := int(v >> charSplitShift & 3)
+		if split == size { // c in one part: tokens longer than c that hold it whole
+			lower = min(lower, ct.whole[cp])
+		}
 		if v&charMerges == 0 || uint32(v>>charMShift&idMask) >= lower {
 			for k := i + 1; k < i+size; k++ {
 				next[k], ids[k], ranks[k] = int32(k+1), uint32(t.byteIDs[p[k]]), noRank
@@ -165,7 +181,6 @@ func (t *Tokenizer) charStarts(p string, next []int32, ids, ranks []uint32) {
 			i += size
 			continue
 		}
-		split := int(v >> charSplitShift & 3)
 		next[i], ids[i] = int32(i+split), uint32(v&idMask)
 		for k := i + 1; k < i+size; k++ {
 			ranks[k] = noRank // not a part's start
@@ -175,4 +190,19 @@ func (t *Tokenizer) charStarts(p string, next []int32, ids, ranks []uint32) {
 		}
 		i += size
 	}
+}
+
+// charAt returns the length (2 or 3) and the code point of the character that starts
+// at s[i], or 0 if none does: a lead byte and its continuation bytes, not an overlong
+// 3-byte form (so that the code point names one byte sequence). Surrogates' byte forms
+// count: they are bytes like others here.
+func charAt(s string, i int) (int, rune) {
+	b0 := s[i]
+	switch {
+	case b0 >= 0xC2 && b0 < 0xE0 && i+2 <= len(s) && s[i+1]&0xC0 == 0x80:
+		return 2, rune(b0&0x1F)<<6 | rune(s[i+1]&0x3F)
+	case b0 >= 0xE0 && b0 < 0xF0 && i+3 <= len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 && (b0 != 0xE0 || s[i+1] >= 0xA0):
+		return 3, rune(b0&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F)
+	}
+	return 0, 0
 }

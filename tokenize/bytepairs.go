@@ -1,14 +1,16 @@
 package tokenize
 
 // bytePairTable is what the short merge loops (mergeShort, mergeRanksShort) look up the
-// first ranks of a piece in: for every two bytes b0, b1 (index b0 | b1<<8), the rank of
-// merging their one-byte tokens, or noRank if they do not merge (or, under pair-rank
-// semantics, the vocabulary lacks one of the bytes; under tiktoken's it is the rank of
-// the two bytes' token, as rankOf gives it). 256 KB, of which text touches the entries of
-// the byte pairs it holds (8,836 of printable ASCII: ~35 KB), so they stay in the core's
-// cache, where the pair table (1.6 MB for GPT-2) does not. Built on a tokenizer's first
-// short merge (0.6-1.2 ms), through pairRank and rankOf; TestBytePairs checks every entry
-// against the lookup it replaces.
+// first ranks of a piece in, by two bytes b0, b1 (index b0 | b1<<8). Under pair-rank
+// semantics (HF merges): the rank of merging the two bytes' tokens, or noRank if they
+// do not merge or the vocabulary lacks one of the bytes. Under tiktoken's: the rank of
+// the two bytes' token, as rankOf gives it, or noRank. 256 KB, of which text touches the
+// entries of the byte pairs it holds (8,836 of printable ASCII: ~35 KB), so they stay in
+// the core's cache, where the pair table (1.6 MB for GPT-2) does not. Built on a
+// tokenizer's first short merge (0.6-1.2 ms; for HF files that is at load, where
+// findUnreachableTokens merges every token; the compiled named tokenizers have that
+// list built in), through pairRank and rankOf; TestBytePairs checks every entry against
+// the lookup it replaces.
 //
 // Performance note: random printable ASCII (BenchmarkEncodeAdversarial's
 // no-whitespace-mixed) is short pieces that no cache holds, a merge each; their first

@@ -34,9 +34,10 @@ type cacheSlot struct {
 
 const (
 	cacheMaxLen = 16 // longest piece the cache holds (bytes)
-	// pieceCacheMinLen is the shortest piece the piece cache holds: shorter ones are
-	// merged again when the front cache has lost them (a merge of three bytes, their
-	// ranks from bytePairTable, costs less than a probe of the piece cache that misses).
+	// pieceCacheMinLen is the shortest piece the piece cache holds: shorter ones (up to
+	// four bytes) are merged again when the front cache has lost them (such a merge,
+	// its first ranks from bytePairTable, costs less than a probe of the piece cache
+	// that misses).
 	pieceCacheMinLen = 5
 	cacheSetBits     = 14
 	cacheSets        = 1 << cacheSetBits // 32Ki pieces, 1 MiB

@@ -1,6 +1,8 @@
 package tokenize
 
 import (
+	"encoding/base64"
+	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
@@ -209,7 +211,7 @@ func TestCharStartsStraddling(t *testing.T) {
 					}
 					p := k.piece(tk, c)
 					if len(p) <= rankMediumMinLen {
-						p += " 0"[:1] + p // medium length, the same neighbours
+						p += " " + p // medium length, the same neighbours
 					}
 					want := slices.Clone(tok.mergeRanksShort(st, p))
 					if got := tok.mergeRanksMedium(st, p); !slices.Equal(got, want) {
@@ -220,6 +222,87 @@ func TestCharStartsStraddling(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %s: %d pieces", name, k.name, checked)
+		}
+		tok.putState(st)
+	}
+}
+
+// TestCharStartsWholeChar: rank files (tiktoken's format, cl100k_base's pattern) where a
+// token that holds a whole character and a neighbour ranks below that character's own
+// merges. Starting from the character there would make that pair before the bytes' run
+// does; charStarts must start from bytes, and the ids must be tiktoken's (the reference's).
+func TestCharStartsWholeChar(t *testing.T) {
+	for _, c := range []struct {
+		extra []string // tokens ranked 256, 257, ... after the 256 bytes
+		text  string
+		want  []int
+	}{
+		{[]string{"b\xC3\xA9", "ab", "é"}, "xxxxxabé", []int{120, 120, 120, 120, 120, 257, 258}},
+		{[]string{"\xE4\xB8", "中z", "zy", "中"}, "中zywwww", []int{259, 258, 119, 119, 119, 119}},
+	} {
+		var file strings.Builder
+		for b := range 256 {
+			fmt.Fprintf(&file, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(b)}), b)
+		}
+		for k, tok := range c.extra {
+			fmt.Fprintf(&file, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(tok)), 256+k)
+		}
+		tok, err := LoadTiktoken([]byte(file.String()), "cl100k_base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tok.Encode(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("%q: Encode = %v, want %v (tiktoken's)", c.text, got, c.want)
+		}
+		if got := tok.refEncode(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("%q: refEncode = %v, want %v", c.text, got, c.want)
+		}
+	}
+}
+
+// TestCharStartsRandomVocab: mergeRanksMedium against mergeRanksShort under random rank
+// files, whose tokens are any pieces of the texts' characters (whole characters, their
+// byte pairs, across two characters) in random rank order, unlike a trained
+// vocabulary's, where the proof of bpe_chars.go has nothing to lean on.
+func TestCharStartsRandomVocab(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	chars := []string{"é", "中", "国", "a", "b", " ", "ж", "日", "\xe4\xb8", "，"}
+	for range 150 {
+		var text strings.Builder
+		for text.Len() < 40 {
+			text.WriteString(chars[rng.Intn(len(chars))])
+		}
+		sample := text.String()
+		// Tokens: substrings of the sample of 2-7 bytes, in random order.
+		seen := map[string]bool{}
+		var extra []string
+		for range 60 {
+			i := rng.Intn(len(sample) - 1)
+			j := min(len(sample), i+2+rng.Intn(6))
+			if s := sample[i:j]; !seen[s] {
+				seen[s] = true
+				extra = append(extra, s)
+			}
+		}
+		var file strings.Builder
+		for b := range 256 {
+			fmt.Fprintf(&file, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(b)}), b)
+		}
+		for k, tok := range extra {
+			fmt.Fprintf(&file, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(tok)), 256+k)
+		}
+		tok, err := LoadTiktoken([]byte(file.String()), "cl100k_base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := tok.getState()
+		for range 40 {
+			i := rng.Intn(len(sample))
+			p := sample[i:min(len(sample), i+9+rng.Intn(30))]
+			want := slices.Clone(tok.mergeRanksShort(st, p))
+			if got := tok.mergeRanksMedium(st, p); !slices.Equal(got, want) {
+				t.Fatalf("tokens %q: mergeRanksMedium(%q) = %v, mergeRanksShort %v", extra, p, got, want)
+			}
 		}
 		tok.putState(st)
 	}
