@@ -1,12 +1,13 @@
 package tokenize
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
 
-// TestMakeIDs: room for n ids, empty, and Encode's result (whose room it is) cut to its
-// length, so that none of the memory it did not write can be seen.
+// TestMakeIDs: room for n ids, empty, and Encode's result (whose room it is) zero past
+// its length, so that none of the memory it did not write can be seen.
 func TestMakeIDs(t *testing.T) {
 	for _, n := range []int{0, 1, 100, 1000, 1 << 20} {
 		ids := makeIDs[int32](n)
@@ -23,9 +24,18 @@ func TestMakeIDs(t *testing.T) {
 		}
 	}
 	tok := sharedTokenizer(t, "gpt2")
-	for _, text := range []string{"", "hello", strings.Repeat("The quick brown fox. ", 5000)} {
-		if ids := tok.Encode(text); cap(ids) != len(ids) {
-			t.Fatalf("Encode of %d bytes: len %d cap %d", len(text), len(ids), cap(ids))
+	garbage := makeIDs[int](1 << 16)[:1<<16]
+	for i := range garbage {
+		garbage[i] = -1 // freed below: the memory the next allocations may get
+	}
+	garbage = nil
+	runtime.GC()
+	for _, text := range []string{"", "hello", strings.Repeat("The quick brown fox. ", 5000), strings.Repeat("x", 100000)} {
+		ids := tok.Encode(text)
+		for i, id := range ids[len(ids):cap(ids)] {
+			if id != 0 {
+				t.Fatalf("Encode of %d bytes: id %d past the result's length is %d", len(text), len(ids)+i, id)
+			}
 		}
 	}
 }
