@@ -28,9 +28,12 @@
 //     allow it; split_o200k.go: o200k's, a piece at a time; pattern.go: the regexes
 //     run literally, which tests compare them with.
 //   - bpe.go, bpe_ranks.go, pairtable.go: the merge loops (HF's pair ranks, tiktoken's
-//     byte ranks); bpe_backtrack.go, prefixtable.go: long pieces under HF's merges
-//     encoded in one pass by backtracking over compatible token pairs; reference.go: the
-//     slow, obvious encoder tests compare Encode with.
+//     byte ranks); bytepairs.go: the byte pairs' ranks they start from; bpe_chars.go:
+//     tiktoken's merges started from whole characters where that changes nothing;
+//     bpe_backtrack.go, prefixtable.go: pieces over 16 bytes under HF's merges encoded in
+//     one pass by backtracking over compatible token pairs; makeids.go: Encode's result,
+//     allocated without clearing; reference.go: the slow, obvious encoder tests compare
+//     Encode with.
 //   - added.go: splitting text on added tokens (leftmost-longest).
 //   - classes*.go: HF's Unicode 16.0 letter/number/space classes (generated).
 //   - nfc*.go: HF-compatible NFC (Unicode 9.0 data, generated).
