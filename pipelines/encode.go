@@ -21,10 +21,11 @@ import (
 // (BenchmarkTokenizeRunPeakRSS, GPT-2, 2 cores): 99 MiB with 2 workers; with 4 MB
 // batches it was 190 MiB with 2 workers, 460 MiB with 16, 320 MiB with 32, 410 MiB with 64.
 // Batch sizes do not change the output. A part that reads stripes of a shared file
-// queues one stripe more (stripeAhead: 64 MiB of text with the default stripes). With
-// several inputs each file reader (fileReaders: a reader per four workers) holds up to
-// prep's parallelAhead+2 batches more: at 64 workers, 16 readers, ~100 MB of text beyond
-// inFlightText, and 16 decoders (a zstd window each: 8 MB by default).
+// queues one stripe more (stripeAhead: 64 MiB of text with the default stripes). Each
+// file reader (fileReaders: a reader per four workers, each reading a file, or a piece
+// of an uncompressed one) holds up to prep's parallelAhead+2 batches more: at 64
+// workers, 16 readers, ~100 MB of text beyond inFlightText, and 16 decoders (a zstd
+// window each: 8 MB by default).
 const (
 	maxBatchBytes = 1 << 20
 	minBatchBytes = 256 << 10
@@ -36,10 +37,10 @@ func batchBytes(workers int) int {
 	return min(maxBatchBytes, max(minBatchBytes, inFlightText/(2*workers+2)))
 }
 
-// fileReaders is how many of a split's inputs encodeSplit reads at once
-// (prep.ReadRangeBatchesParallel): one reader, decompressing and parsing on one core
-// (~800 MB/s of .jsonl.zst), keeps about five tokenizers busy (~155 MB/s each on the
-// mixed corpus), so a reader per four workers.
+// fileReaders is how many readers encodeSplit has read at once
+// (prep.ReadRangeBatchesParallel: files, and pieces of uncompressed .jsonl files): one
+// reader, decompressing and parsing on one core (~800 MB/s of .jsonl.zst), keeps about
+// five tokenizers busy (~155 MB/s each on the mixed corpus), so a reader per four workers.
 func fileReaders(workers int) int { return max(1, workers/4) }
 
 // maxStripeAhead caps the text queued ahead for stripes (see stripeAhead).

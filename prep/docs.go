@@ -66,6 +66,12 @@ type ReadOptions struct {
 	// of each batch into arrays of the pool's, which the caller hands back with
 	// TextPool.Release once done with a batch's texts. Other readers ignore it.
 	TextPool *TextPool
+
+	// Set by ReadRangeBatchesParallel for a piece it cut from a numbered range
+	// (cutRanges): the piece's lines are numbered from its first line, which is not
+	// the file's first (the caller adds the lines before), and counted in lines.
+	relativeLines bool
+	lines         *int64
 }
 
 // Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member

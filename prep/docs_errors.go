@@ -51,12 +51,12 @@ const (
 	hintNotJSONL  = "is this file JSONL? plain text files must end in .txt"
 )
 
-// lineError explains err, TextField's error on line n of file: terminated is
-// whether the line ended with a newline.
-func lineError(file string, n int, err error, terminated bool) *FileError {
+// lineError explains err, TextField's error on line n of file (fileStart: the file's
+// first line): terminated is whether the line ended with a newline.
+func lineError(file string, n int, fileStart bool, err error, terminated bool) *FileError {
 	e := &FileError{File: file, Line: n, Err: err}
 	switch {
-	case n == 1 && (errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject)):
+	case fileStart && (errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject)):
 		e.Hint = hintNotJSONL
 	case errors.Is(err, ErrInvalidJSON) && !terminated:
 		e.Hint = hintTruncated

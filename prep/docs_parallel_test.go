@@ -172,3 +172,61 @@ func TestReadRangeBatchesParallelCancel(t *testing.T) {
 		t.Fatalf("canceled: error %v", err)
 	}
 }
+
+// TestReadRangeBatchesParallelPieces: an uncompressed .jsonl file read by several
+// readers in pieces hands on what one reader does, with the file's line numbers in the
+// documents, the bad-record examples and the error, and the hint of a piece's first
+// line that is not the file's first: lines of 100 bytes, pieces of 4×2000 bytes, so
+// line 81 starts the second piece.
+func TestReadRangeBatchesParallelPieces(t *testing.T) {
+	var sb strings.Builder
+	for k := 1; k <= 300; k++ {
+		var line string
+		switch k {
+		case 81, 170:
+			line = `{"text": broken`
+		case 150:
+			line = `{"title":"no text"}`
+		case 200:
+			line = "{\"text\":\"bad \xff byte\"}"
+		case 230:
+			line = `{"text":42}`
+		case 260:
+			line = `{"text":""}`
+		default:
+			line = fmt.Sprintf(`{"text":"line %d"}`, k)
+		}
+		sb.WriteString(line + strings.Repeat(" ", 99-len(line)) + "\n")
+	}
+	file := writeCorpusFile(t, t.TempDir(), "p.jsonl", sb.String())
+	pieces, err := cutRanges([]FileRange{Whole(file)}, 4*2000)
+	if err != nil || len(pieces) != 4 || pieces[1].Start != 8000 || !pieces[1].relative || pieces[0].relative {
+		t.Fatalf("cut into %+v, %v; want 4 pieces, the second from byte 8000", pieces, err)
+	}
+	base := ReadOptions{MaxBadExamples: 5}
+	for _, rg := range []FileRange{Whole(file), {File: file, Start: 0, End: 26050}, {File: file, Start: 4550, End: 29000}} {
+		want := readWith([]FileRange{rg}, base, 1, 0)
+		if want.err != nil || want.stats.Bad != 4 && rg.Start == 0 && rg.IsWhole() {
+			t.Fatalf("%v: %+v, %v", rg, want.stats, want.err)
+		}
+		for _, readers := range []int{2, 5} {
+			sameRead(t, fmt.Sprintf("%v, %d readers", rg, readers), readWith([]FileRange{rg}, base, readers, 0), want)
+			skip := base
+			skip.SkipDocs = 120
+			sameRead(t, fmt.Sprintf("%v, %d readers, skip", rg, readers), readWith([]FileRange{rg}, skip, readers, 0), readWith([]FileRange{rg}, skip, 1, 0))
+		}
+	}
+	if got := readWith([]FileRange{Whole(file)}, base, 3, 0); got.docs[len(got.docs)-1].Line != 300 {
+		t.Fatalf("the last document is on line %d, want 300", got.docs[len(got.docs)-1].Line)
+	}
+	fail := base
+	fail.OnError = Fail
+	want := readWith([]FileRange{Whole(file)}, fail, 1, 0)
+	if want.err == nil || !strings.Contains(want.err.Error(), "line 81:") || !strings.Contains(want.err.Error(), "fix or delete the line") {
+		t.Fatalf("Fail: %v; want line 81, fix or delete the line", want.err)
+	}
+	// (Bytes after the error: how far each reader's buffer had read.)
+	got := readWith([]FileRange{Whole(file)}, fail, 3, 0)
+	got.stats.Bytes, want.stats.Bytes = 0, 0
+	sameRead(t, "Fail", got, want)
+}

@@ -129,7 +129,7 @@ func (r *docReader) readRange(file *os.File, rg FileRange, size int64) error {
 	if first >= end {
 		return nil
 	}
-	span := lineSpan{start: first, end: end, numbered: first == 0}
+	span := lineSpan{start: first, end: end, numbered: first == 0 || r.relativeLines}
 	if mapped, err := r.readMapped(file, name, size, span, rg.Start); mapped {
 		return err
 	}

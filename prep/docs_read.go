@@ -196,6 +196,9 @@ func (r *docReader) readLines(lines lineSource, name string, span lineSpan) erro
 		r.stripe = stripe
 		line, err := lines.next()
 		off += int64(len(line))
+		if r.lines != nil && len(line) > 0 {
+			*r.lines++
+		}
 		switch {
 		case err == io.EOF && len(line) == 0:
 			return nil
@@ -234,7 +237,7 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 		if errors.Is(err, ErrNotObject) {
 			reason = ReasonNotObject
 		}
-		e := lineError(name, n, err, terminated)
+		e := lineError(name, n, n == 1 && !r.relativeLines, err, terminated)
 		e.Offset = at
 		return r.bad(reason, e)
 	}
@@ -268,7 +271,7 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 	}
 	text, badUTF8, err := rec.decode(r.arena)
 	if err != nil {
-		e := lineError(name, n, err, terminated)
+		e := lineError(name, n, n == 1 && !r.relativeLines, err, terminated)
 		e.Offset = at
 		return r.bad(ReasonNotText, e)
 	}

@@ -31,6 +31,12 @@ type docReader struct {
 	fileSize int64
 	member   int64 // the compressed size of the zip member being read; -1 when none
 
+	// A piece of a file cut by ReadRangeBatchesParallel: its lines are numbered from
+	// 1 at its first, which is not the file's first (ReadOptions.relativeLines), and
+	// counted in lines (nil: not counted).
+	relativeLines bool
+	lines         *int64
+
 	// Where JSONL texts are decoded (ReadBatches); nil: each its own string.
 	arena *textArena
 
@@ -42,7 +48,8 @@ type docReader struct {
 
 func newDocReader(ctx context.Context, opt ReadOptions, fn func(Doc) error) *docReader {
 	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError, accept: opt.AcceptTruncated,
-		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples}
+		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples,
+		relativeLines: opt.relativeLines, lines: opt.lines}
 	if r.key == "" {
 		r.key = DefaultTextKey
 	}

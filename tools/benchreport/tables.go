@@ -199,11 +199,11 @@ func decompression(r *report, g *goBench) {
 	if len(readers) == 0 {
 		return
 	}
-	r.printf("## Reading several files at once (four .jsonl.zst files of the mixed corpus, all cores)\n\n| readers | MB of text/s | MB per CPU-second |\n|---|---|---|\n")
+	r.printf("## Several readers at once (64 MB of text of the mixed corpus: four .jsonl.zst files, zst4, or one .jsonl read in pieces, jsonl1; all cores)\n\n| input / readers | MB of text/s | MB per CPU-second |\n|---|---|---|\n")
 	for _, name := range readers {
 		mbs, _ := g.median(name, "MB/s")
 		cpu, _ := g.median(name, "MB/cpu-s")
-		r.printf("| %s | %s | %s |\n", strings.TrimPrefix(name, "BenchmarkReadParallel/readers="), f1(mbs), f1(cpu))
+		r.printf("| %s | %s | %s |\n", strings.ReplaceAll(strings.TrimPrefix(name, "BenchmarkReadParallel/"), "/readers=", " / "), f1(mbs), f1(cpu))
 	}
 	r.printf("\n")
 }
