@@ -299,11 +299,11 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	dead := st.dead[:words]
 	clear(dead)
 	if st.cache == nil {
-		st.cache = make([]uint64, btCacheSize)
-		st.hot = make([]uint16, len(bt.toks))
+		st.cache = writeFault(make([]uint64, btCacheSize))
+		st.hot = writeFault(make([]uint16, len(bt.toks)))
 		st.hotIDs = make([]uint32, 0, btHot)
-		st.longest = make([]btLongestSlot, 1<<btLongestBits)
-		st.pairs = make([]uint64, btHot*btHot/32)
+		st.longest = writeFault(make([]btLongestSlot, 1<<btLongestBits))
+		st.pairs = writeFault(make([]uint64, btHot*btHot/32))
 	}
 	base := len(out)
 	pos := 0
