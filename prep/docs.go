@@ -72,6 +72,9 @@ type ReadOptions struct {
 	// the file's first (the caller adds the lines before), and counted in lines.
 	relativeLines bool
 	lines         *int64
+	// The file as cutRanges found it: a piece whose file is no longer the same (size,
+	// modification time, identity) is an error, not fewer lines.
+	pieceOf os.FileInfo
 }
 
 // Stats count what ReadDocs read. Every record (JSONL line, Parquet row, zip member

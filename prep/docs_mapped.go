@@ -25,6 +25,10 @@ var minMappedSize int64 = 1 << 20
 // past its new end faults).
 var errCutWhileMapped = errors.New("the file got shorter while it was being read")
 
+// errChangedWhileRead: a file read in pieces (ReadRangeBatchesParallel) changed, or was
+// replaced, between the cut and the opening of a piece.
+var errChangedWhileRead = errors.New("the file changed while it was being read")
+
 // readMappedWhole reads the whole plain JSONL file through a memory map, as readMapped
 // does, once it has checked that the data is not compressed (ok and the error if it is).
 func (r *docReader) readMappedWhole(file *os.File, name string, size int64) (ok bool, err error) {

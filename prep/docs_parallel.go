@@ -18,6 +18,10 @@ const parallelAhead = 4
 // on) before fn gets to it, or it waits there and the next pieces are read no sooner.
 const pieceBatches = parallelAhead
 
+// minPieceBytes is the smallest piece: each costs an open, a stat and a map of its file.
+// (A variable for the tests.)
+var minPieceBytes int64 = 1 << 20
+
 // ReadRangeBatchesParallel is ReadRangeBatches with up to readers pieces of the ranges
 // read at once, each on a goroutine of its own, ahead of fn: one reader (decompression
 // and JSON on one core) keeps only a few tokenizers busy. fn gets the same documents in
@@ -29,13 +33,15 @@ const pieceBatches = parallelAhead
 // any is read.
 //
 // The pieces: an uncompressed .jsonl range (a whole file, or a byte range of one) is
-// cut into byte ranges of pieceBatches×batchBytes, which several readers read at once
-// (each piece's lines are numbered from its first; the lines of the pieces before it
-// are added as fn gets them). Any other range is one piece, read by one reader: a
-// compressed stream is decoded from its start, so a reader ahead holds parallelAhead
-// batches of its file and then waits for fn to reach it, and several compressed files
-// are read about as fast as one (BenchmarkReadParallel), with the start of the next
-// ones ready.
+// cut into byte ranges of pieceBatches×batchBytes (at least minPieceBytes), which
+// several readers read at once (each piece's lines are numbered from its first; the
+// lines of the pieces before it are added as fn gets them; a piece whose file changed
+// since the cut is an error). With opt.AcceptTruncated nothing is cut (a piece that
+// fails to read would skip only the rest of itself). Any other range is one piece,
+// read by one reader: a compressed stream is decoded from its start, so a reader ahead
+// holds parallelAhead batches of its file and then waits for fn to reach it, and
+// several compressed files are read about as fast as one (BenchmarkReadParallel), with
+// the start of the next ones ready.
 //
 // The documents that opt.SkipDocs skips are read one piece after another, as
 // ReadRangeBatches reads them; the pieces after them in parallel. Memory: each reader
@@ -48,9 +54,18 @@ func ReadRangeBatchesParallel(ctx context.Context, ranges []FileRange, opt ReadO
 	if err := checkRanges(ranges, opt); err != nil {
 		return Stats{}, err
 	}
-	pieces, err := cutRanges(ranges, int64(pieceBatches)*int64(max(batchBytes, 1)))
-	if err != nil {
-		return Stats{}, err
+	var pieces []rangePiece
+	if opt.AcceptTruncated {
+		// A piece that fails to read would skip only the rest of itself, where
+		// AcceptTruncated skips the rest of the file: no pieces.
+		for k, rg := range ranges {
+			pieces = append(pieces, rangePiece{FileRange: rg, k: k, first: true, last: true})
+		}
+	} else {
+		var err error
+		if pieces, err = cutRanges(ranges, max(int64(pieceBatches)*int64(batchBytes), minPieceBytes)); err != nil {
+			return Stats{}, err
+		}
 	}
 	if len(pieces) <= 1 {
 		return ReadRangeBatches(ctx, ranges, opt, batchBytes, fn)
@@ -67,9 +82,17 @@ func ReadRangeBatchesParallel(ctx context.Context, ranges []FileRange, opt ReadO
 		o := opt
 		o.SkipDocs = skip
 		var n int64
+		var fnErr error
 		st, err := readPiece(ctx, pc, o, batchBytes, &n, func(b []Doc) error {
-			return fn(lines.shift(pc, b))
+			fnErr = fn(lines.shift(pc, b))
+			return fnErr
 		})
+		if fnErr != nil {
+			// fn's own error, as it is (its lines, if it names any, are the file's).
+			st, _ = lines.done(pc, st, n, nil)
+			total.add(st)
+			return total, fnErr
+		}
 		st, err = lines.done(pc, st, n, err)
 		total.add(st)
 		if err != nil {
@@ -146,12 +169,14 @@ func ReadRangeBatchesParallel(ctx context.Context, ranges []FileRange, opt ReadO
 type rangePiece struct {
 	FileRange
 	k           int
-	first, last bool // the range's first and last piece
-	relative    bool // lines numbered from the piece's first (lineBase adds those before)
+	first, last bool        // the range's first and last piece
+	relative    bool        // lines numbered from the piece's first (lineBase adds those before)
+	file        os.FileInfo // for a piece cut from a range: its file when cut
 }
 
 // cutRanges cuts the uncompressed .jsonl ranges of over two pieces' bytes into pieces
-// of about size bytes; the other ranges are one piece each.
+// of about size bytes; the other ranges are one piece each. Each piece checks, when it
+// opens its file, that the file is the one cut (errChangedWhileRead).
 func cutRanges(ranges []FileRange, size int64) ([]rangePiece, error) {
 	var pieces []rangePiece
 	for k, rg := range ranges {
@@ -181,7 +206,7 @@ func cutRanges(ranges []FileRange, size int64) ([]rangePiece, error) {
 				end = to // no short last piece
 			}
 			pieces = append(pieces, rangePiece{FileRange: FileRange{File: rg.File, Start: at, End: end}, k: k,
-				first: at == from, last: end == to, relative: numbered && at > 0})
+				first: at == from, last: end == to, relative: numbered && at > 0, file: fi})
 			if end == to {
 				break
 			}
@@ -193,7 +218,7 @@ func cutRanges(ranges []FileRange, size int64) ([]rangePiece, error) {
 // readPiece is ReadRangeBatches of pc alone, its documents numbered as the caller's
 // ranges' (Doc.Range), its lines counted in lines.
 func readPiece(ctx context.Context, pc rangePiece, opt ReadOptions, batchBytes int, lines *int64, fn func([]Doc) error) (Stats, error) {
-	opt.relativeLines, opt.lines = pc.relative, lines
+	opt.relativeLines, opt.lines, opt.pieceOf = pc.relative, lines, pc.file
 	return ReadRangeBatches(ctx, []FileRange{pc.FileRange}, opt, batchBytes, func(b []Doc) error {
 		for i := range b {
 			b[i].Range = pc.k

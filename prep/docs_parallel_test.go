@@ -102,6 +102,7 @@ func sameRead(t *testing.T, what string, got, want readResult) {
 // progress totals and errors: with skipped documents, a bad record that stops the
 // read (Fail), fn's own error, and a missing file (found before anything is read).
 func TestReadRangeBatchesParallel(t *testing.T) {
+	smallPieces(t)
 	files := parallelCorpus(t)
 	ranges := wholeFiles(files)
 	base := ReadOptions{MaxBadExamples: 3}
@@ -179,6 +180,7 @@ func TestReadRangeBatchesParallelCancel(t *testing.T) {
 // line that is not the file's first: lines of 100 bytes, pieces of 4×2000 bytes, so
 // line 81 starts the second piece.
 func TestReadRangeBatchesParallelPieces(t *testing.T) {
+	smallPieces(t)
 	var sb strings.Builder
 	for k := 1; k <= 300; k++ {
 		var line string
@@ -229,4 +231,54 @@ func TestReadRangeBatchesParallelPieces(t *testing.T) {
 	got := readWith([]FileRange{Whole(file)}, fail, 3, 0)
 	got.stats.Bytes, want.stats.Bytes = 0, 0
 	sameRead(t, "Fail", got, want)
+
+	// fn's own error while documents are skipped: as it is, its line not shifted.
+	skip := base
+	skip.SkipDocs = 100
+	for _, readers := range []int{1, 3} {
+		_, err := ReadRangeBatchesParallel(context.Background(), []FileRange{Whole(file)}, skip, 2000, readers, func(b []Doc) error {
+			for _, d := range b {
+				if d.Line == 150+1 {
+					return &FileError{File: d.Source, Line: d.Line, Err: errFnStop}
+				}
+			}
+			return nil
+		})
+		var fe *FileError
+		if !errors.As(err, &fe) || fe.Line != 151 || !errors.Is(err, errFnStop) {
+			t.Fatalf("%d readers: fn's error came back as %v; want it as it was, line 151", readers, err)
+		}
+	}
+}
+
+// smallPieces lets ReadRangeBatchesParallel cut pieces of a few KB for the test.
+func smallPieces(t *testing.T) {
+	old := minPieceBytes
+	minPieceBytes = 1
+	t.Cleanup(func() { minPieceBytes = old })
+}
+
+// TestReadRangeBatchesParallelFileChanged: a file cut short after it was cut into
+// pieces is an error (a piece opened after sees another size; one mapped before faults
+// past the new end), not a read of fewer lines.
+func TestReadRangeBatchesParallelFileChanged(t *testing.T) {
+	line := `{"text":"` + strings.Repeat("y", 80) + `"}`
+	line += strings.Repeat(" ", 99-len(line)) + "\n"
+	file := writeCorpusFile(t, t.TempDir(), "big.jsonl", strings.Repeat(line, 30000)) // 3 MB: mapped
+	old := minPieceBytes
+	minPieceBytes = 256 << 10
+	t.Cleanup(func() { minPieceBytes = old })
+	truncated := false
+	st, err := ReadRangeBatchesParallel(context.Background(), []FileRange{Whole(file)}, ReadOptions{}, 64<<10, 2, func(b []Doc) error {
+		if !truncated {
+			truncated = true
+			if err := os.Truncate(file, 1500000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, errChangedWhileRead) && !errors.Is(err, errCutWhileMapped) {
+		t.Fatalf("a file cut short while read in pieces: error %v, %d documents; want it said", err, st.Docs)
+	}
 }

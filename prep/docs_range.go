@@ -115,11 +115,14 @@ func (r *docReader) readRange(file *os.File, rg FileRange, size int64) error {
 			if _, err := file.Seek(first, io.SeekStart); err != nil {
 				return &FileError{File: name, Err: err}
 			}
-			br := bufio.NewReaderSize(r.counter, 64<<10)
+			// Looked for within the range only: a line that starts before it and
+			// ends after it leaves the range no line (without the limit, each of the
+			// pieces of a 200 MB line read to its end: ReadRangeBatchesParallel).
+			br := bufio.NewReaderSize(io.LimitReader(r.counter, end-first), 64<<10)
 			skipped, err := skipLine(br)
 			switch {
 			case errors.Is(err, io.EOF):
-				return nil // the file ends inside the line before
+				return nil // the line before goes past the range, or the file ends in it
 			case err != nil:
 				return &FileError{File: name, Err: err}
 			}

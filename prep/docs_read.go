@@ -21,6 +21,9 @@ func (r *docReader) readFile(rg FileRange, f format) error {
 	if err != nil {
 		return &FileError{File: name, Err: err}
 	}
+	if was := r.pieceOf; was != nil && (!os.SameFile(was, fi) || fi.Size() != was.Size() || !fi.ModTime().Equal(was.ModTime())) {
+		return &FileError{File: name, Err: errChangedWhileRead, Hint: "read it again once nothing writes to it"}
+	}
 	r.counter = &countingReader{f: file, limit: -1}
 	r.fileSize, r.member = fi.Size(), -1
 	defer func() {

@@ -36,6 +36,7 @@ type docReader struct {
 	// counted in lines (nil: not counted).
 	relativeLines bool
 	lines         *int64
+	pieceOf       os.FileInfo // ReadOptions.pieceOf
 
 	// Where JSONL texts are decoded (ReadBatches); nil: each its own string.
 	arena *textArena
@@ -49,7 +50,7 @@ type docReader struct {
 func newDocReader(ctx context.Context, opt ReadOptions, fn func(Doc) error) *docReader {
 	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError, accept: opt.AcceptTruncated,
 		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples,
-		relativeLines: opt.relativeLines, lines: opt.lines}
+		relativeLines: opt.relativeLines, lines: opt.lines, pieceOf: opt.pieceOf}
 	if r.key == "" {
 		r.key = DefaultTextKey
 	}
