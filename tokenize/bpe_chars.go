@@ -63,7 +63,7 @@ const (
 // vocabulary; 1.25 MB of bounds and 512 KB of characters).
 func (t *Tokenizer) charTab() *charTables {
 	t.charOnce.Do(func() {
-		ct := &charTables{chars: make([]atomic.Uint64, 1<<16)}
+		ct := &charTables{chars: writeFault(make([]atomic.Uint64, 1<<16))}
 		tabs := make([]uint32, 5<<16)
 		for i := range tabs {
 			tabs[i] = noRank

@@ -81,8 +81,8 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{short: make([]shortSlot, 2*len(short)+1), long: make([]longSlot, 2*len(long)+1),
-		filter: make([]uint64, 1<<vocabFilterBits/64)}
+	v := &vocabTable{short: writeFault(make([]shortSlot, 2*len(short)+1)), long: writeFault(make([]longSlot, 2*len(long)+1)),
+		filter: writeFault(make([]uint64, 1<<vocabFilterBits/64))}
 	keys := make([]uint64, len(short))
 	for i, id := range short {
 		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))
