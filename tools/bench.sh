@@ -129,8 +129,8 @@ go_cmds=(
   "go test ./tokenize -bench '^BenchmarkEncodeBatchWorkers\$' -benchtime $BENCH_TIME -count $BENCH_COUNT -cpu 2"
   "go test ./tokenize/spec -bench LoadInProcess -count $BENCH_COUNT"
   "go test ./cmd/tokenize -bench LoadProcess -benchtime 10x -count $BENCH_COUNT"
-  "BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed go test ./cmd/tokenize -bench CLIVsLibrary -benchtime 2x"
-  "BENCH_CORPUS=$mixed go test ./pipelines -bench EndToEndVsTokenizer -benchtime 2x"
+  "BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed go test ./cmd/tokenize -bench CLIVsLibrary -benchtime 6x"
+  "BENCH_CORPUS=$mixed go test ./pipelines -bench EndToEndVsTokenizer -benchtime 4x"
   "BENCH_CORPUS=$mixed go test ./prep -bench 'Decompress|ReadParallel' -benchtime 3x"
 )
 say "ours: ${go_cmds[0]}"
@@ -142,9 +142,9 @@ run_go "$out/go-load.txt" ./tokenize/spec -bench LoadInProcess -count "$BENCH_CO
 say "ours: ${go_cmds[3]}"
 run_go "$out/go-loadproc.txt" ./cmd/tokenize -bench LoadProcess -benchtime 10x -count "$BENCH_COUNT"
 say "ours: ${go_cmds[4]}"
-BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed run_go "$out/go-cli.txt" ./cmd/tokenize -bench CLIVsLibrary -benchtime 2x
+BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed run_go "$out/go-cli.txt" ./cmd/tokenize -bench CLIVsLibrary -benchtime 6x
 say "ours: ${go_cmds[5]}"
-BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokenizer -benchtime 2x
+BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokenizer -benchtime 4x
 say "ours: ${go_cmds[6]}"
 BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench 'Decompress|ReadParallel' -benchtime 3x
 
