@@ -216,7 +216,8 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 // appendShortTokensGo is the hot loop of encodeSegment (appendShortTokens: in assembly
 // on amd64, shorttokens_amd64.s, with this as its twin): it appends the ids of the pieces
 // of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
-// front cache holds (one to three ids), and stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
+// front cache holds (one to three ids in the slot, or four or more in front.more), and
+// stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
 // text's start that may be loaded, where the loads would overrun: text is a segment of
 // a larger string, whose bytes past the segment the masks drop). It returns dst and the
 // number of pieces done. The table and the
@@ -245,21 +246,41 @@ func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev 
 			return dst[:m], k
 		}
 		var val uint64
+		// pieceKey, little-endian (hi of a piece of up to 8 bytes is its mark alone).
+		lo, hi := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31]|loMark[n&31], hiMark[n&31]
 		if n <= 8 {
-			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
-			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
-			if s.ikey != ^key {
+			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(lo, mask))*unsafe.Sizeof(shortSlot{})))
+			if s.ikey != ^lo {
 				return dst[:m], k
 			}
 			val = s.val
 		} else {
-			lo := *(*uint64)(unsafe.Add(base, prev))
-			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
+			hi |= *(*uint64)(unsafe.Add(base, prev+8)) & hiMask[n&31]
 			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
 			if s.lo != lo || s.ihi != ^hi {
 				return dst[:m], k
 			}
 			val = s.val
+		}
+		c := int(val >> 60)
+		if c == 0 {
+			// Four or more ids, in front.more (the assembly copies them too).
+			ids, ok := front.moreIDs(val, lo, hi)
+			if !ok {
+				return dst[:m], k
+			}
+			if free < len(ids)+frontIDs {
+				dst = slices.Grow(dst[:m], len(ids)+frontIDs)
+				out, free = unsafe.Pointer(unsafe.SliceData(dst)), cap(dst)-m
+			}
+			w := unsafe.Slice((*T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0)))), len(ids))
+			for i, id := range ids {
+				w[i] = T(id)
+			}
+			m += len(ids)
+			free -= len(ids)
+			prev = end
+			continue
 		}
 		if free < frontIDs {
 			dst = slices.Grow(dst[:m], frontIDs)
@@ -267,10 +288,6 @@ func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev 
 		}
 		w := (*[frontIDs]T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0))))
 		w[0], w[1], w[2] = T(val&idMask), T(val>>idBits&idMask), T(val>>(2*idBits)&idMask)
-		c := int(val >> 60)
-		if c == 0 { // four or more ids, in front.more: encodePiece appends them
-			return dst[:m], k
-		}
 		m += c
 		free -= c
 		prev = end
@@ -280,13 +297,17 @@ func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev 
 
 // shortArgs are the arguments and results of the assembly appendShortTokens (the
 // offsets are fixed in shorttokens_amd64.s): the front cache's tables, keyMasks, the
-// text, nends piece ends, the ids' array out with m of them, prev; k, the pieces done.
+// text, nends piece ends, the ids' array out with m of them and room for capOut, prev;
+// front.more (nmore ids); k, the pieces done, and full, whether the loop stopped for
+// want of room in out for a piece of four or more ids.
 type shortArgs struct {
 	table, long, masks, text unsafe.Pointer
 	ends                     unsafe.Pointer
 	nends                    int
 	out                      unsafe.Pointer
 	m, prev, limit, k        int
+	more                     unsafe.Pointer
+	nmore, capOut, full      int
 }
 
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16

@@ -21,6 +21,8 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.nends)-40]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.out)-48]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.k)-80]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.more)-88]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.full)-112]
 	_ = [1]struct{}{}[unsafe.Sizeof(keyMasks)-4*256]
 )
 
@@ -36,7 +38,7 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 		return dst, 0
 	}
 	// The assembly stores three ids a piece: give it as many pieces as dst has room for,
-	// the twin the rest.
+	// the twin the rest (and the piece of four or more ids that the room left cannot take).
 	nk := min(len(ends), (cap(dst)-len(dst))/frontIDs)
 	if !hasShortTokensAsm || nk == 0 {
 		return appendShortTokensGo(front, text, avail, prev, ends, dst)
@@ -46,6 +48,7 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	a := &front.args // its tables set by front.init
 	a.text, a.ends, a.nends = unsafe.Pointer(unsafe.StringData(text)), unsafe.Pointer(&ends[0]), nk
 	a.out, a.m, a.prev, a.limit = unsafe.Pointer(unsafe.SliceData(dst)), len(dst), prev, avail-16
+	a.more, a.nmore, a.capOut, a.full = unsafe.Pointer(unsafe.SliceData(front.more)), len(front.more), cap(dst), 0
 	if unsafe.Sizeof(T(0)) == 8 {
 		shortTokens64(a)
 	} else {
@@ -53,11 +56,11 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	}
 	a.text, a.ends, a.out = nil, nil, nil // the pooled state keeps no text or ids
 	dst = dst[:a.m]
-	if a.k == nk && nk < len(ends) {
+	if a.full != 0 || a.k == nk && nk < len(ends) {
 		// Out of room: the twin goes on, growing dst as it needs.
 		var k int
-		dst, k = appendShortTokensGo(front, text, avail, a.prev, ends[nk:], dst)
-		return dst, nk + k
+		dst, k = appendShortTokensGo(front, text, avail, a.prev, ends[a.k:], dst)
+		return dst, a.k + k
 	}
 	return dst, a.k
 }

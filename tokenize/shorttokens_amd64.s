@@ -24,6 +24,10 @@
 #define ARGS_PREV 64
 #define ARGS_LIMIT 72
 #define ARGS_K 80
+#define ARGS_MORE 88
+#define ARGS_NMORE 96
+#define ARGS_CAP 104
+#define ARGS_FULL 112
 
 DATA hashMul<>+0(SB)/8, $0x9E3779B97F4A7C15
 DATA hashMul<>+8(SB)/8, $0xC2B2AE3D27D4EB4F
@@ -101,9 +105,75 @@ long: \
 	MOVQ R8, ARGS_M(R9) \
 	MOVQ DX, ARGS_PREV(R9)
 
+// RESTORE reloads the front cache's tables and keyMasks, which MORE borrows.
+#define RESTORE \
+	MOVQ a+0(FP), R9 \
+	MOVQ ARGS_TABLE(R9), R10 \
+	MOVQ ARGS_LONG(R9), R11 \
+	MOVQ ARGS_MASKS(R9), R12
+
+// MORE appends the ids of a piece whose value has count 0 (four or more ids, in
+// front.more: frontCache.moreIDs), its value's three 20-bit fields just stored at
+// out[m:m+3] (the value is rebuilt from them: no register was free to keep it). It
+// checks, as moreIDs does, that more still holds the piece (off+4+n <= len(more), the
+// piece's key before its ids), and that out keeps room for three ids for each piece
+// after this one (as the caller gave it: cap); if not, it ends the loop (full set
+// when for want of room).
+#define MORE(MOV, SIZE, loop, done, miss, full, copy) \
+	MOV  (DI)(R8*SIZE), R15 \
+	MOV  SIZE(DI)(R8*SIZE), R9 \
+	SHLQ $20, R9 \
+	ORQ  R9, R15 \
+	MOV  (2*SIZE)(DI)(R8*SIZE), R9 \
+	SHLQ $40, R9 \
+	ORQ  R9, R15 \
+	MOVQ (CX)(DX*1), R14 \
+	ANDQ 0(R12)(R13*8), R14 \
+	ORQ  256(R12)(R13*8), R14 \
+	MOVQ 8(CX)(DX*1), R11 \
+	ANDQ 512(R12)(R13*8), R11 \
+	ORQ  768(R12)(R13*8), R11 \
+	MOVL R15, R12 \
+	SHRQ $32, R15 \
+	MOVQ a+0(FP), R10 \
+	LEAQ 4(R12)(R15*1), R9 \
+	CMPQ R9, ARGS_NMORE(R10) \
+	JA   miss \
+	MOVQ BX, R9 \
+	SUBQ AX, R9 \
+	SUBQ $8, R9 \
+	SHRQ $3, R9 \
+	LEAQ (R9)(R9*2), R9 \
+	ADDQ R8, R9 \
+	ADDQ R15, R9 \
+	CMPQ R9, ARGS_CAP(R10) \
+	JA   full \
+	MOVQ ARGS_MORE(R10), R10 \
+	CMPQ (R10)(R12*4), R14 \
+	JNE  miss \
+	CMPQ 8(R10)(R12*4), R11 \
+	JNE  miss \
+	LEAQ 16(R10)(R12*4), R10 \
+copy: \
+	MOVL (R10), R14 \
+	MOV  R14, (DI)(R8*SIZE) \
+	ADDQ $4, R10 \
+	INCQ R8 \
+	DECQ R15 \
+	JNZ  copy \
+	ADDQ R13, DX \
+	ADDQ $8, AX \
+	RESTORE \
+	JMP  loop \
+full: \
+	MOVQ $1, ARGS_FULL(R10) \
+miss: \
+	RESTORE \
+	JMP  done
+
 // SHORT_TOKENS is the loop, storing ids with MOV (MOVQ or MOVL) at SIZE bytes each; a
-// value of count 0 (four or more ids) ends it: encodePiece appends those.
-#define SHORT_TOKENS(MOV, SIZE, long, found, loop, done) \
+// value of count 0 (four or more ids) goes through MORE.
+#define SHORT_TOKENS(MOV, SIZE, long, found, loop, done, more, miss, full, copy) \
 	LOAD_ARGS \
 loop: \
 	NEXT(done) \
@@ -119,19 +189,21 @@ found: \
 	ANDL  $0xFFFFF, R9 \
 	MOV   R9, (2*SIZE)(DI)(R8*SIZE) \
 	SHRQ  $60, R15 \
-	JZ    done \
+	JZ    more \
 	ADDQ  R15, R8 \
 	ADDQ  R13, DX \
 	ADDQ  $8, AX \
 	JMP   loop \
+more: \
+	MORE(MOV, SIZE, loop, done, miss, full, copy) \
 done: \
 	STORE_BACK \
 	RET
 
 // func shortTokens64(a *shortArgs)
 TEXT ·shortTokens64(SB), NOSPLIT, $0-8
-	SHORT_TOKENS(MOVQ, 8, long64, found64, loop64, done64)
+	SHORT_TOKENS(MOVQ, 8, long64, found64, loop64, done64, more64, miss64, full64, copy64)
 
 // func shortTokens32(a *shortArgs)
 TEXT ·shortTokens32(SB), NOSPLIT, $0-8
-	SHORT_TOKENS(MOVL, 4, long32, found32, loop32, done32)
+	SHORT_TOKENS(MOVL, 4, long32, found32, loop32, done32, more32, miss32, full32, copy32)

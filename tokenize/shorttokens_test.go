@@ -3,6 +3,7 @@ package tokenize
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +15,12 @@ import (
 func TestShortTokensTwin(t *testing.T) {
 	tok := sharedTokenizer(t, "gpt2")
 	rng := rand.New(rand.NewPCG(5, 6))
-	text := randomSplitText(rng, 20000) + " the quick brown fox's international interconnectedness 12345678 ...."
+	// Words of four or more tokens (front.more) among the rest, many in a row.
+	var many strings.Builder
+	for range 300 {
+		many.WriteString([]string{" GLOUCESTER", " XQZJVK", " interconnectedness", " the", " Pneumonoultra", "\n\nKING RICHARD"}[rng.IntN(6)])
+	}
+	text := randomSplitText(rng, 20000) + " the quick brown fox's international interconnectedness 12345678 ...." + many.String() + randomSplitText(rng, 2000)
 	st := tok.getState()
 	defer tok.putState(st)
 	st.front.init()
@@ -31,7 +37,7 @@ func TestShortTokensTwin(t *testing.T) {
 				prev = ends[from-1]
 			}
 			batch := ends[from:min(len(ends), from+200)]
-			for _, room := range []int{0, 1, 5, 1000} {
+			for _, room := range []int{0, 1, 3, 5, 7, 12, 1000} {
 				want, wantK := appendShortTokensGo(&st.front, text, avail, prev, batch, make([]int, 3, 3+room))
 				got, gotK := appendShortTokens(&st.front, text, avail, prev, batch, make([]int, 3, 3+room))
 				if gotK != wantK || !slices.Equal(got, want) {
