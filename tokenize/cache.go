@@ -215,7 +215,7 @@ func (f *frontCache) find(lo, hi uint64, n int) (uint64, bool) {
 // piece's ids follow its key there.
 func (f *frontCache) moreIDs(val, lo, hi uint64) ([]uint32, bool) {
 	off, n := uint32(val), uint32(val>>32)&0xFFFF
-	if uint64(off)+4+uint64(n) > uint64(len(f.more)) {
+	if n == 0 || uint64(off)+4+uint64(n) > uint64(len(f.more)) { // (n 0: no value putIDs makes)
 		return nil, false
 	}
 	m := f.more[off : off+4+n]

@@ -54,7 +54,7 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	} else {
 		shortTokens32(a)
 	}
-	a.text, a.ends, a.out = nil, nil, nil // the pooled state keeps no text or ids
+	a.text, a.ends, a.out, a.more = nil, nil, nil, nil // the pooled state keeps no text or ids
 	dst = dst[:a.m]
 	if a.full != 0 || a.k == nk && nk < len(ends) {
 		// Out of room: the twin goes on, growing dst as it needs.

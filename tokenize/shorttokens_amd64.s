@@ -8,7 +8,7 @@
 //
 //	AX ends (current)  BX ends' end  CX text  DX prev  SI limit  DI out  R8 m
 //	R10 front.slots    R11 front.long  R12 keyMasks  R13 n  R14 key  R15 slot, value
-//	R9 scratch
+//	R9 scratch (MORE, a piece of four or more ids, borrows R10-R12 and restores them)
 //
 // The caller leaves room for three ids per piece in out: each value's three ids are
 // stored (RORX: BMI2), then m moves by its count.
@@ -135,6 +135,8 @@ long: \
 	ORQ  768(R12)(R13*8), R11 \
 	MOVL R15, R12 \
 	SHRQ $32, R15 \
+	ANDL $0xFFFF, R15 \
+	JZ   miss \
 	MOVQ a+0(FP), R10 \
 	LEAQ 4(R12)(R15*1), R9 \
 	CMPQ R9, ARGS_NMORE(R10) \
