@@ -217,16 +217,47 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 // on amd64, shorttokens_amd64.s, with this as its twin): it appends the ids of the pieces
 // of text (ends as in splitter, ends[-1] taken as prev) of at most 16 bytes that the
 // front cache holds (one to three ids in the slot, or four or more in front.more), and
-// stops at the first piece that is not (or that starts within 16 bytes of the end of the avail bytes from
-// text's start that may be loaded, where the loads would overrun: text is a segment of
-// a larger string, whose bytes past the segment the masks drop). It returns dst and the
-// number of pieces done. The table and the
-// text come as bare pointers, so that the few values the loop needs stay in registers
-// (the bounds are known: the index is a hash shifted to below len(short), and the load
-// is checked against len(text)-8).
+// stops at the first piece that is not (or that starts within 16 bytes of the end of the
+// avail bytes from text's start that may be loaded, where the loads would overrun: text
+// is a segment of a larger string, whose bytes past the segment the masks drop). It
+// returns dst and the number of pieces done.
+//
+// The loop itself (shortTokensGo) stops at a piece of four or more ids too, which this
+// appends before going on: appending them inside the loop made the compiler keep fewer
+// values in registers across it (5-8% slower, with -tags noasm).
 func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) ([]T, int) {
+	done := 0
+	for {
+		var k int
+		var val uint64
+		dst, k, val = shortTokensGo(front, text, avail, prev, ends[done:], dst)
+		if done += k; val == 0 {
+			return dst, done
+		}
+		if done > 0 {
+			prev = ends[done-1]
+		}
+		lo, hi := pieceKey(text, prev, ends[done]-prev) // (prev <= avail-16: 16 bytes readable)
+		ids, ok := front.moreIDs(val, lo, hi)
+		if !ok {
+			return dst, done
+		}
+		for _, id := range ids {
+			dst = append(dst, T(id))
+		}
+		done++
+		prev = ends[done-1]
+	}
+}
+
+// shortTokensGo is the loop of appendShortTokensGo. It stops at a piece of four or more
+// ids with that piece's value (count 0) in val, else with val 0. The table and the text
+// come as bare pointers, so that the few values the loop needs stay in registers (the
+// bounds are known: the index is a hash shifted to below len(short), and the load is
+// checked against len(text)-8).
+func shortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, ends []int, dst []T) (_ []T, k int, val uint64) {
 	if avail < 16 || len(front.slots) == 0 {
-		return dst, 0
+		return dst, 0, 0
 	}
 	table, long, base, limit := unsafe.Pointer(&front.slots[0]), unsafe.Pointer(&front.long[0]), unsafe.Pointer(unsafe.StringData(text)), avail-16
 	mask := uint64(len(front.slots) - 1)
@@ -243,44 +274,24 @@ func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev 
 	for k, end := range ends {
 		n := end - prev
 		if uint(n-1) >= 16 || prev > limit {
-			return dst[:m], k
+			return dst[:m], k, 0
 		}
 		var val uint64
-		// pieceKey, little-endian (hi of a piece of up to 8 bytes is its mark alone).
-		lo, hi := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31]|loMark[n&31], hiMark[n&31]
 		if n <= 8 {
-			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(lo, mask))*unsafe.Sizeof(shortSlot{})))
-			if s.ikey != ^lo {
-				return dst[:m], k
+			key := *(*uint64)(unsafe.Add(base, prev))&loMask[n&31] | loMark[n&31] // pieceKey, little-endian
+			s := (*shortSlot)(unsafe.Add(table, uintptr(shortIndex(key, mask))*unsafe.Sizeof(shortSlot{})))
+			if s.ikey != ^key {
+				return dst[:m], k, 0
 			}
 			val = s.val
 		} else {
-			hi |= *(*uint64)(unsafe.Add(base, prev+8)) & hiMask[n&31]
+			lo := *(*uint64)(unsafe.Add(base, prev))
+			hi := *(*uint64)(unsafe.Add(base, prev+8))&hiMask[n&31] | hiMark[n&31]
 			s := (*frontLong)(unsafe.Add(long, uintptr(frontLongIndex(lo, hi))*unsafe.Sizeof(frontLong{})))
 			if s.lo != lo || s.ihi != ^hi {
-				return dst[:m], k
+				return dst[:m], k, 0
 			}
 			val = s.val
-		}
-		c := int(val >> 60)
-		if c == 0 {
-			// Four or more ids, in front.more (the assembly copies them too).
-			ids, ok := front.moreIDs(val, lo, hi)
-			if !ok {
-				return dst[:m], k
-			}
-			if free < len(ids)+frontIDs {
-				dst = slices.Grow(dst[:m], len(ids)+frontIDs)
-				out, free = unsafe.Pointer(unsafe.SliceData(dst)), cap(dst)-m
-			}
-			w := unsafe.Slice((*T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0)))), len(ids))
-			for i, id := range ids {
-				w[i] = T(id)
-			}
-			m += len(ids)
-			free -= len(ids)
-			prev = end
-			continue
 		}
 		if free < frontIDs {
 			dst = slices.Grow(dst[:m], frontIDs)
@@ -288,11 +299,15 @@ func appendShortTokensGo[T tokenID](front *frontCache, text string, avail, prev 
 		}
 		w := (*[frontIDs]T)(unsafe.Add(out, uintptr(m)*unsafe.Sizeof(T(0))))
 		w[0], w[1], w[2] = T(val&idMask), T(val>>idBits&idMask), T(val>>(2*idBits)&idMask)
+		c := int(val >> 60)
+		if c == 0 { // four or more ids, in front.more: appendShortTokensGo appends them
+			return dst[:m], k, val
+		}
 		m += c
 		free -= c
 		prev = end
 	}
-	return dst[:m], len(ends)
+	return dst[:m], len(ends), 0
 }
 
 // shortArgs are the arguments and results of the assembly appendShortTokens (the
