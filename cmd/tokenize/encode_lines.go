@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"gptkit/internal/progress"
@@ -16,14 +18,21 @@ import (
 )
 
 // encodeLines runs --jsonl encoding as a pipeline. A reader goroutine cuts stdin into
-// batches of about batchBytes and queues each batch for the writer in input order and
-// for the workers; a worker parses, encodes and formats all the lines of a batch into
+// batches of about batchBytes (a regular file through a memory map: stdin_mapped.go)
+// and queues each batch for the writer in input order and for the workers; a worker parses, encodes and formats all the lines of a batch into
 // one buffer; the writer (this goroutine) waits for each batch in turn and writes it.
 // At most batchQueue batches per worker are in flight, which bounds memory; buffers go
 // back to the reader for the next batches.
 //
 // bar, if not nil, counts the input bytes and lines of each batch once it is written.
+// It returns once the reader and the workers have stopped.
 func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar, ft *idText) error {
+	mapped := mapStdin(in)
+	if mapped != nil {
+		defer mapped.unmap() // after the reader and the workers have stopped (below)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the reader and the workers on an early return
 
@@ -31,17 +40,31 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	jobs := make(chan *lineBatch, batchQueue*workers)
 	free := make(chan *lineBatch, batchQueue*workers+2)
 	for range workers {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
+			if mapped != nil {
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			}
 			var sc lineScratch
 			for b := range jobs {
-				b.encode(tok, textKey, ft, &sc)
+				if ctx.Err() == nil {
+					b.encodeFrom(mapped, tok, textKey, ft, &sc)
+				}
 				close(b.done)
 			}
 		}()
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		defer close(jobs)
 		defer close(batches)
+		if mapped != nil {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			readMappedBatches(ctx, mapped, batches, jobs, free)
+			return
+		}
 		readBatches(ctx, &chunkReader{r: &contextReader{ctx: ctx, r: in}}, batches, jobs, free)
 	}()
 
@@ -94,6 +117,8 @@ type lineBatch struct {
 	ends      []int  // line i is data[ends[i-1]+1:ends[i]], with ends[-1] taken as -1
 	readErr   error  // error reading stdin after the last line, if any
 
+	encoded int // lines encoded so far (where a fault on a mapped stdin happened)
+
 	out  []byte        // one JSON array and a newline per line
 	err  error         // the first bad line (a *lineError); out holds the lines before it
 	done chan struct{} // closed once out and err are set
@@ -120,6 +145,7 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 		}
 	}()
 	for i := range b.ends {
+		b.encoded = i
 		var err error
 		sc.text, err = appendTextField(sc.text[:0], b.line(i), textKey)
 		text := unsafe.String(unsafe.SliceData(sc.text), len(sc.text))
@@ -136,6 +162,21 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 		}
 		b.out = ft.appendArray(b.out, ids)
 	}
+}
+
+// encodeFrom is encode over a batch whose data may be a slice of m, a mapped stdin
+// (nil if not): a fault on the mapping becomes the batch's error.
+func (b *lineBatch) encodeFrom(m *stdinMap, tok *tokenize.Tokenizer, textKey string, ft *idText, sc *lineScratch) {
+	if m == nil {
+		b.encode(tok, textKey, ft, sc)
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			b.err = &lineError{line: b.firstLine + b.encoded, err: m.faultIn(p)}
+		}
+	}()
+	b.encode(tok, textKey, ft, sc)
 }
 
 // maxScratchText is the most text a worker keeps room for between batches.
@@ -226,15 +267,8 @@ const readSize = 256 << 10
 // the end of the input an unended line is the last line; after a failed read it is
 // dropped.
 func (b *lineBatch) cutLines(cr *chunkReader) {
-	start := 0
-	for len(b.ends) < batchLines {
-		k := bytes.IndexByte(b.data[start:], '\n')
-		if k < 0 {
-			break
-		}
-		b.ends = append(b.ends, start+k)
-		start += k + 1
-	}
+	var start int
+	b.ends, start = cutLineEnds(b.ends, b.data, len(b.data), false)
 	switch rest := b.data[start:]; {
 	case len(rest) == 0:
 	case len(b.ends) == batchLines || !cr.eof && cr.err == nil:

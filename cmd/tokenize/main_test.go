@@ -26,7 +26,7 @@ import (
 
 // alphabetSpec writes a character vocabulary of "\n", " " and a-z (ids 0, 1, 2-27,
 // so "a" is 2 and "b" is 3), quick to load for the tests of line handling.
-func alphabetSpec(t *testing.T) string {
+func alphabetSpec(t testing.TB) string {
 	t.Helper()
 	data, err := tokenize.NewCharsFromText("\n abcdefghijklmnopqrstuvwxyz", "alphabet").MarshalChars()
 	if err != nil {

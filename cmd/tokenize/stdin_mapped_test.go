@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/internal/testfiles"
+)
+
+// TestEncodeJSONLMappedStdin: `encode --jsonl` from a regular file (read through a
+// memory map) writes what it writes from a stream of the same bytes, errors included:
+// lines cut into batches by size and by count, a line longer than a batch, no final
+// newline, a bad line, and stdin at an offset into the file.
+func TestEncodeJSONLMappedStdin(t *testing.T) {
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1 // map the small files too
+	gpt2 := testfiles.Path(t, "tokenizers/gpt2")
+	alphabet := alphabetSpec(t)
+	golden, _, _ := goldenLines(t, 50)
+	short := strings.Repeat(`{"text":"ab"}`+"\n", 3*batchLines+5)
+	long := `{"text":"` + strings.Repeat("abc ", batchBytes/3) + `"}` + "\n"
+	for _, tc := range []struct {
+		name, spec, input string
+		skip              int // stdin starts this many bytes into the file
+	}{
+		{"golden", gpt2, strings.Join(golden, "\n") + "\n", 0},
+		{"no final newline", gpt2, strings.Join(golden, "\n"), 0},
+		{"batches by count", alphabet, short, 0},
+		{"a line longer than a batch", alphabet, short + long + short, 0},
+		{"bad line", alphabet, short + `{"text":"ab"` + "\n" + short, 0},
+		{"empty line", alphabet, short + "\n" + short, 0},
+		{"at an offset", gpt2, strings.Join(golden, "\n") + "\n", len(golden[0]) + 1},
+		{"at an offset mid-line", alphabet, short, 5},
+	} {
+		for _, workers := range []string{"1", "3"} {
+			t.Run(tc.name+"/workers="+workers, func(t *testing.T) {
+				args := []string{"encode", "--tokenizer", tc.spec, "--jsonl", "--workers", workers, "--progress", "off"}
+				var wantOut, wantErr bytes.Buffer
+				wantCode := run(context.Background(), args, strings.NewReader(tc.input[tc.skip:]), &wantOut, &wantErr)
+
+				path := filepath.Join(t.TempDir(), "in.jsonl")
+				if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if _, err := f.Seek(int64(tc.skip), io.SeekStart); err != nil {
+					t.Fatal(err)
+				}
+				m := mapStdin(f)
+				if m == nil {
+					t.Fatal("stdin was not mapped")
+				}
+				m.unmap()
+				var out, errOut bytes.Buffer
+				code := run(context.Background(), args, f, &out, &errOut)
+				if code != wantCode || out.String() != wantOut.String() || errOut.String() != wantErr.String() {
+					t.Fatalf("mapped: exit %d, %d bytes of stdout, stderr %q; as a stream: exit %d, %d bytes, stderr %q",
+						code, out.Len(), errOut.String(), wantCode, wantOut.Len(), wantErr.String())
+				}
+				if tc.name == "bad line" && !strings.Contains(errOut.String(), "stdin line 24582:") {
+					t.Errorf("stderr %q, want it to name line %d", errOut.String(), 3*batchLines+6)
+				}
+			})
+		}
+	}
+}
+
+// TestEncodeJSONLMappedStdinCut: a mapped stdin that gets shorter while it is read is
+// an error that says so (the fault on the mapping is caught), not a crash.
+func TestEncodeJSONLMappedStdinCut(t *testing.T) {
+	alphabet := alphabetSpec(t)
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	input := strings.Repeat(`{"text":"ab"}`+"\n", 4*batchLines)
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1
+	stdinMappedHook = func(f *os.File) {
+		if err := os.Truncate(path, 0); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { stdinMappedHook = nil }()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, f, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "stdin line 1: the file got shorter while it was being read") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// FuzzEncodeJSONLMappedStdin holds `encode --jsonl` from a mapped regular file to the
+// same bytes read as a stream: stdout, stderr and exit code, at any offset.
+func FuzzEncodeJSONLMappedStdin(f *testing.F) {
+	f.Add([]byte(`{"text":"ab"}`+"\n"+`{"text":"b a"}`), uint8(0))
+	f.Add([]byte("\n\n"+`{"text":"ab"}`+"\n"), uint8(1))
+	f.Add([]byte(`{"text":["a","b"]}`+"\n"+`{"text":"c"`+"\n"), uint8(3))
+	f.Add([]byte(`{"meta":1,"text":"\u0061"}`), uint8(2))
+	alphabet := alphabetSpec(f)
+	dir := f.TempDir()
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1
+	f.Fuzz(func(t *testing.T, input []byte, skip uint8) {
+		if int(skip) >= len(input) {
+			return // mapStdin takes files of at least a byte from the offset on
+		}
+		args := []string{"encode", "--tokenizer", alphabet, "--jsonl", "--workers", "2", "--progress", "off"}
+		var wantOut, wantErr bytes.Buffer
+		wantCode := run(context.Background(), args, bytes.NewReader(input[skip:]), &wantOut, &wantErr)
+		path := filepath.Join(dir, "in.jsonl")
+		if err := os.WriteFile(path, input, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		file, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		if _, err := file.Seek(int64(skip), io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, file, &out, &errOut)
+		if code != wantCode || out.String() != wantOut.String() || errOut.String() != wantErr.String() {
+			t.Fatalf("mapped: exit %d, stdout %q, stderr %q; as a stream: exit %d, stdout %q, stderr %q",
+				code, out.String(), errOut.String(), wantCode, wantOut.String(), wantErr.String())
+		}
+	})
+}
