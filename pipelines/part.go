@@ -96,7 +96,7 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 
 // Slice returns what the run reads, split by split: every input whole, or, for one part
 // of a partitioned run (NumWorkers > 0), its slice (see Partition); and the bytes that
-// is, for a progress bar's total.
+// is, for a progress bar's total (with LocalParts, the bytes all the parts read).
 func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
 	sizes := map[string]int64{}
 	for _, s := range r.splits() {
@@ -118,6 +118,15 @@ func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
 	} else {
 		for _, s := range r.splits() {
 			slice = append(slice, SplitRanges{Split: s.Split, Ranges: wholeRanges(s.Inputs)})
+		}
+		if r.LocalParts > 1 {
+			// The bytes all the parts read: each part that shares a compressed file by
+			// stripes reads all of it.
+			var total int64
+			for _, part := range Partition(r.splits(), size, r.LocalParts, r.stripeSize()) {
+				total += sliceBytes(part, size)
+			}
+			return slice, total, nil
 		}
 	}
 	return slice, sliceBytes(slice, size), nil

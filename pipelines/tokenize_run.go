@@ -92,6 +92,13 @@ type TokenizeRun struct {
 	// already merged in Dir is not redone either. Every part of a run must be given the
 	// same inputs (names and sizes), tokenizer and settings.
 	NumWorkers, WorkerIndex int
+	// LocalParts, when more than 1, runs the job as a partitioned run of LocalParts
+	// parts (see NumWorkers) that all run at once in this process, each with its share
+	// of Workers and its own readers, and then merges them (shards.MergeParts): the
+	// same documents in the same order, in the parts' shards. Several compressed
+	// inputs are then read LocalParts at a time instead of one (see
+	// SuggestLocalParts). Not with NumWorkers.
+	LocalParts int
 
 	hooks testHooks
 	// stripeBytes is the stripe size of a partitioned run (0: DefaultStripeBytes):
@@ -181,7 +188,12 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if r.hooks.now != nil {
 		now = r.hooks.now
 	}
-	if r.NumWorkers > 0 {
+	switch {
+	case r.LocalParts > 1 && r.NumWorkers > 0:
+		return nil, RunStats{}, errors.New("a run is either local parts (LocalParts) or a part of a partitioned run (NumWorkers), not both")
+	case r.LocalParts > 1:
+		return r.runLocalParts(ctx)
+	case r.NumWorkers > 0:
 		return r.runPart(ctx)
 	}
 	start := now()

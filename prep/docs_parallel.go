@@ -325,6 +325,22 @@ func (s *Stats) add(o Stats) {
 	s.BadRecords.merge(o.BadRecords)
 }
 
+// MergeBadRecords returns a report of a's records and b's (either may be nil): their
+// counts added, a's examples and then b's, up to a's limit of examples of each reason.
+// a is not changed.
+func MergeBadRecords(a, b *BadRecordReport) *BadRecordReport {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	m := &BadRecordReport{Counts: map[string]int64{}, max: a.max}
+	m.merge(a)
+	m.merge(b)
+	return m
+}
+
 // merge adds o's counts and examples to r's (up to r's limit of examples of each
 // reason).
 func (r *BadRecordReport) merge(o *BadRecordReport) {

@@ -40,6 +40,7 @@ type jobFlags struct {
 	dryRun      bool
 	task        pipelines.ArrayTask // resolved by check
 	partitioned bool
+	localParts  int // --parts: parts run at once in this process
 }
 
 func (f *jobFlags) register(c *cli.Command) {
@@ -66,6 +67,7 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.IntVar(&f.arraySize, "array-size", 16, "with --slurm: the number of array tasks `W` (parts)")
 	fs.StringVar(&f.sbatchArgs, "sbatch-args", "", "with --slurm: more sbatch options for both jobs, space-separated (e.g. \"--partition=cpu --time=4:00:00 --cpus-per-task=16\"), written into the scripts as #SBATCH lines")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "with --slurm: print the scripts and the sbatch commands instead of writing and submitting them")
+	fs.IntVar(&f.localParts, "parts", 1, "tokenize as `K` parts of a partitioned run at once in this process, each with its share of --workers, merged at the end: several compressed files are read K at a time instead of one (1: one run)")
 }
 
 // check returns a usage error message, or "".
@@ -96,6 +98,10 @@ func (f *jobFlags) check() string {
 		return "--array-size must be at least 1"
 	case f.dryRun && !f.slurm:
 		return "--dry-run goes with --slurm"
+	case f.localParts < 1 || f.localParts > f.workers:
+		return fmt.Sprintf("--parts is %d, want 1 to --workers (%d)", f.localParts, f.workers)
+	case f.localParts > 1 && (f.slurm || f.mergeParts || f.numWorkers >= 0 || f.workerIndex >= 0):
+		return "--parts runs a partitioned run in this process: not with --slurm, --merge-parts, --num-workers or --worker-index"
 	case f.mergeParts && f.workerIndex >= 0:
 		return "--merge-parts merges every part: drop --worker-index"
 	case f.mergeParts && f.numWorkers < 0:
@@ -109,6 +115,9 @@ func (f *jobFlags) check() string {
 		return err.Error()
 	}
 	f.task, f.partitioned = task, ok
+	if ok && f.localParts > 1 {
+		return "--parts runs a partitioned run in this process: not in an array job's task"
+	}
 	return ""
 }
 

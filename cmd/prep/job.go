@@ -183,9 +183,20 @@ func (j *job) run(ctx context.Context) int {
 			}
 		},
 	}
-	if f.partitioned {
+	switch {
+	case f.partitioned:
 		run.NumWorkers, run.WorkerIndex = f.task.Count, f.task.Index
 		j.log.Info("partitioned run", "part", f.task.Index, "of", f.task.Count, "index_from", f.task.IndexFrom, "count_from", f.task.CountFrom)
+	case f.localParts > 1:
+		run.LocalParts = f.localParts
+	default:
+		var inputs []string
+		for _, s := range splits {
+			inputs = append(inputs, s.Inputs...)
+		}
+		if k := pipelines.SuggestLocalParts(inputs, f.workers); k > 1 {
+			j.log.Info("several compressed inputs are read one at a time, which keeps about 5 workers busy", "workers", f.workers, "hint", fmt.Sprintf("--parts %d reads %d at once", k, k))
+		}
 	}
 	_, total, err := run.Slice()
 	if err != nil {

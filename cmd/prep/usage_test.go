@@ -40,6 +40,10 @@ func TestUsage(t *testing.T) {
 		{"--slurm with --num-workers", []string{"pile", "-d", "d", "--slurm", "--num-workers", "3"}, 2, []string{"use --array-size W"}},
 		{"bad --array-size", []string{"pile", "-d", "d", "--slurm", "--array-size", "0"}, 2, []string{"--array-size must be at least 1"}},
 		{"--dry-run alone", []string{"pile", "-d", "d", "--dry-run"}, 2, []string{"--dry-run goes with --slurm"}},
+		{"--parts 0", []string{"pile", "-d", "d", "--parts", "0"}, 2, []string{"--parts is 0, want 1 to --workers"}},
+		{"--parts over --workers", []string{"pile", "-d", "d", "--parts", "3", "--workers", "2"}, 2, []string{"--parts is 3, want 1 to --workers (2)"}},
+		{"--parts with --slurm", []string{"pile", "-d", "d", "--parts", "2", "--workers", "4", "--slurm"}, 2, []string{"--parts runs a partitioned run in this process"}},
+		{"--parts with --num-workers", []string{"pile", "-d", "d", "--parts", "2", "--workers", "4", "--num-workers", "2", "--worker-index", "0"}, 2, []string{"--parts runs a partitioned run in this process"}},
 		{"--worker-index alone", []string{"pile", "-d", "d", "--worker-index", "1"}, 2, []string{"--worker-index 1 needs --num-workers W"}},
 		{"--worker-index too big", []string{"pile", "-d", "d", "--num-workers", "2", "--worker-index", "2"}, 2, []string{"worker index 2 (--worker-index) is not in [0, 2)"}},
 		{"--merge-parts with an index", []string{"pile", "-d", "d", "--merge-parts", "--worker-index", "1"}, 2, []string{"drop --worker-index"}},
@@ -90,7 +94,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"--on-error": `"skip"`, "--max-error-rate": "0.01", "--accept-truncated": "false", "--overwrite": "false", "--s3-endpoint": `""`,
 		"--s3-path-style": "false", "--progress": `"auto"`,
 		"--num-workers": "-1", "--worker-index": "-1", "--merge-parts": "false", "--slurm": "false",
-		"--array-size": "16", "--sbatch-args": `""`, "--dry-run": "false",
+		"--array-size": "16", "--sbatch-args": `""`, "--dry-run": "false", "--parts": "1",
 	}
 	for _, tt := range []struct {
 		args  []string

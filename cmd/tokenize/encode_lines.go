@@ -25,14 +25,21 @@ import (
 // back to the reader for the next batches.
 //
 // bar, if not nil, counts the input bytes and lines of each batch once it is written.
-// It returns once the reader and the workers have stopped.
+// It returns once the reader and the workers have stopped; with a mapped stdin it
+// leaves stdin's offset after the batches written.
 func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar, ft *idText) error {
 	mapped := mapStdin(in)
-	if mapped != nil {
-		defer mapped.unmap() // after the reader and the workers have stopped (below)
-	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	var consumed int64 // input bytes of the batches written
+	defer func() {
+		// (After cancel, below.) Nothing reads stdin, or the mapping, any more: a
+		// worker finishes the line it encodes, a blocked read is abandoned.
+		wg.Wait()
+		if mapped != nil {
+			mapped.unmap()
+			mapped.done(consumed)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the reader and the workers on an early return
 
@@ -48,7 +55,9 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 			}
 			var sc lineScratch
 			for b := range jobs {
-				if ctx.Err() == nil {
+				if err := ctx.Err(); err != nil {
+					b.err = err // not encoded: the writer must not take it for done
+				} else {
 					b.encodeFrom(mapped, tok, textKey, ft, &sc)
 				}
 				close(b.done)
@@ -75,7 +84,7 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 			return ctx.Err()
 		case next, ok := <-batches:
 			if !ok {
-				return nil
+				return ctx.Err() // (not nil if the reader stopped for it)
 			}
 			b = next
 		}
@@ -91,6 +100,7 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 			return b.err
 		}
 		bar.Add(b.size, int64(len(b.ends)))
+		consumed += b.size
 		if b.readErr != nil {
 			return b.readErr
 		}
@@ -102,11 +112,13 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 }
 
 // Batching: a batch closes once it holds batchBytes of text or batchLines lines.
-const (
+// (Variables for the tests: FuzzEncodeJSONLMappedStdin makes them small.)
+var (
 	batchBytes = 1 << 20
 	batchLines = 8192
-	batchQueue = 2
 )
+
+const batchQueue = 2
 
 // lineBatch is a run of consecutive input lines and, once done is closed, their ids as
 // JSON arrays (up to the first bad line, whose error err is).
@@ -267,8 +279,15 @@ const readSize = 256 << 10
 // the end of the input an unended line is the last line; after a failed read it is
 // dropped.
 func (b *lineBatch) cutLines(cr *chunkReader) {
-	var start int
-	b.ends, start = cutLineEnds(b.ends, b.data, len(b.data), false)
+	start := 0
+	for len(b.ends) < batchLines {
+		k := bytes.IndexByte(b.data[start:], '\n')
+		if k < 0 {
+			break
+		}
+		b.ends = append(b.ends, start+k)
+		start += k + 1
+	}
 	switch rest := b.data[start:]; {
 	case len(rest) == 0:
 	case len(b.ends) == batchLines || !cr.eof && cr.err == nil:

@@ -31,7 +31,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"k-th 64 MiB stripe; other files whole) into DIR/parts/part-IIIII-of-WWWWW/; a killed\n"+
 			"part resumes when rerun, a finished one is skipped.\n"+
 			"Once all are done, `shards merge-parts DIR` writes DIR/manifest.json: the same documents,\n"+
-			"in the same order, as one process would have written, whatever W.")
+			"in the same order, as one process would have written, whatever W.\n\n"+
+			"Several .jsonl.zst/.gz files are read one at a time (a compressed stream has one reader,\n"+
+			"which feeds ~5 workers): with --parts K this process runs K parts of such a partitioned run\n"+
+			"at once, each with its share of --workers, and merges them when all are done.")
 	inputs := cli.ListFlag{Comma: true}
 	c.Flags.Var(&inputs, "input", "input `FILES`, comma-separated or following the flag (required; may be repeated)")
 	output := c.Flags.String("output", "", "dataset `DIR`: a directory or s3://bucket/prefix (required)")
@@ -48,6 +51,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s3.Register(c.Flags)
 	numWorkers := c.Flags.Int("num-workers", -1, "cut the run into `W` parts, of which this process does one (-1: from the array-job environment, else not partitioned; 0: not partitioned, whatever the environment)")
 	workerIndex := c.Flags.Int("worker-index", -1, "with --num-workers: the part `I` (from 0) this process does (-1: from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX)")
+	parts := c.Flags.Int("parts", 1, "run `K` parts of a partitioned run at once in this process, each with its share of --workers, and merge them: several compressed inputs are read K at a time (1: one run)")
 	var progress progressFlag
 	progress.register(c.Flags)
 	if code, ok := c.Parse(cli.ExpandListArgs(args, "input"), stderr); !ok {
@@ -64,6 +68,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.UsageError(stderr, "--tokenizer is required")
 	case *workers < 1:
 		return c.UsageError(stderr, "--workers must be at least 1")
+	case *parts < 1 || *parts > *workers:
+		return c.UsageError(stderr, fmt.Sprintf("--parts is %d, want 1 to --workers (%d)", *parts, *workers))
 	case progress.check() != "":
 		return c.UsageError(stderr, progress.check())
 	}
@@ -90,9 +96,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
 		AcceptTruncated: *acceptTrunc,
 	}
-	if partitioned {
+	switch {
+	case partitioned && *parts > 1:
+		return c.UsageError(stderr, "--parts runs a partitioned run in this process: not with --num-workers or an array job's task")
+	case partitioned:
 		job.NumWorkers, job.WorkerIndex = task.Count, task.Index
 		log.Info("partitioned run", "part", task.Index, "of", task.Count, "index_from", task.IndexFrom, "count_from", task.CountFrom)
+	case *parts > 1:
+		job.LocalParts = *parts
+	default:
+		if k := pipelines.SuggestLocalParts(inputs.Values, *workers); k > 1 {
+			log.Info("several compressed inputs are read one at a time, which keeps about 5 workers busy", "workers", *workers, "hint", fmt.Sprintf("--parts %d reads %d at once", k, k))
+		}
 	}
 	_, total, err := job.Slice()
 	if err != nil {

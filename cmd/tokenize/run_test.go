@@ -137,3 +137,39 @@ func yDocsZst(n int) []byte {
 	zw.Close()
 	return zb.Bytes()
 }
+
+// TestRunLocalParts: `tokenize run --parts K` over several .jsonl.zst files gives a
+// single run's documents; without --parts, many workers get the hint; usage errors.
+func TestRunLocalParts(t *testing.T) {
+	spec := alphabetSpec(t)
+	dir := t.TempDir()
+	var inputs []string
+	for f := range 4 {
+		p := filepath.Join(dir, fmt.Sprintf("in%d.jsonl.zst", f))
+		os.WriteFile(p, yDocsZst(50+40*f), 0o644)
+		inputs = append(inputs, p)
+	}
+	common := []string{"run", "--input", strings.Join(inputs, ","), "--name", "c", "--tokenizer", spec, "--append-eod=false", "--shard-size", "100", "--progress", "off"}
+	single := filepath.Join(t.TempDir(), "single")
+	code, _, errOut := runTokenize(t, "", append(common, "--output", single, "--workers", "12")...)
+	if code != 0 || !strings.Contains(errOut, "--parts 3 reads 3 at once") {
+		t.Fatalf("single run: exit %d, stderr %s", code, errOut)
+	}
+	want := runDocs(t, single)
+	for _, k := range []string{"2", "3"} {
+		out := filepath.Join(t.TempDir(), "parts")
+		code, stdout, errOut := runTokenize(t, "", append(common, "--output", out, "--workers", "3", "--parts", k)...)
+		if code != 0 || !strings.HasPrefix(stdout, fmt.Sprintf("%s/manifest.json: %d documents", out, len(want))) {
+			t.Fatalf("--parts %s: exit %d, stdout %q, stderr %s", k, code, stdout, errOut)
+		}
+		if got := runDocs(t, out); !reflect.DeepEqual(got, want) {
+			t.Fatalf("--parts %s: the documents differ from a single run's", k)
+		}
+	}
+	for _, tc := range [][]string{{"--parts", "0"}, {"--parts", "4", "--workers", "3"}, {"--parts", "2", "--num-workers", "2", "--worker-index", "0"}} {
+		out := filepath.Join(t.TempDir(), "bad")
+		if code, _, errOut := runTokenize(t, "", append(append(common, "--output", out), tc...)...); code != 2 || !strings.Contains(errOut, "--parts") {
+			t.Errorf("%v: exit %d, %q", tc, code, errOut)
+		}
+	}
+}

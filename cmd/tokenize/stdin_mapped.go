@@ -22,12 +22,14 @@ import (
 // variable for the tests.)
 var mapStdinMin int64 = 1 << 20
 
-// errStdinCut: stdin, a mapped file, got shorter while it was being read (the page
-// past its new end faults).
-var errStdinCut = errors.New("the file got shorter while it was being read; run again once nothing writes to it")
+// errStdinCut: a page of stdin, a mapped file, could not be read: the file got shorter
+// while it was being read (the pages past its new end fault), or the disk failed.
+var errStdinCut = errors.New("the file got shorter while it was being read, or could not be read; run again once nothing writes to it")
 
-// stdinMap is stdin mapped: data is the file from stdin's offset on.
+// stdinMap is stdin mapped: data is the file from stdin's offset pos on.
 type stdinMap struct {
+	file  *os.File
+	pos   int64
 	whole mmap.MMap
 	data  []byte
 }
@@ -49,7 +51,7 @@ func mapStdin(in io.Reader) *stdinMap {
 		return nil
 	}
 	m, err := mmap.Map(f, mmap.RDONLY, 0)
-	if err != nil || int64(len(m)) < pos {
+	if err != nil || int64(len(m)) <= pos {
 		if err == nil {
 			m.Unmap()
 		}
@@ -58,13 +60,17 @@ func mapStdin(in io.Reader) *stdinMap {
 	if stdinMappedHook != nil {
 		stdinMappedHook(f)
 	}
-	return &stdinMap{whole: m, data: m[pos:]}
+	return &stdinMap{file: f, pos: pos, whole: m, data: m[pos:]}
 }
 
 // stdinMappedHook, if set (by tests), is called with stdin once it is mapped.
 var stdinMappedHook func(*os.File)
 
 func (m *stdinMap) unmap() { m.whole.Unmap() }
+
+// done leaves stdin's offset after the consumed bytes, as a stream's reading would
+// (a shell's `{ tokenize encode --jsonl; cat; } < FILE` gives cat the rest).
+func (m *stdinMap) done(consumed int64) { m.file.Seek(m.pos+consumed, io.SeekStart) }
 
 // holds reports whether addr lies in the mapping.
 func (m *stdinMap) holds(addr uintptr) bool {
@@ -98,10 +104,10 @@ func readMappedBatches(ctx context.Context, m *stdinMap, batches, jobs chan<- *l
 		b.firstLine, b.done = line+1, make(chan struct{})
 		rest := m.data[off:]
 		if err := b.cutMapped(m, rest); err != nil {
-			b.readErr = &lineError{line: line + 1, err: err}
+			b.readErr = &lineError{line: line + len(b.ends) + 1, err: err}
 		} else if len(b.data) == 0 {
-			// (cutLineEnds takes at least a line of a non-empty rest at the end of
-			// the input: never, but not a loop that takes nothing for ever.)
+			// (cutMapped takes at least a line of a non-empty rest: never, but not a
+			// loop that takes nothing for ever.)
 			b.readErr = fmt.Errorf("stdin line %d: no line taken from %d bytes", line+1, len(rest))
 		}
 		off += len(b.data)
@@ -124,42 +130,29 @@ func readMappedBatches(ctx context.Context, m *stdinMap, batches, jobs chan<- *l
 	}
 }
 
-// cutMapped sets b.data to the lines of rest that the batch takes and b.ends to their
-// ends (as cutLines does, the input ending where rest ends), or returns errStdinCut
-// if the mapping faulted meanwhile.
+// cutMapped takes the batch's lines from rest: b.data and b.ends (as cutLines gives
+// them, the input ending where rest ends), up to and including the first line that
+// ends at or past batchBytes, and at most batchLines. A fault on the mapping (the file
+// cut short meanwhile) ends the batch after the lines found before it, with
+// errStdinCut.
 func (b *lineBatch) cutMapped(m *stdinMap, rest []byte) (err error) {
+	start := 0
+	b.ends = b.ends[:0]
 	defer func() {
 		if p := recover(); p != nil {
-			b.data, b.ends = rest[:0], b.ends[:0]
 			err = m.faultIn(p)
 		}
+		b.data = rest[:start]
 	}()
-	var cut int
-	b.ends, cut = cutLineEnds(b.ends, rest, batchBytes, true)
-	b.data = rest[:cut]
-	return nil
-}
-
-// cutLineEnds appends to ends (empty) the ends of the lines of data, up to and
-// including the first that ends at or past limit bytes and at most batchLines lines,
-// and returns them with the bytes they cover. At the end of the input (atEOF) an
-// unended line is a line.
-func cutLineEnds(ends []int, data []byte, limit int, atEOF bool) ([]int, int) {
-	start := 0
-	for len(ends) < batchLines && start < len(data) {
-		if start >= limit {
+	for len(b.ends) < batchLines && start < len(rest) && start < batchBytes {
+		k := bytes.IndexByte(rest[start:], '\n')
+		if k < 0 { // the input's last line, unended
+			b.ends = append(b.ends, len(rest))
+			start = len(rest)
 			break
 		}
-		k := bytes.IndexByte(data[start:], '\n')
-		if k < 0 {
-			if atEOF {
-				ends = append(ends, len(data))
-				start = len(data)
-			}
-			break
-		}
-		ends = append(ends, start+k)
+		b.ends = append(b.ends, start+k)
 		start += k + 1
 	}
-	return ends, start
+	return nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"testing"
 
 	"gptkit/internal/testfiles"
+	"gptkit/tokenize/spec"
 )
 
 // TestEncodeJSONLMappedStdin: `encode --jsonl` from a regular file (read through a
@@ -66,6 +70,9 @@ func TestEncodeJSONLMappedStdin(t *testing.T) {
 					t.Fatalf("mapped: exit %d, %d bytes of stdout, stderr %q; as a stream: exit %d, %d bytes, stderr %q",
 						code, out.Len(), errOut.String(), wantCode, wantOut.Len(), wantErr.String())
 				}
+				if off, _ := f.Seek(0, io.SeekCurrent); code == 0 && off != int64(len(tc.input)) {
+					t.Errorf("stdin's offset is %d after the run, want %d (its end)", off, len(tc.input))
+				}
 				if tc.name == "bad line" && !strings.Contains(errOut.String(), "stdin line 24582:") {
 					t.Errorf("stderr %q, want it to name line %d", errOut.String(), 3*batchLines+6)
 				}
@@ -74,37 +81,97 @@ func TestEncodeJSONLMappedStdin(t *testing.T) {
 	}
 }
 
-// TestEncodeJSONLMappedStdinCut: a mapped stdin that gets shorter while it is read is
-// an error that says so (the fault on the mapping is caught), not a crash.
+// TestEncodeJSONLMappedStdinCut: a mapped stdin that gets shorter while it is read (to
+// nothing, or to 2 MiB of 4) is an error that names the line where the reading
+// faulted (caught: not a crash), after the lines before it.
 func TestEncodeJSONLMappedStdinCut(t *testing.T) {
 	alphabet := alphabetSpec(t)
-	path := filepath.Join(t.TempDir(), "in.jsonl")
-	input := strings.Repeat(`{"text":"ab"}`+"\n", 4*batchLines)
-	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	line := `{"text":"ab ba abba"}` + "\n"
+	input := strings.Repeat(line, (4<<20)/len(line))
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1
-	stdinMappedHook = func(f *os.File) {
-		if err := os.Truncate(path, 0); err != nil {
-			t.Error(err)
-		}
-	}
 	defer func() { stdinMappedHook = nil }()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, f, &out, &errOut)
-	if code != 1 || !strings.Contains(errOut.String(), "stdin line 1: the file got shorter while it was being read") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	for _, cut := range []int{0, 2 << 20} {
+		path := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdinMappedHook = func(f *os.File) {
+			if err := os.Truncate(path, int64(cut)); err != nil {
+				t.Error(err)
+			}
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, f, &out, &errOut)
+		f.Close()
+		// The lines before the cut are written, but for the last one or two: a line's
+		// search for its end may read a vector past the cut, which faults.
+		lines, wrote := strings.Count(input[:cut], "\n"), strings.Count(out.String(), "\n")
+		msg := fmt.Sprintf("stdin line %d: the file got shorter while it was being read", wrote+1)
+		if code != 1 || wrote > lines || wrote < lines-2 || !strings.Contains(errOut.String(), msg) {
+			t.Fatalf("cut at %d: exit %d, %d lines of stdout (want %d), stderr %q (want %q)",
+				cut, code, wrote, lines, errOut.String(), msg)
+		}
 	}
 }
 
+// TestEncodeJSONLMappedStdinInterrupted: interrupted (its context cancelled) while it
+// writes, `encode --jsonl` from a mapped stdin fails with the context's error and its
+// output is a prefix of the whole output: no batch left out (a worker that stops for
+// the interruption fails its batch), no exit 0.
+func TestEncodeJSONLMappedStdinInterrupted(t *testing.T) {
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1
+	tok, err := spec.Load(context.Background(), alphabetSpec(t), spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `{"text":"ab ba abba"}` + "\n"
+	input := strings.Repeat(line, (6<<20)/len(line))
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ft := newIDText(tok.VocabSize())
+	var whole bytes.Buffer
+	w := bufio.NewWriter(&whole)
+	if err := encodeLines(context.Background(), tok, strings.NewReader(input), w, "text", 2, nil, ft); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	for round := range 20 {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var got bytes.Buffer
+		w := bufio.NewWriterSize(writerFunc(func(p []byte) (int, error) {
+			cancel() // interrupted at the first write
+			return got.Write(p)
+		}), 16)
+		err = encodeLines(ctx, tok, f, w, "text", 2, nil, ft)
+		w.Flush()
+		f.Close()
+		cancel()
+		if !errors.Is(err, context.Canceled) || !bytes.HasPrefix(whole.Bytes(), got.Bytes()) {
+			t.Fatalf("round %d: error %v, %d bytes written, a prefix of the whole output: %v", round, err, got.Len(), bytes.HasPrefix(whole.Bytes(), got.Bytes()))
+		}
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // FuzzEncodeJSONLMappedStdin holds `encode --jsonl` from a mapped regular file to the
-// same bytes read as a stream: stdout, stderr and exit code, at any offset.
+// same bytes read as a stream: stdout, stderr and exit code, at any offset, in batches
+// of a few lines.
 func FuzzEncodeJSONLMappedStdin(f *testing.F) {
 	f.Add([]byte(`{"text":"ab"}`+"\n"+`{"text":"b a"}`), uint8(0))
 	f.Add([]byte("\n\n"+`{"text":"ab"}`+"\n"), uint8(1))
@@ -114,6 +181,8 @@ func FuzzEncodeJSONLMappedStdin(f *testing.F) {
 	dir := f.TempDir()
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1
+	defer func(bytes, lines int) { batchBytes, batchLines = bytes, lines }(batchBytes, batchLines)
+	batchBytes, batchLines = 16, 3 // many batches of a few lines
 	f.Fuzz(func(t *testing.T, input []byte, skip uint8) {
 		if int(skip) >= len(input) {
 			return // mapStdin takes files of at least a byte from the offset on

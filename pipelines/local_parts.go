@@ -1,0 +1,160 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"gptkit/prep"
+	"gptkit/shards"
+)
+
+// A run reads its inputs in order, and its output is in that order too: with several
+// compressed inputs, each read by one reader (a .jsonl.zst or .jsonl.gz stream cannot
+// be cut), the readers of the next files wait a few batches ahead until the writer
+// reaches their file, so one reader at a time feeds the tokenizers: ~5 of them for
+// zstd, ~2 for gzip (docs/tokenizer-performance.md). LocalParts runs the job as a
+// partitioned run whose parts all run at once in this process, each with its own
+// readers, its share of the workers and its own shards; shards.MergeParts then lists
+// them in Dir/manifest.json, the documents in the order of a single-process run.
+
+// readerFeeds is about how many tokenizers one reader of a compressed JSONL file keeps
+// busy (zstd; gzip feeds fewer): SuggestLocalParts's unit.
+const readerFeeds = 5
+
+// SuggestLocalParts returns the LocalParts that would let the readers of compressed
+// JSONL inputs feed workers tokenizers: one part per readerFeeds workers, at most one
+// per compressed input; 1 (no parts) when fewer than two inputs are compressed or the
+// workers are few enough for one reader.
+func SuggestLocalParts(inputs []string, workers int) int {
+	compressed := 0
+	for _, in := range inputs {
+		if sharedByStripes(in) {
+			compressed++
+		}
+	}
+	if compressed < 2 {
+		return 1
+	}
+	return max(1, min(compressed, (workers+readerFeeds-1)/readerFeeds))
+}
+
+// runLocalParts runs the job as r.LocalParts parts of a partitioned run at once (see
+// NumWorkers), part i with Workers/LocalParts workers (the first Workers%LocalParts
+// parts one more), and then merges them. A part that fails stops the others; the
+// parts are resumable, so a rerun keeps what they finished.
+func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunStats, error) {
+	t0 := time.Now()
+	k := r.LocalParts
+	workers := r.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if k > workers {
+		return nil, RunStats{}, fmt.Errorf("%d local parts for %d workers: each part needs a worker at least", k, workers)
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stats := make([]RunStats, k)
+	manifests := make([]*shards.Manifest, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		p := *r
+		p.LocalParts = 0
+		p.NumWorkers, p.WorkerIndex = k, i
+		p.Workers = workers / k
+		if i < workers%k {
+			p.Workers++
+		}
+		p.Logger = log.With("part", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			manifests[i], stats[i], errs[i] = p.Run(ctx)
+			if errs[i] != nil {
+				cancel(errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil {
+		// The first part's error, not the others' "context canceled" that it caused.
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return nil, RunStats{}, err
+			}
+		}
+		return nil, RunStats{}, cause
+	}
+	total := sumPartStats(stats)
+	if merged := manifests[0]; merged != nil && stats[0].AlreadyMerged {
+		// Merged by an earlier run: every part found it so.
+		total = manifestStats(merged)
+		total.AlreadyComplete, total.Elapsed = true, time.Since(t0)
+		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", merged.Documents, "tokens", merged.Tokens)
+		return merged, total, nil
+	}
+	res, err := shards.MergeParts(ctx, r.Store, r.Dir, shards.MergePartsOptions{Count: k, Overwrite: r.Overwrite, Command: r.Command})
+	if err != nil {
+		return nil, RunStats{}, err
+	}
+	total.Elapsed = time.Since(t0)
+	log.Info("local parts merged", "dataset", r.where(), "parts", k, "docs", res.Manifest.Documents, "tokens", res.Manifest.Tokens)
+	return res.Manifest, total, nil
+}
+
+// sumPartStats adds up the stats of a run's parts, split by split.
+func sumPartStats(parts []RunStats) RunStats {
+	var total RunStats
+	total.AlreadyComplete = len(parts) > 0
+	var splits []SplitStats
+	for _, ps := range parts {
+		total.AlreadyComplete = total.AlreadyComplete && ps.AlreadyComplete
+		if total.Restarted == "" {
+			total.Restarted = ps.Restarted
+		}
+		for _, ss := range ps.Splits {
+			j := slices.IndexFunc(splits, func(s SplitStats) bool { return s.Split == ss.Split })
+			if j < 0 {
+				j = len(splits)
+				splits = append(splits, SplitStats{Split: ss.Split})
+			}
+			splits[j] = addSplitStats(splits[j], ss)
+		}
+	}
+	for _, ss := range splits {
+		total.add(ss)
+	}
+	return total
+}
+
+// addSplitStats adds b's counts to a's (two parts' stats of one split).
+func addSplitStats(a, b SplitStats) SplitStats {
+	a.Docs += b.Docs
+	a.Empty += b.Empty
+	a.Bad += b.Bad
+	a.Filtered += b.Filtered
+	a.Tokens += b.Tokens
+	a.InvalidUTF8 += b.InvalidUTF8
+	a.BytesIn += b.BytesIn
+	a.TextBytes += b.TextBytes
+	a.Truncated += b.Truncated
+	a.UnreadBytes += b.UnreadBytes
+	a.Shards += b.Shards
+	a.ResumedShards += b.ResumedShards
+	a.ResumedDocs += b.ResumedDocs
+	a.Elapsed = max(a.Elapsed, b.Elapsed)
+	a.WriteTime += b.WriteTime
+	a.BadRecords = prep.MergeBadRecords(a.BadRecords, b.BadRecords)
+	return a
+}

@@ -1,0 +1,115 @@
+package pipelines
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gptkit/shards"
+)
+
+// TestLocalPartsEqualSingle: a run as 2, 3 and 5 local parts at once gives the
+// documents of a single-process run, split by split and in order, manifests equal but
+// for the shards' layout, and the same counts (documents, tokens, empty and bad
+// records, per split); rerun, it does nothing.
+func TestLocalPartsEqualSingle(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	ref := t.TempDir()
+	refManifest, single, err := stripedJob(t, splits, ref).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := splitDocs(t, dirStore(t, ref), "")
+	var first string
+	for _, k := range []int{2, 3, 5} {
+		out := t.TempDir()
+		run := stripedJob(t, splits, out)
+		run.Workers, run.LocalParts = 6, k
+		m, stats, err := run.Run(ctx)
+		if err != nil {
+			t.Fatalf("%d parts: %v", k, err)
+		}
+		if got := splitDocs(t, dirStore(t, out), ""); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d parts: the documents differ from a single run's", k)
+		}
+		// (A merged manifest's source.job is the partitioned run's, not the single run's.)
+		if c := comparable(m); first == "" {
+			first = c
+		} else if c != first {
+			t.Fatalf("%d parts: merged manifest\n%s\nwant (2 parts)\n%s", k, c, first)
+		}
+		if m.Documents != refManifest.Documents || m.Tokens != refManifest.Tokens || m.DType != refManifest.DType {
+			t.Fatalf("%d parts: %d documents, %d tokens, %s; want %d, %d, %s", k, m.Documents, m.Tokens, m.DType, refManifest.Documents, refManifest.Tokens, refManifest.DType)
+		}
+		if m.Source["num_workers"] != k || m.Part != nil {
+			t.Fatalf("%d parts: source %v, part %+v", k, m.Source, m.Part)
+		}
+		if stats.Docs != single.Docs || stats.Tokens != single.Tokens || stats.Empty != single.Empty || stats.Bad != single.Bad ||
+			stats.Shards != len(m.Shards) || len(stats.Splits) != len(single.Splits) || stats.AlreadyComplete {
+			t.Fatalf("%d parts: stats %+v\nwant (single run) %+v", k, stats, single)
+		}
+		for j, ss := range stats.Splits {
+			want := single.Splits[j]
+			if ss.Split != want.Split || ss.Docs != want.Docs || ss.Bad != want.Bad || ss.Empty != want.Empty || ss.Tokens != want.Tokens ||
+				ss.BadRecords.Bad() != want.BadRecords.Bad() {
+				t.Fatalf("%d parts: split %d stats %+v\nwant %+v", k, j, ss, want)
+			}
+		}
+		if probs, err := shards.Verify(ctx, dirStore(t, out), ""); err != nil || len(probs) > 0 {
+			t.Fatalf("%d parts: verify: %v %v", k, probs, err)
+		}
+		again, stats, err := run.Run(ctx)
+		if err != nil || !stats.AlreadyComplete || again.Documents != m.Documents {
+			t.Fatalf("%d parts, rerun: %v, stats %+v", k, err, stats)
+		}
+	}
+}
+
+// TestLocalPartsErrors: a part's error ends the run (the other parts stop), naming the
+// file and line, not the others' cancellation; LocalParts with NumWorkers, or with fewer workers than parts, is refused.
+func TestLocalPartsErrors(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	run := stripedJob(t, splits, t.TempDir())
+	run.SkipBad = false // line 12 of every file is not JSON: the part that meets it first fails
+	run.Workers, run.LocalParts = 4, 3
+	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "line 12: invalid JSON") || strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("a bad line: %v", err)
+	}
+	run = stripedJob(t, splits, t.TempDir())
+	run.LocalParts, run.NumWorkers = 2, 2
+	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("LocalParts with NumWorkers: %v", err)
+	}
+	run = stripedJob(t, splits, t.TempDir())
+	run.Workers, run.LocalParts = 2, 3
+	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "3 local parts for 2 workers") {
+		t.Fatalf("more parts than workers: %v", err)
+	}
+}
+
+func TestSuggestLocalParts(t *testing.T) {
+	pile := make([]string, 30)
+	for i := range pile {
+		pile[i] = "train/" + string(rune('a'+i%26)) + ".jsonl.zst"
+	}
+	for _, tc := range []struct {
+		inputs  []string
+		workers int
+		want    int
+	}{
+		{pile, 64, 13},
+		{pile, 2, 1},
+		{pile, 6, 2},
+		{pile[:3], 64, 3},
+		{[]string{"a.jsonl", "b.jsonl", "c.txt"}, 64, 1},
+		{[]string{"a.jsonl.gz", "b.jsonl"}, 64, 1},
+		{[]string{"a.jsonl.gz", "b.json.gz", "c.jsonl"}, 64, 2},
+	} {
+		if got := SuggestLocalParts(tc.inputs, tc.workers); got != tc.want {
+			t.Errorf("SuggestLocalParts(%v, %d) = %d, want %d", tc.inputs, tc.workers, got, tc.want)
+		}
+	}
+}
