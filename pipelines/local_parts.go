@@ -76,7 +76,6 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 		if i < workers%k {
 			p.Workers++
 		}
-		p.Logger = log.With("part", i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -89,6 +88,9 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 	wg.Wait()
 	if cause := context.Cause(ctx); cause != nil {
 		// The first part's error, not the others' "context canceled" that it caused.
+		if !errors.Is(cause, context.Canceled) {
+			return nil, RunStats{}, cause
+		}
 		for _, err := range errs {
 			if err != nil && !errors.Is(err, context.Canceled) {
 				return nil, RunStats{}, err
@@ -96,7 +98,11 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 		}
 		return nil, RunStats{}, cause
 	}
-	total := sumPartStats(stats)
+	total := r.sumPartStats(stats)
+	if done := countFinished(stats); done > 0 {
+		// A finished part's stats are its manifest's: documents, tokens, shards.
+		log.Warn("the counts of bad, empty, filtered and truncated records leave out the parts an earlier run finished", "parts", done, "of", k)
+	}
 	if merged := manifests[0]; merged != nil && stats[0].AlreadyMerged {
 		// Merged by an earlier run: every part found it so.
 		total = manifestStats(merged)
@@ -113,17 +119,23 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 	return res.Manifest, total, nil
 }
 
-// sumPartStats adds up the stats of a run's parts, split by split.
-func sumPartStats(parts []RunStats) RunStats {
+// sumPartStats adds up the stats of r's parts, split by split in r's order of splits.
+// (A part that an earlier run finished has the stats of its manifest only: documents,
+// tokens and shards, which it adds to ResumedShards and ResumedDocs too.)
+func (r *TokenizeRun) sumPartStats(parts []RunStats) RunStats {
 	var total RunStats
-	total.AlreadyComplete = len(parts) > 0
 	var splits []SplitStats
+	for _, s := range r.splits() {
+		splits = append(splits, SplitStats{Split: s.Split})
+	}
 	for _, ps := range parts {
-		total.AlreadyComplete = total.AlreadyComplete && ps.AlreadyComplete
 		if total.Restarted == "" {
 			total.Restarted = ps.Restarted
 		}
 		for _, ss := range ps.Splits {
+			if ps.AlreadyComplete {
+				ss.ResumedShards, ss.ResumedDocs = ss.Shards, ss.Docs
+			}
 			j := slices.IndexFunc(splits, func(s SplitStats) bool { return s.Split == ss.Split })
 			if j < 0 {
 				j = len(splits)
@@ -136,6 +148,17 @@ func sumPartStats(parts []RunStats) RunStats {
 		total.add(ss)
 	}
 	return total
+}
+
+// countFinished is how many parts an earlier run had finished.
+func countFinished(parts []RunStats) int {
+	n := 0
+	for _, ps := range parts {
+		if ps.AlreadyComplete {
+			n++
+		}
+	}
+	return n
 }
 
 // addSplitStats adds b's counts to a's (two parts' stats of one split).

@@ -326,8 +326,9 @@ func (s *Stats) add(o Stats) {
 }
 
 // MergeBadRecords returns a report of a's records and b's (either may be nil): their
-// counts added, a's examples and then b's, up to a's limit of examples of each reason.
-// a is not changed.
+// counts added, a's examples and then b's, up to the larger limit of examples of each
+// reason of the two (DefaultBadExamples for a report read back from JSON, which has
+// none). Neither is changed.
 func MergeBadRecords(a, b *BadRecordReport) *BadRecordReport {
 	switch {
 	case a == nil:
@@ -335,7 +336,11 @@ func MergeBadRecords(a, b *BadRecordReport) *BadRecordReport {
 	case b == nil:
 		return a
 	}
-	m := &BadRecordReport{Counts: map[string]int64{}, max: a.max}
+	limit := max(a.max, b.max)
+	if limit == 0 {
+		limit = DefaultBadExamples
+	}
+	m := &BadRecordReport{Counts: map[string]int64{}, max: limit}
 	m.merge(a)
 	m.merge(b)
 	return m

@@ -100,7 +100,7 @@ func (f *jobFlags) check() string {
 		return "--dry-run goes with --slurm"
 	case f.localParts < 1 || f.localParts > f.workers:
 		return fmt.Sprintf("--parts is %d, want 1 to --workers (%d)", f.localParts, f.workers)
-	case f.localParts > 1 && (f.slurm || f.mergeParts || f.numWorkers >= 0 || f.workerIndex >= 0):
+	case f.localParts > 1 && (f.slurm || f.mergeParts || f.numWorkers > 0 || f.workerIndex >= 0):
 		return "--parts runs a partitioned run in this process: not with --slurm, --merge-parts, --num-workers or --worker-index"
 	case f.mergeParts && f.workerIndex >= 0:
 		return "--merge-parts merges every part: drop --worker-index"

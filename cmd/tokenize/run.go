@@ -81,6 +81,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.UsageError(stderr, err.Error())
 	}
+	if partitioned && *parts > 1 {
+		return c.UsageError(stderr, "--parts runs a partitioned run in this process: not with --num-workers or an array job's task (--num-workers 0 turns that off)")
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
@@ -97,8 +100,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		AcceptTruncated: *acceptTrunc,
 	}
 	switch {
-	case partitioned && *parts > 1:
-		return c.UsageError(stderr, "--parts runs a partitioned run in this process: not with --num-workers or an array job's task")
 	case partitioned:
 		job.NumWorkers, job.WorkerIndex = task.Count, task.Index
 		log.Info("partitioned run", "part", task.Index, "of", task.Count, "index_from", task.IndexFrom, "count_from", task.CountFrom)
