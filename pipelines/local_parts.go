@@ -98,17 +98,17 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 		}
 		return nil, RunStats{}, cause
 	}
+	if merged := manifests[0]; merged != nil && stats[0].AlreadyMerged {
+		// Merged by an earlier run: every part found it so.
+		total := manifestStats(merged)
+		total.AlreadyComplete, total.Elapsed = true, time.Since(t0)
+		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", merged.Documents, "tokens", merged.Tokens)
+		return merged, total, nil
+	}
 	total := r.sumPartStats(stats)
 	if done := countFinished(stats); done > 0 {
 		// A finished part's stats are its manifest's: documents, tokens, shards.
 		log.Warn("the counts of bad, empty, filtered and truncated records leave out the parts an earlier run finished", "parts", done, "of", k)
-	}
-	if merged := manifests[0]; merged != nil && stats[0].AlreadyMerged {
-		// Merged by an earlier run: every part found it so.
-		total = manifestStats(merged)
-		total.AlreadyComplete, total.Elapsed = true, time.Since(t0)
-		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", merged.Documents, "tokens", merged.Tokens)
-		return merged, total, nil
 	}
 	res, err := shards.MergeParts(ctx, r.Store, r.Dir, shards.MergePartsOptions{Count: k, Overwrite: r.Overwrite, Command: r.Command})
 	if err != nil {

@@ -1,7 +1,9 @@
 package pipelines
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"reflect"
 	"regexp"
 	"strings"
@@ -61,9 +63,11 @@ func TestLocalPartsEqualSingle(t *testing.T) {
 		if probs, err := shards.Verify(ctx, dirStore(t, out), ""); err != nil || len(probs) > 0 {
 			t.Fatalf("%d parts: verify: %v %v", k, probs, err)
 		}
+		var logged bytes.Buffer
+		run.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		again, stats, err := run.Run(ctx)
-		if err != nil || !stats.AlreadyComplete || again.Documents != m.Documents {
-			t.Fatalf("%d parts, rerun: %v, stats %+v", k, err, stats)
+		if err != nil || !stats.AlreadyComplete || again.Documents != m.Documents || strings.Contains(logged.String(), "leave out") {
+			t.Fatalf("%d parts, rerun: %v, stats %+v, log:\n%s", k, err, stats, logged.String())
 		}
 	}
 }
@@ -131,9 +135,14 @@ func TestLocalPartsResume(t *testing.T) {
 	}
 	run := stripedJob(t, splits, out)
 	run.Workers, run.LocalParts = 4, 2
+	var logged bytes.Buffer
+	run.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "leave out the parts an earlier run finished") {
+		t.Errorf("no warning that the finished part's record counts are left out:\n%s", logged.String())
 	}
 	if got, want := splitDocs(t, dirStore(t, out), ""), splitDocs(t, dirStore(t, ref), ""); !reflect.DeepEqual(got, want) {
 		t.Fatal("the documents differ from a single run's")

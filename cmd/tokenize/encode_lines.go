@@ -255,19 +255,25 @@ func readBatches(ctx context.Context, cr *chunkReader, batches, jobs chan<- *lin
 		if last && cr.err != nil {
 			b.readErr = fmt.Errorf("read stdin after line %d: %w", cr.line, cr.err)
 		}
-		select {
-		case batches <- b:
-		case <-ctx.Done():
+		if !queueBatch(ctx, b, batches, jobs) || last {
 			return
 		}
-		select {
-		case jobs <- b:
-		case <-ctx.Done():
-			return
-		}
-		if last {
-			return
-		}
+	}
+}
+
+// queueBatch hands b to the writer (batches, in input order) and then to the workers
+// (jobs); false if ctx is done first.
+func queueBatch(ctx context.Context, b *lineBatch, batches, jobs chan<- *lineBatch) bool {
+	select {
+	case batches <- b:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case jobs <- b:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

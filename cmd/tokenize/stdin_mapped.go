@@ -114,17 +114,7 @@ func readMappedBatches(ctx context.Context, m *stdinMap, batches, jobs chan<- *l
 		line += len(b.ends)
 		b.size = int64(len(b.data))
 		last := off == len(m.data) || b.readErr != nil
-		select {
-		case batches <- b:
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case jobs <- b:
-		case <-ctx.Done():
-			return
-		}
-		if last {
+		if !queueBatch(ctx, b, batches, jobs) || last {
 			return
 		}
 	}
