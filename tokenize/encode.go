@@ -353,7 +353,7 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	if n <= pieceCacheMinLen-1 {
 		// Merged faster than the piece cache is probed (bytepairs.go).
 		start := len(dst)
-		for _, id := range t.mergeSmall(st, seg[prev:end]) {
+		for _, id := range t.mergeTinyNotToken(st, seg[prev:end]) {
 			dst = append(dst, T(id))
 		}
 		putIDs(&st.front, lo, hi, n, dst[start:])

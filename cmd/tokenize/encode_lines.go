@@ -156,6 +156,11 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 			sc.text = nil // do not keep a huge line's text
 		}
 	}()
+	// Room for the ids' text at once (~1.5 bytes per input byte on the mixed corpus
+	// under GPT-2): growing b.out by doubling from nothing allocated 60% more.
+	if want := 2 * len(b.data); cap(b.out) < want {
+		b.out = make([]byte, 0, want)
+	}
 	for i := range b.ends {
 		b.encoded = i
 		var err error
