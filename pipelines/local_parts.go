@@ -100,15 +100,16 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 	}
 	if merged := manifests[0]; merged != nil && stats[0].AlreadyMerged {
 		// Merged by an earlier run: every part found it so.
-		total := manifestStats(merged)
+		total := ManifestStats(merged)
 		total.AlreadyComplete, total.Elapsed = true, time.Since(t0)
 		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", merged.Documents, "tokens", merged.Tokens)
 		return merged, total, nil
 	}
 	total := r.sumPartStats(stats)
-	if done := countFinished(stats); done > 0 {
-		// A finished part's stats are its manifest's: documents, tokens, shards.
-		log.Warn("the counts of bad, empty, filtered and truncated records leave out the parts an earlier run finished", "parts", done, "of", k)
+	if unknown := countRecordsUnknown(stats); unknown > 0 {
+		// A finished part's stats are its manifest's, whose counts of records an older
+		// gptkit did not keep.
+		log.Warn("the counts of bad, empty, filtered and truncated records leave out the parts an older gptkit finished", "parts", unknown, "of", k)
 	}
 	res, err := shards.MergeParts(ctx, r.Store, r.Dir, shards.MergePartsOptions{Count: k, Overwrite: r.Overwrite, Command: r.Command})
 	if err != nil {
@@ -120,8 +121,8 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 }
 
 // sumPartStats adds up the stats of r's parts, split by split in r's order of splits.
-// (A part that an earlier run finished has the stats of its manifest only: documents,
-// tokens and shards, which it adds to ResumedShards and ResumedDocs too.)
+// (A part that an earlier run finished has the stats its manifest keeps, and adds its
+// shards and documents to ResumedShards and ResumedDocs too.)
 func (r *TokenizeRun) sumPartStats(parts []RunStats) RunStats {
 	var total RunStats
 	var splits []SplitStats
@@ -150,11 +151,12 @@ func (r *TokenizeRun) sumPartStats(parts []RunStats) RunStats {
 	return total
 }
 
-// countFinished is how many parts an earlier run had finished.
-func countFinished(parts []RunStats) int {
+// countRecordsUnknown is how many parts an earlier run had finished without keeping
+// the counts of their records (RunStats.RecordsUnknown).
+func countRecordsUnknown(parts []RunStats) int {
 	n := 0
 	for _, ps := range parts {
-		if ps.AlreadyComplete {
+		if ps.AlreadyComplete && ps.RecordsUnknown {
 			n++
 		}
 	}

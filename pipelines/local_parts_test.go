@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"reflect"
 	"regexp"
 	"strings"
@@ -120,7 +121,9 @@ func TestSuggestLocalParts(t *testing.T) {
 }
 
 // TestLocalPartsResume: a run as local parts over a part an earlier run finished keeps
-// that part (its shards counted as resumed) and gives a single run's documents.
+// that part (its shards counted as resumed) and gives a single run's documents and
+// counts of records (the finished part's from its manifest). A finished part whose
+// manifest does not keep them (an older gptkit) gets a warning that they are left out.
 func TestLocalPartsResume(t *testing.T) {
 	ctx := context.Background()
 	splits := stripedCorpus(t, t.TempDir())
@@ -129,30 +132,84 @@ func TestLocalPartsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	if _, _, err := stripedPart(t, splits, out, 0, 2).Run(ctx); err != nil {
-		t.Fatal(err)
+	for _, older := range []bool{false, true} {
+		out := t.TempDir()
+		if _, _, err := stripedPart(t, splits, out, 0, 2).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if older {
+			st, dir := dirStore(t, out), shards.PartDir(0, 2)
+			pm, err := shards.ReadManifest(ctx, st, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm.Records = nil
+			if err := shards.WriteManifest(ctx, st, dir, pm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run := stripedJob(t, splits, out)
+		run.Workers, run.LocalParts = 4, 2
+		var logged bytes.Buffer
+		run.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+		m, stats, err := run.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(logged.String(), "leave out the parts an older gptkit finished"); warned != older {
+			t.Errorf("older part manifest %v: warned that its record counts are left out: %v\n%s", older, warned, logged.String())
+		}
+		if got, want := splitDocs(t, dirStore(t, out), ""), splitDocs(t, dirStore(t, ref), ""); !reflect.DeepEqual(got, want) {
+			t.Fatal("the documents differ from a single run's")
+		}
+		if stats.Docs != single.Docs || stats.Tokens != single.Tokens || stats.ResumedShards == 0 || stats.ResumedShards >= len(m.Shards) || stats.AlreadyComplete {
+			t.Fatalf("stats %+v (%d shards), want %d documents, %d tokens, some shards resumed", stats, len(m.Shards), single.Docs, single.Tokens)
+		}
+		if !older && (stats.Bad != single.Bad || stats.Empty != single.Empty || stats.InvalidUTF8 != single.InvalidUTF8) {
+			t.Fatalf("%d bad, %d empty, %d invalid UTF-8 records; a single run counted %d, %d, %d", stats.Bad, stats.Empty, stats.InvalidUTF8, single.Bad, single.Empty, single.InvalidUTF8)
+		}
+		for j, ss := range stats.Splits {
+			if ss.Split != single.Splits[j].Split {
+				t.Fatalf("split %d is %q, want %q", j, ss.Split, single.Splits[j].Split)
+			}
+		}
 	}
-	run := stripedJob(t, splits, out)
-	run.Workers, run.LocalParts = 4, 2
-	var logged bytes.Buffer
-	run.Logger = slog.New(slog.NewTextHandler(&logged, nil))
-	m, stats, err := run.Run(ctx)
+}
+
+// TestRerunKeepsRecordCounts: a rerun that finds the dataset complete reports the first
+// run's counts of bad and empty records, by split and by reason, from its manifest;
+// with a manifest that does not keep them (an older gptkit), RecordsUnknown.
+func TestRerunKeepsRecordCounts(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	out := t.TempDir()
+	_, first, err := stripedJob(t, splits, out).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logged.String(), "leave out the parts an earlier run finished") {
-		t.Errorf("no warning that the finished part's record counts are left out:\n%s", logged.String())
+	_, again, err := stripedJob(t, splits, out).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, want := splitDocs(t, dirStore(t, out), ""), splitDocs(t, dirStore(t, ref), ""); !reflect.DeepEqual(got, want) {
-		t.Fatal("the documents differ from a single run's")
+	if !again.AlreadyComplete || again.RecordsUnknown || again.Bad != first.Bad || again.Empty != first.Empty || again.Docs != first.Docs || len(again.Splits) != len(first.Splits) {
+		t.Fatalf("rerun stats %+v, want the first run's counts (%d bad, %d empty)", again, first.Bad, first.Empty)
 	}
-	if stats.Docs != single.Docs || stats.Tokens != single.Tokens || stats.ResumedShards == 0 || stats.ResumedShards >= len(m.Shards) || stats.AlreadyComplete {
-		t.Fatalf("stats %+v (%d shards), want %d documents, %d tokens, some shards resumed", stats, len(m.Shards), single.Docs, single.Tokens)
-	}
-	for j, ss := range stats.Splits {
-		if ss.Split != single.Splits[j].Split {
-			t.Fatalf("split %d is %q, want %q", j, ss.Split, single.Splits[j].Split)
+	for i, ss := range again.Splits {
+		fs := first.Splits[i]
+		if ss.Split != fs.Split || ss.Bad != fs.Bad || ss.Empty != fs.Empty || ss.BadRecords == nil || fs.BadRecords == nil || !maps.Equal(ss.BadRecords.Counts, fs.BadRecords.Counts) {
+			t.Fatalf("split %d: rerun %+v, first %+v", i, ss, fs)
 		}
+	}
+	st := dirStore(t, out)
+	m, err := shards.ReadManifest(ctx, st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Records = nil
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	if _, old, err := stripedJob(t, splits, out).Run(ctx); err != nil || !old.AlreadyComplete || !old.RecordsUnknown || old.Bad != 0 {
+		t.Fatalf("rerun over a manifest without records: %+v, %v; want RecordsUnknown", old, err)
 	}
 }

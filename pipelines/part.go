@@ -43,7 +43,7 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	top, err := shards.ReadManifest(ctx, r.Store, r.Dir)
 	switch {
 	case err == nil && top.Part == nil && top.Source["job"] == runJob && !r.Overwrite:
-		stats = manifestStats(top)
+		stats = ManifestStats(top)
 		stats.PartDir, stats.AlreadyComplete, stats.AlreadyMerged, stats.Elapsed = shards.PartDir(i, w), true, true, time.Since(t0)
 		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", top.Documents, "tokens", top.Tokens)
 		return top, stats, nil

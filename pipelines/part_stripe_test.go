@@ -153,6 +153,13 @@ func TestStripedRunEqualsSingle(t *testing.T) {
 			}
 			t.Fatalf("%d workers: the merged documents differ from a single run's", w)
 		}
+		var mergedBad, mergedEmpty int64
+		for _, rec := range res.Manifest.Records {
+			mergedBad, mergedEmpty = mergedBad+rec.Bad, mergedEmpty+rec.Empty
+		}
+		if mergedBad != single.Bad || mergedEmpty != single.Empty {
+			t.Fatalf("%d workers: the merged manifest keeps %d bad and %d empty records, a single run counted %d and %d", w, mergedBad, mergedEmpty, single.Bad, single.Empty)
+		}
 		c := comparable(res.Manifest)
 		if first == "" {
 			first = c

@@ -53,7 +53,11 @@ func (s RunStats) Summary(dataset, report string) string {
 		for _, reason := range slices.Sorted(maps.Keys(counts)) {
 			kinds = append(kinds, fmt.Sprintf("%s %d", reason, counts[reason]))
 		}
-		fmt.Fprintf(&b, "bad records: %d skipped, %d kept with invalid UTF-8 replaced (%s); the first:\n", s.Bad, s.InvalidUTF8, strings.Join(kinds, ", "))
+		first := "; the first:"
+		if len(examples) == 0 {
+			first = "" // a finished dataset's counts, from its manifest
+		}
+		fmt.Fprintf(&b, "bad records: %d skipped, %d kept with invalid UTF-8 replaced (%s)%s\n", s.Bad, s.InvalidUTF8, strings.Join(kinds, ", "), first)
 		// Records that were skipped first, then the ones kept with U+FFFD.
 		slices.SortStableFunc(examples, func(a, b prep.BadRecord) int {
 			return boolInt(a.Kept) - boolInt(b.Kept)

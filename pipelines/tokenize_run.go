@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"time"
 
@@ -156,10 +157,13 @@ type RunStats struct {
 	Splits    []SplitStats // per split, in order
 
 	// Resumption.
-	AlreadyComplete bool   // the dataset was already there, finished by the same job: nothing done
-	ResumedShards   int    // shards kept from an interrupted run
-	ResumedDocs     int64  // documents in them
-	Restarted       string // why an interrupted run's journal was not used ("" if none was found or it was)
+	AlreadyComplete bool // the dataset was already there, finished by the same job: nothing done
+	// RecordsUnknown: AlreadyComplete, and the manifest does not keep the counts of bad,
+	// empty, filtered and truncated records (an older gptkit made it): they are 0 here.
+	RecordsUnknown bool
+	ResumedShards  int    // shards kept from an interrupted run
+	ResumedDocs    int64  // documents in them
+	Restarted      string // why an interrupted run's journal was not used ("" if none was found or it was)
 
 	// Partitioned runs (NumWorkers > 0).
 	PartDir string // the part's directory relative to Dir (shards.PartDir); "" when not partitioned
@@ -256,7 +260,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		if err := r.Store.Delete(ctx, r.journalKey()); err != nil { // left by a run killed after its manifest
 			log.Warn("could not remove the journal", "err", err)
 		}
-		stats = manifestStats(old)
+		stats = ManifestStats(old)
 		stats.AlreadyComplete, stats.Elapsed = true, time.Since(t0)
 		log.Info("already complete", "dataset", r.where(), "docs", old.Documents, "tokens", old.Tokens, "shards", len(old.Shards))
 		return old, stats, nil
@@ -319,6 +323,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if err := lock.Check(); err != nil {
 		return nil, stats, err
 	}
+	m.Records = manifestRecords(stats)
 	if err := shards.WriteManifest(ctx, r.Store, r.Dir, m); err != nil {
 		return nil, stats, err
 	}
@@ -452,20 +457,58 @@ func (s *RunStats) add(ss SplitStats) {
 	s.ResumedDocs += ss.ResumedDocs
 }
 
-// manifestStats are the stats of a finished dataset that a run found complete.
-func manifestStats(m *shards.Manifest) RunStats {
-	var s RunStats
-	for _, info := range m.Shards {
-		if len(s.Splits) == 0 || s.Splits[len(s.Splits)-1].Split != info.Split {
-			s.Splits = append(s.Splits, SplitStats{Split: info.Split})
+// ManifestStats are the stats of a finished dataset, as a run that finds it complete
+// reports them: its documents, tokens and shards, and the counts of its records (bad,
+// empty, ...) when the manifest keeps them (RecordsUnknown when not: an older gptkit
+// made it).
+func ManifestStats(m *shards.Manifest) RunStats {
+	var splits []SplitStats
+	at := func(split string) *SplitStats {
+		for i := range splits {
+			if splits[i].Split == split {
+				return &splits[i]
+			}
 		}
-		ss := &s.Splits[len(s.Splits)-1]
+		splits = append(splits, SplitStats{Split: split})
+		return &splits[len(splits)-1]
+	}
+	for _, info := range m.Shards {
+		ss := at(info.Split)
 		ss.Docs += info.Documents
 		ss.Tokens += info.Tokens
 		ss.Shards++
 	}
-	s.Docs, s.Tokens, s.Shards = m.Documents, m.Tokens, len(m.Shards)
+	for _, rec := range m.Records {
+		ss := at(rec.Split)
+		ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8 = rec.Empty, rec.Bad, rec.Filtered, rec.InvalidUTF8
+		ss.Truncated, ss.UnreadBytes = rec.Truncated, rec.UnreadBytes
+		if len(rec.BadReasons) > 0 {
+			ss.BadRecords = &prep.BadRecordReport{Counts: maps.Clone(rec.BadReasons)}
+		}
+	}
+	var s RunStats
+	for _, ss := range splits {
+		s.add(ss)
+	}
+	s.RecordsUnknown = m.Records == nil && len(m.Shards) > 0
 	return s
+}
+
+// manifestRecords are the counts of a run's records that its manifest keeps
+// (shards.Manifest.Records), split by split: the dataset's, the same for a run resumed
+// or not, partitioned or not (the bytes it read and tokenized are the run's own, and
+// are not kept).
+func manifestRecords(s RunStats) []shards.SplitRecords {
+	out := []shards.SplitRecords{}
+	for _, ss := range s.Splits {
+		rec := shards.SplitRecords{Split: ss.Split, Empty: ss.Empty, Bad: ss.Bad, Filtered: ss.Filtered, InvalidUTF8: ss.InvalidUTF8,
+			Truncated: ss.Truncated, UnreadBytes: ss.UnreadBytes}
+		if ss.BadRecords != nil && len(ss.BadRecords.Counts) > 0 {
+			rec.BadReasons = maps.Clone(ss.BadRecords.Counts)
+		}
+		out = append(out, rec)
+	}
+	return out
 }
 
 // allInputs lists every split's inputs, in order.

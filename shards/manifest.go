@@ -42,12 +42,70 @@ type Manifest struct {
 	Source map[string]any `json:"source,omitempty"`
 	// Part, in the manifest of one part of a partitioned run (see PartDir), says which
 	// part of which run it is; nil in any other dataset, a merged one included.
-	Part   *PartInfo   `json:"part,omitempty"`
-	Shards []ShardInfo `json:"shards"`
+	Part *PartInfo `json:"part,omitempty"`
+	// Records counts, split by split, the input records the run that made the dataset
+	// read and wrote no document for (or wrote repaired): a rerun that finds the
+	// dataset complete reports them, and checks them against its error rate, as the
+	// first run did. Summed over the parts in a merged manifest. Nil in a manifest made
+	// otherwise or by an older gptkit (then unknown).
+	Records []SplitRecords `json:"records,omitempty"`
+	Shards  []ShardInfo    `json:"shards"`
 
 	// ETag is the version ReadManifest read, for updating it with WriteManifest; it is not
 	// part of the file.
 	ETag string `json:"-"`
+}
+
+// SplitRecords are one split's counts in Manifest.Records.
+type SplitRecords struct {
+	Split       string `json:"split"`
+	Empty       int64  `json:"empty"`        // empty documents dropped
+	Bad         int64  `json:"bad"`          // bad records skipped
+	Filtered    int64  `json:"filtered"`     // records of another subset, dropped
+	InvalidUTF8 int64  `json:"invalid_utf8"` // documents kept with invalid UTF-8 replaced
+	Truncated   int64  `json:"truncated"`    // damaged compressed streams kept up to the damage
+	UnreadBytes int64  `json:"unread_bytes"` // input bytes after such damage, not read
+	// BadReasons counts the bad and the invalid-UTF-8 records by reason
+	// (prep.BadRecordReport's counts).
+	BadReasons map[string]int64 `json:"bad_reasons,omitempty"`
+}
+
+// add adds o's counts to r's (the same split in two parts of a run).
+func (r *SplitRecords) add(o SplitRecords) {
+	r.Empty += o.Empty
+	r.Bad += o.Bad
+	r.Filtered += o.Filtered
+	r.InvalidUTF8 += o.InvalidUTF8
+	r.Truncated += o.Truncated
+	r.UnreadBytes += o.UnreadBytes
+	for reason, n := range o.BadReasons {
+		if r.BadReasons == nil {
+			r.BadReasons = map[string]int64{}
+		}
+		r.BadReasons[reason] += n
+	}
+}
+
+// SumRecords adds up the records of several manifests (the parts of a run) split by
+// split, in the order the splits first appear; nil if any of them has none (unknown).
+func SumRecords(ms []*Manifest) []SplitRecords {
+	var out []SplitRecords
+	for _, m := range ms {
+		if m.Records == nil {
+			return nil
+		}
+		for _, r := range m.Records {
+			i := 0
+			for i < len(out) && out[i].Split != r.Split {
+				i++
+			}
+			if i == len(out) {
+				out = append(out, SplitRecords{Split: r.Split})
+			}
+			out[i].add(r)
+		}
+	}
+	return out
 }
 
 // TokenizerInfo identifies the tokenizer that made a dataset's ids.
@@ -137,6 +195,19 @@ func (m *Manifest) Validate() error {
 		bad("dtype is %s, want uint16 or int32", m.DType)
 	} else if int64(t.VocabSize)-1 > m.DType.MaxID() {
 		bad("dtype %s cannot hold a vocabulary of %d ids", m.DType, t.VocabSize)
+	}
+	for i, r := range m.Records {
+		if err := CheckSplitName(r.Split); err != nil {
+			bad("records[%d]: %v", i, err)
+		}
+		if min(r.Empty, r.Bad, r.Filtered, r.InvalidUTF8, r.Truncated, r.UnreadBytes) < 0 {
+			bad("records[%d] (split %q): negative counts", i, r.Split)
+		}
+		for reason, n := range r.BadReasons {
+			if n < 0 {
+				bad("records[%d] (split %q): bad_reasons[%q] is negative", i, r.Split, reason)
+			}
+		}
 	}
 	var docs, toks int64
 	overflow := false

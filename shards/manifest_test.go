@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -87,6 +88,11 @@ func TestManifestValidation(t *testing.T) {
 		}, "repeats"},
 		{"sha", func(m *Manifest) { m.Shards[0].BinSHA256 = "xyz" }, "sha256"},
 		{"totals", func(m *Manifest) { m.Tokens++ }, "totals"},
+		{"records count", func(m *Manifest) { m.Records = []SplitRecords{{Bad: -1}} }, "records[0] (split \"\"): negative"},
+		{"records reason", func(m *Manifest) {
+			m.Records = []SplitRecords{{Split: "val", BadReasons: map[string]int64{"invalid_json": -2}}}
+		}, "bad_reasons"},
+		{"records split", func(m *Manifest) { m.Records = []SplitRecords{{Split: "../x"}} }, "records[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := good()
@@ -193,5 +199,26 @@ func TestManifestSplit(t *testing.T) {
 		if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "split") {
 			t.Errorf("split %q: Validate = %v", bad, err)
 		}
+	}
+}
+
+// TestSumRecords: the parts' counts add up split by split, in the order the splits
+// first appear; a part without them makes the sum unknown (nil).
+func TestSumRecords(t *testing.T) {
+	a := &Manifest{Records: []SplitRecords{{Split: "", Bad: 1, Empty: 2, BadReasons: map[string]int64{"invalid_json": 1}}, {Split: "val", Filtered: 3}}}
+	b := &Manifest{Records: []SplitRecords{{Split: "val", Filtered: 1, InvalidUTF8: 4, BadReasons: map[string]int64{"invalid_utf8": 4}}, {Split: "", Bad: 2, BadReasons: map[string]int64{"invalid_json": 2}}}}
+	got := SumRecords([]*Manifest{a, b})
+	want := []SplitRecords{
+		{Split: "", Bad: 3, Empty: 2, BadReasons: map[string]int64{"invalid_json": 3}},
+		{Split: "val", Filtered: 4, InvalidUTF8: 4, BadReasons: map[string]int64{"invalid_utf8": 4}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("SumRecords: %+v, want %+v", got, want)
+	}
+	if a.Records[0].Bad != 1 || a.Records[0].BadReasons["invalid_json"] != 1 {
+		t.Fatalf("SumRecords changed its input: %+v", a.Records[0])
+	}
+	if got := SumRecords([]*Manifest{a, {}}); got != nil {
+		t.Fatalf("SumRecords with a part without records: %+v, want nil", got)
 	}
 }

@@ -359,6 +359,7 @@ func mergedManifest(where string, parts []*Manifest, command string) (*Manifest,
 		delete(src, "command")
 	}
 	out := NewManifest(p0.Tokenizer, p0.DType, src)
+	out.Records = SumRecords(parts)
 	for _, split := range p0.Part.Splits {
 		order, err := splitOrder(where, parts, split)
 		if err != nil {

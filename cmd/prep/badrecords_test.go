@@ -118,6 +118,21 @@ func TestBadRecords(t *testing.T) {
 			"--max-error-rate", filepath.Join(ds, "prep-report.json"))
 		compareDocs(t, "dataset with bad records skipped", datasetDocs(t, ds), want)
 		checkReport(t, ds)
+
+		// A rerun finds the dataset made and exits as the first run did, with the
+		// counts its manifest keeps; the report stays the first run's. A higher
+		// --max-error-rate accepts it.
+		code, out, errOut = runPrep(t, prepArgs(data, "--max-error-rate", "0.001")...)
+		if code != 1 {
+			t.Fatalf("rerun: exit %d, want 1; stderr:\n%s", code, errOut)
+		}
+		hasAll(t, "rerun stdout", out, "already complete")
+		hasAll(t, "the rerun's error line", lastLine(errOut), fmt.Sprintf("%d of %d records were bad", len(badLines), len(recs)+len(badLines)),
+			"when the dataset was made", filepath.Join(ds, "prep-report.json"), "--max-error-rate")
+		checkReport(t, ds)
+		if code, _, errOut = runPrep(t, prepArgs(data, "--max-error-rate", fmt.Sprint(rate*2))...); code != 0 {
+			t.Fatalf("rerun with a higher --max-error-rate: exit %d, want 0; stderr:\n%s", code, errOut)
+		}
 	})
 	t.Run("skip, rate below --max-error-rate", func(t *testing.T) {
 		data := t.TempDir()

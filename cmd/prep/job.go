@@ -151,7 +151,7 @@ func (j *job) run(ctx context.Context) int {
 				redo = true
 			} else {
 				fmt.Fprintf(j.stdout, "%s/manifest.json: already complete: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
-				return cli.ExitOK
+				return j.checkFinishedErrorRate(pipelines.ManifestStats(m), "prep-report.json")
 			}
 		}
 		// A manifest without settings (an older gptkit): the run below compares the
@@ -219,9 +219,13 @@ func (j *job) run(ctx context.Context) int {
 	} else {
 		j.removeDownloads()
 	}
-	reportPath, err := j.writeReport(report, stats)
-	if err != nil {
-		j.log.Warn("could not write the bad-record report", "err", err)
+	reportPath := filepath.Join(j.workDir(), report)
+	if !stats.AlreadyComplete || !anyFile(reportPath) {
+		// (A run that found its part finished keeps the report of the run that made
+		// it, examples and all: its own stats have the counts only.)
+		if reportPath, err = j.writeReport(report, stats); err != nil {
+			j.log.Warn("could not write the bad-record report", "err", err)
+		}
 	}
 	io.WriteString(j.stderr, stats.Summary(where, reportPath))
 	if f.partitioned && !stats.AlreadyMerged {
@@ -233,6 +237,35 @@ func (j *job) run(ctx context.Context) int {
 			stats.Bad, records(stats), 100*rate, 100*f.maxErrorRate, reportPath))
 	}
 	return cli.ExitOK
+}
+
+// checkFinishedErrorRate is the --max-error-rate check of a run that found its dataset
+// (or, merging, its parts) already made: with the counts the manifest keeps, it exits
+// as the run that made the dataset did, so a rerun of a job that failed for its bad
+// records fails again (a higher --max-error-rate accepts the dataset). The examples are
+// in the reports the making runs wrote next to the dataset (report: a glob of their
+// names).
+func (j *job) checkFinishedErrorRate(stats pipelines.RunStats, report string) int {
+	if stats.RecordsUnknown {
+		j.log.Warn("the dataset's manifest does not keep its counts of bad records (an older gptkit made it): --max-error-rate not checked", "dataset", j.output())
+		return cli.ExitOK
+	}
+	rate := errorRate(stats)
+	if rate <= j.flags.maxErrorRate {
+		return cli.ExitOK
+	}
+	where := "the reports of the runs that made it"
+	if p := filepath.Join(j.workDir(), report); anyFile(p) {
+		where = p
+	}
+	return cli.Fail(j.stderr, "prep "+j.name, fmt.Errorf("%d of %d records were bad (%.2f%% > --max-error-rate %.2f%%) when the dataset was made; it is there, the bad records are listed in %s (pass a higher --max-error-rate to accept it)",
+		stats.Bad, records(stats), 100*rate, 100*j.flags.maxErrorRate, where))
+}
+
+// anyFile reports whether pattern (filepath.Glob's) names a file.
+func anyFile(pattern string) bool {
+	found, err := filepath.Glob(pattern)
+	return err == nil && len(found) > 0
 }
 
 // removeDownloads removes DIR/NAME/downloads/ unless --keep-downloads.

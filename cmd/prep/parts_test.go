@@ -95,3 +95,41 @@ func TestSlurmDryRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMergePartsChecksErrorRate: the parts of an array job each check their own share
+// of bad records; the merge checks the whole run's, from the counts the parts'
+// manifests keep, and fails over --max-error-rate (the merged dataset is written), as a
+// single run would; a higher --max-error-rate accepts it.
+func TestMergePartsChecksErrorRate(t *testing.T) {
+	dir := t.TempDir()
+	recs := genPile(t, 1000, 23)
+	input := writeFile(t, dir, "bad.jsonl", corpusWithBadLines(recs))
+	data := t.TempDir()
+	args := []string{"custom", "--input", input, "--name", "c", "-d", data, "--tokenizer", gpt2Dir(t),
+		"--progress", "off", "--workers", "2", "--max-error-rate", "0.5"}
+	for i := range 2 {
+		mustPrep(t, append(args, "--num-workers", "2", "--worker-index", fmt.Sprint(i))...)
+	}
+	ds := filepath.Join(data, "c")
+	// A task rerun over its finished part keeps the part's report, examples and all.
+	report := filepath.Join(ds, "prep-report-part-00000-of-00002.json")
+	before, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(before), `"line": `) {
+		t.Fatalf("part 0's report: %v\n%s", err, before)
+	}
+	mustPrep(t, append(args, "--num-workers", "2", "--worker-index", "0")...)
+	if after, err := os.ReadFile(report); err != nil || string(after) != string(before) {
+		t.Fatalf("part 0's report after its rerun: %v\n%s\nwant\n%s", err, after, before)
+	}
+	code, out, errOut := runPrep(t, append(args, "--merge-parts", "--max-error-rate", "0.001")...)
+	if code != 1 {
+		t.Fatalf("merge: exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	hasAll(t, "merge stdout", out, ds+"/manifest.json: ")
+	hasAll(t, "the merge's error line", lastLine(errOut), fmt.Sprintf("%d of %d records were bad", len(badLines), len(recs)+len(badLines)),
+		filepath.Join(ds, "prep-report-part-*.json"))
+	if m := readManifest(t, ds); m.Part != nil || len(m.Records) != 1 || m.Records[0].Bad != int64(len(badLines)) {
+		t.Fatalf("merged manifest: part %v, records %+v; want %d bad records", m.Part, m.Records, len(badLines))
+	}
+	mustPrep(t, append(args, "--merge-parts")...)
+}

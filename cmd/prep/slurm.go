@@ -13,6 +13,7 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/internal/redact"
+	"gptkit/pipelines"
 	"gptkit/shards"
 	"gptkit/storage"
 )
@@ -226,5 +227,7 @@ func (j *job) merge(ctx context.Context, st storage.Store) int {
 	j.removeDownloads()
 	m := res.Manifest
 	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", j.output(), m.Documents, m.Tokens, len(m.Shards))
-	return cli.ExitOK
+	// Each part checked its own share; the whole is checked here (a part over the
+	// limit wrote its shards, and an array job's merge runs after it all the same).
+	return j.checkFinishedErrorRate(pipelines.ManifestStats(m), "prep-report-part-*.json")
 }
