@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,8 +38,15 @@ func splitCorpus(t testing.TB, dir string) []SplitInputs {
 		enc := json.NewEncoder(&b)
 		for i := range docs {
 			s := piece()
-			if i%17 == 5 {
+			switch {
+			case i%17 == 5:
 				s = ""
+			case i%23 == 7:
+				// Invalid UTF-8 (kept as U+FFFD, counted): a resumed run counts it also
+				// in the documents it skips.
+				q, _ := json.Marshal(s)
+				fmt.Fprintf(&b, "{\"text\":%s\xff\",\"meta\":%d}\n", q[:len(q)-1], i)
+				continue
 			}
 			enc.Encode(map[string]any{"text": s, "meta": i})
 		}

@@ -40,7 +40,11 @@ func (s RunStats) Summary(dataset, report string) string {
 	}
 	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.Elapsed.Seconds())
 	if s.Truncated > 0 {
-		fmt.Fprintf(&b, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated); %d bytes of the files not read\n", s.Truncated, s.UnreadBytes)
+		unread := "" // (not known to a rerun that found the dataset made)
+		if s.UnreadBytes > 0 {
+			unread = fmt.Sprintf("; %d bytes of the files not read", s.UnreadBytes)
+		}
+		fmt.Fprintf(&b, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated)%s\n", s.Truncated, unread)
 	}
 	if s.ResumedShards > 0 {
 		fmt.Fprintf(&b, "resumed: kept %d finished shards (%d documents) from an interrupted run\n", s.ResumedShards, s.ResumedDocs)

@@ -472,19 +472,18 @@ func ManifestStats(m *shards.Manifest) RunStats {
 		splits = append(splits, SplitStats{Split: split})
 		return &splits[len(splits)-1]
 	}
+	for _, rec := range m.Records { // first: they list every split in the run's order
+		ss := at(rec.Split)
+		ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8, ss.Truncated = rec.Empty, rec.Bad, rec.Filtered, rec.InvalidUTF8, rec.Truncated
+		if len(rec.BadReasons) > 0 {
+			ss.BadRecords = &prep.BadRecordReport{Counts: maps.Clone(rec.BadReasons)}
+		}
+	}
 	for _, info := range m.Shards {
 		ss := at(info.Split)
 		ss.Docs += info.Documents
 		ss.Tokens += info.Tokens
 		ss.Shards++
-	}
-	for _, rec := range m.Records {
-		ss := at(rec.Split)
-		ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8 = rec.Empty, rec.Bad, rec.Filtered, rec.InvalidUTF8
-		ss.Truncated, ss.UnreadBytes = rec.Truncated, rec.UnreadBytes
-		if len(rec.BadReasons) > 0 {
-			ss.BadRecords = &prep.BadRecordReport{Counts: maps.Clone(rec.BadReasons)}
-		}
 	}
 	var s RunStats
 	for _, ss := range splits {
@@ -496,13 +495,13 @@ func ManifestStats(m *shards.Manifest) RunStats {
 
 // manifestRecords are the counts of a run's records that its manifest keeps
 // (shards.Manifest.Records), split by split: the dataset's, the same for a run resumed
-// or not, partitioned or not (the bytes it read and tokenized are the run's own, and
-// are not kept).
+// or not, partitioned or not (the bytes it read, tokenized, or left unread after damage
+// are the run's own, and are not kept).
 func manifestRecords(s RunStats) []shards.SplitRecords {
 	out := []shards.SplitRecords{}
 	for _, ss := range s.Splits {
 		rec := shards.SplitRecords{Split: ss.Split, Empty: ss.Empty, Bad: ss.Bad, Filtered: ss.Filtered, InvalidUTF8: ss.InvalidUTF8,
-			Truncated: ss.Truncated, UnreadBytes: ss.UnreadBytes}
+			Truncated: ss.Truncated}
 		if ss.BadRecords != nil && len(ss.BadRecords.Counts) > 0 {
 			rec.BadReasons = maps.Clone(ss.BadRecords.Counts)
 		}

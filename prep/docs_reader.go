@@ -101,6 +101,9 @@ func (r *docReader) offer(d Doc, badUTF8 bool) error {
 		return nil
 	}
 	if r.skipOne() {
+		if badUTF8 {
+			r.skippedInvalidUTF8(d, func() string { return d.Text })
+		}
 		return nil
 	}
 	return r.emit(d, badUTF8)
@@ -114,6 +117,9 @@ func (r *docReader) offerBytes(text []byte, source string, line int) error {
 		return nil
 	}
 	if r.skipOne() {
+		if !utf8.Valid(text) {
+			r.skippedInvalidUTF8(Doc{Source: source, Line: line}, func() string { return validUTF8(text) })
+		}
 		return nil
 	}
 	if utf8.Valid(text) {
@@ -130,6 +136,76 @@ func (r *docReader) offerString(text, source string) error {
 	}
 	return r.offer(Doc{Text: validUTF8([]byte(text)), Source: source}, true)
 }
+
+// skippedInvalidUTF8 counts d, a document a resumed run skips (ReadOptions.SkipDocs)
+// whose text holds invalid UTF-8, as emit counts a document handed on: the counts, and
+// the report's examples, are an uninterrupted run's. text gives d's text with U+FFFD
+// (an example quotes where its first one is), called only while examples are wanted.
+func (r *docReader) skippedInvalidUTF8(d Doc, text func() string) {
+	r.stats.InvalidUTF8++
+	if text != nil && r.wantsInvalidUTF8Example() {
+		d.Text = text()
+	}
+	r.report().addInvalidUTF8(d)
+}
+
+// wantsInvalidUTF8Example reports whether the report would keep an example of the next
+// document with invalid UTF-8.
+func (r *docReader) wantsInvalidUTF8Example() bool {
+	if rep := r.stats.BadRecords; rep != nil {
+		return rep.shown[ReasonInvalidUTF8] < rep.max
+	}
+	return r.examples > 0
+}
+
+// utf8Checker is an io.Writer that checks that what is written to it is valid UTF-8,
+// a character cut between two writes included (readWhole's skipped documents).
+type utf8Checker struct {
+	tail []byte // the start of a character the last write cut off
+	bad  bool
+}
+
+func (c *utf8Checker) Write(p []byte) (int, error) {
+	n := len(p)
+	if c.bad {
+		return n, nil
+	}
+	if len(c.tail) > 0 {
+		// Complete the cut character from p (at most 3 more bytes).
+		k := min(len(p), utf8.UTFMax-len(c.tail))
+		joined := append(c.tail, p[:k]...)
+		if !utf8.FullRune(joined) {
+			c.tail = joined
+			return n, nil
+		}
+		r, size := utf8.DecodeRune(joined)
+		if r == utf8.RuneError && size <= 1 {
+			c.bad = true
+			return n, nil
+		}
+		p = p[size-len(c.tail):]
+		c.tail = c.tail[:0]
+	}
+	// The last character may go on in the next write.
+	cut := len(p)
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(p[:cut]) {
+		c.bad = true
+		return n, nil
+	}
+	c.tail = append(c.tail, p[cut:]...)
+	return n, nil
+}
+
+// valid reports whether all that was written is valid UTF-8.
+func (c *utf8Checker) valid() bool { return !c.bad && len(c.tail) == 0 }
 
 // emit hands d, not empty, to fn.
 func (r *docReader) emit(d Doc, badUTF8 bool) error {

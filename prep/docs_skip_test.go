@@ -2,9 +2,11 @@ package prep
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // checkSkipDocs checks that reading files with opt and SkipDocs n hands on full[n:]
@@ -25,8 +27,15 @@ func checkSkipDocs(t *testing.T, files []string, opt ReadOptions, full []Doc, fu
 		}
 		if stats.Skipped != done || stats.Docs != n-done || stats.Records() != fullStats.Records() ||
 			stats.Empty != fullStats.Empty || stats.Bad != fullStats.Bad || stats.Filtered != fullStats.Filtered ||
-			stats.NoMeta != fullStats.NoMeta || stats.Files != fullStats.Files {
+			stats.NoMeta != fullStats.NoMeta || stats.Files != fullStats.Files || stats.InvalidUTF8 != fullStats.InvalidUTF8 {
 			t.Errorf("SkipDocs %d: stats %+v; the full read's %+v", skip, stats, fullStats)
+		}
+		// The invalid UTF-8 of the skipped documents is counted, with its examples, as
+		// the full read counts it (a resumed run's report and manifest are an
+		// uninterrupted run's).
+		if (stats.BadRecords == nil) != (fullStats.BadRecords == nil) ||
+			stats.BadRecords != nil && (!maps.Equal(stats.BadRecords.Counts, fullStats.BadRecords.Counts) || !slices.Equal(stats.BadRecords.Examples, fullStats.BadRecords.Examples)) {
+			t.Errorf("SkipDocs %d: bad records %+v; the full read's %+v", skip, stats.BadRecords, fullStats.BadRecords)
 		}
 	}
 }
@@ -46,21 +55,30 @@ func TestReadDocsSkipDocs(t *testing.T) {
 			fmt.Fprintf(&jsonl, `{"text":"doc\t%d \u00e9"}`+"\n", i)
 		}
 	}
-	jsonl.WriteString(`{"text":1}` + "\n" + `not json` + "\n" + "{\"text\":\"bad \xff utf8\"}\n")
+	// Invalid UTF-8 in a JSON string, a list of strings, a whole text file (cut between
+	// two reads of its stream) and a zip member: counted also where skipped.
+	jsonl.WriteString(`{"text":1}` + "\n" + `not json` + "\n" + "{\"text\":\"bad \xff utf8\"}\n" + "{\"text\":[\"bad \xfe\",\"list\"]}\n")
 	files := []string{
 		writeCorpusFile(t, dir, "a.jsonl.zst", jsonl.String()),
-		writeCorpusFile(t, dir, "b.txt", "a text file"),
+		writeCorpusFile(t, dir, "b.txt", "a text file, \xe2\x82 cut"),
 		writeCorpusFile(t, dir, "c.txt.gz", ""),
-		writeZip(t, dir, "d.zip", []zipMember{{"one", "first"}, {"dir/", ""}, {"two", "second"}, {"empty", ""}}),
+		writeZip(t, dir, "d.zip", []zipMember{{"one", "first"}, {"dir/", ""}, {"two", "sec\xc3ond"}, {"empty", ""}}),
 	}
 	full, stats, err := readAll(t, files, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(full) != 40 || stats.Bad != 2 || stats.InvalidUTF8 != 1 || stats.Empty != 16 {
+	if len(full) != 41 || stats.Bad != 2 || stats.InvalidUTF8 != 4 || stats.Empty != 16 {
 		t.Fatalf("%d docs, stats %+v", len(full), stats)
 	}
 	checkSkipDocs(t, files, ReadOptions{}, full, stats)
+	// Without examples, a skipped whole file is checked as a stream (utf8Checker).
+	noExamples := ReadOptions{MaxBadExamples: -1}
+	fullNo, statsNo, err := readAll(t, files, noExamples)
+	if err != nil || statsNo.InvalidUTF8 != 4 {
+		t.Fatalf("without examples: %v, stats %+v", err, statsNo)
+	}
+	checkSkipDocs(t, files, noExamples, fullNo, statsNo)
 
 	// ReadBatches batches what is handed on, the same way every time.
 	batches := func(skip int64) [][]Doc {
@@ -82,5 +100,24 @@ func TestReadDocsSkipDocs(t *testing.T) {
 	}
 	if got := slices.Concat(first...); !slices.Equal(got, full[10:]) {
 		t.Errorf("ReadBatches with SkipDocs 10 handed on %d docs, want %d", len(got), len(full)-10)
+	}
+}
+
+// TestUTF8Checker: the streaming check agrees with utf8.Valid however the text is cut
+// into writes (characters cut between them included).
+func TestUTF8Checker(t *testing.T) {
+	for _, s := range []string{"", "plain", "é", "日本語 text", "𝄞 clef", "a\xffb", "\xe2\x82", "ab\xe2\x82", "\xe2\x82\xac",
+		"x\xc3", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 too high", "\x80 lone", "ok \xef\xbf\xbd replacement", "\xf0\x9d\x84"} {
+		for i := 0; i <= len(s); i++ {
+			for j := i; j <= len(s); j++ {
+				var c utf8Checker
+				for _, part := range []string{s[:i], s[i:j], s[j:]} {
+					c.Write([]byte(part))
+				}
+				if got, want := c.valid(), utf8.ValidString(s); got != want {
+					t.Fatalf("%q written as %q %q %q: valid %v, want %v", s, s[:i], s[i:j], s[j:], got, want)
+				}
+			}
+		}
 	}
 }

@@ -64,9 +64,10 @@ type SplitRecords struct {
 	Filtered    int64  `json:"filtered"`     // records of another subset, dropped
 	InvalidUTF8 int64  `json:"invalid_utf8"` // documents kept with invalid UTF-8 replaced
 	Truncated   int64  `json:"truncated"`    // damaged compressed streams kept up to the damage
-	UnreadBytes int64  `json:"unread_bytes"` // input bytes after such damage, not read
-	// BadReasons counts the bad and the invalid-UTF-8 records by reason
-	// (prep.BadRecordReport's counts).
+	// BadReasons counts by reason the bad records, the documents kept with invalid
+	// UTF-8 and the damaged streams (prep.BadRecordReport's counts). (The bytes not
+	// read after damage are not kept: where frames are decoded ahead in parallel, the
+	// count depends on how far they got, and a manifest must not.)
 	BadReasons map[string]int64 `json:"bad_reasons,omitempty"`
 }
 
@@ -77,7 +78,6 @@ func (r *SplitRecords) add(o SplitRecords) {
 	r.Filtered += o.Filtered
 	r.InvalidUTF8 += o.InvalidUTF8
 	r.Truncated += o.Truncated
-	r.UnreadBytes += o.UnreadBytes
 	for reason, n := range o.BadReasons {
 		if r.BadReasons == nil {
 			r.BadReasons = map[string]int64{}
@@ -200,7 +200,7 @@ func (m *Manifest) Validate() error {
 		if err := CheckSplitName(r.Split); err != nil {
 			bad("records[%d]: %v", i, err)
 		}
-		if min(r.Empty, r.Bad, r.Filtered, r.InvalidUTF8, r.Truncated, r.UnreadBytes) < 0 {
+		if min(r.Empty, r.Bad, r.Filtered, r.InvalidUTF8, r.Truncated) < 0 {
 			bad("records[%d] (split %q): negative counts", i, r.Split)
 		}
 		for reason, n := range r.BadReasons {

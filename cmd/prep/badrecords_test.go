@@ -144,6 +144,13 @@ func TestBadRecords(t *testing.T) {
 			file+" line 10: invalid_json: ", file+" line 200: not_text: ", "report: "+filepath.Join(ds, "prep-report.json"), "tokens/s")
 		compareDocs(t, "dataset with bad records skipped", datasetDocs(t, ds), want)
 		checkReport(t, ds)
+		// A rerun with --on-error fail, which accepts no bad record, fails.
+		code, out, errOut := runPrep(t, prepArgs(data, "--max-error-rate", fmt.Sprint(rate*2), "--on-error", "fail")...)
+		if code != 1 {
+			t.Fatalf("rerun with --on-error fail: exit %d, want 1; stderr:\n%s", code, errOut)
+		}
+		hasAll(t, "rerun stdout", out, "already complete")
+		hasAll(t, "the error line", lastLine(errOut), "5 records were bad when the dataset was made (with --on-error skip)", "--on-error skip")
 	})
 	t.Run("fail", func(t *testing.T) {
 		data := t.TempDir()

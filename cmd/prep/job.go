@@ -250,6 +250,11 @@ func (j *job) checkFinishedErrorRate(stats pipelines.RunStats, report string) in
 		j.log.Warn("the dataset's manifest does not keep its counts of bad records (an older gptkit made it): --max-error-rate not checked", "dataset", j.output())
 		return cli.ExitOK
 	}
+	if j.flags.onError == "fail" && stats.Bad > 0 {
+		// (--on-error is no setting of the dataset: a run with fail would have stopped
+		// at the first bad record.)
+		return cli.Fail(j.stderr, "prep "+j.name, fmt.Errorf("%d records were bad when the dataset was made (with --on-error skip), and --on-error fail accepts none; pass --on-error skip to accept it, or --overwrite to make it again and stop at the first", stats.Bad))
+	}
 	rate := errorRate(stats)
 	if rate <= j.flags.maxErrorRate {
 		return cli.ExitOK
