@@ -121,3 +121,23 @@ func TestUTF8Checker(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUTF8Checker: the streaming check agrees with utf8.Valid on any bytes cut into
+// writes at any two points.
+func FuzzUTF8Checker(f *testing.F) {
+	f.Add([]byte("日本語 \xe2\x82"), 3, 7)
+	f.Add([]byte("a\xf0\x9d\x84\x9eb\xff"), 2, 4)
+	f.Fuzz(func(t *testing.T, data []byte, i, j int) {
+		i, j = min(max(i, 0), len(data)), min(max(j, 0), len(data))
+		i, j = min(i, j), max(i, j)
+		var c utf8Checker
+		for _, part := range [][]byte{data[:i], data[i:j], data[j:]} {
+			if n, err := c.Write(part); n != len(part) || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+		}
+		if got, want := c.valid(), utf8.Valid(data); got != want {
+			t.Fatalf("%q cut at %d and %d: valid %v, want %v", data, i, j, got, want)
+		}
+	})
+}

@@ -2,8 +2,12 @@ package shards
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,4 +54,54 @@ func FuzzReadIdx(f *testing.F) {
 		}
 		_ = ix.CheckBinSize("fuzz.bin", ix.BinSize())
 	})
+}
+
+// FuzzParseManifest: ParseManifest never panics and fails only with ErrBadManifest;
+// what it accepts is valid, and written out and parsed again it is the same manifest
+// (records included).
+func FuzzParseManifest(f *testing.F) {
+	good := NewManifest(TokenizerInfo{Name: "gpt2", Fingerprint: "f", VocabSize: 50257, EODID: 50256}, Uint16, map[string]any{"job": "j"})
+	good.Add("", ShardInfo{Prefix: "a", Documents: 2, Tokens: 5, BinSHA256: strings.Repeat("a", 64), IdxSHA256: strings.Repeat("b", 64)})
+	good.Records = []SplitRecords{{Empty: 1, Bad: 2, BadReasons: map[string]int64{"invalid_json": 2}}, {Split: "val", Filtered: 3}}
+	seed, _ := json.Marshal(good)
+	f.Add(seed)
+	f.Add([]byte(`{"format":"gptkit-shards","version":1,"records":[{"split":"../x","bad":-1}],"shards":[]}`))
+	f.Add([]byte(`{"records":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest("manifest.json", data)
+		if err != nil {
+			if !errors.Is(err, ErrBadManifest) {
+				t.Fatalf("error %v is not ErrBadManifest", err)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted a manifest that does not validate: %v", err)
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseManifest("manifest.json", out)
+		if err != nil {
+			t.Fatalf("its own output does not parse: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(normalRecords(m.Records), normalRecords(again.Records)) || m.Documents != again.Documents || len(m.Shards) != len(again.Shards) {
+			t.Fatalf("parsed again: records %+v, want %+v", again.Records, m.Records)
+		}
+	})
+}
+
+// normalRecords makes empty bad_reasons maps nil (omitempty writes neither).
+func normalRecords(rs []SplitRecords) []SplitRecords {
+	out := slices.Clone(rs)
+	for i := range out {
+		if len(out[i].BadReasons) == 0 {
+			out[i].BadReasons = nil
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
