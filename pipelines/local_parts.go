@@ -175,6 +175,7 @@ func addSplitStats(a, b SplitStats) SplitStats {
 	a.TextBytes += b.TextBytes
 	a.Truncated += b.Truncated
 	a.UnreadBytes += b.UnreadBytes
+	a.UnreadUnknown = a.UnreadUnknown || b.UnreadUnknown
 	a.Shards += b.Shards
 	a.ResumedShards += b.ResumedShards
 	a.ResumedDocs += b.ResumedDocs

@@ -213,3 +213,26 @@ func TestRerunKeepsRecordCounts(t *testing.T) {
 		t.Fatalf("rerun over a manifest without records: %+v, %v; want RecordsUnknown", old, err)
 	}
 }
+
+// TestManifestStatsTruncated: a finished dataset's truncated streams come back from its
+// manifest, but not the bytes not read after them, which the summary then leaves out
+// (or gives as a lower bound beside a part that knows its own).
+func TestManifestStatsTruncated(t *testing.T) {
+	m := &shards.Manifest{Records: []shards.SplitRecords{{Split: "", Truncated: 2, BadReasons: map[string]int64{"corrupt": 2}}}}
+	s := ManifestStats(m)
+	if s.Truncated != 2 || !s.UnreadUnknown || s.UnreadBytes != 0 {
+		t.Fatalf("ManifestStats: %+v", s)
+	}
+	sum := s.Summary("ds", "")
+	if !strings.Contains(sum, "truncated: 2 damaged compressed streams kept up to the damage (--accept-truncated)\n") {
+		t.Fatalf("summary:\n%s", sum)
+	}
+	s.UnreadBytes = 100 // and a part run now that read around its damage
+	if sum := s.Summary("ds", ""); !strings.Contains(sum, "; at least 100 bytes of the files not read") {
+		t.Fatalf("summary with a known part:\n%s", sum)
+	}
+	known := RunStats{Truncated: 1, UnreadBytes: 7}
+	if sum := known.Summary("ds", ""); !strings.Contains(sum, "; 7 bytes of the files not read") {
+		t.Fatalf("summary of a run that read its inputs:\n%s", sum)
+	}
+}

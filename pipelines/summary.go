@@ -40,10 +40,14 @@ func (s RunStats) Summary(dataset, report string) string {
 	}
 	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.Elapsed.Seconds())
 	if s.Truncated > 0 {
-		unread := "" // (not known to a rerun that found the dataset made)
-		if s.UnreadBytes > 0 {
+		unread := ""
+		switch {
+		case s.UnreadUnknown && s.UnreadBytes > 0:
+			unread = fmt.Sprintf("; at least %d bytes of the files not read", s.UnreadBytes)
+		case !s.UnreadUnknown:
 			unread = fmt.Sprintf("; %d bytes of the files not read", s.UnreadBytes)
 		}
+		// (Unknown: a finished dataset's, which its manifest does not keep.)
 		fmt.Fprintf(&b, "truncated: %d damaged compressed streams kept up to the damage (--accept-truncated)%s\n", s.Truncated, unread)
 	}
 	if s.ResumedShards > 0 {

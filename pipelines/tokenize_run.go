@@ -147,10 +147,13 @@ type RunStats struct {
 	InvalidUTF8         int64 // documents whose invalid UTF-8 became U+FFFD
 	Truncated           int64 // truncated or corrupt streams whose rest was skipped (AcceptTruncated)
 	UnreadBytes         int64 // input bytes not read because of them
-	BytesIn             int64 // input bytes read, as stored (compressed)
-	TextBytes           int64
-	Shards              int
-	Elapsed             time.Duration
+	// UnreadUnknown: some of the truncated streams are a finished dataset's, whose
+	// manifest does not keep the bytes not read after them (UnreadBytes leaves them out).
+	UnreadUnknown bool
+	BytesIn       int64 // input bytes read, as stored (compressed)
+	TextBytes     int64
+	Shards        int
+	Elapsed       time.Duration
 	// WriteTime is the time spent in shard writers (encoding ids to bytes, writing,
 	// committing), which the goal keeps under 5% of Elapsed.
 	WriteTime time.Duration
@@ -180,6 +183,7 @@ type SplitStats struct {
 	Docs, Empty, Bad, Filtered, Tokens int64
 	InvalidUTF8, BytesIn, TextBytes    int64
 	Truncated, UnreadBytes             int64
+	UnreadUnknown                      bool // as RunStats.UnreadUnknown
 	Shards, ResumedShards              int
 	ResumedDocs                        int64
 	Elapsed, WriteTime                 time.Duration
@@ -448,6 +452,7 @@ func (s *RunStats) add(ss SplitStats) {
 	s.InvalidUTF8 += ss.InvalidUTF8
 	s.Truncated += ss.Truncated
 	s.UnreadBytes += ss.UnreadBytes
+	s.UnreadUnknown = s.UnreadUnknown || ss.UnreadUnknown
 	s.Tokens += ss.Tokens
 	s.BytesIn += ss.BytesIn
 	s.TextBytes += ss.TextBytes
@@ -475,6 +480,7 @@ func ManifestStats(m *shards.Manifest) RunStats {
 	for _, rec := range m.Records { // first: they list every split in the run's order
 		ss := at(rec.Split)
 		ss.Empty, ss.Bad, ss.Filtered, ss.InvalidUTF8, ss.Truncated = rec.Empty, rec.Bad, rec.Filtered, rec.InvalidUTF8, rec.Truncated
+		ss.UnreadUnknown = rec.Truncated > 0
 		if len(rec.BadReasons) > 0 {
 			ss.BadRecords = &prep.BadRecordReport{Counts: maps.Clone(rec.BadReasons)}
 		}

@@ -104,10 +104,17 @@ func (r *BadRecordReport) add(reason string, e *FileError, kept bool) {
 }
 
 // addInvalidUTF8 counts d, handed on with its invalid UTF-8 replaced.
-func (r *BadRecordReport) addInvalidUTF8(d Doc) {
+func (r *BadRecordReport) addInvalidUTF8(d Doc) { r.addInvalidUTF8At(d, -1) }
+
+// addInvalidUTF8At is addInvalidUTF8 of a document whose text is not at hand (one a
+// resumed run skips): first is the byte of the first U+FFFD in its replaced text (-1:
+// from d.Text).
+func (r *BadRecordReport) addInvalidUTF8At(d Doc, first int) {
 	if r.shown[ReasonInvalidUTF8] < r.max { // the message is only needed for an example
-		err := fmt.Errorf("invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte %d of the text)",
-			strings.IndexRune(d.Text, '\uFFFD'))
+		if first < 0 {
+			first = strings.IndexRune(d.Text, '\uFFFD')
+		}
+		err := fmt.Errorf("invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte %d of the text)", first)
 		r.add(ReasonInvalidUTF8, &FileError{File: d.Source, Line: d.Line, Offset: d.Offset, Err: err}, true)
 		return
 	}

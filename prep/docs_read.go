@@ -270,9 +270,9 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 		}
 		if r.skipOne() {
 			if rec.textFlags&strBadUTF8 != 0 {
-				r.skippedInvalidUTF8(Doc{Source: name, Line: n, Offset: at}, func() string {
+				r.skippedInvalidUTF8(Doc{Source: name, Line: n, Offset: at}, func() int {
 					text, _, _ := rec.decode(r.arena) // (a string: no error)
-					return text
+					return firstReplacement(text)
 				})
 			}
 			return nil
@@ -294,10 +294,10 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 // readWhole reads all of src as one document of source; sizeHint is a start for
 // its size. A stream that breaks off is a corrupt record: the document is dropped.
 func (r *docReader) readWhole(src io.Reader, source string, sizeHint int64) error {
-	if r.skip > 0 && !r.wantsInvalidUTF8Example() {
+	if r.skip > 0 {
 		// Skipped unread, but for its UTF-8 check (its invalid UTF-8 counts as an
 		// uninterrupted run's would).
-		var check utf8Checker
+		check := utf8Checker{first: -1}
 		n, err := io.Copy(&check, src)
 		switch {
 		case err != nil:
@@ -307,13 +307,11 @@ func (r *docReader) readWhole(src io.Reader, source string, sizeHint int64) erro
 		default:
 			r.skipOne()
 			if !check.valid() {
-				r.skippedInvalidUTF8(Doc{Source: source}, nil) // (no example: text unused)
+				r.skippedInvalidUTF8(Doc{Source: source}, check.firstFFFD)
 			}
 		}
 		return nil
 	}
-	// (Read whole also when skipped while the report would quote an example of invalid
-	// UTF-8 from it: offerString skips it after that check.)
 	var text strings.Builder
 	text.Grow(int(min(sizeHint, 1<<30))) // exact for plain files; a start for compressed ones
 	if n, err := io.Copy(&text, src); err != nil {

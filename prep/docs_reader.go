@@ -1,8 +1,10 @@
 package prep
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 )
@@ -102,7 +104,7 @@ func (r *docReader) offer(d Doc, badUTF8 bool) error {
 	}
 	if r.skipOne() {
 		if badUTF8 {
-			r.skippedInvalidUTF8(d, func() string { return d.Text })
+			r.skippedInvalidUTF8(d, func() int { return firstReplacement(d.Text) })
 		}
 		return nil
 	}
@@ -118,7 +120,7 @@ func (r *docReader) offerBytes(text []byte, source string, line int) error {
 	}
 	if r.skipOne() {
 		if !utf8.Valid(text) {
-			r.skippedInvalidUTF8(Doc{Source: source, Line: line}, func() string { return validUTF8(text) })
+			r.skippedInvalidUTF8(Doc{Source: source, Line: line}, func() int { return firstReplacement(validUTF8(text)) })
 		}
 		return nil
 	}
@@ -139,14 +141,16 @@ func (r *docReader) offerString(text, source string) error {
 
 // skippedInvalidUTF8 counts d, a document a resumed run skips (ReadOptions.SkipDocs)
 // whose text holds invalid UTF-8, as emit counts a document handed on: the counts, and
-// the report's examples, are an uninterrupted run's. text gives d's text with U+FFFD
-// (an example quotes where its first one is), called only while examples are wanted.
-func (r *docReader) skippedInvalidUTF8(d Doc, text func() string) {
+// the report's examples, are an uninterrupted run's. first gives the byte of the first
+// U+FFFD in d's text once its invalid UTF-8 is replaced (an example quotes it), called
+// only while examples are wanted.
+func (r *docReader) skippedInvalidUTF8(d Doc, first func() int) {
 	r.stats.InvalidUTF8++
-	if text != nil && r.wantsInvalidUTF8Example() {
-		d.Text = text()
+	at := -1
+	if first != nil && r.wantsInvalidUTF8Example() {
+		at = first()
 	}
-	r.report().addInvalidUTF8(d)
+	r.report().addInvalidUTF8At(d, at)
 }
 
 // wantsInvalidUTF8Example reports whether the report would keep an example of the next
@@ -158,15 +162,36 @@ func (r *docReader) wantsInvalidUTF8Example() bool {
 	return r.examples > 0
 }
 
+// firstReplacement is the byte of the first U+FFFD in text once its invalid UTF-8 is
+// replaced (validUTF8), -1 if none.
+func firstReplacement(text string) int { return strings.IndexRune(text, utf8.RuneError) }
+
 // utf8Checker is an io.Writer that checks that what is written to it is valid UTF-8,
-// a character cut between two writes included (readWhole's skipped documents).
+// a character cut between two writes included (readWhole's skipped documents), and
+// finds where the first U+FFFD of the text with its invalid UTF-8 replaced would be:
+// at the first invalid byte or the first U+FFFD written, whichever comes first (the
+// bytes before the first invalid one are kept as they are).
 type utf8Checker struct {
-	tail []byte // the start of a character the last write cut off
-	bad  bool
+	n     int    // bytes written before the last write
+	tail  []byte // the start of a character the last write cut off
+	bad   bool
+	first int // the byte of the first U+FFFD (replaced or written), -1 if none yet; valid once set
+	seen  bool
+}
+
+var replacementUTF8 = []byte(string(utf8.RuneError))
+
+// note records at as the first U+FFFD unless one came before.
+func (c *utf8Checker) note(at int) {
+	if !c.seen {
+		c.first, c.seen = at, true
+	}
 }
 
 func (c *utf8Checker) Write(p []byte) (int, error) {
 	n := len(p)
+	start := c.n - len(c.tail) // where the tail, or p if none, starts in the text
+	c.n += n
 	if c.bad {
 		return n, nil
 	}
@@ -179,11 +204,15 @@ func (c *utf8Checker) Write(p []byte) (int, error) {
 			return n, nil
 		}
 		r, size := utf8.DecodeRune(joined)
-		if r == utf8.RuneError && size <= 1 {
-			c.bad = true
-			return n, nil
+		if r == utf8.RuneError {
+			c.note(start) // written as U+FFFD (size 3), or invalid (size 1)
+			if size <= 1 {
+				c.bad = true
+				return n, nil
+			}
 		}
 		p = p[size-len(c.tail):]
+		start += size
 		c.tail = c.tail[:0]
 	}
 	// The last character may go on in the next write.
@@ -196,7 +225,17 @@ func (c *utf8Checker) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	if !utf8.Valid(p[:cut]) {
+	q := p[:cut]
+	if !c.seen {
+		if k := bytes.Index(q, replacementUTF8); k >= 0 {
+			c.note(start + k)
+		}
+	}
+	if !utf8.Valid(q) {
+		k := firstInvalid(q)
+		if !c.seen || start+k < c.first {
+			c.first, c.seen = start+k, true
+		}
 		c.bad = true
 		return n, nil
 	}
@@ -204,8 +243,34 @@ func (c *utf8Checker) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// firstInvalid is the index of the first byte of b that does not start a valid
+// character (b is not valid UTF-8).
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
 // valid reports whether all that was written is valid UTF-8.
 func (c *utf8Checker) valid() bool { return !c.bad && len(c.tail) == 0 }
+
+// firstFFFD is where the first U+FFFD of the text with its invalid UTF-8 replaced is,
+// once everything is written (-1 if none): a cut character left at the end is
+// invalid.
+func (c *utf8Checker) firstFFFD() int {
+	if !c.seen && len(c.tail) > 0 {
+		return c.n - len(c.tail)
+	}
+	if !c.seen {
+		return -1
+	}
+	return c.first
+}
 
 // emit hands d, not empty, to fn.
 func (r *docReader) emit(d Doc, badUTF8 bool) error {

@@ -106,7 +106,7 @@ func TestReadDocsSkipDocs(t *testing.T) {
 // TestUTF8Checker: the streaming check agrees with utf8.Valid however the text is cut
 // into writes (characters cut between them included).
 func TestUTF8Checker(t *testing.T) {
-	for _, s := range []string{"", "plain", "é", "日本語 text", "𝄞 clef", "a\xffb", "\xe2\x82", "ab\xe2\x82", "\xe2\x82\xac",
+	for _, s := range []string{"", "plain", "é", "日本語 text", "𝄞 clef", "a\xffb", "ok \uFFFD then \xff", "\xff then \uFFFD", "ab\xef\xbf\xbdc\xe2", "\xe2\x82", "ab\xe2\x82", "\xe2\x82\xac",
 		"x\xc3", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 too high", "\x80 lone", "ok \xef\xbf\xbd replacement", "\xf0\x9d\x84"} {
 		for i := 0; i <= len(s); i++ {
 			for j := i; j <= len(s); j++ {
@@ -116,6 +116,9 @@ func TestUTF8Checker(t *testing.T) {
 				}
 				if got, want := c.valid(), utf8.ValidString(s); got != want {
 					t.Fatalf("%q written as %q %q %q: valid %v, want %v", s, s[:i], s[i:j], s[j:], got, want)
+				}
+				if got, want := c.firstFFFD(), firstReplacement(validUTF8([]byte(s))); !c.valid() && got != want {
+					t.Fatalf("%q written as %q %q %q: first U+FFFD at %d, want %d", s, s[:i], s[i:j], s[j:], got, want)
 				}
 			}
 		}
@@ -138,6 +141,9 @@ func FuzzUTF8Checker(f *testing.F) {
 		}
 		if got, want := c.valid(), utf8.Valid(data); got != want {
 			t.Fatalf("%q cut at %d and %d: valid %v, want %v", data, i, j, got, want)
+		}
+		if got, want := c.firstFFFD(), firstReplacement(validUTF8(data)); !c.valid() && got != want {
+			t.Fatalf("%q cut at %d and %d: first U+FFFD at %d, want %d", data, i, j, got, want)
 		}
 	})
 }

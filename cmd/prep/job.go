@@ -232,6 +232,15 @@ func (j *job) run(ctx context.Context) int {
 		fmt.Fprintf(j.stderr, "part %d of %d done; once every part is: prep %s ... --merge-parts (or shards merge-parts %s)\n", f.task.Index, f.task.Count, j.sub, j.output())
 	}
 	fmt.Fprintf(j.stdout, "%s/manifest.json: %d documents, %d tokens, %d shards\n", where, m.Documents, m.Tokens, len(m.Shards))
+	if stats.AlreadyComplete {
+		// A part (or the merged run) an earlier task finished: checked as a rerun of a
+		// finished dataset is.
+		reports := path.Base(reportPath)
+		if stats.AlreadyMerged {
+			reports = "prep-report-part-*.json"
+		}
+		return j.checkFinishedErrorRate(stats, reports)
+	}
 	if rate := errorRate(stats); rate > f.maxErrorRate {
 		return cli.Fail(j.stderr, who, fmt.Errorf("%d of %d records were bad (%.2f%% > --max-error-rate %.2f%%); the dataset was written, the bad records are listed in %s",
 			stats.Bad, records(stats), 100*rate, 100*f.maxErrorRate, reportPath))
@@ -355,7 +364,7 @@ type splitReport struct {
 	Filtered    int64                `json:"filtered"`
 	Empty       int64                `json:"empty"`
 	Truncated   int64                `json:"truncated"`
-	UnreadBytes int64                `json:"unread_bytes"`
+	UnreadBytes *int64               `json:"unread_bytes,omitempty"` // nil: not known (a finished part's)
 	BadRecords  prep.BadRecordReport `json:"bad_records"`
 }
 
@@ -366,7 +375,10 @@ func (j *job) writeReport(name string, stats pipelines.RunStats) (string, error)
 	r := report{Splits: []splitReport{}}
 	for _, s := range stats.Splits {
 		sr := splitReport{Split: s.Split, Documents: s.Docs, Bad: s.Bad, InvalidUTF8: s.InvalidUTF8, Filtered: s.Filtered, Empty: s.Empty,
-			Truncated: s.Truncated, UnreadBytes: s.UnreadBytes}
+			Truncated: s.Truncated}
+		if !s.UnreadUnknown {
+			sr.UnreadBytes = &s.UnreadBytes
+		}
 		if s.BadRecords != nil {
 			sr.BadRecords = *s.BadRecords
 		}

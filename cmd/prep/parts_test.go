@@ -121,6 +121,11 @@ func TestMergePartsChecksErrorRate(t *testing.T) {
 	if after, err := os.ReadFile(report); err != nil || string(after) != string(before) {
 		t.Fatalf("part 0's report after its rerun: %v\n%s\nwant\n%s", err, after, before)
 	}
+	// Rerun with --on-error fail, the task fails: its part was made with bad records.
+	if code, _, errOut := runPrep(t, append(args, "--num-workers", "2", "--worker-index", "0", "--on-error", "fail")...); code != 1 ||
+		!strings.Contains(lastLine(errOut), "--on-error fail accepts none") {
+		t.Fatalf("part 0 rerun with --on-error fail: exit %d, want 1; stderr:\n%s", code, errOut)
+	}
 	code, out, errOut := runPrep(t, append(args, "--merge-parts", "--max-error-rate", "0.001")...)
 	if code != 1 {
 		t.Fatalf("merge: exit %d, want 1; stderr:\n%s", code, errOut)

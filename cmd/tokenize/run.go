@@ -137,7 +137,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "run", err)
 	}
 	if stats.Truncated > 0 { // (the summary says it too, unless --progress off)
-		log.Warn("damaged compressed inputs kept up to the damage (--accept-truncated)", "streams", stats.Truncated, "unread_bytes", stats.UnreadBytes)
+		if stats.UnreadUnknown { // (a finished dataset's: its manifest does not keep them)
+			log.Warn("damaged compressed inputs kept up to the damage (--accept-truncated)", "streams", stats.Truncated)
+		} else {
+			log.Warn("damaged compressed inputs kept up to the damage (--accept-truncated)", "streams", stats.Truncated, "unread_bytes", stats.UnreadBytes)
+		}
 	}
 	where := strings.TrimSuffix(*output, "/")
 	if partitioned && !stats.AlreadyMerged {
