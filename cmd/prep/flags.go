@@ -56,7 +56,7 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.StringVar(&f.filterSet, "filter-set", "", "keep only the Pile records whose meta.pile_set_name is `NAME` (e.g. \"Enron Emails\")")
 	fs.StringVar(&f.onError, "on-error", "skip", "`POLICY` for bad records (malformed JSON, a text that is not a string): skip them (counted, reported in DIR/NAME/prep-report.json) or fail")
 	fs.BoolVar(&f.acceptTrunc, "accept-truncated", false, "keep what precedes the damage of a truncated or corrupt compressed file (skipping the rest, reported in DIR/NAME/prep-report.json with the bytes not read) instead of failing")
-	fs.Float64Var(&f.maxErrorRate, "max-error-rate", 0.01, "exit 1 (after writing the dataset) when more than this `FRACTION` of the records were bad")
+	fs.Float64Var(&f.maxErrorRate, "max-error-rate", 0.01, "exit 1 (after writing the dataset) when more than this `FRACTION` of the records were bad (checked again by a rerun of a finished job, and by --merge-parts)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace a finished dataset in the output directory")
 	f.s3.Register(fs)
 	fs.StringVar(&f.progress, "progress", "auto", "`MODE`: auto (a live line on a terminal, log lines otherwise), on, off")
