@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,10 +19,11 @@ import (
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("shards", "info", "DIR [--json]",
 		"Summarizes the dataset in DIR (a directory or s3://bucket/prefix) from its manifest:\n"+
-			"tokenizer, dtype, documents, tokens, each shard's documents and tokens, and where the\n"+
-			"data came from. With --json, prints the manifest plus location, num_shards and\n"+
-			"token_bytes as one JSON object. DIR may also be a bare GPT-NeoX shard PREFIX (its\n"+
-			"dtype and counts, from PREFIX.idx). Reads no token data; `shards verify` checks it.")
+			"tokenizer, dtype, documents, tokens, the input records its run dropped (bad, empty, ...),\n"+
+			"each shard's documents and tokens, and where the data came from. With --json, prints\n"+
+			"the manifest plus location, num_shards and token_bytes as one JSON object. DIR may also\n"+
+			"be a bare GPT-NeoX shard PREFIX (its dtype and counts, from PREFIX.idx). Reads no token\n"+
+			"data; `shards verify` checks it.")
 	asJSON := c.Flags.Bool("json", false, "print one JSON object instead of the summary")
 	var allow allowMergedFlag
 	allow.register(c.Flags)
@@ -87,6 +90,9 @@ func printManifest(w io.Writer, location string, m *shards.Manifest) error {
 	fmt.Fprintf(tw, "shards\t%d\n", len(m.Shards))
 	if p := m.Part; p != nil {
 		fmt.Fprintf(tw, "part\t%d of %d of a partitioned run (job %s): `shards merge-parts` on the run's directory lists it\n", p.Index, p.Count, shortFingerprint(p.Job))
+	}
+	if m.Records != nil {
+		fmt.Fprintf(tw, "records\t%s\n", recordsLine(m.Records))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -190,4 +196,40 @@ func byteSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), strings.ToUpper("KMGTPE")[exp])
+}
+
+// recordsLine says, split by split, what the run that made a dataset dropped or
+// repaired of its input records (Manifest.Records).
+func recordsLine(recs []shards.SplitRecords) string {
+	var parts []string
+	for _, r := range recs {
+		var what []string
+		add := func(n int64, format string) {
+			if n > 0 {
+				what = append(what, fmt.Sprintf(format, n))
+			}
+		}
+		add(r.Bad, "%d bad skipped")
+		add(r.Empty, "%d empty dropped")
+		add(r.Filtered, "%d of other subsets dropped")
+		add(r.InvalidUTF8, "%d kept with invalid UTF-8 replaced")
+		add(r.Truncated, "%d damaged streams kept up to the damage")
+		line := "none dropped"
+		if len(what) > 0 {
+			line = strings.Join(what, ", ")
+		}
+		if len(r.BadReasons) > 0 {
+			var reasons []string
+			for _, reason := range slices.Sorted(maps.Keys(r.BadReasons)) {
+				reasons = append(reasons, fmt.Sprintf("%s %d", reason, r.BadReasons[reason]))
+			}
+			line += " (" + strings.Join(reasons, ", ") + ")"
+		}
+		split := r.Split
+		if split == "" {
+			split = "train"
+		}
+		parts = append(parts, split+": "+line)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -359,3 +359,18 @@ func countTokens(docs [][]int) int {
 	}
 	return n
 }
+
+// TestRecordsLine: `shards info` says what the run dropped, split by split, with the
+// bad records by reason.
+func TestRecordsLine(t *testing.T) {
+	got := recordsLine([]shards.SplitRecords{
+		{Split: "", Bad: 2, Empty: 1, BadReasons: map[string]int64{"missing_text": 1, "invalid_json": 1}},
+		{Split: "val"},
+		{Split: "test", InvalidUTF8: 3, Truncated: 1, Filtered: 4, BadReasons: map[string]int64{"invalid_utf8": 3, "corrupt": 1}},
+	})
+	want := "train: 2 bad skipped, 1 empty dropped (invalid_json 1, missing_text 1); val: none dropped; " +
+		"test: 4 of other subsets dropped, 3 kept with invalid UTF-8 replaced, 1 damaged streams kept up to the damage (corrupt 1, invalid_utf8 3)"
+	if got != want {
+		t.Fatalf("recordsLine:\n%s\nwant\n%s", got, want)
+	}
+}
