@@ -297,7 +297,7 @@ func (r *docReader) readWhole(src io.Reader, source string, sizeHint int64) erro
 	if r.skip > 0 {
 		// Skipped unread, but for its UTF-8 check (its invalid UTF-8 counts as an
 		// uninterrupted run's would).
-		check := utf8Checker{first: -1}
+		var check utf8Checker
 		n, err := io.Copy(&check, src)
 		switch {
 		case err != nil:

@@ -172,10 +172,10 @@ func firstReplacement(text string) int { return strings.IndexRune(text, utf8.Run
 // at the first invalid byte or the first U+FFFD written, whichever comes first (the
 // bytes before the first invalid one are kept as they are).
 type utf8Checker struct {
-	n     int    // bytes written before the last write
+	n     int    // bytes written so far
 	tail  []byte // the start of a character the last write cut off
-	bad   bool
-	first int // the byte of the first U+FFFD (replaced or written), -1 if none yet; valid once set
+	bad   bool   // an invalid byte was written (first is set)
+	first int    // with seen: the byte of the first U+FFFD, written or for an invalid byte
 	seen  bool
 }
 
