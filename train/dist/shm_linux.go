@@ -572,12 +572,23 @@ func (r *shmRing) peek(p []byte) error {
 // wait returns once blocked() is false, or when the ring breaks: it spins a
 // little, then sleeps on the futex word at seqOff, announcing itself in the word
 // at waitingOff (the other side wakes it only then).
+//
+// It reads whether the link broke before it looks at the ring, and fails only if the
+// ring still has nothing after the break: what the other side wrote before it closed
+// the link (its last chunk, then exiting) is read, not lost. (Looking at the ring
+// first, a wait that was descheduled between the two looks failed with the last
+// chunk of a barrier in the ring: seen once in CI, rank 0 exiting at the end of a
+// run while rank 1 still waited.)
 func (r *shmRing) wait(seqOff, waitingOff int, blocked func() bool) error {
 	for range shmSpins {
+		broken := r.broken.Load()
+		if shmWaitHook != nil {
+			shmWaitHook()
+		}
 		if !blocked() {
 			return nil
 		}
-		if r.broken.Load() {
+		if broken {
 			return errRingBroken
 		}
 	}
@@ -588,15 +599,20 @@ func (r *shmRing) wait(seqOff, waitingOff int, blocked func() bool) error {
 	defer atomic.AddUint32(waiting, ^uint32(0))
 	for {
 		s := atomic.LoadUint32(seq)
+		broken := r.broken.Load()
 		if !blocked() {
 			return nil
 		}
-		if r.broken.Load() {
+		if broken {
 			return errRingBroken
 		}
 		futexWait(seq, s, shmSleep)
 	}
 }
+
+// shmWaitHook, if set (by tests), runs in wait's spinning between its read of the
+// link's state and its look at the ring.
+var shmWaitHook func()
 
 // signal bumps the futex word at seqOff and wakes the other side if it sleeps.
 // (With sequentially consistent atomics, a waiter that announced itself after
