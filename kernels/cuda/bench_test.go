@@ -27,7 +27,11 @@ func BenchmarkGPT2Step(b *testing.B) {
 	if err != nil {
 		b.Skipf("no GPU: %v", err)
 	}
-	defer be.Close()
+	// A cleanup, not a defer: the model's and stepper's buffers are freed by cleanups,
+	// which run after this function returns and before this one (registered first).
+	// (With a defer, the backend closed first and their frees panicked as double
+	// frees: the first GPU check, 2026-11-26.)
+	b.Cleanup(func() { be.Close() })
 	dtype := os.Getenv("GPTKIT_BENCH_DTYPE")
 	if dtype == "" {
 		dtype = "bfloat16"
