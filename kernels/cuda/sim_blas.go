@@ -303,7 +303,7 @@ func (b *simBLAS) run(call string, g gemm) error {
 				case epiGelu, epiGeluBias:
 					v = gelu(v)
 				case epiDGelu, epiDGeluBGrad:
-					v *= dgelu(aux.at(bi, i, j))
+					v *= b.dgeluEpilogue(aux.at(bi, i, j), g.cType)
 				}
 				D.set(bi, i, j, v)
 			}
@@ -394,6 +394,35 @@ func dgelu(x float32) float32 {
 	t := math.Tanh(u)
 	du := math.Sqrt(2/math.Pi) * (1 + 3*0.044715*v*v)
 	return float32(0.5*(1+t) + 0.5*v*(1-t*t)*du)
+}
+
+// dgeluEpilogueError is how far cuBLASLt's DGELU epilogue may put gelu'(x) from
+// its exact value when its aux and D are float32, absolute: 2⁻¹⁶. NVIDIA
+// publishes no bound; on the H100 of the first GPU check (2026-11-26, CUDA
+// 13.0) the epilogue's gelu' was off by 1.45e-5 at x = -3.533, 6.6e-6 at
+// -1.751 and 4.9e-7 at -4.812 (10% of gelu' there), recovered from the float32
+// conformance failures it caused. That is more than float32 allows, so the
+// backend keeps the epilogue out of float32. With 16-bit aux the GPU's
+// epilogue passed the suite's 16-bit tolerances; its error there is not
+// measured, and the simulator computes it exactly.
+const dgeluEpilogueError = 0x1p-16
+
+// dgeluEpilogue is the simulated epilogue's gelu'(x) for aux of type t: with
+// float32 aux, the exact derivative moved by a pseudo-random amount within
+// dgeluEpilogueError (a function of the device's seed and x, as the approximate
+// instructions' errors are; none with SimOptions.ExactApprox), so a float32
+// path that relied on it fails here as it did on the GPU.
+func (b *simBLAS) dgeluEpilogue(x float32, t int32) float32 {
+	g := dgelu(x)
+	if t != cudaR32F || b.d.opts.ExactApprox {
+		return g
+	}
+	z := b.d.opts.Seed ^ uint64(math.Float32bits(x))*0x9e3779b97f4a7c15 ^ 0xd6e8feb86659fd93
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	u := float64(int64(z)>>11) / (1 << 52) // [-1, 1)
+	return float32(float64(g) + u*dgeluEpilogueError)
 }
 
 var (
