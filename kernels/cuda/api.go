@@ -58,6 +58,12 @@ type driverAPI interface {
 	// has finished (cuEventQuery; CUDA_ERROR_NOT_READY is false, no error).
 	eventQuery(e event) (bool, error)
 	eventDestroy(e event) error
+	// timingEventCreate is an event that records when the GPU reached it
+	// (cuEventCreate with CU_EVENT_DEFAULT), for eventElapsed.
+	timingEventCreate() (event, error)
+	// eventElapsed is the GPU time from start's record to end's, in
+	// milliseconds (cuEventElapsedTime); both must have completed.
+	eventElapsed(start, end event) (float32, error)
 
 	// moduleLoad JIT-compiles PTX text (no NUL needed); an error carries the
 	// JIT log.

@@ -79,7 +79,8 @@ type Backend struct {
 	ctx    cuContext
 	stream stream
 	fns    map[string]function
-	args   []uint64 // launch's argument buffer
+	args   []uint64  // launch's argument buffer
+	prof   *profiler // set while Profile runs (profile.go)
 	mem    memory
 	// noEpilogues: cuBLASLt refused an epilogue once; the elementwise kernels do
 	// the bias and GELU from then on.

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -19,7 +21,9 @@ import (
 // from $GPTKIT_BENCH_B (default 16), dtype from $GPTKIT_BENCH_DTYPE (default
 // bfloat16). It reports tokens/s and MFU against $GPTKIT_PEAK_TFLOPS (default
 // 989, an H100/H200 SXM's dense bf16), with nanoGPT's FLOP count (6N +
-// 12·L·T·C per token). Skips without a GPU.
+// 12·L·T·C per token). Skips without a GPU. With $GPTKIT_PROFILE set to a file
+// it then writes there where one more step's GPU time goes, kernel by kernel
+// (Profile).
 //
 //	go test ./kernels/cuda -run '^$' -bench GPT2Step -benchtime 20x
 func BenchmarkGPT2Step(b *testing.B) {
@@ -56,6 +60,21 @@ func BenchmarkGPT2Step(b *testing.B) {
 	peak := float64(envInt("GPTKIT_PEAK_TFLOPS", 989)) * 1e12
 	b.ReportMetric(tokens/secs, "tokens/s")
 	b.ReportMetric(100*flopsPerToken*tokens/secs/peak, "MFU%")
+	if path := os.Getenv("GPTKIT_PROFILE"); path != "" && b.N > 1 {
+		// One more step, timed kernel by kernel (the figures above are without
+		// it), written to a file: on stdout it would split the benchmark's line.
+		b.StopTimer()
+		p, err := be.Profile(func() { step(b.N + 2) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		var buf bytes.Buffer
+		fmt.Fprintf(&buf, "one step of GPT-2 124M, %s, B %d × T %d\n", dt, B, T)
+		p.Write(&buf)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func envInt(name string, def int) int {
@@ -93,7 +112,7 @@ func BenchmarkSimBabyStep(b *testing.B) {
 // returns it and a function that runs training step s as the trainer does:
 // forward and backward, the gradient norm's partial sums, AdamW (beta2 given,
 // clipping at 1, writing the compute-dtype copy) and the step's one download.
-func stepper(b *testing.B, be *Backend, mc train.ModelConfig, dt kernels.DType, B, T int, beta2 float32) (*train.Model, func(s int)) {
+func stepper(b testing.TB, be *Backend, mc train.ModelConfig, dt kernels.DType, B, T int, beta2 float32) (*train.Model, func(s int)) {
 	must := func(err error) {
 		if err != nil {
 			b.Fatal(err)

@@ -47,6 +47,7 @@ type driver struct {
 	cuEventSynchronize        func(e uintptr) int32
 	cuEventQuery              func(e uintptr) int32
 	cuEventDestroy            func(e uintptr) int32
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
 	cuModuleLoadDataEx        func(mod *uintptr, image *byte, n uint32, opts *int32, vals *uintptr) int32
 	cuModuleUnload            func(mod uintptr) int32
 	cuFuncSetAttribute        func(f uintptr, attr int32, v int32) int32
@@ -94,6 +95,7 @@ func loadDriver(names []string) (*driver, error) {
 		{&d.cuEventSynchronize, "cuEventSynchronize"},
 		{&d.cuEventQuery, "cuEventQuery"},
 		{&d.cuEventDestroy, "cuEventDestroy_v2"},
+		{&d.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"},
 		{&d.cuModuleUnload, "cuModuleUnload"},
 		{&d.cuFuncSetAttribute, "cuFuncSetAttribute"},

@@ -133,6 +133,18 @@ func (d *driver) eventDestroy(e event) error {
 	return cuCheck("cuEventDestroy", d.cuEventDestroy(uintptr(e)))
 }
 
+func (d *driver) timingEventCreate() (event, error) {
+	var e uintptr
+	err := cuCheck("cuEventCreate", d.cuEventCreate(&e, 0 /* CU_EVENT_DEFAULT */))
+	return event(e), err
+}
+
+func (d *driver) eventElapsed(start, end event) (float32, error) {
+	var ms float32
+	err := cuCheck("cuEventElapsedTime", d.cuEventElapsedTime(&ms, uintptr(start), uintptr(end)))
+	return ms, err
+}
+
 // JIT options (CUjit_option).
 const (
 	jitErrorLogBuffer     = 5

@@ -59,6 +59,10 @@ func (b *Backend) tryGemm(g gemm) error {
 			g.compute = compute32F
 		}
 	}
+	if b.prof != nil {
+		b.profBegin(gemmName(g))
+		defer b.profEnd()
+	}
 	return b.blas.gemm(b.stream, g)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gptkit/kernels/cuda/sim"
@@ -61,6 +62,11 @@ type simEvent struct {
 	s  *simStream
 	at uint64 // the stream's op count when the event was recorded
 	vc vclock // the stream's clock then
+	// A timing event's record queues an op that stamps the host's clock when
+	// the stream reaches it: its elapsed times are the simulator's CPU time.
+	timing  bool
+	stamped bool
+	stamp   time.Time
 }
 
 func newSimDriver(o SimOptions) *simDriver {
@@ -318,6 +324,19 @@ func (d *simDriver) eventRecord(e event, s stream) error {
 	if err != nil {
 		return err
 	}
+	if ev.timing {
+		d.mu.Lock()
+		ev.stamped = false
+		d.mu.Unlock()
+		if err := d.enqueue("cuEventRecord", s, func() error {
+			d.mu.Lock()
+			ev.stamped, ev.stamp = true, time.Now()
+			d.mu.Unlock()
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	st, err := d.stream("cuEventRecord", s)
 	if err != nil {
 		return err
@@ -369,6 +388,36 @@ func (d *simDriver) streamWaitEvent(s stream, e event) error {
 		return nil
 	}
 	return d.enqueue("cuStreamWaitEvent", s, func() error { return d.flushTo(other, at) })
+}
+
+func (d *simDriver) timingEventCreate() (event, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := event(d.handle())
+	d.events[e] = &simEvent{timing: true}
+	return e, nil
+}
+
+// eventElapsed: as CUDA, CUDA_ERROR_INVALID_HANDLE (400) for an event created
+// without timing and CUDA_ERROR_NOT_READY (600) for one not yet reached.
+func (d *simDriver) eventElapsed(start, end event) (float32, error) {
+	a, err := d.event("cuEventElapsedTime", start)
+	if err != nil {
+		return 0, err
+	}
+	b, err := d.event("cuEventElapsedTime", end)
+	if err != nil {
+		return 0, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case !a.timing || !b.timing:
+		return 0, simErr("cuEventElapsedTime", 400, "an event created with CU_EVENT_DISABLE_TIMING")
+	case !a.stamped || !b.stamped:
+		return 0, simErr("cuEventElapsedTime", 600, "an event not yet reached")
+	}
+	return float32(b.stamp.Sub(a.stamp).Seconds() * 1e3), nil
 }
 
 func (d *simDriver) eventDestroy(e event) error {

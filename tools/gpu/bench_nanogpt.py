@@ -91,6 +91,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="a 2-layer, 64-wide model at T 64 (a dry run)")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timed steps, profile one step with torch.profiler and print its ops by device time")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
@@ -133,6 +135,27 @@ def main():
         "compiled": not a.no_compile, "ms_per_step": 1000 * secs / a.steps, "tokens_per_s": tps,
         "mfu": flops_per_token * tps / (a.peak_tflops * 1e12), "loss": float(loss),
     }))
+    if a.profile:
+        profile_step(step, sync, dev)
+
+
+def profile_step(step, sync, dev):
+    """One step under torch.profiler, its kernels by device time (self), between
+    the markers tools/gpu/report.py looks for; after the JSON line, so that the
+    figures above are from steps without the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
+    sync()
+    with profile(activities=acts) as prof:
+        step()
+        sync()
+    ka = prof.key_averages()
+    keys = ("self_device_time_total", "self_cuda_time_total") if dev == "cuda" else ("self_cpu_time_total",)
+    key = next((k for k in keys if ka and hasattr(ka[0], k)), None)
+    table = ka.table(sort_by=key, row_limit=30, max_name_column_width=60) if key else None
+    print(f"== profile of one step (torch.profiler, sorted by {key})")
+    print(table if table is not None else "(no table: this torch.profiler has none of " + ", ".join(keys) + ")")
+    print("== end of profile")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@
 #   sim-vs-gpu    TestSimVsGPU: every op on the GPU and on the PTX simulator, bit-identical or within 2e-5
 #   train-tests   the train package's tests that need a GPU (none yet: listed)
 #   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
-#   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step)
-#   gpt2-eager    the same model in PyTorch eager (tools/gpu/bench_nanogpt.py --no-compile)
+#   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step), then one
+#                 more step's GPU time kernel by kernel (GPTKIT_PROFILE)
+#   gpt2-eager    the same model in PyTorch eager (tools/gpu/bench_nanogpt.py --no-compile), then
+#                 one more step under torch.profiler
 #   gpt2-compile  ... and with torch.compile
 #   dp2           with 2 or more GPUs: 2 ranks over NCCL against 1 GPU (losses, tokens/s)
 #
@@ -237,9 +239,9 @@ torch_ok=0
 [ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
 fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
 if [ $dry = 0 ]; then
-  run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
+  GPTKIT_PROFILE=$logs/gpt2-ours-profile.log run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
   if [ $torch_ok = 1 ]; then
-    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS" --no-compile
+    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS" --no-compile --profile
     cpu_done
     run gpt2-compile 240 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS"
   else
@@ -250,7 +252,7 @@ if [ $dry = 0 ]; then
 else
   skip gpt2-ours "dry run: GPT-2 124M needs a GPU"
   if [ $torch_ok = 1 ]; then
-    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile
+    run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile --profile
   else
     skip gpt2-eager "dry run: no PyTorch here"
   fi

@@ -176,6 +176,16 @@ def main():
                 r["tokens_per_s"], 100 * r["mfu"], r["ms_per_step"], r.get("torch", "?"), ", tiny model on the CPU" if dry else ""))
         except (IndexError, ValueError, KeyError):
             verdict(name, False, "no JSON result line in the output")
+    profiles = []
+    ours = log(work, "gpt2-ours-profile")
+    if ours.strip():
+        profiles.append("gptkit (kernels/cuda Profile: GPU time between events around each kernel and GEMM):"
+                        f"\n\n```\n{ours.rstrip()}\n```")
+    pm = re.search(r"^== profile of one step[^\n]*\n(.*?)^== end of profile", log(work, "gpt2-eager"), re.S | re.M)
+    if pm:
+        profiles.append(f"PyTorch eager (torch.profiler):\n\n```\n{pm.group(1).rstrip()}\n```")
+    if profiles:
+        details.append(("Where one GPT-2 step's time goes (one more step each, after the timed ones)", "\n\n".join(profiles)))
     if "ours" in bench and ("gpt2-eager" in bench or "gpt2-compile" in bench):
         rows = ["| | tokens/s | MFU | ms/step |", "|---|---|---|---|"]
         for k, label in (("ours", "gptkit"), ("gpt2-eager", "PyTorch eager"), ("gpt2-compile", "PyTorch torch.compile")):
