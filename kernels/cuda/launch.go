@@ -51,7 +51,7 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 	}
 	gy := max(d.gy, 1)
 	if b.prof != nil {
-		b.profBegin(name)
+		b.profBegin(name, 0)
 		defer b.profEnd()
 	}
 	if err := b.drv.launchKernel(f, dim3{d.gx, gy, 1}, dim3{d.bx, 1, 1}, 0, b.stream, v); err != nil {

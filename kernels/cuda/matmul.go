@@ -60,7 +60,7 @@ func (b *Backend) tryGemm(g gemm) error {
 		}
 	}
 	if b.prof != nil {
-		b.profBegin(gemmName(g))
+		b.profBegin(gemmName(g), 2*float64(g.m)*float64(g.n)*float64(g.k)*float64(max(g.batch, 1)))
 		defer b.profEnd()
 	}
 	return b.blas.gemm(b.stream, g)

@@ -22,6 +22,15 @@ type OpTime struct {
 	Name   string
 	Calls  int
 	Millis float64
+	FLOPs  float64 // the GEMMs' multiply-adds ×2 over all calls; 0 for kernels
+}
+
+// TFLOPS is the op's rate in TFLOP/s (GEMMs), 0 when it has no FLOP count.
+func (o OpTime) TFLOPS() float64 {
+	if o.FLOPs == 0 || o.Millis <= 0 {
+		return 0
+	}
+	return o.FLOPs / (o.Millis * 1e9)
 }
 
 // Profile is what Backend.Profile measured.
@@ -41,6 +50,7 @@ type profiler struct {
 
 type profMark struct {
 	name       string
+	flops      float64
 	start, end event
 }
 
@@ -86,6 +96,7 @@ func (b *Backend) Profile(f func()) (Profile, error) {
 		}
 		o.Calls++
 		o.Millis += float64(ms)
+		o.FLOPs += m.flops
 		out.BusyMillis += float64(ms)
 		if i == len(p.marks)-1 {
 			span, err := b.drv.eventElapsed(p.marks[0].start, m.end)
@@ -110,9 +121,10 @@ func (b *Backend) Profile(f func()) (Profile, error) {
 	return out, nil
 }
 
-// profBegin records the start event of op name when a profile runs (called
-// with the backend entered, before the launch); profEnd its end.
-func (b *Backend) profBegin(name string) {
+// profBegin records the start event of op name (flops of work, when known)
+// when a profile runs (called with the backend entered, before the launch);
+// profEnd its end.
+func (b *Backend) profBegin(name string, flops float64) {
 	p := b.prof
 	if p == nil || p.err != nil {
 		return
@@ -127,7 +139,7 @@ func (b *Backend) profBegin(name string) {
 		p.err = err
 		return
 	}
-	p.marks = append(p.marks, profMark{name: name, start: start, end: end})
+	p.marks = append(p.marks, profMark{name: name, flops: flops, start: start, end: end})
 }
 
 func (b *Backend) profEnd() {
@@ -194,16 +206,20 @@ func shortType(t int32) string {
 	return fmt.Sprint(t)
 }
 
-// Write prints p as a table: each op's share of the busy time, its calls and
-// milliseconds, and the span and host time below.
+// Write prints p as a table: each op's share of the busy time, its calls,
+// milliseconds and (GEMMs) TFLOP/s, and the span and host time below.
 func (p Profile) Write(w io.Writer) {
-	fmt.Fprintf(w, "%-60s %6s %10s %7s\n", "op (kernel, or GEMM m×n×k)", "calls", "ms", "share")
+	fmt.Fprintf(w, "%-60s %6s %10s %7s %9s\n", "op (kernel, or GEMM m×n×k)", "calls", "ms", "share", "TFLOP/s")
 	for _, o := range p.Ops {
 		share := 0.0
 		if p.BusyMillis > 0 {
 			share = 100 * o.Millis / p.BusyMillis
 		}
-		fmt.Fprintf(w, "%-60s %6d %10.3f %6.1f%%\n", o.Name, o.Calls, o.Millis, share)
+		rate := ""
+		if t := o.TFLOPS(); t > 0 {
+			rate = fmt.Sprintf("%9.1f", t)
+		}
+		fmt.Fprintf(w, "%-60s %6d %10.3f %6.1f%% %s\n", o.Name, o.Calls, o.Millis, share, rate)
 	}
 	fmt.Fprintf(w, "busy %.3f ms (kernels and GEMMs), span %.3f ms (first start to last end: the rest is gaps, copies, memsets), host %.3f ms\n",
 		p.BusyMillis, p.SpanMillis, p.HostMillis)

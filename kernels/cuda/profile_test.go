@@ -36,6 +36,9 @@ func TestProfileBabyStep(t *testing.T) {
 		if o.Millis < 0 {
 			t.Errorf("%s: %v ms", o.Name, o.Millis)
 		}
+		if (o.FLOPs > 0) != strings.HasPrefix(o.Name, "gemm ") {
+			t.Errorf("%s: %v FLOPs", o.Name, o.FLOPs)
+		}
 	}
 	for k, v := range be.sim.launches {
 		if n := v - before[k]; n != calls[k] {
