@@ -44,6 +44,7 @@ func (b *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int
 	defer b.leave()
 	if fs := flashSize(dt, hs, C, out, qkv); fs > 0 {
 		grid := dims{gx: uint32((T + flashBlock - 1) / flashBlock), gy: uint32(B * NH), bx: 128}
+		b.profFLOPs = 2 * causalMatmulFLOPs(B, T, C) // S = Q·Kᵀ, O = P·V
 		b.launch(fmt.Sprintf("flash_forward_%s_%d", suffix(dt), fs), grid, out, lse, qkv, int32(T), int32(C), int32(NH), scale)
 		return
 	}
@@ -71,7 +72,9 @@ func (b *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B,
 	if fs := flashSize(dt, hs, C, dqkv, dout, qkv); fs > 0 {
 		grid := dims{gx: uint32((T + flashBlock - 1) / flashBlock), gy: uint32(B * NH), bx: 128}
 		args := []any{dqkv, qkv, dout, lse, D, int32(T), int32(C), int32(NH), scale}
+		b.profFLOPs = 4 * causalMatmulFLOPs(B, T, C) // S, dP = dO·Vᵀ, dV, dK
 		b.launch(fmt.Sprintf("flash_backward_dkdv_%s_%d", suffix(dt), fs), grid, args...)
+		b.profFLOPs = 3 * causalMatmulFLOPs(B, T, C) // S, dP, dQ
 		b.launch(fmt.Sprintf("flash_backward_dq_%s_%d", suffix(dt), fs), grid, args...)
 		return
 	}
@@ -79,3 +82,8 @@ func (b *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B,
 	b.launch(kname("attention_backward_dkdv_simt", dt), simtRows(rows), args...)
 	b.launch(kname("attention_backward_dq_simt", dt), simtRows(rows), args...)
 }
+
+// causalMatmulFLOPs is the FLOPs of one T×T×hs product per head under the
+// causal mask (half of it), over B sequences and all heads: B·T²·C. A profile
+// (profile.go) divides the flash kernels' time by them.
+func causalMatmulFLOPs(B, T, C int) float64 { return float64(B) * float64(T) * float64(T) * float64(C) }

@@ -81,7 +81,9 @@ type Backend struct {
 	fns    map[string]function
 	args   []uint64  // launch's argument buffer
 	prof   *profiler // set while Profile runs (profile.go)
-	mem    memory
+	// profFLOPs is the FLOP count of the next launch, for a profile.
+	profFLOPs float64
+	mem       memory
 	// noEpilogues: cuBLASLt refused an epilogue once; the elementwise kernels do
 	// the bias and GELU from then on.
 	noEpilogues bool

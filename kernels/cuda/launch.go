@@ -51,9 +51,10 @@ func (b *Backend) launch(name string, d dims, args ...any) {
 	}
 	gy := max(d.gy, 1)
 	if b.prof != nil {
-		b.profBegin(name, 0)
+		b.profBegin(name, b.profFLOPs)
 		defer b.profEnd()
 	}
+	b.profFLOPs = 0
 	if err := b.drv.launchKernel(f, dim3{d.gx, gy, 1}, dim3{d.bx, 1, 1}, 0, b.stream, v); err != nil {
 		panic(fmt.Errorf("%w (kernel %s)", err, name))
 	}

@@ -22,10 +22,10 @@ type OpTime struct {
 	Name   string
 	Calls  int
 	Millis float64
-	FLOPs  float64 // the GEMMs' multiply-adds ×2 over all calls; 0 for kernels
+	FLOPs  float64 // over all calls: GEMMs' 2mnk, the flash kernels' products; 0 for others
 }
 
-// TFLOPS is the op's rate in TFLOP/s (GEMMs), 0 when it has no FLOP count.
+// TFLOPS is the op's rate in TFLOP/s, 0 when it has no FLOP count.
 func (o OpTime) TFLOPS() float64 {
 	if o.FLOPs == 0 || o.Millis <= 0 {
 		return 0
@@ -207,7 +207,8 @@ func shortType(t int32) string {
 }
 
 // Write prints p as a table: each op's share of the busy time, its calls,
-// milliseconds and (GEMMs) TFLOP/s, and the span and host time below.
+// milliseconds and (GEMMs, flash attention) TFLOP/s, and the span and host
+// time below.
 func (p Profile) Write(w io.Writer) {
 	fmt.Fprintf(w, "%-60s %6s %10s %7s %9s\n", "op (kernel, or GEMM m×n×k)", "calls", "ms", "share", "TFLOP/s")
 	for _, o := range p.Ops {

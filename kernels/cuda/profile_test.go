@@ -13,10 +13,16 @@ import (
 // simulated GPU: every kernel and GEMM the step issues is in the profile, with
 // its calls, and the table prints.
 func TestProfileBabyStep(t *testing.T) {
+	for _, dt := range []kernels.DType{kernels.Float32, kernels.BFloat16} {
+		t.Run(dt.String(), func(t *testing.T) { profileBabyStep(t, dt) })
+	}
+}
+
+func profileBabyStep(t *testing.T, dt kernels.DType) {
 	be := openSim(t, FP32, SimOptions{})
 	B, T := 2, 16
 	mc := train.ModelConfig{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 32, BlockSize: T}
-	_, step := stepper(t, be, mc, kernels.Float32, B, T, 0.99)
+	_, step := stepper(t, be, mc, dt, B, T, 0.99)
 	step(1)
 	before := map[string]int{}
 	for k, v := range be.sim.launches {
@@ -36,7 +42,7 @@ func TestProfileBabyStep(t *testing.T) {
 		if o.Millis < 0 {
 			t.Errorf("%s: %v ms", o.Name, o.Millis)
 		}
-		if (o.FLOPs > 0) != strings.HasPrefix(o.Name, "gemm ") {
+		if (o.FLOPs > 0) != (strings.HasPrefix(o.Name, "gemm ") || strings.HasPrefix(o.Name, "flash_")) {
 			t.Errorf("%s: %v FLOPs", o.Name, o.FLOPs)
 		}
 	}
@@ -55,7 +61,11 @@ func TestProfileBabyStep(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	p.Write(&buf)
-	if !strings.Contains(buf.String(), "gelu_backward_inplace_f32") || !strings.Contains(buf.String(), "busy ") {
+	want := "gelu_backward_inplace_f32" // float32 keeps cuBLASLt's DGELU out
+	if dt == kernels.BFloat16 {
+		want = "flash_backward_dq_bf16_16"
+	}
+	if !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), "busy ") {
 		t.Errorf("table:\n%s", buf.String())
 	}
 	t.Logf("\n%s", buf.String())
