@@ -136,7 +136,8 @@ func (b *Backend) MatmulGeluForward(out, pre, inp, weight, bias kernels.Tensor, 
 }
 
 // MatmulBackward implements kernels.Backend; dinp by a GEMM that writes (with
-// cuBLASLt's DGELU epilogue multiplying by gelu'(geluPre), or a kernel after it),
+// cuBLASLt's DGELU epilogue multiplying by gelu'(geluPre) in the 16-bit modes,
+// or the gelu_backward_inplace kernel after it: float32, or no epilogues),
 // dweight by one that accumulates; dbias sums
 // dout's rows in fixed chunks, then the chunks in order.
 func (b *Backend) MatmulBackward(dinp, dweight, dbias, dout, inp, weight, geluPre kernels.Tensor, N, C, OC int) {
