@@ -230,54 +230,61 @@ func TestResumeBitIdentical(t *testing.T) {
 		{"cpu", func() kernels.Backend { return cpu.New(2) }, func() kernels.Backend { return cpu.New(1) }, func() kernels.Backend { return cpu.New(3) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := tinyDataset(t)
-			straight := tinyConfig(t, data)
-			want, err := Run(context.Background(), straight, tc.straight(), Single{}, testLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			cfg := tinyConfig(t, data)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			tr, err := NewTrainer(ctx, cfg, tc.before(), Single{}, testLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr.OnStep = func(m Metrics) {
-				if m.Step == 7 { // not a checkpoint step: the interruption saves one
-					cancel()
-				}
-			}
-			res, err := tr.Train(ctx)
-			tr.Close()
-			if !errors.Is(err, context.Canceled) || res.Step != 7 {
-				t.Fatalf("interrupted run: step %d, err %v; want step 7 and a cancellation", res.Step, err)
-			}
-			if !strings.HasSuffix(res.Checkpoint, "07") {
-				t.Fatalf("interrupted run saved %q", res.Checkpoint)
-			}
-			got, err := Run(context.Background(), cfg, tc.after(), Single{}, testLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.ResumedFrom != res.Checkpoint || got.Step != 20 {
-				t.Fatalf("resumed from %q to step %d, want from %q to 20", got.ResumedFrom, got.Step, res.Checkpoint)
-			}
-			sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
-			sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
-			if got.Loss != want.Loss || got.ValLoss != want.ValLoss {
-				t.Errorf("final loss %v val %v, want %v val %v", got.Loss, got.ValLoss, want.Loss, want.ValLoss)
-			}
-
-			// Running again does nothing: the run is complete.
-			again, err := Run(context.Background(), cfg, tc.after(), Single{}, testLogger(t))
-			if err != nil || again.Step != 20 {
-				t.Fatalf("rerun: step %d, %v", again.Step, err)
-			}
-			sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+			resumeBitIdentical(t, func(c Config) Config { return c }, tc.straight, tc.before, tc.after)
 		})
 	}
+}
+
+// resumeBitIdentical is TestResumeBitIdentical's check: config adjusts the tiny
+// configuration (the same for the straight run and the interrupted one); each
+// run gets a fresh backend.
+func resumeBitIdentical(t *testing.T, config func(Config) Config, straightBE, before, after func() kernels.Backend) {
+	data := tinyDataset(t)
+	straight := config(tinyConfig(t, data))
+	want, err := Run(context.Background(), straight, straightBE(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := config(tinyConfig(t, data))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := NewTrainer(ctx, cfg, before(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.OnStep = func(m Metrics) {
+		if m.Step == 7 { // not a checkpoint step: the interruption saves one
+			cancel()
+		}
+	}
+	res, err := tr.Train(ctx)
+	tr.Close()
+	if !errors.Is(err, context.Canceled) || res.Step != 7 {
+		t.Fatalf("interrupted run: step %d, err %v; want step 7 and a cancellation", res.Step, err)
+	}
+	if !strings.HasSuffix(res.Checkpoint, "07") {
+		t.Fatalf("interrupted run saved %q", res.Checkpoint)
+	}
+	got, err := Run(context.Background(), cfg, after(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResumedFrom != res.Checkpoint || got.Step != 20 {
+		t.Fatalf("resumed from %q to step %d, want from %q to 20", got.ResumedFrom, got.Step, res.Checkpoint)
+	}
+	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
+	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
+	if got.Loss != want.Loss || got.ValLoss != want.ValLoss {
+		t.Errorf("final loss %v val %v, want %v val %v", got.Loss, got.ValLoss, want.Loss, want.ValLoss)
+	}
+
+	// Running again does nothing: the run is complete.
+	again, err := Run(context.Background(), cfg, after(), Single{}, testLogger(t))
+	if err != nil || again.Step != 20 {
+		t.Fatalf("rerun: step %d, %v", again.Step, err)
+	}
+	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
 }
 
 // TestResumeRefuses: another model shape or tokenizer cannot continue a run; resume

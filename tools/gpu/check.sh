@@ -15,7 +15,8 @@
 #   conformance   the kernel conformance suite on the GPU (fp32 against kernels/ref, bf16 at GPT-2 shapes),
 #                 and every NCCL call the trainer makes, on a communicator of one rank (TestNCCLOneRankGPU)
 #   sim-vs-gpu    TestSimVsGPU: every op on the GPU and on the PTX simulator, bit-identical or within 2e-5
-#   train-tests   the train package's tests that need a GPU (none yet: listed)
+#   train-tests   the train package's GPU tests (names with GPU or CUDA: TestResumeBitIdenticalCUDA, a
+#                 bf16 run stopped and resumed to the same weights bit for bit)
 #   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
 #   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step), then one
 #                 more step's GPU time kernel by kernel (GPTKIT_PROFILE)
