@@ -256,3 +256,28 @@ func BenchmarkNFCMixed(b *testing.B) {
 func BenchmarkNFCDecomposed(b *testing.B) {
 	benchmarkNFC(b, "Tie\u0302\u0301ng Vie\u0302\u0323t co\u0301 da\u0302\u0301u. cafe\u0301 \u1100\u1161\u11a8 ")
 }
+
+// TestNFCDecode: nfcDecode is utf8.DecodeRuneInString on every sequence of up to
+// three bytes that starts at or above 0x80, whole and cut short, and with a byte
+// after it.
+func TestNFCDecode(t *testing.T) {
+	buf := make([]byte, 4)
+	for c0 := 0x80; c0 < 0x100; c0++ {
+		for c1 := 0; c1 < 0x100; c1++ {
+			for c2 := 0; c2 < 0x100; c2++ {
+				buf[0], buf[1], buf[2], buf[3] = byte(c0), byte(c1), byte(c2), 'a'
+				for _, n := range []int{1, 2, 3, 4} {
+					if n < 3 && c2 > 0 || n < 2 && c1 > 0 {
+						continue // the shorter forms once per prefix
+					}
+					s := string(buf[:n])
+					r, size := nfcDecode(s, 0)
+					wr, wsize := utf8.DecodeRuneInString(s)
+					if r != wr || size != wsize {
+						t.Fatalf("nfcDecode(% x) = %U, %d; want %U, %d", s, r, size, wr, wsize)
+					}
+				}
+			}
+		}
+	}
+}
