@@ -12,8 +12,9 @@ type addedMatcher struct {
 	root  [256]int32 // child of the root for each first byte, 0 = none
 	nodes []trieNode // nodes[0] is unused (0 means "no node")
 	// prefix is the longest prefix all tokens share (at least their first byte when they
-	// all have the same one): find jumps from one occurrence of it to the next with
-	// strings.Index (vectorized) instead of walking the trie at every byte.
+	// all have the same one): find jumps from one occurrence of it to the next
+	// (strings.IndexByte for one byte, indexPair for two, strings.Index for more)
+	// instead of walking the trie at every byte.
 	prefix string
 }
 
@@ -83,13 +84,21 @@ func (m *addedMatcher) newNode() int32 {
 // its start, its end and its id; start is -1 if there is none.
 func (m *addedMatcher) find(s string, from int) (start, end, id int) {
 	for i := from; i < len(s); i++ {
-		if m.prefix != "" {
-			k := strings.Index(s[i:], m.prefix)
-			if k < 0 {
-				return -1, -1, -1
-			}
-			i += k
+		k := -1
+		switch len(m.prefix) {
+		case 0:
+			k = 0
+		case 1:
+			k = strings.IndexByte(s[i:], m.prefix[0])
+		case 2:
+			k = indexPair(s[i:], m.prefix[0], m.prefix[1])
+		default: // GPT-2's <|endoftext|>: strings.Index is fast for long needles
+			k = strings.Index(s[i:], m.prefix)
 		}
+		if k < 0 {
+			return -1, -1, -1
+		}
+		i += k
 		cur := m.root[s[i]]
 		if cur == 0 {
 			continue
