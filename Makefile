@@ -34,7 +34,7 @@ race:
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`).
 FUZZTIME ?= 20s
 FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzMergeRanksMedium tokenize:FuzzBacktrackMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzFixMultiMatchesSlow tokenize:FuzzValidUTF8 tokenize:FuzzLoadCompiled \
-	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
+	tokenize:FuzzLoadHFJSON tokenize:FuzzNFC tokenize:FuzzIndexPair shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes prep:FuzzReadMapped prep:FuzzUTF8Checker shards:FuzzParseManifest cmd/tokenize:FuzzEncodeJSONLMappedStdin loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
