@@ -26,6 +26,9 @@ func TestResumeBitIdenticalCUDA(t *testing.T) {
 		{"gpu", func() cuda.Options { return cuda.Options{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "sim" && testing.Short() {
+				t.Skip("three runs on the simulator; make test runs them")
+			}
 			if tc.name == "gpu" {
 				be, err := cuda.Open(tc.opts())
 				if err != nil {

@@ -64,15 +64,16 @@ func BenchmarkGPT2Step(b *testing.B) {
 		// One more step, timed kernel by kernel (the figures above are without
 		// it), written to a file: on stdout it would split the benchmark's line.
 		b.StopTimer()
-		p, err := be.Profile(func() { step(b.N + 2) })
-		if err != nil {
-			b.Fatal(err)
-		}
+		// A failure here is logged, not fatal: the figures above stand.
 		var buf bytes.Buffer
-		fmt.Fprintf(&buf, "one step of GPT-2 124M, %s, B %d × T %d\n", dt, B, T)
-		p.Write(&buf)
+		if p, err := be.Profile(func() { step(b.N + 2) }); err != nil {
+			fmt.Fprintf(&buf, "no profile: %v\n", err)
+		} else {
+			fmt.Fprintf(&buf, "one step of GPT-2 124M, %s, B %d × T %d\n", dt, B, T)
+			p.Write(&buf)
+		}
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			b.Fatal(err)
+			b.Logf("profile: %v", err)
 		}
 	}
 }

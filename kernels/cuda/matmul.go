@@ -61,7 +61,13 @@ func (b *Backend) tryGemm(g gemm) error {
 	}
 	if b.prof != nil {
 		b.profBegin(gemmName(g), 2*float64(g.m)*float64(g.n)*float64(g.k)*float64(max(g.batch, 1)))
-		defer b.profEnd()
+		err := b.blas.gemm(b.stream, g)
+		if err != nil {
+			b.profDrop()
+		} else {
+			b.profEnd()
+		}
+		return err
 	}
 	return b.blas.gemm(b.stream, g)
 }

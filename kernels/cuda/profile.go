@@ -55,27 +55,41 @@ type profMark struct {
 }
 
 // Profile runs f, which uses the backend (a training step, say), timing every
-// kernel and GEMM it issues on the backend's stream. NCCL's stream is not
-// timed: its waits show as the gap between SpanMillis and BusyMillis.
+// kernel and GEMM it issues on the backend's stream. Memsets, copies and
+// collectives are not timed: they show in the gap between SpanMillis and
+// BusyMillis (those on the communication stream, not at all). If f panics, the
+// profile ends and the panic goes on.
 func (b *Backend) Profile(f func()) (Profile, error) {
 	b.enter()
 	if b.prof != nil {
 		b.leave()
 		return Profile{}, fmt.Errorf("cuda: Profile inside Profile")
 	}
-	b.prof = &profiler{}
+	p := &profiler{}
+	b.prof = p
 	b.leave()
+	ended := false
+	end := func() { // with the backend entered
+		if !ended {
+			ended = true
+			b.prof, b.profFLOPs = nil, 0
+			for _, e := range p.all {
+				_ = b.drv.eventDestroy(e)
+			}
+		}
+	}
+	defer func() {
+		if !ended {
+			b.enter()
+			end()
+			b.leave()
+		}
+	}()
 	t0 := time.Now()
 	f()
 	b.enter()
 	defer b.leave()
-	p := b.prof
-	b.prof = nil
-	defer func() {
-		for _, e := range p.all {
-			_ = b.drv.eventDestroy(e)
-		}
-	}()
+	defer end()
 	if err := b.drv.streamSynchronize(b.stream); err != nil {
 		return Profile{}, err
 	}
@@ -140,6 +154,14 @@ func (b *Backend) profBegin(name string, flops float64) {
 		return
 	}
 	p.marks = append(p.marks, profMark{name: name, flops: flops, start: start, end: end})
+}
+
+// profDrop forgets the last op's mark: a GEMM the library refused (and that the
+// backend then issues another way) did not run.
+func (b *Backend) profDrop() {
+	if p := b.prof; p != nil && len(p.marks) > 0 {
+		p.marks = p.marks[:len(p.marks)-1]
+	}
 }
 
 func (b *Backend) profEnd() {

@@ -70,6 +70,15 @@ func profileBabyStep(t *testing.T, dt kernels.DType) {
 	}
 	t.Logf("\n%s", buf.String())
 
+	// A panic in the profiled work ends the profile: the next one runs.
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = be.Profile(func() { step(3); panic("in the profiled work") })
+	}()
+	if be.prof != nil {
+		t.Fatal("a panic left the profile on")
+	}
+
 	// Nothing is recorded after the profile, and a nested one is refused.
 	step(3)
 	if _, err := be.Profile(func() {

@@ -136,7 +136,10 @@ def main():
         "mfu": flops_per_token * tps / (a.peak_tflops * 1e12), "loss": float(loss),
     }))
     if a.profile:
-        profile_step(step, sync, dev)
+        try:
+            profile_step(step, sync, dev)
+        except Exception as e:  # the figures above stand; the report shows no table
+            print(f"no profile: {e!r}")
 
 
 def profile_step(step, sync, dev):
