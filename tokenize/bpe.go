@@ -93,7 +93,8 @@ func (t *Tokenizer) mergeShort(st *encodeState, p string) []uint32 {
 			ranks[bi], _ = t.pairRank(parts[bi], parts[bi+1])
 		}
 	}
-	st.parts, st.ranks = parts, ranks
+	keepScratch(&st.parts, parts)
+	keepScratch(&st.ranks, ranks)
 	return parts
 }
 

@@ -63,7 +63,9 @@ func (t *Tokenizer) mergeRanksShort(st *encodeState, p string) []uint32 {
 			ranks[bi] = t.rankOf(p, int(starts[bi]), int(starts[bi+2]))
 		}
 	}
-	st.parts, st.ranks, st.starts = parts, ranks, starts
+	keepScratch(&st.parts, parts)
+	keepScratch(&st.ranks, ranks)
+	keepScratch(&st.starts, starts)
 	return parts
 }
 
@@ -145,7 +147,7 @@ func (t *Tokenizer) mergeRanksMedium(st *encodeState, p string) []uint32 {
 	for i := 0; i < n; i = int(next[i]) {
 		parts = append(parts, ids[i])
 	}
-	st.parts = parts
+	keepScratch(&st.parts, parts)
 	return parts
 }
 

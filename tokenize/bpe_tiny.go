@@ -48,7 +48,7 @@ func (t *Tokenizer) mergeTinyNotToken(st *encodeState, p string) []uint32 {
 	default:
 		parts = t.mergeFourNotToken(parts, bp, p, &ids)
 	}
-	st.parts = parts
+	keepScratch(&st.parts, parts)
 	return parts
 }
 

@@ -209,7 +209,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 		}
 		from = ends[len(ends)-1]
 	}
-	st.ends = ends
+	keepScratch(&st.ends, ends)
 	return dst
 }
 
@@ -315,14 +315,34 @@ func shortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, e
 // text, nends piece ends, the ids' array out with m of them and room for capOut, prev;
 // front.more (nmore ids); k, the pieces done, and full, whether the loop stopped for
 // want of room in out for a piece of four or more ids.
+//
+// text, ends, out and more are set for each call as bare addresses, not pointers: a
+// pointer stored into the pooled state is a write barrier while the collector runs, and
+// with eight of them a call (four set, four cleared) they were ~4% of random printable
+// ASCII's time in BenchmarkEncodeAdversarial (Encode's 1 MB results keep the collector
+// busy). The caller keeps what they point to alive across the call (runtime.KeepAlive);
+// nothing can move it: heap objects stay put, and a goroutine's stack is copied only at
+// its own calls or at a synchronous safe point, neither of which lies between the
+// stores and the assembly (NOSPLIT, no calls). The tables (table, long, masks) are set
+// once, by front.init, and stay pointers.
 type shortArgs struct {
-	table, long, masks, text unsafe.Pointer
-	ends                     unsafe.Pointer
-	nends                    int
-	out                      unsafe.Pointer
-	m, prev, limit, k        int
-	more                     unsafe.Pointer
-	nmore, capOut, full      int
+	table, long, masks  unsafe.Pointer
+	text, ends          uintptr
+	nends               int
+	out                 uintptr
+	m, prev, limit, k   int
+	more                uintptr
+	nmore, capOut, full int
+}
+
+// keepScratch stores s, grown from the scratch slice *p of the pooled encode state, back
+// in *p when its array is new, and only then: the state is on the heap, so storing a
+// slice is a write barrier while the collector runs, and the merges store their scratch
+// once a piece (what is kept is the array; every use starts from (*p)[:0]).
+func keepScratch[E any](p *[]E, s []E) {
+	if unsafe.SliceData(s) != unsafe.SliceData(*p) {
+		*p = s
+	}
 }
 
 // encodePiece appends the ids of the piece seg[prev:end]: for pieces of at most 16
@@ -410,8 +430,9 @@ func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T
 // call with st.
 func (t *Tokenizer) pieceIDs(st *encodeState, p string) []uint32 {
 	if id, ok := t.tokenID(p); ok && (t.wholeBad == nil || !t.wholeBad[id]) {
-		st.parts = append(st.parts[:0], id)
-		return st.parts
+		parts := append(st.parts[:0], id)
+		keepScratch(&st.parts, parts)
+		return parts
 	}
 	return t.merge(st, p)
 }
@@ -421,7 +442,7 @@ func (t *Tokenizer) merge(st *encodeState, p string) []uint32 {
 	if len(p) > backtrackMinLen && t.mergeSemantics == "pairs" {
 		if bt := t.longEncoder(); bt != nil {
 			if out, ok := bt.encode(&st.bt, p, st.parts[:0]); ok {
-				st.parts = out
+				keepScratch(&st.parts, out)
 				return out
 			}
 		}

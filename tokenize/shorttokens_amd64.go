@@ -3,6 +3,7 @@
 package tokenize
 
 import (
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -46,15 +47,17 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	// The arguments live in front (written field by field: a fresh struct each call
 	// was ~5% of the mixed corpus's time, where pieces leave the loop often).
 	a := &front.args // its tables set by front.init
-	a.text, a.ends, a.nends = unsafe.Pointer(unsafe.StringData(text)), unsafe.Pointer(&ends[0]), nk
-	a.out, a.m, a.prev, a.limit = unsafe.Pointer(unsafe.SliceData(dst)), len(dst), prev, avail-16
-	a.more, a.nmore, a.capOut, a.full = unsafe.Pointer(unsafe.SliceData(front.more)), len(front.more), cap(dst), 0
+	a.text, a.ends, a.nends = uintptr(unsafe.Pointer(unsafe.StringData(text))), uintptr(unsafe.Pointer(&ends[0])), nk
+	a.out, a.m, a.prev, a.limit = uintptr(unsafe.Pointer(unsafe.SliceData(dst))), len(dst), prev, avail-16
+	a.more, a.nmore, a.capOut, a.full = uintptr(unsafe.Pointer(unsafe.SliceData(front.more))), len(front.more), cap(dst), 0
 	if unsafe.Sizeof(T(0)) == 8 {
 		shortTokens64(a)
 	} else {
 		shortTokens32(a)
 	}
-	a.text, a.ends, a.out, a.more = nil, nil, nil, nil // the pooled state keeps no text or ids
+	runtime.KeepAlive(text) // what a's addresses point to (see shortArgs)
+	runtime.KeepAlive(ends)
+	runtime.KeepAlive(dst)
 	dst = dst[:a.m]
 	if a.full != 0 || a.k == nk && nk < len(ends) {
 		// Out of room: the twin goes on, growing dst as it needs.
