@@ -1,9 +1,12 @@
 package tokenize
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -102,4 +105,79 @@ func TestFrontMoreStartsOver(t *testing.T) {
 			t.Fatalf("after %d pieces: none found", i+1)
 		}
 	}
+}
+
+// TestShortTokensUnderCollector: the assembly hot loop gets the text, the piece ends and
+// the ids' array as bare addresses (shortArgs). AppendEncode into a caller's array (the
+// compiler moves it to the heap today: AppendEncode's dst escapes), at stack depths that
+// make the goroutine's stack grow and shrink between calls, with the collector running
+// all the while (it marks, and shrinks stacks), gives the ids Encode gives, in several
+// goroutines at once.
+func TestShortTokensUnderCollector(t *testing.T) {
+	tok := sharedTokenizer(t, "gpt2")
+	rng := rand.New(rand.NewPCG(7, 8))
+	texts := make([]string, 64)
+	for i := range texts {
+		texts[i] = randomSplitText(rng, 40+rng.IntN(200))
+	}
+	want := make([][]int, len(texts))
+	for i, s := range texts {
+		want[i] = tok.Encode(s)
+	}
+	stop := make(chan struct{})
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				i := (g*rounds + r) % len(texts)
+				if got := encodeOnStack(tok, texts[i], r%7*40); !slices.Equal(got, want[i]) {
+					errs <- fmt.Sprintf("goroutine %d, round %d, text %d: ids differ from Encode's", g, r, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-collected
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// encodeOnStack encodes s into an array of its own, depth frames down (each with a 1 KB
+// array on the stack, so that the stack grows), and returns a copy of the ids.
+func encodeOnStack(tok *Tokenizer, s string, depth int) []int {
+	var pad [128]int
+	if depth > 0 {
+		pad[depth%128] = depth
+		out := encodeOnStack(tok, s, depth-1)
+		if pad[depth%128] != depth {
+			panic("stack array changed")
+		}
+		return out
+	}
+	var buf [512]int
+	ids := tok.AppendEncode(buf[:0], s)
+	return slices.Clone(ids)
 }
