@@ -320,11 +320,14 @@ func shortTokensGo[T tokenID](front *frontCache, text string, avail, prev int, e
 // pointer stored into the pooled state is a write barrier while the collector runs, and
 // with eight of them a call (four set, four cleared) they were ~4% of random printable
 // ASCII's time in BenchmarkEncodeAdversarial (Encode's 1 MB results keep the collector
-// busy). The caller keeps what they point to alive across the call (runtime.KeepAlive);
-// nothing can move it: heap objects stay put, and a goroutine's stack is copied only at
-// its own calls or at a synchronous safe point, neither of which lies between the
-// stores and the assembly (NOSPLIT, no calls). The tables (table, long, masks) are set
-// once, by front.init, and stay pointers.
+// busy). What they point to is alive across the call (the callers hold it, and
+// appendShortTokens ends with runtime.KeepAlive of each), and, with gc's collector,
+// which does not move heap objects, nothing moves it: a goroutine's stack is copied only
+// at its own calls (growth) or, to shrink it, at a synchronous safe point, and neither
+// lies between the stores and the end of the assembly (NOSPLIT, no calls; an
+// asynchronous preemption there leaves the stack as it is). In practice all four are on
+// the heap today (dst escapes from AppendEncode). The tables (table, long, masks) are
+// set once, by front.init, and stay pointers.
 type shortArgs struct {
 	table, long, masks  unsafe.Pointer
 	text, ends          uintptr

@@ -19,11 +19,22 @@ var hasShortTokensAsm = cpu.X86.HasBMI2
 var (
 	_ = [1]struct{}{}[frontBits-16]
 	_ = [1]struct{}{}[frontLongBits-14]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.table)-0]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.long)-8]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.masks)-16]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.text)-24]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.ends)-32]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.nends)-40]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.out)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.m)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.prev)-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.limit)-72]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.k)-80]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.more)-88]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.nmore)-96]
+	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.capOut)-104]
 	_ = [1]struct{}{}[unsafe.Offsetof(shortArgs{}.full)-112]
+	_ = [1]struct{}{}[unsafe.Sizeof(shortArgs{})-120]
 	_ = [1]struct{}{}[unsafe.Sizeof(keyMasks)-4*256]
 )
 
@@ -55,7 +66,9 @@ func appendShortTokens[T tokenID](front *frontCache, text string, avail, prev in
 	} else {
 		shortTokens32(a)
 	}
-	runtime.KeepAlive(text) // what a's addresses point to (see shortArgs)
+	// What a's addresses point to stays alive to here (see shortArgs; the callers keep
+	// it too). The addresses stay in a until the next call, read by nothing.
+	runtime.KeepAlive(text)
 	runtime.KeepAlive(ends)
 	runtime.KeepAlive(dst)
 	dst = dst[:a.m]
