@@ -27,6 +27,15 @@ const (
 	longCacheMaxPiece = 256     // longer pieces are not cached
 	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
 	longCacheMaxItems = 1 << 14
+	// The long-piece cache is probed and filled only while it pays: over every
+	// longCacheWindow lookups at least one in longCacheMinHitsIn must hit, else it is
+	// left alone for the next longCacheOff long pieces (then tried again). A miss costs
+	// hashing the piece twice, a copy of it and a map insert (~15% of merging a clause of
+	// CJK-like text, whose clauses are pieces that seldom come back); a hit saves the
+	// whole merge.
+	longCacheWindow    = 4096
+	longCacheMinHitsIn = 8
+	longCacheOff       = 1 << 16
 )
 
 // encodeState is per-goroutine scratch space and caches, pooled on the Tokenizer.
@@ -41,6 +50,9 @@ type encodeState struct {
 	// Pieces longer than cacheMaxLen, up to longCacheMaxPiece bytes.
 	long      map[string]cacheEntry
 	longArena []uint32
+	// The long-piece cache's gate: lookups and hits in the current window, and how many
+	// long pieces are still to go by without it.
+	longLookups, longHits, longOff int
 
 	parts  []uint32 // ids of the parts of the piece being merged
 	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
@@ -405,8 +417,23 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 // long-piece cache when it is at most longCacheMaxPiece bytes.
 func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
 	cacheable := len(p) <= longCacheMaxPiece
+	if cacheable && st.longOff > 0 {
+		st.longOff--
+		cacheable = false
+	}
 	if cacheable && st.long != nil {
-		if e, ok := st.long[p]; ok {
+		e, ok := st.long[p]
+		st.longLookups++
+		if ok {
+			st.longHits++
+		}
+		if st.longLookups == longCacheWindow {
+			if st.longHits < longCacheWindow/longCacheMinHitsIn {
+				st.longOff = longCacheOff
+			}
+			st.longLookups, st.longHits = 0, 0
+		}
+		if ok {
 			for _, id := range st.longArena[e.off : e.off+e.n] {
 				dst = append(dst, T(id))
 			}

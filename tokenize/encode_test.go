@@ -82,3 +82,68 @@ func TestAddedAfterASCIIPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestLongCacheGate: the long-piece cache closes after a window of lookups in which
+// fewer than one in longCacheMinHitsIn hit (pieces that do not come back: clauses of
+// CJK-like text), stays closed for longCacheOff long pieces without growing, then opens
+// again; pieces that come back keep it open. The ids are the reference encoder's
+// throughout.
+func TestLongCacheGate(t *testing.T) {
+	tok := sharedTokenizer(t, "gpt2")
+	rng := rand.New(rand.NewPCG(9, 10))
+	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持音跑投")
+	clause := func() string {
+		var sb strings.Builder
+		for sb.Len() < 40 {
+			sb.WriteRune(han[rng.IntN(len(han))])
+		}
+		return sb.String()
+	}
+	st := tok.getState()
+	defer tok.putState(st)
+	check := func(p string) {
+		t.Helper()
+		if got, want := encodeLong[int](tok, st, p, nil), tok.refEncode(p); !slices.Equal(got, want) {
+			t.Fatalf("%q: ids %v, the reference's %v", p, got, want)
+		}
+	}
+	// Pieces that come back (a few hundred, round and round): the cache stays open.
+	var again []string
+	for range 300 {
+		again = append(again, clause())
+	}
+	for i := range 3 * longCacheWindow {
+		check(again[i%len(again)])
+	}
+	if st.longOff != 0 {
+		t.Fatalf("closed (%d pieces to go) on pieces that come back", st.longOff)
+	}
+	// Pieces that do not come back: closed after the window in which they miss (the
+	// current window, part hits, ends first).
+	for range longCacheWindow - st.longLookups {
+		check(clause())
+	}
+	if st.longOff != 0 || st.longLookups != 0 {
+		t.Fatalf("closed (%d to go, %d lookups) after a window mostly of hits", st.longOff, st.longLookups)
+	}
+	for range longCacheWindow {
+		check(clause())
+	}
+	if st.longOff != longCacheOff {
+		t.Fatalf("longOff %d after a window of misses, want %d", st.longOff, longCacheOff)
+	}
+	n := len(st.long)
+	for range 1000 {
+		check(clause())
+	}
+	if len(st.long) != n || st.longOff != longCacheOff-1000 {
+		t.Fatalf("closed: the cache went from %d to %d pieces, longOff %d", n, len(st.long), st.longOff)
+	}
+	// Open again when the pieces to go have gone by.
+	st.longOff = 1
+	check(clause())
+	check(again[0])
+	if st.longOff != 0 || st.longLookups != 1 {
+		t.Fatalf("not open again: longOff %d, lookups %d", st.longOff, st.longLookups)
+	}
+}
