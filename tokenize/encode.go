@@ -113,6 +113,11 @@ func (t *Tokenizer) getState() *encodeState {
 	if st, ok := t.states.Get().(*encodeState); ok {
 		return st
 	}
+	return newEncodeState()
+}
+
+// newEncodeState returns a fresh encode state, its caches empty.
+func newEncodeState() *encodeState {
 	return &encodeState{ends: make([]int, 0, pieceBatch), tokensPerByte: 0.25}
 }
 
