@@ -27,15 +27,27 @@ const (
 	longCacheMaxPiece = 256     // longer pieces are not cached
 	longCacheMaxIDs   = 1 << 18 // long-piece cache arena size (ids) before a reset
 	longCacheMaxItems = 1 << 14
-	// The long-piece cache is probed and filled only while it pays: over every
-	// longCacheWindow lookups at least one in longCacheMinHitsIn must hit, else it is
-	// left alone for the next longCacheOff long pieces (then tried again). A miss costs
-	// hashing the piece twice, a copy of it and a map insert (~15% of merging a clause of
-	// CJK-like text, whose clauses are pieces that seldom come back); a hit saves the
-	// whole merge.
-	longCacheWindow    = 4096
+	// The long-piece cache is probed and filled only while it pays: at least one in
+	// longCacheMinHitsIn of every longCacheWindow lookups must hit. Else it is left
+	// alone, kept as it is, for the next longCacheOffMin bytes of text, then tried
+	// again; each window that fails in a row doubles that, up to longCacheOffMax, and
+	// one that passes sets it back. A miss costs hashing the piece twice, a copy of it
+	// and a map insert (~15% of merging a clause of CJK-like text, whose clauses are
+	// pieces that seldom come back); a hit saves the whole merge.
+	//   - A cache still filling is not judged until it holds longCacheWarm pieces or
+	//     half its arena's ids (unless a window has failed since the last that passed):
+	//     text whose long pieces come back after a few thousand others would look like
+	//     text whose pieces never do.
+	//   - The time off is counted in bytes of text, not in long pieces: text with few
+	//     long pieces (English, code), after text whose long pieces never came back,
+	//     gets the cache back as soon as text with many.
+	//   - A small window keeps what a closing costs small; the time off, growing, keeps
+	//     how often it is paid small.
+	longCacheWindow    = 1024
 	longCacheMinHitsIn = 8
-	longCacheOff       = 1 << 16
+	longCacheWarm      = 8192
+	longCacheOffMin    = 256 << 10
+	longCacheOffMax    = 16 << 20
 )
 
 // encodeState is per-goroutine scratch space and caches, pooled on the Tokenizer.
@@ -50,9 +62,13 @@ type encodeState struct {
 	// Pieces longer than cacheMaxLen, up to longCacheMaxPiece bytes.
 	long      map[string]cacheEntry
 	longArena []uint32
-	// The long-piece cache's gate: lookups and hits in the current window, and how many
-	// long pieces are still to go by without it.
-	longLookups, longHits, longOff int
+	// textSeen counts the bytes of text encoded with this state (at the start of each
+	// text, the whole text).
+	textSeen int
+	// The long-piece cache's gate: lookups and hits in the current window, the
+	// textSeen from which it is open again, and how many bytes the next window that
+	// fails will close it for (0: longCacheOffMin).
+	longLookups, longHits, longOpenAt, longBackoff int
 
 	parts  []uint32 // ids of the parts of the piece being merged
 	ranks  []uint32 // ranks[i] = rank of the pair (parts[i], parts[i+1])
@@ -133,6 +149,7 @@ type tokenID interface{ ~int | ~int32 }
 // there, in the same pass: the search would be a second pass over all of most texts).
 func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, skip int, dst []T) []T {
 	st.host = text
+	st.textSeen += len(text)
 	st.win.reset(text)
 	dst = encodeAroundAdded(t, st, t.rawAdded, text, skip, dst, encodeNormalized[T])
 	st.host = ""
@@ -422,21 +439,13 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 // long-piece cache when it is at most longCacheMaxPiece bytes.
 func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
 	cacheable := len(p) <= longCacheMaxPiece
-	if cacheable && st.longOff > 0 {
-		st.longOff--
+	if st.textSeen < st.longOpenAt {
 		cacheable = false
 	}
 	if cacheable && st.long != nil {
 		e, ok := st.long[p]
-		st.longLookups++
-		if ok {
-			st.longHits++
-		}
-		if st.longLookups == longCacheWindow {
-			if st.longHits < longCacheWindow/longCacheMinHitsIn {
-				st.longOff = longCacheOff
-			}
-			st.longLookups, st.longHits = 0, 0
+		if st.longBackoff > 0 || len(st.long) >= longCacheWarm || len(st.longArena) >= longCacheMaxIDs/2 {
+			st.judgeLongCache(ok)
 		}
 		if ok {
 			for _, id := range st.longArena[e.off : e.off+e.n] {
@@ -458,6 +467,28 @@ func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T
 		st.longArena = append(st.longArena, ids...)
 	}
 	return dst
+}
+
+// judgeLongCache counts one lookup of the long-piece cache, a hit or not, in the
+// current window and, at the window's end, closes the cache when too few hit.
+func (st *encodeState) judgeLongCache(hit bool) {
+	st.longLookups++
+	if hit {
+		st.longHits++
+	}
+	if st.longLookups < longCacheWindow {
+		return
+	}
+	if st.longHits < longCacheWindow/longCacheMinHitsIn {
+		if st.longBackoff == 0 {
+			st.longBackoff = longCacheOffMin
+		}
+		st.longOpenAt = st.textSeen + st.longBackoff
+		st.longBackoff = min(2*st.longBackoff, longCacheOffMax)
+	} else {
+		st.longBackoff = 0
+	}
+	st.longLookups, st.longHits = 0, 0
 }
 
 // pieceIDs returns the ids of one piece: the piece itself when it is a token that BPE

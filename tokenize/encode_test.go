@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -92,12 +93,20 @@ func TestLongCacheGate(t *testing.T) {
 	tok := sharedTokenizer(t, "gpt2")
 	rng := rand.New(rand.NewPCG(9, 10))
 	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持音跑投")
+	seen := map[string]bool{}
+	// clause returns a piece not returned before: 6-8 characters (18-24 bytes, a long
+	// piece), short enough that the tens of thousands below fit the cache's arena.
 	clause := func() string {
-		var sb strings.Builder
-		for sb.Len() < 40 {
-			sb.WriteRune(han[rng.IntN(len(han))])
+		for {
+			var sb strings.Builder
+			for range 6 + rng.IntN(3) {
+				sb.WriteRune(han[rng.IntN(len(han))])
+			}
+			if s := sb.String(); !seen[s] {
+				seen[s] = true
+				return s
+			}
 		}
-		return sb.String()
 	}
 	st := newEncodeState() // not a pooled one: its gate would be where other tests left it
 	check := func(p string) {
@@ -106,41 +115,150 @@ func TestLongCacheGate(t *testing.T) {
 			t.Fatalf("%q: ids %v, the reference's %v", p, got, want)
 		}
 	}
-	// Pieces that come back (a few hundred, round and round): the cache stays open.
-	var again []string
-	for range 300 {
-		again = append(again, clause())
+	// off is how many bytes of text are to go by before the cache is open again.
+	off := func() int { return max(0, st.longOpenAt-st.textSeen) }
+	gate := func() string {
+		return fmt.Sprintf("%d pieces in the cache, window %d lookups/%d hits, %d bytes to go by, backoff %d",
+			len(st.long), st.longLookups, st.longHits, off(), st.longBackoff)
 	}
-	for i := range 3 * longCacheWindow {
-		check(again[i%len(again)])
+
+	// A cache still filling is not judged: a first pass over pieces that will come back
+	// misses, as pieces that never come back do.
+	var known []string
+	for range longCacheWarm {
+		known = append(known, clause())
+		check(known[len(known)-1])
 	}
-	if st.longOff != 0 {
-		t.Fatalf("closed (%d pieces to go) on pieces that come back", st.longOff)
+	if off() != 0 || st.longLookups != 0 || len(st.long) != longCacheWarm {
+		t.Fatalf("after a first pass of %d pieces: %s", longCacheWarm, gate())
 	}
-	// Pieces that do not come back: closed after a window in which they miss.
-	st.longLookups, st.longHits = 0, 0
-	for range longCacheWindow - 1 {
-		check(clause())
+	// Pieces that come back: the cache stays open.
+	for i := range 2 * longCacheWindow {
+		check(known[i%len(known)])
 	}
-	if st.longOff != 0 || st.longLookups != longCacheWindow-1 {
-		t.Fatalf("closed (%d to go, %d lookups) before its window's end", st.longOff, st.longLookups)
+	if off() != 0 || st.longLookups != 0 || st.longBackoff != 0 {
+		t.Fatalf("on pieces that come back: %s", gate())
 	}
-	check(clause())
-	if st.longOff != longCacheOff {
-		t.Fatalf("longOff %d after a window of misses, want %d", st.longOff, longCacheOff)
+
+	// window looks up hits pieces the cache holds and longCacheWindow-hits new ones,
+	// shuffled together.
+	window := func(hits int) {
+		t.Helper()
+		var ps []string
+		for p := range st.long {
+			if len(ps) == hits {
+				break
+			}
+			ps = append(ps, p)
+		}
+		for len(ps) < longCacheWindow {
+			ps = append(ps, clause())
+		}
+		rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		for _, p := range ps {
+			check(p)
+		}
 	}
+	need := longCacheWindow / longCacheMinHitsIn
+	window(need)
+	if off() != 0 || st.longBackoff != 0 {
+		t.Fatalf("closed after a window of %d hits: %s", need, gate())
+	}
+	window(need - 1)
+	if off() != longCacheOffMin || st.longBackoff != 2*longCacheOffMin {
+		t.Fatalf("after a window of %d hits: %s, want %d to go by", need-1, gate(), longCacheOffMin)
+	}
+	// Closed: neither probed nor filled (encodeLong does not count text: the text
+	// around the pieces is not there).
 	n := len(st.long)
 	for range 1000 {
 		check(clause())
 	}
-	if len(st.long) != n || st.longOff != longCacheOff-1000 {
-		t.Fatalf("closed: the cache went from %d to %d pieces, longOff %d", n, len(st.long), st.longOff)
+	check(known[0])
+	if len(st.long) != n || st.longLookups != 0 || off() != longCacheOffMin {
+		t.Fatalf("closed, after 1,001 pieces: %s (it held %d)", gate(), n)
 	}
-	// Open again when the pieces to go have gone by.
-	st.longOff = 1
+	st.textSeen = st.longOpenAt - 1
+	check(known[0])
+	if len(st.long) != n || st.longLookups != 0 {
+		t.Fatalf("closed, a byte before it opens: %s (it held %d)", gate(), n)
+	}
+	// Open again when the bytes to go have gone by: it hits and fills.
+	st.textSeen++
 	check(clause())
-	check(again[0])
-	if st.longOff != 0 || st.longLookups != 1 {
-		t.Fatalf("not open again: longOff %d, lookups %d", st.longOff, st.longLookups)
+	check(known[1])
+	fresh := clause()
+	check(fresh)
+	if off() != 0 || st.longLookups != 3 || st.longHits != 1 || len(st.long) != n+2 {
+		t.Fatalf("open again: %s (it held %d)", gate(), n)
+	}
+	if _, ok := st.long[fresh]; !ok {
+		t.Fatalf("open again: %q not put in the cache", fresh)
+	}
+	// A second window in a row that fails closes it for twice as many bytes; one that
+	// passes sets that back. closeIt looks up new pieces until the cache closes and says
+	// for how many bytes.
+	closeIt := func() int {
+		t.Helper()
+		for range 4 * longCacheWindow {
+			if check(clause()); off() > 0 {
+				return off()
+			}
+		}
+		t.Fatalf("not closed by %d new pieces: %s", 4*longCacheWindow, gate())
+		return 0
+	}
+	if n := closeIt(); n != 2*longCacheOffMin || st.longBackoff != 4*longCacheOffMin {
+		t.Fatalf("after a second window of misses in a row: %s, want %d to go by", gate(), 2*longCacheOffMin)
+	}
+	for range 10 {
+		st.textSeen = st.longOpenAt
+		closeIt()
+	}
+	if off() != longCacheOffMax || st.longBackoff != longCacheOffMax {
+		t.Fatalf("after many windows of misses: %s, want at most %d to go by", gate(), longCacheOffMax)
+	}
+	st.textSeen = st.longOpenAt
+	window(need)
+	if off() != 0 || st.longBackoff != 0 {
+		t.Fatalf("after a window of %d hits: %s, want the backoff set back", need, gate())
+	}
+}
+
+// TestLongCacheWarmsOnPeriodicText: long pieces that come back only after 8,000
+// others (more than a window) come from the cache from the second pass on. (A gate that
+// judged the cache while it was still filling closed it before the first came back.)
+func TestLongCacheWarmsOnPeriodicText(t *testing.T) {
+	tok := sharedTokenizer(t, "gpt2")
+	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去")
+	const period = 8000
+	var ps []string
+	for i := range period {
+		// " 段落" and 4 letters from i: one piece of 19 bytes, each of period different.
+		p := []rune(" 段落")
+		for n := i; len(p) < 7; n /= len(han) {
+			p = append(p, han[n%len(han)])
+		}
+		ps = append(ps, string(p))
+	}
+	st := newEncodeState()
+	hits := 0
+	for i := range 5 * period {
+		p := ps[i%period]
+		_, cached := st.long[p]
+		open := st.textSeen+len(p) >= st.longOpenAt
+		got := encodeBPE[int](tok, st, p, 0, nil)
+		if cached && open {
+			hits++
+		}
+		if i%997 == 0 {
+			if want := tok.refEncode(p); !slices.Equal(got, want) {
+				t.Fatalf("%q: ids %v, the reference's %v", p, got, want)
+			}
+		}
+	}
+	if hits != 4*period || st.textSeen != 5*period*len(ps[0]) {
+		t.Fatalf("%d of %d pieces came from the cache, want %d; %d bytes seen, want %d (open from byte %d, backoff %d)",
+			hits, 5*period, 4*period, st.textSeen, 5*period*len(ps[0]), st.longOpenAt, st.longBackoff)
 	}
 }
