@@ -401,3 +401,36 @@ func BenchmarkEncodeBatchWorkers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeDocSizes: Encode of tinyshakespeare cut into documents of 256 bytes to 1
+// MB (at line ends), one call each, GPT-2, one goroutine: what a call costs beyond its
+// bytes (bytes/op is the whole text).
+//
+//	go test ./tokenize -run '^$' -bench EncodeDocSizes -cpu 1
+func BenchmarkEncodeDocSizes(b *testing.B) {
+	tok := benchTokenizer(b, "gpt2")
+	text := string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
+	for _, size := range []int{256, 1 << 10, 4 << 10, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			docs := benchSplitChunks(text, size)
+			pass := func() int {
+				n := 0
+				for _, d := range docs {
+					n += len(tok.Encode(d))
+				}
+				return n
+			}
+			tokens := pass()
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			ops, cpu0 := 0, benchCPU()
+			for b.Loop() {
+				pass()
+				ops++
+			}
+			benchReportCPU(b, cpu0, ops, len(text))
+			benchReport(b, ops, tokens)
+			b.ReportMetric(float64(len(docs)), "docs")
+		})
+	}
+}
