@@ -29,15 +29,17 @@ const (
 	longCacheMaxItems = 1 << 14
 	// The long-piece cache is probed and filled only while it pays: at least one in
 	// longCacheMinHitsIn of every longCacheWindow lookups must hit. Else it is left
-	// alone, kept as it is, for the next longCacheOffMin bytes of text, then tried
-	// again; each window that fails in a row doubles that, up to longCacheOffMax, and
-	// one that passes sets it back. A miss costs hashing the piece twice, a copy of it
+	// alone, kept as it is, for the next longCacheOffMin bytes of text (counted a batch
+	// of pieces at a time, from the end of the batch it closed in), then tried again;
+	// each window that fails in a row doubles that, up to longCacheOffMax, and one that
+	// passes sets it back. A miss costs hashing the piece twice, a copy of it
 	// and a map insert (~15% of merging a clause of CJK-like text, whose clauses are
 	// pieces that seldom come back); a hit saves the whole merge.
 	//   - A cache still filling is not judged until it holds longCacheWarm pieces or
 	//     half its arena's ids (unless a window has failed since the last that passed):
 	//     text whose long pieces come back after a few thousand others would look like
-	//     text whose pieces never do.
+	//     text whose pieces never do. (Pieces that come back only after more than
+	//     ~9,000 others, longCacheWarm and a window, are judged on their first pass.)
 	//   - The time off is counted in bytes of text, not in long pieces: text with few
 	//     long pieces (English, code), after text whose long pieces never came back,
 	//     gets the cache back as soon as text with many.
@@ -62,8 +64,8 @@ type encodeState struct {
 	// Pieces longer than cacheMaxLen, up to longCacheMaxPiece bytes.
 	long      map[string]cacheEntry
 	longArena []uint32
-	// textSeen counts the bytes of text encoded with this state (at the start of each
-	// text, the whole text).
+	// textSeen counts the bytes of text encoded with this state, a batch of pieces at a
+	// time (encodeSegment), wrapping around (compared by difference).
 	textSeen int
 	// The long-piece cache's gate: lookups and hits in the current window, the
 	// textSeen from which it is open again, and how many bytes the next window that
@@ -149,7 +151,6 @@ type tokenID interface{ ~int | ~int32 }
 // there, in the same pass: the search would be a second pass over all of most texts).
 func encodeBPE[T tokenID](t *Tokenizer, st *encodeState, text string, skip int, dst []T) []T {
 	st.host = text
-	st.textSeen += len(text)
 	st.win.reset(text)
 	dst = encodeAroundAdded(t, st, t.rawAdded, text, skip, dst, encodeNormalized[T])
 	st.host = ""
@@ -228,6 +229,7 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 		if len(ends) == 0 {
 			break
 		}
+		st.textSeen += ends[len(ends)-1] - from
 		prev := from
 		for k := 0; k < len(ends); k++ {
 			var done int
@@ -439,7 +441,7 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 // long-piece cache when it is at most longCacheMaxPiece bytes.
 func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
 	cacheable := len(p) <= longCacheMaxPiece
-	if st.textSeen < st.longOpenAt {
+	if st.textSeen-st.longOpenAt < 0 {
 		cacheable = false
 	}
 	if cacheable && st.long != nil {

@@ -84,18 +84,20 @@ func TestAddedAfterASCIIPrefix(t *testing.T) {
 	}
 }
 
-// TestLongCacheGate: the long-piece cache closes after a window of lookups in which
-// fewer than one in longCacheMinHitsIn hit (pieces that do not come back: clauses of
-// CJK-like text), stays closed for longCacheOff long pieces without growing, then opens
-// again; pieces that come back keep it open. The ids are the reference encoder's
-// throughout.
+// TestLongCacheGate: the long-piece cache is not judged while it fills; then it closes
+// after a window of lookups in which fewer than one in longCacheMinHitsIn hit (pieces
+// that do not come back: clauses of CJK-like text), stays closed, neither probed nor
+// filled, for longCacheOffMin bytes of text, twice as many after each further window
+// that fails, then opens again; pieces that come back keep it open, and a window that
+// passes sets the time off back. The ids are the reference encoder's throughout.
 func TestLongCacheGate(t *testing.T) {
 	tok := sharedTokenizer(t, "gpt2")
 	rng := rand.New(rand.NewPCG(9, 10))
 	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持音跑投")
 	seen := map[string]bool{}
 	// clause returns a piece not returned before: 6-8 characters (18-24 bytes, a long
-	// piece), short enough that the tens of thousands below fit the cache's arena.
+	// piece of a few ids). The cache fills its arena and is emptied on the way, in
+	// closeIt's loop below (after a window has failed: it stays judged).
 	clause := func() string {
 		for {
 			var sb strings.Builder
@@ -131,6 +133,9 @@ func TestLongCacheGate(t *testing.T) {
 	}
 	if off() != 0 || st.longLookups != 0 || len(st.long) != longCacheWarm {
 		t.Fatalf("after a first pass of %d pieces: %s", longCacheWarm, gate())
+	}
+	if len(st.longArena) >= longCacheMaxIDs/2 {
+		t.Fatalf("the first pass's pieces fill %d ids of the arena, half of it or more: shorter clauses", len(st.longArena))
 	}
 	// Pieces that come back: the cache stays open.
 	for i := range 2 * longCacheWindow {
@@ -246,7 +251,7 @@ func TestLongCacheWarmsOnPeriodicText(t *testing.T) {
 	for i := range 5 * period {
 		p := ps[i%period]
 		_, cached := st.long[p]
-		open := st.textSeen+len(p) >= st.longOpenAt
+		open := st.textSeen+len(p)-st.longOpenAt >= 0
 		got := encodeBPE[int](tok, st, p, 0, nil)
 		if cached && open {
 			hits++
@@ -260,5 +265,40 @@ func TestLongCacheWarmsOnPeriodicText(t *testing.T) {
 	if hits != 4*period || st.textSeen != 5*period*len(ps[0]) {
 		t.Fatalf("%d of %d pieces came from the cache, want %d; %d bytes seen, want %d (open from byte %d, backoff %d)",
 			hits, 5*period, 4*period, st.textSeen, 5*period*len(ps[0]), st.longOpenAt, st.longBackoff)
+	}
+}
+
+// TestLongCacheReopensWithinText: one text whose long pieces first never come back,
+// then come back: the cache closes on the first part and opens again within the same
+// text (the time off is counted as the text's pieces are, not from its end).
+func TestLongCacheReopensWithinText(t *testing.T) {
+	tok := sharedTokenizer(t, "gpt2")
+	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去")
+	clause := func(i int) string { // 7 letters from i: a piece of 21 bytes
+		var p []rune
+		for n := i; len(p) < 7; n /= len(han) {
+			p = append(p, han[n%len(han)])
+		}
+		return string(p)
+	}
+	var sb strings.Builder
+	for i := range 12_000 {
+		sb.WriteString(clause(i))
+		sb.WriteString("，")
+	}
+	for i := range 40_000 {
+		sb.WriteString(clause(1_000_000 + i%500))
+		sb.WriteString("，")
+	}
+	st := newEncodeState()
+	encodeBPE[int](tok, st, sb.String(), 0, nil)
+	if st.longBackoff == 0 && st.longOpenAt == 0 {
+		t.Fatalf("the cache never closed (%d pieces in it)", len(st.long))
+	}
+	for i := range 500 {
+		if _, ok := st.long[clause(1_000_000+i)]; !ok {
+			t.Fatalf("clause %d of those that come back is not in the cache: closed to the text's end? (%d bytes seen, open from %d, backoff %d)",
+				i, st.textSeen, st.longOpenAt, st.longBackoff)
+		}
 	}
 }
