@@ -191,6 +191,20 @@ func benchReportCPU(b *testing.B, cpu0 time.Duration, ops int, bytesPerOp int) {
 	}
 }
 
+// benchTimedPasses runs pass as b's timed loop over bytes bytes a pass, adds MB/cpu-s
+// and returns the number of passes.
+func benchTimedPasses(b *testing.B, bytes int, pass func()) int {
+	b.SetBytes(int64(bytes))
+	b.ResetTimer()
+	ops, cpu0 := 0, benchCPU()
+	for b.Loop() {
+		pass()
+		ops++
+	}
+	benchReportCPU(b, cpu0, ops, bytes)
+	return ops
+}
+
 // benchReport adds tokens/s and tokens/op to b's results.
 func benchReport(b *testing.B, ops, tokensPerOp int) {
 	if s := b.Elapsed().Seconds(); s > 0 && ops > 0 {
@@ -227,14 +241,7 @@ func BenchmarkEncode(b *testing.B) {
 						}
 						return n
 					})
-					b.SetBytes(int64(len(text)))
-					b.ResetTimer()
-					ops, cpu0 := 0, benchCPU()
-					for b.Loop() {
-						pass()
-						ops++
-					}
-					benchReportCPU(b, cpu0, ops, len(text))
+					ops := benchTimedPasses(b, len(text), func() { pass() })
 					benchReport(b, ops, tokens)
 					b.ReportMetric(float64(len(pieces)), "pieces")
 					if hash != 0x811c9dc5 {
@@ -345,14 +352,7 @@ func BenchmarkEncodeAdversarial(b *testing.B) {
 						benchProbeLinear(b, tok, in.text)
 						return len(tok.Encode(in.text))
 					})
-					b.SetBytes(int64(len(in.text)))
-					b.ResetTimer()
-					ops, cpu0 := 0, benchCPU()
-					for b.Loop() {
-						tok.Encode(in.text)
-						ops++
-					}
-					benchReportCPU(b, cpu0, ops, len(in.text))
+					ops := benchTimedPasses(b, len(in.text), func() { tok.Encode(in.text) })
 					benchReport(b, ops, tokens)
 					if ops > 0 {
 						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(ops)/float64(len(in.text)), "ns/byte")
@@ -421,14 +421,7 @@ func BenchmarkEncodeDocSizes(b *testing.B) {
 				return n
 			}
 			tokens := pass()
-			b.SetBytes(int64(len(text)))
-			b.ResetTimer()
-			ops, cpu0 := 0, benchCPU()
-			for b.Loop() {
-				pass()
-				ops++
-			}
-			benchReportCPU(b, cpu0, ops, len(text))
+			ops := benchTimedPasses(b, len(text), func() { pass() })
 			benchReport(b, ops, tokens)
 			b.ReportMetric(float64(len(docs)), "docs")
 		})

@@ -32,9 +32,9 @@ const (
 	// alone, kept as it is, for the next longCacheOffMin bytes of text (counted a batch
 	// of pieces at a time, from the end of the batch it closed in), then tried again;
 	// each window that fails in a row doubles that, up to longCacheOffMax, and one that
-	// passes sets it back. A miss costs hashing the piece twice, a copy of it
-	// and a map insert (~15% of merging a clause of CJK-like text, whose clauses are
-	// pieces that seldom come back); a hit saves the whole merge.
+	// passes sets it back. A miss costs hashing the piece twice, a copy of it and a map
+	// insert (~15% of merging a clause of CJK-like text, whose clauses are pieces that
+	// seldom come back); a hit saves the whole merge.
 	//   - A cache still filling is not judged until it holds longCacheWarm pieces or
 	//     half its arena's ids (unless a window has failed since the last that passed):
 	//     text whose long pieces come back after a few thousand others would look like
