@@ -142,7 +142,7 @@ func FuzzBacktrackMatchesReference(f *testing.F) {
 	}
 	gpt2, neox := sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b")
 	f.Fuzz(func(t *testing.T, s string) {
-		if s == "" || len(s) > 4096 {
+		if s == "" || len(s) > fuzzRefMaxLen {
 			return
 		}
 		for _, p := range []string{s, strings.Repeat(s, 1+300/len(s))} {
