@@ -33,8 +33,9 @@ race:
 
 # Each fuzz target runs for FUZZTIME (seed corpora also run in `make test`). Each input
 # that finds new coverage, or fails, is minimized for at most FUZZMINIMIZETIME: at Go's
-# default (60s) the encoder's targets spent most of their time minimizing, at one run a
-# second (FuzzEncodeMatchesReference, one worker: ~6,700 execs in 75 s; ~42,000 at 5s).
+# default (60s) the encoder's targets spent most of their time minimizing, a minute for
+# each new input while the exec count stood still (FuzzEncodeMatchesReference, one
+# worker: ~6,700 execs in 75 s; ~42,000 at 5s).
 FUZZTIME ?= 20s
 FUZZMINIMIZETIME ?= 5s
 FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzMergeRanksMedium tokenize:FuzzBacktrackMatchesReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzFixMultiMatchesSlow tokenize:FuzzValidUTF8 tokenize:FuzzLoadCompiled \
