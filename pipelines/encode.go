@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"gptkit/internal/hugemem"
 	"gptkit/prep"
 	"gptkit/tokenize"
 )
@@ -257,7 +258,7 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 	buf := e.spare[:0]
 	if cap(buf) < need {
 		size := max(need, int(float64(text)*e.peakPerByte)+len(docs)+64)
-		buf = make([]int32, 0, size+size/idSlack)
+		buf = hugemem.Make[int32](size + size/idSlack)[:0]
 	}
 	out := make([]docIDs, len(docs))
 	parts := make([][]int32, len(docs)) // out's one-part documents, one allocation

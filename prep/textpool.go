@@ -1,6 +1,10 @@
 package prep
 
-import "sync"
+import (
+	"sync"
+
+	"gptkit/internal/hugemem"
+)
 
 // TextPool lets ReadBatches and ReadRangeBatches reuse the arrays that hold the decoded
 // texts of JSONL strings (ReadOptions.TextPool): each batch's texts then go into arrays
@@ -47,7 +51,7 @@ func (p *TextPool) get() []byte {
 		p.free = p.free[:n-1]
 		return a
 	}
-	return make([]byte, 0, textArenaSize)
+	return hugemem.Make[byte](textArenaSize)[:0]
 }
 
 // hold records arrays as those of batch, until Release.

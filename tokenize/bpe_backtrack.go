@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"gptkit/internal/hugemem"
 )
 
 // The encoder of long pieces under pair-rank semantics (HF merges lists): a 1 MB run of
@@ -73,7 +75,7 @@ func newBacktrack(t *Tokenizer) *backtrack {
 		return nil
 	}
 	n := len(t.vocab)
-	bt := &backtrack{toks: make([]btToken, n), shorter: make([]int32, n), merges: t.merges}
+	bt := &backtrack{toks: hugemem.Make[btToken](n), shorter: hugemem.Make[int32](n), merges: t.merges}
 	for id := range bt.toks {
 		bt.toks[id] = btToken{rank: -2, size: int32(len(t.vocab[id]))}
 	}
@@ -299,11 +301,11 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	dead := st.dead[:words]
 	clear(dead)
 	if st.cache == nil {
-		st.cache = writeFault(make([]uint64, btCacheSize))
-		st.hot = writeFault(make([]uint16, len(bt.toks)))
+		st.cache = hugemem.Make[uint64](btCacheSize)
+		st.hot = hugemem.Make[uint16](len(bt.toks))
 		st.hotIDs = make([]uint32, 0, btHot)
-		st.longest = writeFault(make([]btLongestSlot, 1<<btLongestBits))
-		st.pairs = writeFault(make([]uint64, btHot*btHot/32))
+		st.longest = hugemem.Make[btLongestSlot](1 << btLongestBits)
+		st.pairs = hugemem.Make[uint64](btHot * btHot / 32)
 	}
 	base := len(out)
 	pos := 0

@@ -2,6 +2,8 @@ package tokenize
 
 import (
 	"sync/atomic"
+
+	"gptkit/internal/hugemem"
 )
 
 // Under tiktoken's semantics a piece of CJK text (clauses of 3-byte characters without
@@ -63,8 +65,8 @@ const (
 // vocabulary; 1.25 MB of bounds and 512 KB of characters).
 func (t *Tokenizer) charTab() *charTables {
 	t.charOnce.Do(func() {
-		ct := &charTables{chars: writeFault(make([]atomic.Uint64, 1<<16))}
-		tabs := make([]uint32, 5<<16)
+		ct := &charTables{chars: hugemem.Make[atomic.Uint64](1 << 16)}
+		tabs := hugemem.Make[uint32](5 << 16)
 		for i := range tabs {
 			tabs[i] = noRank
 		}

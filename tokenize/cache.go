@@ -3,6 +3,8 @@ package tokenize
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"gptkit/internal/hugemem"
 )
 
 // pieceCache maps the key (pieceKey) of a pre-tokenized piece of at most 16 bytes that
@@ -87,7 +89,7 @@ func appendSlot[T tokenID](c *pieceCache, s *cacheSlot, dst []T) []T {
 // put stores the ids of the piece with key lo, hi.
 func (c *pieceCache) put(lo, hi uint64, ids []uint32) {
 	if c.sets == nil {
-		c.sets = writeFault(make([]cacheSet, cacheSets))
+		c.sets = hugemem.Make[cacheSet](cacheSets)
 	}
 	sl := cacheSlot{lo: lo, hi: hi, meta: slotUsed}
 	if len(ids) <= cacheInline {
@@ -266,8 +268,8 @@ const (
 )
 
 func (f *frontCache) init() {
-	f.slots = writeFault(make([]shortSlot, 1<<frontBits))
-	f.long = writeFault(make([]frontLong, 1<<frontLongBits))
+	f.slots = hugemem.Make[shortSlot](1 << frontBits)
+	f.long = hugemem.Make[frontLong](1 << frontLongBits)
 	f.args = shortArgs{table: unsafe.Pointer(&f.slots[0]), long: unsafe.Pointer(&f.long[0]), masks: unsafe.Pointer(&keyMasks)}
 }
 

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+
+	"gptkit/internal/hugemem"
 )
 
 // pairTable maps a pair of token ids to the rank of their merge: an open-addressing hash
@@ -53,7 +55,7 @@ func pairHash(key uint64) uint64 { return key * 0x9E3779B97F4A7C15 }
 // pairLimit). byRank: keep the by-rank arrays (pair-rank semantics).
 func newPairTable(merges []pairMerge, byRank bool) *pairTable {
 	size := 4*len(merges) + 1
-	pt := &pairTable{slots: writeFault(make([]uint64, size)), filter: writeFault(make([]uint64, 1<<pairFilterBits/64))}
+	pt := &pairTable{slots: hugemem.Make[uint64](size), filter: hugemem.Make[uint64](1 << pairFilterBits / 64)}
 	if byRank {
 		maxRank := -1
 		for _, m := range merges {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"gptkit/internal/hugemem"
 )
 
 // prefixTable finds the longest token taking part in the backtracking encoder
@@ -39,7 +41,7 @@ type prefixTable struct {
 // newPrefixTable builds the finder of the tokens ids (taking part, ids into vocab;
 // whole holds every keyable token of up to 16 bytes).
 func newPrefixTable(vocab []string, ids []int, whole *vocabTable, toks []btToken) *prefixTable {
-	pt := &prefixTable{lens: make([]uint16, 1<<16), lens4: make([]uint16, 1<<prefix4Bits), whole: whole, toks: toks, more: map[string]int32{}}
+	pt := &prefixTable{lens: hugemem.Make[uint16](1 << 16), lens4: hugemem.Make[uint16](1 << prefix4Bits), whole: whole, toks: toks, more: map[string]int32{}}
 	for b := range pt.one {
 		pt.one[b] = -1
 	}

@@ -1,5 +1,7 @@
 package tokenize
 
+import "gptkit/internal/hugemem"
+
 // vocabTable finds a vocabulary token of at most 16 bytes by its bytes, read from the
 // text as two words with the length folded in (pieceKey): the first stop of every piece
 // of up to 16 bytes that the front cache does not hold, since most pieces of real text
@@ -81,8 +83,8 @@ func newVocabTable(vocab []string) (*vocabTable, map[string]uint32) {
 			long = append(long, uint32(id))
 		}
 	}
-	v := &vocabTable{short: writeFault(make([]shortSlot, 2*len(short)+1)), long: writeFault(make([]longSlot, 2*len(long)+1)),
-		filter: writeFault(make([]uint64, 1<<vocabFilterBits/64))}
+	v := &vocabTable{short: hugemem.Make[shortSlot](2*len(short) + 1), long: hugemem.Make[longSlot](2*len(long) + 1),
+		filter: hugemem.Make[uint64](1 << vocabFilterBits / 64)}
 	keys := make([]uint64, len(short))
 	for i, id := range short {
 		keys[i], _ = pieceKey(vocab[id], 0, len(vocab[id]))

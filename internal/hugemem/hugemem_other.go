@@ -1,0 +1,9 @@
+//go:build !linux
+
+package hugemem
+
+// advisable reports whether madvise can ask for transparent huge pages here: only on
+// Linux.
+func advisable() bool { return false }
+
+func advise([]byte) {}
