@@ -21,8 +21,11 @@
 // The chunks are ordinary Go memory (a []byte the arrays are carved from, kept alive by
 // any array in it), so the collector frees a chunk once nothing in it is reachable. A
 // chunk's tail that the next array does not fit in stays unused (less than that array's
-// size); the alignment costs up to 2 MB of address space per chunk, not memory, as those
-// pages are never touched.
+// size); the alignment costs up to 2 MB of address space per chunk, not memory. Where
+// make reuses memory the heap had before, it clears it, which faults it in on small
+// pages, the alignment's slack too: such a chunk is handed back to the kernel first
+// (MADV_DONTNEED: it is all zeros, and reads as zeros after), so that the slack holds no
+// memory and the chunk faults in again on huge pages.
 //
 // GPTKIT_HUGEPAGES=0 in the environment turns it off (plain allocations): for comparing
 // the two.
@@ -80,11 +83,11 @@ func carve(size int) []byte {
 	defer mu.Unlock()
 	if len(free) < size {
 		span := (size + chunkBytes - 1) &^ (chunkBytes - 1)
-		raw := make([]byte, span+chunkBytes) // memory fresh from the OS is left untouched
+		raw := make([]byte, span+chunkBytes)
 		at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
 		off := int((at+chunkBytes-1)&^(chunkBytes-1) - at)
 		free = raw[off : off+span : off+span]
-		advise(free)
+		advise(raw, free)
 	}
 	b := free[:size:size]
 	free = free[size:]

@@ -6,4 +6,4 @@ package hugemem
 // Linux.
 func advisable() bool { return false }
 
-func advise([]byte) {}
+func advise(raw, chunk []byte) {}
