@@ -65,7 +65,7 @@ func On() bool { return on }
 func Make[T any](n int) []T {
 	var zero T
 	size := uintptr(n) * unsafe.Sizeof(zero)
-	if !on || size < MinBytes {
+	if !on || n < 0 || size < MinBytes {
 		return WriteFault(make([]T, n))
 	}
 	if !pointerFree(reflect.TypeFor[T]()) {
