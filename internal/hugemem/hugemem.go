@@ -4,12 +4,13 @@
 //
 // Why: the encoder's tables (the vocabulary's and the merges' hash tables, the prefix
 // table, the backtracking encoder's tokens) and each goroutine's caches are ~10 MB read
-// at random, a few lines per byte of text, while the text, the ids and the output
-// stream past them. On 4 KB pages that is thousands of pages, more than a core's
-// second-level TLB holds, and in a virtual machine each TLB miss walks two page tables,
-// the guest's and the host's; and every 4 KB page of fresh memory costs a page fault
-// (~3 µs each in the 2-vCPU VM the project is measured on, 0.6 µs per 4 KB on 2 MB
-// pages). Measured in docs/tokenizer-performance.md (Performance notes).
+// at random, a few lines per byte of text, and `tokenize run` streams its text and ids
+// past them. On 4 KB pages every page of that fresh memory costs a page fault (~3 µs in
+// the 2-vCPU "AMD EPYC" VM of docs/tokenizer-performance.md, 0.6 µs per 4 KB on 2 MB
+// pages), and the tables span thousands of pages, more than a core's second-level TLB
+// holds. There, `tokenize run` took less than half the faults and 2.6-4.8% less CPU, and
+// loading a tokenizer 10-25% less; the library encoding 1 MB texts on one core, whose
+// tables stay in the caches, did not move (Performance notes).
 //
 // How: arrays from 64 KB up are carved from chunks of 2 MB-aligned memory, advised
 // MADV_HUGEPAGE (Linux), which the kernel honours when
@@ -23,9 +24,9 @@
 // chunk's tail that the next array does not fit in stays unused (less than that array's
 // size); the alignment costs up to 2 MB of address space per chunk, not memory. Where
 // make reuses memory the heap had before, it clears it, which faults it in on small
-// pages, the alignment's slack too: such a chunk is handed back to the kernel first
-// (MADV_DONTNEED: it is all zeros, and reads as zeros after), so that the slack holds no
-// memory and the chunk faults in again on huge pages.
+// pages, the alignment's slack too; so each new chunk's allocation is handed back to the
+// kernel before it is advised (MADV_DONTNEED: it is all zeros, and reads as zeros
+// after), and the slack holds no memory and the chunk faults in on huge pages.
 //
 // GPTKIT_HUGEPAGES=0 in the environment turns it off (plain allocations): for comparing
 // the two.
