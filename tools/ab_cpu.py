@@ -50,8 +50,8 @@ def main():
     for r in range(args.n):
         pair = ((args.a, a), (args.b, b))
         for cmd, out in pair if r % 2 == 0 else pair[::-1]:
-            if args.setup:
-                subprocess.run(["sh", "-c", args.setup], check=True)
+            if args.setup and subprocess.run(["sh", "-c", args.setup]).returncode != 0:
+                sys.exit(f"ab_cpu: the setup {args.setup!r} failed")
             out.append(cpu_of(cmd))
         print(f"round {r + 1}: A {a[-1]:.3f} s, B {b[-1]:.3f} s", file=sys.stderr)
     for name, v in (("A", a), ("B", b)):
