@@ -57,7 +57,9 @@ def main():
     for name, v in (("A", a), ("B", b)):
         lo, q1, med, q3 = quartiles(v)
         print(f"{name}: CPU s min {lo:.3f}  q1 {q1:.3f}  median {med:.3f}  q3 {q3:.3f}")
-    ratios = [x / y for x, y in zip(a, b)]
+    ratios = [x / y for x, y in zip(a, b) if y > 0]
+    if not ratios:
+        sys.exit("ab_cpu: B took no measurable CPU")
     _, q1, med, q3 = quartiles(ratios)
     wins = sum(r < 1 for r in ratios)
     print(f"A/B paired: median {med:.3f}  quartiles {q1:.3f}-{q3:.3f}  A took less CPU in {wins} of {len(ratios)} rounds")
