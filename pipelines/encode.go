@@ -216,28 +216,34 @@ const (
 	hugePartBytes = 1 << 20
 )
 
-// batchEncoder encodes batches for one worker. A batch's ids go into one array, sized
-// from the tokens per byte of text of the worker's previous batch, that the documents'
-// slices share: one allocation per batch instead of several per document (the
+// batchEncoder encodes batches for one worker. A batch's ids go into one array that the
+// documents' slices share: one allocation per batch instead of several per document (the
 // tokenizer's appends growing each document's slice, and appending the EOD id often
-// copying it once more), and little spare capacity held while the batch waits for the
-// writer. Against encoding each document on its own, this took the pipeline's CPU time
-// per byte from 81-85% of the tokenizer's alone to 90-92% (BenchmarkEndToEndVsTokenizer,
-// e2e_cpu_pct, GPT-2, 2 cores).
+// copying it once more), and arrays the writer is done with are used again. Against
+// encoding each document on its own, this took the pipeline's CPU time per byte from
+// 81-85% of the tokenizer's alone to 90-92% (BenchmarkEndToEndVsTokenizer, e2e_cpu_pct,
+// GPT-2, 2 cores).
+//
+// A fresh array has room for one id per byte of the batch's text and two per document
+// (idBound), which byte-level BPE and byte and character vocabularies never exceed, and
+// its pages are left unwritten (hugemem.MakeUnwritten): only the part the ids reach is
+// ever faulted in. Sized instead from the tokens per byte of the worker's last batch
+// (with 5% or 25% to spare), arrays of the mixed corpus's batches, whose density varies,
+// were too small to be used again or outgrew their estimate (append copying them) often
+// enough that 100 MB of it took 74 MB of fresh arrays and 10 MB of copies, each page
+// cleared by the kernel; with the bound, ~8 arrays serve the whole run.
 type batchEncoder struct {
 	tokensPerByte float64 // of the previous batch; 0 before the first
-	peakPerByte   float64 // the most of any batch so far, for the size of a fresh array
 	part          []int32 // scratch for the parts of a huge document
 	spare         []int32 // an array of a written batch to encode the next into, if big enough
 	buf           []int32 // the array the last batch's ids share (nil after an error)
 }
 
-// idSlack: a fresh array of ids has room for the densest batch the worker has seen
-// and 1/idSlack more. Sized for the batch at hand with 5% to spare, 21 of the 100
-// batches of 100 MB of the mixed corpus (GPT-2), whose density varies from batch to
-// batch, found the recycled array too small and took a fresh one, and 8 outgrew their
-// estimate (append copies the array): ~60 MB of fresh memory faulted in page by page.
-const idSlack = 4
+// idBound is the room a fresh array of ids has for a batch of text bytes in docs
+// documents: one id per byte and two per document (an EOD id, and a prefix space some
+// tokenizers add). A normalizer that lengthens text could exceed it, and append then
+// grows the array: the bound sizes arrays, it does not guard them.
+func idBound(text, docs int) int { return text + 2*docs + 64 }
 
 func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error) {
 	tok := r.Tokenizer
@@ -254,11 +260,10 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 		ratio = 0.3 // GPT-2 on English: ~4 bytes per token
 	}
 	e.buf = nil
-	need := int(float64(text)*ratio*1.05) + len(docs) + 64
+	need := min(int(float64(text)*ratio*1.05)+len(docs)+64, idBound(text, len(docs)))
 	buf := e.spare[:0]
 	if cap(buf) < need {
-		size := max(need, int(float64(text)*e.peakPerByte)+len(docs)+64)
-		buf = hugemem.Make[int32](size + size/idSlack)[:0]
+		buf = hugemem.MakeUnwritten[int32](idBound(text, len(docs)))[:0]
 	}
 	out := make([]docIDs, len(docs))
 	parts := make([][]int32, len(docs)) // out's one-part documents, one allocation
@@ -287,7 +292,6 @@ func (e *batchEncoder) encode(r *TokenizeRun, docs []prep.Doc) ([]docIDs, error)
 	}
 	if text > 0 {
 		e.tokensPerByte = float64(len(buf)) / float64(text)
-		e.peakPerByte = max(e.peakPerByte, e.tokensPerByte)
 	}
 	e.buf = buf
 	return out, nil

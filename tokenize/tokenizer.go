@@ -249,19 +249,32 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 	}
 	st := t.getState()
 	fresh := dst == nil
-	if fresh {
-		// A new slice, sized from the tokens per byte of this state's last text: most
-		// often it needs neither growing (a copy) nor more than a little spare room.
-		dst = makeIDs[T](int(float64(len(text))*st.tokensPerByte*1.05) + 16)
+	start := 0
+	if fresh && len(text) >= sizeBySampleFrom {
+		dst = encodeSized[T](t, st, text, skip)
+	} else {
+		if fresh {
+			// A new slice, sized from the tokens per byte of this state's last text:
+			// most often it needs neither growing (a copy) nor more than a little
+			// spare room.
+			dst = makeIDs[T](int(float64(len(text))*st.tokensPerByte*1.05) + 16)
+		}
+		start = len(dst)
+		dst = encodeBPE(t, st, text, skip, dst)
 	}
-	start := len(dst)
-	dst = encodeBPE(t, st, text, skip, dst)
 	if len(text) >= 64 {
 		st.tokensPerByte = float64(len(dst)-start) / float64(len(text))
 	}
 	t.putState(st)
 	if fresh {
-		clear(dst[len(dst):cap(dst)]) // the spare room (~5%), not cleared by makeIDs
+		// The spare room, not cleared by makeIDs: ~5% (room for an appended id or
+		// two), or where the size was guessed high, 1/16 of the ids and 1,024 more,
+		// the rest left out of the slice's capacity so that clearing it does not
+		// fault it in.
+		if spare := len(dst)/16 + 1024; cap(dst)-len(dst) > spare {
+			dst = dst[: len(dst) : len(dst)+spare]
+		}
+		clear(dst[len(dst):cap(dst)])
 	}
 	return dst, nil
 }

@@ -76,6 +76,24 @@ func Make[T any](n int) []T {
 	return WriteFault(unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n))
 }
 
+// MakeUnwritten is Make for an array that is written in order before it is read (the
+// target of appends): its pages are left untouched, so the part never reached costs
+// address space only. That lets an array be sized for the most it could need rather
+// than an estimate it may outgrow (append copying it to fresh memory). Reading a page
+// before writing it is correct (zeros) but takes the extra fault that WriteFault avoids.
+func MakeUnwritten[T any](n int) []T {
+	var zero T
+	size := uintptr(n) * unsafe.Sizeof(zero)
+	if !on || n < 0 || size < MinBytes {
+		return make([]T, n)
+	}
+	if !pointerFree(reflect.TypeFor[T]()) {
+		panic("hugemem: MakeUnwritten of a type that holds pointers: " + reflect.TypeFor[T]().String())
+	}
+	b := carve(int(size))
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
 // carve returns size bytes from the current chunk, or from a new one (size rounded up
 // to 2 MB) if they do not fit.
 func carve(size int) []byte {

@@ -1,0 +1,54 @@
+package tokenize
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestEncodeSized: Encode of a text of sizeBySampleFrom bytes or more (sized from its
+// first part, encoded apart) gives the ids AppendEncode gives (one pass into the
+// caller's slice), whether the rest is denser than the first part (the slice grows),
+// sparser (its capacity is cut back to a little spare room, all zeros), or has no place
+// to cut (sized from the last text).
+func TestEncodeSized(t *testing.T) {
+	var sparse, dense strings.Builder
+	for _, d := range readGolden(t, "gpt2") {
+		sparse.WriteString(d.Text)
+		sparse.WriteString("\n")
+	}
+	for i := 0; dense.Len() < 3<<20; i++ {
+		dense.WriteString("數據 7319 データ ")
+		if i%8 == 7 {
+			dense.WriteString("x\nA")
+		}
+	}
+	grow := func(s string, n int) string { return strings.Repeat(s, n/len(s)+1)[:n] }
+	texts := map[string]string{
+		"sparse then dense": grow(sparse.String(), 2<<20) + "\nA" + dense.String(),
+		"dense then sparse": dense.String()[:2<<20] + "x\nA" + grow(sparse.String(), 3<<20),
+		"no cut":            strings.Repeat("abc def ", sizeBySampleFrom/8+1),
+	}
+	for _, name := range []string{"gpt2", "cl100k_base"} {
+		tok := sharedTokenizer(t, name)
+		for what, text := range texts {
+			text = strings.ToValidUTF8(text, "")
+			if len(text) < sizeBySampleFrom {
+				t.Fatalf("%s: %d bytes, fewer than sizeBySampleFrom", what, len(text))
+			}
+			got := tok.Encode(text)
+			want := tok.AppendEncode(make([]int, 0, 16), text)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %s: %s", name, what, firstDiff(tok, text, got, want))
+			}
+			if spare := cap(got) - len(got); spare > len(got)/16+1024 {
+				t.Errorf("%s, %s: %d ids with room for %d more", name, what, len(got), spare)
+			}
+			for i, id := range got[len(got):cap(got)] {
+				if id != 0 {
+					t.Fatalf("%s, %s: id %d past the result's length is %d", name, what, len(got)+i, id)
+				}
+			}
+		}
+	}
+}
