@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"gptkit/internal/cli"
+	"gptkit/internal/hugemem"
 	"gptkit/internal/progress"
 	"gptkit/tokenize"
 )
@@ -78,57 +81,133 @@ const (
 // text is cut into parts (Tokenizer.Cut: the ids of the parts joined are the ids of the
 // whole), encoded on workers goroutines and written in order as they are done, so that
 // a large text uses all cores and its ids are never all held at once.
-func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, workers int, bar *progress.Bar, ft *idText) error {
-	data, err := readAll(ctx, in, bar)
-	if err != nil {
-		return fmt.Errorf("read stdin: %w", err)
+//
+// A regular file of mapStdinMin bytes or more is read through a memory map
+// (stdin_mapped.go), the rest into memory (readAll). Mapped, the text is not copied
+// into fresh memory that the kernel clears and faults in page by page (reading 100 MB
+// was ~5% of the command's CPU), and each part's bytes count on bar once written; a
+// fault on the mapping (the file cut short meanwhile) fails the command, naming the
+// part's first byte.
+func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, workers int, bar *progress.Bar, ft *idText) (err error) {
+	var text string
+	mapped := mapStdin(in)
+	if mapped != nil {
+		text = unsafe.String(unsafe.SliceData(mapped.data), len(mapped.data)) // read only
+	} else {
+		data, err := readAll(ctx, in, bar)
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		text = unsafe.String(unsafe.SliceData(data), len(data)) // data is not written again
 	}
 	bar.Add(0, 1)
-	text := unsafe.String(unsafe.SliceData(data), len(data)) // data is not written again
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		wg.Wait() // nothing reads the mapping once it is unmapped
+		if mapped != nil {
+			mapped.unmap()
+			mapped.done(int64(len(mapped.data)))
+		}
+	}()
+	// guard runs f, turning a fault on the mapping into an error naming byte at.
+	guard := func(at int, f func() error) (err error) {
+		if mapped == nil {
+			return f()
+		}
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("stdin, reading from byte %d: %w", at, mapped.faultIn(p))
+			}
+		}()
+		return f()
+	}
 	if tok.Kind() == tokenize.KindChar {
 		// One part: EncodeChecked's error names an offset in the whole text.
-		ids, err := tok.EncodeChecked(text)
-		if err != nil {
+		var ids []int
+		if err := guard(0, func() (err error) {
+			ids, err = tok.EncodeChecked(text)
+			return err
+		}); err != nil {
 			return fmt.Errorf("stdin: %w", err)
+		}
+		if mapped != nil {
+			bar.Add(int64(len(text)), 0)
 		}
 		_, err = out.Write(ft.appendArray(nil, ids))
 		return err
 	}
 
-	type part struct {
-		text string
-		out  chan []byte // ",id,id..." of the part
+	type result struct {
+		ids []byte // ",id,id..." of the part
+		err error
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	type part struct {
+		start int // the part's first byte in text
+		text  string
+		out   chan result
+	}
 	parts := make(chan part, wholeQueue*workers)
 	jobs := make(chan part, wholeQueue*workers)
 	free := make(chan []byte, wholeQueue*workers+workers) // output buffers written out
 	for range workers {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			var ids []int
 			for p := range jobs {
-				ids = tok.AppendEncode(ids[:0], p.text)
+				if err := ctx.Err(); err != nil {
+					p.out <- result{err: err}
+					continue
+				}
+				if cap(ids) < len(p.text)+16 {
+					// Room for one id per byte, of which only what the ids
+					// reach is faulted in: a worker's array, sized once, is
+					// not grown (a copy into fresh memory) by a denser part.
+					ids = hugemem.MakeUnwritten[int](len(p.text) + len(p.text)/4 + 16)
+				}
+				err := guard(p.start, func() error {
+					ids = tok.AppendEncode(ids[:0], p.text)
+					return nil
+				})
 				var buf []byte
 				select {
 				case buf = <-free:
 				default:
 				}
-				p.out <- ft.appendIDs(buf[:0], ids)
+				if need := 8*len(ids) + 8; cap(buf) < need {
+					buf = hugemem.MakeUnwritten[byte](need + need/4) // as ids
+				}
+				p.out <- result{ft.appendIDs(buf[:0], ids), err}
 			}
 		}()
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		defer close(jobs)
 		defer close(parts)
 		for start := 0; start < len(text); {
 			end := len(text)
 			if start+wholePartBytes < len(text) {
-				if p := tok.Cut(text, start+wholePartBytes, len(text)); p > 0 {
-					end = p
+				if err := guard(start+wholePartBytes, func() error {
+					if p := tok.Cut(text, start+wholePartBytes, len(text)); p > 0 {
+						end = p
+					}
+					return nil
+				}); err != nil {
+					p := part{out: make(chan result, 1)}
+					p.out <- result{err: err}
+					select {
+					case parts <- p:
+					case <-ctx.Done():
+					}
+					return
 				}
 			}
-			p := part{text: text[start:end], out: make(chan []byte, 1)}
+			p := part{start: start, text: text[start:end], out: make(chan result, 1)}
 			select {
 			case parts <- p:
 			case <-ctx.Done():
@@ -140,12 +219,19 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	}()
 	first := true
 	for p := range parts {
-		var b []byte
+		var res result
 		select {
-		case b = <-p.out:
+		case res = <-p.out:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if res.err != nil {
+			return res.err
+		}
+		if mapped != nil {
+			bar.Add(int64(len(p.text)), 0)
+		}
+		b := res.ids
 		if len(b) == 0 {
 			continue
 		}
@@ -160,6 +246,9 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		case free <- b:
 		default:
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err // the splitter stopped early
 	}
 	if first {
 		_, err = out.WriteString("[]\n")

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/internal/testfiles"
+)
+
+// TestEncodeWholeMappedStdin: `tokenize encode` of a regular file (read through a
+// memory map) writes what it writes from a stream of the same bytes, errors included:
+// one part and many, a character vocabulary (one part) with a character it lacks, an
+// empty input, invalid UTF-8, and stdin at an offset into the file.
+func TestEncodeWholeMappedStdin(t *testing.T) {
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1 // map the small files too
+	gpt2 := testfiles.Path(t, "tokenizers/gpt2")
+	alphabet := alphabetSpec(t)
+	_, texts, _ := goldenLines(t, 200)
+	golden := strings.Join(texts, "\n")
+	var many strings.Builder
+	for many.Len() < 3*wholePartBytes+1000 {
+		many.WriteString(golden)
+		many.WriteString("\nA")
+	}
+	for _, tc := range []struct {
+		name, spec, input string
+		skip              int // stdin starts this many bytes into the file
+	}{
+		{"one part", gpt2, golden, 0},
+		{"many parts", gpt2, many.String(), 0},
+		{"invalid UTF-8", gpt2, golden[:1000] + "\xff\xfe" + golden[1000:], 0},
+		{"characters", alphabet, strings.Repeat("ab ba\n", 1000), 0},
+		{"a character not in the vocabulary", alphabet, strings.Repeat("ab ba\n", 1000) + "Q", 0},
+		{"at an offset", gpt2, golden, 1234},
+		{"empty from its offset", gpt2, golden[:100], 100},
+	} {
+		for _, workers := range []string{"1", "3"} {
+			t.Run(tc.name+"/workers="+workers, func(t *testing.T) {
+				args := []string{"encode", "--tokenizer", tc.spec, "--workers", workers, "--progress", "off"}
+				var wantOut, wantErr bytes.Buffer
+				wantCode := run(context.Background(), args, strings.NewReader(tc.input[tc.skip:]), &wantOut, &wantErr)
+
+				path := filepath.Join(t.TempDir(), "in.txt")
+				if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if _, err := f.Seek(int64(tc.skip), io.SeekStart); err != nil {
+					t.Fatal(err)
+				}
+				mapped := tc.skip < len(tc.input)
+				if m := mapStdin(f); (m != nil) != mapped {
+					t.Fatalf("mapped: %v, want %v", m != nil, mapped)
+				} else if m != nil {
+					m.unmap()
+				}
+				var out, errOut bytes.Buffer
+				code := run(context.Background(), args, f, &out, &errOut)
+				if code != wantCode || out.String() != wantOut.String() || errOut.String() != wantErr.String() {
+					t.Fatalf("mapped: exit %d, %d bytes of stdout, stderr %q; as a stream: exit %d, %d bytes, stderr %q",
+						code, out.Len(), errOut.String(), wantCode, wantOut.Len(), wantErr.String())
+				}
+				if off, _ := f.Seek(0, io.SeekCurrent); off != int64(len(tc.input)) {
+					t.Errorf("stdin's offset is %d after the run, want %d (its end)", off, len(tc.input))
+				}
+			})
+		}
+	}
+}
+
+// TestEncodeWholeMappedStdinCut: a mapped stdin that gets shorter while it is read (to
+// nothing, or to 2 MiB of 4) is an error, caught (not a crash), with exit 1 and no
+// array ended on stdout, under BPE (many parts) and a character vocabulary (one).
+func TestEncodeWholeMappedStdinCut(t *testing.T) {
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	mapStdinMin = 1
+	defer func() { stdinMappedHook = nil }()
+	input := strings.Repeat("ab ba abba\nab", (4<<20)/13)
+	for _, spec := range []string{testfiles.Path(t, "tokenizers/gpt2"), alphabetSpec(t)} {
+		for _, cut := range []int{0, 2 << 20} {
+			path := filepath.Join(t.TempDir(), "in.txt")
+			if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stdinMappedHook = func(f *os.File) {
+				if err := os.Truncate(path, int64(cut)); err != nil {
+					t.Error(err)
+				}
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), []string{"encode", "--tokenizer", spec, "--progress", "off"}, f, &out, &errOut)
+			f.Close()
+			const msg = "the file got shorter while it was being read"
+			if code != 1 || strings.HasSuffix(out.String(), "]\n") || !strings.Contains(errOut.String(), msg) || strings.Contains(errOut.String(), "goroutine") {
+				t.Fatalf("%s, cut at %d: exit %d, stdout ends %q, stderr %q (want %q)",
+					filepath.Base(spec), cut, code, out.String()[max(0, out.Len()-20):], errOut.String(), msg)
+			}
+		}
+	}
+}
+
+// TestEncodeWholeInterrupted: interrupted while it writes, `tokenize encode` fails with
+// the context's error, mapped or not, rather than ending a short array.
+func TestEncodeWholeInterrupted(t *testing.T) {
+	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
+	input := strings.Repeat("ab ba abba\nab", (6<<20)/13)
+	path := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, minMap := range []int64{1, 1 << 40} {
+		mapStdinMin = minMap
+		for range 10 {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var got bytes.Buffer
+			w := writerFunc(func(p []byte) (int, error) {
+				cancel() // interrupted at the first write
+				return got.Write(p)
+			})
+			code := run(ctx, []string{"encode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"), "--progress", "off"}, f, w, io.Discard)
+			f.Close()
+			cancel()
+			if code == 0 || strings.HasSuffix(got.String(), "]\n") {
+				t.Fatalf("map from %d bytes: exit %d, stdout ends %q", minMap, code, got.String()[max(0, got.Len()-20):])
+			}
+		}
+	}
+}
