@@ -11,13 +11,15 @@ package tokenize
 // do not change): the first ~sampleBytes, whose tokens per byte then size the slice for
 // the whole with sampleSlack to spare.
 
-const (
+// (Variables for the tests, which lower them.)
+var (
 	sizeBySampleFrom = 4 << 20
 	sampleBytes      = 1 << 20
-	// sampleSlack: the rest of a text may be denser than its first part; growing the
-	// slice once costs a copy and fresh memory, spare room only its clearing.
-	sampleSlack = 1.1
 )
+
+// sampleSlack: the rest of a text may be denser than its first part; growing the slice
+// once costs a copy and fresh memory, spare room only its clearing.
+const sampleSlack = 1.1
 
 // encodeSized returns the ids of text (valid UTF-8, no raw added token in text[:skip])
 // in a new slice sized from the ids of its first part, or from the state's last text

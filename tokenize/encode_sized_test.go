@@ -12,12 +12,15 @@ import (
 // sparser (its capacity is cut back to a little spare room, all zeros), or has no place
 // to cut (sized from the last text).
 func TestEncodeSized(t *testing.T) {
+	// Sizes 1/16 of the command's (-race runs it too), the same logic.
+	defer func(from, sample int) { sizeBySampleFrom, sampleBytes = from, sample }(sizeBySampleFrom, sampleBytes)
+	sizeBySampleFrom, sampleBytes = 256<<10, 64<<10
 	var sparse, dense strings.Builder
 	for _, d := range readGolden(t, "gpt2") {
 		sparse.WriteString(d.Text)
 		sparse.WriteString("\n")
 	}
-	for i := 0; dense.Len() < 3<<20; i++ {
+	for i := 0; dense.Len() < 3*sizeBySampleFrom/4; i++ {
 		dense.WriteString("數據 7319 データ ")
 		if i%8 == 7 {
 			dense.WriteString("x\nA")
@@ -25,8 +28,8 @@ func TestEncodeSized(t *testing.T) {
 	}
 	grow := func(s string, n int) string { return strings.Repeat(s, n/len(s)+1)[:n] }
 	texts := map[string]string{
-		"sparse then dense": grow(sparse.String(), 2<<20) + "\nA" + dense.String(),
-		"dense then sparse": dense.String()[:2<<20] + "x\nA" + grow(sparse.String(), 3<<20),
+		"sparse then dense": grow(sparse.String(), sizeBySampleFrom/2) + "\nA" + dense.String(),
+		"dense then sparse": dense.String()[:sizeBySampleFrom/2] + "x\nA" + grow(sparse.String(), 3*sizeBySampleFrom/4),
 		"no cut":            strings.Repeat("abc def ", sizeBySampleFrom/8+1),
 	}
 	for _, name := range []string{"gpt2", "cl100k_base"} {

@@ -71,11 +71,10 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // Whole-input encoding cuts the text into parts of about wholePartBytes (at
-// Tokenizer.Cut), at most wholeQueue of them in flight.
-const (
-	wholePartBytes = 1 << 20
-	wholeQueue     = 4
-)
+// Tokenizer.Cut; a variable for the tests), at most wholeQueue of them in flight.
+var wholePartBytes = 1 << 20
+
+const wholeQueue = 4
 
 // encodeWhole encodes all of in as one text and writes its ids as one JSON array. The
 // text is cut into parts (Tokenizer.Cut: the ids of the parts joined are the ids of the

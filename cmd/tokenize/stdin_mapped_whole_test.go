@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"gptkit/internal/testfiles"
 )
 
 // TestEncodeWholeMappedStdin: `tokenize encode` of a regular file (read through a
@@ -19,10 +17,13 @@ import (
 func TestEncodeWholeMappedStdin(t *testing.T) {
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1 // map the small files too
-	gpt2 := testfiles.Path(t, "tokenizers/gpt2")
+	defer func(old int) { wholePartBytes = old }(wholePartBytes)
+	wholePartBytes = 64 << 10 // many parts of a small text (TestEncodeWholeInParts: 1 MB ones)
+	gpt2 := "gpt2"            // the built-in compiled form: loads in milliseconds, even under -race
 	alphabet := alphabetSpec(t)
 	_, texts, _ := goldenLines(t, 200)
 	golden := strings.Join(texts, "\n")
+	golden = strings.ToValidUTF8(golden[:min(len(golden), 96<<10)], "")
 	var many strings.Builder
 	for many.Len() < 3*wholePartBytes+1000 {
 		many.WriteString(golden)
@@ -79,15 +80,17 @@ func TestEncodeWholeMappedStdin(t *testing.T) {
 }
 
 // TestEncodeWholeMappedStdinCut: a mapped stdin that gets shorter while it is read (to
-// nothing, or to 2 MiB of 4) is an error, caught (not a crash), with exit 1 and no
+// nothing, or to 256 KiB of 512) is an error, caught (not a crash), with exit 1 and no
 // array ended on stdout, under BPE (many parts) and a character vocabulary (one).
 func TestEncodeWholeMappedStdinCut(t *testing.T) {
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1
 	defer func() { stdinMappedHook = nil }()
-	input := strings.Repeat("ab ba abba\nab", (4<<20)/13)
-	for _, spec := range []string{testfiles.Path(t, "tokenizers/gpt2"), alphabetSpec(t)} {
-		for _, cut := range []int{0, 2 << 20} {
+	defer func(old int) { wholePartBytes = old }(wholePartBytes)
+	wholePartBytes = 64 << 10
+	input := strings.Repeat("ab ba abba\nab", (512<<10)/13)
+	for _, spec := range []string{"gpt2", alphabetSpec(t)} {
+		for _, cut := range []int{0, 256 << 10} {
 			path := filepath.Join(t.TempDir(), "in.txt")
 			if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
 				t.Fatal(err)
@@ -117,14 +120,18 @@ func TestEncodeWholeMappedStdinCut(t *testing.T) {
 // the context's error, mapped or not, rather than ending a short array.
 func TestEncodeWholeInterrupted(t *testing.T) {
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
-	input := strings.Repeat("ab ba abba\nab", (6<<20)/13)
+	defer func(old int) { wholePartBytes = old }(wholePartBytes)
+	wholePartBytes = 64 << 10
+	// ~4 MB of ids' text: the output's buffer (outputBufferSize) is written out while
+	// parts are still being encoded.
+	input := strings.Repeat("ab ba abba\nab", (2<<20)/13)
 	path := filepath.Join(t.TempDir(), "in.txt")
 	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, minMap := range []int64{1, 1 << 40} {
 		mapStdinMin = minMap
-		for range 10 {
+		for range 4 {
 			f, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -135,7 +142,7 @@ func TestEncodeWholeInterrupted(t *testing.T) {
 				cancel() // interrupted at the first write
 				return got.Write(p)
 			})
-			code := run(ctx, []string{"encode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"), "--progress", "off"}, f, w, io.Discard)
+			code := run(ctx, []string{"encode", "--tokenizer", "gpt2", "--progress", "off"}, f, w, io.Discard)
 			f.Close()
 			cancel()
 			if code == 0 || strings.HasSuffix(got.String(), "]\n") {
