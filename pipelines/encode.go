@@ -231,7 +231,7 @@ const (
 // (with 5% or 25% to spare), arrays of the mixed corpus's batches, whose density varies,
 // were too small to be used again or outgrew their estimate (append copying them) often
 // enough that 100 MB of it took 74 MB of fresh arrays and 10 MB of copies, each page
-// cleared by the kernel; with the bound, ~8 arrays serve the whole run.
+// cleared by the kernel; with the bound, 6 arrays served that run.
 type batchEncoder struct {
 	tokensPerByte float64 // of the previous batch; 0 before the first
 	part          []int32 // scratch for the parts of a huge document
