@@ -47,18 +47,7 @@ func TestEncodeJSONLMappedStdin(t *testing.T) {
 				var wantOut, wantErr bytes.Buffer
 				wantCode := run(context.Background(), args, strings.NewReader(tc.input[tc.skip:]), &wantOut, &wantErr)
 
-				path := filepath.Join(t.TempDir(), "in.jsonl")
-				if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				f, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if _, err := f.Seek(int64(tc.skip), io.SeekStart); err != nil {
-					t.Fatal(err)
-				}
+				f := openAt(t, tc.input, tc.skip)
 				m := mapStdin(f)
 				if m == nil {
 					t.Fatal("stdin was not mapped")
@@ -90,31 +79,15 @@ func TestEncodeJSONLMappedStdinCut(t *testing.T) {
 	input := strings.Repeat(line, (4<<20)/len(line))
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1
-	defer func() { stdinMappedHook = nil }()
 	for _, cut := range []int{0, 2 << 20} {
-		path := filepath.Join(t.TempDir(), "in.jsonl")
-		if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		stdinMappedHook = func(f *os.File) {
-			if err := os.Truncate(path, int64(cut)); err != nil {
-				t.Error(err)
-			}
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off"}, f, &out, &errOut)
-		f.Close()
+		code, out, errOut := runCutStdin(t, input, cut, "encode", "--tokenizer", alphabet, "--jsonl", "--progress", "off")
 		// The lines before the cut are written, but for the last one or two: a line's
 		// search for its end may read a vector past the cut, which faults.
-		lines, wrote := strings.Count(input[:cut], "\n"), strings.Count(out.String(), "\n")
+		lines, wrote := strings.Count(input[:cut], "\n"), strings.Count(out, "\n")
 		msg := fmt.Sprintf("stdin line %d: the file got shorter while it was being read", wrote+1)
-		if code != 1 || wrote > lines || wrote < lines-2 || !strings.Contains(errOut.String(), msg) {
+		if code != 1 || wrote > lines || wrote < lines-2 || !strings.Contains(errOut, msg) {
 			t.Fatalf("cut at %d: exit %d, %d lines of stdout (want %d), stderr %q (want %q)",
-				cut, code, wrote, lines, errOut.String(), msg)
+				cut, code, wrote, lines, errOut, msg)
 		}
 	}
 }
@@ -209,4 +182,40 @@ func FuzzEncodeJSONLMappedStdin(f *testing.F) {
 				code, out.String(), errOut.String(), wantCode, wantOut.String(), wantErr.String())
 		}
 	})
+}
+
+// openAt writes input to a file and returns it open for reading at byte skip, closed at
+// the test's end: stdin as `< FILE` gives it, at an offset.
+func openAt(t *testing.T, input string, skip int) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stdin")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Seek(int64(skip), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// runCutStdin runs the command args with input on stdin as a file that is cut to cut
+// bytes once it is mapped (stdinMappedHook), and returns its exit code, stdout and
+// stderr. The caller makes sure the file is mapped (mapStdinMin).
+func runCutStdin(t *testing.T, input string, cut int, args ...string) (int, string, string) {
+	t.Helper()
+	f := openAt(t, input, 0)
+	defer func() { stdinMappedHook = nil }()
+	stdinMappedHook = func(f *os.File) {
+		if err := os.Truncate(f.Name(), int64(cut)); err != nil {
+			t.Error(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, f, &out, &errOut)
+	return code, out.String(), errOut.String()
 }

@@ -47,18 +47,7 @@ func TestEncodeWholeMappedStdin(t *testing.T) {
 				var wantOut, wantErr bytes.Buffer
 				wantCode := run(context.Background(), args, strings.NewReader(tc.input[tc.skip:]), &wantOut, &wantErr)
 
-				path := filepath.Join(t.TempDir(), "in.txt")
-				if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				f, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if _, err := f.Seek(int64(tc.skip), io.SeekStart); err != nil {
-					t.Fatal(err)
-				}
+				f := openAt(t, tc.input, tc.skip)
 				mapped := tc.skip < len(tc.input)
 				if m := mapStdin(f); (m != nil) != mapped {
 					t.Fatalf("mapped: %v, want %v", m != nil, mapped)
@@ -85,32 +74,16 @@ func TestEncodeWholeMappedStdin(t *testing.T) {
 func TestEncodeWholeMappedStdinCut(t *testing.T) {
 	defer func(old int64) { mapStdinMin = old }(mapStdinMin)
 	mapStdinMin = 1
-	defer func() { stdinMappedHook = nil }()
 	defer func(old int) { wholePartBytes = old }(wholePartBytes)
 	wholePartBytes = 64 << 10
 	input := strings.Repeat("ab ba abba\nab", (512<<10)/13)
 	for _, spec := range []string{"gpt2", alphabetSpec(t)} {
 		for _, cut := range []int{0, 256 << 10} {
-			path := filepath.Join(t.TempDir(), "in.txt")
-			if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			stdinMappedHook = func(f *os.File) {
-				if err := os.Truncate(path, int64(cut)); err != nil {
-					t.Error(err)
-				}
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out, errOut bytes.Buffer
-			code := run(context.Background(), []string{"encode", "--tokenizer", spec, "--progress", "off"}, f, &out, &errOut)
-			f.Close()
+			code, out, errOut := runCutStdin(t, input, cut, "encode", "--tokenizer", spec, "--progress", "off")
 			const msg = "the file got shorter while it was being read"
-			if code != 1 || strings.HasSuffix(out.String(), "]\n") || !strings.Contains(errOut.String(), msg) || strings.Contains(errOut.String(), "goroutine") {
+			if code != 1 || strings.HasSuffix(out, "]\n") || !strings.Contains(errOut, msg) || strings.Contains(errOut, "goroutine") {
 				t.Fatalf("%s, cut at %d: exit %d, stdout ends %q, stderr %q (want %q)",
-					filepath.Base(spec), cut, code, out.String()[max(0, out.Len()-20):], errOut.String(), msg)
+					filepath.Base(spec), cut, code, out[max(0, len(out)-20):], errOut, msg)
 			}
 		}
 	}

@@ -63,18 +63,7 @@ func On() bool { return on }
 // when it is MinBytes or more, else from make; each of its pages is written once
 // (WriteFault). T must hold no pointers (the chunks are byte arrays, which the
 // collector does not scan): Make panics otherwise, a programming error.
-func Make[T any](n int) []T {
-	var zero T
-	size := uintptr(n) * unsafe.Sizeof(zero)
-	if !on || n < 0 || size < MinBytes {
-		return WriteFault(make([]T, n))
-	}
-	if !pointerFree(reflect.TypeFor[T]()) {
-		panic("hugemem: Make of a type that holds pointers: " + reflect.TypeFor[T]().String())
-	}
-	b := carve(int(size))
-	return WriteFault(unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n))
-}
+func Make[T any](n int) []T { return WriteFault(MakeUnwritten[T](n)) }
 
 // MakeUnwritten is Make for an array that is written in order before it is read (the
 // target of appends): its pages are left untouched, so the part never reached costs
@@ -88,7 +77,7 @@ func MakeUnwritten[T any](n int) []T {
 		return make([]T, n)
 	}
 	if !pointerFree(reflect.TypeFor[T]()) {
-		panic("hugemem: MakeUnwritten of a type that holds pointers: " + reflect.TypeFor[T]().String())
+		panic("hugemem: an array of a type that holds pointers: " + reflect.TypeFor[T]().String())
 	}
 	b := carve(int(size))
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
