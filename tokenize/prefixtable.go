@@ -32,7 +32,7 @@ type prefixTable struct {
 	// (4-16) taking part starts with those four bytes, or with four that share the slot.
 	lens4 []uint16
 	whole *vocabTable
-	toks  []btToken // by id: rank < -1 for a token that takes no part
+	sizes []uint16 // by id: 0 for a token that takes no part (backtrack.sizes)
 	// Prefixes of more than 16 bytes of the tokens longer than 16: the id of the token
 	// the prefix is, or -1.
 	more map[string]int32
@@ -40,8 +40,8 @@ type prefixTable struct {
 
 // newPrefixTable builds the finder of the tokens ids (taking part, ids into vocab;
 // whole holds every keyable token of up to 16 bytes).
-func newPrefixTable(vocab []string, ids []int, whole *vocabTable, toks []btToken) *prefixTable {
-	pt := &prefixTable{lens: hugemem.Make[uint16](1 << 16), lens4: hugemem.Make[uint16](1 << prefix4Bits), whole: whole, toks: toks, more: map[string]int32{}}
+func newPrefixTable(vocab []string, ids []int, whole *vocabTable, sizes []uint16) *prefixTable {
+	pt := &prefixTable{lens: hugemem.Make[uint16](1 << 16), lens4: hugemem.Make[uint16](1 << prefix4Bits), whole: whole, sizes: sizes, more: map[string]int32{}}
 	for b := range pt.one {
 		pt.one[b] = -1
 	}
@@ -115,7 +115,7 @@ func (pt *prefixTable) longest(p string, pos, limit int) int32 {
 			v = pt.whole.find(w0, w1&hiMask[n]|hiMark[n], n)
 		}
 		if v != 0 {
-			if id := v & idMask; pt.toks[id].rank >= -1 {
+			if id := v & idMask; pt.sizes[id] != 0 {
 				return int32(id)
 			}
 		}
