@@ -14,7 +14,7 @@ import (
 //     adjacent pair; each merge rescans the ranks (cheap ints) and looks up two new pairs.
 //   - HF merges are looked up by the pair of ids (HF's semantics: the rank of the pair in
 //     the merges list), never by concatenating bytes, in a packed open-addressing table
-//     (8-byte slots, a quarter full: the GPT-2 table is 1.6 MB; a Go map of the same was
+//     (8-byte slots, half full: the GPT-2 table is 0.8 MB; a Go map of the same was
 //     slower on every input). tiktoken's are looked up by bytes (bpe_ranks.go).
 //   - Pieces longer than heapThreshold (a 1 MB run of letters is one piece) are where the
 //     linear-time goal is decided. A heap (container/heap, 16-byte entries) cost 30x the

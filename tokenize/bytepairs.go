@@ -6,7 +6,7 @@ package tokenize
 // do not merge or the vocabulary lacks one of the bytes. Under tiktoken's: the rank of
 // the two bytes' token, as rankOf gives it, or noRank. 256 KB, of which text touches the
 // entries of the byte pairs it holds (8,836 of printable ASCII: ~35 KB), so they stay in
-// the core's cache, where the pair table (1.6 MB for GPT-2) does not. Built on a
+// the core's cache, where the pair table (0.8 MB for GPT-2) does not. Built on a
 // tokenizer's first short merge (0.6-1.2 ms; for HF files that is at load, where
 // findUnreachableTokens merges every token; the compiled named tokenizers have that
 // list built in), through pairRank and rankOf; TestBytePairs checks every entry against
