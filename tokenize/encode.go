@@ -54,9 +54,12 @@ const (
 
 // encodeState is per-goroutine scratch space and caches, pooled on the Tokenizer.
 type encodeState struct {
-	win   classWindow
-	ends  []int
-	front frontCache
+	win  classWindow
+	ends []int
+	// cutEnds: the ends of the parts of a long piece cut at its safe positions
+	// (safesplit.go).
+	cutEnds []int
+	front   frontCache
 	// tokensPerByte of the last text of 64 bytes or more (0.25 before the first): how
 	// Encode sizes its result.
 	tokensPerByte float64
@@ -437,9 +440,20 @@ func encodePiece[T tokenID](t *Tokenizer, st *encodeState, seg string, prev, end
 	return dst
 }
 
-// encodeLong appends the ids of a piece longer than cacheMaxLen bytes, through the
-// long-piece cache when it is at most longCacheMaxPiece bytes.
+// encodeLong appends the ids of a piece longer than cacheMaxLen bytes: in parts where
+// it can be cut (safesplit.go), else whole.
 func encodeLong[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
+	if sp := t.safeSplits(); sp != nil {
+		if out, ok := encodeCut(t, st, sp, p, dst); ok {
+			return out
+		}
+	}
+	return encodeLongWhole(t, st, p, dst)
+}
+
+// encodeLongWhole appends the ids of a piece longer than cacheMaxLen bytes, through the
+// long-piece cache when it is at most longCacheMaxPiece bytes.
+func encodeLongWhole[T tokenID](t *Tokenizer, st *encodeState, p string, dst []T) []T {
 	cacheable := len(p) <= longCacheMaxPiece
 	if st.textSeen-st.longOpenAt < 0 {
 		cacheable = false

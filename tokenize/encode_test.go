@@ -113,7 +113,7 @@ func TestLongCacheGate(t *testing.T) {
 	st := newEncodeState() // not a pooled one: its gate would be where other tests left it
 	check := func(p string) {
 		t.Helper()
-		if got, want := encodeLong[int](tok, st, p, nil), tok.refEncode(p); !slices.Equal(got, want) {
+		if got, want := encodeLongWhole[int](tok, st, p, nil), tok.refEncode(p); !slices.Equal(got, want) {
 			t.Fatalf("%q: ids %v, the reference's %v", p, got, want)
 		}
 	}
@@ -173,7 +173,7 @@ func TestLongCacheGate(t *testing.T) {
 	if off() != longCacheOffMin || st.longBackoff != 2*longCacheOffMin {
 		t.Fatalf("after a window of %d hits: %s, want %d to go by", need-1, gate(), longCacheOffMin)
 	}
-	// Closed: neither probed nor filled (encodeLong does not count text: the text
+	// Closed: neither probed nor filled (encodeLongWhole does not count text: the text
 	// around the pieces is not there).
 	n := len(st.long)
 	for range 1000 {
@@ -234,7 +234,7 @@ func TestLongCacheGate(t *testing.T) {
 // others (more than a window) come from the cache from the second pass on. (A gate that
 // judged the cache while it was still filling closed it before the first came back.)
 func TestLongCacheWarmsOnPeriodicText(t *testing.T) {
-	tok := sharedTokenizer(t, "gpt2")
+	tok := sharedTokenizer(t, "gpt2-uncut")
 	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去")
 	const period = 8000
 	var ps []string
@@ -272,7 +272,7 @@ func TestLongCacheWarmsOnPeriodicText(t *testing.T) {
 // then come back: the cache closes on the first part and opens again within the same
 // text (the time off is counted as the text's pieces are, not from its end).
 func TestLongCacheReopensWithinText(t *testing.T) {
-	tok := sharedTokenizer(t, "gpt2")
+	tok := sharedTokenizer(t, "gpt2-uncut")
 	han := []rune("的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去")
 	clause := func(i int) string { // 7 letters from i: a piece of 21 bytes
 		var p []rune

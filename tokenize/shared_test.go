@@ -26,6 +26,13 @@ func sharedTokenizer(tb testing.TB, name string) *Tokenizer {
 		tok, err = LoadHFJSON(testfiles.Read(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
 	case "gpt2-files":
 		tok, err = LoadVocabMerges(testfiles.Read(tb, "tokenizers/gpt2/vocab.json"), testfiles.Read(tb, "tokenizers/gpt2/merges.txt"), "gpt2")
+	case "gpt2-uncut":
+		// GPT-2 with its long pieces never cut (safesplit.go): the long-piece cache's
+		// tests need long pieces of Chinese that reach it.
+		tok, err = LoadHFJSON(testfiles.Read(tb, "tokenizers/gpt2/tokenizer.json"), "gpt2")
+		if err == nil {
+			tok.safeSplitOnce.Do(func() {})
+		}
 	case "neox-20b":
 		tok, err = LoadHFJSON(testfiles.Read(tb, "tokenizers/neox-20b/tokenizer.json"), "neox-20b")
 	case "cl100k_base", "o200k_base":

@@ -71,6 +71,9 @@ type Tokenizer struct {
 	// vocabulary does not allow it.
 	backtrack     *backtrack
 	backtrackOnce sync.Once
+	// Where long pieces may be cut (safesplit.go), built on the first one: nil if not.
+	safeSplit     *safeSplitter
+	safeSplitOnce sync.Once
 	// The first ranks of the short merge loops (bytepairs.go), built on the first one.
 	bytePairTab   *bytePairTable
 	bytePairsOnce sync.Once
