@@ -2,11 +2,12 @@ package tokenize
 
 import (
 	"encoding/binary"
+	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
-// Cutting long pieces where no token can span (HF merges lists without ignore_merges:
-// GPT-2, GPT-NeoX). A clause of Chinese or Japanese without punctuation is one
+// Cutting long pieces where no token can span (GPT-2, GPT-NeoX, cl100k_base). A clause of Chinese or Japanese without punctuation is one
 // pre-tokenized piece of 12-120 bytes under GPT-2's pattern (` ?\p{L}+`), which the
 // backtracking encoder searched token by token at ~22 ns a byte, where English words
 // come from the caches at ~2.5. But BPE never makes a symbol that is not a token of the
@@ -25,33 +26,55 @@ import (
 // (inner, a bit per hash of each four bytes found in a token across such a position: a
 // bit hit by another's hash only makes a safe position look unsafe). Only positions
 // next to a multi-byte character are tried: runs of ASCII letters and digits, which
-// tokens span everywhere, cost a scan for bytes of 0x80 or more. Measured (4 MB of the cjk bench corpus, positions between two
-// multi-byte characters): 97.8% safe under GPT-2, 98.8% under NeoX.
+// tokens span everywhere, cost a scan for bytes of 0x80 or more. Measured (4 MB of the
+// cjk bench corpus, positions between two multi-byte characters): 97.8% safe under
+// GPT-2, 98.8% under NeoX, 91.8% under cl100k_base, 74.8% under o200k_base.
 //
-// tiktoken's vocabularies (cl100k_base: 92% of them safe, o200k_base 75%) take a piece
-// found whole in the vocabulary as that token even where the merges would not rebuild
-// it, so a part of a piece, merged alone, must not be looked up whole there: not done.
-// TestSafeSplit checks the cut pieces' ids against the reference encoder.
+// A part is encoded as a piece, so it must get the ids BPE's merges give it: where a
+// piece found whole in the vocabulary is taken as that token (tiktoken; HF's
+// ignore_merges), a part that is a token the merges do not rebuild would not. HF merges
+// lists without ignore_merges look pieces up whole only where the merges rebuild them
+// (wholeBad). For tiktoken's vocabularies the cuts are only between two multi-byte
+// characters, so every part holds a byte of 0x80 or more, and the splitter is built only
+// if the merges rebuild every token with such a byte: checked when it is built, for
+// vocabularies of at most ranksCheckMax of them (cl100k_base: 4,906, ~10 ms; o200k_base's
+// 71,035 would take ~100 ms at its first long piece, so it is not cut). HF's
+// ignore_merges (Llama 3): not cut. TestSafeSplit checks the cut pieces' ids against the
+// reference encoder.
 type safeSplitter struct {
 	edge  []uint64 // bit b0 | b1<<8: some token starts or ends with bytes b0, b1
-	inner []uint64 // bit innerHash(4 bytes): four bytes across a position that next tries, in some token
+	inner []uint64 // bit innerHash(4 bytes): four bytes across a position that is tried, in some token
 	shift uint32   // 32 - log2 of inner's bits
+	// before is the least byte before a position that is tried next to a multi-byte
+	// character: 0, or 0x80 where both characters must be multi-byte (tiktoken).
+	before byte
 }
+
+// ranksCheckMax is the most tokens with a byte of 0x80 or more that newSafeSplitter
+// checks the merges rebuild, for a vocabulary that takes pieces whole (~2 µs each).
+const ranksCheckMax = 16 << 10
 
 // innerHash maps four bytes to a bit of sp.inner.
 func (sp *safeSplitter) innerHash(w uint32) uint32 { return w * 0x9E3779B1 >> sp.shift }
 
-// triedAt reports whether next tries the position between bytes b0 and b1: between two
-// characters, one of them multi-byte.
+// triedAt reports whether a position between bytes b0 and b1 may be tried: between two
+// characters, one of them multi-byte (the inner set holds the four bytes of tokens
+// across these).
 func triedAt(b0, b1 byte) bool { return b1&0xC0 != 0x80 && (b1 >= 0x80 || b0 >= 0x80) }
 
 // newSafeSplitter builds the bit sets of t's vocabulary, or returns nil where cutting
 // would change ids (see above).
 func newSafeSplitter(t *Tokenizer) *safeSplitter {
-	if t.mergeSemantics != "pairs" || t.ignoreMerges || t.kind != KindBPE {
+	if t.ignoreMerges || t.kind != KindBPE {
 		return nil
 	}
 	sp := &safeSplitter{edge: make([]uint64, 1<<16/64)}
+	if t.mergeSemantics == "ranks" {
+		if !t.mergesRebuildHighTokens() {
+			return nil
+		}
+		sp.before = 0x80
+	}
 	// Of inner's four bytes only those whose middle is a position next tries can
 	// match: GPT-2 has 85 such runs of four bytes in its tokens, NeoX 610. inner has
 	// 64 bits for each (a bit hit by another's hash makes ~1.5% of safe positions
@@ -104,7 +127,7 @@ func (sp *safeSplitter) appendCuts(ends []int, p string) []int {
 			break
 		}
 		c, prev := p[i], p[i-1]
-		if c >= 0x80 || prev >= 0x80 {
+		if c >= 0x80 && prev >= sp.before || prev >= 0x80 && sp.before == 0 {
 			b := uint16(prev) | uint16(c)<<8
 			h := sp.innerHash(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(p[i-2:]), 4)))
 			if sp.edge[b>>6]&(1<<(b&63))|sp.inner[h>>6]&(1<<(h&63)) == 0 {
@@ -114,6 +137,28 @@ func (sp *safeSplitter) appendCuts(ends []int, p string) []int {
 		i += charLen(p, i)
 	}
 	return ends
+}
+
+// mergesRebuildHighTokens reports whether t's merges rebuild from its own bytes every
+// token of two bytes or more with a byte of 0x80 or more, checking at most
+// ranksCheckMax of them (false if there are more).
+func (t *Tokenizer) mergesRebuildHighTokens() bool {
+	var ids []int
+	for id, tok := range t.vocab {
+		if len(tok) >= 2 && strings.IndexFunc(tok, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+			if ids = append(ids, id); len(ids) > ranksCheckMax {
+				return false
+			}
+		}
+	}
+	st := t.getState()
+	defer t.putState(st)
+	for _, id := range ids {
+		if parts := t.mergeSmall(st, t.vocab[id]); len(parts) != 1 || parts[0] != uint32(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // safeSplits returns t's safeSplitter, built on first use (nil where pieces are not

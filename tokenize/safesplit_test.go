@@ -26,7 +26,7 @@ func TestSafeSplit(t *testing.T) {
 	if raceEnabled {
 		n = 300
 	}
-	for _, name := range []string{"gpt2", "neox-20b"} {
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base"} {
 		tok := sharedTokenizer(t, name)
 		sp := tok.safeSplits()
 		if sp == nil {
@@ -62,29 +62,38 @@ func TestSafeSplit(t *testing.T) {
 }
 
 // TestSafeSplitPositions checks appendCuts against its definition on some texts: a
-// position it gives lies between characters, next to a multi-byte one, and no token of
-// the vocabulary matches the text across it.
+// position it gives lies between characters, next to a multi-byte one (between two,
+// under tiktoken's vocabularies), and no token of the vocabulary matches the text
+// across it. o200k_base is not cut (too many tokens to check when the splitter is built).
 func TestSafeSplitPositions(t *testing.T) {
-	tok := sharedTokenizer(t, "gpt2")
-	sp := tok.safeSplits()
 	texts := []string{
 		"日本語の漢字とひらがなカタカナ中文字한국어가나다",
 		"caféélèveñandúΑθήναМоскваabc日本",
 		strings.Repeat("的一是不了人我在", 20),
 		"abc", "日本", "é",
 	}
-	for _, text := range texts {
-		for _, i := range sp.appendCuts(nil, text) {
-			if text[i]&0xC0 == 0x80 || text[i] < 0x80 && text[i-1] < 0x80 {
-				t.Fatalf("%q: position %d is safe but not between characters next to a multi-byte one", text, i)
-			}
-			for s := max(0, i-tok.maxTokenByteLen); s < i; s++ {
-				for e := i + 1; e <= len(text) && e-s <= tok.maxTokenByteLen; e++ {
-					if _, ok := tok.tokenID(text[s:e]); ok {
-						t.Fatalf("%q: position %d is safe, but token %q lies across it", text, i, text[s:e])
+	for _, name := range []string{"gpt2", "cl100k_base"} {
+		tok := sharedTokenizer(t, name)
+		sp := tok.safeSplits()
+		for _, text := range texts {
+			for _, i := range sp.appendCuts(nil, text) {
+				if text[i]&0xC0 == 0x80 || text[i] < 0x80 && text[i-1] < 0x80 {
+					t.Fatalf("%s: %q: position %d is safe but not between characters next to a multi-byte one", name, text, i)
+				}
+				if tok.mergeSemantics == "ranks" && (text[i] < 0x80 || text[i-1] < 0x80) {
+					t.Fatalf("%s: %q: position %d is safe but not between two multi-byte characters", name, text, i)
+				}
+				for s := max(0, i-tok.maxTokenByteLen); s < i; s++ {
+					for e := i + 1; e <= len(text) && e-s <= tok.maxTokenByteLen; e++ {
+						if _, ok := tok.tokenID(text[s:e]); ok {
+							t.Fatalf("%s: %q: position %d is safe, but token %q lies across it", name, text, i, text[s:e])
+						}
 					}
 				}
 			}
 		}
+	}
+	if sharedTokenizer(t, "o200k_base").safeSplits() != nil {
+		t.Fatal("o200k_base: a safe splitter, where its tokens were not checked")
 	}
 }
