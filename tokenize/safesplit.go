@@ -7,10 +7,10 @@ import (
 	"unsafe"
 )
 
-// Cutting long pieces where no token can span (GPT-2, GPT-NeoX, cl100k_base). A clause of Chinese or Japanese without punctuation is one
-// pre-tokenized piece of 12-120 bytes under GPT-2's pattern (` ?\p{L}+`), which the
-// backtracking encoder searched token by token at ~22 ns a byte, where English words
-// come from the caches at ~2.5. But BPE never makes a symbol that is not a token of the
+// Cutting long pieces where no token can span (GPT-2, GPT-NeoX, cl100k_base). A clause
+// of Chinese or Japanese without punctuation is one pre-tokenized piece of 12-120 bytes
+// under GPT-2's pattern (` ?\p{L}+`), which the backtracking encoder searched token by
+// token at ~22 ns a byte, where English words come from the caches at ~2.5. But BPE never makes a symbol that is not a token of the
 // vocabulary, so where no token of the vocabulary can lie across a position of the
 // piece (the bytes on both sides of it, as far as any token reaches, are no token's),
 // no merge ever joins the two sides, each side merges as it would alone, and the
@@ -45,9 +45,9 @@ type safeSplitter struct {
 	edge  []uint64 // bit b0 | b1<<8: some token starts or ends with bytes b0, b1
 	inner []uint64 // bit innerHash(4 bytes): four bytes across a position that is tried, in some token
 	shift uint32   // 32 - log2 of inner's bits
-	// before is the least byte before a position that is tried next to a multi-byte
-	// character: 0, or 0x80 where both characters must be multi-byte (tiktoken).
-	before byte
+	// bothMulti: positions are tried only between two multi-byte characters
+	// (tiktoken's vocabularies).
+	bothMulti bool
 }
 
 // ranksCheckMax is the most tokens with a byte of 0x80 or more that newSafeSplitter
@@ -58,8 +58,9 @@ const ranksCheckMax = 16 << 10
 func (sp *safeSplitter) innerHash(w uint32) uint32 { return w * 0x9E3779B1 >> sp.shift }
 
 // triedAt reports whether a position between bytes b0 and b1 may be tried: between two
-// characters, one of them multi-byte (the inner set holds the four bytes of tokens
-// across these).
+// characters, one of them multi-byte. Only these: inner holds the four bytes of tokens
+// across these alone, so a position inside a character (invalid UTF-8 handed on as
+// valid) is never taken for safe.
 func triedAt(b0, b1 byte) bool { return b1&0xC0 != 0x80 && (b1 >= 0x80 || b0 >= 0x80) }
 
 // newSafeSplitter builds the bit sets of t's vocabulary, or returns nil where cutting
@@ -73,7 +74,7 @@ func newSafeSplitter(t *Tokenizer) *safeSplitter {
 		if !t.mergesRebuildHighTokens() {
 			return nil
 		}
-		sp.before = 0x80
+		sp.bothMulti = true
 	}
 	// Of inner's four bytes only those whose middle is a position next tries can
 	// match: GPT-2 has 85 such runs of four bytes in its tokens, NeoX 610. inner has
@@ -127,7 +128,7 @@ func (sp *safeSplitter) appendCuts(ends []int, p string) []int {
 			break
 		}
 		c, prev := p[i], p[i-1]
-		if c >= 0x80 && prev >= sp.before || prev >= 0x80 && sp.before == 0 {
+		if triedAt(prev, c) && (!sp.bothMulti || c >= 0x80 && prev >= 0x80) {
 			b := uint16(prev) | uint16(c)<<8
 			h := sp.innerHash(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(p[i-2:]), 4)))
 			if sp.edge[b>>6]&(1<<(b&63))|sp.inner[h>>6]&(1<<(h&63)) == 0 {
