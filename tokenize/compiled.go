@@ -47,7 +47,11 @@ type compiledHeader struct {
 	Tokens         int          `json:"tokens"`
 	Merges         int          `json:"merges"`
 	WholeBad       int          `json:"whole_bad,omitempty"`
-	Blob           int          `json:"blob"`
+	// HighRebuilt: the merges rebuild every token of two bytes or more with a byte of
+	// 0x80 or more from its own bytes (tiktoken's semantics; safesplit.go), checked
+	// when compiled.
+	HighRebuilt bool `json:"high_rebuilt,omitempty"`
+	Blob        int  `json:"blob"`
 }
 
 // MarshalCompiled returns the compiled form of t (a byte-level BPE tokenizer), which
@@ -60,6 +64,7 @@ func (t *Tokenizer) MarshalCompiled() ([]byte, error) {
 		Name: t.name, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace, Normalizer: t.normalizer,
 		MergeSemantics: t.mergeSemantics, IgnoreMerges: t.ignoreMerges, Monotone: t.monotone, MaxRank: t.maxRank,
 		VocabSize: t.vocabSize, EOD: t.eod, Fingerprint: t.fingerprint, Added: t.added, Tokens: len(t.vocab),
+		HighRebuilt: t.mergeSemantics == "ranks" && (t.highRebuilt || t.mergesRebuildHighTokens(0)),
 	}
 	// The vocabulary without the added tokens' contents.
 	addedAt := make(map[int]bool, len(t.added))
@@ -159,7 +164,7 @@ func loadCompiled(data []byte, name string) (*Tokenizer, error) {
 	t := &Tokenizer{
 		name: name, kind: KindBPE, pattern: h.Pattern, addPrefixSpace: h.AddPrefixSpace, normalizer: h.Normalizer,
 		mergeSemantics: h.MergeSemantics, ignoreMerges: h.IgnoreMerges, monotone: h.Monotone, maxRank: h.MaxRank,
-		vocabSize: h.VocabSize, eod: h.EOD, fingerprint: h.Fingerprint,
+		vocabSize: h.VocabSize, eod: h.EOD, fingerprint: h.Fingerprint, highRebuilt: h.HighRebuilt,
 	}
 	if err := t.setFunctions(); err != nil {
 		return nil, err

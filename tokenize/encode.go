@@ -221,10 +221,6 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 	} else {
 		st.win.reset(seg)
 	}
-	if st.front.slots == nil {
-		st.front.init()
-	}
-	front := &st.front
 	avail := st.readable(seg)
 	ends := st.ends
 	for from < len(seg) {
@@ -233,22 +229,39 @@ func encodeSegment[T tokenID](t *Tokenizer, st *encodeState, seg string, dst []T
 			break
 		}
 		st.textSeen += ends[len(ends)-1] - from
-		prev := from
-		for k := 0; k < len(ends); k++ {
-			var done int
-			dst, done = appendShortTokens(front, seg, avail, prev, ends[k:], dst)
-			if k += done; k == len(ends) {
-				break
-			}
-			if k > 0 {
-				prev = ends[k-1]
-			}
-			dst = encodePiece(t, st, seg, prev, ends[k], dst)
-			prev = ends[k]
-		}
+		dst = encodePieces(t, st, seg, avail, from, ends, false, dst)
 		from = ends[len(ends)-1]
 	}
 	keepScratch(&st.ends, ends)
+	return dst
+}
+
+// encodePieces appends the ids of the pieces of seg that end at ends, the first
+// starting at prev (avail bytes from seg's start may be loaded): through the hot loop
+// while the front cache holds them, each other one through encodePiece. cut says the
+// pieces are the parts of a cut piece (safesplit.go): a long one has no safe position,
+// and is encoded whole.
+func encodePieces[T tokenID](t *Tokenizer, st *encodeState, seg string, avail, prev int, ends []int, cut bool, dst []T) []T {
+	if st.front.slots == nil {
+		st.front.init()
+	}
+	front := &st.front
+	for k := 0; k < len(ends); k++ {
+		var done int
+		dst, done = appendShortTokens(front, seg, avail, prev, ends[k:], dst)
+		if k += done; k == len(ends) {
+			break
+		}
+		if k > 0 {
+			prev = ends[k-1]
+		}
+		if cut && ends[k]-prev > cacheMaxLen {
+			dst = encodeLongWhole(t, st, seg[prev:ends[k]], dst)
+		} else {
+			dst = encodePiece(t, st, seg, prev, ends[k], dst)
+		}
+		prev = ends[k]
+	}
 	return dst
 }
 

@@ -36,10 +36,10 @@ import (
 // lists without ignore_merges look pieces up whole only where the merges rebuild them
 // (wholeBad). For tiktoken's vocabularies the cuts are only between two multi-byte
 // characters, so every part holds a byte of 0x80 or more, and the splitter is built only
-// if the merges rebuild every token with such a byte: checked when it is built, for
-// vocabularies of at most ranksCheckMax of them (cl100k_base: 4,906, ~10 ms; o200k_base's
-// 71,035 would take ~100 ms at its first long piece, so it is not cut). HF's
-// ignore_merges (Llama 3): not cut. TestSafeSplit checks the cut pieces' ids against the
+// if the merges rebuild every token with such a byte: known from the compiled form of a
+// named tokenizer (MarshalCompiled checks it: cl100k_base's 4,906 such tokens, o200k_base's
+// 71,035), else checked when it is built for vocabularies of at most ranksCheckMax of them
+// (~2 µs each). HF's ignore_merges (Llama 3): not cut. TestSafeSplit checks the cut pieces' ids against the
 // reference encoder.
 type safeSplitter struct {
 	edge  []uint64 // bit b0 | b1<<8: some token starts or ends with bytes b0, b1
@@ -71,7 +71,7 @@ func newSafeSplitter(t *Tokenizer) *safeSplitter {
 	}
 	sp := &safeSplitter{edge: make([]uint64, 1<<16/64)}
 	if t.mergeSemantics == "ranks" {
-		if !t.mergesRebuildHighTokens() {
+		if !t.highRebuilt && !t.mergesRebuildHighTokens(ranksCheckMax) {
 			return nil
 		}
 		sp.bothMulti = true
@@ -141,13 +141,13 @@ func (sp *safeSplitter) appendCuts(ends []int, p string) []int {
 }
 
 // mergesRebuildHighTokens reports whether t's merges rebuild from its own bytes every
-// token of two bytes or more with a byte of 0x80 or more, checking at most
-// ranksCheckMax of them (false if there are more).
-func (t *Tokenizer) mergesRebuildHighTokens() bool {
+// token of two bytes or more with a byte of 0x80 or more, checking at most limit of
+// them (false if there are more; limit 0: all).
+func (t *Tokenizer) mergesRebuildHighTokens(limit int) bool {
 	var ids []int
 	for id, tok := range t.vocab {
 		if len(tok) >= 2 && strings.IndexFunc(tok, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
-			if ids = append(ids, id); len(ids) > ranksCheckMax {
+			if ids = append(ids, id); limit > 0 && len(ids) > limit {
 				return false
 			}
 		}
@@ -179,26 +179,7 @@ func encodeCut[T tokenID](t *Tokenizer, st *encodeState, sp *safeSplitter, p str
 		return dst, false
 	}
 	ends = append(ends, len(p))
-	if st.front.slots == nil {
-		st.front.init()
-	}
-	front, avail, prev := &st.front, st.readable(p), 0
-	for k := 0; k < len(ends); k++ {
-		var done int
-		dst, done = appendShortTokens(front, p, avail, prev, ends[k:], dst)
-		if k += done; k == len(ends) {
-			break
-		}
-		if k > 0 {
-			prev = ends[k-1]
-		}
-		if ends[k]-prev > cacheMaxLen {
-			dst = encodeLongWhole(t, st, p[prev:ends[k]], dst) // no safe position in it
-		} else {
-			dst = encodePiece(t, st, p, prev, ends[k], dst)
-		}
-		prev = ends[k]
-	}
+	dst = encodePieces(t, st, p, st.readable(p), 0, ends, true, dst)
 	keepScratch(&st.cutEnds, ends)
 	return dst, true
 }

@@ -26,8 +26,12 @@ func TestSafeSplit(t *testing.T) {
 	if raceEnabled {
 		n = 300
 	}
-	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base"} {
+	o200k := compiledO200k(t)
+	for _, name := range []string{"gpt2", "neox-20b", "cl100k_base", "o200k_base"} {
 		tok := sharedTokenizer(t, name)
+		if name == "o200k_base" {
+			tok = o200k
+		}
 		sp := tok.safeSplits()
 		if sp == nil {
 			t.Fatalf("%s: no safe splitter", name)
@@ -64,7 +68,8 @@ func TestSafeSplit(t *testing.T) {
 // TestSafeSplitPositions checks appendCuts against its definition on some texts: a
 // position it gives lies between characters, next to a multi-byte one (between two,
 // under tiktoken's vocabularies), and no token of the vocabulary matches the text
-// across it. o200k_base is not cut (too many tokens to check when the splitter is built).
+// across it. o200k_base loaded from its file is not cut (too many tokens to check when
+// the splitter is built); from its compiled form it is.
 func TestSafeSplitPositions(t *testing.T) {
 	texts := []string{
 		"日本語の漢字とひらがなカタカナ中文字한국어가나다",
@@ -72,8 +77,11 @@ func TestSafeSplitPositions(t *testing.T) {
 		strings.Repeat("的一是不了人我在", 20),
 		"abc", "日本", "é",
 	}
-	for _, name := range []string{"gpt2", "cl100k_base"} {
+	for _, name := range []string{"gpt2", "cl100k_base", "o200k_base"} {
 		tok := sharedTokenizer(t, name)
+		if name == "o200k_base" {
+			tok = compiledO200k(t)
+		}
 		sp := tok.safeSplits()
 		for _, text := range texts {
 			for _, i := range sp.appendCuts(nil, text) {
@@ -94,6 +102,24 @@ func TestSafeSplitPositions(t *testing.T) {
 		}
 	}
 	if sharedTokenizer(t, "o200k_base").safeSplits() != nil {
-		t.Fatal("o200k_base: a safe splitter, where its tokens were not checked")
+		t.Fatal("o200k_base from its file: a safe splitter, where its tokens were not checked")
 	}
+}
+
+// compiledO200k is o200k_base loaded from its compiled form, which says its merges
+// rebuild every token with a byte of 0x80 or more (MarshalCompiled checks it).
+func compiledO200k(t *testing.T) *Tokenizer {
+	t.Helper()
+	data, err := sharedTokenizer(t, "o200k_base").MarshalCompiled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadCompiled(data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.highRebuilt {
+		t.Fatal("o200k_base's compiled form does not say its merges rebuild its tokens")
+	}
+	return tok
 }

@@ -54,6 +54,9 @@ type Tokenizer struct {
 	wholeBad []bool
 	// ignoreMerges: a piece found whole in the vocabulary is that token (HF ignore_merges).
 	ignoreMerges bool
+	// highRebuilt: known (from the compiled form) that the merges rebuild every token
+	// of two bytes or more with a byte of 0x80 or more (safesplit.go).
+	highRebuilt bool
 	// cuttable: Cut may cut texts (no prefix space, no added token holds a newline).
 	cuttable bool
 
