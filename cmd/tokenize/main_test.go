@@ -190,17 +190,8 @@ func TestEncodeWholeInParts(t *testing.T) {
 				t.Fatalf("%d bytes, %s workers: exit %d, %d bytes out (want %d): %s", len(text), workers, code, len(out), len(want), errOut)
 			}
 		}
-		file := filepath.Join(t.TempDir(), "in.txt")
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"encode", "--tokenizer", spec}, f, &out, &errOut)
-		f.Close()
+		code := run(context.Background(), []string{"encode", "--tokenizer", spec}, openAt(t, text, 0), &out, &errOut)
 		if code != 0 || out.String() != want {
 			t.Fatalf("%d bytes from a file: exit %d, %d bytes out (want %d): %s", len(text), code, out.Len(), len(want), errOut.String())
 		}
