@@ -75,10 +75,10 @@ const (
 // newBacktrack builds the backtracking encoder of t, or returns nil if t's vocabulary
 // lacks what it needs (see above).
 func newBacktrack(t *Tokenizer) *backtrack {
-	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || len(t.vocab) > idMask+1 {
+	if t.mergeSemantics != "pairs" || t.merges == nil || !t.monotone || t.vocab.len() > idMask+1 {
 		return nil
 	}
-	n := len(t.vocab)
+	n := t.vocab.len()
 	bt := &backtrack{toks: hugemem.Make[btToken](n), shorter: hugemem.Make[int32](n), merges: t.merges}
 	for id := range bt.toks {
 		bt.toks[id] = btToken{rank: -2}
@@ -127,19 +127,19 @@ func newBacktrack(t *Tokenizer) *backtrack {
 	bt.sizes = hugemem.Make[uint16](n)
 	for id, tk := range bt.toks {
 		if tk.rank >= -1 {
-			if len(t.vocab[id]) > 0xFFFF {
+			if len(t.vocab.at(id)) > 0xFFFF {
 				return nil
 			}
 			ids = append(ids, id)
-			bt.sizes[id] = uint16(len(t.vocab[id]))
+			bt.sizes[id] = uint16(len(t.vocab.at(id)))
 		}
 	}
-	bt.prefixes = newPrefixTable(t.vocab, ids, t.whole, bt.sizes)
+	bt.prefixes = newPrefixTable(&t.vocab, ids, t.whole, bt.sizes)
 	for id := range bt.shorter {
 		bt.shorter[id] = -1
 	}
 	for _, id := range ids {
-		tok := t.vocab[id]
+		tok := t.vocab.at(id)
 		if s := bt.prefixes.longest(tok, 0, len(tok)-1); s >= 0 {
 			bt.shorter[id] = s
 		}

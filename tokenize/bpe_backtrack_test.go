@@ -82,7 +82,7 @@ func TestBacktrack(t *testing.T) {
 		if bt == nil {
 			t.Fatalf("%s: no backtracking encoder", name)
 		}
-		for id, s := range tok.vocab {
+		for id, s := range tok.vocab.strings() {
 			if len(s) < 2 || id >= len(bt.toks) {
 				continue
 			}
@@ -101,7 +101,7 @@ func TestBacktrack(t *testing.T) {
 			want := l.rank >= -1 && r.rank >= -1 && bt.compatible(m.left, m.right, 0)
 			if got := tk.rank >= -1; got != want || got && (tk.left != m.left || tk.right != m.right || tk.rank != int32(m.rank)) {
 				t.Fatalf("%s: token %d (%q): takes part %v (split %d %d rank %d), by its merge's halves %v (%d %d rank %d)",
-					name, m.id, tok.vocab[m.id], got, tk.left, tk.right, tk.rank, want, m.left, m.right, m.rank)
+					name, m.id, tok.vocab.at(int(m.id)), got, tk.left, tk.right, tk.rank, want, m.left, m.right, m.rank)
 			}
 		}
 		st := tok.getState()

@@ -76,7 +76,8 @@ func (t *Tokenizer) charTab() *charTables {
 			k := uint16(x) | uint16(y)<<8
 			tab[k] = min(tab[k], r)
 		}
-		for id, tok := range t.vocab {
+		for id := range t.vocab.len() {
+			tok := t.vocab.at(id)
 			n, r := len(tok), uint32(id) // the rank is the id
 			if n < 2 {
 				continue

@@ -62,16 +62,17 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 		}
 		size = max(size, a.ID+1)
 	}
-	t.vocab = make([]string, size)
+	vocab := make([]string, size)
 	for tok, id := range d.vocab {
-		if t.vocab[id] != "" {
-			return nil, fmt.Errorf("tokenize: %s: id %d is used by both %q and %q", d.name, id, t.vocab[id], tok)
+		if vocab[id] != "" {
+			return nil, fmt.Errorf("tokenize: %s: id %d is used by both %q and %q", d.name, id, vocab[id], tok)
 		}
 		if tok == "" {
 			return nil, fmt.Errorf("tokenize: %s: id %d is an empty token", d.name, id)
 		}
-		t.vocab[id] = tok
+		vocab[id] = tok
 	}
+	t.vocab = packTokens(vocab)
 	var merges []pairMerge
 	if d.ranksSemantics {
 		// A pair merges when its bytes together are a token, at that token's rank
@@ -139,13 +140,14 @@ func (t *Tokenizer) index(merges []pairMerge) {
 	for i := range t.byteIDs {
 		t.byteIDs[i] = -1
 	}
-	for id, tok := range t.vocab {
+	for id := range t.vocab.len() {
+		tok := t.vocab.at(id)
 		if len(tok) == 1 {
 			t.byteIDs[tok[0]] = int32(id)
 		}
 		t.maxTokenByteLen = max(t.maxTokenByteLen, len(tok))
 	}
-	t.whole, t.longIDs = newVocabTable(t.vocab)
+	t.whole, t.longIDs = newVocabTable(&t.vocab)
 	if t.mergeSemantics == "pairs" {
 		t.merges = newPairTable(merges, true)
 	}
@@ -165,10 +167,10 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 			added[i].Normalized = false // without a normalizer the flag changes nothing
 			a.Normalized = false
 		}
-		if v := t.vocab[a.ID]; v != "" && v != a.Content {
+		if v := t.vocab.at(a.ID); v != "" && v != a.Content {
 			return fmt.Errorf("tokenize: %s: added token %q has id %d, which the vocabulary gives to %q", t.name, a.Content, a.ID, byteLevelEncode(v))
 		}
-		t.vocab[a.ID] = a.Content
+		t.vocab.set(a.ID, a.Content)
 		if a.Normalized {
 			norm = append(norm, a)
 		} else {
@@ -260,9 +262,9 @@ func (t *Tokenizer) computeFingerprint() string {
 		VocabSize: t.vocabSize, EOD: t.eod}
 	switch t.kind {
 	case KindBPE:
-		c.Vocab = make([]string, len(t.vocab))
-		for i, v := range t.vocab {
-			c.Vocab[i] = hex.EncodeToString([]byte(v))
+		c.Vocab = make([]string, t.vocab.len())
+		for i := range c.Vocab {
+			c.Vocab[i] = hex.EncodeToString([]byte(t.vocab.at(i)))
 		}
 	case KindChar:
 		for _, r := range t.chars {
@@ -286,7 +288,7 @@ func (t *Tokenizer) computeFingerprint() string {
 // a hand-edited file that breaks it gets the heap merge loop instead.
 func (t *Tokenizer) checkMonotone() (bool, uint32) {
 	// madeAt[id] = rank of the merge that makes id (-1 for tokens no merge makes).
-	madeAt := make([]int64, len(t.vocab))
+	madeAt := make([]int64, t.vocab.len())
 	for i := range madeAt {
 		madeAt[i] = -1
 	}
@@ -310,7 +312,7 @@ func (t *Tokenizer) checkMonotone() (bool, uint32) {
 // own bytes (nil if there are none, as in every trained vocabulary). Encode may take a
 // piece found whole in the vocabulary as one token only when BPE would give that too.
 func (t *Tokenizer) findUnreachableTokens() []bool {
-	bad := make([]bool, len(t.vocab))
+	bad := make([]bool, t.vocab.len())
 	var any atomic.Bool
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	var wg sync.WaitGroup
@@ -320,8 +322,8 @@ func (t *Tokenizer) findUnreachableTokens() []bool {
 			defer wg.Done()
 			st := t.getState()
 			defer t.putState(st)
-			for id := w; id < len(t.vocab); id += workers {
-				tok := t.vocab[id]
+			for id := w; id < t.vocab.len(); id += workers {
+				tok := t.vocab.at(id)
 				if len(tok) < 2 {
 					continue // a byte or an unused id (added tokens are not in t.vocab yet)
 				}

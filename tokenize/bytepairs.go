@@ -29,7 +29,8 @@ func (t *Tokenizer) bytePairs() *bytePairTable {
 		}
 		if t.mergeSemantics == "ranks" {
 			// The rank of two bytes is their token's: look up the tokens of two bytes.
-			for _, tok := range t.vocab {
+			for id := range t.vocab.len() {
+				tok := t.vocab.at(id)
 				if len(tok) == 2 {
 					bp[uint16(tok[0])|uint16(tok[1])<<8] = t.rankOf(tok, 0, 2)
 				}

@@ -63,7 +63,7 @@ func (t *Tokenizer) MarshalCompiled() ([]byte, error) {
 	h := compiledHeader{
 		Name: t.name, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace, Normalizer: t.normalizer,
 		MergeSemantics: t.mergeSemantics, IgnoreMerges: t.ignoreMerges, Monotone: t.monotone, MaxRank: t.maxRank,
-		VocabSize: t.vocabSize, EOD: t.eod, Fingerprint: t.fingerprint, Added: t.added, Tokens: len(t.vocab),
+		VocabSize: t.vocabSize, EOD: t.eod, Fingerprint: t.fingerprint, Added: t.added, Tokens: t.vocab.len(),
 		HighRebuilt: t.mergeSemantics == "ranks" && (t.highRebuilt || t.mergesRebuildHighTokens(0)),
 	}
 	// The vocabulary without the added tokens' contents.
@@ -74,8 +74,9 @@ func (t *Tokenizer) MarshalCompiled() ([]byte, error) {
 		}
 	}
 	var blob []byte
-	offsets := make([]uint32, 0, len(t.vocab)+1)
-	for id, tok := range t.vocab {
+	offsets := make([]uint32, 0, t.vocab.len()+1)
+	for id := range t.vocab.len() {
+		tok := t.vocab.at(id)
 		offsets = append(offsets, uint32(len(blob)))
 		if !addedAt[id] {
 			blob = append(blob, tok...)
@@ -175,14 +176,12 @@ func loadCompiled(data []byte, name string) (*Tokenizer, error) {
 	if h.VocabSize < h.Tokens || h.VocabSize > pairLimit || h.EOD < -1 || h.EOD >= h.VocabSize {
 		return nil, errors.New("bad vocabulary size or end-of-document id")
 	}
-	t.vocab = make([]string, h.VocabSize)
 	for id := range h.Tokens {
-		a, b := offsets[id], offsets[id+1]
-		if a > b || int(b) > len(blob) {
+		if a, b := offsets[id], offsets[id+1]; a > b || int(b) > len(blob) {
 			return nil, fmt.Errorf("token %d: bad offsets", id)
 		}
-		t.vocab[id] = blob[a:b]
 	}
+	t.vocab = tokenStrings{blob: blob, offs: offsets, n: h.VocabSize}
 	// Ids and ranks are checked (nothing out of range reaches a table); that the merges
 	// are the ones the fingerprint stands for is the compiler's promise, which the
 	// tests of the embedded tokenizers check.
@@ -203,9 +202,9 @@ func loadCompiled(data []byte, name string) (*Tokenizer, error) {
 		}
 	}
 	if h.WholeBad > 0 {
-		t.wholeBad = make([]bool, len(t.vocab))
+		t.wholeBad = make([]bool, t.vocab.len())
 		for _, id := range wholeBad {
-			if int(id) >= len(t.vocab) {
+			if int(id) >= t.vocab.len() {
 				return nil, errors.New("bad id in whole_bad")
 			}
 			t.wholeBad[id] = true

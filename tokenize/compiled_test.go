@@ -29,7 +29,7 @@ func TestCompiledRoundTrip(t *testing.T) {
 			if fp := tok.computeFingerprint(); fp != src.Fingerprint() {
 				t.Errorf("recomputed fingerprint %s, want %s", fp, src.Fingerprint())
 			}
-			if !slices.Equal(tok.mergeTable(), src.mergeTable()) || !slices.Equal(tok.vocab, src.vocab) || !slices.Equal(tok.wholeBad, src.wholeBad) {
+			if !slices.Equal(tok.mergeTable(), src.mergeTable()) || !slices.Equal(tok.vocab.strings(), src.vocab.strings()) || !slices.Equal(tok.wholeBad, src.wholeBad) {
 				t.Errorf("vocabulary, merges or whole_bad differ")
 			}
 			if tok.monotone != src.monotone || tok.maxRank != src.maxRank || tok.maxTokenByteLen != src.maxTokenByteLen ||

@@ -40,13 +40,13 @@ type prefixTable struct {
 
 // newPrefixTable builds the finder of the tokens ids (taking part, ids into vocab;
 // whole holds every keyable token of up to 16 bytes).
-func newPrefixTable(vocab []string, ids []int, whole *vocabTable, sizes []uint16) *prefixTable {
+func newPrefixTable(vocab *tokenStrings, ids []int, whole *vocabTable, sizes []uint16) *prefixTable {
 	pt := &prefixTable{lens: hugemem.Make[uint16](1 << 16), lens4: hugemem.Make[uint16](1 << prefix4Bits), whole: whole, sizes: sizes, more: map[string]int32{}}
 	for b := range pt.one {
 		pt.one[b] = -1
 	}
 	for _, id := range ids {
-		tok := vocab[id]
+		tok := vocab.at(id)
 		switch n := len(tok); {
 		case n == 1:
 			pt.one[tok[0]] = int32(id)

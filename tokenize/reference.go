@@ -21,7 +21,7 @@ func (t *Tokenizer) refTables() *refTables {
 	}
 	rt := &refTables{pairRank: map[[2]string]int{}}
 	for _, m := range t.mergeTable() {
-		rt.pairRank[[2]string{t.vocab[m.left], t.vocab[m.right]}] = int(m.rank)
+		rt.pairRank[[2]string{t.vocab.at(int(m.left)), t.vocab.at(int(m.right))}] = int(m.rank)
 	}
 	refTablesOnce.Store(t, rt)
 	return rt

@@ -168,7 +168,7 @@ func TestCharStartsStraddling(t *testing.T) {
 		st := tok.getState()
 		for _, k := range kinds {
 			argmin := make(map[uint16]int) // the token's id
-			for id, tk := range tok.vocab {
+			for id, tk := range tok.vocab.strings() {
 				if len(tk) < 2 {
 					continue
 				}
@@ -194,7 +194,7 @@ func TestCharStartsStraddling(t *testing.T) {
 					key = uint16(c[len(c)-2]) | uint16(c[len(c)-1])<<8
 				}
 				for _, id := range argmin {
-					tk := tok.vocab[id]
+					tk := tok.vocab.at(id)
 					var fits bool
 					switch k.name {
 					case "suf2":

@@ -81,7 +81,8 @@ func newSafeSplitter(t *Tokenizer) *safeSplitter {
 	// 64 bits for each (a bit hit by another's hash makes ~1.5% of safe positions
 	// look unsafe), 4 Kbit at least.
 	var inner []uint32
-	for _, tok := range t.vocab {
+	for id := range t.vocab.len() {
+		tok := t.vocab.at(id)
 		n := len(tok)
 		if n < 2 {
 			continue
@@ -145,7 +146,8 @@ func (sp *safeSplitter) appendCuts(ends []int, p string) []int {
 // them (false if there are more; limit 0: all).
 func (t *Tokenizer) mergesRebuildHighTokens(limit int) bool {
 	var ids []int
-	for id, tok := range t.vocab {
+	for id := range t.vocab.len() {
+		tok := t.vocab.at(id)
 		if len(tok) >= 2 && strings.IndexFunc(tok, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
 			if ids = append(ids, id); limit > 0 && len(ids) > limit {
 				return false
@@ -155,7 +157,7 @@ func (t *Tokenizer) mergesRebuildHighTokens(limit int) bool {
 	st := t.getState()
 	defer t.putState(st)
 	for _, id := range ids {
-		if parts := t.mergeSmall(st, t.vocab[id]); len(parts) != 1 || parts[0] != uint32(id) {
+		if parts := t.mergeSmall(st, t.vocab.at(id)); len(parts) != 1 || parts[0] != uint32(id) {
 			return false
 		}
 	}

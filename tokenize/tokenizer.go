@@ -23,7 +23,7 @@ type Tokenizer struct {
 	kind Kind
 
 	// Byte-level BPE.
-	vocab []string // id -> raw bytes of the token ("" for ids that are not tokens)
+	vocab tokenStrings // id -> raw bytes of the token ("" for ids that are not tokens)
 	// The BPE vocabulary's ids by bytes (tokenID): tokens of up to 16 bytes in whole,
 	// the others in longIDs.
 	whole   *vocabTable
@@ -150,10 +150,10 @@ func (t *Tokenizer) TokenBytes(id int) []byte {
 		}
 		return nil
 	}
-	if id < 0 || id >= len(t.vocab) || t.vocab[id] == "" {
+	if id < 0 || id >= t.vocab.len() || t.vocab.at(id) == "" {
 		return nil
 	}
-	return []byte(t.vocab[id])
+	return []byte(t.vocab.at(id))
 }
 
 // ID returns the id of a token given by its raw bytes, including added tokens.

@@ -54,3 +54,16 @@ func BenchmarkAppendIDs(b *testing.B) {
 		dst = ft.appendIDs(dst[:0], ids)
 	}
 }
+
+// TestIDTextTable: every word of the table is its id's text, up to the largest table.
+func TestIDTextTable(t *testing.T) {
+	ft := newIDText(2_000_000)
+	if len(ft.words) != 1_000_000 {
+		t.Fatalf("%d words, want 1,000,000", len(ft.words))
+	}
+	for id, w := range ft.words {
+		if w != idWord(id) {
+			t.Fatalf("id %d: word %#x, want %#x", id, w, idWord(id))
+		}
+	}
+}
