@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // idText writes token ids as JSON numbers from a table that holds each id's text: a
@@ -14,30 +16,46 @@ import (
 // (docs/tokenizer-performance.md). Counting the digits with bits.LeadingZeros64 of the
 // word took ~15% longer; two small tables (id/1000 and id%1000, 24 KB) instead of this
 // one (400 KB for GPT-2) took twice as long: its loads mostly hit the caches.
+//
+// The table is made once the command has written a sixteenth as many ids as it holds;
+// the ids before go through strconv (a line of text should not pay for 200,000 words:
+// o200k_base's table takes ~2 ms to make, a twentieth of a process that encodes
+// nothing).
 type idText struct {
-	words []uint64 // id -> ',' and its digits, little-endian; their count in the top byte
+	vocab int
+	slow  atomic.Int64 // ids written before the table
+	once  sync.Once
+	ready atomic.Bool // words is made
+	words []uint64    // id -> ',' and its digits, little-endian; their count in the top byte
 }
 
-// newIDText builds the table for ids below vocab (at most 10^6, so that ',' and six
-// digits fit the word below its count). Ids from 1,000 up are the word of id/1000 with
-// the three digits of id%1000 after it: o200k_base's 200,000 ids by strconv took ~3 ms,
-// a twentieth of a process that encodes nothing.
-func newIDText(vocab int) *idText {
-	n := min(vocab, 1_000_000)
-	t := &idText{words: make([]uint64, n)}
-	for id := range min(n, 1000) {
-		t.words[id] = idWord(id)
-	}
-	for hi := 1; hi*1000 < n; hi++ {
-		head := idWord(hi)
-		size := head >> 56
-		head &^= 0xff << 56
-		for lo, id := 0, hi*1000; lo < 1000 && id < n; lo, id = lo+1, id+1 {
-			digits := uint64('0'+lo/100) | uint64('0'+lo/10%10)<<8 | uint64('0'+lo%10)<<16
-			t.words[id] = head | digits<<(8*size) | (size+3)<<56
+// newIDText returns the writer of ids below vocab (at most 10^6 from the table, so that
+// ',' and six digits fit the word below its count; larger ones by strconv).
+func newIDText(vocab int) *idText { return &idText{vocab: vocab} }
+
+// table returns the table, made on first use. Ids from 1,000 up are the word of id/1000
+// with the three digits of id%1000 after it (o200k_base's 200,000 ids by strconv took
+// ~3 ms).
+func (t *idText) table() []uint64 {
+	t.once.Do(func() {
+		n := min(t.vocab, 1_000_000)
+		words := make([]uint64, n)
+		for id := range min(n, 1000) {
+			words[id] = idWord(id)
 		}
-	}
-	return t
+		for hi := 1; hi*1000 < n; hi++ {
+			head := idWord(hi)
+			size := head >> 56
+			head &^= 0xff << 56
+			for lo, id := 0, hi*1000; lo < 1000 && id < n; lo, id = lo+1, id+1 {
+				digits := uint64('0'+lo/100) | uint64('0'+lo/10%10)<<8 | uint64('0'+lo%10)<<16
+				words[id] = head | digits<<(8*size) | (size+3)<<56
+			}
+		}
+		t.words = words
+		t.ready.Store(true)
+	})
+	return t.words
 }
 
 // idWord is the table's word of id (below 10^6).
@@ -51,19 +69,26 @@ func idWord(id int) uint64 {
 	return w | uint64(len(b))<<56
 }
 
-// appendIDs appends ",id" for each id; ids outside the table take the slow way.
+// appendIDs appends ",id" for each id; ids outside the table (every id before it is
+// made) take the slow way.
 func (t *idText) appendIDs(dst []byte, ids []int) []byte {
+	var words []uint64
+	if t.ready.Load() {
+		words = t.words
+	} else if t.slow.Add(int64(len(ids))) > int64(min(t.vocab, 1_000_000)/16) {
+		words = t.table()
+	}
 	dst = slices.Grow(dst, 8*len(ids)+8)
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	for i, id := range ids {
-		if uint(id) >= uint(len(t.words)) {
+		if uint(id) >= uint(len(words)) {
 			dst = strconv.AppendInt(append(buf[:n], ','), int64(id), 10)
 			dst = slices.Grow(dst, 8*(len(ids)-i)+8)
 			n, buf = len(dst), dst[:cap(dst)]
 			continue
 		}
-		w := t.words[id]
+		w := words[id]
 		binary.LittleEndian.PutUint64(buf[n:n+8], w)
 		n += int(w >> 56)
 	}

@@ -58,10 +58,11 @@ func BenchmarkAppendIDs(b *testing.B) {
 // TestIDTextTable: every word of the table is its id's text, up to the largest table.
 func TestIDTextTable(t *testing.T) {
 	ft := newIDText(2_000_000)
-	if len(ft.words) != 1_000_000 {
-		t.Fatalf("%d words, want 1,000,000", len(ft.words))
+	words := ft.table()
+	if len(words) != 1_000_000 {
+		t.Fatalf("%d words, want 1,000,000", len(words))
 	}
-	for id, w := range ft.words {
+	for id, w := range words {
 		if w != idWord(id) {
 			t.Fatalf("id %d: word %#x, want %#x", id, w, idWord(id))
 		}

@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"gptkit/tokenize"
-	"gptkit/tokenize/embedded"
+	"gptkit/tokenize/embedded/compiled"
 )
 
 // loadEmbedded loads named from its compiled form embedded in the binary (package
-// tokenize/embedded): no cache, no network, and no parse of the publisher's files, so a
+// tokenize/embedded/compiled): no cache, no network, and no parse of the publisher's files, so a
 // named tokenizer loads in milliseconds (docs/tokenizer-performance.md).
 func loadEmbedded(named namedTokenizer) (*tokenize.Tokenizer, error) {
-	data, err := embedded.Read(named.cacheDir, embedded.Compiled)
+	data, err := compiled.Read(named.cacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("spec: %s: %w", named.name, err)
 	}
@@ -22,17 +22,19 @@ func loadEmbedded(named namedTokenizer) (*tokenize.Tokenizer, error) {
 	return tok, nil
 }
 
-// FromEmbeddedFiles builds the named tokenizer from the publisher's files embedded in
-// the binary, parsing them: what its compiled form is made from (go generate in
-// tokenize/embedded) and checked against. Load is the fast way to the same tokenizer.
-func FromEmbeddedFiles(name string) (*tokenize.Tokenizer, error) {
+// FromFiles builds the named tokenizer from the publisher's files, which read returns
+// by directory and name (embedded.Read: tokenize/embedded, which only the generator and
+// the tests import, so that the binaries do not carry them), parsing them: what its
+// compiled form is made from (go generate in tokenize/embedded/compiled) and checked
+// against. Load is the fast way to the same tokenizer.
+func FromFiles(name string, read func(dir, file string) ([]byte, error)) (*tokenize.Tokenizer, error) {
 	named, ok := lookupName(name)
 	if !ok || named.build == nil {
 		return nil, fmt.Errorf("spec: %q is not a tokenizer built from files", name)
 	}
 	contents := make([][]byte, len(named.files))
 	for i, file := range named.files {
-		data, err := embedded.Read(named.cacheDir, file.name)
+		data, err := read(named.cacheDir, file.name)
 		if err != nil {
 			return nil, fmt.Errorf("spec: %s: %w", named.name, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"gptkit/internal/testfiles"
 	"gptkit/tokenize/embedded"
+	"gptkit/tokenize/embedded/compiled"
 )
 
 // failingTransport fails the test on any request: named tokenizers need no network.
@@ -68,13 +69,13 @@ func TestEmbeddedFilesAreTheCanonicalOnes(t *testing.T) {
 
 // TestEmbeddedCompiledMatchesFiles: the compiled form each name loads from is what the
 // publisher's embedded files compile to now, byte for byte (else go generate in
-// tokenize/embedded was not run after a change to the files or to the compiler), and it
+// tokenize/embedded/compiled was not run after a change to the files or to the compiler), and it
 // loads into the tokenizer those files build (same fingerprint).
 func TestEmbeddedCompiledMatchesFiles(t *testing.T) {
 	dirs, names := EmbeddedDirs()
 	for i, dir := range dirs {
 		t.Run(dir, func(t *testing.T) {
-			src, err := FromEmbeddedFiles(names[i])
+			src, err := FromFiles(names[i], embedded.Read)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,12 +83,12 @@ func TestEmbeddedCompiledMatchesFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := embedded.Read(dir, embedded.Compiled)
+			got, err := compiled.Read(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Fatalf("tokenize/embedded/%s/%s.zst is stale: run go generate ./tokenize/embedded (make generate)", dir, embedded.Compiled)
+				t.Fatalf("tokenize/embedded/compiled/%s/%s.zst is stale: run go generate ./tokenize/embedded/compiled (make generate)", dir, compiled.File)
 			}
 			tok, err := Load(context.Background(), names[i], Options{})
 			if err != nil {

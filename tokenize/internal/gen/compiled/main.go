@@ -1,6 +1,7 @@
 // Command compiled writes the compiled form (tokenize.Tokenizer.MarshalCompiled) of each
-// named tokenizer into its directory of tokenize/embedded, zstd-compressed, built from
-// the publisher's files embedded there. Run by go generate in tokenize/embedded; the
+// named tokenizer into its directory of tokenize/embedded/compiled, zstd-compressed,
+// built from the publisher's files in tokenize/embedded. Run by go generate in
+// tokenize/embedded/compiled; the
 // output is the same bytes for the same files.
 package main
 
@@ -12,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"gptkit/tokenize/embedded"
+	"gptkit/tokenize/embedded/compiled"
 	"gptkit/tokenize/spec"
 )
 
@@ -33,7 +35,7 @@ func run() error {
 	}
 	dirs, names := spec.EmbeddedDirs()
 	for i, dir := range dirs {
-		tok, err := spec.FromEmbeddedFiles(names[i])
+		tok, err := spec.FromFiles(names[i], embedded.Read)
 		if err != nil {
 			return err
 		}
@@ -41,7 +43,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		out := filepath.Join(dir, embedded.Compiled+".zst") // go generate runs in tokenize/embedded
+		out := filepath.Join(dir, compiled.File+".zst") // go generate runs in tokenize/embedded/compiled
 		if err := os.WriteFile(out, enc.EncodeAll(data, nil), 0o644); err != nil {
 			return err
 		}
