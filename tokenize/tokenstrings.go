@@ -53,7 +53,7 @@ func (v *tokenStrings) set(id int, s string) {
 	v.extra[id] = s
 }
 
-// strings returns the tokens as a []string (tests, and the fingerprint).
+// strings returns the tokens as a []string (for the tests).
 func (v *tokenStrings) strings() []string {
 	out := make([]string, v.n)
 	for id := range out {

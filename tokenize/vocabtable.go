@@ -90,7 +90,7 @@ func newVocabTable(vocab *tokenStrings) (*vocabTable, map[string]uint32) {
 	}
 	v := &vocabTable{short: hugemem.Make[shortSlot](2*len(short) + 1), long: hugemem.Make[longSlot](2*len(long) + 1),
 		filter: hugemem.Make[uint64](1 << vocabFilterBits / 64)}
-	// Both tables are filled in home order (sortByHome), reading the tokens' keys in
+	// Both tables are filled in home order (sortedByHome), reading the tokens' keys in
 	// that order too: in id order each insert was a cache miss (o200k_base's load took a
 	// third longer).
 	type shortItem struct {
