@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/klauspost/pgzip"
 
+	"gptkit/internal/inflate"
 	"gptkit/internal/testfiles"
 )
 
@@ -121,8 +122,8 @@ func TestParallelZstd(t *testing.T) {
 // The data is $BENCH_CORPUS (default tinyshakespeare repeated), 64 MB. zstd in one frame
 // (zstd's own output) through the streaming decoder with its default concurrency and
 // with one goroutine; zstd in 4 MiB frames (pzstd's, zstd -B) through the parallel
-// reader and the streaming one; gzip through klauspost/compress/gzip, compress/gzip and
-// klauspost/pgzip.
+// reader and the streaming one; gzip through internal/inflate (what a run reads .gz
+// with), klauspost/compress/gzip, compress/gzip and klauspost/pgzip.
 //
 //	BENCH_CORPUS=.cache/bench/mixed.txt go test ./prep -run '^$' -bench Decompress -benchtime 3x
 func BenchmarkDecompress(b *testing.B) {
@@ -155,6 +156,10 @@ func BenchmarkDecompress(b *testing.B) {
 			z, _ := zstd.NewReader(r)
 			return z, z.Close
 		}},
+		{"gzip/inflate", gz.Bytes(), func(r *bufio.Reader) (io.Reader, func()) {
+			z, _ := inflate.NewGzipReader(r)
+			return z, func() { z.Close() }
+		}},
 		{"gzip/klauspost", gz.Bytes(), func(r *bufio.Reader) (io.Reader, func()) {
 			z, _ := kgzip.NewReader(r)
 			return z, func() { z.Close() }
@@ -171,10 +176,13 @@ func BenchmarkDecompress(b *testing.B) {
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
+			buf := make([]byte, jsonlReadSize)
 			cpu0 := rusageCPU()
 			for b.Loop() {
 				r, closeR := v.dec(bufio.NewReaderSize(bytes.NewReader(v.comp), 256<<10))
-				n, err := io.Copy(io.Discard, r)
+				// Read into a buffer of jsonlReadSize, as a run's reader does (not
+				// WriteTo, which some decoders have to skip their copy).
+				n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, struct{ io.Reader }{r}, buf)
 				closeR()
 				if err != nil || n != int64(len(data)) {
 					b.Fatalf("%d bytes, %v", n, err)

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
+	"gptkit/internal/inflate"
 )
 
 // ErrUnknownFormat: a file's name does not say how to read it.
@@ -137,7 +137,7 @@ func decompress(r io.Reader, name string, f format) (io.Reader, func(), error) {
 	}
 	switch f.comp {
 	case gzipped:
-		zr, err := gzip.NewReader(br)
+		zr, err := inflate.NewGzipReader(br)
 		if err != nil {
 			return nil, nil, &FileError{File: name, Err: err, Hint: hintCorrupt}
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"gptkit/internal/inflate"
 	"gptkit/tokenize"
 )
 
@@ -168,7 +168,7 @@ func (in trainInput) read(textKey string, yield func(string) bool) error {
 	defer f.Close()
 	var r io.Reader = f
 	if in.gzip {
-		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+		zr, err := inflate.NewGzipReader(f)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.path, err)
 		}
