@@ -82,7 +82,7 @@ func (z *Reader) readDynamicCode() error {
 		clens[sym] = uint8(l)
 	}
 	var precode [1 << precodeBits]uint32
-	if buildTable(precode[:], clens[:], precodeBits, precodeEntry) != nil {
+	if buildTable(precode[:], clens[:], precodeBits, precodeSyms[:]) != nil {
 		return z.corrupt("invalid code length code")
 	}
 	lens := z.lens[:nlit+ndist]
@@ -136,10 +136,10 @@ func (z *Reader) readDynamicCode() error {
 		}
 		i += rep
 	}
-	if buildTable(z.dynLit[:], lens[:nlit], litLenBits, litLenEntry) != nil {
+	if buildTable(z.dynLit[:], lens[:nlit], litLenBits, litLenSyms[:]) != nil {
 		return z.corrupt("invalid literal/length code")
 	}
-	if buildTable(z.dynDist[:], lens[nlit:], distBits, distEntry) != nil {
+	if buildTable(z.dynDist[:], lens[nlit:], distBits, distSyms[:]) != nil {
 		return z.corrupt("invalid distance code")
 	}
 	return nil

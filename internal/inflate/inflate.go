@@ -237,20 +237,23 @@ func (z *Reader) decode() error {
 	return nil
 }
 
+// slowOnly makes every symbol go through huffmanSlow, the readable twin of huffmanFast
+// (for the tests).
+var slowOnly = false
+
 // decodeHuffman decodes the current block until it ends or the output is full.
 func (z *Reader) decodeHuffman() error {
 	for z.op <= outStop && z.state == stHuffman {
-		if z.iend-z.ip >= 8 {
-			if err := z.huffmanFast(); err != nil {
-				return err
-			}
-			continue
-		}
-		if !z.srcEOF {
+		var err error
+		switch {
+		case z.iend-z.ip >= 8 && !slowOnly:
+			err = z.huffmanFast()
+		case !z.srcEOF && !slowOnly:
 			z.readInput()
-			continue
+		default: // the stream's last bytes
+			err = z.huffmanSlow()
 		}
-		if err := z.huffmanSlow(); err != nil {
+		if err != nil {
 			return err
 		}
 	}

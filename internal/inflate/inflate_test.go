@@ -93,6 +93,19 @@ func TestGzipRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSlowPathAlone decodes every input with the per-symbol decoder that otherwise
+// takes only a stream's last bytes.
+func TestSlowPathAlone(t *testing.T) {
+	slowOnly = true
+	defer func() { slowOnly = false }()
+	for name, data := range testInputs(t) {
+		got, err := gunzipAll(bytes.NewReader(gzipped(t, data, 6)))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s: %d bytes of %d, %v", name, len(got), len(data), err)
+		}
+	}
+}
+
 // TestLongCodes has codes longer than the tables' main index bits, which go through
 // subtables: literals of very unequal frequencies (byte k about 2^-k of them) and, in
 // the second input, matches nearly all one byte back with a few at far distances.

@@ -2,6 +2,7 @@ package inflate
 
 import (
 	"errors"
+	"math/bits"
 	"sync"
 )
 
@@ -54,29 +55,32 @@ var (
 	precodeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
 )
 
-// litLenEntry is what literal/length symbol sym decodes to, without its bit counts.
-func litLenEntry(sym int) (entry uint32, extra uint8) {
-	switch {
-	case sym < 256:
-		return fLiteral | uint32(sym)<<16, 0
-	case sym == 256:
-		return fExceptional | fEndOfBlock, 0
-	case sym < 286:
-		return uint32(lengthBase[sym-257]) << 16, lengthExtra[sym-257]
+// What each symbol decodes to, in entries without their code's length: a length's or
+// distance's extra bits are in bits 0-7, where buildTable adds the code's length.
+var litLenSyms, distSyms, precodeSyms = func() (ll [288]uint32, d [32]uint32, pc [19]uint32) {
+	for sym := range ll {
+		switch {
+		case sym < 256:
+			ll[sym] = fLiteral | uint32(sym)<<16
+		case sym == 256:
+			ll[sym] = fExceptional | fEndOfBlock
+		case sym < 286:
+			ll[sym] = uint32(lengthBase[sym-257])<<16 | uint32(lengthExtra[sym-257])
+		default:
+			ll[sym] = invalidEntry // 286 and 287: in the fixed code, never to be used
+		}
 	}
-	return invalidEntry, 0 // 286 and 287: in the fixed code, never to be used
-}
-
-// distEntry is what distance symbol sym decodes to.
-func distEntry(sym int) (entry uint32, extra uint8) {
-	if sym < 30 {
-		return uint32(distBase[sym]) << 16, distExtra[sym]
+	for sym := range d {
+		d[sym] = invalidEntry // 30 and 31: in the fixed code, never to be used
+		if sym < 30 {
+			d[sym] = uint32(distBase[sym])<<16 | uint32(distExtra[sym])
+		}
 	}
-	return invalidEntry, 0 // 30 and 31: in the fixed code, never to be used
-}
-
-// precodeEntry is what code length symbol sym decodes to: the symbol itself.
-func precodeEntry(sym int) (entry uint32, extra uint8) { return uint32(sym) << 16, 0 }
+	for sym := range pc {
+		pc[sym] = uint32(sym) << 16
+	}
+	return
+}()
 
 var errBadCode = errors.New("invalid Huffman code lengths")
 
@@ -84,7 +88,7 @@ var errBadCode = errors.New("invalid Huffman code lengths")
 // tableBits main index bits. Like compress/flate it takes only complete codes, but for
 // one code of one bit, and a code with no symbols at all (whose every entry is
 // invalid). The table's entries for bit patterns no symbol has are invalid.
-func buildTable(table []uint32, lens []uint8, tableBits uint, entryOf func(int) (uint32, uint8)) error {
+func buildTable(table []uint32, lens []uint8, tableBits uint, syms []uint32) error {
 	var count [maxCodeLen + 1]int
 	for _, l := range lens {
 		count[l]++
@@ -130,13 +134,9 @@ func buildTable(table []uint32, lens []uint8, tableBits uint, entryOf func(int) 
 	code := 0 // the current codeword, most significant bit first
 	for i, sym := range sorted[:codes] {
 		l := uint(lens[sym])
-		rev := reverseBits(code, l)
-		entry, extra := entryOf(int(sym))
+		rev := int(bits.Reverse16(uint16(code)) >> (16 - l))
 		if l <= tableBits {
-			e := entry | uint32(l)<<8 | uint32(l+uint(extra))
-			if entry&fExceptional != 0 {
-				e = entry | uint32(l) // end of block or invalid: consume the code
-			}
+			e := syms[sym] + uint32(l)<<8 + uint32(l)
 			for j := rev; j < mainSize; j += 1 << l {
 				table[j] = e
 			}
@@ -162,10 +162,7 @@ func buildTable(table []uint32, lens []uint8, tableBits uint, entryOf func(int) 
 				table[p] = fExceptional | fSubtable | uint32(subStart)<<16 | uint32(bits)<<8 | uint32(tableBits)
 			}
 			sl := l - tableBits
-			e := entry | uint32(sl)<<8 | uint32(sl+uint(extra))
-			if entry&fExceptional != 0 {
-				e = entry | uint32(sl)
-			}
+			e := syms[sym] + uint32(sl)<<8 + uint32(sl)
 			for j := rev >> tableBits; j < 1<<subBits; j += 1 << sl {
 				table[subStart+j] = e
 			}
@@ -177,17 +174,6 @@ func buildTable(table []uint32, lens []uint8, tableBits uint, entryOf func(int) 
 		}
 	}
 	return nil
-}
-
-// reverseBits reverses the low n bits of code: deflate sends Huffman codes most
-// significant bit first into a stream read least significant bit first.
-func reverseBits(code int, n uint) int {
-	r := 0
-	for range n {
-		r = r<<1 | code&1
-		code >>= 1
-	}
-	return r
 }
 
 // fixedTables returns the tables of the fixed Huffman code (RFC 1951 section 3.2.6), made
@@ -207,14 +193,14 @@ var fixedTables = sync.OnceValues(func() (*[litLenEnough]uint32, *[distEnough]ui
 		}
 	}
 	ll, d := new([litLenEnough]uint32), new([distEnough]uint32)
-	if buildTable(ll[:], lens[:], litLenBits, litLenEntry) != nil {
+	if buildTable(ll[:], lens[:], litLenBits, litLenSyms[:]) != nil {
 		panic("inflate: the fixed literal/length code")
 	}
 	var dl [32]uint8
 	for i := range dl {
 		dl[i] = 5
 	}
-	if buildTable(d[:], dl[:], distBits, distEntry) != nil {
+	if buildTable(d[:], dl[:], distBits, distSyms[:]) != nil {
 		panic("inflate: the fixed distance code")
 	}
 	return ll, d
