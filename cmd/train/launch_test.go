@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"gptkit/internal/cli"
+	"gptkit/internal/freeport"
 	"gptkit/train"
 )
 
@@ -80,13 +80,14 @@ func command(t *testing.T, limit time.Duration, env []string, prog string, args 
 	return r
 }
 
+// freePort is a port for a job's MASTER_PORT, outside the kernel's ephemeral range
+// (internal/freeport).
 func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	return fmt.Sprint(p)
 }
 
 // closeLosses checks two runs' losses agree within a relative tolerance.

@@ -9,9 +9,10 @@ import "unsafe"
 // The bit buffer is refilled without branches to 56-63 bits before each symbol: a
 // literal/length code (15 bits at most) with its extra bits (5) and a distance code (15)
 // with its extra bits (13) need 48. After a literal at least 41 bits are left, so the
-// next symbol's table entry is loaded before the refill, off the refill's path. The
+// next symbol's table entry is loaded before the refill, off the refill's path; after a
+// match, before the match is copied. The
 // loads and stores are unchecked: the loop's guards keep every one inside in and out (a
-// match's 8-byte copies write 16 bytes at least and up to 7 past its end, into the room
+// match's 8-byte copies write 32 bytes at least and up to 7 past its end, into the room
 // out keeps past outStop + 258).
 func (z *Reader) huffmanFast() error {
 	bitbuf, bitsleft := z.bitbuf, z.bitsleft
@@ -84,25 +85,31 @@ func (z *Reader) huffmanFast() error {
 			z.bitbuf, z.bitsleft, z.ip, z.op = bitbuf, bitsleft, ip, op
 			return z.corrupt("a match reaches back before the data's start")
 		}
-		// The match, 8 bytes at a time; most are 16 bytes or shorter.
 		dst, src := unsafe.Add(out, op), unsafe.Add(out, op-offset)
 		op += length
+		// The next symbol's entry is loaded while the match is copied.
+		more := ip <= ilimit && op <= outStop
+		if more {
+			bitbuf |= *(*uint64)(unsafe.Add(in, ip)) << (bitsleft & 63)
+			ip += int((63 - bitsleft) >> 3)
+			bitsleft |= 56
+			e = lit[bitbuf&litLenMask]
+		}
+		// The match, 8 bytes at a time; most are 32 bytes or shorter.
 		if offset >= 8 {
 			*(*uint64)(dst) = *(*uint64)(src)
 			*(*uint64)(unsafe.Add(dst, 8)) = *(*uint64)(unsafe.Add(src, 8))
-			for i := 16; i < length; i += 8 {
+			*(*uint64)(unsafe.Add(dst, 16)) = *(*uint64)(unsafe.Add(src, 16))
+			*(*uint64)(unsafe.Add(dst, 24)) = *(*uint64)(unsafe.Add(src, 24))
+			for i := 32; i < length; i += 8 {
 				*(*uint64)(unsafe.Add(dst, i)) = *(*uint64)(unsafe.Add(src, i))
 			}
 		} else {
 			copyShortOffset(dst, src, offset, length)
 		}
-		if ip > ilimit || op > outStop {
+		if !more {
 			break
 		}
-		bitbuf |= *(*uint64)(unsafe.Add(in, ip)) << (bitsleft & 63)
-		ip += int((63 - bitsleft) >> 3)
-		bitsleft |= 56
-		e = lit[bitbuf&litLenMask]
 	}
 	z.bitbuf, z.bitsleft, z.ip, z.op = bitbuf, bitsleft, ip, op
 	return nil

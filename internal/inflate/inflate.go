@@ -99,8 +99,9 @@ func NewGzipReader(r io.Reader) (*Reader, error) {
 	z.gzip = true
 	z.state = stMemberHeader
 	if err := z.readGzipHeader(); err != nil {
+		z.Close()
 		if err == io.EOF {
-			err = fmt.Errorf("%w: no data", io.ErrUnexpectedEOF)
+			err = fmt.Errorf("%w: the stream is empty", io.ErrUnexpectedEOF)
 		}
 		return nil, err
 	}
@@ -109,8 +110,7 @@ func NewGzipReader(r io.Reader) (*Reader, error) {
 }
 
 // NewReader returns a reader of the data of the raw DEFLATE stream r reads (as in a zip
-// member). It reads no further than the stream's end, up to the bytes its reads of r
-// returned.
+// member). It reads r ahead, up to 256 KiB: bytes after the stream's end may be read.
 func NewReader(r io.Reader) *Reader {
 	z := newReader(r)
 	z.state = stBlockHeader

@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"go/build"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"gptkit/internal/freeport"
 	"gptkit/internal/sharedtest"
 )
 
@@ -279,12 +279,11 @@ func (s *Server) Setenv(tb testing.TB) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.One()
 	if err != nil {
-		return 0, fmt.Errorf("miniotest: find a free port: %w", err)
+		return 0, fmt.Errorf("miniotest: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
 
 func randHex(n int) string {

@@ -6,18 +6,18 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"gptkit/internal/freeport"
 )
 
 // TestStoreBindsMasterAddr: the store rank 0 hosts listens on --master-addr only: with
 // 127.0.0.1 it cannot be reached at another address of the host, here 127.0.0.2 (issue
 // 15, item 11: it listened on every interface).
 func TestStoreBindsMasterAddr(t *testing.T) {
-	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := probe.Addr().(*net.TCPAddr).Port
-	probe.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gptkit/internal/freeport"
 )
 
 // workerEnv makes the test binary a fake rank: it runs the behaviour the variable
@@ -72,13 +73,14 @@ func fakeRank(mode string) int {
 	return 2
 }
 
+// freePort is a port for a job's MASTER_PORT, outside the kernel's ephemeral range
+// (internal/freeport).
 func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 type syncBuffer struct {
