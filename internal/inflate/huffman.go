@@ -24,7 +24,7 @@ func (z *Reader) huffmanFast() error {
 	if ip > ilimit || op > outStop {
 		return nil
 	}
-	bitbuf |= *(*uint64)(unsafe.Add(in, ip)) << (bitsleft & 63)
+	bitbuf |= load64(unsafe.Add(in, ip)) << (bitsleft & 63)
 	ip += int((63 - bitsleft) >> 3)
 	bitsleft |= 56
 	e := lit[bitbuf&litLenMask]
@@ -55,7 +55,7 @@ func (z *Reader) huffmanFast() error {
 			if ip > ilimit || op > outStop {
 				break
 			}
-			bitbuf |= *(*uint64)(unsafe.Add(in, ip)) << (bitsleft & 63)
+			bitbuf |= load64(unsafe.Add(in, ip)) << (bitsleft & 63)
 			ip += int((63 - bitsleft) >> 3)
 			bitsleft |= 56
 			continue
@@ -90,19 +90,19 @@ func (z *Reader) huffmanFast() error {
 		// The next symbol's entry is loaded while the match is copied.
 		more := ip <= ilimit && op <= outStop
 		if more {
-			bitbuf |= *(*uint64)(unsafe.Add(in, ip)) << (bitsleft & 63)
+			bitbuf |= load64(unsafe.Add(in, ip)) << (bitsleft & 63)
 			ip += int((63 - bitsleft) >> 3)
 			bitsleft |= 56
 			e = lit[bitbuf&litLenMask]
 		}
 		// The match, 8 bytes at a time; most are 32 bytes or shorter.
 		if offset >= 8 {
-			*(*uint64)(dst) = *(*uint64)(src)
-			*(*uint64)(unsafe.Add(dst, 8)) = *(*uint64)(unsafe.Add(src, 8))
-			*(*uint64)(unsafe.Add(dst, 16)) = *(*uint64)(unsafe.Add(src, 16))
-			*(*uint64)(unsafe.Add(dst, 24)) = *(*uint64)(unsafe.Add(src, 24))
+			store64(dst, load64(src))
+			store64(unsafe.Add(dst, 8), load64(unsafe.Add(src, 8)))
+			store64(unsafe.Add(dst, 16), load64(unsafe.Add(src, 16)))
+			store64(unsafe.Add(dst, 24), load64(unsafe.Add(src, 24)))
 			for i := 32; i < length; i += 8 {
-				*(*uint64)(unsafe.Add(dst, i)) = *(*uint64)(unsafe.Add(src, i))
+				store64(unsafe.Add(dst, i), load64(unsafe.Add(src, i)))
 			}
 		} else {
 			copyShortOffset(dst, src, offset, length)
@@ -121,7 +121,7 @@ func copyShortOffset(dst, src unsafe.Pointer, offset, length int) {
 	if offset == 1 {
 		v := uint64(*(*byte)(src)) * 0x0101010101010101
 		for i := 0; i < length; i += 8 {
-			*(*uint64)(unsafe.Add(dst, i)) = v
+			store64(unsafe.Add(dst, i), v)
 		}
 		return
 	}

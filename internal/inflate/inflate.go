@@ -275,6 +275,10 @@ func (z *Reader) readInput() {
 	}
 	for empty := 0; z.iend < inSize && !z.srcEOF; {
 		n, err := z.src.Read(z.in[z.iend:inSize])
+		if n < 0 || n > inSize-z.iend {
+			z.srcEOF, z.srcErr = true, fmt.Errorf("inflate: the source's Read returned %d bytes for a buffer of %d", n, inSize-z.iend)
+			break
+		}
 		z.iend += n
 		switch {
 		case err == io.EOF:

@@ -280,6 +280,21 @@ func TestSourceError(t *testing.T) {
 	}
 }
 
+// liar says it read more bytes than the buffer it was given holds.
+type liar struct{ r io.Reader }
+
+func (l liar) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	return n + 20000, err
+}
+
+func TestSourceReadCountChecked(t *testing.T) {
+	comp := gzipped(t, testInputs(t)["text"], 6)
+	if _, err := gunzipAll(liar{bytes.NewReader(comp)}); err == nil {
+		t.Error("no error from a source whose Read returns more than it was given")
+	}
+}
+
 func TestWriteTo(t *testing.T) {
 	data := testInputs(t)["mixed"]
 	z, err := NewGzipReader(bytes.NewReader(gzipped(t, data, 6)))
