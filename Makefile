@@ -19,9 +19,9 @@ build:
 test: build
 	$(GO) test -count=1 -timeout 30m ./...
 
-# The kernels (and the ring's reductions, the tokenizer's byte classifier) again with the pure-Go fallbacks instead of the assembly.
+# The kernels (and the ring's reductions, the tokenizer's byte classifier, inflate's unaligned loads) again with the pure-Go fallbacks instead of the assembly.
 test-noasm:
-	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/ ./tokenize/
+	$(GO) test -count=1 -tags noasm ./kernels/... ./train/dist/ ./tokenize/ ./internal/inflate/
 
 # The mixed-precision step end to end on the CPU: the baby GPT on tiny Shakespeare, 2000 steps
 # in float32 and in bfloat16 (val loss <= 1.90, within 2% of float32 at every evaluation); ~3 min.

@@ -1,4 +1,4 @@
-//go:build !(amd64 || arm64 || 386 || ppc64le)
+//go:build !(amd64 || arm64 || 386 || ppc64le) || noasm
 
 package inflate
 
