@@ -10,10 +10,9 @@ import "unsafe"
 // literal/length code (15 bits at most) with its extra bits (5) and a distance code (15)
 // with its extra bits (13) need 48. After a literal at least 41 bits are left, so the
 // next symbol's table entry is loaded before the refill, off the refill's path; after a
-// match, before the match is copied. The
-// loads and stores are unchecked: the loop's guards keep every one inside in and out (a
-// match's 8-byte copies write 32 bytes at least and up to 7 past its end, into the room
-// out keeps past outStop + 258).
+// match, before the match is copied. The loads and stores are unchecked: the loop's
+// guards keep every one inside in and out (a match's 8-byte copies write 32 bytes at
+// least and up to 7 past its end, into the room out keeps past outStop + 258).
 func (z *Reader) huffmanFast() error {
 	bitbuf, bitsleft := z.bitbuf, z.bitsleft
 	ip, op := z.ip, z.op

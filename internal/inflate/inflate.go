@@ -1,9 +1,10 @@
 // Package inflate decompresses gzip files (RFC 1952) and the DEFLATE streams in them
-// (RFC 1951), streaming, in about half the CPU time of klauspost/compress/gzip, the
-// fastest Go decoder the module proxy serves (BenchmarkDecompress in prep).
+// (RFC 1951), streaming, ~2.4× as fast per CPU-second as klauspost/compress/gzip, the
+// fastest Go decoder the module proxy serves (BenchmarkDecompress in prep,
+// BenchmarkGunzip here; docs/tokenizer-performance.md).
 //
-// Why by hand: `tokenize run` and `prep` on a `.jsonl.gz` spend a third of their CPU in
-// the decoder. The Go decoders (compress/flate and klauspost's fork of it) take the
+// Why by hand: `tokenize run` and `prep` on a `.jsonl.gz` spent 20-30% of their CPU in
+// klauspost's decoder. The Go decoders (compress/flate and klauspost's fork of it) take the
 // stream a byte at a time into a 32-bit bit buffer and decode one symbol per check of
 // the input; C's libdeflate is 2-3× faster on the same data but has no streaming
 // interface and is a C library. This package decodes as libdeflate does, in Go: a
