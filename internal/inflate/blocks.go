@@ -87,9 +87,7 @@ func (z *Reader) readDynamicCode() error {
 	}
 	lens := z.lens[:nlit+ndist]
 	for i := 0; i < len(lens); {
-		if err := z.need(precodeBits); err != nil {
-			return err
-		}
+		z.need(precodeBits)
 		e := precode[z.bitbuf&(1<<precodeBits-1)]
 		if e&fExceptional != 0 {
 			return z.corrupt("invalid code length code")

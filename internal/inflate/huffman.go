@@ -172,9 +172,7 @@ func (z *Reader) huffmanSlow() error {
 // slowSymbol decodes a symbol of table (main index bits tableBits) with its extra bits and
 // returns its entry with the extra bits added to its value.
 func (z *Reader) slowSymbol(table []uint32, tableBits uint) (uint32, error) {
-	if err := z.need(maxCodeLen); err != nil {
-		return 0, err
-	}
+	z.need(maxCodeLen)
 	e := table[z.bitbuf&(1<<tableBits-1)]
 	if e&fSubtable != 0 {
 		if _, err := z.take(tableBits); err != nil {

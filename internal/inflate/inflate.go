@@ -297,8 +297,8 @@ func (z *Reader) readInput() {
 	}
 }
 
-// atEnd reports an error if the input was used past its end: a truncated stream (or the
-// source's read error).
+// atEnd is the error of input used past its end: a truncated stream, or the source's
+// read error.
 func (z *Reader) atEnd() error {
 	if z.srcErr != nil {
 		return fmt.Errorf("reading the compressed stream at byte %d: %w", z.inBase+int64(z.iend), z.srcErr)
@@ -316,7 +316,7 @@ func (z *Reader) corrupt(what string) error {
 
 // need makes bitsleft at least n (≤ 56), reading bytes one at a time. Past the end of
 // the input it adds zero bytes, which take then refuses to consume.
-func (z *Reader) need(n uint) error {
+func (z *Reader) need(n uint) {
 	for z.bitsleft < n {
 		if z.ip >= z.iend {
 			if !z.srcEOF {
@@ -331,7 +331,6 @@ func (z *Reader) need(n uint) error {
 		z.ip++
 		z.bitsleft += 8
 	}
-	return nil
 }
 
 // take consumes n bits (which need made present) and returns them.
@@ -347,9 +346,7 @@ func (z *Reader) take(n uint) (uint32, error) {
 
 // bits reads n bits (≤ 32).
 func (z *Reader) bits(n uint) (uint32, error) {
-	if err := z.need(n); err != nil {
-		return 0, err
-	}
+	z.need(n)
 	return z.take(n)
 }
 
