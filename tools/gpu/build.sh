@@ -11,14 +11,18 @@
 #   DIR/configs/*.yaml            the configs the check trains
 #   DIR/data/shakespeare          tiny Shakespeare, prepped (character ids)
 #   DIR/BUILD                     commit, date, Go version and sizes
+#   DIR.tgz                       the folder packed (gzip), for the device tool to carry
 #
-# tools/gpu/check.sh runs it (docs/gpu.md: the device-tool call). The folder must stay
-# under the device tool's 64 MiB with the working tree: the build fails past MAX_MIB.
+# tools/gpu/check.sh runs it (docs/gpu.md: the device-tool call). The device tool carries
+# 64 MiB with the working tree: the folder alone (50 MiB) no longer fits beside the tracked
+# files (17 MiB), so the call carries DIR.tgz (about 20 MiB) and unpacks it there. The build
+# fails when the tracked files and DIR.tgz come to more than MAX_MIB (62: 2 MiB of margin for
+# untracked files) or the folder to more than 64 MiB.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 dir=${1:-$root/gpu-check}
-max_mib=${MAX_MIB:-52}
+max_mib=${MAX_MIB:-62}
 go=${GO:-go}
 flags=(-trimpath -ldflags=-s\ -w)
 
@@ -44,9 +48,14 @@ rm -rf "$dir/.prep" "$dir/.prep.log" "$dir/data/shakespeare/downloads" "$dir/dat
 } > "$dir/BUILD"
 
 kib=$(du -sk "$dir" | cut -f1)
-echo "== $dir: $((kib / 1024)) MiB"
-if [ $((kib / 1024)) -gt "$max_mib" ]; then
-  echo "build.sh: $dir is $((kib / 1024)) MiB, more than MAX_MIB=$max_mib (the device tool carries 64 MiB with the working tree)" >&2
+tar -czf "$dir.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
+tgz=$(stat -c %s "$dir.tgz")
+tracked=$(git ls-files -z 2>/dev/null | xargs -0 stat -c %s 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+echo "== $dir: $((kib / 1024)) MiB; $dir.tgz $((tgz / 1048576)) MiB, with the tracked files $(((tgz + tracked) / 1048576)) MiB"
+if [ $((kib / 1024)) -gt 64 ] || [ $(((tgz + tracked) / 1048576)) -gt "$max_mib" ]; then
+  echo "build.sh: $dir.tgz with the tracked files is $(((tgz + tracked) / 1048576)) MiB (the folder $((kib / 1024)) MiB), more than MAX_MIB=$max_mib (the device tool carries 64 MiB with the working tree)" >&2
   exit 1
 fi
-git check-ignore -q "$dir" 2>/dev/null || echo "build.sh: warning: git does not ignore $dir (the device tool carries only ignored paths named in carry)" >&2
+for p in "$dir" "$dir.tgz"; do
+  git check-ignore -q "$p" 2>/dev/null || echo "build.sh: warning: git does not ignore $p (the device tool carries only ignored paths named in carry)" >&2
+done
