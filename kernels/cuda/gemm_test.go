@@ -126,8 +126,9 @@ func (s *space) with(xs ...[]float32) space {
 }
 
 // TestClassifierGemms: the classifier's three GEMMs over a chunk of R rows
-// (logits over the first V of Vp columns, dinp written, dweight accumulated)
-// against plain loops.
+// (logits over all Vp columns, dinp written, dweight accumulated, the padded
+// columns of dlogits 0 as the row kernel leaves them) against plain loops: the
+// padding adds nothing to dinp or dweight.
 func TestClassifierGemms(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const R, C, V, Vp = 5, 7, 11, 16
@@ -135,10 +136,10 @@ func TestClassifierGemms(t *testing.T) {
 	logits := make([]float32, R*Vp)
 	var s space
 	s.with(logits, x, w)
-	gl, gi, gw := classifierGemms(dp(logits), dp(x), dp(w), 0, 0, R, C, V, Vp)
+	gl, gi, gw := classifierGemms(dp(logits), dp(x), dp(w), 0, 0, R, C, Vp)
 	hostGemm(s, gl)
 	for i := 0; i < R; i++ {
-		for j := 0; j < V; j++ {
+		for j := 0; j < Vp; j++ {
 			var want float64
 			for c := 0; c < C; c++ {
 				want += float64(x[i*C+c]) * float64(w[j*C+c])
@@ -148,10 +149,13 @@ func TestClassifierGemms(t *testing.T) {
 			}
 		}
 	}
+	for i := 0; i < R; i++ {
+		clear(logits[i*Vp+V : (i+1)*Vp]) // dlogits: the row kernel's zeros
+	}
 	dinp, dw := make([]float32, R*C), clone(dw0)
 	s = nil
 	s.with(logits, x, w, dinp, dw)
-	_, gi, gw = classifierGemms(dp(logits), dp(x), dp(w), dp(dinp), dp(dw), R, C, V, Vp)
+	_, gi, gw = classifierGemms(dp(logits), dp(x), dp(w), dp(dinp), dp(dw), R, C, Vp)
 	hostGemm(s, gi)
 	hostGemm(s, gw)
 	for i := 0; i < R; i++ {
