@@ -48,5 +48,5 @@ func (b *Backend) SumSquares(out, x kernels.Tensor, block int) {
 	part := b.tmp(8 * nb * per)
 	defer b.untmp(part)
 	b.launch(kname("sum_squares_chunks", x.DType()), dims{gx: uint32(per), gy: uint32(nb), bx: threads}, part, x, int64(block), int32(sumSquaresChunk))
-	b.launch("sum_partials_d", dims{gx: uint32((nb + threads - 1) / threads), bx: threads}, out, part, int32(per), int32(nb))
+	b.launch("sum_partials_d", dims{gx: uint32(nb), bx: 32}, out, part, int32(per), int32(nb))
 }
