@@ -36,7 +36,10 @@
 # skipped. `make gpu-check-dry` builds and runs it: CI checks the whole path so.
 #
 # Environment: OUT, GPU_CHECK_BUDGET (seconds for everything, default 560), STEPS (200),
-# B (GPT-2 batch, 16), PEAK_TFLOPS (the card's dense bf16; default from its name).
+# B (GPT-2 batch, 16), PEAK_TFLOPS (the card's dense bf16; default from its name),
+# GPU_CHECK_STAGES (a comma-separated list of the stages to run, e.g.
+# conformance,sim-vs-gpu,gpt2-ours for a short device budget; the others are reported
+# skipped; default all; shakespeare-gpu brings shakespeare-cpu with it).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -74,11 +77,18 @@ elapsed() { echo $(($(date +%s) - start)); }
 # record NAME STATUS SECONDS NOTE: one line of the stage table.
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$stages"; echo "== $1: $2 (${3}s) $4"; }
 
+# selected NAME: whether GPU_CHECK_STAGES (default: every stage) names NAME.
+selected() { [ -z "${GPU_CHECK_STAGES:-}" ] || [[ ",$GPU_CHECK_STAGES," == *",$1,"* ]]; }
+
 # run NAME CAP CMD...: CMD with a timeout of CAP seconds, or less when the budget is
 # short; its output goes to logs/NAME.log. Returns CMD's status.
 run() {
   local name=$1 cap=$2
   shift 2
+  if ! selected "$name"; then
+    record "$name" skipped 0 "not in GPU_CHECK_STAGES"
+    return 0
+  fi
   local left=$((budget - $(elapsed) - 20))
   if [ "$left" -lt 15 ]; then
     record "$name" timeout 0 "not run: no time left in the ${budget}s budget"
@@ -192,13 +202,16 @@ else
 fi
 shakes+=(--data "$data" --checkpoint-every 0 --dropout 0)
 cpu_cap=$((budget > 600 ? budget / 2 : budget > 120 ? 300 : budget / 2))
-(
-  s=$(now)
-  timeout --kill-after=10 "$cpu_cap" "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
-    --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1
-  echo "$? $(since "$s")" > "$work/shakespeare-cpu.status"
-) &
-cpu_pid=$!
+cpu_pid=""
+if selected shakespeare-gpu; then
+  (
+    s=$(now)
+    timeout --kill-after=10 "$cpu_cap" "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
+      --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1
+    echo "$? $(since "$s")" > "$work/shakespeare-cpu.status"
+  ) &
+  cpu_pid=$!
+fi
 
 # --- the kernels (the test binaries run in their package's directory, as go test runs them)
 kt=(env -C "$root/kernels/cuda" "$pkg/kernels-cuda.test")
@@ -226,6 +239,10 @@ fi
 
 # --- the CPU run ends (before torch.compile, whose compiler wants the CPUs)
 cpu_done() {
+  if [ -z "$cpu_pid" ]; then
+    record shakespeare-cpu skipped 0 "not in GPU_CHECK_STAGES (it comes with shakespeare-gpu)"
+    return
+  fi
   wait "$cpu_pid"
   local cpu_rc=1 cpu_secs=0 st
   read -r cpu_rc cpu_secs < "$work/shakespeare-cpu.status"
