@@ -147,7 +147,7 @@ def main():
         gt, ct = tokens_per_s(g), tokens_per_s(c)
         if gt and ct:
             details.append(("Loss-curve runs", f"    {'cuda-sim' if dry else 'GPU'}: {gt:,.0f} tokens/s; CPU: {ct:,.0f} tokens/s (medians after step 5)"))
-    elif "shakespeare-gpu" in stages:
+    elif "shakespeare-gpu" in stages and stages["shakespeare-gpu"]["status"] != "skipped":
         verdict("shakespeare-gpu", False, "not compared: a run did not finish")
 
     # GPT-2 124M
