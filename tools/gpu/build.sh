@@ -10,6 +10,7 @@
 #   DIR/bench_nanogpt.py          the PyTorch baseline (nanoGPT's GPT-2, eager and torch.compile)
 #   DIR/configs/*.yaml            the configs the check trains
 #   DIR/data/shakespeare          tiny Shakespeare, prepped (character ids)
+#   DIR/data-gpt2/shakespeare     tiny Shakespeare in GPT-2 tokens (338,025), for GPT-2 124M
 #   DIR/BUILD                     commit, date, Go version and sizes
 #   DIR.tgz                       the folder packed (gzip), for the device tool to carry
 #
@@ -39,7 +40,9 @@ cp configs/*.yaml "$dir/configs/"
 
 echo "== tiny Shakespeare (offline: the text is built into prep)"
 "$dir/.prep" shakespeare -d "$dir/data" --progress off > /dev/null 2>"$dir/.prep.log" || { cat "$dir/.prep.log" >&2; exit 1; }
-rm -rf "$dir/.prep" "$dir/.prep.log" "$dir/data/shakespeare/downloads" "$dir/data/shakespeare/index-cache"
+echo "== tiny Shakespeare in GPT-2 tokens (for GPT-2 124M through bin/train)"
+"$dir/.prep" shakespeare -d "$dir/data-gpt2" --tokenizer gpt2 --progress off > /dev/null 2>"$dir/.prep.log" || { cat "$dir/.prep.log" >&2; exit 1; }
+rm -rf "$dir/.prep" "$dir/.prep.log" "$dir"/data*/shakespeare/downloads "$dir"/data*/shakespeare/index-cache
 
 {
   echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"

@@ -20,6 +20,9 @@
 #   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
 #   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step), then one
 #                 more step's GPU time kernel by kernel (GPTKIT_PROFILE)
+#   gpt2-train    GPT-2 124M through bin/train as a user runs it (configs/gpt2-124m.yaml, tiny
+#                 Shakespeare in GPT-2 tokens, batch B, 30 steps, an eval and a checkpoint at the
+#                 end): tokens/s from its metrics.jsonl against BenchmarkGPT2Step's
 #   gpt2-eager    the same model in PyTorch eager (tools/gpu/bench_nanogpt.py --no-compile), then
 #                 one more step under torch.profiler
 #   gpt2-compile  ... and with torch.compile
@@ -252,12 +255,16 @@ cpu_done() {
 
 # --- GPT-2 124M, bf16: ours, PyTorch eager, torch.compile
 export GPTKIT_BENCH_B=$B GPTKIT_PEAK_TFLOPS=$PEAK_TFLOPS
+# GPT-2 124M through the command (dry: a one-layer model with GPT-2's vocabulary on cuda-sim)
+gtrain=(--config "$pkg/configs/gpt2-124m.yaml" --data "$pkg/data-gpt2/shakespeare" --grad-accum 1 --log-every 1)
 fact batch "$B"
 torch_ok=0
 [ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
 fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
 if [ $dry = 0 ]; then
   GPTKIT_PROFILE=$logs/gpt2-ours-profile.log run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
+  run gpt2-train 150 "$train" "${gtrain[@]}" --device cuda --batch-size "$B" --max-steps 30 --warmup-steps 3 \
+    --lr-decay-steps 30 --eval-every 30 --eval-steps 2 --checkpoint-every 30 --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
   if [ $torch_ok = 1 ]; then
     run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --batch "$B" --peak-tflops "$PEAK_TFLOPS" --no-compile --profile
     cpu_done
@@ -269,6 +276,9 @@ if [ $dry = 0 ]; then
   fi
 else
   skip gpt2-ours "dry run: GPT-2 124M needs a GPU"
+  run gpt2-train 120 "$train" "${gtrain[@]}" --device cuda-sim --n-layer 1 --n-head 2 --n-embd 32 --block-size 32 \
+    --batch-size 2 --max-steps 3 --warmup-steps 1 --lr-decay-steps 3 --eval-every 3 --eval-steps 1 --checkpoint-every 3 \
+    --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
   if [ $torch_ok = 1 ]; then
     run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile --profile
   else

@@ -165,6 +165,27 @@ def main():
     if stages.get("gpt2-ours", {}).get("status") == "ok":
         verdict("gpt2-ours", "ours" in bench, "{:,.0f} tokens/s, MFU {:.1f}%, {:.1f} ms/step".format(bench["ours"][0], 100 * bench["ours"][1], bench["ours"][2])
                 if "ours" in bench else "no benchmark line in the output")
+    gt = read_metrics(os.path.join(work, "gpt2-train", "metrics.jsonl"))
+    if stages.get("gpt2-train", {}).get("status") == "ok":
+        ckpt = os.path.isdir(os.path.join(work, "gpt2-train", "checkpoints"))
+        vl = [x["val_loss"] for x in gt or [] if x.get("val_loss") is not None]
+        if not gt:
+            verdict("gpt2-train", False, "no metrics.jsonl")
+        else:
+            tps = tokens_per_s(gt) if len(gt) > 5 else statistics.median(x["tokens_per_s"] for x in gt if x.get("tokens_per_s"))
+            text = "{:,.0f} tokens/s through bin/train (median of steps {}-{})".format(tps, 6 if len(gt) > 5 else 1, len(gt))
+            if "ours" in bench and not dry:
+                text += ", {:.0%} of BenchmarkGPT2Step's".format(tps / bench["ours"][0])
+            if gt[-1].get("mfu"):
+                text += ", MFU {:.1f}% by the trainer's count".format(100 * gt[-1]["mfu"])
+            text += "; loss {:.3f} at step {}".format(gt[-1]["loss"], gt[-1]["step"])
+            if vl:
+                text += ", val loss {:.3f}".format(vl[-1])
+            text += "; checkpoint written" if ckpt else "; **no checkpoint**"
+            if not dry:
+                b = int(facts.get("batch", "16"))
+                bench["train"] = (tps, gt[-1].get("mfu") or 0.0, 1000.0 * b * 1024 / tps)
+            verdict("gpt2-train", ckpt and bool(vl), text + ("" if not dry else " (one layer of width 32, GPT-2's vocabulary, on cuda-sim)"))
     for name in ("gpt2-eager", "gpt2-compile"):
         if stages.get(name, {}).get("status") != "ok":
             continue
@@ -188,7 +209,8 @@ def main():
         details.append(("Where one GPT-2 step's time goes (one more step each, after the timed ones)", "\n\n".join(profiles)))
     if "ours" in bench and ("gpt2-eager" in bench or "gpt2-compile" in bench):
         rows = ["| | tokens/s | MFU | ms/step |", "|---|---|---|---|"]
-        for k, label in (("ours", "gptkit"), ("gpt2-eager", "PyTorch eager"), ("gpt2-compile", "PyTorch torch.compile")):
+        for k, label in (("ours", "gptkit (BenchmarkGPT2Step)"), ("train", "gptkit (bin/train, configs/gpt2-124m.yaml)"),
+                         ("gpt2-eager", "PyTorch eager"), ("gpt2-compile", "PyTorch torch.compile")):
             if k in bench:
                 tps, mfu, ms = bench[k]
                 rows.append(f"| {label} | {tps:,.0f} | {100 * mfu:.1f}% | {ms:.1f} |")
