@@ -76,6 +76,20 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src
 
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
+// cp_async_commit closes the group of the cp.async issued since the last one;
+// cp_async_wait_prev waits for every committed group but the newest.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_prev() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+// TILE is one tile's elements in shared memory (BLK rows of HS, padded by 8).
+// STAGES is how many pairs of tiles a kernel keeps: 2 where two pairs fit in the
+// 48 KB of static shared memory (the next pair loads while the block computes on
+// this one; head sizes up to 64), else 1 (load, wait, compute).
+template <typename T, int HS> struct tiles {
+    static constexpr int TILE = BLK * (HS + 8);
+    static constexpr int STAGES = 4 * TILE * (int)sizeof(T) + 4 * BLK * 4 <= 48 * 1024 ? 2 : 1;
+};
+
 // load_tile copies rows [r0, r0+BLK) × HS of src (row stride ld) into s (row
 // stride HS+8, the padding against ldmatrix bank conflicts), zeros past T.
 template <typename T, int HS> __device__ __forceinline__ void load_tile(T* s, const T* src, long long ld, int r0, int T_) {
@@ -208,20 +222,20 @@ __device__ __forceinline__ void backward_frags(unsigned (*fa)[4], unsigned (*fb)
 
 template <typename T, int HS>
 __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, int NH, float scale) {
-    __shared__ __align__(16) T sm[2 * BLK * (HS + 8)];
-    T* sK = sm;
-    T* sV = sm + BLK * (HS + 8);
+    constexpr int TILE = tiles<T, HS>::TILE, ST = tiles<T, HS>::STAGES;
+    __shared__ __align__(16) T sm[ST * 2 * TILE]; // stage s: K at sm + 2s·TILE, V after it
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
     qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
     const T *Q = x.Q, *K = x.K, *V = x.V;
     long long ld = x.ld;
-    int q0 = blockIdx.x * BLK;
-    load_tile<T, HS>(sK, Q, ld, q0, T_);
+    int qb = gridDim.x - 1 - blockIdx.x; // the longest rows of keys first: a shorter tail
+    int q0 = qb * BLK;
+    load_tile<T, HS>(sm, Q, ld, q0, T_);
     cp_async_wait_all();
     __syncthreads();
     unsigned qf[HS / 16][4];
-    a_frags<T, HS>(qf, sK, warp * 16);
+    a_frags<T, HS>(qf, sm, warp * 16);
     __syncthreads();
 
     int row0 = q0 + warp * 16 + g, row1 = row0 + 8; // this thread's two rows
@@ -229,12 +243,23 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
 #pragma unroll
     for (int t = 0; t < HS / 8; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-    int nkb = min(blockIdx.x + 1, (T_ + BLK - 1) / BLK); // causal: no key block past the queries'
+    int nkb = min(qb + 1, (T_ + BLK - 1) / BLK); // causal: no key block past the queries'
+    load_tile<T, HS>(sm, K, ld, 0, T_);
+    load_tile<T, HS>(sm + TILE, V, ld, 0, T_);
+    cp_async_commit();
     for (int kb = 0; kb < nkb; kb++) {
         int k0 = kb * BLK;
-        load_tile<T, HS>(sK, K, ld, k0, T_);
-        load_tile<T, HS>(sV, V, ld, k0, T_);
-        cp_async_wait_all();
+        const T* sK = sm + (kb % ST) * 2 * TILE;
+        const T* sV = sK + TILE;
+        if (ST == 2 && kb + 1 < nkb) { // the next pair into the other stage, free since the last barrier
+            T* nK = sm + ((kb + 1) % ST) * 2 * TILE;
+            load_tile<T, HS>(nK, K, ld, k0 + BLK, T_);
+            load_tile<T, HS>(nK + TILE, V, ld, k0 + BLK, T_);
+            cp_async_commit();
+            cp_async_wait_prev();
+        } else {
+            cp_async_wait_all();
+        }
         __syncthreads();
         float s[8][4];
         scores_into<T, HS>(s, qf, sK);
@@ -283,7 +308,12 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
             o[t][3] *= c1;
         }
         accumulate_into<T, HS>(o, s, sV);
-        __syncthreads(); // the next tiles overwrite sK and sV
+        __syncthreads(); // the next loads overwrite this stage
+        if (ST == 1 && kb + 1 < nkb) {
+            load_tile<T, HS>(sm, K, ld, k0 + BLK, T_);
+            load_tile<T, HS>(sm + TILE, V, ld, k0 + BLK, T_);
+            cp_async_commit();
+        }
     }
     float il0 = 1.0f / l0, il1 = 1.0f / l1;
     store_rows<T, HS>(out + (long long)b * T_ * C + h * HS, C, row0, row1, T_, o, il0, il1);
@@ -301,10 +331,9 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
 template <typename T, int HS>
 __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const float* lse, const float* Dv, int T_,
                                     int C, int NH, float scale) {
-    __shared__ __align__(16) T sm[2 * BLK * (HS + 8)];
-    __shared__ float sL[BLK], sD[BLK];
-    T* sQ = sm;
-    T* sO = sm + BLK * (HS + 8); // dO
+    constexpr int TILE = tiles<T, HS>::TILE, ST = tiles<T, HS>::STAGES;
+    __shared__ __align__(16) T sm[ST * 2 * TILE]; // stage s: Q at sm + 2s·TILE, dO after it
+    __shared__ float sLs[ST][BLK], sDs[ST][BLK];
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
     qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
@@ -313,23 +342,39 @@ __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const 
     const T* dO = dout + (long long)b * T_ * C + h * HS;
     int k0 = blockIdx.x * BLK;
     unsigned kf[HS / 16][4], vf[HS / 16][4];
-    backward_frags<T, HS>(kf, vf, sQ, sO, K, ld, V, ld, k0, T_);
+    backward_frags<T, HS>(kf, vf, sm, sm + TILE, K, ld, V, ld, k0, T_);
 
     int key0 = k0 + warp * 16 + g, key1 = key0 + 8;
     float dk[HS / 8][4], dv[HS / 8][4];
 #pragma unroll
     for (int t = 0; t < HS / 8; t++) dk[t][0] = dk[t][1] = dk[t][2] = dk[t][3] = dv[t][0] = dv[t][1] = dv[t][2] = dv[t][3] = 0.0f;
     int nqb = (T_ + BLK - 1) / BLK;
-    for (int qb = blockIdx.x; qb < nqb; qb++) {
+    // issue(qb, st): the Q and dO tiles of query block qb (cp.async, one group) and
+    // its lse and D into stage st.
+    auto issue = [&](int qb, int st) {
         int q0 = qb * BLK;
-        load_tile<T, HS>(sQ, Q, ld, q0, T_);
-        load_tile<T, HS>(sO, dO, C, q0, T_);
+        load_tile<T, HS>(sm + st * 2 * TILE, Q, ld, q0, T_);
+        load_tile<T, HS>(sm + st * 2 * TILE + TILE, dO, C, q0, T_);
+        cp_async_commit();
         for (int i = threadIdx.x; i < BLK; i += blockDim.x) {
             bool ok = q0 + i < T_;
-            sL[i] = ok ? lse[(long long)bh * T_ + q0 + i] : INFINITY; // P = 0 past T
-            sD[i] = ok ? Dv[(long long)bh * T_ + q0 + i] : 0.0f;
+            sLs[st][i] = ok ? lse[(long long)bh * T_ + q0 + i] : INFINITY; // P = 0 past T
+            sDs[st][i] = ok ? Dv[(long long)bh * T_ + q0 + i] : 0.0f;
         }
-        cp_async_wait_all();
+    };
+    issue(blockIdx.x, 0);
+    for (int qb = blockIdx.x; qb < nqb; qb++) {
+        int q0 = qb * BLK, st = (qb - blockIdx.x) % ST;
+        const T* sQ = sm + st * 2 * TILE;
+        const T* sO = sQ + TILE; // dO
+        const float* sL = sLs[st];
+        const float* sD = sDs[st];
+        if (ST == 2 && qb + 1 < nqb) { // the next block into the other stage, free since the last barrier
+            issue(qb + 1, (st + 1) % ST);
+            cp_async_wait_prev();
+        } else {
+            cp_async_wait_all();
+        }
         __syncthreads();
         float p[8][4];
         scores_into<T, HS>(p, kf, sQ); // Sᵀ: rows are keys, columns queries
@@ -350,7 +395,8 @@ __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const 
             for (int e = 0; e < 4; e++) ds[j][e] = p[j][e] * (ds[j][e] - sD[j * 8 + tg * 2 + (e & 1)]);
         }
         accumulate_into<T, HS>(dk, ds, sQ);
-        __syncthreads();
+        __syncthreads(); // the next loads overwrite this stage
+        if (ST == 1 && qb + 1 < nqb) issue(qb + 1, 0);
     }
     T* dK = dqkv + (long long)b * T_ * ld + C + h * HS;
     store_rows<T, HS>(dK, ld, key0, key1, T_, dk, scale, scale);
@@ -363,18 +409,18 @@ __device__ void flash_backward_dkdv(T* dqkv, const T* qkv, const T* dout, const 
 template <typename T, int HS>
 __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const float* lse, const float* Dv, int T_,
                                   int C, int NH, float scale) {
-    __shared__ __align__(16) T sm[2 * BLK * (HS + 8)];
-    T* sK = sm;
-    T* sV = sm + BLK * (HS + 8);
+    constexpr int TILE = tiles<T, HS>::TILE, ST = tiles<T, HS>::STAGES;
+    __shared__ __align__(16) T sm[ST * 2 * TILE]; // stage s: K at sm + 2s·TILE, V after it
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, g = lane >> 2, tg = lane & 3;
     qkv_head<T> x = head_of<T, HS>(qkv, b, h, T_, C);
     const T *Q = x.Q, *K = x.K, *V = x.V;
     long long ld = x.ld;
     const T* dO = dout + (long long)b * T_ * C + h * HS;
-    int q0 = blockIdx.x * BLK;
+    int qb = gridDim.x - 1 - blockIdx.x; // the longest rows of keys first: a shorter tail
+    int q0 = qb * BLK;
     unsigned qf[HS / 16][4], of[HS / 16][4];
-    backward_frags<T, HS>(qf, of, sK, sV, Q, ld, dO, C, q0, T_);
+    backward_frags<T, HS>(qf, of, sm, sm + TILE, Q, ld, dO, C, q0, T_);
 
     int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
     float L0 = row0 < T_ ? lse[(long long)bh * T_ + row0] : INFINITY;
@@ -384,12 +430,23 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
     float dq[HS / 8][4];
 #pragma unroll
     for (int t = 0; t < HS / 8; t++) dq[t][0] = dq[t][1] = dq[t][2] = dq[t][3] = 0.0f;
-    int nkb = min(blockIdx.x + 1, (T_ + BLK - 1) / BLK);
+    int nkb = min(qb + 1, (T_ + BLK - 1) / BLK);
+    load_tile<T, HS>(sm, K, ld, 0, T_);
+    load_tile<T, HS>(sm + TILE, V, ld, 0, T_);
+    cp_async_commit();
     for (int kb = 0; kb < nkb; kb++) {
         int k0 = kb * BLK;
-        load_tile<T, HS>(sK, K, ld, k0, T_);
-        load_tile<T, HS>(sV, V, ld, k0, T_);
-        cp_async_wait_all();
+        const T* sK = sm + (kb % ST) * 2 * TILE;
+        const T* sV = sK + TILE;
+        if (ST == 2 && kb + 1 < nkb) { // the next pair into the other stage, free since the last barrier
+            T* nK = sm + ((kb + 1) % ST) * 2 * TILE;
+            load_tile<T, HS>(nK, K, ld, k0 + BLK, T_);
+            load_tile<T, HS>(nK + TILE, V, ld, k0 + BLK, T_);
+            cp_async_commit();
+            cp_async_wait_prev();
+        } else {
+            cp_async_wait_all();
+        }
         __syncthreads();
         float p[8][4], ds[8][4];
         scores_into<T, HS>(p, qf, sK);
@@ -406,7 +463,12 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
             }
         }
         accumulate_into<T, HS>(dq, ds, sK);
-        __syncthreads();
+        __syncthreads(); // the next loads overwrite this stage
+        if (ST == 1 && kb + 1 < nkb) {
+            load_tile<T, HS>(sm, K, ld, k0 + BLK, T_);
+            load_tile<T, HS>(sm + TILE, V, ld, k0 + BLK, T_);
+            cp_async_commit();
+        }
     }
     store_rows<T, HS>(dqkv + (long long)b * T_ * ld + h * HS, ld, row0, row1, T_, dq, scale, scale); // dQ
 }
