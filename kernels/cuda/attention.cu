@@ -102,6 +102,35 @@ template <typename T, int HS> __device__ __forceinline__ void load_tile(T* s, co
     }
 }
 
+// The K/V pipeline of the forward and dQ kernels: key block kb's K and V tiles in
+// stage kb % STAGES of sm (K at sm + 2s·TILE, V after it). load_kv issues a pair as
+// one cp.async group; kv_ready makes block kb's pair visible to the whole block,
+// first issuing kb+1's into the other stage where there are two (free since the
+// barrier that ended the last compute); kv_done, after a compute and its barrier,
+// issues kb+1's where there is one stage.
+template <typename T, int HS> __device__ __forceinline__ void load_kv(T* stage, const T* K, const T* V, long long ld, int k0, int T_) {
+    load_tile<T, HS>(stage, K, ld, k0, T_);
+    load_tile<T, HS>(stage + tiles<T, HS>::TILE, V, ld, k0, T_);
+    cp_async_commit();
+}
+
+template <typename T, int HS>
+__device__ __forceinline__ void kv_ready(T* sm, const T* K, const T* V, long long ld, int kb, int nkb, int T_) {
+    constexpr int TILE = tiles<T, HS>::TILE, ST = tiles<T, HS>::STAGES;
+    if (ST == 2 && kb + 1 < nkb) {
+        load_kv<T, HS>(sm + ((kb + 1) % ST) * 2 * TILE, K, V, ld, (kb + 1) * BLK, T_);
+        cp_async_wait_prev();
+    } else {
+        cp_async_wait_all();
+    }
+    __syncthreads();
+}
+
+template <typename T, int HS>
+__device__ __forceinline__ void kv_done(T* sm, const T* K, const T* V, long long ld, int kb, int nkb, int T_) {
+    if (tiles<T, HS>::STAGES == 1 && kb + 1 < nkb) load_kv<T, HS>(sm, K, V, ld, (kb + 1) * BLK, T_);
+}
+
 // a_frags loads a 16×HS A operand (this warp's rows row0..row0+15 of tile s)
 // into HS/16 fragments.
 template <typename T, int HS> __device__ __forceinline__ void a_frags(unsigned (*f)[4], const T* s, int row0) {
@@ -244,23 +273,12 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
     for (int t = 0; t < HS / 8; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
     int nkb = min(qb + 1, (T_ + BLK - 1) / BLK); // causal: no key block past the queries'
-    load_tile<T, HS>(sm, K, ld, 0, T_);
-    load_tile<T, HS>(sm + TILE, V, ld, 0, T_);
-    cp_async_commit();
+    load_kv<T, HS>(sm, K, V, ld, 0, T_);
     for (int kb = 0; kb < nkb; kb++) {
         int k0 = kb * BLK;
         const T* sK = sm + (kb % ST) * 2 * TILE;
         const T* sV = sK + TILE;
-        if (ST == 2 && kb + 1 < nkb) { // the next pair into the other stage, free since the last barrier
-            T* nK = sm + ((kb + 1) % ST) * 2 * TILE;
-            load_tile<T, HS>(nK, K, ld, k0 + BLK, T_);
-            load_tile<T, HS>(nK + TILE, V, ld, k0 + BLK, T_);
-            cp_async_commit();
-            cp_async_wait_prev();
-        } else {
-            cp_async_wait_all();
-        }
-        __syncthreads();
+        kv_ready<T, HS>(sm, K, V, ld, kb, nkb, T_);
         float s[8][4];
         scores_into<T, HS>(s, qf, sK);
         float mx0 = -INFINITY, mx1 = -INFINITY;
@@ -309,11 +327,7 @@ __device__ void flash_forward(T* out, float* lse, const T* qkv, int T_, int C, i
         }
         accumulate_into<T, HS>(o, s, sV);
         __syncthreads(); // the next loads overwrite this stage
-        if (ST == 1 && kb + 1 < nkb) {
-            load_tile<T, HS>(sm, K, ld, k0 + BLK, T_);
-            load_tile<T, HS>(sm + TILE, V, ld, k0 + BLK, T_);
-            cp_async_commit();
-        }
+        kv_done<T, HS>(sm, K, V, ld, kb, nkb, T_);
     }
     float il0 = 1.0f / l0, il1 = 1.0f / l1;
     store_rows<T, HS>(out + (long long)b * T_ * C + h * HS, C, row0, row1, T_, o, il0, il1);
@@ -431,23 +445,12 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
 #pragma unroll
     for (int t = 0; t < HS / 8; t++) dq[t][0] = dq[t][1] = dq[t][2] = dq[t][3] = 0.0f;
     int nkb = min(qb + 1, (T_ + BLK - 1) / BLK);
-    load_tile<T, HS>(sm, K, ld, 0, T_);
-    load_tile<T, HS>(sm + TILE, V, ld, 0, T_);
-    cp_async_commit();
+    load_kv<T, HS>(sm, K, V, ld, 0, T_);
     for (int kb = 0; kb < nkb; kb++) {
         int k0 = kb * BLK;
         const T* sK = sm + (kb % ST) * 2 * TILE;
         const T* sV = sK + TILE;
-        if (ST == 2 && kb + 1 < nkb) { // the next pair into the other stage, free since the last barrier
-            T* nK = sm + ((kb + 1) % ST) * 2 * TILE;
-            load_tile<T, HS>(nK, K, ld, k0 + BLK, T_);
-            load_tile<T, HS>(nK + TILE, V, ld, k0 + BLK, T_);
-            cp_async_commit();
-            cp_async_wait_prev();
-        } else {
-            cp_async_wait_all();
-        }
-        __syncthreads();
+        kv_ready<T, HS>(sm, K, V, ld, kb, nkb, T_);
         float p[8][4], ds[8][4];
         scores_into<T, HS>(p, qf, sK);
         scores_into<T, HS>(ds, of, sV); // dP
@@ -464,11 +467,7 @@ __device__ void flash_backward_dq(T* dqkv, const T* qkv, const T* dout, const fl
         }
         accumulate_into<T, HS>(dq, ds, sK);
         __syncthreads(); // the next loads overwrite this stage
-        if (ST == 1 && kb + 1 < nkb) {
-            load_tile<T, HS>(sm, K, ld, k0 + BLK, T_);
-            load_tile<T, HS>(sm + TILE, V, ld, k0 + BLK, T_);
-            cp_async_commit();
-        }
+        kv_done<T, HS>(sm, K, V, ld, kb, nkb, T_);
     }
     store_rows<T, HS>(dqkv + (long long)b * T_ * ld + h * HS, ld, row0, row1, T_, dq, scale, scale); // dQ
 }
