@@ -169,10 +169,11 @@ def main():
     if stages.get("gpt2-train", {}).get("status") == "ok":
         ckpt = os.path.isdir(os.path.join(work, "gpt2-train", "checkpoints"))
         vl = [x["val_loss"] for x in gt or [] if x.get("val_loss") is not None]
-        if not gt:
-            verdict("gpt2-train", False, "no metrics.jsonl")
+        rates = [x["tokens_per_s"] for x in gt or [] if x.get("tokens_per_s")]
+        if not rates:
+            verdict("gpt2-train", False, "no steps with tokens_per_s in metrics.jsonl")
         else:
-            tps = tokens_per_s(gt) if len(gt) > 5 else statistics.median(x["tokens_per_s"] for x in gt if x.get("tokens_per_s"))
+            tps = tokens_per_s(gt) if len(gt) > 5 else statistics.median(rates)
             text = "{:,.0f} tokens/s through bin/train (median of steps {}-{})".format(tps, 6 if len(gt) > 5 else 1, len(gt))
             if "ours" in bench and not dry:
                 text += ", {:.0%} of BenchmarkGPT2Step's".format(tps / bench["ours"][0])
