@@ -14,6 +14,9 @@ import "unsafe"
 // guards keep every one inside in and out (a match's 8-byte copies write 32 bytes at
 // least and up to 7 past its end, into the room out keeps past outStop + 258).
 func (z *Reader) huffmanFast() error {
+	if !goOnly {
+		z.fastAsm() // where there is one: from where it stops, the loop below goes on
+	}
 	bitbuf, bitsleft := z.bitbuf, z.bitsleft
 	ip, op := z.ip, z.op
 	ilimit := z.iend - 8

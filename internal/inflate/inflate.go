@@ -242,6 +242,9 @@ func (z *Reader) decode() error {
 // (for the tests).
 var slowOnly = false
 
+// goOnly makes huffmanFast decode in Go where it has an assembly loop (for the tests).
+var goOnly = false
+
 // decodeHuffman decodes the current block until it ends or the output is full.
 func (z *Reader) decodeHuffman() error {
 	for z.op <= outStop && z.state == stHuffman {

@@ -391,3 +391,46 @@ func BenchmarkGunzip(b *testing.B) {
 		})
 	}
 }
+
+// TestAsmMatchesGo decodes streams, whole and with bytes broken, with the assembly loop
+// (where the machine has one) and with huffmanFast's Go loop alone: the same data, and
+// the same error at the same place. (On other machines, and with -tags noasm, both are
+// the Go loop.)
+func TestAsmMatchesGo(t *testing.T) {
+	decode := func(comp []byte, goLoop bool) ([]byte, string) {
+		goOnly = goLoop
+		defer func() { goOnly = false }()
+		got, err := gunzipAll(bytes.NewReader(comp))
+		if err != nil {
+			return got, err.Error()
+		}
+		return got, ""
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	inputs := testInputs(t)
+	for name, data := range inputs {
+		for _, level := range []int{gzip.HuffmanOnly, 1, 6, 9} {
+			comp := gzipped(t, data, level)
+			variants := [][]byte{comp}
+			for range 20 {
+				if len(comp) < 64 {
+					break
+				}
+				broken := bytes.Clone(comp)
+				broken[20+rng.IntN(len(comp)-28)] ^= byte(1 + rng.IntN(255))
+				variants = append(variants, broken)
+			}
+			for i, v := range variants {
+				asmOut, asmErr := decode(v, false)
+				goOut, goErr := decode(v, true)
+				if asmErr != goErr || !bytes.Equal(asmOut, goOut) {
+					t.Errorf("%s, level %d, variant %d: assembly %d bytes, %q; Go %d bytes, %q",
+						name, level, i, len(asmOut), asmErr, len(goOut), goErr)
+				}
+				if i == 0 && (asmErr != "" || !bytes.Equal(asmOut, data)) {
+					t.Errorf("%s, level %d: %d bytes of %d, %q", name, level, len(asmOut), len(data), asmErr)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !amd64 || noasm || !gc
+
+package inflate
+
+// fastAsm does nothing where there is no assembly loop: huffmanFast decodes in Go.
+func (z *Reader) fastAsm() {}
