@@ -52,6 +52,7 @@ type backtrack struct {
 	shorter  []int32      // by id: the longest token taking part that is a proper prefix, or -1
 	prefixes *prefixTable // finds the longest token taking part at a position
 	merges   *pairTable
+	digits   *digitTokens // the digit-only tokens, for runs of digits (bpe_digits.go), or nil
 }
 
 // btToken is what compatible needs of a token, in one place (12 bytes).
@@ -144,6 +145,7 @@ func newBacktrack(t *Tokenizer) *backtrack {
 			bt.shorter[id] = s
 		}
 	}
+	bt.digits = newDigitTokens(t, bt)
 	return bt
 }
 
@@ -187,6 +189,7 @@ type btState struct {
 	// The longest token at a position whose first two bytes start tokens of at most 4
 	// bytes (random digits: 2-4), by those bytes (longestAt).
 	longest []btLongestSlot
+	digits  digitState // encodeDigits' scratch
 }
 
 type btLongestSlot struct {
@@ -324,6 +327,11 @@ func (bt *backtrack) encode(st *btState, p string, out []uint32) (_ []uint32, ok
 	n := len(p)
 	if n == 0 {
 		return out, true
+	}
+	if n >= digitRunMin && bt.digits != nil && allDigits(p) {
+		if out, ok := bt.encodeDigits(st, p, out); ok {
+			return out, true
+		}
 	}
 	words := n/64 + 1
 	if cap(st.dead) < words {
