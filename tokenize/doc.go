@@ -31,7 +31,8 @@
 //     byte ranks); bytepairs.go: the byte pairs' ranks they start from; bpe_chars.go:
 //     tiktoken's merges started from whole characters where that changes nothing;
 //     bpe_backtrack.go, prefixtable.go: pieces over 16 bytes under HF's merges encoded in
-//     one pass by backtracking over compatible token pairs; makeids.go: Encode's result,
+//     one pass by backtracking over compatible token pairs; bpe_digits.go: runs of
+//     digits, by the last token of each prefix's encoding; makeids.go: Encode's result,
 //     allocated without clearing; reference.go: the slow, obvious encoder tests compare
 //     Encode with.
 //   - added.go: splitting text on added tokens (leftmost-longest).
