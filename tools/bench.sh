@@ -12,12 +12,15 @@
 #   2. the peers (tools/bench-peers.js): tiktoken-rs (native) and tiktoken (WASM) with gpt2,
 #      cl100k_base and o200k_base on english, mixed and cjk, HF tokenizers with gpt2 and
 #      neox-20b on the -hf prefixes; one core each, per CPU-second, one encode call per ~1 MB piece;
-#   3. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
+#   3. the paired rounds: tiktoken-rs with gpt2 and cl100k_base on english and mixed, each
+#      job back to back with ours on the same file, BENCH_PAIRED_ROUNDS times (the goals
+#      against tiktoken-rs are judged on the median of the rounds' ratios);
+#   4. ours on the same files (tokenize BenchmarkEncode -cpu 1; the same pieces, and an
 #      ids hash to show the ids are the same), the adversarial inputs, EncodeBatch on 2
 #      workers, loading (in process and as a fresh process), the command line against the
 #      library on BENCH_CLI_MB (default 100) MB, tokenize run end to end against the
 #      tokenizer on the mixed corpus as .jsonl/.zst/.gz, and the decompressors;
-#   4. tools/benchreport: the table, PASS/FAIL per goal.
+#   5. tools/benchreport: the table, PASS/FAIL per goal.
 #
 # Environment:
 #   SHARED            the shared directory (default ../shared beside the repository)
@@ -28,6 +31,8 @@
 #   BENCH_REUSE_PEERS 1: reuse .cache/bench/peers.json from an earlier run on the same files (the report says so;
 #                     for iterating on the encoder -- the goals are judged on peers measured in the same run)
 #   BENCH_CLI_MB      MB of text for the command line against the library (default 100)
+#   BENCH_PAIRED_ROUNDS  rounds of tiktoken-rs and ours back to back for the goals against tiktoken-rs (default 3;
+#                     0: those jobs run with the other peers and the goals compare figures taken minutes apart)
 #   BENCH_STRICT      1: exit non-zero when a goal FAILs or was not measured (default: report only)
 #   BENCH_GO_TIMEOUT  go test -timeout (default 60m)
 #   BENCH_DATA, BENCH_LOADER, BENCH_TRAINER, BENCH_DIST: 0 skips that part
@@ -55,6 +60,7 @@ BENCH_TIME=${BENCH_TIME:-2s}
 BENCH_COUNT=${BENCH_COUNT:-3}
 BENCH_RUNS=${BENCH_RUNS:-3}
 BENCH_CLI_MB=${BENCH_CLI_MB:-100}
+BENCH_PAIRED_ROUNDS=${BENCH_PAIRED_ROUNDS:-3}
 BENCH_GO_TIMEOUT=${BENCH_GO_TIMEOUT:-60m}
 loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 start=$(date +%s)
@@ -90,12 +96,16 @@ say "inputs: $inputs (mixed sha256 $(sha256sum "$mixed" | cut -c1-16))"
 peers_json=$out/peers.json
 jobs=()
 for f in "$english" "$mixed" "$cjk"; do
-  for m in gpt2 cl100k_base o200k_base; do jobs+=(--job "tiktoken-rs:$m:$f" --job "tiktoken:$m:$f"); done
+  for m in gpt2 cl100k_base o200k_base; do
+    # The jobs of the goals against tiktoken-rs run in the paired rounds (step 3) instead.
+    if [ "$f" = "$cjk" ] || [ "$m" = o200k_base ] || [ "$BENCH_PAIRED_ROUNDS" -eq 0 ]; then jobs+=(--job "tiktoken-rs:$m:$f"); fi
+    jobs+=(--job "tiktoken:$m:$f")
+  done
 done
 for f in "$out/english-hf.txt" "$out/mixed-hf.txt" "$out/cjk-hf.txt"; do
   for m in gpt2 neox-20b; do jobs+=(--job "hf:$m:$f"); done
 done
-peers_stamp="$(sha256sum "$english" "$mixed" "$cjk" "$out/english-hf.txt" "$out/mixed-hf.txt" "$out/cjk-hf.txt" | cut -c1-16 | tr '\n' ' ') runs=$BENCH_RUNS"
+peers_stamp="$(sha256sum "$english" "$mixed" "$cjk" "$out/english-hf.txt" "$out/mixed-hf.txt" "$out/cjk-hf.txt" | cut -c1-16 | tr '\n' ' ') runs=$BENCH_RUNS jobs=$(echo "${jobs[*]}" | sha256sum | cut -c1-16)"
 peers_cmd="NODE_PATH=.cache/peers/node_modules node tools/bench-peers.js --runs $BENCH_RUNS --tokdir \$SHARED/tokenizers --json $peers_json ${jobs[*]}"
 note=""
 if [ "${BENCH_REUSE_PEERS:-}" = 1 ] && [ -s "$peers_json" ] && [ "$(cat "$peers_json.stamp" 2>/dev/null)" = "$peers_stamp" ]; then
@@ -112,7 +122,38 @@ else
   echo "$peers_stamp" > "$peers_json.stamp"
 fi
 
-# 3. Ours, on the same files.
+# 3. The paired rounds (tools/benchreport/paired.go): tiktoken-rs and our BenchmarkEncode on
+# the same file back to back, for GPT-2 and cl100k_base on English and mixed, the peer first
+# in odd rounds and ours first in even ones; the goals against tiktoken-rs are judged on the
+# median of the rounds' ratios, both sides timed in the same minutes of a drifting VM.
+paired=$out/paired
+rm -rf "$paired"
+mkdir -p "$paired"
+paired_cmd="# $BENCH_PAIRED_ROUNDS paired rounds, each: NODE_PATH=.cache/peers/node_modules node tools/bench-peers.js --runs 1 --tokdir \$SHARED/tokenizers --json ... --job tiktoken-rs:MODEL:FILE, and BENCH_INPUTS=... go test ./tokenize -bench '^BenchmarkEncode\$/^MODEL\$/^CORPUS\$' -benchtime $BENCH_TIME -count 1 -cpu 1"
+if [ "$BENCH_PAIRED_ROUNDS" -gt 0 ]; then
+  [ -n "${NODE_PATH:-}" ] || NODE_PATH=$(bash "$root/tools/install-peers.sh") || die "installing the peers failed (tools/install-peers.sh needs node and npm)"
+  export NODE_PATH
+  go test -c -o "$paired/tokenize.test" ./tokenize || die "go test -c ./tokenize failed"
+  say "paired rounds ($BENCH_PAIRED_ROUNDS): tiktoken-rs and ours, gpt2 and cl100k_base on english and mixed"
+  for round in $(seq 1 "$BENCH_PAIRED_ROUNDS"); do
+    for m in gpt2 cl100k_base; do
+      for corpus in english mixed; do
+        f=$english
+        [ "$corpus" = mixed ] && f=$mixed
+        base=$paired/r$round-$m-$corpus
+        peer() { node tools/bench-peers.js --runs 1 --tokdir "$SHARED/tokenizers" --json "$base.json" --job "tiktoken-rs:$m:$f" 2>&1 | tee -a "$paired/peers.log" >&2; }
+        ours() {
+          (cd tokenize && BENCH_INPUTS=$inputs "$paired/tokenize.test" -test.run '^$' -test.bench "^BenchmarkEncode\$/^$m\$/^$corpus\$" \
+            -test.benchtime "$BENCH_TIME" -test.count 1 -test.cpu 1 -test.timeout "$BENCH_GO_TIMEOUT") > "$base.txt" 2>&1 || true
+          grep '^Benchmark' "$base.txt" >&2 || say "ours failed in round $round ($base.txt)"
+        }
+        if [ $((round % 2)) -eq 1 ]; then peer; ours; else ours; peer; fi
+      done
+    done
+  done
+fi
+
+# 4. Ours, on the same files.
 # run_go OUTFILE PKG ARGS...: go test with its output teed; a failing benchmark (e.g. an adversarial input given up
 # on as superlinear) is a goal failure the report shows, but no benchmark output at all means it did not build.
 run_go() {
@@ -148,15 +189,16 @@ BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokeni
 say "ours: ${go_cmds[6]}"
 BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench 'Decompress|ReadParallel' -benchtime 3x
 
-# 4. The report.
+# 5. The report.
 say "done in $(( $(date +%s) - start )) s; report:"
-cmds="# make bench (tools/bench.sh) with BENCH_ENGLISH_MB=$BENCH_ENGLISH_MB BENCH_HF_MB=$BENCH_HF_MB BENCH_TIME=$BENCH_TIME BENCH_COUNT=$BENCH_COUNT BENCH_RUNS=$BENCH_RUNS, SHARED=$SHARED
+cmds="# make bench (tools/bench.sh) with BENCH_ENGLISH_MB=$BENCH_ENGLISH_MB BENCH_HF_MB=$BENCH_HF_MB BENCH_TIME=$BENCH_TIME BENCH_COUNT=$BENCH_COUNT BENCH_RUNS=$BENCH_RUNS BENCH_PAIRED_ROUNDS=$BENCH_PAIRED_ROUNDS, SHARED=$SHARED
 $peers_cmd
+$paired_cmd
 $(printf '%s\n' "${go_cmds[@]}")"
 go run ./tools/benchreport -gobench "$out/go-encode.txt,$out/go-workers.txt,$out/go-load.txt,$out/go-loadproc.txt,$out/go-cli.txt,$out/go-e2e.txt,$out/go-decompress.txt" \
-  -peers "$peers_json" -inputs "$inputs" -note "$note" -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
+  -peers "$peers_json" -paired "$paired" -inputs "$inputs" -note "$note" -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
 
-# 6. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
+# 7. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
 # the report. BENCH_DATA=0 skips it.
 if [ "${BENCH_DATA:-1}" != 0 ]; then
   data_cmd="go test ./shards ./storage ./pipelines -run '^\$' -bench '^(BenchmarkWriter|BenchmarkReaderView|BenchmarkReaderTokens|BenchmarkVerify|BenchmarkWrite|BenchmarkRead|BenchmarkTokenizeRun)\$' -benchtime 3x -count 1"

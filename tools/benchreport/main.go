@@ -3,7 +3,7 @@
 // (tools/bench-peers.js --json) measured in the same run.
 //
 //	benchreport -gobench a.txt,b.txt -peers peers.json -inputs english=FILE,mixed=FILE,... \
-//	    [-cmd TEXT] [-note TEXT] [-go-version TEXT] [-loadavg-start TEXT] [-out report.md]
+//	    [-paired DIR] [-cmd TEXT] [-note TEXT] [-go-version TEXT] [-loadavg-start TEXT] [-out report.md]
 //
 // The table goes to stdout and to -out. With BENCH_STRICT=1 the exit status is 1 when a
 // goal FAILs or was not measured; otherwise it is 0 whatever the figures (2 on bad usage,
@@ -11,7 +11,8 @@
 //
 // Goals (issue 20), all per CPU-second on one core unless said:
 //   - GPT-2 and cl100k_base: ≥ 30× native tiktoken-rs on English (tinyshakespeare
-//     repeated), ≥ 10× on the mixed corpus; GPT-2 (and NeoX-20B): ≥ 100× HF tokenizers;
+//     repeated), ≥ 10× on the mixed corpus, judged on paired rounds (-paired, paired.go)
+//     where there are some; GPT-2 (and NeoX-20B): ≥ 100× HF tokenizers;
 //     the same ids (token count and ids hash) as every peer;
 //   - adversarial 1 MB inputs: ns/byte ≤ 5× that of normal-1MB (same tokenizer);
 //   - loading a named tokenizer < 30 ms; `tokenize encode` of an empty input < 50 ms of
@@ -127,6 +128,7 @@ func main() {
 	goVersion := flag.String("go-version", "", "go version")
 	loadStart := flag.String("loadavg-start", "", "loadavg before the run")
 	out := flag.String("out", "", "also write the report to `file`")
+	pairedDir := flag.String("paired", "", "the `directory` of the paired rounds against tiktoken-rs (tools/bench.sh)")
 	flag.Parse()
 	if *gobench == "" || *peersFile == "" || *inputs == "" {
 		fmt.Fprintln(os.Stderr, "usage: benchreport -gobench FILES -peers FILE -inputs NAME=FILE,... [-out FILE]")
@@ -160,6 +162,11 @@ func main() {
 		}
 	}
 
+	paired, err := readPaired(*pairedDir)
+	if err != nil {
+		fatal(err)
+	}
+
 	r := &report{}
 	r.printf("# Tokenizer performance (make bench)\n\n")
 	r.printf("%s, %s; %s; node %s; %s. Loadavg at the start %s. %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
@@ -167,7 +174,7 @@ func main() {
 	if *note != "" {
 		r.printf("%s\n\n", *note)
 	}
-	throughput(r, g, &p, files)
+	throughput(r, g, &p, files, paired)
 	adversarial(r, g)
 	loading(r, g)
 	commandLine(r, g)

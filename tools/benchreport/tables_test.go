@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,5 +28,54 @@ BenchmarkEncodeAdversarial/neox-20b/one-char-run 	100	 1000 ns/op	 8.0 ns/byte
 		if !ok || got != c.want {
 			t.Errorf("%s %s: %v %v, want %v", c.tok, c.in, got, ok, c.want)
 		}
+	}
+}
+
+// TestPaired: the rounds of a job are read from their two files, a round missing either
+// is left out, and the goal's ratio is the median of the rounds' ratios (not the ratio of
+// the medians), the peer's figure the round of median peer speed.
+func TestPaired(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peer := func(mb float64) string {
+		return fmt.Sprintf(`{"host":{"cpus":2},"results":[{"tool":"tiktoken-rs","model":"gpt2","file":"/x/english.txt","tokens":5,"ids_hash":"0000abcd","MB_per_cpu_s":%g}]}`, mb)
+	}
+	ours := func(mb float64) string {
+		return fmt.Sprintf("cpu: Test CPU\nBenchmarkEncode/gpt2/english 	3	 1000 ns/op	 %g MB/cpu-s	 5 tokens/op\n", mb)
+	}
+	// Round ratios 30, 20, 36: median 30. (Medians of each side, 300/10, would say 30 too;
+	// round 2 alone would say 20.)
+	write("r1-gpt2-english.json", peer(10))
+	write("r1-gpt2-english.txt", ours(300))
+	write("r2-gpt2-english.json", peer(12))
+	write("r2-gpt2-english.txt", ours(240))
+	write("r3-gpt2-english.json", peer(8))
+	write("r3-gpt2-english.txt", ours(288))
+	write("r4-gpt2-english.json", peer(9))               // no .txt: left out
+	write("r1-cl100k_base-mixed.json", `{"results":[]}`) // the peer failed: left out
+	write("r1-cl100k_base-mixed.txt", ours(100))
+	runs, err := readPaired(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs["gpt2/english"] == nil {
+		t.Fatalf("jobs %v, want gpt2/english only", runs)
+	}
+	pr := runs["gpt2/english"]
+	if len(pr.rounds) != 3 || pr.rounds[0].round != 1 || pr.rounds[2].round != 3 {
+		t.Fatalf("rounds %+v", pr.rounds)
+	}
+	if got := pr.ratio(); got != 30 {
+		t.Errorf("ratio %v, want 30", got)
+	}
+	if got := pr.peerMedian().MBPerCPU; got != 10 {
+		t.Errorf("peer's median %v, want 10", got)
+	}
+	if runs, err := readPaired(filepath.Join(dir, "none")); err != nil || len(runs) != 0 {
+		t.Errorf("missing directory: %v %v", runs, err)
 	}
 }
