@@ -198,7 +198,7 @@ $(printf '%s\n' "${go_cmds[@]}")"
 go run ./tools/benchreport -gobench "$out/go-encode.txt,$out/go-workers.txt,$out/go-load.txt,$out/go-loadproc.txt,$out/go-cli.txt,$out/go-e2e.txt,$out/go-decompress.txt" \
   -peers "$peers_json" -paired "$paired" -inputs "$inputs" -note "$note" -cmd "$cmds" -go-version "$(go version)" -loadavg-start "$loadavg_start" -out "$out/report.md"
 
-# 7. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
+# 6. Shards, storage and tokenize run (local disk and MinIO): raw go test output appended to
 # the report. BENCH_DATA=0 skips it.
 if [ "${BENCH_DATA:-1}" != 0 ]; then
   data_cmd="go test ./shards ./storage ./pipelines -run '^\$' -bench '^(BenchmarkWriter|BenchmarkReaderView|BenchmarkReaderTokens|BenchmarkVerify|BenchmarkWrite|BenchmarkRead|BenchmarkTokenizeRun)\$' -benchtime 3x -count 1"
