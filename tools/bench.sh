@@ -141,7 +141,12 @@ if [ "$BENCH_PAIRED_ROUNDS" -gt 0 ]; then
         f=$english
         [ "$corpus" = mixed ] && f=$mixed
         base=$paired/r$round-$m-$corpus
-        peer() { node tools/bench-peers.js --runs 1 --tokdir "$SHARED/tokenizers" --json "$base.json" --job "tiktoken-rs:$m:$f" 2>&1 | tee -a "$paired/peers.log" >&2; }
+        # A round whose peer or ours fails is left out of the median (no .json or no
+        # figure in the .txt); a job left without rounds is a goal "not measured".
+        peer() {
+          node tools/bench-peers.js --runs 1 --tokdir "$SHARED/tokenizers" --json "$base.json" --job "tiktoken-rs:$m:$f" 2>&1 | tee -a "$paired/peers.log" >&2 ||
+            say "tiktoken-rs failed in round $round (see $paired/peers.log)"
+        }
         ours() {
           (cd tokenize && BENCH_INPUTS=$inputs "$paired/tokenize.test" -test.run '^$' -test.bench "^BenchmarkEncode\$/^$m\$/^$corpus\$" \
             -test.benchtime "$BENCH_TIME" -test.count 1 -test.cpu 1 -test.timeout "$BENCH_GO_TIMEOUT") > "$base.txt" 2>&1 || true
