@@ -98,10 +98,7 @@ func (g *goBench) stat(name, unit string) (med, lo, hi float64, n int, ok bool) 
 		return 0, 0, 0, 0, false
 	}
 	slices.Sort(xs)
-	med = xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
+	med = medianOf(xs)
 	return med, xs[0], xs[len(xs)-1], len(xs), true
 }
 

@@ -27,8 +27,7 @@ type pairedRound struct {
 
 // pairedRun is what the rounds of one job (model, corpus) measured.
 type pairedRun struct {
-	model, corpus string
-	rounds        []pairedRound
+	rounds []pairedRound
 }
 
 // pairedFile names the files of one round of one job in the paired directory:
@@ -84,7 +83,7 @@ func readPaired(dir string) (map[string]*pairedRun, error) {
 		}
 		key := model + "/" + corpus
 		if runs[key] == nil {
-			runs[key] = &pairedRun{model: model, corpus: corpus}
+			runs[key] = &pairedRun{}
 		}
 		runs[key].rounds = append(runs[key].rounds, pairedRound{round: round, peer: p.Results[0], ours: ours})
 	}
