@@ -33,6 +33,10 @@ type Options struct {
 	// Sim, when set, runs the backend on a simulated GPU (kernels/cuda/sim) with
 	// simulated cuBLAS and NCCL instead of the libraries: --device cuda-sim.
 	Sim *SimOptions
+
+	// PTXDir, when set, is a folder of .ptx files that replace the embedded
+	// modules of the same names (ptx.go); empty: $GPTKIT_PTX_DIR, if set.
+	PTXDir string
 }
 
 // SimOptions describe the simulated GPU of Options.Sim.
@@ -79,8 +83,11 @@ type Backend struct {
 	ctx    cuContext
 	stream stream
 	fns    map[string]function
-	args   []uint64  // launch's argument buffer
-	prof   *profiler // set while Profile runs (profile.go)
+	// ptxReplaced names the modules loaded from Options.PTXDir instead of the
+	// embedded PTX ("attention.ptx from DIR"), for Name.
+	ptxReplaced string
+	args        []uint64  // launch's argument buffer
+	prof        *profiler // set while Profile runs (profile.go)
 	// profFLOPs is the FLOP count of the next launch, for a profile.
 	profFLOPs float64
 	mem       memory
@@ -174,7 +181,11 @@ func Open(o Options) (*Backend, error) {
 	if o.Sim != nil {
 		patch = o.Sim.PatchPTX
 	}
-	if b.fns, err = loadKernels(drv, b.info.DriverVersion, patch); err != nil {
+	dir := o.PTXDir
+	if dir == "" {
+		dir = os.Getenv(ptxDirEnv)
+	}
+	if b.fns, b.ptxReplaced, err = loadKernels(drv, b.info.DriverVersion, dir, patch); err != nil {
 		return nil, err
 	}
 	if real != nil {
@@ -193,6 +204,9 @@ func (b *Backend) Info() Info { return b.info }
 
 // Name implements kernels.Backend.
 func (b *Backend) Name() string {
+	if b.ptxReplaced != "" {
+		return fmt.Sprintf("cuda(%s, %s matmuls, %s)", b.info.Name, b.prec, b.ptxReplaced)
+	}
 	return fmt.Sprintf("cuda(%s, %s matmuls)", b.info.Name, b.prec)
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -30,6 +32,15 @@ func kernelEntries(src []byte) []string {
 	return out
 }
 
+// ptxDirEnv names a folder of .ptx files that replace the embedded modules of the
+// same names (Options.PTXDir): another version of a kernel timed on a GPU machine that
+// has no Go (tools/gpu/check.sh's ptx-ab stage runs GPT-2's step with the PTX of an
+// earlier commit against this build's), or a module compiled there by nvcc. Each file
+// must be a module of this build and define every kernel the embedded one does, with
+// the same parameters (the launches are this build's); the backend's name then says
+// which modules came from where.
+const ptxDirEnv = "GPTKIT_PTX_DIR"
+
 // ptxModules returns the embedded PTX files, sorted by name.
 func ptxModules() (map[string][]byte, []string, error) {
 	files, err := fs.Glob(ptxFS, "ptx/*.ptx")
@@ -51,13 +62,59 @@ func ptxModules() (map[string][]byte, []string, error) {
 	return out, names, nil
 }
 
+// replacePTX replaces modules of mods by the .ptx files of dir (ptxDirEnv) and returns
+// what it replaced, for the backend's name ("attention.ptx from DIR"); paths gets each
+// replaced module's file.
+func replacePTX(mods map[string][]byte, names []string, dir string, paths map[string]string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.ptx"))
+	if err == nil && len(files) == 0 {
+		err = errors.New("no .ptx file there")
+	}
+	if err != nil {
+		return "", fmt.Errorf("cuda: %s=%s: %w", ptxDirEnv, dir, err)
+	}
+	var replaced []string
+	for _, f := range files {
+		name := filepath.Base(f)
+		old, ok := mods[name]
+		if !ok {
+			return "", fmt.Errorf("cuda: %s: no module of this build is called %s (the modules: %s)", f, name, strings.Join(names, ", "))
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("cuda: %s: %w", ptxDirEnv, err)
+		}
+		has := map[string]bool{}
+		for _, k := range kernelEntries(src) {
+			has[k] = true
+		}
+		for _, k := range kernelEntries(old) {
+			if !has[k] {
+				return "", fmt.Errorf("cuda: %s lacks the kernel %s of the embedded %s; it must define every kernel the build launches", f, k, name)
+			}
+		}
+		mods[name] = src
+		paths[name] = f
+		replaced = append(replaced, name)
+	}
+	sort.Strings(replaced)
+	return strings.Join(replaced, ", ") + " from " + dir, nil
+}
+
 // loadKernels JIT-compiles every embedded module on the current context and looks
-// up every kernel of each (kernelEntries). patch, when set, may change a module's text
-// first (the simulator's mutation tests).
-func loadKernels(d driverAPI, driverVersion int, patch func(string, []byte) []byte) (map[string]function, error) {
+// up every kernel of each (kernelEntries). dir, when not empty, holds .ptx files that
+// replace embedded modules (replacePTX); replaced says which. patch, when set, may
+// change a module's text first (the simulator's mutation tests).
+func loadKernels(d driverAPI, driverVersion int, dir string, patch func(string, []byte) []byte) (_ map[string]function, replaced string, _ error) {
 	mods, names, err := ptxModules()
 	if err != nil {
-		return nil, fmt.Errorf("cuda: reading the embedded PTX: %w", err)
+		return nil, "", fmt.Errorf("cuda: reading the embedded PTX: %w", err)
+	}
+	paths := map[string]string{} // the replaced modules' files
+	if dir != "" {
+		if replaced, err = replacePTX(mods, names, dir, paths); err != nil {
+			return nil, "", err
+		}
 	}
 	fns := map[string]function{}
 	for _, name := range names {
@@ -68,18 +125,21 @@ func loadKernels(d driverAPI, driverVersion int, patch func(string, []byte) []by
 		mod, err := d.moduleLoad(name, src)
 		switch {
 		case errors.Is(err, Result(errUnsupportedPTXVers)) || errors.Is(err, Result(errNoBinaryForGPU)):
-			return nil, fmt.Errorf("cuda: %w: the driver (CUDA %d.%d) cannot JIT %s (PTX ISA 7.8, needs R520 / CUDA 11.8 or newer): %v; update the NVIDIA driver",
+			return nil, "", fmt.Errorf("cuda: %w: the driver (CUDA %d.%d) cannot JIT %s (PTX ISA 7.8, needs R520 / CUDA 11.8 or newer): %v; update the NVIDIA driver",
 				ErrDriverTooOld, driverVersion/1000, driverVersion%1000/10, name, err)
 		case err != nil:
-			return nil, fmt.Errorf("cuda: loading the PTX module %s: %w", name, err)
+			if p, ok := paths[name]; ok {
+				return nil, "", fmt.Errorf("cuda: loading the PTX module %s (%s): %w", p, ptxDirEnv, err)
+			}
+			return nil, "", fmt.Errorf("cuda: loading the PTX module %s: %w", name, err)
 		}
 		for _, k := range kernelEntries(src) {
 			f, err := d.moduleGetFunction(mod, k)
 			if err != nil {
-				return nil, fmt.Errorf("%w (in %s; rerun make ptx)", err, name)
+				return nil, "", fmt.Errorf("%w (in %s; rerun make ptx)", err, name)
 			}
 			fns[k] = f
 		}
 	}
-	return fns, nil
+	return fns, replaced, nil
 }

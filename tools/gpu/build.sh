@@ -11,6 +11,9 @@
 #   DIR/configs/*.yaml            the configs the check trains
 #   DIR/data/shakespeare          tiny Shakespeare, prepped (character ids)
 #   DIR/data-gpt2/shakespeare     tiny Shakespeare in GPT-2 tokens (338,025), for GPT-2 124M
+#   DIR/ptx-base/                 the PTX modules of commit PTX_BASE that differ from this build's,
+#                                 and BASE (the commit): check.sh's ptx-ab stage times GPT-2's step
+#                                 with them (GPTKIT_PTX_DIR) against this build's embedded PTX
 #   DIR/BUILD                     commit, date, Go version and sizes
 #   DIR.tgz                       the folder packed (gzip), for the device tool to carry
 #
@@ -43,6 +46,25 @@ echo "== tiny Shakespeare (offline: the text is built into prep)"
 echo "== tiny Shakespeare in GPT-2 tokens (for GPT-2 124M through bin/train)"
 "$dir/.prep" shakespeare -d "$dir/data-gpt2" --tokenizer gpt2 --progress off > /dev/null 2>"$dir/.prep.log" || { cat "$dir/.prep.log" >&2; exit 1; }
 rm -rf "$dir/.prep" "$dir/.prep.log" "$dir"/data*/shakespeare/downloads "$dir"/data*/shakespeare/index-cache
+
+# PTX_BASE: the commit whose kernels the ptx-ab stage runs against this build's; by
+# default the one before the flash kernels' double buffering (58d7b9f, not yet timed on
+# a GPU: keep it if the step is faster, else revert it). Empty: no ptx-ab stage.
+ptx_base=${PTX_BASE-58d7b9f^}
+if [ -n "$ptx_base" ]; then
+  if base=$(git rev-parse --verify -q "$ptx_base^{commit}" 2>/dev/null); then
+    mkdir -p "$dir/ptx-base"
+    for f in kernels/cuda/ptx/*.ptx; do
+      if git cat-file -e "$base:$f" 2>/dev/null && ! git show "$base:$f" | cmp -s - "$f"; then
+        git show "$base:$f" > "$dir/ptx-base/$(basename "$f")"
+      fi
+    done
+    echo "$base $(git log -1 --format=%s "$base" | cut -c1-120)" > "$dir/ptx-base/BASE"
+    echo "== PTX of $ptx_base for the ptx-ab stage: $(cd "$dir/ptx-base" && ls *.ptx 2>/dev/null | tr '\n' ' ')"
+  else
+    echo "== no commit $ptx_base in this clone (shallow?): no ptx-ab stage"
+  fi
+fi
 
 {
   echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"

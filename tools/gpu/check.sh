@@ -20,6 +20,10 @@
 #   shakespeare   200 steps of configs/shakespeare-char-gpu.yaml on the GPU and on the CPU: losses within 2%
 #   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step), then one
 #                 more step's GPU time kernel by kernel (GPTKIT_PROFILE)
+#   ptx-ab        GPT-2's step (as gpt2-ours) with the PTX modules of an earlier commit (tools/gpu/build.sh's
+#                 PTX_BASE, gpu-check/ptx-base/) in place of this build's, then with this build's again:
+#                 step times and the changed kernels' times side by side (dry: a bf16 model on cuda-sim,
+#                 whose losses the two PTX give)
 #   gpt2-train    GPT-2 124M through bin/train as a user runs it (configs/gpt2-124m.yaml, tiny
 #                 Shakespeare in GPT-2 tokens, batch B, 30 steps, an eval and a checkpoint at the
 #                 end): tokens/s from its metrics.jsonl against BenchmarkGPT2Step's
@@ -261,8 +265,20 @@ fact batch "$B"
 torch_ok=0
 [ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
 fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
+# ptx_ab CMD...: the ptx-ab stage, CMD with the earlier PTX and then this build's (ptx-ab.sh)
+base_ptx=$(cd "$pkg/ptx-base" 2>/dev/null && ls -- *.ptx 2>/dev/null | paste -sd' ')
+[ -n "$base_ptx" ] && fact ptx_base "$(cut -c1-12 "$pkg/ptx-base/BASE") ($base_ptx)"
+ptx_ab() {
+  if [ -z "$base_ptx" ]; then
+    skip ptx-ab "no earlier PTX in $pkg/ptx-base (tools/gpu/build.sh's PTX_BASE: $(head -c 80 "$pkg/ptx-base/BASE" 2>/dev/null || echo none))"
+    return
+  fi
+  run ptx-ab "$@"
+}
 if [ $dry = 0 ]; then
   GPTKIT_PROFILE=$logs/gpt2-ours-profile.log run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
+  ptx_ab 200 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "$logs/ptx-ab-profile.log" "" \
+    "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
   run gpt2-train 150 "$train" "${gtrain[@]}" --device cuda --batch-size "$B" --max-steps 30 --warmup-steps 3 \
     --lr-decay-steps 30 --eval-every 30 --eval-steps 2 --checkpoint-every 30 --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
   if [ $torch_ok = 1 ]; then
@@ -279,6 +295,10 @@ else
   run gpt2-train 120 "$train" "${gtrain[@]}" --device cuda-sim --n-layer 1 --n-head 2 --n-embd 32 --block-size 32 \
     --batch-size 2 --max-steps 3 --warmup-steps 1 --lr-decay-steps 3 --eval-every 3 --eval-steps 1 --checkpoint-every 3 \
     --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
+  ptx_ab 120 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "" "--out $work/ptx-ab-again" \
+    "$train" "${gtrain[@]}" --device cuda-sim --dtype bfloat16 --n-layer 1 --n-head 2 --n-embd 32 --block-size 128 \
+    --batch-size 1 --max-steps 2 --warmup-steps 1 --lr-decay-steps 2 --eval-every 2 --eval-steps 1 --checkpoint-every 2 \
+    --cache-dir "$work/cache-gpt2" --out "$work/ptx-ab"
   if [ $torch_ok = 1 ]; then
     run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile --profile
   else

@@ -78,6 +78,51 @@ def compare_curves(got, want, tol, window):
     return ok, text
 
 
+def profile_rows(text):
+    """The rows of a kernels/cuda Profile table: {op: milliseconds}."""
+    rows = {}
+    for m in re.finditer(r"^(\S.*?)\s{2,}(\d+)\s+([\d.]+)\s+[\d.]+%", text, re.M):
+        rows[m.group(1)] = float(m.group(3))
+    return rows
+
+
+def ptx_ab(work, stages, facts, dry, bench, verdict, details):
+    """The ptx-ab stage: this build's PTX against an earlier commit's (tools/gpu/ptx-ab.sh
+    ran the same command with each, the earlier first)."""
+    if stages.get("ptx-ab", {}).get("status") != "ok":
+        return
+    base = facts.get("ptx_base", "an earlier commit")
+    parts = re.split(r"^== this build's PTX$", log(work, "ptx-ab"), flags=re.M)
+    if dry:
+        old = read_metrics(os.path.join(work, "ptx-ab", "metrics.jsonl"))
+        new = read_metrics(os.path.join(work, "ptx-ab-again", "metrics.jsonl"))
+        if not old or not new or len(old) != len(new):
+            verdict("ptx-ab", False, "a run wrote no metrics, or fewer steps than the other")
+            return
+        worst = max(rel(o["loss"], n["loss"]) for o, n in zip(old, new))
+        same = "the same losses bit for bit" if worst == 0 else f"losses within {worst:.2g} (relative), not bit for bit"
+        verdict("ptx-ab", True, f"cuda-sim, bf16, {len(new)} steps of a one-layer model: {same} with the PTX of {base} as with this build's")
+        return
+    steps = [re.search(r"BenchmarkGPT2Step\S*\s+\d+\s+([\d.]+) ns/op", p) for p in parts]
+    if len(parts) != 2 or not all(steps):
+        verdict("ptx-ab", False, "no benchmark line for each PTX in the output")
+        return
+    old_ms, new_ms = (float(m.group(1)) / 1e6 for m in steps)
+    text = f"the PTX of {base}: {old_ms:.2f} ms/step; this build's: {new_ms:.2f}"
+    if "ours" in bench:
+        text += f" (and {bench['ours'][2]:.2f} in gpt2-ours: a spread of {rel(bench['ours'][2], new_ms):.1%})"
+    text += f"; this build's step {new_ms / old_ms - 1:+.1%} against the earlier's"
+    verdict("ptx-ab", True, text)
+    old, new = profile_rows(log(work, "ptx-ab-profile")), profile_rows(log(work, "gpt2-ours-profile"))
+    if old and new:
+        rows = ["| op | earlier PTX, ms | this build's, ms | change |", "|---|---|---|---|"]
+        for op in sorted(set(old) & set(new), key=lambda k: -new[k]):
+            if not op.startswith("gemm "):
+                rows.append(f"| {op} | {old[op]:.3f} | {new[op]:.3f} | {new[op] / old[op] - 1:+.1%} |" if old[op] else f"| {op} | 0 | {new[op]:.3f} | |")
+        details.append((f"This build's kernels against the PTX of {base} (one profiled step each; GEMMs, which are cuBLAS's, left out)",
+                        "\n".join(rows)))
+
+
 def tokens_per_s(metrics):
     xs = [m["tokens_per_s"] for m in metrics[5:] if m.get("tokens_per_s")] if metrics else []
     return statistics.median(xs) if xs else None
@@ -198,6 +243,7 @@ def main():
                 r["tokens_per_s"], 100 * r["mfu"], r["ms_per_step"], r.get("torch", "?"), ", tiny model on the CPU" if dry else ""))
         except (IndexError, ValueError, KeyError):
             verdict(name, False, "no JSON result line in the output")
+    ptx_ab(work, stages, facts, dry, bench, verdict, details)
     profiles = []
     ours = log(work, "gpt2-ours-profile")
     if ours.strip():
