@@ -223,14 +223,16 @@ func median(xs []float64) float64 {
 // is $BENCH_CLI_CORPUS repeated to size (default tinyshakespeare); the tokenizer
 // $BENCH_CLI_TOKENIZER (default gpt2), by name.
 //
-// The library runs in this process, warm from the rounds before (its caches filled from
-// the same text, the memory of the last round's ids reused), and the command always
-// cold; so each round also times the library's first EncodeBatch in a fresh process
-// (libraryFirstCall, tokenizer loaded and texts in memory before the clock starts):
-// lib_first_cpu_s, and first_overhead_pct the command's CPU against it. The three go in
-// one order in even rounds and the reverse in odd ones.
+// The library runs in this process, warm from the rounds before (a round before the
+// counted ones warms it: its caches filled from the same text, the memory of the last
+// round's ids reused), and the command always cold; so each round also times the
+// library's first EncodeBatch in a fresh process (libraryFirstCall, tokenizer loaded and
+// texts in memory before the clock starts): lib_first_cpu_s, and first_overhead_pct the
+// command's CPU against it. The three go in one order in even rounds and the reverse in
+// odd ones. Each figure is the median of the rounds' (the overheads: of each round's
+// ratio).
 //
-//	go test ./cmd/tokenize -run '^$' -bench CLIVsLibrary -benchtime 3x
+//	go test ./cmd/tokenize -run '^$' -bench CLIVsLibrary -benchtime 6x
 func BenchmarkCLIVsLibrary(b *testing.B) {
 	mb := 100
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CLI_MB")); err == nil && v > 0 {
@@ -294,33 +296,48 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 	} {
 		b.Run(tc.mode, func(b *testing.B) {
 			buildCLI(b)
-			var cli, lib, first time.Duration
-			for round := 0; b.Loop(); round++ {
+			// round times the command, the warm library and the library's first call,
+			// in one order in even rounds and the reverse in odd ones: the second of a
+			// pair runs after the first's work (its written files' writeback, say),
+			// which moved a pair of commands by a few percent (tools/ab_cpu.py).
+			round := func(i int) (cli, lib, first time.Duration) {
 				args := append(slices.Clone(tc.args), "--progress", "off")
 				if tc.mode == "run" {
-					out := filepath.Join(b.TempDir(), "out")
-					args = append(args, "--output", out)
+					args = append(args, "--output", filepath.Join(b.TempDir(), "out"))
 				}
 				steps := []func(){
-					func() { cli += runCLI(b, tc.in, false, args...).cpu },
-					func() { lib += library(tc.texts) },
-					func() { first += libraryFirstCall(b, tc.textFile, name) },
+					func() { cli = runCLI(b, tc.in, false, args...).cpu },
+					func() { lib = library(tc.texts) },
+					func() { first = libraryFirstCall(b, tc.textFile, name) },
 				}
-				// The reverse order in odd rounds: the second of a pair runs after
-				// the first's work (its written files' writeback, say), which moved
-				// a pair of commands by a few percent (tools/ab_cpu.py).
-				if round%2 == 1 {
+				if i%2 == 1 {
 					slices.Reverse(steps)
 				}
 				for _, step := range steps {
 					step()
 				}
+				return cli, lib, first
 			}
-			b.ReportMetric(cli.Seconds()/float64(b.N), "cli_cpu_s")
-			b.ReportMetric(lib.Seconds()/float64(b.N), "lib_cpu_s")
-			b.ReportMetric(first.Seconds()/float64(b.N), "lib_first_cpu_s")
-			b.ReportMetric(100*(cli.Seconds()/lib.Seconds()-1), "overhead_pct")
-			b.ReportMetric(100*(cli.Seconds()/first.Seconds()-1), "first_overhead_pct")
+			// One round before the counted ones: in it the library is not warm (its
+			// first EncodeBatch in this process took 1.47 s of CPU where the next took
+			// 0.52-0.59, session s40), which as one round of six moved the overhead
+			// by ten points either way.
+			round(1)
+			var clis, libs, firsts, over, overFirst []float64
+			for i := 0; b.Loop(); i++ {
+				cli, lib, first := round(i)
+				clis, libs, firsts = append(clis, cli.Seconds()), append(libs, lib.Seconds()), append(firsts, first.Seconds())
+				over = append(over, 100*(cli.Seconds()/lib.Seconds()-1))
+				overFirst = append(overFirst, 100*(cli.Seconds()/first.Seconds()-1))
+			}
+			// Medians of the rounds, the overheads of each round's own pair: one
+			// command run in eight took a third more CPU than the others (user and
+			// system time both; the VM's, not the command's).
+			b.ReportMetric(median(clis), "cli_cpu_s")
+			b.ReportMetric(median(libs), "lib_cpu_s")
+			b.ReportMetric(median(firsts), "lib_first_cpu_s")
+			b.ReportMetric(median(over), "overhead_pct")
+			b.ReportMetric(median(overFirst), "first_overhead_pct")
 			b.ReportMetric(float64(len(text))/1e6, "MB")
 		})
 	}
