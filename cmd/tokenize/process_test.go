@@ -320,8 +320,9 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 			}
 			// One round before the counted ones: in it the library is not warm (its
 			// first EncodeBatch in this process took 1.47 s of CPU where the next took
-			// 0.52-0.59, session s40), which as one round of six moved the overhead
-			// by ten points either way.
+			// 0.52-0.59, session s40), which as one round of six in a sum moved the
+			// overhead by up to twenty points (one run read −0.6% where others read
+			// +21%).
 			round(1)
 			var clis, libs, firsts, over, overFirst []float64
 			for i := 0; b.Loop(); i++ {

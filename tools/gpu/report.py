@@ -92,7 +92,6 @@ def ptx_ab(work, stages, facts, dry, bench, verdict, details):
     if stages.get("ptx-ab", {}).get("status") != "ok":
         return
     base = facts.get("ptx_base", "an earlier commit")
-    parts = re.split(r"^== this build's PTX$", log(work, "ptx-ab"), flags=re.M)
     if dry:
         old = read_metrics(os.path.join(work, "ptx-ab", "metrics.jsonl"))
         new = read_metrics(os.path.join(work, "ptx-ab-again", "metrics.jsonl"))
@@ -103,6 +102,7 @@ def ptx_ab(work, stages, facts, dry, bench, verdict, details):
         same = "the same losses bit for bit" if worst == 0 else f"losses within {worst:.2g} (relative), not bit for bit"
         verdict("ptx-ab", True, f"cuda-sim, bf16, {len(new)} steps of a one-layer model: {same} with the PTX of {base} as with this build's")
         return
+    parts = re.split(r"^== this build's PTX$", log(work, "ptx-ab"), flags=re.M)
     steps = [re.search(r"BenchmarkGPT2Step\S*\s+\d+\s+([\d.]+) ns/op", p) for p in parts]
     if len(parts) != 2 or not all(steps):
         verdict("ptx-ab", False, "no benchmark line for each PTX in the output")
