@@ -80,9 +80,9 @@ func numEpochs(sizes []int32, seqLen int, numSamples int64) (tpe, epochs, n int6
 			return 0, 0, 0, fmt.Errorf("loader: %d samples of %d tokens overflow", numSamples, seqLen)
 		}
 		need := numSamples*L + 1
-		epochs = (need + tpe - 1) / tpe
+		epochs = (need-1)/tpe + 1 // need >= 1: no overflow, as (need+tpe-1)/tpe had near 2^63
 	}
-	if epochs*int64(len(sizes)) > math.MaxInt32 {
+	if epochs > math.MaxInt32/int64(max(len(sizes), 1)) {
 		return 0, 0, 0, fmt.Errorf("loader: %d epochs of %d documents exceed int32 doc_idx", epochs, len(sizes))
 	}
 	if epochs > math.MaxInt64/tpe {

@@ -423,11 +423,26 @@ func checkIndex(x *Index, sizes []int32) error {
 			return fmt.Errorf("shuffle_idx holds %d, outside [0,%d)", j, n)
 		}
 	}
+	// Each sample_idx entry is a token of the stream of documents doc_idx orders, and
+	// each starts SeqLen tokens after the one before (a sample is SeqLen+1 tokens,
+	// sharing its last with the next one's first): in range one by one is not enough,
+	// AppendSpans would make spans of negative or excess length from entries out of
+	// step. starts[p] is the stream position of doc_idx[p]'s first token.
+	starts := make([]int64, len(x.DocIdx)+1)
+	for p, d := range x.DocIdx {
+		starts[p+1] = starts[p] + int64(sizes[d])
+	}
+	prev := int64(0)
 	for k := int64(0); k <= n; k++ {
 		p, off := x.SampleIdx[2*k], x.SampleIdx[2*k+1]
 		if p < 0 || int(p) >= len(x.DocIdx) || off < 0 || off >= max(sizes[x.DocIdx[p]], 1) {
 			return fmt.Errorf("sample_idx entry %d (%d,%d) is outside the documents", k, p, off)
 		}
+		at := starts[p] + int64(off)
+		if k > 0 && at-prev != int64(x.SeqLen) {
+			return fmt.Errorf("sample_idx entry %d (%d,%d) is %d tokens after the one before, not %d", k, p, off, at-prev, x.SeqLen)
+		}
+		prev = at
 	}
 	return nil
 }

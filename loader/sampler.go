@@ -97,9 +97,11 @@ func (s *Sampler) advance() (int64, error) {
 		return 0, err
 	}
 	g := s.GlobalMicro()
-	if end := s.Cursor.Consumed + g; end > s.Samples.Len() {
+	// Consumed > Len-g rather than Consumed+g > Len: a cursor read from a damaged
+	// checkpoint near 2^63 would wrap the sum.
+	if s.Cursor.Consumed > s.Samples.Len()-g {
 		return 0, fmt.Errorf("loader: the global micro-batch at sample %d needs samples up to %d, but there are only %d samples (raise the number of samples the index is built for)",
-			s.Cursor.Consumed, end, s.Samples.Len())
+			s.Cursor.Consumed, uint64(s.Cursor.Consumed)+uint64(g), s.Samples.Len())
 	}
 	first := s.Cursor.Consumed + int64(s.Rank)*int64(s.Micro)
 	s.Cursor.Consumed += g
