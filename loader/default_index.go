@@ -24,7 +24,8 @@ const defaultStream = 0x6770746b6974
 //
 // So a run reads every token of the split once per epoch before it reads any token
 // a second time (GPT-NeoX shuffles all epochs' documents together, and all
-// samples together), and Len is N (GPT-NeoX drops the last one). The random
+// samples together), but for the sample of each epoch that runs on into the next:
+// it reads up to L tokens of the next epoch's first document early. Len is N (GPT-NeoX drops the last one). The random
 // numbers come from a PCG-DXSM generator (math/rand/v2's PCG, whose sequence is
 // fixed) seeded with (seed, "gptkit"), drawn as Lemire's multiply-shift with
 // rejection, so an index is the same on every machine and Go release. It costs
