@@ -62,6 +62,12 @@ type Config struct {
 	TensorboardDir  string `key:"tensorboard_dir" help:"{DIR} for TensorBoard's event files, events.out.tfevents.* (GPT-NeoX's key; empty: the run directory out)"`
 	Resume          string `key:"resume" help:"{MODE}: auto (continue from the newest checkpoint in out, if any), none (start afresh; refuse an out holding checkpoints) or a checkpoint or run PATH"`
 	InitFrom        string `key:"init_from" help:"start from the weights in {DIR} (a Hugging Face GPT-2 directory, as export writes)"`
+
+	// Restarts is not a key: how many times the job was restarted before this attempt
+	// (the launcher's TORCHELASTIC_RESTART_COUNT, SLURM's SLURM_RESTART_COUNT). A
+	// restarted job runs its first command line again, so on a restart a resume other
+	// than auto continues from the newest checkpoint in out when out holds one.
+	Restarts int
 }
 
 // Default returns nanoGPT's train.py defaults (GPT-2 124M on OpenWebText), with

@@ -8,14 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gptkit/internal/redact"
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/train/checkpoint"
 	"gptkit/train/safetensors"
 )
 
@@ -192,6 +197,17 @@ func (m *Model) loadTensors(buf []float32, f *safetensors.File, prefix, file str
 
 // resumeTarget is the checkpoint directory cfg.Resume names ("" to start afresh).
 func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
+	if r := t.cfg.Resume; t.cfg.Restarts > 0 && r != "auto" {
+		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			t.log.Info("a restarted job: continuing from the newest checkpoint in out, not resume "+r+" (the first attempt's)",
+				"restarts", t.cfg.Restarts, "checkpoint", dir, "step", step)
+			return dir, nil
+		}
+	}
 	switch r := t.cfg.Resume; r {
 	case "none":
 		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
@@ -213,8 +229,33 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("train: resume %s: %w", r, err)
 		}
+		if sameRoot(dir, t.ckptRoot) {
+			// A rollback within this run: the checkpoints after dir are of the
+			// run it abandons.
+			aside, steps, err := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, dir)
+			if err != nil {
+				return "", fmt.Errorf("train: resume %s: %w\n---> HINT: move the newer checkpoints out of %s, or resume into another out directory", r, err, t.ckptRoot)
+			}
+			if aside != "" {
+				t.log.Warn("resuming from an earlier checkpoint of this run: its later checkpoints are moved aside, so that resume auto and the pruning of old checkpoints follow this run from here (delete them when they are no longer wanted)",
+					"steps", steps, "moved_to", aside)
+			}
+		}
 		return dir, nil
 	}
+}
+
+// sameRoot reports whether checkpoint directory dir lies directly in root.
+func sameRoot(dir, root string) bool {
+	if strings.HasPrefix(dir, "s3://") || strings.HasPrefix(root, "s3://") {
+		return path.Dir(strings.TrimRight(dir, "/")) == strings.TrimRight(root, "/")
+	}
+	a, err := os.Stat(filepath.Dir(strings.TrimRight(strings.TrimPrefix(dir, "file://"), "/")))
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(strings.TrimPrefix(root, "file://"))
+	return err == nil && os.SameFile(a, b)
 }
 
 // ReadState reads a checkpoint's trainer.json.
@@ -269,10 +310,7 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 		return nil, fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
 			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint)
 	}
-	if st.NumSamples != t.numSamples {
-		t.log.Warn("the run asks the loader for other sample counts than the checkpoint's run (max_steps, batch, eval_steps or world changed): the sample order after the checkpoint differs from an uninterrupted run's",
-			"checkpoint", st.NumSamples, "now", t.numSamples)
-	}
+	t.warnOrderChanges(st)
 	mf, err := readTensors(ctx, dir, ModelFile)
 	if err != nil {
 		return nil, err
@@ -338,4 +376,27 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 	}
 	m.SetParams(params)
 	return m, st, nil
+}
+
+// warnOrderChanges warns about each change since the checkpoint's run that makes the
+// samples after the checkpoint differ from an uninterrupted run's: the train samples
+// asked for (the index is built for that count), the seed (the shuffle, and the
+// dropout masks), the order and the split. The valid samples asked for (eval_steps)
+// do not move the train order.
+func (t *Trainer) warnOrderChanges(st *State) {
+	if was, now := st.NumSamples[loader.Train], t.numSamples[loader.Train]; was != now {
+		t.log.Warn("the run asks the loader for another number of train samples than the checkpoint's run (max_steps, batch_size, grad_accum or the world changed): the sample order after the checkpoint differs from an uninterrupted run's",
+			"checkpoint", was, "now", now)
+	}
+	if st.RNG.Seed != t.cfg.Seed {
+		t.log.Warn("seed differs from the checkpoint's run: the sample order and the dropout masks after the checkpoint differ from an uninterrupted run's",
+			"checkpoint", st.RNG.Seed, "now", t.cfg.Seed)
+	}
+	now := configMap(recordedConfig(t.cfg))
+	for _, key := range []string{"order", "split"} {
+		if was, ok := st.Config[key]; ok && was != now[key] {
+			t.log.Warn(key+" differs from the checkpoint's run: the samples after the checkpoint differ from an uninterrupted run's",
+				"checkpoint", was, "now", now[key])
+		}
+	}
 }

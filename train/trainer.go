@@ -139,18 +139,16 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 
 	// The data: every sample the run's steps consume, and the evaluation's.
-	t.numSamples[loader.Train] = int64(cfg.MaxSteps) * int64(B) * int64(cfg.GradAccum) * world
+	perStep := int64(B) * int64(cfg.GradAccum) * world
+	if int64(cfg.MaxSteps) > math.MaxInt64/perStep || int64(cfg.EvalSteps) > math.MaxInt64/(int64(B)*world) {
+		return nil, fmt.Errorf("train: max_steps %d or eval_steps %d times %d samples a step overflows the sample count", cfg.MaxSteps, cfg.EvalSteps, perStep)
+	}
+	t.numSamples[loader.Train] = int64(cfg.MaxSteps) * perStep
 	if cfg.EvalSteps > 0 {
 		t.numSamples[loader.Valid] = int64(cfg.EvalSteps) * int64(B) * world
 	}
-	t.data, err = loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: T, Seed: uint32(cfg.Seed), Order: cfg.Order,
-		Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
-		S3PathStyle: cfg.S3PathStyle, Logger: log})
-	if err != nil {
-		if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
-			return nil, fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
-		}
-		return nil, fmt.Errorf("train: open the data: %w", err)
+	if err := t.openData(ctx); err != nil {
+		return nil, err
 	}
 	t.tok = t.data.Tokenizer
 	vocab := cfg.VocabSize

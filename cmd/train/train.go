@@ -204,6 +204,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 			}()
 		}
 	}
+	cfg.Restarts = place.RestartCount
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
 	if comm == nil {
 		if err != nil {

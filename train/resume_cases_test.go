@@ -1,0 +1,182 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/kernels/cpu"
+	"gptkit/train/checkpoint"
+)
+
+// TestNeoXOrderEveryStep: under GPT-NeoX's order, whose index serves one sample
+// fewer than it holds, a run whose train or valid samples asked for are exactly
+// what the index holds (6000 train tokens: (6000-1)/64 = 93 samples of 64 = 31
+// steps of 3; 1500 valid tokens, four epochs of them: 93 samples = 31 evaluation
+// steps of 3) still
+// trains every step and evaluates, where the last step once failed for one sample.
+func TestNeoXOrderEveryStep(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.Order, cfg.BlockSize = "neox", 64
+	cfg.BatchSize, cfg.GradAccum, cfg.MaxSteps, cfg.LRDecaySteps = 3, 1, 31, 31
+	cfg.EvalEvery, cfg.EvalSteps, cfg.CheckpointEvery = 0, 31, 0 // valid: 4 epochs, (4×1500-1)/64 = 93
+	var logs bytes.Buffer
+	res, err := Run(context.Background(), cfg, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Step != 31 || res.ValLoss != res.ValLoss {
+		t.Fatalf("step %d, val loss %v; want 31 steps and an evaluation", res.Step, res.ValLoss)
+	}
+	if n := strings.Count(logs.String(), "one sample fewer"); n != 2 {
+		t.Errorf("%d warnings about GPT-NeoX's off-by-one, want 2 (train and valid):\n%s", n, logs.String())
+	}
+}
+
+// TestRestartResumesNewest: a restarted job (Restarts > 0) runs its first command
+// line again; with resume none or a PATH it continues from the newest checkpoint in
+// out, where the first attempt's command would refuse or go back to PATH.
+func TestRestartResumesNewest(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps = 10, 10
+	first, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSteps, cfg.LRDecaySteps = 12, 12
+	none := cfg
+	none.Resume = "none"
+	if _, err := Run(context.Background(), none, cpu.New(2), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "resume none") {
+		t.Fatalf("resume none over a run, first attempt: %v, want a refusal", err)
+	}
+	none.Restarts = 1
+	res, err := Run(context.Background(), none, cpu.New(2), Single{}, testLogger(t))
+	if err != nil || res.ResumedFrom != first.Checkpoint || res.Step != 12 {
+		t.Fatalf("resume none, restarted: from %q to step %d, %v; want from %q to 12", res.ResumedFrom, res.Step, err, first.Checkpoint)
+	}
+	cfg.MaxSteps, cfg.LRDecaySteps = 14, 14
+	byPath := cfg
+	byPath.Resume, byPath.Restarts = filepath.Join(cfg.Out, CheckpointsDir, checkpoint.DirName(5)), 2
+	res2, err := Run(context.Background(), byPath, cpu.New(2), Single{}, testLogger(t))
+	if err != nil || res2.ResumedFrom != res.Checkpoint || res2.Step != 14 {
+		t.Fatalf("resume PATH, restarted: from %q to step %d, %v; want from %q (the newest) to 14", res2.ResumedFrom, res2.Step, err, res.Checkpoint)
+	}
+}
+
+// TestRollbackSetsAside: resuming from an earlier checkpoint of the same run moves
+// the later ones aside, so that the rolled-back run's own checkpoints are what
+// resume auto continues from; another run's checkpoints are never touched.
+func TestRollbackSetsAside(t *testing.T) {
+	data := tinyDataset(t)
+	cfg := tinyConfig(t, data)
+	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(cfg.Out, CheckpointsDir)
+
+	// Another run starting from this run's step 10 leaves this run as it is.
+	other := tinyConfig(t, data)
+	other.Resume, other.MaxSteps, other.LRDecaySteps = filepath.Join(root, checkpoint.DirName(10)), 12, 12
+	if _, err := Run(context.Background(), other, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, step, err := checkpoint.Latest(context.Background(), root); err != nil || step != 20 {
+		t.Fatalf("another run resumed from step 10: this run's newest is step %d, %v; want 20", step, err)
+	}
+
+	// The rollback, interrupted at step 7.
+	back := cfg
+	back.Resume, back.LR = filepath.Join(root, checkpoint.DirName(5)), 5e-3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := NewTrainer(ctx, back, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.OnStep = func(m Metrics) {
+		if m.Step == 7 {
+			cancel()
+		}
+	}
+	res, err := tr.Train(ctx)
+	tr.Close()
+	if !errors.Is(err, context.Canceled) || res.Step != 7 {
+		t.Fatalf("rolled-back run: step %d, %v; want an interruption at 7", res.Step, err)
+	}
+	asides, _ := filepath.Glob(filepath.Join(root, checkpoint.AsidePrefix+"after-"+checkpoint.DirName(5)+"-*"))
+	if len(asides) != 1 {
+		t.Fatalf("set-aside directories %v, want one", asides)
+	}
+	for _, step := range []int64{10, 15, 20} {
+		if _, err := os.Stat(filepath.Join(asides[0], checkpoint.DirName(step))); err != nil {
+			t.Errorf("step %d not set aside: %v", step, err)
+		}
+	}
+	auto := back
+	auto.Resume = "auto"
+	got, err := Run(context.Background(), auto, cpu.New(2), Single{}, testLogger(t))
+	if err != nil || got.ResumedFrom != res.Checkpoint || got.Step != 20 {
+		t.Fatalf("resume auto after the rollback: from %q to step %d, %v; want from %q to 20", got.ResumedFrom, got.Step, err, res.Checkpoint)
+	}
+	ms := readMetricsFile(t, cfg.Out)
+	for i, m := range ms {
+		if m.Step != i+1 {
+			t.Fatalf("metrics.jsonl line %d is step %d", i+1, m.Step)
+		}
+	}
+}
+
+// TestResumeWarnsOrderChanges: a resume that changes what the samples after the
+// checkpoint are (the train samples asked for, the seed, the order, the split) warns
+// naming it; eval_steps alone does not move the train order and is not warned about.
+func TestResumeWarnsOrderChanges(t *testing.T) {
+	data := tinyDataset(t)
+	base := tinyConfig(t, data)
+	base.MaxSteps, base.LRDecaySteps = 6, 6
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		warn   string // "" for none
+	}{
+		{"nothing", func(c *Config) {}, ""},
+		{"eval_steps", func(c *Config) { c.EvalSteps = 3 }, ""},
+		{"max_steps", func(c *Config) { c.MaxSteps = 7 }, "number of train samples"},
+		{"seed", func(c *Config) { c.Seed = 8 }, "seed differs"},
+		{"order", func(c *Config) { c.Order = "neox" }, "order differs"},
+		{"split", func(c *Config) { c.Split = "970,29,1" }, "split differs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			cfg.Out = filepath.Join(t.TempDir(), "run")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tr, err := NewTrainer(ctx, cfg, cpu.New(2), Single{}, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.OnStep = func(m Metrics) {
+				if m.Step == 3 {
+					cancel()
+				}
+			}
+			if res, err := tr.Train(ctx); !errors.Is(err, context.Canceled) || res.Step != 3 {
+				t.Fatalf("first run: step %d, %v; want an interruption at 3", res.Step, err)
+			}
+			tr.Close()
+			tc.change(&cfg)
+			var logs bytes.Buffer
+			if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
+				t.Fatal(err)
+			}
+			w := logs.String()
+			if tc.warn == "" && strings.Contains(w, "differ") || tc.warn != "" && !strings.Contains(w, tc.warn) {
+				t.Errorf("warnings %q, want %q", w, tc.warn)
+			}
+		})
+	}
+}
