@@ -12,6 +12,7 @@ import (
 
 	"gptkit/prep"
 	"gptkit/shards"
+	"gptkit/storage"
 )
 
 // A run reads its inputs in order, and its output is in that order too: with several
@@ -62,8 +63,22 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The whole run's directory is this run's (as a run without parts locks it): a
+	// second run into it fails at once naming this one, not at the merge.
+	lock, err := storage.LockDir(ctx, r.Store, r.Dir, r.owner())
+	if err != nil {
+		return nil, RunStats{}, err
+	}
+	defer lock.Release()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	go func() {
+		select {
+		case <-lock.Lost():
+			cancel(lock.Check())
+		case <-ctx.Done():
+		}
+	}()
 	stats := make([]RunStats, k)
 	manifests := make([]*shards.Manifest, k)
 	errs := make([]error, k)

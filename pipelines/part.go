@@ -43,6 +43,9 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	top, err := shards.ReadManifest(ctx, r.Store, r.Dir)
 	switch {
 	case err == nil && top.Part == nil && top.Source["job"] == runJob && !r.Overwrite:
+		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, top); perr != nil {
+			return nil, stats, fmt.Errorf("%s holds this run's merged dataset, but it is damaged (%v); pass --overwrite to make it again", r.where(), perr)
+		}
 		stats = ManifestStats(top)
 		stats.PartDir, stats.AlreadyComplete, stats.AlreadyMerged, stats.Elapsed = shards.PartDir(i, w), true, true, time.Since(t0)
 		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", top.Documents, "tokens", top.Tokens)

@@ -250,7 +250,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	}
 
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
-	sameJob := err == nil && r.Resume && old.Source["job"] == job
+	sameJob := err == nil && r.Resume && (old.Source["job"] == job || r.samePart(old))
 	damaged := "" // a finished dataset of this job that is no longer whole is made again
 	if sameJob && !r.Overwrite {
 		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, old); perr != nil {
@@ -278,7 +278,23 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		if !r.Overwrite {
 			return nil, stats, err
 		}
-		old = nil // a broken manifest is replaced too
+	}
+	// A dataset made again (--overwrite, or a damaged one of this job) loses its
+	// manifest before the first shard is written: its shards are replaced under the
+	// same names, and a run that fails part way must leave no manifest over shards that
+	// no longer match it. The new manifest is then written as a new one (a broken one,
+	// which has no version to match, is replaced too), and once it is, the replaced
+	// dataset's shards it does not list are removed.
+	var replaced *shards.Manifest
+	if err == nil || !errors.Is(err, shards.ErrMissing) {
+		if err == nil {
+			replaced = old
+		}
+		if derr := r.Store.Delete(ctx, shards.ManifestKey(r.Dir)); derr != nil {
+			return nil, stats, fmt.Errorf("replace the dataset in %s: remove its manifest: %w", r.where(), derr)
+		}
+		log.Info("replacing the dataset: its manifest is removed until the new one is written", "dataset", r.where())
+		old = nil
 	}
 
 	workers := r.Workers
@@ -332,6 +348,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		return nil, stats, err
 	}
 	r.event("manifest")
+	r.removeReplacedShards(ctx, replaced, m, log)
 	if r.Resume {
 		if err := r.Store.Delete(ctx, r.journalKey()); err != nil {
 			log.Warn("could not remove the journal (the next run ignores it)", "err", err)
@@ -541,4 +558,40 @@ func (r *TokenizeRun) where() string {
 		return r.Store.String()
 	}
 	return r.Store.String() + "/" + r.Dir
+}
+
+// removeReplacedShards removes the files of the shards of replaced, the dataset this
+// run made again, that m, its new manifest, does not list (a smaller --shard-size
+// before, say), so that the directory holds one dataset and `shards verify` finds
+// no leftovers. A failure only warns: the new dataset is complete.
+func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *shards.Manifest, log *slog.Logger) {
+	if replaced == nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, s := range m.Shards {
+		keep[shards.ShardKey(r.Dir, s)] = true
+	}
+	for _, s := range replaced.Shards {
+		key := shards.ShardKey(r.Dir, s)
+		if keep[key] {
+			continue
+		}
+		for _, ext := range []string{".bin", ".idx"} {
+			if err := r.Store.Delete(ctx, key+ext); err != nil && !errors.Is(err, storage.ErrNotExist) {
+				log.Warn("could not remove a shard of the replaced dataset", "key", key+ext, "err", err)
+			}
+		}
+	}
+}
+
+// samePart reports whether old is the manifest of the part r runs, finished by the
+// same run (the same run-wide job, index and count). A part's own job identifies its
+// inputs by size and modification time too, which the run's leaves out (nodes read
+// their own copies of the inputs) and shards.MergeParts does not check: so a finished
+// part is not refused, or made again, for an input's mtime alone. (A part stopped part
+// way resumes only with its own job the same.)
+func (r *TokenizeRun) samePart(old *shards.Manifest) bool {
+	return r.part != nil && old.Part != nil && old.Part.Job == r.part.Job &&
+		old.Part.Index == r.part.Index && old.Part.Count == r.part.Count
 }

@@ -97,7 +97,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec,
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
-		AcceptTruncated: *acceptTrunc,
+		AcceptTruncated: *acceptTrunc, Resume: true,
 	}
 	switch {
 	case partitioned:

@@ -173,3 +173,30 @@ func TestRunLocalParts(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRerun: `tokenize run` is resumable (pipelines TestResumeAfterKill: a killed
+// run's rerun keeps its shards): the same command over its finished dataset reports it
+// (exit 0, the same counts), and another job over the dataset is refused.
+func TestRunRerun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.jsonl")
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, "{\"text\": \"document %d %s\"}\n", i, strings.Repeat("more words ", 1+i%9))
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	out := filepath.Join(dir, "out")
+	args := []string{"run", "--input", in, "--output", out, "--name", "a", "--tokenizer", "gpt2", "--shard-size", "2KB", "--progress", "off"}
+	code, first, errOut := runTokenize(t, "", args...)
+	if code != 0 {
+		t.Fatalf("first run: %s", errOut)
+	}
+	code, again, errOut := runTokenize(t, "", args...)
+	if code != 0 || again != first || !strings.Contains(errOut, "already complete") {
+		t.Fatalf("rerun: exit %d, %q (first %q)\n%s", code, again, first, errOut)
+	}
+	other := append(append([]string(nil), args...), "--append-eod=false")
+	if code, _, errOut := runTokenize(t, "", other...); code == 0 || !strings.Contains(errOut, "different job") {
+		t.Fatalf("another job over the dataset: exit %d\n%s", code, errOut)
+	}
+}

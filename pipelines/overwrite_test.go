@@ -1,0 +1,106 @@
+package pipelines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// overwriteInput writes n JSONL documents to dir/name, the line bad (from 1, 0 for
+// none) holding a text that is no string.
+func overwriteInput(t *testing.T, dir, name string, n, bad int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i == bad {
+			b.WriteString("{\"text\": 5}\n")
+			continue
+		}
+		fmt.Fprintf(&b, "{\"text\": \"document %d %s\"}\n", i, strings.Repeat("words and more words ", 1+i%13))
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// shardFiles lists the .bin and .idx keys of st.
+func shardFiles(t *testing.T, st storage.Store) []string {
+	t.Helper()
+	infos, err := st.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, in := range infos {
+		if strings.HasSuffix(in.Key, ".bin") || strings.HasSuffix(in.Key, ".idx") {
+			keys = append(keys, in.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestOverwriteReplacesWhole: --overwrite over a dataset of many shards with one of
+// fewer leaves only the new shards (`shards verify` once failed on the old ones); over
+// a manifest that is not JSON it succeeds (it once failed after all the work, blaming
+// another writer); and a replacing run that fails part way leaves no manifest over
+// shards it had already replaced, rather than the old one.
+func TestOverwriteReplacesWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	good := overwriteInput(t, dir, "good.jsonl", 600, 0)
+	out := filepath.Join(dir, "out")
+	st := dirStore(t, out)
+	small := &TokenizeRun{Inputs: []string{good}, Store: st, Name: "a", Tokenizer: gpt2(t), AppendEOD: true, ShardBytes: 4 << 10, Resume: true}
+	if _, _, err := small.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(shardFiles(t, st)); n < 8 {
+		t.Fatalf("%d shard files, want several shards", n)
+	}
+
+	big := *small
+	big.ShardBytes, big.Overwrite = 0, true
+	m, _, err := big.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range m.Shards {
+		key := shards.ShardKey("", s)
+		want = append(want, key+".bin", key+".idx")
+	}
+	slices.Sort(want)
+	if got := shardFiles(t, st); !slices.Equal(got, want) {
+		t.Fatalf("after --overwrite: shard files %v, want the new manifest's %v", got, want)
+	}
+	if problems, err := shards.Verify(ctx, st, ""); err != nil || len(problems) > 0 {
+		t.Fatalf("verify after --overwrite: %v %v", problems, err)
+	}
+
+	if err := os.WriteFile(filepath.Join(out, shards.ManifestName), []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := big.Run(ctx); err != nil {
+		t.Fatalf("--overwrite over a manifest that is not JSON: %v", err)
+	}
+
+	failing := *small
+	failing.Inputs, failing.Overwrite = []string{overwriteInput(t, dir, "bad.jsonl", 600, 301)}, true
+	if _, _, err := failing.Run(ctx); err == nil || !strings.Contains(err.Error(), "line 301") {
+		t.Fatalf("a replacing run over a bad line: %v, want an error naming line 301", err)
+	}
+	if _, err := shards.ReadManifest(ctx, st, ""); !errors.Is(err, shards.ErrMissing) {
+		t.Fatalf("a replacing run that failed left a manifest: %v", err)
+	}
+}

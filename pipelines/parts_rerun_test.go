@@ -1,0 +1,66 @@
+package pipelines
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gptkit/shards"
+	"gptkit/storage"
+)
+
+// TestFinishedPartTouchedInput: a finished part rerun after an input's modification time
+// alone changed (a copy, a touch) is complete, as shards.MergeParts takes it, rather
+// than "made by a different job".
+func TestFinishedPartTouchedInput(t *testing.T) {
+	ctx := context.Background()
+	corpusDir := t.TempDir()
+	splitCorpus(t, corpusDir)
+	out := t.TempDir()
+	if _, _, err := partRun(t, corpusDir, out, 0, 2).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(corpusDir, "a.jsonl"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	_, stats, err := partRun(t, corpusDir, out, 0, 2).Run(ctx)
+	if err != nil || !stats.AlreadyComplete {
+		t.Fatalf("rerun of a finished part after a touch: complete %v, %v", stats.AlreadyComplete, err)
+	}
+}
+
+// TestLocalPartsRerunDamaged: a --parts run whose merged dataset lost a shard is not
+// reported complete on its rerun: the rerun fails naming the damage and --overwrite.
+// And a --parts run holds the whole run's directory: a second run into it fails at
+// once, naming the first writer.
+func TestLocalPartsRerunDamaged(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	out := t.TempDir()
+	run := stripedJob(t, splits, out)
+	run.Workers, run.LocalParts = 4, 2
+	m, _, err := run.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out, shards.ShardKey("", m.Shards[0])+".bin")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("rerun over a merged dataset missing a shard: %v, want an error naming the damage", err)
+	}
+
+	lock, err := storage.LockDir(ctx, dirStore(t, out), "", storage.LockOwner("another run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	run.Overwrite = true
+	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "another run") {
+		t.Fatalf("--parts into a directory another run holds: %v, want an error naming it", err)
+	}
+}
