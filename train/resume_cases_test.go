@@ -180,3 +180,21 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestOutLocked: a second trainer writing the same out fails at once naming the first
+// (their metrics, checkpoints and pruning would mix); once the first is closed, it runs.
+func TestOutLocked(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps = 3, 3
+	first, err := NewTrainer(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTrainer(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "another train writes") {
+		t.Fatalf("a second trainer on the same out: %v, want a refusal", err)
+	}
+	first.Close()
+	if _, err := Run(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+}

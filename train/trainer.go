@@ -13,6 +13,7 @@ import (
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/train/tensorboard"
 )
 
@@ -62,6 +63,7 @@ type Trainer struct {
 	tok        shards.TokenizerInfo
 	sampler    *loader.Sampler
 	numSamples [3]int64
+	outLock    *storage.Lock // rank 0's hold on cfg.Out
 
 	step        int    // optimizer steps done
 	saved       int    // the step of the newest checkpoint (-1: none)
@@ -133,6 +135,9 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	rank0 := coll.Rank() == 0
 	var ckpt string
 	if rank0 {
+		if err := t.lockOut(ctx); err != nil {
+			return nil, err
+		}
 		if ckpt, err = t.resumeTarget(ctx); err != nil {
 			return nil, err
 		}
@@ -378,7 +383,31 @@ func (t *Trainer) Close() error {
 		errs = append(errs, t.data.Close())
 		t.data = nil
 	}
+	if t.outLock != nil {
+		errs = append(errs, t.outLock.Release())
+		t.outLock = nil
+	}
 	return errors.Join(errs...)
+}
+
+// lockOut makes the run directory this trainer's (rank 0's) until Close: a second
+// train writing the same out (its metrics, its checkpoints, their pruning) fails at
+// once, naming the first (storage.LockDir: flock(2), dropped when the process ends,
+// however it ends, so a killed run never blocks its rerun).
+func (t *Trainer) lockOut(ctx context.Context) error {
+	if err := os.MkdirAll(t.cfg.Out, 0o755); err != nil {
+		return fmt.Errorf("train: create the run directory: %w", err)
+	}
+	st, err := storage.Open(ctx, t.cfg.Out, storage.Options{})
+	if err != nil {
+		return fmt.Errorf("train: the run directory: %w", err)
+	}
+	lock, err := storage.LockDir(ctx, st, "", storage.LockOwner("train --out "+t.cfg.Out))
+	if err != nil {
+		return fmt.Errorf("train: %w\n---> HINT: another train writes this run directory: wait for it to end, or give this run another --out", err)
+	}
+	t.outLock = lock
+	return nil
 }
 
 // Memory is what this rank holds on its backend.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -84,6 +85,33 @@ func TestSaveReplacesTheSameStep(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "model.bin")); !os.IsNotExist(err) {
 		t.Fatalf("model.bin of the replaced checkpoint is still there: %v", err)
+	}
+}
+
+// TestReplaceHasNoGap: on Linux the replacement is one exchange of the two directories:
+// the two-rename way, between whose renames a crash left the step only under .tmp-
+// names (which prune then removed), is not taken, and nothing is left over.
+func TestReplaceHasNoGap(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RENAME_EXCHANGE is Linux's")
+	}
+	root := t.TempDir()
+	saveSteps(t, root, 0, 7)
+	defer func(h func(string)) { hook = h }(hook)
+	hook = func(point string) {
+		if point == "replaced-aside" {
+			t.Error("replaced in two renames")
+		}
+	}
+	files := []File{{Name: "only.bin", Write: func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }}}
+	if _, err := Save(ctx, root, 7, files, 3); err != nil {
+		t.Fatal(err)
+	}
+	des, _ := os.ReadDir(root)
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), ".") {
+			t.Errorf("leftover %s", de.Name())
+		}
 	}
 }
 

@@ -96,11 +96,31 @@ func (b *localBackend) save(ctx context.Context, step int64, files []File) (stri
 	dst := filepath.Join(b.root, name)
 	var replaced string
 	if _, err := os.Lstat(dst); err == nil {
-		replaced = filepath.Join(b.root, tmpPrefix+"replaced-"+name+"-"+randomSuffix())
 		b.log.Warn("checkpoint: replacing an existing checkpoint of the same step", "dir", dst)
+		// Swapped in one step where the file system can, there is no moment without a
+		// complete checkpoint of the step: tmp then holds the old one (a .tmp- name,
+		// which prune removes if this process dies first).
+		swapped, err := exchange(tmp, dst)
+		if err != nil {
+			return "", fmt.Errorf("replacing %s: %w", dst, err)
+		}
+		if swapped {
+			published = true
+			hook("published")
+			if err := syncDir(b.root); err != nil {
+				return "", err
+			}
+			if err := os.RemoveAll(tmp); err != nil {
+				return "", fmt.Errorf("removing the replaced checkpoint %s: %w", tmp, err)
+			}
+			return dst, nil
+		}
+		// Else in two renames: between them only the .tmp- names hold the step.
+		replaced = filepath.Join(b.root, tmpPrefix+"replaced-"+name+"-"+randomSuffix())
 		if err := os.Rename(dst, replaced); err != nil {
 			return "", fmt.Errorf("moving the existing %s aside: %w", dst, err)
 		}
+		hook("replaced-aside")
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return "", fmt.Errorf("publishing %s: %w", dst, err)
