@@ -92,22 +92,7 @@ func TestRollbackSetsAside(t *testing.T) {
 	// The rollback, interrupted at step 7.
 	back := cfg
 	back.Resume, back.LR = filepath.Join(root, checkpoint.DirName(5)), 5e-3
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tr, err := NewTrainer(ctx, back, cpu.New(2), Single{}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.OnStep = func(m Metrics) {
-		if m.Step == 7 {
-			cancel()
-		}
-	}
-	res, err := tr.Train(ctx)
-	tr.Close()
-	if !errors.Is(err, context.Canceled) || res.Step != 7 {
-		t.Fatalf("rolled-back run: step %d, %v; want an interruption at 7", res.Step, err)
-	}
+	res := trainInterrupted(t, back, 7)
 	asides, _ := filepath.Glob(filepath.Join(root, checkpoint.AsidePrefix+"after-"+checkpoint.DirName(5)+"-*"))
 	if len(asides) != 1 {
 		t.Fatalf("set-aside directories %v, want one", asides)
@@ -153,21 +138,7 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			cfg.Out = filepath.Join(t.TempDir(), "run")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			tr, err := NewTrainer(ctx, cfg, cpu.New(2), Single{}, testLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr.OnStep = func(m Metrics) {
-				if m.Step == 3 {
-					cancel()
-				}
-			}
-			if res, err := tr.Train(ctx); !errors.Is(err, context.Canceled) || res.Step != 3 {
-				t.Fatalf("first run: step %d, %v; want an interruption at 3", res.Step, err)
-			}
-			tr.Close()
+			trainInterrupted(t, cfg, 3)
 			tc.change(&cfg)
 			var logs bytes.Buffer
 			if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
@@ -197,4 +168,27 @@ func TestOutLocked(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
+}
+
+// trainInterrupted trains cfg on the cpu kernels until step, interrupts it there (which
+// saves a checkpoint) and returns its result.
+func trainInterrupted(t *testing.T, cfg Config, step int) *Result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := NewTrainer(ctx, cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.OnStep = func(m Metrics) {
+		if m.Step == step {
+			cancel()
+		}
+	}
+	res, err := tr.Train(ctx)
+	if !errors.Is(err, context.Canceled) || res.Step != step {
+		t.Fatalf("run of %s: step %d, %v; want an interruption at %d", cfg.Out, res.Step, err, step)
+	}
+	return res
 }
