@@ -15,7 +15,7 @@ var tricky = []string{
 	"IT'S", "it's", "it''s", " 's", "'s", "'ll've're", "x'", "'", "''", "don’t",
 	"\r\n", "a\r\nb", "   \n  x", "x   ", "\t\t", "\u3000x", "\u2028y", "\u0085z",
 	"123 4567 89", " 3.14159", "１２３", "e\u0301", "<|endoftext|>", "x<|endoftext|> y",
-	"<|endoftext|><|endoftext|>", "<|padding|>", "<|endoftext", "a  's", "                         x",
+	"<|endoftext|><|endoftext|>", "<|padding|>", "<|endoftext", "<|endoftext|>_x", "<|endoftext|>.\nx", "a  's", "                         x",
 	"                          x", "😀😀 😀", "\x00\x01\x7f", "\U0001e5d0 \U00016100", "ſ's 'S 'ſ",
 	strings.Repeat("a", 3000), strings.Repeat(" ", 700) + "b", strings.Repeat("ab1!", 500),
 	strings.Repeat("\u00e9", 400), "\xff\xfe bad \xe2\x82 utf8 \xed\xa0\x80",

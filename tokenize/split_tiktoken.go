@@ -127,11 +127,19 @@ func cl100kBlock(w *classWindow, s string, B, after int, carry blockCarry) (uint
 	L, N, S, NL, SP := cur[classLetter], cur[classNumber], cur[classSpace], cur[blockCRLF], cur[blockSpaceChar]
 	O := ^(L | N | S) & c.valid // (the padding after the text is no character)
 	WO := S &^ NL
+	var at uint64 // the bit of after, when it is in this block
+	if after >= B {
+		at = 1 << uint(after-B)
+	}
 	bL, bS, bSP, bNL := c.before(classLetter), c.before(classSpace), c.before(blockSpaceChar), c.before(blockCRLF)
 	bO := ^(bL | c.before(classNumber) | bS)
 	if c.prev == nil {
 		bO &^= 1 // no byte before the text
 	}
+	// Nor is there one before after, as the pattern (which looks at no byte before a
+	// match) splits from a piece start: the byte there may be an added token's last
+	// ("<|endoftext|>_x" splits its text "_x" as "_x", not after an O run).
+	bL, bS, bSP, bNL, bO = bL&^at, bS&^at, bSP&^at, bNL&^at, bO&^at
 	aL, aS := c.after(classLetter), c.after(classSpace)
 	aO := O >> 1
 	if c.next != nil {
@@ -146,10 +154,6 @@ func cl100kBlock(w *classWindow, s string, B, after int, carry blockCarry) (uint
 	starts |= WO &^ aS & c.validNext
 
 	// Groups of three numbers.
-	var at uint64 // the bit of after, when it is in this block
-	if after >= B {
-		at = 1 << uint(after-B)
-	}
 	X := N&^c.before(classNumber) | at&N
 	if d := carry.digitStart; d != 0 && N&(d<<1-1) == d<<1-1 {
 		X |= d
