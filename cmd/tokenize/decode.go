@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"gptkit/internal/cli"
 	"io"
+	"unsafe"
 
 	"gptkit/tokenize"
 )
@@ -79,7 +80,9 @@ func parseIDs(line []byte, ids *[]int, tok *tokenize.Tokenizer) error {
 	if trimmed[0] != '[' {
 		return fmt.Errorf("not a JSON array of ids (it starts with %q)", truncate(trimmed, 20))
 	}
-	if err := json.Unmarshal(trimmed, ids); err != nil {
+	// As idValues: json leaves an int it is given null for as it was, which in the
+	// reused array was the previous line's id.
+	if err := json.Unmarshal(trimmed, (*[]idValue)(unsafe.Pointer(ids))); err != nil {
 		return fmt.Errorf("not a JSON array of integer ids: %v", err)
 	}
 	for _, id := range *ids {
@@ -91,4 +94,14 @@ func parseIDs(line []byte, ids *[]int, tok *tokenize.Tokenizer) error {
 		}
 	}
 	return nil
+}
+
+// idValue is an id in a JSON array that decode reads: an integer, not null.
+type idValue int
+
+func (v *idValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return errors.New("null is not an id")
+	}
+	return json.Unmarshal(b, (*int)(v))
 }

@@ -304,6 +304,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"id past the vocabulary", "[2]\n[2,28]\n", "\"a\"\n", []string{"stdin line 2: id 28 is outside the vocabulary", "0..27"}},
 		{"negative id", "[-1]\n", "", []string{"stdin line 1: id -1"}},
 		{"empty line", "[2]\n\n[3]\n", "\"a\"\n", []string{"stdin line 2: empty line"}},
+		// json keeps an int it is given null for as it was: the previous line's id.
+		{"null id", "[2]\n[null]\n", "\"a\"\n", []string{"stdin line 2:", "null is not an id"}},
+		{"null among ids", "[2,3]\n[2,null]\n", "\"ab\"\n", []string{"stdin line 2:", "null is not an id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
