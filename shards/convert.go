@@ -303,16 +303,22 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 		}
 	}()
 	seen := map[string]bool{}
-	for _, file := range files {
+	var open pendingDoc // a document of one llm.c file that goes on in the next
+	for k, file := range files {
 		prefix := strings.TrimSuffix(filepath.Base(file), ".bin") + "_text_document"
 		if seen[prefix] {
 			return nil, fmt.Errorf("shards: import: two inputs are named %s; rename one", filepath.Base(file))
 		}
 		seen[prefix] = true
-		info, dt, err := importFile(ctx, st, join(dir, prefix), file, o)
+		// llm.c fills each file of a split to its size, so a document runs on from one
+		// file into the next of the split (NAME_SPLIT_000001.bin, _000002, ...): split
+		// at EOD, it goes whole into the shard of the file where it ends.
+		last := o.Format != LLMC || !o.SplitAtEOD || k+1 == len(files) || llmcSeries(files[k+1]) != llmcSeries(file)
+		info, dt, err := importFile(ctx, st, join(dir, prefix), file, o, &open, last)
 		if err != nil {
 			return nil, err
 		}
+		info.Split = importSplit(o.Format, file)
 		infos = append(infos, info)
 		if m == nil {
 			m = NewManifest(o.Tokenizer, dt, src)
@@ -332,8 +338,45 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 	return m, nil
 }
 
-// importFile converts one token file into the shard prefix.
-func importFile(ctx context.Context, st storage.Store, prefix, file string, o ImportOptions) (ShardInfo, DType, error) {
+// pendingDoc is a document that splitTokens has begun and not ended: the ids so far,
+// and whether its EOD (llm.c's, at its start) goes at its end.
+type pendingDoc struct {
+	ids         []int
+	endsWithEOD bool
+}
+
+// llmcSeries is an llm.c file's name without its directory, ".bin" and the index that
+// numbers the files of a split (tiny_train_000002.bin: tiny_train).
+func llmcSeries(file string) string {
+	base := strings.TrimSuffix(filepath.Base(file), ".bin")
+	if i := strings.LastIndexByte(base, '_'); i > 0 && strings.Trim(base[i+1:], "0123456789") == "" && i+1 < len(base) {
+		return base[:i]
+	}
+	return base
+}
+
+// importSplit is the split a token file holds, by its name: nanoGPT's train.bin and
+// val.bin, llm.c's NAME_train_NNNNNN.bin and NAME_val_NNNNNN.bin; "" (train) for other
+// names.
+func importSplit(f Format, file string) string {
+	base := strings.TrimSuffix(filepath.Base(file), ".bin")
+	if f == LLMC {
+		base = llmcSeries(file)
+		if i := strings.LastIndexByte(base, '_'); i >= 0 {
+			base = base[i+1:]
+		}
+	}
+	switch base {
+	case "val", "test":
+		return base
+	}
+	return ""
+}
+
+// importFile converts one token file into the shard prefix. open is the document the
+// file before left open (llm.c, split at EOD), and on return the one this file leaves
+// open, unless last: then it ends with the file.
+func importFile(ctx context.Context, st storage.Store, prefix, file string, o ImportOptions, open *pendingDoc, last bool) (ShardInfo, DType, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return ShardInfo{}, 0, fmt.Errorf("shards: import: %w", err)
@@ -345,6 +388,7 @@ func importFile(ctx context.Context, st storage.Store, prefix, file string, o Im
 	}
 	dt, ntok := Uint16, fi.Size()/2
 	var body io.Reader = f
+	var base int64 // the file offset of the first token
 	if o.Format == NanoGPT {
 		if fi.Size()%2 != 0 {
 			return ShardInfo{}, 0, formatErr(ErrTruncated, file, fi.Size(), "", hintTruncated, "an odd number of bytes cannot be uint16 tokens")
@@ -354,13 +398,17 @@ func importFile(ctx context.Context, st storage.Store, prefix, file string, o Im
 			return ShardInfo{}, 0, err
 		}
 		body = io.LimitReader(f, ntok*int64(dt.Size()))
+		base = llmcHeaderSize
 	}
 	w, err := NewWriter(ctx, st, prefix, dt)
 	if err != nil {
 		return ShardInfo{}, 0, err
 	}
 	defer w.Abort()
-	if err := splitTokens(ctx, body, dt, o, file, w); err != nil {
+	if int64(o.Tokenizer.VocabSize)-1 > dt.MaxID() {
+		return ShardInfo{}, 0, fmt.Errorf("shards: import %s: its %s tokens cannot hold the %d ids of %s\n---> HINT: is this the file's tokenizer? (nanoGPT files are uint16: vocabularies up to 65536)", file, dt, o.Tokenizer.VocabSize, o.Tokenizer.Name)
+	}
+	if err := splitTokens(ctx, body, base, dt, o, file, w, open, last); err != nil {
 		return ShardInfo{}, 0, err
 	}
 	info, err := w.Close()
@@ -401,15 +449,17 @@ func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) 
 	return dt, ntok, nil
 }
 
-// splitTokens decodes r's tokens and adds them to w as documents (see ImportOptions).
-func splitTokens(ctx context.Context, r io.Reader, dt DType, o ImportOptions, file string, w *Writer) error {
+// splitTokens decodes r's tokens, the first at offset base of file, and adds them to w
+// as documents (see ImportOptions), after open's ids; unless last, the document still
+// open at the end goes back into open for the next file.
+func splitTokens(ctx context.Context, r io.Reader, base int64, dt DType, o ImportOptions, file string, w *Writer, open *pendingDoc, last bool) error {
 	item := dt.Size()
 	buf := make([]byte, writeBufSize)
 	eod := o.Tokenizer.EODID
 	eodFirst := o.Format == LLMC
-	var doc []int
-	var pos int64
-	endsWithEOD := false // llm.c: the document began with EOD, which goes to its end
+	doc, endsWithEOD := open.ids, open.endsWithEOD // llm.c: the document began with EOD, which goes to its end
+	*open = pendingDoc{}
+	pos := base
 	emit := func() error {
 		if endsWithEOD {
 			doc = append(doc, eod)
@@ -465,6 +515,10 @@ func splitTokens(ctx context.Context, r io.Reader, dt DType, o ImportOptions, fi
 		if rerr != nil {
 			return fmt.Errorf("shards: import %s: %w", file, rerr)
 		}
+	}
+	if !last {
+		*open = pendingDoc{ids: doc, endsWithEOD: endsWithEOD}
+		return nil
 	}
 	return emit()
 }

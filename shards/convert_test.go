@@ -172,23 +172,30 @@ func TestLLMCRoundTrip(t *testing.T) {
 				}
 			}
 			mustEqualBytes(t, "llm.c token stream", stream, wantStream)
-			// Import all three files; documents straddle files, so import the concatenation.
+			// The three files split at EOD: the documents that straddle two files go whole
+			// into the shard of the file where they end.
+			m, err := Import(ctx, st, "three", files, ImportOptions{Format: LLMC, Tokenizer: tc.tok, SplitAtEOD: true})
+			if err != nil || len(m.Shards) != 3 {
+				t.Fatalf("three files: %+v %v", m, err)
+			}
+			sameDocs(t, datasetDocs(openDS(t, st, "three")), docs)
+			// Their concatenation as one file, named as llm.c names a val split.
 			hdr := make([]byte, 1024)
 			binary.LittleEndian.PutUint32(hdr, tc.magic)
 			binary.LittleEndian.PutUint32(hdr[4:], tc.ver)
 			binary.LittleEndian.PutUint32(hdr[8:], total)
 			whole := filepath.Join(t.TempDir(), "tiny_val_000000.bin")
 			os.WriteFile(whole, append(hdr, stream...), 0o644)
-			m, err := Import(ctx, st, "back", []string{whole}, ImportOptions{Format: LLMC, Tokenizer: tc.tok, SplitAtEOD: true})
+			m, err = Import(ctx, st, "back", []string{whole}, ImportOptions{Format: LLMC, Tokenizer: tc.tok, SplitAtEOD: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.DType != tc.dt {
-				t.Fatalf("dtype %s, want %s", m.DType, tc.dt)
+			if m.DType != tc.dt || m.Shards[0].Split != "val" {
+				t.Fatalf("dtype %s, split %q; want %s, val", m.DType, m.Shards[0].Split, tc.dt)
 			}
 			sameDocs(t, datasetDocs(openDS(t, st, "back")), docs)
 			// And out again: the same llm.c file.
-			again, err := ExportLLMC(ctx, openDS(t, st, "back"), st, "again", LLMCOptions{Name: "tiny", Split: "train", ShardTokens: 100})
+			again, err := ExportLLMC(ctx, openDS(t, st, "back"), st, "again", LLMCOptions{Name: "tiny", Split: "val", ShardTokens: 100})
 			if err != nil || len(again) != 1 {
 				t.Fatalf("export again: %v %v", again, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,6 +100,19 @@ func TestConvertNanoGPTSplits(t *testing.T) {
 		if ids := catIDs(t, back, k); !slices.Equal(ids, train[k]) {
 			t.Errorf("imported document %d = %v, want %v", k, ids, train[k])
 		}
+	}
+
+	// Both files back: the val.bin shard is the val split, not more training data.
+	both := filepath.Join(root, "both")
+	mustRun(t, "convert", "--from", "nanogpt", trainBin, valBin, "--out", both, "--tokenizer", spec, "--split-at-eod")
+	splits := map[string]string{}
+	for _, sh := range infoJSON(t, both)["shards"].([]any) {
+		m := sh.(map[string]any)
+		split, _ := m["split"].(string)
+		splits[m["prefix"].(string)] = split
+	}
+	if want := map[string]string{"train_text_document": "", "val_text_document": "val"}; !maps.Equal(splits, want) {
+		t.Errorf("imported train.bin and val.bin: splits %v, want %v", splits, want)
 	}
 
 	// Without --split-at-eod the file is one document.
