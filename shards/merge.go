@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"gptkit/storage"
@@ -70,23 +72,49 @@ func Merge(ctx context.Context, st storage.Store, outDir string, inputs []Input,
 		}
 		prefix = base + "_text_document"
 	}
-	w, err := NewWriter(ctx, st, join(outDir, prefix), ms[0].DType)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Abort()
-	from := make([]any, len(inputs))
-	for i, in := range inputs {
-		for _, s := range ms[i].Shards {
-			if err := mergeShard(ctx, w, in, s, o.Options); err != nil {
-				return nil, fmt.Errorf("shards: merge into %s: %w", out, err)
+	// One shard per split the inputs have (train first, then in the order met), each
+	// the inputs' documents of that split in order: a val split merged into the train
+	// shard would become training data.
+	var splits []string // by mergeSplitName
+	labeled := false
+	for _, m := range ms {
+		for _, sh := range m.Shards {
+			labeled = labeled || sh.Split != ""
+			if sp := mergeSplitName(sh.Split); !slices.Contains(splits, sp) {
+				splits = append(splits, sp)
 			}
 		}
-		from[i] = map[string]any{"dataset": in.String(), "source": ms[i].Source}
 	}
-	info, err := w.Close()
-	if err != nil {
-		return nil, err
+	if i := slices.Index(splits, ""); i > 0 { // train first
+		splits = slices.Insert(slices.Delete(splits, i, i+1), 0, "")
+	}
+	var infos []ShardInfo
+	defer func() {
+		if infos != nil { // not written: remove what was
+			bg := context.WithoutCancel(ctx)
+			for _, info := range infos {
+				st.Delete(bg, info.Prefix+".idx")
+				st.Delete(bg, info.Prefix+".bin")
+			}
+		}
+	}()
+	for _, split := range splits {
+		p := prefix
+		if split != "" {
+			p = strings.TrimSuffix(prefix, "_text_document") + "_" + split + "_text_document"
+		}
+		info, err := mergeSplit(ctx, st, join(outDir, p), ms, inputs, split, o.Options)
+		if err != nil {
+			return nil, fmt.Errorf("shards: merge into %s: %w", out, err)
+		}
+		if info.Split = split; split == "" && labeled {
+			info.Split = "train"
+		}
+		infos = append(infos, info)
+	}
+	from := make([]any, len(inputs))
+	for i, in := range inputs {
+		from[i] = map[string]any{"dataset": in.String(), "source": ms[i].Source}
 	}
 	src := map[string]any{}
 	for k, v := range o.Source {
@@ -97,15 +125,39 @@ func Merge(ctx context.Context, st storage.Store, outDir string, inputs []Input,
 		src["created"] = time.Now().UTC().Format(time.RFC3339)
 	}
 	m := NewManifest(ms[0].Tokenizer, ms[0].DType, src)
-	if err := m.Add(outDir, info); err != nil {
+	for _, info := range infos {
+		if err := m.Add(outDir, info); err != nil {
+			return nil, err
+		}
+	}
+	// Without a manifest the shards are invisible; the deferred removal takes them
+	// anyway on an error.
+	if err := WriteManifest(ctx, st, outDir, m); err != nil {
 		return nil, err
 	}
-	if err := WriteManifest(ctx, st, outDir, m); err != nil {
-		// Without a manifest the shard is invisible; remove it anyway.
-		bg := context.WithoutCancel(ctx)
-		return nil, errors.Join(err, st.Delete(bg, info.Prefix+".idx"), st.Delete(bg, info.Prefix+".bin"))
-	}
+	infos = nil
 	return m, nil
+}
+
+// mergeSplit writes the documents of split of every input, in order, as the shard
+// prefix of st.
+func mergeSplit(ctx context.Context, st storage.Store, prefix string, ms []*Manifest, inputs []Input, split string, opts []Option) (ShardInfo, error) {
+	w, err := NewWriter(ctx, st, prefix, ms[0].DType)
+	if err != nil {
+		return ShardInfo{}, err
+	}
+	defer w.Abort()
+	for i, in := range inputs {
+		for _, s := range ms[i].Shards {
+			if mergeSplitName(s.Split) != split {
+				continue
+			}
+			if err := mergeShard(ctx, w, in, s, opts); err != nil {
+				return ShardInfo{}, err
+			}
+		}
+	}
+	return w.Close()
 }
 
 // compatible refuses to mix tokenizers or dtypes, naming both datasets.
@@ -149,4 +201,13 @@ func mergeShard(ctx context.Context, w *Writer, in Input, s ShardInfo, opts []Op
 		return err
 	}
 	return w.appendShard(ix, bin, keyName(in.Store, key+".bin"), s.BinSHA256)
+}
+
+// mergeSplitName is the split a shard is merged into: "" for the train split, labeled
+// "train" or not.
+func mergeSplitName(split string) string {
+	if split == "train" {
+		return ""
+	}
+	return split
 }

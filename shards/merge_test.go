@@ -155,3 +155,63 @@ func TestMergeRefuses(t *testing.T) {
 		t.Fatalf("failed merge left temp files")
 	}
 }
+
+// TestMergeKeepsSplits: datasets with train and val splits merge into one shard per
+// split, each the inputs' documents of that split in order (the val documents once went
+// into the one merged shard, unlabeled: training data).
+func TestMergeKeepsSplits(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	tok := gpt2Tokenizer()
+	for _, ds := range []struct {
+		dir         string
+		train, val  [][]int
+		trainLabel  string
+		withoutVals bool
+	}{
+		{"a", [][]int{{1, 2, 50256}}, [][]int{{7, 50256}}, "train", false},
+		{"b", [][]int{{3, 50256}, {4, 50256}}, nil, "", true},
+		{"c", [][]int{{5, 50256}}, [][]int{{8, 9, 50256}}, "train", false},
+	} {
+		m := NewManifest(tok, Uint16, NewSource([]string{"test"}, "go test"))
+		info := writeShard(t, st, ds.dir+"/x_text_document", Uint16, ds.train)
+		info.Split = ds.trainLabel
+		if err := m.Add(ds.dir, info); err != nil {
+			t.Fatal(err)
+		}
+		if !ds.withoutVals {
+			info := writeShard(t, st, ds.dir+"/x_val_text_document", Uint16, ds.val)
+			info.Split = "val"
+			if err := m.Add(ds.dir, info); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := WriteManifest(ctx, st, ds.dir, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Merge(ctx, st, "out", []Input{{st, "a"}, {st, "b"}, {st, "c"}}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Shards) != 2 || m.Shards[0].Split != "train" || m.Shards[1].Split != "val" || m.Shards[1].Prefix != "out_val_text_document" {
+		t.Fatalf("shards %+v, want a train and a val shard", m.Shards)
+	}
+	d := openDS(t, st, "out")
+	for split, want := range map[string][][]int{"train": {{1, 2, 50256}, {3, 50256}, {4, 50256}, {5, 50256}}, "val": {{7, 50256}, {8, 9, 50256}}} {
+		var got [][]int
+		for i, sh := range m.Shards {
+			if sh.Split != split {
+				continue
+			}
+			r := d.Shard(i)
+			for k := range r.Len() {
+				got = append(got, r.Tokens(k))
+			}
+		}
+		sameDocs(t, got, want)
+	}
+	if probs, err := Verify(ctx, st, "out"); err != nil || len(probs) != 0 {
+		t.Fatalf("verify merged: %v %v", probs, err)
+	}
+}
