@@ -264,11 +264,12 @@ func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Wri
 	}
 	slices.SortStableFunc(splits, func(a, b string) int { return cmp.Compare(llmcFirstIndex(a), llmcFirstIndex(b)) })
 	var written []string
+	name := cf.name
+	if name == "" {
+		name = baseName(location)
+	}
 	for _, split := range splits {
-		o := shards.LLMCOptions{Name: cf.name, Split: split, FirstIndex: cf.firstIndex, ShardTokens: cf.shardTokens}
-		if o.Name == "" {
-			o.Name = baseName(location)
-		}
+		o := shards.LLMCOptions{Name: name, Split: split, FirstIndex: cf.firstIndex, ShardTokens: cf.shardTokens}
 		if o.FirstIndex < 0 {
 			o.FirstIndex = llmcFirstIndex(split)
 		}
@@ -286,6 +287,31 @@ func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Wri
 			n := min(left, int64(o.ShardTokens))
 			left -= n
 			fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, k), n)
+		}
+	}
+	return removeStaleLLMC(ctx, st, name, splits, written)
+}
+
+// removeStaleLLMC removes the files NAME_SPLIT_NNNNNN.bin of the splits just exported
+// that this export did not write: an earlier export of more files left them, and llm.c,
+// which reads every NAME_SPLIT_*.bin, would read their tokens too.
+func removeStaleLLMC(ctx context.Context, st storage.Store, name string, splits, written []string) error {
+	infos, err := st.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		key := in.Key
+		if slices.Contains(written, key) || strings.Contains(key, "/") || !strings.HasSuffix(key, ".bin") {
+			continue
+		}
+		for _, split := range splits {
+			num, ok := strings.CutPrefix(strings.TrimSuffix(key, ".bin"), name+"_"+split+"_")
+			if ok && len(num) == 6 && strings.Trim(num, "0123456789") == "" {
+				if err := st.Delete(ctx, key); err != nil {
+					return fmt.Errorf("remove %s, left by an earlier export: %w", storeKeyName(st, key), err)
+				}
+			}
 		}
 	}
 	return nil

@@ -211,6 +211,17 @@ func TestConvertLLMCSplits(t *testing.T) {
 		t.Errorf("--split val wrote %v, want the val split %v", got, llmcStream(val))
 	}
 	wantFailure(t, 1, []string{"has no test split"}, "convert", "--to", "llmc", dir, "--out", lc, "--split", "test")
+
+	// The train split again, in one file: the earlier export's train files after the
+	// first are gone (llm.c would read every sample_train_*.bin), the other splits' stay.
+	mustRun(t, "convert", "--to", "llmc", dir, "--out", lc, "--split", "train")
+	left, _ := filepath.Glob(filepath.Join(lc, "sample_train_*.bin"))
+	if len(files) < 2 || !slices.Equal(left, files[:1]) {
+		t.Errorf("train files after a second export into one file: %v, want %v", left, files[:1])
+	}
+	if _, err := os.Stat(filepath.Join(lc, "sample_val_000000.bin")); err != nil {
+		t.Errorf("the val split's file: %v", err)
+	}
 }
 
 func readFile(t *testing.T, path string) []byte {
