@@ -182,6 +182,14 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 	if oneFile && len(splits) > 1 {
 		splits = []string{shards.TrainSplit}
 	}
+	// A split that fails takes the files of the splits before it with it (as --to llmc
+	// does): no train.bin without the val.bin asked for beside it.
+	type done struct {
+		st  storage.Store
+		key string
+	}
+	var written []done
+	var lines []string
 	for _, split := range splits {
 		st, key, cleanup, err := cf.outFile(ctx, split, oneFile)
 		if err != nil {
@@ -189,10 +197,17 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 		}
 		n, err := writeNanoGPT(ctx, d, split, st, key)
 		if err != nil {
+			for _, w := range written {
+				w.st.Delete(context.WithoutCancel(ctx), w.key)
+			}
 			cleanup()
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d tokens\n", storeKeyName(st, key), n)
+		written = append(written, done{st, key})
+		lines = append(lines, fmt.Sprintf("%s: %d tokens\n", storeKeyName(st, key), n))
+	}
+	for _, l := range lines {
+		io.WriteString(stdout, l)
 	}
 	return nil
 }

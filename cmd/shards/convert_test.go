@@ -127,6 +127,12 @@ func TestConvertNanoGPTSplits(t *testing.T) {
 	odd := filepath.Join(root, "odd.bin")
 	os.WriteFile(odd, []byte{0xff, 0xff}, 0o644)
 	wantFailure(t, 1, []string{odd, "65535", "vocabulary size 50257"}, "convert", "--from", "nanogpt", odd, "--out", filepath.Join(root, "odd"), "--tokenizer", spec)
+	// A failed import leaves no directory it made (its writer lock file once kept it).
+	if _, err := os.Stat(filepath.Join(root, "odd")); !os.IsNotExist(err) {
+		t.Errorf("a failed import left its output directory: %v", err)
+	}
+	// A vocabulary that uint16 files cannot hold is refused before reading, naming the file.
+	wantFailure(t, 1, []string{trainBin, "100277", "cl100k_base"}, "convert", "--from", "nanogpt", trainBin, "--out", filepath.Join(root, "big"), "--tokenizer", "cl100k_base")
 }
 
 // llmcStream is what llm.c's dev/data scripts write for docs (each ending in EOD): the

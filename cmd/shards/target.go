@@ -143,5 +143,12 @@ func removeIfCreated(location string) func() {
 	if _, err := os.Stat(local); err == nil {
 		return func() {}
 	}
-	return func() { os.Remove(local) } // refuses, harmlessly, unless empty
+	return func() {
+		// The writer lock file stays after its Release (storage.LockDir): a directory
+		// that holds nothing else is still the one this command made.
+		if des, err := os.ReadDir(local); err == nil && len(des) == 1 && des[0].Name() == ".gptkit-writer.lock" {
+			os.Remove(filepath.Join(local, des[0].Name()))
+		}
+		os.Remove(local) // refuses, harmlessly, unless empty
+	}
 }
