@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -10,19 +11,21 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/shards"
+	"gptkit/storage"
 )
 
 // runMerge implements `shards merge`: datasets concatenated into a new one.
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("shards", "merge", "OUT IN... [flags]",
 		"Concatenates the datasets IN..., in the order given, into a new dataset in OUT with one\n"+
-			"shard (BASE_text_document, BASE being OUT's last element, unless --prefix) and a\n"+
-			"correct doc_idx (GPT-NeoX merge_datasets.py leaves it [0]). The inputs must share a\n"+
+			"shard per split (BASE_text_document, BASE being OUT's last element, unless --prefix;\n"+
+			"BASE_val_text_document for the val split, ...) and a correct doc_idx (GPT-NeoX\n"+
+			"merge_datasets.py leaves it [0]); a character vocabulary (chars.json) comes along. The inputs must share a\n"+
 			"tokenizer fingerprint and a dtype; every input byte is checked against its manifest's\n"+
 			"sha256 while it is copied.\n"+
 			"OUT and IN are directories or s3://bucket/prefix; OUT must not hold a dataset yet. Its\n"+
 			"manifest is written last, so a failed merge leaves no dataset. Prints\n"+
-			"\"OUT/manifest.json: D documents, T tokens, 1 shards\".")
+			"\"OUT/manifest.json: D documents, T tokens, N shards\".")
 	prefix := c.Flags.String("prefix", "", "`NAME` of the merged shard's files in OUT (empty: the base name of OUT + \"_text_document\")")
 	var allow allowMergedFlag
 	allow.register(c.Flags)
@@ -52,12 +55,20 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
+	copied, err := copyCharVocab(ctx, inputs[0].Store, st)
+	if err != nil {
+		cleanup()
+		return fail(ctx, stderr, c.Name, err)
+	}
 	m, err := shards.Merge(ctx, st, "", inputs, shards.MergeOptions{
 		Prefix:  mergePrefix(*prefix, st.String()),
 		Source:  map[string]any{"command": commandLine("merge", args)},
 		Options: allow.options(),
 	})
 	if err != nil {
+		if copied {
+			st.Delete(context.WithoutCancel(ctx), charVocabName)
+		}
 		cleanup()
 		return fail(ctx, stderr, c.Name, err)
 	}
@@ -86,4 +97,31 @@ func printDatasetSummary(w io.Writer, location string, m *shards.Manifest) {
 // commandLine is the command as typed, for provenance.
 func commandLine(cmd string, args []string) string {
 	return "shards " + cmd + " " + strings.Join(args, " ")
+}
+
+// charVocabName is the character vocabulary prep writes beside a dataset of the char
+// tokenizer, which `shards cat --decode` reads.
+const charVocabName = "chars.json"
+
+// copyCharVocab copies from's chars.json, if it has one, to to (before the manifest: the
+// merged dataset is never visible without it). The inputs share a tokenizer
+// fingerprint, so the first one's is every one's.
+func copyCharVocab(ctx context.Context, from, to storage.Store) (bool, error) {
+	r, err := from.Open(ctx, charVocabName)
+	if errors.Is(err, storage.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	w, err := to.Create(ctx, charVocabName)
+	if err != nil {
+		return false, err
+	}
+	defer w.Abort()
+	if _, err := io.Copy(w, r); err != nil {
+		return false, err
+	}
+	return true, w.Commit()
 }

@@ -54,4 +54,15 @@ func TestMerge(t *testing.T) {
 	}
 	wantFailure(t, 1, []string{"no such dataset directory"}, "merge", filepath.Join(root, "x"), filepath.Join(root, "missing"))
 	wantFailure(t, 2, []string{"want OUT and at least one IN"}, "merge", out)
+
+	// A character vocabulary beside the inputs comes along (cat --decode reads it).
+	vocab := []byte(`{"chars": "abc"}` + "\n")
+	if err := os.WriteFile(filepath.Join(b, "chars.json"), vocab, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out3 := filepath.Join(root, "withvocab")
+	mustRun(t, "merge", out3, b)
+	if got, err := os.ReadFile(filepath.Join(out3, "chars.json")); err != nil || string(got) != string(vocab) {
+		t.Errorf("merged chars.json %q, %v; want the input's", got, err)
+	}
 }
