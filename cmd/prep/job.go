@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gptkit/internal/cli"
@@ -326,12 +327,20 @@ func (j *job) fetch(ctx context.Context) error {
 		total += f.Size
 	}
 	bar := j.bar("download", total)
-	var last = map[string]int64{}
+	// The callback runs on every downloading goroutine at once: last, the bytes of
+	// each file counted so far, needs the lock.
+	var (
+		mu   sync.Mutex
+		last = map[string]int64{}
+	)
 	err := fetch.Fetch(ctx, j.fetches, fetch.Options{
 		Parallel: j.flags.downloads, Logger: j.log, Validate: prep.CheckDownload, Hint: prep.FetchHint,
 		Progress: func(dest string, done, _ int64) {
-			bar.Add(done-last[dest], 0)
+			mu.Lock()
+			delta := done - last[dest]
 			last[dest] = done
+			mu.Unlock()
+			bar.Add(delta, 0)
 		},
 	})
 	if err != nil {
