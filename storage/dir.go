@@ -143,6 +143,7 @@ func (s *dirStore) List(ctx context.Context, prefix string) ([]Info, error) {
 		start = s.path(prefix[:i])
 	}
 	var out []Info
+	start = walkRoot(start)
 	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)) {
@@ -234,7 +235,7 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 		start = s.path(prefix[:i])
 	}
-	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(walkRoot(start), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
 				return nil
@@ -264,6 +265,16 @@ func (s *dirStore) sweep(ctx context.Context, prefix string, cutoff time.Time) (
 		return n, fmt.Errorf("storage: sweep %s: %w", s.root, err)
 	}
 	return n, nil
+}
+
+// walkRoot is dir with a trailing separator, so that filepath.WalkDir descends into
+// it when it is a symlink to a directory (a dataset directory linked to another
+// disk); without it the walk reports the link itself and lists nothing under it.
+func walkRoot(dir string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir
+	}
+	return dir + string(filepath.Separator)
 }
 
 // tempKey is the key a temp file at p would have been committed under.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestDirTempFilesAreHidden(t *testing.T) {
@@ -84,5 +85,51 @@ func TestDirOpenedFileKeepsItsVersion(t *testing.T) {
 	buf := make([]byte, 3)
 	if _, err := o.ReadAt(buf, 0); err != nil || string(buf) != "one" || o.Size() != 3 {
 		t.Fatalf("reading an object replaced after Open: %q, %v (size %d)", buf, err, o.Size())
+	}
+}
+
+// TestDirSymlinkedRoot opens a store, and lists a prefix, through symlinks to
+// directories (a dataset directory linked to another disk): List once walked the
+// link itself and found nothing, so prep took a finished dataset for damaged.
+func TestDirSymlinkedRoot(t *testing.T) {
+	real := t.TempDir()
+	for _, k := range []string{"manifest.json", "train/a.bin", "train/a.idx"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(real, k)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, k), []byte(k), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := t.TempDir()
+	link := filepath.Join(links, "pile")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "train"), filepath.Join(links, "train")); err != nil {
+		t.Fatal(err)
+	}
+	st := mustOpen(t, link, Options{})
+	if got := listKeys(t, st, ""); got != "manifest.json train/a.bin train/a.idx" {
+		t.Fatalf("List through a symlinked root = %q", got)
+	}
+	if got := listKeys(t, st, "train/a"); got != "train/a.bin train/a.idx" {
+		t.Fatalf("List(train/a) through a symlinked root = %q", got)
+	}
+	// A prefix whose directory is itself a link (links/train -> real/train).
+	if got := listKeys(t, mustOpen(t, links, Options{}), "train/"); got != "train/a.bin train/a.idx" {
+		t.Fatalf("List(train/) of a symlinked directory = %q", got)
+	}
+	// Sweep finds a crashed writer's temp file under the link.
+	tmp := filepath.Join(real, "train", ".b.bin"+tempMarker+"0a1b")
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Sweep(ctx, st, "", time.Hour); err != nil || n != 1 {
+		t.Fatalf("Sweep through a symlinked root = %d, %v; want 1 removed", n, err)
 	}
 }
