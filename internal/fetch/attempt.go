@@ -38,7 +38,9 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		offset = 0
 	}
 	if f.Size > 0 && offset == f.Size {
-		return true, nil // complete already; checkPart decides
+		// Complete already (checkPart decides), but maybe written by a process that
+		// died before its bytes reached the disk: flush them before publishing.
+		return true, syncFile(part)
 	}
 	// Hash the kept bytes before asking, so that the response never waits on the disk.
 	if err := st.catchUp(part, offset); err != nil {
@@ -81,6 +83,12 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 			return false, fmt.Errorf("server answered a request for bytes from %d with Content-Range %q", offset, resp.Header.Get("Content-Range"))
 		}
 		resumed, total = offset > 0, size
+		if st.ifRange == "" {
+			// Resuming a .part of an earlier run: the bytes kept may be of another
+			// version (checkPart catches that), but from here on a retry must not
+			// splice in a third.
+			st.ifRange = validator(resp.Header)
+		}
 		if resumed {
 			c.Logger.Info("resuming download", "url", redact.URL(url), "dest", f.Dest, "from_byte", offset)
 		}

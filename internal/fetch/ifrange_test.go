@@ -1,0 +1,52 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestResumedPartKeepsIfRangeOnRetries resumes a .part left by an earlier run:
+// the first answer is a 206, which is cut; the retry must ask If-Range with that
+// answer's ETag, so that a file changed between the two is sent whole, not spliced.
+func TestResumedPartKeepsIfRangeOnRetries(t *testing.T) {
+	content := randomBytes(1<<20, 7)
+	const kept, cut = 100_000, 200_000
+	srv := newTestServer(t, map[string][]byte{"/data": content})
+	var (
+		mu       sync.Mutex
+		ifRanges []string
+	)
+	srv.setServe(func(w http.ResponseWriter, r *http.Request, n int, content []byte) bool {
+		mu.Lock()
+		ifRanges = append(ifRanges, r.Header.Get("If-Range"))
+		mu.Unlock()
+		w.Header().Set("ETag", `"v1"`)
+		if n == 0 {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", kept, len(content)-1, len(content)))
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)-kept))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(content[kept:cut])
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		return false
+	})
+	dest := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(dest+".part", content[:kept], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := File{URLs: []string{srv.URL + "/data"}, Dest: dest, Size: int64(len(content)), SHA256: sha(content)}
+	if err := FetchOne(context.Background(), f, fastOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	wantFile(t, dest, content)
+	if want := []string{"", `"v1"`}; !slices.Equal(ifRanges, want) {
+		t.Errorf("If-Range of the requests %q, want %q", ifRanges, want)
+	}
+}
