@@ -65,6 +65,8 @@ func (r *docReader) readStream(name string, f format, size int64) error {
 		return err
 	}
 	defer closeSrc()
+	r.frames, _ = src.(*parallelZstd)
+	defer func() { r.frames = nil }()
 	if f.kind == jsonlKind {
 		return r.readJSONL(src, name, allLines)
 	}
@@ -79,6 +81,8 @@ func (r *docReader) readStripes(rg FileRange, f format) error {
 		return err
 	}
 	defer closeSrc()
+	r.frames, _ = src.(*parallelZstd)
+	defer func() { r.frames = nil }()
 	return r.readJSONL(src, rg.File, stripedSpan(rg))
 }
 
@@ -111,7 +115,16 @@ func (r *docReader) streamUnread() int64 {
 	if r.member >= 0 {
 		return r.member
 	}
-	return r.fileSize - r.counter.n.Load()
+	return r.fileSize - r.streamRead()
+}
+
+// streamRead is how far into the file the stream being decompressed got: the bytes
+// read, or with frames decoded in parallel, the start of the frame being read.
+func (r *docReader) streamRead() int64 {
+	if r.frames != nil {
+		return r.frames.frameStart()
+	}
+	return r.counter.n.Load()
 }
 
 // streamError is the error of a compressed stream that breaks after decompressed bytes
@@ -120,7 +133,7 @@ func (r *docReader) streamError(err error, decompressed int64) error {
 	if r.member >= 0 {
 		return fmt.Errorf("%w (after %d bytes of the member's data)", err, decompressed)
 	}
-	return fmt.Errorf("%w (after %d bytes of data, having read %d of the file's %d bytes)", err, decompressed, r.counter.n.Load(), r.fileSize)
+	return fmt.Errorf("%w (after %d bytes of data, having read %d of the file's %d bytes)", err, decompressed, r.streamRead(), r.fileSize)
 }
 
 // jsonlReadSize is readJSONL's buffer: 256 KiB stays in the L2 cache beside the

@@ -32,6 +32,9 @@ type docReader struct {
 	// stream leaves unread.
 	fileSize int64
 	member   int64 // the compressed size of the zip member being read; -1 when none
+	// frames is the current file's parallel zstd decoder, if it has one: it reads
+	// frames ahead, so the bytes read say less than where its stream broke.
+	frames *parallelZstd
 
 	// A piece of a file cut by ReadRangeBatchesParallel: its lines are numbered from
 	// 1 at its first, which is not the file's first (ReadOptions.relativeLines), and

@@ -109,6 +109,7 @@ type parallelZstd struct {
 	done   []byte          // the current frame's data, to recycle once read
 	free   chan []byte     // data buffers to decode into again
 	rest   io.ReadCloser   // the streaming decoder of the rest of the stream, once it took over
+	at     int64           // where in the stream the frame being read starts
 	err    error
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -118,11 +119,12 @@ type parallelZstd struct {
 // zstdFrame is one frame: its compressed bytes and, once done is closed, its data, the
 // streaming decoder of the rest of the stream, or an error.
 type zstdFrame struct {
-	in   []byte
-	out  []byte
-	rest io.ReadCloser
-	err  error
-	done chan struct{}
+	start int64 // where in the stream the frame starts
+	in    []byte
+	out   []byte
+	rest  io.ReadCloser
+	err   error
+	done  chan struct{}
 }
 
 var errStopped = errors.New("zstd: reader closed")
@@ -159,10 +161,13 @@ func newParallelZstd(br *bufio.Reader, workers int) *parallelZstd {
 		defer p.wg.Done()
 		defer close(p.frames)
 		defer close(jobs)
+		var off int64 // bytes of the stream cut so far
 		for {
 			f := &zstdFrame{done: make(chan struct{})}
 			var end bool
-			f.in, f.rest, end, f.err = nextFrame(br)
+			f.in, f.rest, end, f.err = nextFrame(br, &off)
+			f.start = off
+			off += int64(len(f.in))
 			if end && f.in == nil && f.rest == nil && f.err == nil {
 				return
 			}
@@ -196,8 +201,9 @@ func newParallelZstd(br *bufio.Reader, workers int) *parallelZstd {
 
 // nextFrame cuts the next frame from br: its bytes, or (a frame too large, or of
 // unknown size) rest, a streaming decoder of the rest of the stream. end is true when
-// the stream ends (and there is no frame).
-func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, err error) {
+// the stream ends (and there is no frame). off, the stream's bytes before br's, is
+// moved past the skippable frames to where the frame starts.
+func nextFrame(br *bufio.Reader, off *int64) (frame []byte, rest io.ReadCloser, end bool, err error) {
 	for {
 		head, err := br.Peek(8)
 		if len(head) == 0 && err == io.EOF {
@@ -205,7 +211,9 @@ func nextFrame(br *bufio.Reader) (frame []byte, rest io.ReadCloser, end bool, er
 		}
 		if len(head) >= 8 && binary.LittleEndian.Uint32(head)&0xFFFFFFF0 == 0x184D2A50 {
 			// A skippable frame (pzstd's index, seekable-format tables): no data.
-			if _, err := br.Discard(8 + int(binary.LittleEndian.Uint32(head[4:]))); err != nil {
+			n, err := br.Discard(8 + int(binary.LittleEndian.Uint32(head[4:])))
+			*off += int64(n)
+			if err != nil {
 				return nil, nil, false, fmt.Errorf("zstd: skippable frame: %w", err)
 			}
 			continue
@@ -309,13 +317,19 @@ func (p *parallelZstd) Read(b []byte) (int, error) {
 			continue
 		}
 		<-f.done
-		p.buf, p.rest, p.err = f.out, f.rest, f.err
+		p.buf, p.rest, p.err, p.at = f.out, f.rest, f.err, f.start
 		p.done = f.out
 	}
 	n := copy(b, p.buf)
 	p.buf = p.buf[n:]
 	return n, nil
 }
+
+// frameStart is where in the compressed stream the frame being read starts (once
+// the streaming decoder took over, the frame it started at). The file has been read
+// well past it (frames ahead are being decoded), so this, not the bytes read, says
+// how far a stream that breaks here got.
+func (p *parallelZstd) frameStart() int64 { return p.at }
 
 func (p *parallelZstd) close() {
 	p.once.Do(func() {
