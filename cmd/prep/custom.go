@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -85,7 +87,9 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // copyFromS3 downloads s3://bucket/key to dest (atomically: a temp file, then rename),
-// unless dest already holds an object of the same size.
+// unless dest already holds this version of the object: the same size and the ETag
+// recorded beside it (dest.etag) when it was copied. An object replaced by another of
+// the same size is copied again.
 func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Logger) error {
 	dir, key := path.Split(strings.TrimPrefix(uri, "s3://"))
 	st, err := f.s3.Open(ctx, "s3://"+strings.TrimSuffix(dir, "/"), log)
@@ -96,8 +100,11 @@ func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	etagFile := dest + ".etag"
 	if fi, err := os.Stat(dest); err == nil && fi.Size() == info.Size {
-		return nil
+		if had, err := os.ReadFile(etagFile); err == nil && string(had) == info.ETag {
+			return nil
+		}
 	}
 	obj, err := st.Open(ctx, key)
 	if err != nil {
@@ -125,5 +132,13 @@ func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Lo
 	if err := out.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, dest)
+	// The old ETag goes before the new copy comes in, and the new one after: a crash
+	// between the two leaves a copy with none, which the next run makes again.
+	if err := os.Remove(etagFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		return err
+	}
+	return os.WriteFile(etagFile, []byte(info.ETag), 0o666)
 }

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"gptkit/internal/cli"
 	"gptkit/internal/miniotest"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -117,6 +121,23 @@ func TestCustomS3(t *testing.T) {
 		compareDocs(t, "s3 input, s3 dataset", got, want)
 		if _, err := os.Stat(filepath.Join(data, "mine", shards.ManifestName)); !os.IsNotExist(err) {
 			t.Errorf("with --dest, a manifest in DIR/NAME: %v", err)
+		}
+	})
+	t.Run("object replaced, same size", func(t *testing.T) {
+		// The local copy is kept for the version it was made of, not for its size.
+		dest := filepath.Join(t.TempDir(), "x.txt")
+		f := &jobFlags{s3: cli.S3Flags{Endpoint: srv.Endpoint}}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		for _, text := range []string{"first version", "other version", "other version"} {
+			if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/x.txt"), Body: strings.NewReader(text)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := copyFromS3(ctx, "s3://"+bucket+"/in/x.txt", dest, f, log); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(dest); err != nil || string(got) != text {
+				t.Fatalf("local copy %q, %v; want %q", got, err, text)
+			}
 		}
 	})
 }
