@@ -18,21 +18,28 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 	key := s.lockKey(dir)
 	where := "s3://" + s.bucket + "/" + key
 	since := time.Now()
-	put := func(ifMatch string) (string, error) {
+	put := func(ctx context.Context, ifNoneMatch, ifMatch string) (string, error) {
 		data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: time.Now().Add(lockLease)}))
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
 		if ifMatch == "" {
-			in.IfNoneMatch = aws.String("*")
+			in.IfNoneMatch = aws.String(ifNoneMatch)
 		} else {
 			in.IfMatch = aws.String(ifMatch)
 		}
 		out, err := s.client.PutObject(ctx, in)
+		if isPrecondition(err) || isConflict(err) {
+			// The SDK retries a PUT whose answer was lost; when the lost one went
+			// through, the retry's condition fails against this very object.
+			if _, raw, held, rerr := s.readLock(ctx, key); rerr == nil && held != "" && bytes.Equal(raw, data) {
+				return held, nil
+			}
+		}
 		if err != nil {
 			return "", err
 		}
 		return aws.ToString(out.ETag), nil
 	}
-	etag, err := put("")
+	etag, err := put(ctx, "*", "")
 	if isPrecondition(err) || isConflict(err) {
 		info, raw, held, rerr := s.readLock(ctx, key)
 		switch {
@@ -42,13 +49,13 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 			return nil, lockedError(where, info, raw)
 		case held != "":
 			s.log.Warn("storage: taking over a writer lock whose holder died (its lease expired, or it was a process of this host that no longer runs)", "lock", where, "holder", info.Owner, "expires", info.Expires)
-			etag, err = put(held)
+			etag, err = put(ctx, "", held)
 			if isPrecondition(err) || isConflict(err) {
 				info, raw, _, _ := s.readLock(ctx, key)
 				return nil, lockedError(where, info, raw)
 			}
 		default: // released meanwhile
-			etag, err = put("")
+			etag, err = put(ctx, "*", "")
 			if isPrecondition(err) || isConflict(err) {
 				info, raw, _, _ := s.readLock(ctx, key)
 				return nil, lockedError(where, info, raw)
@@ -83,13 +90,11 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 			case <-tick.C:
 			}
 			rctx, cancel := context.WithTimeout(context.Background(), lockLease/4)
-			data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: time.Now().Add(lockLease)}))
-			out, err := s.client.PutObject(rctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data),
-				ContentLength: aws.Int64(int64(len(data))), IfMatch: aws.String(etag)})
+			tag, err := put(rctx, "", etag)
 			cancel()
 			switch {
 			case err == nil:
-				etag = aws.ToString(out.ETag)
+				etag = tag
 				mu.Lock()
 				renewed = time.Now()
 				mu.Unlock()
