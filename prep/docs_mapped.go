@@ -78,7 +78,9 @@ func (r *docReader) readMappedLines(lines *mappedLines, name string, span lineSp
 			return
 		}
 		if f, ok := p.(interface{ Addr() uintptr }); ok && lines.holds(f.Addr()) {
-			err = &FileError{File: name, Offset: int64(lines.off), Err: errCutWhileMapped, Hint: "read it again once nothing writes to it"}
+			// The byte that faulted (the line being parsed may start well before it).
+			at := int64(f.Addr() - uintptr(unsafe.Pointer(unsafe.SliceData(lines.data))))
+			err = &FileError{File: name, Offset: at, Err: errCutWhileMapped, Hint: "read it again once nothing writes to it"}
 			return
 		}
 		panic(p)

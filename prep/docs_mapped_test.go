@@ -92,7 +92,8 @@ func TestReadMappedCompressedData(t *testing.T) {
 }
 
 // TestReadMappedFileCutShort: a file cut short while it is read through the map is
-// an error naming the file, not a crash (the page past the new end faults).
+// an error naming the file and an offset past its new end, not a crash (the page
+// past the new end faults).
 func TestReadMappedFileCutShort(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "docs.jsonl")
 	line := "{\"text\":\"" + strings.Repeat("y", 4000) + "\"}\n"
@@ -102,16 +103,20 @@ func TestReadMappedFileCutShort(t *testing.T) {
 	old := minMappedSize
 	defer func() { minMappedSize = old }()
 	minMappedSize = 0
+	cut := int64(3 * os.Getpagesize())
 	n := 0
 	_, err := ReadDocs(context.Background(), []string{file}, ReadOptions{}, func(d Doc) error {
 		if n++; n == 1 {
-			return os.Truncate(file, 0)
+			return os.Truncate(file, cut)
 		}
 		return nil
 	})
 	var fe *FileError
 	if !errors.As(err, &fe) || fe.File != file || !errors.Is(err, errCutWhileMapped) {
 		t.Fatalf("got %v after %d documents, want the file cut short", err, n)
+	}
+	if page := int64(os.Getpagesize()); fe.Offset < cut || fe.Offset >= (cut+page)/page*page+page {
+		t.Errorf("fault at offset %d, want it in the first page past the cut at %d", fe.Offset, cut)
 	}
 }
 
