@@ -9,7 +9,9 @@ import (
 // ErrMissing: a JSONL line has no member holding the text.
 var ErrMissing = errors.New("missing")
 
-// FileError is a problem with a corpus file, or one of its lines.
+// FileError is a problem with a corpus file, or one of its lines. Its message starts
+// with the file's name (the command that reads it puts its own name first:
+// "tokenize run: FILE line N: ...").
 type FileError struct {
 	File string
 	Line int // the line, from 1; 0 when the problem is not with one line
@@ -24,7 +26,6 @@ type FileError struct {
 
 func (e *FileError) Error() string {
 	var b strings.Builder
-	b.WriteString("prep: ")
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		fmt.Fprintf(&b, " line %d", e.Line)

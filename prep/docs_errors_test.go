@@ -32,7 +32,7 @@ func TestReadDocsErrors(t *testing.T) {
 		wants []string // substrings of the message
 	}{
 		{"unknown format", raw("a.csv", []byte("text\n")), 0, ErrUnknownFormat,
-			[]string{"prep: ", "a.csv: unknown format (name it with one of .jsonl, .jsonl.zst"}},
+			[]string{"a.csv: unknown format (name it with one of .jsonl, .jsonl.zst"}},
 		{"missing file", filepath.Join(dir, "nope.jsonl"), 0, os.ErrNotExist, []string{"nope.jsonl", "no such file"}},
 		{"directory", mkdir(t, dir, "dir.txt"), 0, nil, []string{"dir.txt: is a directory"}},
 		{"plain text named jsonl", writeCorpusFile(t, dir, "p.jsonl", "Hello, world\n"), 1, ErrInvalidJSON,
