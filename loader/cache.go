@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"unsafe"
 
 	"gptkit/storage"
@@ -148,7 +149,9 @@ func readCacheFile(ctx context.Context, st storage.Store, name string, key [32]b
 	var b []byte
 	if p, local := st.LocalPath(name); local {
 		b, err = os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Absent (ENOTDIR: a file where index-cache/ would be, which sends the
+			// cache to CacheDir, as read-only data does).
 			return nil, nil, false, nil
 		}
 	} else {
