@@ -54,6 +54,15 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		return nil, stats, fmt.Errorf("%s already holds a dataset made by another job (manifest.json with %d documents); pass --overwrite to replace it or choose another output", r.where(), top.Documents)
 	case err != nil && !errors.Is(err, shards.ErrMissing) && !r.Overwrite:
 		return nil, stats, err
+	case !errors.Is(err, shards.ErrMissing):
+		// --overwrite over a merged dataset (or a broken manifest): it goes before
+		// any part is made again, so that no reader sees it over parts' shards that
+		// no longer match it (as a run without parts removes its own). The merge
+		// writes the new one.
+		if derr := r.Store.Delete(ctx, shards.ManifestKey(r.Dir)); derr != nil {
+			return nil, stats, fmt.Errorf("replace the dataset in %s: remove its manifest: %w", r.where(), derr)
+		}
+		log.Info("replacing the dataset: its manifest is removed until the parts are merged again", "dataset", r.where())
 	}
 
 	sizes := desc.sizes()

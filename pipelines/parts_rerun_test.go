@@ -2,9 +2,11 @@ package pipelines
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +64,41 @@ func TestLocalPartsRerunDamaged(t *testing.T) {
 	run.Overwrite = true
 	if _, _, err := run.Run(ctx); err == nil || !strings.Contains(err.Error(), "another run") {
 		t.Fatalf("--parts into a directory another run holds: %v, want an error naming it", err)
+	}
+}
+
+// TestLocalPartsOverwriteHidesOldMerge: a --parts --overwrite rerun removes the merged
+// manifest before it makes the parts again (readers once saw it over parts' shards
+// being rewritten), and merges them anew.
+func TestLocalPartsOverwriteHidesOldMerge(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	out := t.TempDir()
+	run := stripedJob(t, splits, out)
+	run.Workers, run.LocalParts = 4, 2
+	if _, _, err := run.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := dirStore(t, out)
+	var seen atomic.Int32 // 1: no manifest while a part wrote, 2: one
+	run.Overwrite = true
+	run.hooks.event = func(ev string) {
+		if ev != "doc" || seen.Load() != 0 {
+			return
+		}
+		if _, err := shards.ReadManifest(ctx, st, ""); errors.Is(err, shards.ErrMissing) {
+			seen.CompareAndSwap(0, 1)
+		} else {
+			seen.CompareAndSwap(0, 2)
+		}
+	}
+	if _, _, err := run.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Load() != 1 {
+		t.Fatalf("while the parts were made again the merged manifest was still there (state %d)", seen.Load())
+	}
+	if problems, err := shards.Verify(ctx, st, ""); err != nil || len(problems) > 0 {
+		t.Fatalf("verify after the --overwrite merge: %v %v", problems, err)
 	}
 }
