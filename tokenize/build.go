@@ -85,18 +85,21 @@ func (d *bpeDefinition) build() (*Tokenizer, error) {
 		}
 	} else {
 		t.mergeSemantics = "pairs"
-		seen := make(map[uint64]bool, len(d.merges))
+		// A merge the list repeats has the rank of its last occurrence: HF collects the
+		// list into a map, whose later entries replace earlier ones (BpeBuilder::build).
+		last := make(map[uint64]int, len(d.merges))
 		for rank, m := range d.merges {
 			l, okl := d.vocab[m[0]]
 			r, okr := d.vocab[m[1]]
-			id, okm := d.vocab[m[0]+m[1]]
-			if !okl || !okr || !okm {
+			if _, okm := d.vocab[m[0]+m[1]]; !okl || !okr || !okm {
 				return nil, fmt.Errorf("tokenize: %s: merge %d (%q %q) uses a token missing from the vocabulary", d.name, rank+1, byteLevelEncode(m[0]), byteLevelEncode(m[1]))
 			}
-			if key := mergePairKey(uint32(l), uint32(r)); seen[key] {
-				continue // HF keeps the first (lowest) rank of a repeated merge
-			} else {
-				seen[key] = true
+			last[mergePairKey(uint32(l), uint32(r))] = rank
+		}
+		for rank, m := range d.merges {
+			l, r, id := d.vocab[m[0]], d.vocab[m[1]], d.vocab[m[0]+m[1]]
+			if last[mergePairKey(uint32(l), uint32(r))] != rank {
+				continue // repeated later
 			}
 			merges = append(merges, pairMerge{uint32(l), uint32(r), uint32(rank), uint32(id)})
 		}
@@ -159,12 +162,19 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 	added := append([]AddedToken(nil), tokens...)
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 	var raw, norm []AddedToken
+	// Without a normalizer the flag changes nothing when all tokens have the same; when
+	// they differ, the tokens with normalized=false are still found first, and the
+	// others only in the text between them, as HF does (extract_and_normalize).
+	mixed := false
+	for _, a := range added {
+		mixed = mixed || a.Normalized != added[0].Normalized
+	}
 	for i, a := range added {
 		if a.Content == "" {
 			return fmt.Errorf("tokenize: %s: added token %d is empty", t.name, a.ID)
 		}
-		if t.normalizer == "" {
-			added[i].Normalized = false // without a normalizer the flag changes nothing
+		if t.normalizer == "" && !mixed {
+			added[i].Normalized = false
 			a.Normalized = false
 		}
 		if v := t.vocab.at(a.ID); v != "" && v != a.Content {
@@ -172,6 +182,11 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 		}
 		t.vocab.set(a.ID, a.Content)
 		if a.Normalized {
+			if t.normalize != nil {
+				// Matched in normalized text as normalized itself (HF keeps the
+				// normalized form of such a token's content to match).
+				a.Content = t.normalize(a.Content)
+			}
 			norm = append(norm, a)
 		} else {
 			raw = append(raw, a)

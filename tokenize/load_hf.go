@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -18,9 +19,12 @@ type hfFile struct {
 		Normalized bool   `json:"normalized"`
 		Special    bool   `json:"special"`
 	} `json:"added_tokens"`
-	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
-	Model        struct {
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Truncation    json.RawMessage `json:"truncation"`
+	Padding       json.RawMessage `json:"padding"`
+	Model         struct {
 		Type                    string          `json:"type"`
 		Dropout                 *float64        `json:"dropout"`
 		UnkToken                *string         `json:"unk_token"`
@@ -40,6 +44,10 @@ type hfComponent struct {
 	Normalizers    []hfComponent   `json:"normalizers"`
 	PreTokenizers  []hfComponent   `json:"pretokenizers"`
 	Pattern        json.RawMessage `json:"pattern"`
+	Processors     []hfComponent   `json:"processors"`
+	Single         []map[string]struct {
+		ID string `json:"id"`
+	} `json:"single"`
 }
 
 // LoadHFJSON loads a Hugging Face tokenizer.json with a BPE model and a ByteLevel
@@ -94,13 +102,114 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 	if err := d.setHFPreTokenizer(f.PreTokenizer); err != nil {
 		return nil, fmt.Errorf("tokenize: %s: pre_tokenizer: %w", name, err)
 	}
+	if err := checkHFPostProcessor(f.PostProcessor); err != nil {
+		return nil, fmt.Errorf("tokenize: %s: post_processor: %w; gptkit encodes as HF does with add_special_tokens=False and appends the end-of-document id itself (--append-eod): set \"post_processor\" to null in a copy of the file to use it", name, err)
+	}
+	for _, opt := range []struct {
+		key string
+		raw json.RawMessage
+	}{{"truncation", f.Truncation}, {"padding", f.Padding}} {
+		if len(opt.raw) > 0 && string(opt.raw) != "null" {
+			return nil, fmt.Errorf("tokenize: %s: %s is set, which would cut or pad every encoding; gptkit never does: set \"%s\" to null in a copy of the file to use it", name, opt.key, opt.key)
+		}
+	}
+	if err := d.checkUnknownBytes(m.UnkToken); err != nil {
+		return nil, fmt.Errorf("tokenize: %s: %w", name, err)
+	}
+	// The ids of added tokens are HF's (AddedVocabulary::add_tokens, in file order), not
+	// necessarily the file's: a content the vocabulary has takes its id there; a content
+	// listed twice keeps its first id; another takes the next id after the vocabulary
+	// and the added tokens so far. HF does the same, warning where the file says
+	// otherwise.
+	assigned := map[string]int{}
+	maxAdded := -1
 	for _, a := range f.AddedTokens {
 		if a.SingleWord || a.LStrip || a.RStrip {
 			return nil, fmt.Errorf("tokenize: %s: added token %q uses single_word/lstrip/rstrip, which is not supported", name, a.Content)
 		}
-		d.added = append(d.added, AddedToken{ID: a.ID, Content: a.Content, Special: a.Special, Normalized: a.Normalized})
+		if _, dup := assigned[a.Content]; dup {
+			continue
+		}
+		id, inVocab := m.Vocab[a.Content]
+		switch {
+		case inVocab:
+		case maxAdded < 0 || maxAdded < len(m.Vocab) && len(m.Vocab) > 0:
+			id = len(m.Vocab)
+		default:
+			id = maxAdded + 1
+		}
+		assigned[a.Content] = id
+		maxAdded = max(maxAdded, id)
+		d.added = append(d.added, AddedToken{ID: id, Content: a.Content, Special: a.Special, Normalized: a.Normalized})
 	}
 	return d.build()
+}
+
+// checkUnknownBytes refuses a vocabulary that lacks the token of some byte when the
+// model names an unk_token: HF encodes such a byte as the unk token (fusing runs of
+// them with fuse_unk), which this package does not. Without unk_token HF drops the
+// byte, as this package does; with all 256 bytes the unk token is never used.
+func (d *bpeDefinition) checkUnknownBytes(unk *string) error {
+	if unk == nil {
+		return nil
+	}
+	var missing []string
+	for b := range 256 {
+		if _, ok := d.vocab[string([]byte{byte(b)})]; !ok {
+			missing = append(missing, fmt.Sprintf("0x%02x", b))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	shown := strings.Join(missing[:min(len(missing), 4)], ", ")
+	if len(missing) > 4 {
+		shown += ", ..."
+	}
+	return fmt.Errorf("model.unk_token %q with a vocabulary that lacks the tokens of %d bytes (%s): HF encodes those bytes as the unk token, which is not supported; train the tokenizer with all 256 byte tokens (HF: initial_alphabet=ByteLevel.alphabet()), or set unk_token to null in a copy of the file to drop those bytes",
+		*unk, len(missing), shown)
+}
+
+// checkHFPostProcessor accepts post-processors that change no ids: none, ByteLevel
+// (offsets only), a TemplateProcessing whose single-sequence template adds no special
+// token, and Sequences of those.
+func checkHFPostProcessor(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var c hfComponent
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	return checkHFProcessor(c)
+}
+
+func checkHFProcessor(c hfComponent) error {
+	switch c.Type {
+	case "ByteLevel":
+		return nil
+	case "Sequence":
+		for _, p := range c.Processors {
+			if err := checkHFProcessor(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "TemplateProcessing":
+		var specials []string
+		for _, item := range c.Single {
+			if sp, ok := item["SpecialToken"]; ok {
+				specials = append(specials, strconv.Quote(sp.ID))
+			}
+		}
+		if len(specials) == 0 {
+			return nil
+		}
+		return fmt.Errorf("TemplateProcessing adds %s to every encoding", strings.Join(specials, ", "))
+	case "RobertaProcessing", "BertProcessing":
+		return fmt.Errorf("%s adds its special tokens to every encoding", c.Type)
+	}
+	return fmt.Errorf("type %q is not supported (ByteLevel and templates that add no special token are)", c.Type)
 }
 
 // parseHFMerges accepts both forms HF writes: ["a b", ...] and [["a","b"], ...].
@@ -110,13 +219,18 @@ func parseHFMerges(raw json.RawMessage) ([][2]string, error) {
 	}
 	var asStrings []string
 	if err := json.Unmarshal(raw, &asStrings); err == nil {
-		out := make([][2]string, len(asStrings))
-		for i, s := range asStrings {
+		first := 0
+		if len(asStrings) > 0 && strings.HasPrefix(asStrings[0], "#version") {
+			first = 1 // merges.txt's header, copied in: HF skips it too
+		}
+		out := make([][2]string, 0, len(asStrings))
+		for i, s := range asStrings[first:] {
+			i += first
 			l, r, ok := strings.Cut(s, " ")
 			if !ok || l == "" || r == "" || strings.Contains(r, " ") {
 				return nil, fmt.Errorf("merge %d %q is not two tokens separated by one space", i+1, s)
 			}
-			out[i] = [2]string{l, r}
+			out = append(out, [2]string{l, r})
 		}
 		return out, nil
 	}
@@ -157,7 +271,20 @@ func (d *bpeDefinition) setHFNormalizer(raw json.RawMessage) error {
 			}
 		}
 	}
-	return fmt.Errorf("type %q is not supported (none and NFC are)", c.Type)
+	return fmt.Errorf("type %s is not supported (none and NFC are)", componentName(c, c.Normalizers))
+}
+
+// componentName names c, with the types of a Sequence's parts.
+func componentName(c hfComponent, parts []hfComponent) string {
+	name := strconv.Quote(c.Type)
+	if c.Type == "Sequence" {
+		var types []string
+		for _, p := range parts {
+			types = append(types, p.Type)
+		}
+		name += " of [" + strings.Join(types, ", ") + "]"
+	}
+	return name
 }
 
 func (d *bpeDefinition) setHFPreTokenizer(raw json.RawMessage) error {
@@ -168,11 +295,12 @@ func (d *bpeDefinition) setHFPreTokenizer(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return err
 	}
+	whole := c
 	if c.Type == "Sequence" && len(c.PreTokenizers) == 1 {
 		c = c.PreTokenizers[0]
 	}
 	if c.Type != "ByteLevel" {
-		return fmt.Errorf("type %q is not supported (ByteLevel is)", c.Type)
+		return fmt.Errorf("type %s is not supported (ByteLevel is)", componentName(whole, whole.PreTokenizers))
 	}
 	if c.UseRegex != nil && !*c.UseRegex {
 		return fmt.Errorf("ByteLevel with use_regex=false is not supported")

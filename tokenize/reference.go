@@ -31,7 +31,7 @@ func (t *Tokenizer) refTables() *refTables {
 func (t *Tokenizer) refEncode(text string) []int {
 	text = ReplaceInvalidUTF8(text)
 	var out []int
-	for _, seg := range refSplitAdded(text, t.added, false) {
+	for _, seg := range refSplitAdded(text, t.added, false, nil) {
 		if seg.id >= 0 {
 			out = append(out, seg.id)
 			continue
@@ -40,7 +40,7 @@ func (t *Tokenizer) refEncode(text string) []int {
 		if t.normalizer == "NFC" {
 			norm = NFC(norm)
 		}
-		for _, sub := range refSplitAdded(norm, t.added, true) {
+		for _, sub := range refSplitAdded(norm, t.added, true, t.normalize) {
 			if sub.id >= 0 {
 				out = append(out, sub.id)
 				continue
@@ -69,16 +69,21 @@ type refSegment struct {
 }
 
 // refSplitAdded splits s on the added tokens whose Normalized flag equals normalized,
-// leftmost-longest, by trying every token at every position.
-func refSplitAdded(s string, added []AddedToken, normalized bool) []refSegment {
+// leftmost-longest, by trying every token at every position; normalize, if set, makes
+// the content that a normalized token is matched as.
+func refSplitAdded(s string, added []AddedToken, normalized bool, normalize func(string) string) []refSegment {
 	var out []refSegment
 	last := 0
 	for i := 0; i < len(s); {
-		best := -1
+		best, bestLen := -1, 0
 		for k, a := range added {
-			if a.Normalized == normalized && len(a.Content) <= len(s)-i && s[i:i+len(a.Content)] == a.Content {
-				if best < 0 || len(a.Content) > len(added[best].Content) {
-					best = k
+			c := a.Content
+			if normalized && normalize != nil {
+				c = normalize(c)
+			}
+			if a.Normalized == normalized && len(c) <= len(s)-i && s[i:i+len(c)] == c {
+				if best < 0 || len(c) > bestLen {
+					best, bestLen = k, len(c)
 				}
 			}
 		}
@@ -86,8 +91,8 @@ func refSplitAdded(s string, added []AddedToken, normalized bool) []refSegment {
 			i++
 			continue
 		}
-		out = append(out, refSegment{s[last:i], -1}, refSegment{added[best].Content, added[best].ID})
-		i += len(added[best].Content)
+		out = append(out, refSegment{s[last:i], -1}, refSegment{s[i : i+bestLen], added[best].ID})
+		i += bestLen
 		last = i
 	}
 	return append(out, refSegment{s[last:], -1})

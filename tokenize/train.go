@@ -139,6 +139,9 @@ func (o TrainOptions) Validate() error {
 	if base := len(o.Special) + 256; o.VocabSize < base {
 		return fmt.Errorf("tokenize: train: vocab size %d is below %d (%d special tokens + 256 byte tokens)", o.VocabSize, base, len(o.Special))
 	}
+	if o.VocabSize > pairLimit {
+		return fmt.Errorf("tokenize: train: vocab size %d is over %d, the most this package loads (ids and merge ranks below 2^20 - 1)", o.VocabSize, pairLimit)
+	}
 	if o.MinFrequency < 0 {
 		return fmt.Errorf("tokenize: train: negative min frequency %d", o.MinFrequency)
 	}

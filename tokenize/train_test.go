@@ -385,6 +385,7 @@ func TestTrainErrors(t *testing.T) {
 		want string
 	}{
 		{TrainOptions{VocabSize: 256, Special: []string{trainEOT}}, "below 257"},
+		{TrainOptions{VocabSize: 2000000}, "over 1048575"},
 		{TrainOptions{VocabSize: 300, Special: []string{"a"}}, "at least 2"},
 		{TrainOptions{VocabSize: 300, Special: []string{"<s> x"}}, "printable ASCII"},
 		{TrainOptions{VocabSize: 300, Special: []string{trainEOT, trainEOT}}, "twice"},
@@ -552,7 +553,7 @@ func TestTrainMatchesHFTrainer(t *testing.T) {
 
 	start := time.Now()
 	lines := strings.SplitAfter(trainCorpus(t), "\n")
-	m := mustTrain(t, lines, TrainOptions{VocabSize: 1 << 20, MinFrequency: 1})
+	m := mustTrain(t, lines, TrainOptions{VocabSize: pairLimit, MinFrequency: 1})
 	t.Logf("ours: %d merges in %v; HF: %d merges", len(m.merges), time.Since(start), len(hfMerges))
 	if len(m.merges) != len(hfMerges) {
 		t.Errorf("%d merges, HF has %d", len(m.merges), len(hfMerges))
