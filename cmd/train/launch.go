@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -117,8 +118,43 @@ func (d *distFlags) validate(set map[string]bool) error {
 		return errors.New("--rank is a rank's own place; a launcher (--nproc-per-node) gives its ranks theirs")
 	case d.timeout <= 0 || d.heartbeat <= 0 || d.collTimeout <= 0:
 		return errors.New("--dist-timeout, --heartbeat-timeout and --collective-timeout must be positive")
+	case d.heartbeat < minHeartbeatTimeout:
+		return fmt.Errorf("--heartbeat-timeout %s: want at least %s (every rank and the store send a heartbeat every %s: a shorter timeout would declare healthy ranks hung)", d.heartbeat, minHeartbeatTimeout, dist.DefaultHeartbeatInterval)
+	}
+	// Where the store listens: --master-port, else MASTER_PORT (as torchrun), else 29500.
+	if !set["master-port"] && (d.nprocPerNode > 0 || d.hostfile != "" || d.rank >= 0) {
+		if v := os.Getenv("MASTER_PORT"); v != "" {
+			p, err := strconv.Atoi(v)
+			if err != nil || p < 1 || p > 65535 {
+				return fmt.Errorf("MASTER_PORT=%q: want a port in [1,65535] (or pass --master-port)", v)
+			}
+			d.masterPort = p
+		}
 	}
 	return nil
+}
+
+// minHeartbeatTimeout is three heartbeat intervals.
+const minHeartbeatTimeout = 3 * dist.DefaultHeartbeatInterval
+
+// launcherMasterAddr is where node 0's store listens, for a launcher: --master-addr,
+// else MASTER_ADDR, else (several nodes in a SLURM allocation) its first node, else ""
+// (launch.Run's 127.0.0.1 for one node).
+func launcherMasterAddr(d *distFlags) string {
+	if d.masterAddr != "" {
+		return d.masterAddr
+	}
+	if addr := os.Getenv("MASTER_ADDR"); addr != "" {
+		return addr
+	}
+	if d.nnodes > 1 {
+		for _, key := range []string{"SLURM_JOB_NODELIST", "SLURM_NODELIST"} {
+			if hosts, err := dist.ParseNodeList(os.Getenv(key)); err == nil && len(hosts) > 0 {
+				return hosts[0]
+			}
+		}
+	}
+	return ""
 }
 
 // runLauncher implements --nproc-per-node: this process starts the node's ranks.
@@ -148,10 +184,7 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	addr, port := d.masterAddr, d.masterPort
-	if addr == "" {
-		addr = os.Getenv("MASTER_ADDR")
-	}
+	addr, port := launcherMasterAddr(d), d.masterPort
 	err = launch.Run(context.WithoutCancel(ctx), launch.Config{
 		NProcPerNode: d.nprocPerNode, NNodes: d.nnodes, NodeRank: d.nodeRank, MasterAddr: addr, MasterPort: port,
 		MaxRestarts: d.maxRestarts, Token: token, Program: self, Args: dropFlags(fs, args, launcherOnly),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -311,5 +312,51 @@ func TestRankThreads(t *testing.T) {
 		if got := rankThreads(tc.threads, func(k string) string { return tc.env[k] }); got != tc.want {
 			t.Errorf("rankThreads(%d, %v) = %d, want %d", tc.threads, tc.env, got, tc.want)
 		}
+	}
+}
+
+// TestMasterFromEnvironment: a launcher (or a rank started by hand) without
+// --master-port listens on MASTER_PORT, as torchrun does, and a launcher of several
+// nodes in a SLURM allocation meets at its first node; a heartbeat timeout healthy
+// ranks could not meet is a usage error.
+func TestMasterFromEnvironment(t *testing.T) {
+	parse := func(args ...string) (*distFlags, error) {
+		c := trainCommand()
+		var d distFlags
+		d.register(c.Flags)
+		if err := c.Flags.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return &d, d.validate(set)
+	}
+	t.Setenv("MASTER_PORT", "31234")
+	t.Setenv("MASTER_ADDR", "")
+	t.Setenv("SLURM_JOB_NODELIST", "gpu[07-08]")
+	if d, err := parse("--nproc-per-node", "2"); err != nil || d.masterPort != 31234 {
+		t.Errorf("launcher with MASTER_PORT: port %d, %v; want 31234", d.masterPort, err)
+	}
+	if d, err := parse("--nproc-per-node", "2", "--master-port", "29999"); err != nil || d.masterPort != 29999 {
+		t.Errorf("--master-port over MASTER_PORT: port %d, %v; want 29999", d.masterPort, err)
+	}
+	if d, err := parse("--rank", "1", "--world-size", "2"); err != nil || d.masterPort != 31234 {
+		t.Errorf("--rank with MASTER_PORT: port %d, %v; want 31234", d.masterPort, err)
+	}
+	if d, _ := parse("--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1"); launcherMasterAddr(d) != "gpu07" {
+		t.Errorf("two nodes in a SLURM allocation: master %q, want gpu07", launcherMasterAddr(d))
+	}
+	if d, _ := parse("--nproc-per-node", "2"); launcherMasterAddr(d) != "" {
+		t.Errorf("one node: master %q, want the launcher's default (127.0.0.1)", launcherMasterAddr(d))
+	}
+	t.Setenv("MASTER_PORT", "http")
+	if _, err := parse("--nproc-per-node", "2"); err == nil || !strings.Contains(err.Error(), "MASTER_PORT") {
+		t.Errorf("a bad MASTER_PORT: %v, want an error naming it", err)
+	}
+	if _, err := parse(); err != nil {
+		t.Errorf("one process ignores MASTER_PORT: %v", err)
+	}
+	if _, err := parse("--nproc-per-node", "2", "--master-port", "29500", "--heartbeat-timeout", "900ms"); err == nil || !strings.Contains(err.Error(), "at least 3s") {
+		t.Errorf("--heartbeat-timeout 900ms: %v, want a usage error", err)
 	}
 }

@@ -203,6 +203,9 @@ type outcome struct {
 type worker struct {
 	rank int
 	cmd  *exec.Cmd
+	// exited is set by attempt's loop when the rank's exit arrives (cmd.ProcessState
+	// is written by the goroutine that waits for it: not for the loop to read).
+	exited bool
 }
 
 type exit struct {
@@ -221,7 +224,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	var killTimer <-chan time.Time
 	stop := func(sig syscall.Signal, grace time.Duration) {
 		for _, w := range workers {
-			if w.cmd.ProcessState == nil {
+			if !w.exited {
 				w.cmd.Process.Signal(sig)
 				if sig != syscall.SIGKILL {
 					w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
@@ -251,6 +254,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 		select {
 		case ex := <-exits:
 			running--
+			for _, w := range workers {
+				if w.rank == ex.rank {
+					w.exited = true
+				}
+			}
 			if ex.err != nil && !stopping {
 				out.failure = describeExit(ex)
 				if l.srv != nil {

@@ -229,3 +229,30 @@ func FuzzParseHostfile(f *testing.F) {
 		}
 	})
 }
+
+// TestSignalsWhileRanksExit: signals that arrive while ranks are exiting (a second
+// Ctrl-C, the kill timer) stop the ones still running without reading what the
+// goroutines waiting for the others write (a data race under -race).
+func TestSignalsWhileRanksExit(t *testing.T) {
+	for range 3 {
+		cfg, _, stderr := testConfig(t, "env", 4)
+		sigs := make(chan os.Signal, 1)
+		cfg.Signals = sigs
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case sigs <- syscall.SIGCONT: // harmless to a rank, forwarded as any signal
+				case <-done:
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		err := Run(context.Background(), cfg)
+		close(done)
+		if err != nil && !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+	}
+}

@@ -189,12 +189,14 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 
 	var first error
 	interrupted := false
+	exited := make([]bool, len(nodes))
 	var deadline <-chan time.Time
 	ctxDone := ctx.Done()
 	for left := len(nodes); left > 0; {
 		select {
 		case d := <-dones:
 			left--
+			exited[d.i] = true
 			if d.err != nil && first == nil {
 				msg := fmt.Sprintf("node %d (%s): %v", d.i, c.Hosts[d.i].Name, d.err)
 				if d.last != "" {
@@ -220,8 +222,8 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		case <-deadline:
 			log.Warn("nodes still running; closing their connections")
 			closeAll()
-			for _, n := range nodes {
-				if n.cmd.ProcessState == nil {
+			for i, n := range nodes {
+				if !exited[i] { // (cmd.ProcessState is the waiting goroutine's)
 					n.cmd.Process.Signal(syscall.SIGTERM)
 				}
 			}
