@@ -446,7 +446,14 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if cause == nil {
 				cause = ErrPeerInterrupted
 			}
-			return res(), fmt.Errorf("train: interrupted after step %d (checkpoint %s): %w", t.step, t.lastCkpt, cause)
+			where := "checkpoint " + t.lastCkpt
+			switch {
+			case t.lastCkpt == "" && t.step == 0:
+				where = "no checkpoint: no step was taken"
+			case t.lastCkpt == "":
+				where = "checkpoint written by rank 0"
+			}
+			return res(), fmt.Errorf("train: interrupted after step %d (%s): %w", t.step, where, cause)
 		}
 		m, err := t.guardedStep(ctx)
 		if err != nil {

@@ -228,6 +228,12 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		nccl.Abort(leave)
 	}
 	comm.Close(leave)
+	if err != nil && leave == nil {
+		// Stopped on an interrupt, this rank's or another's: the launchers of every
+		// node tell it from a failure by the status (no restart).
+		cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
+		return cli.ExitInterrupted
+	}
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"gptkit/internal/cli"
 	"gptkit/train/dist"
 )
 
@@ -149,6 +150,13 @@ func Run(ctx context.Context, cfg Config) error {
 		out := l.attempt(ctx, restarts, events)
 		switch {
 		case out.interrupted:
+			if l.srv != nil {
+				// The other nodes' ranks stop after the same step and say goodbye
+				// to the store: keep it up for them.
+				wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				l.srv.WaitIdle(wctx)
+				cancel()
+			}
 			return ErrInterrupted
 		case out.fatal != "":
 			return fmt.Errorf("launch: %s", out.fatal)
@@ -259,6 +267,14 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					w.exited = true
 				}
 			}
+			if ex.err != nil && !stopping && interruptedExit(ex.err) {
+				// Stopped with the others on an interrupt another node's launcher
+				// forwarded: the job was interrupted, nothing failed.
+				out.interrupted = true
+				l.log.Warn("a rank stopped on an interrupt of the job (another node's launcher was signalled); stopping this node's ranks", "rank", ex.rank)
+				stop(syscall.SIGTERM, cfg.StopGrace)
+				continue
+			}
 			if ex.err != nil && !stopping {
 				out.failure = describeExit(ex)
 				if l.srv != nil {
@@ -318,6 +334,13 @@ func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall
 	}
 	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; another signal kills them)", "signal", sig)
 	stop(sig, 0)
+}
+
+// interruptedExit reports whether a rank exited with cli.ExitInterrupted: it stopped
+// on an interrupt, its own or another rank's.
+func interruptedExit(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == cli.ExitInterrupted
 }
 
 func describeExit(ex exit) string {

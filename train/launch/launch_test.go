@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 }
 
 // fakeRank: "env" prints its place; "fail1" fails on rank 1 (at restart 0 only
-// with "fail1once"); "term" waits for SIGTERM.
+// with "fail1once"); "term" waits for SIGTERM; "peerint" exits 130 on rank 1 (an
+// interrupt elsewhere) and waits on the others.
 func fakeRank(mode string) int {
 	rank := os.Getenv("RANK")
 	restart := os.Getenv("TORCHELASTIC_RESTART_COUNT")
@@ -47,6 +48,11 @@ func fakeRank(mode string) int {
 	switch mode {
 	case "env":
 		return 0
+	case "peerint": // rank 1 stops as a rank does whose peer on another node was interrupted
+		if rank == "1" {
+			return 130
+		}
+		mode = "term"
 	case "fail1", "fail1once":
 		if rank == "1" && (mode == "fail1" || restart == "0") {
 			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
@@ -58,7 +64,9 @@ func fakeRank(mode string) int {
 		if mode == "fail1once" && restart != "0" {
 			return 0
 		}
-		fallthrough
+		mode = "term"
+	}
+	switch mode {
 	case "term":
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -254,5 +262,20 @@ func TestSignalsWhileRanksExit(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrInterrupted) {
 			t.Fatalf("%v\n%s", err, stderr)
 		}
+	}
+}
+
+// TestPeerInterruptIsNoFailure: a rank that stopped because the job was interrupted
+// elsewhere (another node's launcher got the signal: status 130) stops this node's
+// ranks without a restart, and the launcher reports an interrupt, not a failure.
+func TestPeerInterruptIsNoFailure(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "peerint", 2)
+	cfg.MaxRestarts = 2
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("%v, want ErrInterrupted\n%s", err, stderr)
+	}
+	// (Rank 0, which would wait a minute, was stopped: Run returned.)
+	if strings.Contains(stderr.String(), "restarting") || !strings.Contains(stderr.String(), "stopping this node's ranks") {
+		t.Errorf("want this node's ranks stopped and no restart:\n%s", stderr)
 	}
 }
