@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,9 @@ func TestFloat16LossScaling(t *testing.T) {
 	}
 	if st.LossScale <= 0 || st.LossScale >= 1<<24 || st.LossScale != ms[len(ms)-1].LossScale {
 		t.Errorf("checkpoint loss scale %g, want the halved scale of the last step (%g)", st.LossScale, ms[len(ms)-1].LossScale)
+	}
+	if st.SkippedSteps != skips {
+		t.Errorf("checkpoint counts %d skipped steps, the log %d", st.SkippedSteps, skips)
 	}
 
 	// Interrupted after step 3 (during the skipped steps) and resumed: the same run.
@@ -85,4 +89,48 @@ func mustLatest(t *testing.T, out string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestFloat16FirstUpdateAfterSkips: the first update after steps that float16's loss
+// scaling skipped is AdamW's first (bias correction for step 1: every weight with a
+// gradient moves by about lr), not damped as a later step's would be (after three
+// skips by ~0.56, what counting them gave).
+func TestFloat16FirstUpdateAfterSkips(t *testing.T) {
+	defer func(v float64) { lossScaleInit = v }(lossScaleInit)
+	lossScaleInit = 1 << 24
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.Dtype, cfg.Dropout, cfg.WeightDecay, cfg.GradClip = "float16", 0, 0, 0
+	cfg.LR, cfg.MinLR, cfg.WarmupSteps, cfg.LRDecaySteps, cfg.MaxSteps = 1e-3, 1e-3, 0, 0, 8
+	tr, err := NewTrainer(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	prev := slices.Clone(tr.Model().ReadParams()) // (a view on the CPU)
+	skipped, ratio := 0, 0.0
+	tr.OnStep = func(m Metrics) {
+		now := slices.Clone(tr.Model().ReadParams())
+		if m.Skipped {
+			skipped++
+		} else if ratio == 0 && skipped > 0 {
+			var r []float64
+			for i := range now {
+				if d := math.Abs(float64(now[i]) - float64(prev[i])); d > 0 {
+					r = append(r, d/m.LR)
+				}
+			}
+			slices.Sort(r)
+			ratio = r[len(r)/2]
+		}
+		prev = now
+	}
+	if _, err := tr.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if skipped == 0 || ratio == 0 {
+		t.Fatalf("%d steps skipped, ratio %g: the test needs skips then an update", skipped, ratio)
+	}
+	if ratio < 0.9 || ratio > 1.1 {
+		t.Errorf("after %d skipped steps the first update moved the weights by %.3g lr (median), want ~1 (AdamW's first step)", skipped, ratio)
+	}
 }

@@ -67,6 +67,9 @@ type State struct {
 	// since it last changed (absent for float32 and bfloat16).
 	LossScale     float64 `json:"loss_scale,omitempty"`
 	LossScaleGood int     `json:"loss_scale_good,omitempty"`
+	// SkippedSteps counts the steps float16's loss scaling skipped (an overflow):
+	// AdamW's step count, for its bias correction, leaves them out.
+	SkippedSteps int `json:"skipped_steps,omitempty"`
 }
 
 // RNGState is the random state of a run: its seed.
@@ -131,7 +134,7 @@ func (t *Trainer) save(ctx context.Context) error {
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
 			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339),
-			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good}
+			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good, SkippedSteps: t.skipped}
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}
@@ -339,6 +342,7 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 	if t.scaler.on() && st.LossScale > 0 {
 		t.scaler.scale, t.scaler.good = st.LossScale, st.LossScaleGood
 	}
+	t.skipped = st.SkippedSteps
 	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
 	return full, nil
 }

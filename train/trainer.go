@@ -43,6 +43,7 @@ type Trainer struct {
 	flat    flat
 	buckets *bucketPlan // nil: one all-reduce after the backward pass
 	scaler  lossScaler  // float16's dynamic loss scale
+	skipped int         // steps the loss scaling skipped: AdamW's step is step - skipped
 	optMem  int64       // bytes of m and v
 
 	commWait time.Duration // the steps' time waiting for gradient buckets (benchmarks)
@@ -569,7 +570,7 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	lr := cfg.LRAt(step - 1)
 	lo, hi := t.flat.lo, t.flat.hi
 	opt := kernels.AdamW{LR: float32(lr), Beta1: float32(cfg.Beta1), Beta2: float32(cfg.Beta2), Eps: AdamEps,
-		WeightDecay: float32(cfg.WeightDecay), Step: step, DecayLen: min(max(model.DecayLen-lo, 0), hi-lo),
+		WeightDecay: float32(cfg.WeightDecay), Step: step - t.skipped, DecayLen: min(max(model.DecayLen-lo, 0), hi-lo),
 		GradScale: float32(1 / t.scaler.factor()), MaxNorm: cfg.GradClip}
 	// AdamW over this rank's slice [lo, hi), writing the compute copy of it; it
 	// skips the update when the gradient norm is not finite.
@@ -608,8 +609,14 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 		if err := t.scaler.update(finite); err != nil {
 			return Metrics{}, fmt.Errorf("train: step %d: %w", step, err)
 		}
-		if !finite && t.coll.Rank() == 0 {
-			t.log.Warn("float16 overflow in the gradients: step skipped", "step", step, "loss_scale", old, "new_loss_scale", t.scaler.scale)
+		if !finite {
+			// Not an update: AdamW's bias correction does not count it (as PyTorch's
+			// GradScaler, which skips optimizer.step()); the learning rate's schedule,
+			// by step, does (as nanoGPT's loop with a GradScaler).
+			t.skipped++
+			if t.coll.Rank() == 0 {
+				t.log.Warn("float16 overflow in the gradients: step skipped", "step", step, "loss_scale", old, "new_loss_scale", t.scaler.scale)
+			}
 		}
 	}
 	t.step = step
