@@ -182,6 +182,8 @@ func fromHF(data []byte) (Config, *gptkitExtra, error) {
 		return Config{}, nil, fmt.Errorf("attention scaling (scale_attn_weights %v, scale_attn_by_inverse_layer_idx %v) differs from GPT-2's 1/sqrt(head size)", h.ScaleAttnWeights, h.ScaleAttnByInverseLayerIdx)
 	case !h.TieWordEmbeddings:
 		return Config{}, nil, fmt.Errorf("tie_word_embeddings false: gptkit ties lm_head to wte")
+	case math.Abs(h.LayerNormEpsilon-1e-5) > 1e-12:
+		return Config{}, nil, fmt.Errorf("layer_norm_epsilon %g: gptkit's LayerNorm uses GPT-2's 1e-5", h.LayerNormEpsilon)
 	}
 	pos := h.NPositions
 	if pos == 0 {

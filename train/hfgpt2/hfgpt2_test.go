@@ -206,6 +206,7 @@ func TestImportRejectsOtherArchitectures(t *testing.T) {
 		{`{"model_type":"gpt2","n_inner":7,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "n_inner 7"},
 		{`{"model_type":"gpt2","scale_attn_by_inverse_layer_idx":true,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "attention scaling"},
 		{`{"model_type":"gpt2","tie_word_embeddings":false,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "tie_word_embeddings"},
+		{`{"model_type":"gpt2","layer_norm_epsilon":0.001,"n_embd":4,"n_head":1,"n_layer":1,"n_positions":4,"vocab_size":5}`, "layer_norm_epsilon 0.001"},
 		{`{"model_type":"gpt2","n_embd":6,"n_head":4,"n_layer":1,"n_positions":4,"vocab_size":5}`, "do not divide"},
 		{`[`, "not a JSON config"},
 	} {
