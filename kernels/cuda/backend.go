@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"gptkit/kernels"
@@ -155,12 +156,16 @@ func Open(o Options) (*Backend, error) {
 	} else {
 		names := o.CUBLASLibs
 		if names == nil {
-			names = cublasLibs
+			names = forDriver(cublasLibs, b.info.DriverVersion)
 		}
 		if real, err = loadCUBLAS(names); err != nil {
 			return nil, err
 		}
 		real.drv = drv
+		if o.CUBLASLibs == nil {
+			// cuBLASLt of the same release as the cuBLAS that loaded.
+			real.ltNames = []string{strings.Replace(real.lib, "libcublas.", "libcublasLt.", 1)}
+		}
 		b.blas = real
 	}
 	runtime.LockOSThread()
@@ -239,6 +244,9 @@ func (b *Backend) Close() error {
 	err = errors.Join(err, b.mem.free(b.drv))
 	err = errors.Join(err, b.blas.close())
 	err = errors.Join(err, b.drv.streamDestroy(b.stream))
+	if d, ok := b.drv.(*driver); ok {
+		err = errors.Join(err, d.freeParams())
+	}
 	err = errors.Join(err, b.drv.primaryCtxRelease(b.info.Ordinal))
 	return err
 }

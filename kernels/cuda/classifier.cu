@@ -123,9 +123,11 @@ template <typename T> __device__ void classifier_rows(T* logits, float* losses, 
     }
 }
 
+// Launched with 1024 threads a block (classifier.go): the bound keeps the JIT to the 64
+// registers a thread that many threads may have (else CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
 #define CLASSIFIER(S, T)                                                                                           \
-    extern "C" __global__ void classifier_rows_##S(T* logits, float* losses, const int* targets, float dloss,      \
-                                                   int V, int Vp, int grads) {                                     \
+    extern "C" __global__ void __launch_bounds__(1024)                                                             \
+        classifier_rows_##S(T* logits, float* losses, const int* targets, float dloss, int V, int Vp, int grads) { \
         classifier_rows(logits, losses, targets, dloss, V, Vp, grads);                                             \
     }
 DTYPES(CLASSIFIER)

@@ -2,11 +2,29 @@ package cuda
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"unsafe"
 )
 
-// cublasLibs are the cuBLAS sonames tried, newest first.
+// cublasLibs are the cuBLAS sonames tried, newest first (of those the driver can run:
+// forDriver).
 var cublasLibs = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}
+
+// forDriver keeps the sonames ("lib....so.MAJOR") of CUDA releases the driver
+// (cuDriverGetVersion's 1000 x major + 10 x minor) runs: a cuBLAS 13 loads under a
+// CUDA 12 driver, then fails at cublasCreate, where cuBLAS 12 would have worked.
+func forDriver(names []string, driverVersion int) []string {
+	var out []string
+	for _, n := range names {
+		i := strings.LastIndex(n, ".so.")
+		major, err := strconv.Atoi(n[i+len(".so."):])
+		if i < 0 || err != nil || major*1000 <= driverVersion {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // cublas is the part of cuBLAS the backend uses (cublasStatus_t is int32): the
 // blasAPI of the real library.

@@ -188,9 +188,6 @@ func initDevice(d driverAPI, ordinal int) (Info, error) {
 		return info, fmt.Errorf("cuda: %w: %s has compute capability %d.%d; the kernels need 8.0 (A100, H100) or newer; use --device cpu",
 			ErrNoDevice, info.Name, info.Major, info.Minor)
 	}
-	if attr(attrManagedMemory) == 0 || attr(attrConcurrentManagedAccess) == 0 {
-		return info, fmt.Errorf("cuda: %w: %s has no concurrent managed memory (needed for host-visible buffers); use --device cpu", ErrNoDevice, info.Name)
-	}
 	return info, identify(d, &info)
 }
 

@@ -192,6 +192,18 @@ func (d *driver) funcSetMaxDynamicShared(f function, bytes int) error {
 // The driver copies the values at launch, so the block is reused (under paramsMu).
 const maxParams = 32
 
+// freeParams frees launchKernel's pinned parameter block (Backend.Close).
+func (d *driver) freeParams() error {
+	d.paramsMu.Lock()
+	defer d.paramsMu.Unlock()
+	if d.params == nil {
+		return nil
+	}
+	err := d.memFreeHost(unsafe.Pointer(unsafe.SliceData(d.params)))
+	d.params = nil
+	return err
+}
+
 func (d *driver) launchKernel(f function, grid, block dim3, sharedBytes int, s stream, args []uint64) error {
 	if len(args) > maxParams {
 		return fmt.Errorf("cuda: cuLaunchKernel: %d arguments, at most %d", len(args), maxParams)

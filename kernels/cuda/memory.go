@@ -168,8 +168,8 @@ func (b *Backend) freeBlock(p uintptr) {
 
 // Upload implements kernels.Backend. Up to pinnedSlot bytes go through pinned
 // staging (asynchronous: Upload returns once src is copied there); larger ones
-// are copied from src directly (the driver stages pageable memory itself and
-// returns once src has been read).
+// are copied from src directly, and waited for (the driver does not promise to
+// have read pageable memory when an asynchronous copy returns).
 func (b *Backend) Upload(dst kernels.Tensor, src []byte) {
 	b.owned("upload", dst)
 	if len(src) != dst.Bytes() {
@@ -200,7 +200,12 @@ func (b *Backend) copyIn(dst uintptr, src []byte) {
 		b.must(b.drv.eventRecord(ev, b.stream))
 		return
 	}
+	// From pageable memory the driver may return before it has read src (a GPU
+	// that reads host memory directly: GH200, HMM): wait for the copy, so that the
+	// caller may change or drop src on return. (Uploads this large are weights and
+	// staging, not per-step data.)
 	b.must(b.drv.memcpyHtoD(dst, unsafe.Pointer(&src[0]), len(src), b.stream))
+	b.must(b.drv.streamSynchronize(b.stream))
 	runtime.KeepAlive(src)
 }
 

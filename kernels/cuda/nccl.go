@@ -160,7 +160,11 @@ func (b *Backend) NewUniqueID() (UniqueID, error) {
 	if err != nil {
 		return UniqueID{}, err
 	}
-	return n.getUniqueID()
+	// With the backend's context current: NCCL's bootstrap may touch the CUDA
+	// runtime, which would otherwise pick device 0.
+	var id UniqueID
+	b.withContext(func() { id, err = n.getUniqueID() })
+	return id, err
 }
 
 // NCCLOptions configure NewNCCL.
