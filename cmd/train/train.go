@@ -18,6 +18,7 @@ import (
 	"gptkit/kernels"
 	"gptkit/kernels/cuda"
 	"gptkit/train"
+	"gptkit/train/dist"
 )
 
 // cfgFlag is one configuration key on the command line. Parsing only records the
@@ -232,7 +233,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		// Stopped on an interrupt, this rank's or another's: the launchers of every
 		// node tell it from a failure by the status (no restart).
 		cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
-		return cli.ExitInterrupted
+		return dist.ExitInterrupted
 	}
 	if err != nil {
 		return trainFail(ctx, stderr, err)

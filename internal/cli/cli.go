@@ -31,10 +31,6 @@ const (
 	ExitOK      = 0 // success, or -h
 	ExitFailure = 1 // the command ran and failed (one line on stderr)
 	ExitUsage   = 2 // a bad command line
-	// ExitInterrupted: a rank of a distributed job stopped on SIGINT or SIGTERM, its
-	// own or another rank's (128 + SIGINT, as shells report it): its launcher takes it
-	// for an interrupt of the job, not a failure to restart from.
-	ExitInterrupted = 130
 )
 
 // Command is a subcommand's flag set with its help text.

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"gptkit/internal/cli"
 	"gptkit/train/dist"
 )
 
@@ -336,11 +335,11 @@ func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall
 	stop(sig, 0)
 }
 
-// interruptedExit reports whether a rank exited with cli.ExitInterrupted: it stopped
+// interruptedExit reports whether a rank exited with dist.ExitInterrupted: it stopped
 // on an interrupt, its own or another rank's.
 func interruptedExit(err error) bool {
 	var ee *exec.ExitError
-	return errors.As(err, &ee) && ee.ExitCode() == cli.ExitInterrupted
+	return errors.As(err, &ee) && ee.ExitCode() == dist.ExitInterrupted
 }
 
 func describeExit(ex exit) string {
