@@ -191,11 +191,11 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 					splitName = SplitNames[k] + " shards"
 				}
 				if docs[0] == docs[1] {
-					how := "split " + o.Split + " gives it none"
+					how, next := "split "+o.Split+" gives it none", "or change the split"
 					if presplit {
-						how = "its manifest labels no shard " + SplitNames[k]
+						how, next = "its manifest labels no shard "+SplitNames[k], "or make the dataset with a "+SplitNames[k]+" split (the split setting applies only to a dataset without one)"
 					}
-					return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, or change the split", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k])}
+					return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s: no %s documents (%d documents; %s): ask for no %s samples, %s", wp.Path, SplitNames[k], set.numDocs, how, SplitNames[k], next)}
 				}
 			}
 			s, file, err := set.samples(ctx, o, k, splitName, docs, counts[c])

@@ -119,6 +119,22 @@ func TestOpenPresplit(t *testing.T) {
 		t.Fatalf("test samples of a dataset without test shards: %v", err)
 	}
 	openData(t, Options{Data: dir2, SeqLen: 5, NumSamples: [3]int64{4, 4, 0}})
+	if _, err := Open(ctx, Options{Data: dir2, SeqLen: 5, NumSamples: [3]int64{4, 4, 4}, Split: "9,1,0", CacheDir: t.TempDir()}); err == nil ||
+		!strings.Contains(err.Error(), "make the dataset with a test split") || strings.Contains(err.Error(), "change the split") {
+		t.Fatalf("test samples of a presplit dataset without test shards: %v, want the next step", err)
+	}
+
+	// Shards all labeled train (a corpus without a val split: prep pile-00, prep
+	// custom) are an unsplit dataset: split divides them, as an unlabeled one.
+	dir3 := writeDataset(t, t.TempDir(), docs, 3, shards.Uint16, []string{"train", "train", "train"}, "fp")
+	d3 := openData(t, Options{Data: dir3, SeqLen: 5, Seed: 3, Order: OrderNeoX, Split: "8,1,1", NumSamples: [3]int64{40, 10, 10}})
+	for k, r := range SplitRanges(len(docs), [3]float64{8, 1, 1}) {
+		want, err := NewSamples(makeDatasetAt(t, dir3), [2]int64{int64(r[0]), int64(r[1])}, 5, []int64{40, 10, 10}[k], 3, OrderNeoX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSource(t, "all-train "+SplitNames[k], d3.Split(k), want)
+	}
 }
 
 // blendWant builds the expected blend of split k by hand: GPT-NeoX's per-dataset

@@ -99,9 +99,11 @@ func splitOfLabel(label string) (int, bool) {
 
 // SplitDocuments returns the global document ranges [start, end) of the train, valid
 // and test splits of a dataset of numDocs documents whose manifest is m (nil for a
-// bare shard). An unsplit dataset (no shard labeled) is divided by split with
-// SplitRanges, as GPT-NeoX divides a data_path. A dataset whose manifest labels its
-// shards is already split, and split is not used (presplit reports that): train is
+// bare shard). An unsplit dataset (no shard labeled other than "train": a corpus
+// that has no val split, as prep pile-00 and prep custom write) is divided by split
+// with SplitRanges, as GPT-NeoX divides a data_path. A dataset whose manifest labels
+// some shard val, test or another split is already split, and split is not used
+// (presplit reports that): train is
 // the shards labeled "train" (or unlabeled), valid those labeled "val", "valid" or
 // "validation", test those labeled "test"; each split's shards must be consecutive
 // in the manifest (GPT-NeoX reads one document range per split), and a split with
@@ -110,7 +112,7 @@ func SplitDocuments(m *shards.Manifest, numDocs int64, split [3]float64) (docs [
 	labeled := false
 	if m != nil {
 		for _, s := range m.Shards {
-			if s.Split != "" {
+			if k, ok := splitOfLabel(s.Split); !ok || k != Train {
 				labeled = true
 			}
 		}
