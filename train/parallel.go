@@ -364,6 +364,11 @@ func (r *bucketRun) wait() error {
 	return err
 }
 
+// ErrCheckpointFailed is in the error of a Train interrupted (SIGINT, SIGTERM) whose
+// checkpoint on the way out failed: the steps since the last one are lost, which an
+// "interrupted" alone would hide.
+var ErrCheckpointFailed = errors.New("the checkpoint failed")
+
 // ErrPeerInterrupted ends Train on the ranks that were not signalled themselves
 // when another rank was (SIGINT, SIGTERM): every rank stops after the same step.
 var ErrPeerInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")

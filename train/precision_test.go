@@ -3,8 +3,11 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -132,5 +135,32 @@ func TestFloat16FirstUpdateAfterSkips(t *testing.T) {
 	}
 	if ratio < 0.9 || ratio > 1.1 {
 		t.Errorf("after %d skipped steps the first update moved the weights by %.3g lr (median), want ~1 (AdamW's first step)", skipped, ratio)
+	}
+}
+
+// TestInterruptedCheckpointFails: an interrupt whose checkpoint cannot be written
+// ends with ErrCheckpointFailed, naming the newest checkpoint, not as a plain
+// interrupt that would hide the lost steps.
+func TestInterruptedCheckpointFails(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.CheckpointEvery, cfg.MaxSteps = 1000, 20
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr, err := NewTrainer(ctx, cfg, cpu.New(1), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.OnStep = func(m Metrics) {
+		if m.Step == 3 {
+			dir := filepath.Join(cfg.Out, "checkpoints")
+			os.RemoveAll(dir)
+			os.WriteFile(dir, []byte("not a directory"), 0o644)
+			cancel()
+		}
+	}
+	_, err = tr.Train(ctx)
+	if !errors.Is(err, ErrCheckpointFailed) || !strings.Contains(err.Error(), "interrupted at step 3") {
+		t.Fatalf("Train = %v, want ErrCheckpointFailed at step 3", err)
 	}
 }

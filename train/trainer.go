@@ -440,7 +440,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 		if stop {
 			if t.saved != t.step && t.step > 0 {
 				if err := t.save(context.WithoutCancel(ctx)); err != nil {
-					return res(), fmt.Errorf("train: interrupted at step %d, and the checkpoint failed: %w", t.step, err)
+					return res(), fmt.Errorf("train: interrupted at step %d, and %w: %w (the newest checkpoint is of step %d)", t.step, ErrCheckpointFailed, err, t.saved)
 				}
 			}
 			cause := context.Cause(ctx)

@@ -232,7 +232,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil && leave == nil {
 		// Stopped on an interrupt, this rank's or another's: the launchers of every
 		// node tell it from a failure by the status (no restart).
-		cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
+		trainFail(ctx, stderr, err)
 		return dist.ExitInterrupted
 	}
 	if err != nil {
@@ -268,7 +268,7 @@ func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll t
 		live.done()
 	}
 	if err != nil {
-		if res != nil && res.Checkpoint != "" && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+		if res != nil && res.Checkpoint != "" && (ctx.Err() != nil || errors.Is(err, context.Canceled)) && !errors.Is(err, train.ErrCheckpointFailed) {
 			log.Info("interrupted", "step", res.Step, "checkpoint", res.Checkpoint)
 		}
 		return err
@@ -310,6 +310,9 @@ func trimPrefix(s, p string) string {
 
 // trainFail prints err as the one line a failed `train` leaves on stderr.
 func trainFail(ctx context.Context, stderr io.Writer, err error) int {
+	if errors.Is(err, train.ErrCheckpointFailed) {
+		return cli.Fail(stderr, "train", err) // not just "interrupted": work was lost
+	}
 	return cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
 }
 
