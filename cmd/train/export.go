@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/train"
@@ -33,7 +35,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case *format != "hf":
 		return c.UsageError(stderr, fmt.Sprintf("--format %q: want hf", *format))
 	}
-	fail := func(err error) int { return cli.Fail(stderr, "train export", cli.Interrupted(ctx, err)) }
+	// (The package's errors start "train: ", which "train export: " already says.)
+	fail := func(err error) int {
+		return cli.Fail(stderr, "train export", errors.New(strings.TrimPrefix(cli.Interrupted(ctx, err).Error(), "train: ")))
+	}
 	be, err := openBackend("ref", 1, slog.New(slog.DiscardHandler)) // only holds the weights
 	if err != nil {
 		return fail(err)

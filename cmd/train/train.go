@@ -130,7 +130,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		keys, err := cfg.LoadYAML(data, *configFile)
 		if err != nil {
-			return usage(err.Error())
+			return usage(trimPrefix(err.Error(), "train: "))
 		}
 		for _, k := range keys {
 			fromFile[k] = true
