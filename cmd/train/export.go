@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/train"
@@ -35,10 +33,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case *format != "hf":
 		return c.UsageError(stderr, fmt.Sprintf("--format %q: want hf", *format))
 	}
-	// (The package's errors start "train: ", which "train export: " already says.)
-	fail := func(err error) int {
-		return cli.Fail(stderr, "train export", errors.New(strings.TrimPrefix(cli.Interrupted(ctx, err).Error(), "train: ")))
-	}
+	fail := func(err error) int { return cli.Fail(stderr, "train export", cli.Interrupted(ctx, err)) }
 	be, err := openBackend("ref", 1, slog.New(slog.DiscardHandler)) // only holds the weights
 	if err != nil {
 		return fail(err)

@@ -124,7 +124,12 @@ func (c *Command) PrintHelp(w io.Writer) {
 // "tokenize encode"), and returns ExitFailure. A multi-line error (a message and its
 // "---> HINT:" line) is folded onto that line. Credentials in URLs are redacted.
 func Fail(stderr io.Writer, who string, err error) int {
-	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(withoutPrefix(OneLine(err.Error()), who+": ")))
+	msg := withoutPrefix(OneLine(err.Error()), who+": ")
+	if prog, _, sub := strings.Cut(who, " "); sub {
+		// "train export": its package's errors say "train: " too.
+		msg = withoutPrefix(msg, prog+": ")
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(msg))
 	return ExitFailure
 }
 

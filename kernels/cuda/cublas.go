@@ -17,9 +17,9 @@ var cublasLibs = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11
 func forDriver(names []string, driverVersion int) []string {
 	var out []string
 	for _, n := range names {
-		i := strings.LastIndex(n, ".so.")
-		major, err := strconv.Atoi(n[i+len(".so."):])
-		if i < 0 || err != nil || major*1000 <= driverVersion {
+		_, suffix, ok := strings.Cut(n, ".so.")
+		major, err := strconv.Atoi(suffix)
+		if !ok || err != nil || major*1000 <= driverVersion {
 			out = append(out, n)
 		}
 	}
