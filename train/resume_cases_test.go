@@ -192,3 +192,51 @@ func trainInterrupted(t *testing.T, cfg Config, step int) *Result {
 	}
 	return res
 }
+
+// TestResumeAutoSkipsDamagedCheckpoint: a newest checkpoint whose file no longer
+// matches its manifest (damaged after the save) makes resume auto continue from the
+// one before it, with the damaged one moved aside; a resume naming it fails.
+func TestResumeAutoSkipsDamagedCheckpoint(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(cfg.Out, CheckpointsDir)
+	damaged := filepath.Join(root, checkpoint.DirName(20))
+	file := filepath.Join(damaged, ModelFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-3] ^= 0x40
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	named := cfg
+	named.Resume, named.MaxSteps, named.LRDecaySteps = damaged, 22, 22
+	if _, err := Run(context.Background(), named, cpu.New(2), Single{}, testLogger(t)); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Fatalf("resume naming the damaged checkpoint: %v, want ErrCorrupt", err)
+	}
+
+	auto := cfg
+	auto.MaxSteps, auto.LRDecaySteps = 22, 22
+	var logs bytes.Buffer
+	res, err := Run(context.Background(), auto, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("resume auto over a damaged newest checkpoint: %v\n%s", err, logs.String())
+	}
+	if want := filepath.Join(root, checkpoint.DirName(15)); res.ResumedFrom != want || res.Step != 22 {
+		t.Fatalf("resumed from %q to step %d, want from %q to 22", res.ResumedFrom, res.Step, want)
+	}
+	if !strings.Contains(logs.String(), "damaged") {
+		t.Errorf("no warning about the damaged checkpoint:\n%s", logs.String())
+	}
+	asides, _ := filepath.Glob(filepath.Join(root, checkpoint.AsidePrefix+"after-"+checkpoint.DirName(15)+"-*", checkpoint.DirName(20)))
+	if len(asides) != 1 {
+		t.Fatalf("damaged checkpoint set aside as %v, want one", asides)
+	}
+	if _, err := checkpoint.Verify(context.Background(), filepath.Join(root, checkpoint.DirName(20))); err != nil {
+		t.Errorf("the step-20 checkpoint of the continued run: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -246,6 +247,53 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		}
 		return dir, nil
 	}
+}
+
+// restoreNewestIntact restores the checkpoint in dir; when the run continues from
+// the newest checkpoint in out by itself (resume auto, or a restarted job) and dir's
+// files do not match its manifest (a disk or copy damaged them after the save), it
+// moves dir aside and falls back to the next older checkpoint, as often as needed,
+// so that one damaged save costs the steps since the one before it, not the run.
+// A checkpoint the user named is never replaced by another.
+func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, *fullMoments, error) {
+	for {
+		moments, err := t.restore(ctx, dir)
+		if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
+			(t.cfg.Resume != "auto" && t.cfg.Restarts == 0) {
+			return dir, moments, err
+		}
+		older, err2 := t.olderCheckpoint(ctx, dir)
+		if err2 != nil {
+			return "", nil, fmt.Errorf("%w\n---> HINT: no older checkpoint to fall back to (%v): delete %s to start afresh, or restore the file from a copy", err, err2, dir)
+		}
+		aside, _, err2 := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, older)
+		if err2 != nil {
+			return "", nil, fmt.Errorf("%w\n---> HINT: move %s out of %s (or delete it), and rerun to continue from %s", err, dir, t.ckptRoot, older)
+		}
+		t.log.Warn("the newest checkpoint is damaged: continuing from the one before it, and the damaged one is moved aside",
+			"damaged", dir, "problem", err.Error(), "continuing_from", older, "moved_to", aside)
+		dir = older
+	}
+}
+
+// olderCheckpoint is the newest complete checkpoint in out before dir.
+func (t *Trainer) olderCheckpoint(ctx context.Context, dir string) (string, error) {
+	entries, err := checkpoint.Manager{Logger: t.log}.Scan(ctx, t.ckptRoot)
+	if err != nil {
+		return "", err
+	}
+	var step int64 = -1
+	for _, e := range entries {
+		if e.Dir == dir {
+			step = e.Step
+		}
+	}
+	for _, e := range entries {
+		if step >= 0 && e.Step < step && e.Complete() {
+			return e.Dir, nil
+		}
+	}
+	return "", fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
 }
 
 // sameRoot reports whether checkpoint directory dir lies directly in root.

@@ -186,7 +186,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	var moments *fullMoments // rank 0's whole AdamW state read from a checkpoint
 	switch {
 	case ckpt != "":
-		if moments, err = t.restore(ctx, ckpt); err != nil {
+		if ckpt, moments, err = t.restoreNewestIntact(ctx, ckpt); err != nil {
 			return nil, err
 		}
 	case cfg.InitFrom != "" && rank0:
