@@ -71,6 +71,11 @@ type State struct {
 	// SkippedSteps counts the steps float16's loss scaling skipped (an overflow):
 	// AdamW's step count, for its bias correction, leaves them out.
 	SkippedSteps int `json:"skipped_steps,omitempty"`
+	// DataDir is the dataset's absolute local path when the checkpoint was saved
+	// (absent for s3:// data): config's data is as given, often relative to the
+	// directory train ran in, so that sample and export find the tokenizer files
+	// beside the dataset from any directory.
+	DataDir string `json:"data_dir,omitempty"`
 }
 
 // RNGState is the random state of a run: its seed.
@@ -136,6 +141,13 @@ func (t *Trainer) save(ctx context.Context) error {
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
 			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339),
 			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good, SkippedSteps: t.skipped}
+		if !strings.Contains(t.cfg.Data, "://") {
+			if abs, err := filepath.Abs(t.cfg.Data); err == nil {
+				if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+					st.DataDir = abs
+				}
+			}
+		}
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}

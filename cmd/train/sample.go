@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 
 	"gptkit/internal/cli"
@@ -119,6 +120,9 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 	}
 	if data == "" {
 		data = st.Config["data"]
+		if fi, err := os.Stat(data); (err != nil || !fi.IsDir()) && st.DataDir != "" {
+			data = st.DataDir // config's data is relative to where train ran
+		}
 	}
 	tok, err := spec.ForDataset(ctx, data, want.Name, want.Fingerprint, tf.Options(log))
 	if err != nil {

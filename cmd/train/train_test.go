@@ -348,3 +348,20 @@ func TestDeviceAutoSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleFromAnotherDirectory: a run trained on a dataset given relative to the
+// directory train ran in samples from any directory: the checkpoint records the
+// dataset's absolute path, where the tokenizer files beside the data are.
+func TestSampleFromAnotherDirectory(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	t.Chdir(filepath.Dir(data))
+	if code, _, stderr := runTrain(t, tinyArgs(filepath.Base(data), out, "10")...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "4", "--device", "ref")
+	if code != 0 || !strings.HasPrefix(stdout, "to be") {
+		t.Fatalf("sample from another directory: exit %d, %q: %s", code, stdout, stderr)
+	}
+}
