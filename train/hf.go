@@ -2,9 +2,12 @@ package train
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"gptkit/train/hfgpt2"
+	"gptkit/train/safetensors"
 )
 
 // The bridge to Hugging Face GPT-2 directories (train/hfgpt2): export writes one,
@@ -34,9 +37,9 @@ func ExportHF(dir string, m *Model, st *State) error {
 // InitShape reads the model shape of a Hugging Face GPT-2 directory (for init_from:
 // a command fills the shape keys a user did not set from it).
 func InitShape(dir string) (ModelConfig, error) {
-	hc, _, err := hfgpt2.Import(dir)
+	hc, _, err := importInit(dir)
 	if err != nil {
-		return ModelConfig{}, fmt.Errorf("train: init_from: %w", err)
+		return ModelConfig{}, err
 	}
 	return ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
 		NEmbd: hc.NEmbd, BlockSize: hc.BlockSize, Bias: hc.Bias}, nil
@@ -46,9 +49,9 @@ func InitShape(dir string) (ModelConfig, error) {
 // the run's, except that a longer context is cropped to block_size (nanoGPT's
 // crop_block_size: the first block_size rows of wpe).
 func (t *Trainer) initFrom(dir string) error {
-	hc, tensors, err := hfgpt2.Import(dir)
+	hc, tensors, err := importInit(dir)
 	if err != nil {
-		return fmt.Errorf("train: init_from: %w", err)
+		return err
 	}
 	mc := t.model.Config
 	got := ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
@@ -74,4 +77,20 @@ func (t *Trainer) initFrom(dir string) error {
 	}
 	t.model.SetParams(host)
 	return nil
+}
+
+// importInit reads init_from's Hugging Face directory; when dir is a train run or
+// one of its checkpoints instead, the error says how to continue it (resume) or
+// start from its weights (export first).
+func importInit(dir string) (hfgpt2.Config, []safetensors.Tensor, error) {
+	hc, tensors, err := hfgpt2.Import(dir)
+	if err == nil {
+		return hc, tensors, nil
+	}
+	for _, marker := range []string{CheckpointsDir, StateFile, ConfigName} {
+		if _, serr := os.Stat(filepath.Join(dir, marker)); serr == nil {
+			return hc, nil, fmt.Errorf("train: init_from: %w\n---> HINT: %s is a train run or checkpoint: --resume %s continues it; to start a new run from its weights, export them first (train export --ckpt %s --out HF_DIR) and give --init-from HF_DIR", err, dir, dir, dir)
+		}
+	}
+	return hc, nil, fmt.Errorf("train: init_from: %w", err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"gptkit/loader"
+	"gptkit/shards"
 )
 
 // openData opens cfg.Data for t.numSamples. GPT-NeoX's order serves one sample fewer
@@ -22,6 +23,12 @@ func (t *Trainer) openData(ctx context.Context) error {
 			Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
 			S3PathStyle: cfg.S3PathStyle, Logger: t.log})
 		if err != nil {
+			if fe := (*shards.FormatError)(nil); cfg.InitFrom != "" && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) {
+				// The vocabulary is init_from's: the data is not what is wrong.
+				named := *fe
+				named.Hint = fmt.Sprintf("the weights of init_from %s (vocab_size %d) were trained on another tokenizer's ids than %s holds: tokenize the data with the tokenizer the weights were trained with, or train without init_from", cfg.InitFrom, cfg.VocabSize, cfg.Data)
+				return fmt.Errorf("train: open the data: %w", &named)
+			}
 			if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
 				return fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
 			}

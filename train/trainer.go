@@ -163,6 +163,8 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		return nil, fmt.Errorf("train: %s does not record its tokenizer (bare GPT-NeoX shards?)\n---> HINT: set vocab_size (--vocab-size)", cfg.Data)
 	case vocab == 0:
 		vocab = t.tok.VocabSize
+	case vocab < t.tok.VocabSize && cfg.InitFrom != "":
+		return nil, fmt.Errorf("train: init_from %s has a vocabulary of %d tokens, but %s holds ids of tokenizer %s, of %d: the weights were trained on another tokenizer's ids\n---> HINT: tokenize the data with the tokenizer the weights were trained with, or train without init_from", cfg.InitFrom, vocab, cfg.Data, t.tok.Name, t.tok.VocabSize)
 	case vocab < t.tok.VocabSize:
 		return nil, fmt.Errorf("train: vocab_size %d is smaller than the dataset tokenizer's %d", vocab, t.tok.VocabSize)
 	}

@@ -205,6 +205,13 @@ func TestTrainCommand(t *testing.T) {
 	if code, _, stderr := runTrain(t, append(args, "--n-embd", "32", "--resume", "none", "--out", out2+"x")...); code != 1 || !strings.Contains(stderr, "init_from") {
 		t.Errorf("--init-from with another shape: exit %d: %s", code, stderr)
 	}
+	if code, _, stderr := runTrain(t, append(args, "--resume", "none", "--out", out2+"y", "--init-from", out)...); code != 1 || !strings.Contains(stderr, "--resume "+out) {
+		t.Errorf("--init-from a run directory: exit %d, want 1 and a hint to --resume: %s", code, stderr)
+	}
+	wider, _ := makeCharDatasetOf(t, charText(8000)+"XYZ#@")
+	if code, _, stderr := runTrain(t, append(args, "--resume", "none", "--out", out2+"z", "--data", wider)...); code != 1 || !strings.Contains(stderr, "weights of init_from "+hf) {
+		t.Errorf("--init-from weights of a smaller vocabulary: exit %d, want 1 naming both: %s", code, stderr)
+	}
 }
 
 func readMetrics(t *testing.T, out string) []train.Metrics {
