@@ -161,7 +161,7 @@ func TestOutLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewTrainer(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "another train writes") {
+	if _, err := NewTrainer(context.Background(), cfg, cpu.New(1), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "another train writes") || strings.Count(err.Error(), "HINT") != 1 {
 		t.Fatalf("a second trainer on the same out: %v, want a refusal", err)
 	}
 	first.Close()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gptkit/kernels"
@@ -407,7 +408,10 @@ func (t *Trainer) lockOut(ctx context.Context) error {
 	}
 	lock, err := storage.LockDir(ctx, st, "", storage.LockOwner("train --out "+t.cfg.Out))
 	if err != nil {
-		return fmt.Errorf("train: %w\n---> HINT: another train writes this run directory: wait for it to end, or give this run another --out", err)
+		// One hint, train's: the lock's own (choose another output directory) says
+		// the same without the flag.
+		what, _, _ := strings.Cut(err.Error(), "\n---> HINT: ")
+		return fmt.Errorf("train: %s\n---> HINT: another train writes this run directory: wait for it to end, or give this run another --out", what)
 	}
 	t.outLock = lock
 	return nil
