@@ -118,7 +118,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	case err != nil:
 		return usage(err.Error())
 	case c.Flags.NArg() > 0:
-		return usage(fmt.Sprintf("unexpected argument %q (the trainer takes flags only)", c.Flags.Arg(0)))
+		msg := cli.StrayArgument(c.Flags, args)
+		if msg == fmt.Sprintf("unexpected argument %q", c.Flags.Arg(0)) {
+			msg += " (the trainer takes flags only)"
+		}
+		return usage(msg)
 	}
 
 	cfg := train.Default()

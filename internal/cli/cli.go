@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -62,9 +63,33 @@ func (c *Command) Parse(args []string, stderr io.Writer) (code int, ok bool) {
 	case err != nil:
 		return c.UsageError(stderr, err.Error()), false
 	case c.Flags.NArg() > 0:
-		return c.UsageError(stderr, fmt.Sprintf("unexpected argument %q", c.Flags.Arg(0))), false
+		return c.UsageError(stderr, StrayArgument(c.Flags, args)), false
 	}
 	return ExitOK, true
+}
+
+// StrayArgument is the usage message for the first argument that fs, having parsed
+// args, left over. When it is a true/false value given after a boolean flag with a
+// space ("--bias false", which Go's flag package reads as --bias and a stray
+// "false"), it names the form that works (--bias=false).
+func StrayArgument(fs *flag.FlagSet, args []string) string {
+	stray := fs.Arg(0)
+	msg := fmt.Sprintf("unexpected argument %q", stray)
+	i := len(args) - fs.NArg()
+	if i < 1 || i > len(args) {
+		return msg
+	}
+	prev := args[i-1]
+	name := strings.TrimLeft(prev, "-")
+	if _, err := strconv.ParseBool(stray); err != nil || name == prev || strings.Contains(name, "=") {
+		return msg
+	}
+	if f := fs.Lookup(name); f != nil {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			return fmt.Sprintf("%s: a true/false flag takes its value after \"=\": --%s=%s", msg, name, stray)
+		}
+	}
+	return msg
 }
 
 // ParseArgs parses flags and positional arguments in any order ("DIR --json" as well as

@@ -79,3 +79,26 @@ func TestFail(t *testing.T) {
 		t.Errorf("Interrupted: %v", got)
 	}
 }
+
+// TestStrayArgument: "--flag false" on a boolean flag names the form that works;
+// other stray arguments are named alone.
+func TestStrayArgument(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bias", "false"}, `unexpected argument "false": a true/false flag takes its value after "=": --bias=false`},
+		{[]string{"-n", "3", "-bias", "true", "x"}, `unexpected argument "true": a true/false flag takes its value after "=": --bias=true`},
+		{[]string{"--bias=false", "false"}, `unexpected argument "false"`},
+		{[]string{"--bias", "maybe"}, `unexpected argument "maybe"`},
+		{[]string{"--", "false"}, `unexpected argument "false"`},
+	} {
+		c := NewCommand("p", "s", "", "")
+		c.Flags.Bool("bias", true, "")
+		c.Flags.Int("n", 0, "")
+		var stderr strings.Builder
+		if _, ok := c.Parse(tc.args, &stderr); ok || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: %q, want %q", tc.args, stderr.String(), tc.want)
+		}
+	}
+}
