@@ -29,7 +29,7 @@ type liveLine struct {
 	start    time.Time
 	first    int     // the first step of this process (resumed runs start later)
 	val      string  // the last evaluation
-	rate     float64 // tokens per second, smoothed
+	rate     float64 // tokens per second, smoothed (samples/s, TFLOPS and MFU with it)
 }
 
 func newLiveLine(w io.Writer, maxSteps int) *liveLine {
@@ -73,20 +73,28 @@ func (l *liveLine) step(m train.Metrics) {
 	}
 	l.last = now
 	eta := ""
-	if done := m.Step - l.first + 1; done > 0 && m.Step < l.maxSteps {
+	if done := m.Step - l.first; done > 0 && m.Step < l.maxSteps {
+		// From the end of this process's first step (its time is the warm-up's, and
+		// start-up is not training): none shown until the second.
 		per := now.Sub(l.start) / time.Duration(done)
 		eta = "  ETA " + formatDuration(per*time.Duration(l.maxSteps-m.Step))
 	}
+	// Samples/s, TFLOPS and MFU are the step's tokens/s times constants: smoothed
+	// with it, so that the figures on the line agree.
+	smooth := 1.0
+	if m.TokensPerS > 0 && !math.IsInf(m.TokensPerS, 0) {
+		smooth = l.rate / m.TokensPerS
+	}
 	mfu := ""
 	if m.MFU > 0 {
-		mfu = fmt.Sprintf("  MFU %.1f%%", 100*m.MFU)
+		mfu = fmt.Sprintf("  MFU %.1f%%", 100*m.MFU*smooth)
 	}
 	mem := ""
 	if b := memoryShown(m.MemoryMetrics); b > 0 {
 		mem = "  mem " + kernels.GiB(b)
 	}
 	l.line = fmt.Sprintf("step %d/%d  loss %.4f%s  lr %.1e  |g| %.2f  %s tok/s  %.1f samples/s  %s TFLOPS%s%s%s",
-		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), m.SamplesPerS, formatTFLOPS(m.TFLOPS), mfu, mem, eta)
+		m.Step, l.maxSteps, m.Loss, l.val, m.LR, m.GradNorm, formatCount(int64(math.Round(l.rate))), m.SamplesPerS*smooth, formatTFLOPS(m.TFLOPS*smooth), mfu, mem, eta)
 	io.WriteString(l.w, "\r"+l.line+"\x1b[K")
 	l.drawn = true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"gptkit/train"
 )
@@ -26,5 +27,25 @@ func TestLiveLineThroughput(t *testing.T) {
 	l.step(train.Metrics{Step: 1, TokensPerS: 10, SamplesPerS: 1, TFLOPS: 312.4})
 	if s := out.String(); strings.Contains(s, "MFU") || !strings.Contains(s, "312 TFLOPS") {
 		t.Errorf("without a peak: %q", s)
+	}
+}
+
+// TestLiveLineSmoothsTogether: samples/s, TFLOPS and MFU are smoothed with tokens/s
+// (one outlier step moves them all alike), and no ETA is shown before a second step
+// has timed one (it read 0:00 on the first).
+func TestLiveLineSmoothsTogether(t *testing.T) {
+	var out bytes.Buffer
+	l := newLiveLine(&out, 100)
+	l.step(train.Metrics{Step: 1, TokensPerS: 1000, SamplesPerS: 10, TFLOPS: 1, MFU: 0.1})
+	if s := out.String(); strings.Contains(s, "ETA") {
+		t.Errorf("first step shows an ETA: %q", s)
+	}
+	l.last = l.last.Add(-time.Second)
+	out.Reset()
+	l.step(train.Metrics{Step: 2, TokensPerS: 11000, SamplesPerS: 110, TFLOPS: 11, MFU: 0.11 * 10})
+	for _, want := range []string{"2,000 tok/s", "20.0 samples/s", "2.0 TFLOPS", "MFU 20.0%", "ETA"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("line %q lacks %q", out.String(), want)
+		}
 	}
 }
