@@ -79,6 +79,10 @@ type Data struct {
 	Spec *DataSpec
 	// IndexFiles are the index cache files used, per split and dataset.
 	IndexFiles []string
+	// SplitUsed reports whether Options.Split divided some dataset's documents
+	// (false when every dataset is presplit or the splits are listed apart): only
+	// then does a change of the split change the samples.
+	SplitUsed bool
 
 	sets []*dataSet
 }
@@ -189,6 +193,8 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 				docs, splitName = all[k], SplitNames[k]+" of "+o.Split
 				if presplit {
 					splitName = SplitNames[k] + " shards"
+				} else {
+					d.SplitUsed = true
 				}
 				if docs[0] == docs[1] {
 					how, next := "split "+o.Split+" gives it none", "or change the split"

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gptkit/kernels/cpu"
+	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/train/checkpoint"
 )
 
@@ -121,6 +123,7 @@ func TestRollbackSetsAside(t *testing.T) {
 // naming it; eval_steps alone does not move the train order and is not warned about.
 func TestResumeWarnsOrderChanges(t *testing.T) {
 	data := tinyDataset(t)
+	unsplit := unsplitDataset(t)
 	base := tinyConfig(t, data)
 	base.MaxSteps, base.LRDecaySteps = 6, 6
 	for _, tc := range []struct {
@@ -133,10 +136,14 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		{"max_steps", func(c *Config) { c.MaxSteps = 7 }, "number of train samples"},
 		{"seed", func(c *Config) { c.Seed = 8 }, "seed differs"},
 		{"order", func(c *Config) { c.Order = "neox" }, "order differs"},
-		{"split", func(c *Config) { c.Split = "970,29,1" }, "split differs"},
+		{"split, presplit data", func(c *Config) { c.Split = "970,29,1" }, ""},
+		{"split", func(c *Config) { c.Split = "80,19,1" }, "split differs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
+			if tc.name == "split" {
+				cfg.Data, cfg.Split = unsplit, "90,9,1"
+			}
 			cfg.Out = filepath.Join(t.TempDir(), "run")
 			trainInterrupted(t, cfg, 3)
 			tc.change(&cfg)
@@ -239,4 +246,58 @@ func TestResumeAutoSkipsDamagedCheckpoint(t *testing.T) {
 	if _, err := checkpoint.Verify(context.Background(), filepath.Join(root, checkpoint.DirName(20))); err != nil {
 		t.Errorf("the step-20 checkpoint of the continued run: %v", err)
 	}
+}
+
+// TestRerunFinishedRun: the same command again after a run reached max_steps takes no
+// step, reports the checkpoint's loss and val_loss (not none) and writes no second,
+// empty TensorBoard event file.
+func TestRerunFinishedRun(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	first, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Step != first.Step || again.Loss != first.Loss || again.ValLoss != first.ValLoss {
+		t.Errorf("rerun: step %d loss %v val %v, want %d %v %v", again.Step, again.Loss, again.ValLoss, first.Step, first.Loss, first.ValLoss)
+	}
+	events, _ := filepath.Glob(filepath.Join(cfg.Out, "events.out.tfevents.*"))
+	if len(events) != 1 {
+		t.Errorf("event files %v, want the first run's only", events)
+	}
+}
+
+// unsplitDataset writes 50 documents with no split label: the split divides them.
+func unsplitDataset(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: "tiny", Fingerprint: "tiny-fp-1", VocabSize: 20, EODID: -1}, shards.Uint16, nil)
+	w, err := shards.NewWriter(ctx, st, "tiny_text_document", shards.Uint16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range 50 {
+		if err := w.AddDocument(patternDoc(200, 20, uint64(d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add("", info); err != nil {
+		t.Fatal(err)
+	}
+	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

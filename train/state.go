@@ -134,8 +134,10 @@ func (t *Trainer) save(ctx context.Context) error {
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
 		}
-		if err := t.tb.Sync(); err != nil {
-			return err
+		if t.tb != nil {
+			if err := t.tb.Sync(); err != nil {
+				return err
+			}
 		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
@@ -403,6 +405,12 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 		t.scaler.scale, t.scaler.good = st.LossScale, st.LossScaleGood
 	}
 	t.skipped = st.SkippedSteps
+	if st.Metrics.Step == st.Step && st.Step > 0 { // the summary of a run that takes no step more
+		t.lastLoss = st.Metrics.Loss
+		if st.Metrics.ValLoss != nil {
+			t.lastVal = *st.Metrics.ValLoss
+		}
+	}
 	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
 	return full, nil
 }
@@ -458,6 +466,9 @@ func (t *Trainer) warnOrderChanges(st *State) {
 	}
 	now := configMap(recordedConfig(t.cfg))
 	for _, key := range []string{"order", "split"} {
+		if key == "split" && !t.data.SplitUsed {
+			continue // presplit data: the split divides nothing
+		}
 		if was, ok := st.Config[key]; ok && was != now[key] {
 			t.log.Warn(key+" differs from the checkpoint's run: the samples after the checkpoint differ from an uninterrupted run's",
 				"checkpoint", was, "now", now[key])

@@ -214,8 +214,10 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		if t.metrics, err = openMetrics(cfg.Out, t.step); err != nil {
 			return nil, err
 		}
-		if err := t.openTensorBoard(); err != nil {
-			return nil, err
+		if t.step < cfg.MaxSteps { // a finished run's rerun writes no empty event file
+			if err := t.openTensorBoard(); err != nil {
+				return nil, err
+			}
 		}
 		if p, ok := be.(peakFLOPSer); ok {
 			t.peak = p.PeakFLOPS()
@@ -435,7 +437,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			Params: t.model.Config.NumParams(), TrainedSeconds: time.Since(t.startTime).Seconds()}
 	}
 	if t.step >= cfg.MaxSteps {
-		t.log.Info("already trained", "step", t.step, "max_steps", cfg.MaxSteps)
+		t.log.Warn("the run has already done its max_steps: nothing to train (raise max_steps, --max-steps, to train on)", "step", t.step, "max_steps", cfg.MaxSteps, "checkpoint", t.lastCkpt)
 		return res(), nil
 	}
 	for t.step < cfg.MaxSteps {
