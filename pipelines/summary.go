@@ -19,6 +19,11 @@ const summaryExamples = 5
 func (s RunStats) Summary(dataset, report string) string {
 	var b strings.Builder
 	row := func(name string, docs, tokens, text, bad, empty int64, secs float64) {
+		if s.AlreadyComplete {
+			// Nothing was done: the counts are the finished dataset's, and it has no speed.
+			fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %10s %9s %10s\n", name, docs, tokens, float64(text)/1e6, bad, empty, "-", "-", "-")
+			return
+		}
 		secs = max(secs, 1e-9)
 		fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f %10.0f\n", name, docs, tokens, float64(text)/1e6, bad, empty, secs, float64(text)/1e6/secs, float64(tokens)/secs)
 	}

@@ -38,6 +38,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch name := args[0]; strings.ToLower(name) {
 	case "list", "-list", "--list":
+		c := cli.NewCommand("prep", "list", "", "Prints the catalog: every corpus prep NAME knows, its other names, files, sizes,\nsplits, tokenizer and sources.")
+		if code, ok := c.Parse(args[1:], stderr); !ok {
+			return code
+		}
 		if err := prep.PrintCatalog(stdout); err != nil {
 			return cli.Fail(stderr, "prep list", err)
 		}

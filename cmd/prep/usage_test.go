@@ -70,6 +70,13 @@ func TestList(t *testing.T) {
 	for _, c := range prep.Catalog() {
 		hasAll(t, "prep list", out, c.Files[0].Name)
 	}
+	// Like every command: -h is help, a stray argument a usage error.
+	if code, out, errOut := runPrep(t, "list", "-h"); code != 0 || out != "" || !strings.Contains(errOut, "usage: prep list") {
+		t.Errorf("prep list -h: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runPrep(t, "list", "--bogus"); code != 2 || out != "" {
+		t.Errorf("prep list --bogus: exit %d, stdout %q", code, out)
+	}
 }
 
 // helpFlags parses `PROG NAME -h` output into flag → default.

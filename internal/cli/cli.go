@@ -125,7 +125,12 @@ func (c *Command) UsageError(stderr io.Writer, msg string) int {
 
 // PrintHelp prints the usage line, the summary and every flag with its default.
 func (c *Command) PrintHelp(w io.Writer) {
-	fmt.Fprintf(w, "usage: %s %s %s\n\n%s\n\nFlags:\n", c.Prog, c.Name, c.Synopsis, c.Summary)
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace(c.Prog+" "+c.Name+" "+c.Synopsis), c.Summary)
+	hasFlags := false
+	c.Flags.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprint(w, "\nFlags:\n")
+	}
 	c.Flags.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)
 		if typ != "" {

@@ -55,7 +55,7 @@ func (f *fetcher) cached(ctx context.Context, url, path, want string) ([]byte, e
 		corrupt = got
 		f.log.Warn("cached tokenizer file fails its sha256 check; downloading it again", "path", path, "sha256", got, "want", want)
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("spec: read cached %s: %w (remove it, or pass --cache-dir to use another cache)", path, err)
+		return nil, fmt.Errorf("spec: read cached %s: %w (remove it, or pass --tokenizer-cache-dir to use another cache)", path, err)
 	}
 	data, err = f.download(ctx, url, path, want)
 	if err != nil && corrupt != "" {
@@ -70,7 +70,7 @@ func (f *fetcher) cached(ctx context.Context, url, path, want string) ([]byte, e
 // copy that fails its check.
 func (f *fetcher) download(ctx context.Context, url, path, want string) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("spec: create cache directory: %w (pass --cache-dir or set GPTKIT_CACHE to a writable directory)", err)
+		return nil, fmt.Errorf("spec: create cache directory: %w (pass --tokenizer-cache-dir or set GPTKIT_CACHE to a writable directory)", err)
 	}
 	file := fetch.File{URLs: []string{url}, Dest: path, SHA256: want}
 	if err := fetch.FetchOne(ctx, file, f.options(url, path)); err != nil {

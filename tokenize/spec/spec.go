@@ -64,7 +64,7 @@ func DefaultCacheDir() (string, error) {
 	}
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("spec: no cache directory (set GPTKIT_CACHE or pass --cache-dir): %w", err)
+		return "", fmt.Errorf("spec: no cache directory (set GPTKIT_CACHE or pass --tokenizer-cache-dir): %w", err)
 	}
 	return filepath.Join(dir, "gptkit", "tokenizers"), nil
 }
