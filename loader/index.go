@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -70,7 +69,7 @@ func numEpochs(sizes []int32, seqLen int, numSamples int64) (tpe, epochs, n int6
 		tpe += int64(s)
 	}
 	if tpe == 0 {
-		return 0, 0, 0, errors.New("loader: split has no tokens")
+		return 0, 0, 0, errNoTokens
 	}
 	L := int64(seqLen)
 	epochs = 1
@@ -83,14 +82,14 @@ func numEpochs(sizes []int32, seqLen int, numSamples int64) (tpe, epochs, n int6
 		epochs = (need-1)/tpe + 1 // need >= 1: no overflow, as (need+tpe-1)/tpe had near 2^63
 	}
 	if epochs > math.MaxInt32/int64(max(len(sizes), 1)) {
-		return 0, 0, 0, fmt.Errorf("loader: %d epochs of %d documents exceed int32 doc_idx", epochs, len(sizes))
+		return 0, 0, 0, fmt.Errorf("loader: %d epochs of %d documents exceed GPT-NeoX's int32 doc_idx: ask for fewer samples (fewer epochs of the data), or cut the dataset into several and blend them", epochs, len(sizes))
 	}
 	if epochs > math.MaxInt64/tpe {
 		return 0, 0, 0, fmt.Errorf("loader: %d epochs of %d tokens overflow", epochs, tpe)
 	}
 	n = (epochs*tpe - 1) / L
 	if n >= math.MaxUint32-1 {
-		return 0, 0, 0, fmt.Errorf("loader: %d samples need GPT-NeoX's int64 shuffle_idx (unsupported)", n)
+		return 0, 0, 0, fmt.Errorf("loader: %d samples (whole epochs of the split at this seq_len) need GPT-NeoX's int64 shuffle_idx, which is not supported: cut the dataset into several of fewer tokens each and blend them, or raise seq_len", n)
 	}
 	return tpe, epochs, n, nil
 }

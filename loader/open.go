@@ -65,6 +65,9 @@ type EmptySplitError struct {
 
 func (e *EmptySplitError) Error() string { return e.msg }
 
+// errNoTokens: a split's documents are all empty.
+var errNoTokens = errors.New("loader: the split's documents hold no tokens")
+
 // Data is an opened run's data: one Source per split.
 type Data struct {
 	// Train, Valid and Test are the splits' samples; nil when a split was not
@@ -185,7 +188,21 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 			}
 			docs := [2]int64{0, set.numDocs}
 			splitName := "whole"
-			if !separate {
+			if separate {
+				// Listed for one split: used whole (GPT-NeoX's *_data_paths), except
+				// a dataset whose manifest labels its shards by split, whose other
+				// splits' documents must not leak in (its val shards into training).
+				all, presplit, err := SplitDocuments(set.manifest, set.numDocs, split)
+				if err != nil {
+					return nil, fmt.Errorf("loader: %s: %w", wp.Path, err)
+				}
+				if presplit {
+					docs, splitName = all[k], SplitNames[k]+" shards"
+					if docs[0] == docs[1] {
+						return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s is listed for %s, but its manifest labels no shard %s (it has split labels, so only its %s shards are used there): list it where its shards are, or list a dataset without split labels (used whole)", wp.Path, SplitNames[k], SplitNames[k], SplitNames[k])}
+					}
+				}
+			} else {
 				all, presplit, err := SplitDocuments(set.manifest, set.numDocs, split)
 				if err != nil {
 					return nil, fmt.Errorf("loader: %s: %w", wp.Path, err)
@@ -205,6 +222,9 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 				}
 			}
 			s, file, err := set.samples(ctx, o, k, splitName, docs, counts[c])
+			if errors.Is(err, errNoTokens) {
+				return nil, &EmptySplitError{Split: k, msg: fmt.Sprintf("loader: %s: its %d %s documents are all empty (no tokens): ask for no %s samples, or give the dataset documents with text", wp.Path, docs[1]-docs[0], SplitNames[k], SplitNames[k])}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("loader: %s: %s split: %w", wp.Path, SplitNames[k], err)
 			}

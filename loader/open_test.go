@@ -3,6 +3,7 @@ package loader
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -263,4 +264,53 @@ func TestOpenErrors(t *testing.T) {
 func logBuffer() (*slog.Logger, *bytes.Buffer) {
 	var b bytes.Buffer
 	return slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})), &b
+}
+
+// TestSeparateListsKeepSplitLabels: a blend file with separate valid (test) lists uses
+// its datasets whole, except one whose manifest labels shards by split: under
+// datasets it gives its train shards only (its val shards once leaked into training),
+// under valid its val shards.
+func TestSeparateListsKeepSplitLabels(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	base := t.TempDir()
+	writeDataset(t, filepath.Join(base, "lab"), randomDocs(rnd, 60), 2, shards.Uint16, []string{"train", "val"}, "fp")
+	writeDataset(t, filepath.Join(base, "whole"), randomDocs(rnd, 40), 2, shards.Uint16, nil, "fp")
+	file := filepath.Join(base, "sep.yaml")
+	if err := os.WriteFile(file, []byte("datasets: [{path: lab}, {path: whole}]\nvalid: [{path: lab}]\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	d := openData(t, Options{Data: file, SeqLen: 4, Seed: 5, NumSamples: [3]int64{40, 5, 0}})
+	lab := d.Train.(*Blend).Sources[0].(*Samples)
+	if lab.Docs != [2]int64{0, 30} {
+		t.Errorf("train from the labeled dataset: documents %v, want its train shard's [0 30]", lab.Docs)
+	}
+	if whole := d.Train.(*Blend).Sources[1].(*Samples); whole.Docs != [2]int64{0, 40} {
+		t.Errorf("train from the unlabeled dataset: documents %v, want all [0 40]", whole.Docs)
+	}
+	var valid *Samples
+	switch v := d.Valid.(type) {
+	case *Samples:
+		valid = v
+	case *Blend:
+		valid = v.Sources[0].(*Samples)
+	}
+	if valid.Docs != [2]int64{30, 60} {
+		t.Errorf("valid from the labeled dataset: documents %v, want its val shard's [30 60]", valid.Docs)
+	}
+	bad := filepath.Join(base, "bad.yaml")
+	os.WriteFile(bad, []byte("datasets: [{path: whole}]\ntest: [{path: lab}]\n"), 0o666)
+	if _, err := Open(ctx, Options{Data: bad, SeqLen: 4, NumSamples: [3]int64{10, 0, 3}, CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "labels no shard test") {
+		t.Errorf("a labeled dataset without test shards listed under test: %v", err)
+	}
+}
+
+// TestEmptyDocumentsSplit: a split whose documents are all empty is an EmptySplitError
+// naming the dataset and the next step (train adds its eval_steps 0 hint to it).
+func TestEmptyDocumentsSplit(t *testing.T) {
+	dir := writeDataset(t, filepath.Join(t.TempDir(), "d"), [][]int{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {}}, 3, shards.Uint16, []string{"train", "val", "val"}, "fp")
+	_, err := Open(ctx, Options{Data: dir, SeqLen: 2, NumSamples: [3]int64{2, 1, 0}, CacheDir: t.TempDir()})
+	var es *EmptySplitError
+	if !errors.As(err, &es) || es.Split != Valid || !strings.Contains(err.Error(), "all empty") {
+		t.Fatalf("all-empty val documents: %v", err)
+	}
 }

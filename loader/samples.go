@@ -111,7 +111,7 @@ func newSamples(rs []*shards.Reader, docs [2]int64) (*Samples, error) {
 		return nil, fmt.Errorf("loader: the split of %d documents is empty (too few documents for the split?)", total)
 	}
 	if docs[1]-docs[0] > math.MaxInt32 {
-		return nil, fmt.Errorf("loader: %d documents exceed GPT-NeoX's int32 doc_idx", docs[1]-docs[0])
+		return nil, fmt.Errorf("loader: %d documents exceed GPT-NeoX's int32 doc_idx: cut the dataset into several and blend them", docs[1]-docs[0])
 	}
 	s.sizes = make([]int32, docs[1]-docs[0])
 	k := 0

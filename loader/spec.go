@@ -21,7 +21,9 @@ type DataSpec struct {
 	// source of the valid and test splits (by Options.Split or their manifests).
 	Train []WeightedPath
 	// Valid and Test list separate validation and test datasets (GPT-NeoX's
-	// valid_data_paths, test_data_paths), used whole; only a blend file sets them.
+	// valid_data_paths, test_data_paths), used whole (a dataset whose manifest labels
+	// its shards by split gives the listed split's shards only); only a blend file
+	// sets them.
 	Valid, Test []WeightedPath
 	// Blended is true for the weighted forms (a blend file, "W:PATH,..."): every
 	// split is then a Blend, as GPT-NeoX builds a BlendableDataset for weighted
@@ -136,7 +138,7 @@ func ParseBlendFile(name string, b []byte) (*DataSpec, error) {
 			if cerr := checkEntry(w, e.Path); cerr != nil && err == nil {
 				err = fmt.Errorf("loader: blend file %s: %s[%d]: %w", name, key, k, cerr)
 			}
-			p := e.Path
+			p := strings.TrimPrefix(e.Path, "file://") // relative to the file too
 			if !strings.Contains(p, "://") && !filepath.IsAbs(p) {
 				p = filepath.Join(base, p)
 			}

@@ -134,3 +134,17 @@ func FuzzParseSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestBlendFileRelativeFileURL: a relative file:// path in a blend file is relative to
+// the file, as plain relative paths are (it was opened from the working directory).
+func TestBlendFileRelativeFileURL(t *testing.T) {
+	spec, err := ParseBlendFile("/data/blend.yaml", []byte("datasets: [{path: 'file://pile'}, {path: pile2}, {path: 'file:///abs/pile3'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"/data/pile", "/data/pile2", "/abs/pile3"} {
+		if got := spec.Train[i].Path; got != want {
+			t.Errorf("path %d: %q, want %q", i, got, want)
+		}
+	}
+}
