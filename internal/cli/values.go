@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -57,24 +59,31 @@ func ExpandListArgs(args []string, flagName string) []string {
 	return out
 }
 
-// ParseSize reads a byte count with an optional unit: 512, 64KB, 500MB, 4GiB, 1TB.
+// ParseSize reads a byte count: a whole number with an optional unit, in any case:
+// 512, 64KB, 500MB, 4GiB, 1TB. Anything else ("4G", "1.5GB", "0x10", "2k") is an
+// error, not a misread: fmt.Sscan once read "4G" as 4 bytes.
 func ParseSize(s string) (int64, error) {
+	orig := s
 	s = strings.TrimSpace(s)
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40},
 		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
 	mult := int64(1)
 	for _, u := range units {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(rest), u.mult
+		if len(s) >= len(u.suffix) && strings.EqualFold(s[len(s)-len(u.suffix):], u.suffix) {
+			s, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
 			break
 		}
 	}
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size (e.g. 4GiB, 500MB, 0)", s)
+	bad := fmt.Errorf("%q is not a size: a whole number of bytes with an optional unit B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (of 1024), e.g. 4GiB, 500MB, 0", orig)
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large a size", orig)
 	}
 	return n * mult, nil
 }
