@@ -119,10 +119,14 @@ func (r *docReader) streamUnread() int64 {
 }
 
 // streamRead is how far into the file the stream being decompressed got: the bytes
-// read, or with frames decoded in parallel, the start of the frame being read.
+// read, or with frames decoded in parallel, the start of the frame being read (the
+// cutter reads frames ahead). Once the streaming decoder has taken over (a zstd file of
+// one frame of unknown size: zstd's own output), the bytes read again.
 func (r *docReader) streamRead() int64 {
 	if r.frames != nil {
-		return r.frames.frameStart()
+		if n, ok := r.frames.streamRead(); ok {
+			return n
+		}
 	}
 	return r.counter.n.Load()
 }

@@ -109,11 +109,15 @@ type parallelZstd struct {
 	done   []byte          // the current frame's data, to recycle once read
 	free   chan []byte     // data buffers to decode into again
 	rest   io.ReadCloser   // the streaming decoder of the rest of the stream, once it took over
-	at     int64           // where in the stream the frame being read starts
-	err    error
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	// redo is the compressed bytes of a frame a worker could not decode, which rest
+	// then decodes again as a stream, so that what precedes the damage is read and
+	// how far into the frame it got is known (nil otherwise).
+	redo *bytes.Reader
+	at   int64 // where in the stream the frame being read starts
+	err  error
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
 }
 
 // zstdFrame is one frame: its compressed bytes and, once done is closed, its data, the
@@ -151,7 +155,9 @@ func newParallelZstd(br *bufio.Reader, workers int) *parallelZstd {
 					}
 					f.out, f.err = dec.DecodeAll(f.in, buf[:0])
 				}
-				f.in = nil
+				if f.err == nil {
+					f.in = nil // a damaged frame's bytes are decoded again by Read
+				}
 				close(f.done)
 			}
 		}()
@@ -319,17 +325,39 @@ func (p *parallelZstd) Read(b []byte) (int, error) {
 		<-f.done
 		p.buf, p.rest, p.err, p.at = f.out, f.rest, f.err, f.start
 		p.done = f.out
+		if f.err != nil && f.in != nil && !errors.Is(f.err, errStopped) {
+			// Damaged: decode it again as a stream, which hands out the data up to
+			// the damage (DecodeAll's part of it) and then fails, its reader saying
+			// how far into the frame it got.
+			redo := bytes.NewReader(f.in)
+			if zr, err := zstd.NewReader(redo, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<29)); err == nil {
+				p.redo, p.buf, p.done, p.err, p.rest = redo, nil, nil, nil, zr.IOReadCloser()
+			}
+		}
 	}
 	n := copy(b, p.buf)
 	p.buf = p.buf[n:]
 	return n, nil
 }
 
-// frameStart is where in the compressed stream the frame being read starts (once
-// the streaming decoder took over, the frame it started at). The file has been read
-// well past it (frames ahead are being decoded), so this, not the bytes read, says
-// how far a stream that breaks here got.
-func (p *parallelZstd) frameStart() int64 { return p.at }
+// The file has been read well past the frame being read (frames ahead are being
+// decoded), so streamRead, not the bytes read, says how far a stream that breaks
+// here got.
+
+// streamRead is how far into the stream the data read so far reaches, as
+// frameStart, or within a damaged frame decoded again, the bytes of it its decoder
+// read; ok is false once the streaming decoder of the rest of the stream has taken
+// over (a frame of unknown or too large a size: zstd's own output), whose progress is
+// the bytes read from the file.
+func (p *parallelZstd) streamRead() (n int64, ok bool) {
+	switch {
+	case p.redo != nil:
+		return p.at + p.redo.Size() - int64(p.redo.Len()), true
+	case p.rest != nil:
+		return 0, false
+	}
+	return p.at, true
+}
 
 func (p *parallelZstd) close() {
 	p.once.Do(func() {
