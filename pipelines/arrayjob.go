@@ -72,7 +72,7 @@ func ResolveArrayTask(numWorkers, workerIndex int, getenv func(string) string) (
 	case envCount.from != "":
 		task.Count, task.CountFrom = envCount.n, envCount.from
 	default:
-		return task, false, fmt.Errorf("%s=%d says this is a task of an array job, but not how many tasks it has: pass --num-workers W (a Kubernetes Indexed Job's completions), or --num-workers 0 to run unpartitioned",
+		return task, false, fmt.Errorf("%s=%d says this is a task of an array job, but not how many parts the run has (a SLURM array that is not 0..W-1, as a rerun of some tasks with sbatch --array=I, or a Kubernetes Indexed Job): pass --num-workers W, or --num-workers 0 to run unpartitioned",
 			task.IndexFrom, task.Index)
 	}
 	if task.Count < 1 {
@@ -125,6 +125,13 @@ func arrayEnv(getenv func(string) string) (index, count envNumber, err error) {
 		count = v[1]
 		if count.from == "" && v[2].from != "" && v[2].n == 0 && v[3].from != "" {
 			count = envNumber{v[3].n + 1, EnvSlurmTaskMax + "+1"}
+		}
+		// The array's size is the run's parts only for a whole array 0..W-1 of more
+		// than one task: a rerun of some tasks (sbatch --array=2, or --array=0, which
+		// would take the whole corpus for "part 0 of 1") says nothing of W.
+		min, max := v[2], v[3]
+		if count.n < 2 || min.from != "" && min.n != 0 || max.from != "" && max.n != count.n-1 {
+			count = envNumber{}
 		}
 		return v[0], count, nil
 	}

@@ -222,7 +222,11 @@ func TestResolveArrayTask(t *testing.T) {
 		{"slurm", -1, -1, env("SLURM_ARRAY_TASK_ID", "3", "SLURM_ARRAY_TASK_COUNT", "4"), "3/4 SLURM_ARRAY_TASK_ID,SLURM_ARRAY_TASK_COUNT"},
 		{"slurm max", -1, -1, env("SLURM_ARRAY_TASK_ID", "1", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "7"), "1/8 SLURM_ARRAY_TASK_ID,SLURM_ARRAY_TASK_MAX+1"},
 		{"slurm rerun of one task", 4, -1, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_COUNT", "1", "SLURM_ARRAY_TASK_MIN", "2", "SLURM_ARRAY_TASK_MAX", "2"), "2/4 SLURM_ARRAY_TASK_ID,--num-workers"},
-		{"slurm rerun without the count", -1, -1, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_COUNT", "1"), "worker index 2 (SLURM_ARRAY_TASK_ID) is not in [0, 1) (SLURM_ARRAY_TASK_COUNT): number the array's tasks from 0 (sbatch --array=0-0)"},
+		{"slurm rerun without the count", -1, -1, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_COUNT", "1"), "pass --num-workers W"},
+		// sbatch --array=0 alone once made the whole corpus "part 0 of 1".
+		{"slurm rerun of task 0", -1, -1, env("SLURM_ARRAY_TASK_ID", "0", "SLURM_ARRAY_TASK_COUNT", "1", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "0"), "pass --num-workers W"},
+		{"slurm rerun of tasks 2-3", -1, -1, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_COUNT", "2", "SLURM_ARRAY_TASK_MIN", "2", "SLURM_ARRAY_TASK_MAX", "3"), "pass --num-workers W"},
+		{"slurm whole array", -1, -1, env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "3"), "2/4 SLURM_ARRAY_TASK_ID,SLURM_ARRAY_TASK_COUNT"},
 		{"slurm from 1", -1, -1, env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "4"), "sbatch --array=0-3"},
 		{"kubernetes", 8, -1, env("JOB_COMPLETION_INDEX", "5"), "5/8 JOB_COMPLETION_INDEX,--num-workers"},
 		{"kubernetes without a count", -1, -1, env("JOB_COMPLETION_INDEX", "5"), "pass --num-workers W"},

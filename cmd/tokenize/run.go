@@ -25,7 +25,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"Partitioned (array jobs): with --num-workers W the run is cut into W parts and this process\n"+
 			"does part --worker-index I (by default the array job's task: SLURM_ARRAY_TASK_ID, a Kubernetes\n"+
 			"Indexed Job's JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX; W defaults to\n"+
-			"SLURM_ARRAY_TASK_COUNT or AWS_BATCH_JOB_ARRAY_SIZE). Each part reads an equal share of\n"+
+			"SLURM_ARRAY_TASK_COUNT of a whole array 0..W-1, or AWS_BATCH_JOB_ARRAY_SIZE). Each part reads an equal share of\n"+
 			"the input bytes (line-aligned byte ranges of .jsonl files; a .jsonl.zst/.gz file worth\n"+
 			"k >= 2 shares is shared by k parts, each decompressing all of it and tokenizing every\n"+
 			"k-th 64 MiB stripe; other files whole) into DIR/parts/part-IIIII-of-WWWWW/; a killed\n"+
