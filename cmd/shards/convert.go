@@ -162,7 +162,11 @@ func (cf *convertFlags) openDataset(ctx context.Context, dir string) (d *shards.
 	if err != nil {
 		return nil, "", err
 	}
-	d, err = shards.OpenDataset(ctx, st, "", cf.sf.cacheDir, cf.allow.options()...)
+	// Verified as train and merge read it (sha256 against the manifest, ids against
+	// the vocabulary; remembered until the files change): an export of damaged shards
+	// once succeeded silently.
+	opts := append(cf.allow.options(), shards.VerifyOnOpen(0, cf.sf.cacheDir))
+	d, err = shards.OpenDataset(ctx, st, "", cf.sf.cacheDir, opts...)
 	return d, st.String(), err
 }
 
@@ -293,6 +297,12 @@ func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Wri
 			for _, k := range written {
 				st.Delete(context.WithoutCancel(ctx), k)
 			}
+			// An earlier export's files of these splits were partly replaced and
+			// those are gone now: the rest of them would read as a whole set to
+			// llm.c (which reads every NAME_SPLIT_*.bin). Remove them too.
+			if n, rerr := removeLLMCSet(context.WithoutCancel(ctx), st, name, splits); rerr == nil && n > 0 {
+				err = fmt.Errorf("%w (the %d files of an earlier export of these splits in %s were removed too, as it had been partly overwritten: run the command again)", err, n, st.String())
+			}
 			cleanup()
 			return err
 		}
@@ -305,6 +315,20 @@ func exportLLMC(ctx context.Context, cf *convertFlags, dir string, stdout io.Wri
 		}
 	}
 	return removeStaleLLMC(ctx, st, name, splits, written)
+}
+
+// removeLLMCSet removes every file NAME_SPLIT_NNNNNN.bin of splits in st, returning
+// how many there were.
+func removeLLMCSet(ctx context.Context, st storage.Store, name string, splits []string) (int, error) {
+	before, err := st.List(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	if err := removeStaleLLMC(ctx, st, name, splits, nil); err != nil {
+		return 0, err
+	}
+	after, err := st.List(ctx, "")
+	return len(before) - len(after), err
 }
 
 // removeStaleLLMC removes the files NAME_SPLIT_NNNNNN.bin of the splits just exported

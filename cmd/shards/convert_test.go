@@ -270,3 +270,53 @@ func uint16s(b []byte) []int {
 	}
 	return ids
 }
+
+// TestConvertLLMCFailedReexport: a re-export that fails part way leaves no file of the
+// earlier export of those splits (their first files replaced and removed, the rest
+// read by llm.c as a whole, smaller set), and says so.
+func TestConvertLLMCFailedReexport(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sample")
+	splitDataset(t, dir)
+	lc := filepath.Join(root, "llmc")
+	mustRun(t, "convert", "--to", "llmc", dir, "--out", lc, "--shard-tokens", "16")
+	old, _ := filepath.Glob(filepath.Join(lc, "sample_train_*.bin"))
+	if len(old) < 3 {
+		t.Fatalf("%d train files, want 3 or more", len(old))
+	}
+	// The second train file of the re-export cannot be written (a directory in its place).
+	blocked := filepath.Join(lc, "sample_train_000002.bin")
+	os.Remove(blocked)
+	os.MkdirAll(filepath.Join(blocked, "x"), 0o755)
+	code, _, stderr := runShards(t, "convert", "--to", "llmc", dir, "--out", lc, "--shard-tokens", "16")
+	if code != 1 || !strings.Contains(stderr, "removed too") {
+		t.Fatalf("failed re-export: exit %d: %s", code, stderr)
+	}
+	for _, pattern := range []string{"sample_train_*.bin", "sample_val_*.bin"} {
+		left, _ := filepath.Glob(filepath.Join(lc, pattern))
+		for _, f := range left {
+			if fi, err := os.Stat(f); err == nil && !fi.IsDir() {
+				t.Errorf("%s left from the earlier export", f)
+			}
+		}
+	}
+}
+
+// TestConvertRefusesDamagedShards: an export reads the shards verified (as merge and
+// train do): a flipped byte fails it naming the shard, where it once exported the
+// damaged tokens silently.
+func TestConvertRefusesDamagedShards(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sample")
+	splitDataset(t, dir)
+	bins, _ := filepath.Glob(filepath.Join(dir, "*.bin"))
+	data := readFile(t, bins[0])
+	data[len(data)/2] ^= 1
+	os.WriteFile(bins[0], data, 0o644)
+	for _, to := range []string{"nanogpt", "llmc"} {
+		_, stderr := wantFailure(t, 1, []string{filepath.Base(bins[0])}, "convert", "--to", to, dir, "--out", filepath.Join(root, to), "--cache-dir", t.TempDir())
+		if !strings.Contains(stderr, "sha256") && !strings.Contains(stderr, "checksum") {
+			t.Errorf("--to %s of a damaged shard: %s", to, stderr)
+		}
+	}
+}
