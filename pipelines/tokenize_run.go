@@ -343,6 +343,12 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if err := lock.Check(); err != nil {
 		return nil, stats, err
 	}
+	if stats.Docs == 0 && r.NumWorkers <= 0 && r.part == nil {
+		// A dataset of nothing is a mistake (a wrong path, an empty download, a
+		// --filter-set that matches no record), not a result: no manifest. (A part
+		// of a partitioned run may hold none.)
+		return nil, stats, fmt.Errorf("no documents in the inputs of %s (records: %d empty, %d bad, %d filtered out; %d bytes read): check the input files, the text key and the filter", r.where(), stats.Empty, stats.Bad, stats.Filtered, stats.BytesIn)
+	}
 	m.Records = manifestRecords(stats)
 	if err := shards.WriteManifest(ctx, r.Store, r.Dir, m); err != nil {
 		return nil, stats, err

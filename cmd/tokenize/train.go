@@ -98,7 +98,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"min_frequency", opt.MinFrequency, "workers", opt.Workers)
 	m, err := tokenize.Train(ctx, trainTexts(files, *textKey, logger), opt)
 	if err != nil {
-		return fail(stderr, c.Name, errors.New(strings.TrimPrefix(err.Error(), "tokenize: train: ")))
+		return fail(stderr, c.Name, interrupted(ctx, errors.New(strings.TrimPrefix(err.Error(), "tokenize: train: "))))
+	}
+	if m.Stats().Bytes == 0 {
+		// A tokenizer of the bytes alone, learned from nothing: a wrong path or an
+		// empty file, not a result.
+		return fail(stderr, c.Name, fmt.Errorf("no text in the %d inputs (%s first): nothing to learn merges from; check the files (and --text-key for JSONL)", len(files), files[0].path))
 	}
 	if err := commitTemp(tmp, *out, m.WriteHFJSON); err != nil {
 		return fail(stderr, c.Name, err)

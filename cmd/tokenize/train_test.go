@@ -229,7 +229,7 @@ func TestTrainCanceled(t *testing.T) {
 	cancel()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"train", "--input", in, "--vocab-size", "300", "--out", out}, strings.NewReader(""), &stdout, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "context canceled") {
+	if code != 1 || !strings.Contains(stderr.String(), "tokenize train: interrupted") {
 		t.Errorf("exit %d, stderr %s", code, stderr.String())
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEmptyInputFails: an empty input is a mistake (a wrong path, an empty download),
+// not a result: `tokenize run` writes no manifest of 0 documents and `tokenize train`
+// no tokenizer learned from nothing; both fail naming the input.
+func TestEmptyInputFails(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"empty.jsonl", "empty.txt"} {
+		in := filepath.Join(dir, name)
+		os.WriteFile(in, nil, 0o644)
+		out := filepath.Join(dir, "out-"+name)
+		code, stdout, stderr := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", "gpt2", "--progress", "off")
+		if code != 1 || stdout != "" || !strings.Contains(stderr, "no documents") {
+			t.Errorf("run on %s: exit %d, stdout %q, stderr %s", name, code, stdout, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+			t.Errorf("run on %s wrote a manifest", name)
+		}
+	}
+	tok := filepath.Join(dir, "tok.json")
+	code, _, stderr := runTokenize(t, "", "train", "--input", filepath.Join(dir, "empty.txt"), "--vocab-size", "300", "--out", tok)
+	if code != 1 || !strings.Contains(stderr, "empty.txt") {
+		t.Errorf("train on an empty file: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(tok); err == nil {
+		t.Error("train on an empty file wrote a tokenizer")
+	}
+}
