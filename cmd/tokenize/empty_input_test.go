@@ -33,3 +33,16 @@ func TestEmptyInputFails(t *testing.T) {
 		t.Error("train on an empty file wrote a tokenizer")
 	}
 }
+
+// TestTextKeyConflicts: --text-key without --jsonl (encode reads stdin as one text
+// then, and the flag was ignored) and an empty --text-key are usage errors.
+func TestTextKeyConflicts(t *testing.T) {
+	if code, _, errOut := runTokenize(t, "hi", "encode", "--tokenizer", "gpt2", "--text-key", "body"); code != 2 || !strings.Contains(errOut, "--jsonl") {
+		t.Errorf("encode --text-key without --jsonl: exit %d: %s", code, errOut)
+	}
+	in := filepath.Join(t.TempDir(), "a.jsonl")
+	os.WriteFile(in, []byte(`{"text":"a"}`+"\n"), 0o644)
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", filepath.Join(t.TempDir(), "o"), "--name", "a", "--tokenizer", "gpt2", "--text-key", ""); code != 2 || !strings.Contains(errOut, "--text-key is empty") {
+		t.Errorf("run --text-key '': exit %d: %s", code, errOut)
+	}
+}

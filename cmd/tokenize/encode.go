@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -39,6 +40,8 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return c.UsageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
 	case *jsonl && *textKey == "":
 		return c.UsageError(stderr, "--text-key is empty")
+	case !*jsonl && isSet(c, "text-key"):
+		return c.UsageError(stderr, "--text-key names the field of --jsonl input: add --jsonl (without it stdin is one text)")
 	case pf.check() != "":
 		return c.UsageError(stderr, pf.check())
 	}
@@ -274,4 +277,11 @@ func readAll(ctx context.Context, in io.Reader, bar *progress.Bar) ([]byte, erro
 		return nil, err
 	}
 	return io.ReadAll(r)
+}
+
+// isSet reports whether the flag name was given.
+func isSet(c *cli.Command, name string) bool {
+	set := false
+	c.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

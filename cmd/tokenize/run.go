@@ -77,6 +77,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.UsageError(stderr, "--shard-size: "+err.Error())
 	}
+	if *textKey == "" {
+		return c.UsageError(stderr, "--text-key is empty")
+	}
 	task, partitioned, err := pipelines.ResolveArrayTask(*numWorkers, *workerIndex, os.Getenv)
 	if err != nil {
 		return c.UsageError(stderr, err.Error())
