@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,15 @@ func TestPartitionedCustom(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ds, "prep-report-part-00001-of-00003.json")); err != nil {
 		t.Errorf("part 1's report: %v", err)
 	}
+
+	// A merge from another command line (another --shard-size: the job whose tasks
+	// refused the old parts) does not publish them.
+	other := append(append([]string(nil), args...), "--merge-parts")
+	other[slices.Index(other, "2KiB")] = "4KiB"
+	if code, _, errOut := runPrep(t, other...); code != 1 || !strings.Contains(errOut, "other settings") {
+		t.Fatalf("merge with other settings: exit %d: %s", code, errOut)
+	}
+	noManifest(t, ds)
 
 	out, _ = mustPrep(t, append(args, "--merge-parts")...)
 	hasAll(t, "stdout", out, ds+"/manifest.json: ")

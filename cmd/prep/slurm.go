@@ -221,6 +221,17 @@ func (j *job) merge(ctx context.Context, st storage.Store) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
 	}
+	// The parts must be this command's job: an array job that failed on every task
+	// (made by a different job) is followed by its merge all the same (afterany), which
+	// must not publish the old parts, nor remove the downloads the rerun needs.
+	if diff, ok := j.settingsChanged(res.Manifest); ok && diff != "" {
+		if !res.Already {
+			if derr := st.Delete(context.WithoutCancel(ctx), shards.ManifestKey("")); derr != nil {
+				j.log.Warn("could not remove the manifest merged from another job's parts", "err", derr)
+			}
+		}
+		return cli.Fail(j.stderr, who, fmt.Errorf("the parts in %s were made with other settings (%s): not merged; rerun the tasks with this command line and --overwrite, then merge", j.output(), diff))
+	}
 	if res.Already {
 		fmt.Fprintf(j.stderr, "%s: already merged from its %d parts\n", j.output(), res.Parts)
 	}
