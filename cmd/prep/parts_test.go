@@ -79,7 +79,7 @@ func TestPartitionedCustom(t *testing.T) {
 func TestSlurmDryRun(t *testing.T) {
 	data := t.TempDir()
 	out, _ := mustPrep(t, "custom", "--input", "in.jsonl", "--name", "c", "-d", data, "--tokenizer", "gpt2", "--shard-size", "1GiB",
-		"--slurm", "--array-size", "8", "--sbatch-args", "--partition=cpu -t 60 --cpus-per-task=16", "--dry-run")
+		"--slurm", "--array-size", "8", "--sbatch-args", "--partition=cpu -t 60 --cpus-per-task=16", "--dry-run", "--overwrite")
 	exe, _ := os.Executable()
 	cwd, _ := os.Getwd()
 	slurm := filepath.Join(data, "c", "slurm")
@@ -92,7 +92,7 @@ func TestSlurmDryRun(t *testing.T) {
 		"--tokenizer=gpt2 --num-workers=8 --merge-parts\n",
 		"sbatch --parsable --dependency=afterany:ARRAY_JOB_ID "+filepath.Join(slurm, "merge.sbatch"))
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "exec ") && (strings.Contains(line, "--slurm") || strings.Contains(line, "--dry-run") || strings.Contains(line, "--array-size") || strings.Contains(line, "--sbatch-args")) {
+		if strings.HasPrefix(line, "exec ") && (strings.Contains(line, "--slurm") || strings.Contains(line, "--dry-run") || strings.Contains(line, "--array-size") || strings.Contains(line, "--sbatch-args") || strings.Contains(line, "--overwrite")) {
 			t.Errorf("a job's command line keeps --slurm's own flags: %s", line)
 		}
 	}
@@ -147,4 +147,34 @@ func TestMergePartsChecksErrorRate(t *testing.T) {
 		t.Fatalf("merged manifest: part %v, records %+v; want %d bad records", m.Part, m.Records, len(badLines))
 	}
 	mustPrep(t, append(args, "--merge-parts")...)
+}
+
+// TestSlurmOverwriteUnpublishes: --slurm --overwrite replaces the dataset once, at
+// submission (its scripts do not carry --overwrite, which would redo finished parts
+// on every rerun): the merged manifest and the parts' manifests go, so the tasks
+// make every part again and the merge publishes theirs.
+func TestSlurmOverwriteUnpublishes(t *testing.T) {
+	inputs, _ := partsCorpus(t, t.TempDir())
+	data := t.TempDir()
+	args := []string{"custom", "--input", inputs[0], inputs[1], "--name", "c", "-d", data, "--tokenizer", gpt2Dir(t),
+		"--shard-size", "2KiB", "--progress", "off", "--workers", "2"}
+	ds := filepath.Join(data, "c")
+	for i := range 2 {
+		mustPrep(t, append(args, "--num-workers", "2", "--worker-index", fmt.Sprint(i))...)
+	}
+	mustPrep(t, append(args, "--merge-parts")...)
+	t.Setenv("PATH", t.TempDir()) // no sbatch: the submission fails after the replacing
+	if code, _, errOut := runPrep(t, append(args, "--slurm", "--array-size", "2", "--overwrite")...); code != 1 || !strings.Contains(errOut, "sbatch is not on PATH") {
+		t.Fatalf("--slurm --overwrite without sbatch: exit %d: %s", code, errOut)
+	}
+	noManifest(t, ds)
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(ds, shards.PartDir(i, 2), shards.ManifestName)); err == nil {
+			t.Errorf("part %d's manifest kept", i)
+		}
+	}
+	_, errOut := mustPrep(t, append(args, "--num-workers", "2", "--worker-index", "0")...)
+	if strings.Contains(errOut, "already complete") {
+		t.Errorf("a task after --overwrite did not make its part again: %s", errOut)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,8 +20,10 @@ import (
 )
 
 // The flags --slurm handles itself: they are not passed on to the jobs it writes.
+// --overwrite is done once, at submission (unpublishDataset): in the scripts it would
+// make every rerun of a task redo its finished part.
 var slurmOnlyFlags = map[string]bool{"slurm": true, "array-size": true, "sbatch-args": true, "dry-run": true,
-	"num-workers": true, "worker-index": true, "merge-parts": true}
+	"num-workers": true, "worker-index": true, "merge-parts": true, "overwrite": true}
 
 // slurmDir is where --slurm writes its scripts (DIR/NAME/slurm/) and the jobs their logs.
 func (j *job) slurmDir() string { return filepath.Join(j.workDir(), "slurm") }
@@ -161,6 +164,11 @@ func (j *job) submitSlurm(ctx context.Context) int {
 	if _, err := j.splits(ctx); err != nil {
 		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
 	}
+	if j.flags.overwrite {
+		if err := j.unpublishDataset(ctx); err != nil {
+			return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(j.slurmDir(), "logs"), 0o777); err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
@@ -181,6 +189,46 @@ func (j *job) submitSlurm(ctx context.Context) int {
 	fmt.Fprintf(j.stdout, "array job %s: %d tasks (%s)\nmerge job %s: runs after it (%s)\nfollow: squeue -j %s,%s; logs in %s\n",
 		array, w, tokPath, merge, mergePath, array, merge, filepath.Join(j.slurmDir(), "logs"))
 	return cli.ExitOK
+}
+
+// unpublishDataset is --slurm --overwrite's replacing, done once before the jobs are
+// submitted: the merged manifest goes (with a single run's shards it lists, which the
+// new parts' merge would not) and so do the parts' manifests, so that the tasks, run
+// without --overwrite, make every part again (an unfinished part's journal of the old
+// job is replaced, as for any changed job) and the merge publishes only theirs.
+func (j *job) unpublishDataset(ctx context.Context) error {
+	st, err := j.flags.s3.Open(ctx, j.output(), j.log)
+	if err != nil {
+		return err
+	}
+	if m, err := shards.ReadManifest(ctx, st, ""); err == nil {
+		if err := st.Delete(ctx, shards.ManifestKey("")); err != nil {
+			return fmt.Errorf("--overwrite: remove the dataset's manifest: %w", err)
+		}
+		for _, s := range m.Shards {
+			if strings.HasPrefix(s.Prefix, shards.PartsDir+"/") {
+				continue // a part's: rewritten by its task
+			}
+			for _, ext := range []string{".bin", ".idx"} {
+				if err := st.Delete(ctx, shards.ShardKey("", s)+ext); err != nil {
+					return fmt.Errorf("--overwrite: remove the replaced dataset's shard %s: %w", s.Prefix, err)
+				}
+			}
+		}
+		j.log.Info("--overwrite: the finished dataset is unpublished; the jobs make it again", "dataset", j.output())
+	}
+	infos, err := st.List(ctx, shards.PartsDir+"/")
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		if path.Base(in.Key) == shards.ManifestName {
+			if err := st.Delete(ctx, in.Key); err != nil {
+				return fmt.Errorf("--overwrite: remove %s: %w", in.Key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // sbatch submits a job (sbatch --parsable ARGS...) and returns its id.
