@@ -35,6 +35,7 @@ func TestReadDocsErrors(t *testing.T) {
 			[]string{"a.csv: unknown format (name it with one of .jsonl, .jsonl.zst"}},
 		{"missing file", filepath.Join(dir, "nope.jsonl"), 0, os.ErrNotExist, []string{"nope.jsonl", "no such file"}},
 		{"directory", mkdir(t, dir, "dir.txt"), 0, nil, []string{"dir.txt: is a directory"}},
+		{"directory without a suffix", mkdir(t, dir, "corpusdir"), 0, nil, []string{"corpusdir: is a directory", "corpusdir/*.jsonl"}},
 		{"plain text named jsonl", writeCorpusFile(t, dir, "p.jsonl", "Hello, world\n"), 1, ErrInvalidJSON,
 			[]string{"p.jsonl line 1: invalid JSON at byte 1: invalid character 'H'", "(is this file JSONL? plain text files must end in .txt)"}},
 		{"bad line", writeCorpusFile(t, dir, "b.jsonl", `{"text":"a"}`+"\n"+`{"text":"b",}`+"\n"+`{"text":"c"}`), 2, ErrInvalidJSON,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"gptkit/internal/inflate"
@@ -92,6 +93,9 @@ func checkFiles(files []string, key string, filtering bool) ([]format, error) {
 	for i, name := range files {
 		f, ok := formatOf(name)
 		if !ok {
+			if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+				return nil, &FileError{File: name, Err: errors.New("is a directory"), Hint: "name the files in it (" + filepath.Join(name, "*.jsonl") + ", ...)"}
+			}
 			return nil, &FileError{File: name, Err: ErrUnknownFormat, Hint: "name it with one of " + formatList()}
 		}
 		fi, err := os.Stat(name)
