@@ -44,7 +44,8 @@ func TestCatAcrossShards(t *testing.T) {
 	wantFailure(t, 1, []string{"document 5 is out of range", "has 5 documents (0..4)"}, "cat", dir, "--doc", "5")
 	wantFailure(t, 1, []string{"document 0 is out of range", "has no documents"}, "cat", emptyDataset(t), "--doc", "0")
 	wantFailure(t, 2, []string{"--doc K is required"}, "cat", dir)
-	wantFailure(t, 2, []string{"--doc K is required"}, "cat", dir, "--doc", "-1")
+	wantFailure(t, 2, []string{"--doc K is required"}, "cat", dir)
+	wantFailure(t, 2, []string{"--doc -1: a document index is 0, 1"}, "cat", dir, "--doc", "-1")
 	wantFailure(t, 2, []string{"--tokenizer applies only with --decode"}, "cat", dir, "--doc", "0", "--tokenizer", "gpt2")
 
 	// A bare prefix.
