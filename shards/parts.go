@@ -145,6 +145,12 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		}
 	}
 	if len(missing) > 0 {
+		if len(missing) == count && o.Count > 0 {
+			// None of the count asked for: is it another run's count?
+			if other, _, ferr := findParts(ctx, st, dir, 0); ferr == nil && other != count {
+				return MergeResult{}, fmt.Errorf("shards: merge-parts %s: no part of a run of %d workers (--num-workers %d), but it holds the parts of a run of %d\n---> HINT: merge with --num-workers %d (or without it)", where, count, count, other, other)
+			}
+		}
 		return MergeResult{}, missingErr(where, parts, missing, started, count, o)
 	}
 	if err := partsAgree(where, parts); err != nil {

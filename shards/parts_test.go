@@ -147,6 +147,13 @@ func TestMergePartsRefuses(t *testing.T) {
 	if res, err := MergeParts(ctx, st, "ds", MergePartsOptions{Overwrite: true}); err != nil || res.Manifest.Documents != 1 || res.Manifest.Source["job"] != "j" {
 		t.Fatalf("overwrite: %+v %v", res, err)
 	}
+	// --num-workers of another run than the one there names the one there.
+	st = newTestStore(t)
+	writePart(t, st, "ds", 0, 2, "j", one)
+	writePart(t, st, "ds", 1, 2, "j", one)
+	if _, err := MergeParts(ctx, st, "ds", MergePartsOptions{Count: 3}); err == nil || !strings.Contains(err.Error(), "merge with --num-workers 2") {
+		t.Fatalf("count 3 over a run of 2: %v", err)
+	}
 }
 
 func TestPartManifestValidation(t *testing.T) {
