@@ -287,6 +287,9 @@ func joinInts(xs []int, sep string) string {
 func partsAgree(where string, parts []*Manifest) error {
 	count := len(parts)
 	p0 := parts[0]
+	if err := jobsAgree(where, parts); err != nil {
+		return err
+	}
 	for i, m := range parts {
 		name := PartDir(i, count)
 		bad := func(format string, args ...any) error {
@@ -299,9 +302,6 @@ func partsAgree(where string, parts []*Manifest) error {
 		if m.Part.Index != i || m.Part.Count != count {
 			return bad("says it is part %d of %d", m.Part.Index, m.Part.Count)
 		}
-		if m.Part.Job != p0.Part.Job {
-			return bad("belongs to another run than part 0 (job %.12s, part 0's %.12s: other inputs, tokenizer or settings)", m.Part.Job, p0.Part.Job)
-		}
 		if !slices.Equal(m.Part.Splits, p0.Part.Splits) {
 			return bad("has splits %q, part 0 %q", m.Part.Splits, p0.Part.Splits)
 		}
@@ -311,6 +311,39 @@ func partsAgree(where string, parts []*Manifest) error {
 		}
 	}
 	return nil
+}
+
+// jobsAgree reports parts of several runs (an input or a setting changed, and only
+// some tasks ran again): which parts are of which run, the newest run's being the one
+// to keep (its latest part's created time), so that the hint names the stale parts
+// rather than whichever differs from part 0.
+func jobsAgree(where string, parts []*Manifest) error {
+	byJob := map[string][]int{}
+	newest, newestJob := "", ""
+	for i, m := range parts {
+		if m.Part == nil {
+			continue // partsAgree names it
+		}
+		byJob[m.Part.Job] = append(byJob[m.Part.Job], i)
+		if c, _ := m.Source["created"].(string); c >= newest {
+			newest, newestJob = c, m.Part.Job
+		}
+	}
+	if len(byJob) < 2 {
+		return nil
+	}
+	var groups []string
+	var stale []int
+	for _, job := range slices.Sorted(maps.Keys(byJob)) {
+		idx := byJob[job]
+		groups = append(groups, fmt.Sprintf("parts %s of job %.12s", joinInts(idx, ","), job))
+		if job != newestJob {
+			stale = append(stale, idx...)
+		}
+	}
+	slices.Sort(stale)
+	return fmt.Errorf("shards: merge-parts %s: %w: the parts are of %d runs (other inputs, tokenizer or settings): %s\n---> HINT: the newest run (job %.12s, created %s) is the one to keep: rerun the tasks of parts %s with its command, then merge again",
+		where, ErrIncompatible, len(byJob), strings.Join(groups, "; "), newestJob, newest, joinInts(stale, ","))
 }
 
 // checkPartShards checks that every part's shard files are in place: the .idx there

@@ -112,7 +112,7 @@ func TestMergePartsRefuses(t *testing.T) {
 		{"other job", func(st *testStore) {
 			writePart(t, st, "ds", 0, 2, "j", one)
 			writePart(t, st, "ds", 1, 2, "k", one)
-		}, "parts/part-00001-of-00002 belongs to another run", ErrIncompatible},
+		}, "parts 0 of job j; parts 1 of job k", ErrIncompatible},
 		{"wrong index", func(st *testStore) {
 			writePart(t, st, "ds", 0, 2, "j", one)
 			m := writePart(t, st, "ds", 1, 2, "j", one)
