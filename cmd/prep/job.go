@@ -184,6 +184,14 @@ func (j *job) run(ctx context.Context) int {
 			}
 		},
 	}
+	if redo && !f.overwrite && (f.partitioned || f.localParts > 1) {
+		// A damaged merged dataset: only its manifest goes. Each part checks its own
+		// shards and makes only a damaged one again (Overwrite would redo them all).
+		if err := st.Delete(ctx, shards.ManifestKey("")); err != nil {
+			return cli.Fail(j.stderr, who, fmt.Errorf("unpublish the damaged dataset: %w", err))
+		}
+		run.Overwrite = false
+	}
 	switch {
 	case f.partitioned:
 		run.NumWorkers, run.WorkerIndex = f.task.Count, f.task.Index

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gptkit/shards"
 )
@@ -176,5 +177,35 @@ func TestSlurmOverwriteUnpublishes(t *testing.T) {
 	_, errOut := mustPrep(t, append(args, "--num-workers", "2", "--worker-index", "0")...)
 	if strings.Contains(errOut, "already complete") {
 		t.Errorf("a task after --overwrite did not make its part again: %s", errOut)
+	}
+}
+
+// TestPartsDamagedRedoesOnlyThatPart: a merged dataset of --parts 2 that lost a shard of
+// part 1 is made again by redoing part 1 only; part 0's shards are kept as they are
+// (every part was once made again).
+func TestPartsDamagedRedoesOnlyThatPart(t *testing.T) {
+	inputs, want := partsCorpus(t, t.TempDir())
+	data := t.TempDir()
+	args := []string{"custom", "--input", inputs[0], inputs[1], "--name", "c", "-d", data, "--tokenizer", gpt2Dir(t),
+		"--shard-size", "2KiB", "--progress", "off", "--workers", "2", "--parts", "2"}
+	mustPrep(t, args...)
+	ds := filepath.Join(data, "c")
+	part0, _ := filepath.Glob(filepath.Join(ds, shards.PartDir(0, 2), "*.bin"))
+	part1, _ := filepath.Glob(filepath.Join(ds, shards.PartDir(1, 2), "*.bin"))
+	if len(part0) == 0 || len(part1) == 0 {
+		t.Fatalf("parts' shards: %v, %v", part0, part1)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, f := range part0 {
+		os.Chtimes(f, old, old)
+	}
+	os.Remove(part1[0])
+	_, errOut := mustPrep(t, args...)
+	hasAll(t, "stderr", errOut, "damaged")
+	compareDocs(t, "remade", datasetDocs(t, ds), want)
+	for _, f := range part0 {
+		if fi, err := os.Stat(f); err != nil || fi.ModTime().After(old.Add(time.Minute)) {
+			t.Errorf("part 0's %s was made again (%v)", filepath.Base(f), err)
+		}
 	}
 }
