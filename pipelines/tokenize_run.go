@@ -276,6 +276,12 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		return nil, stats, fmt.Errorf("%s already holds a dataset%s (manifest.json with %d documents); pass --overwrite to replace it or choose another --output", r.where(), other, old.Documents)
 	case err != nil && !errors.Is(err, shards.ErrMissing):
 		if !r.Overwrite {
+			// Re-running the stage (the shards hint) is this: its way is --overwrite.
+			if fe := (*shards.FormatError)(nil); errors.As(err, &fe) {
+				named := *fe
+				named.Hint = "the manifest is damaged: restore it, or pass --overwrite to make the dataset again over it"
+				return nil, stats, &named
+			}
 			return nil, stats, err
 		}
 	}

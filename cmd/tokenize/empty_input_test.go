@@ -46,3 +46,21 @@ func TestTextKeyConflicts(t *testing.T) {
 		t.Errorf("run --text-key '': exit %d: %s", code, errOut)
 	}
 }
+
+// TestDamagedManifestHint: a garbled manifest.json in the output names --overwrite as
+// the way to make the dataset again (re-running the stage is what refuses).
+func TestDamagedManifestHint(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.jsonl")
+	os.WriteFile(in, []byte(`{"text":"a"}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(out, "manifest.json"), []byte("garbage"), 0o644)
+	code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", "gpt2", "--progress", "off")
+	if code != 1 || !strings.Contains(errOut, "--overwrite") || strings.Count(errOut, "HINT") != 1 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", "gpt2", "--progress", "off", "--overwrite"); code != 0 {
+		t.Fatalf("--overwrite over a garbled manifest: exit %d: %s", code, errOut)
+	}
+}
