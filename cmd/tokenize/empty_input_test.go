@@ -64,3 +64,15 @@ func TestDamagedManifestHint(t *testing.T) {
 		t.Fatalf("--overwrite over a garbled manifest: exit %d: %s", code, errOut)
 	}
 }
+
+// TestTrainOutMissingDirectory: an --out in a directory that does not exist names it
+// (the error named the hidden temporary file).
+func TestTrainOutMissingDirectory(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(in, []byte("some text to learn from\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "nope", "tok.json")
+	code, _, errOut := runTokenize(t, "", "train", "--input", in, "--vocab-size", "300", "--out", out)
+	if code != 1 || !strings.Contains(errOut, "--out "+out) || strings.Contains(errOut, ".tmp-") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -284,7 +284,12 @@ func createTemp(path string) (*os.File, error) {
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("create output: %w", err)
+		// Name the directory, not the temporary file in it.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("--out %s: cannot create it in %s: %w", path, filepath.Dir(path), err)
 	}
 	return f, nil
 }

@@ -189,7 +189,7 @@ func TestTrainUsageAndFailures(t *testing.T) {
 		{"zstd", []string{"--input", filepath.Join(dir, "x.jsonl.zst"), "--vocab-size", "300", "--out", out}, 1, []string{"x.jsonl.zst", "not supported"}},
 		{"directory input", []string{"--input", dir, "--vocab-size", "300", "--out", out}, 1, []string{"is a directory"}},
 		{"bad jsonl", []string{"--input", bad, "--vocab-size", "300", "--out", out}, 1, []string{"bad.jsonl: line 3:", `field "text"`}},
-		{"out in missing dir", []string{"--input", text, "--vocab-size", "300", "--out", filepath.Join(dir, "no", "tok.json")}, 1, []string{"create output"}},
+		{"out in missing dir", []string{"--input", text, "--vocab-size", "300", "--out", filepath.Join(dir, "no", "tok.json")}, 1, []string{"cannot create it in"}},
 		{"out is a directory", []string{"--input", text, "--vocab-size", "300", "--out", dir}, 1, []string{"is a directory"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
