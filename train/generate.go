@@ -74,9 +74,15 @@ func pick(logits []float32, probs []float64, order []int, o SampleOptions, rng *
 		}
 		return best
 	}
+	// The largest logit subtracted before dividing, not after: l/T overflows to +Inf
+	// for a tiny T (1e-310), and exp(Inf-Inf) made every weight NaN.
+	lmax := math.Inf(-1)
+	for _, l := range logits {
+		lmax = math.Max(lmax, float64(l))
+	}
 	mx := math.Inf(-1)
 	for i, l := range logits {
-		probs[i] = float64(l) / o.Temperature
+		probs[i] = (float64(l) - lmax) / o.Temperature
 		mx = math.Max(mx, probs[i])
 	}
 	cut := math.Inf(-1)

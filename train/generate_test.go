@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -90,5 +91,20 @@ func TestGenerateAndScore(t *testing.T) {
 	}
 	if _, _, err := Score(m, [][]int32{{1}}); err == nil {
 		t.Error("nothing to score, no error")
+	}
+}
+
+// TestPickTinyTemperature: a temperature small enough that logit/T overflows still
+// draws the argmax (it drew the last token with a weight: every weight was NaN).
+func TestPickTinyTemperature(t *testing.T) {
+	logits := []float32{1, 5, 2, -3}
+	probs, order := make([]float64, len(logits)), make([]int, len(logits))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, temp := range []float64{1e-310, 1e-300, 1e-30} {
+		for range 20 {
+			if got := pick(logits, probs, order, SampleOptions{Temperature: temp, TopK: 0}, rng); got != 1 {
+				t.Fatalf("temperature %g: token %d, want the argmax 1", temp, got)
+			}
+		}
 	}
 }
