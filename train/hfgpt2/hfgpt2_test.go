@@ -1,7 +1,10 @@
 package hfgpt2
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -148,12 +151,9 @@ func TestImportHubStyle(t *testing.T) {
 			hub = append(hub, safetensors.Tensor{Name: "lm_head.weight", Shape: tt.Shape, Data: tt.Data})
 		}
 	}
-	for i := range cfg.NLayer {
-		hub = append(hub, safetensors.Tensor{Name: "h." + string(rune('0'+i)) + ".attn.bias", Shape: []int{1, 1, 8, 8}, Data: make([]float32, 64)})
-	}
-	if err := safetensors.WriteFile(path, hub, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
+	// The causal-mask buffers, as older transformers saved them: uint8 and bool
+	// (they once failed the whole import: only float dtypes convert).
+	writeWithMasks(t, path, hub, []string{"U8", "BOOL"})
 	// A hub config.json has no gptkit section and says nothing of n_inner.
 	os.WriteFile(filepath.Join(dir, ConfigName), []byte(`{"activation_function":"gelu_new","architectures":["GPT2LMHeadModel"],
 		"layer_norm_epsilon":1e-05,"model_type":"gpt2","n_ctx":8,"n_embd":4,"n_head":2,"n_layer":2,"n_positions":8,"vocab_size":50,
@@ -237,4 +237,48 @@ func TestExportRejects(t *testing.T) {
 	if err := Export(t.TempDir(), noBias, ts); err == nil || !strings.Contains(err.Error(), "not part of a GPT-2 model") {
 		t.Errorf("biases with Bias false: %v", err)
 	}
+}
+
+// writeWithMasks writes tensors (F32) and an attn.bias causal-mask buffer per layer of
+// the given dtypes (1 byte a value, 1×1×8×8) as a safetensors file, by hand: the
+// package's writer writes F32 only.
+func writeWithMasks(t *testing.T, path string, tensors []safetensors.Tensor, maskDTypes []string) {
+	t.Helper()
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	for _, tt := range tensors {
+		begin := len(data)
+		for _, v := range tt.Data {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+		}
+		header[tt.Name] = map[string]any{"dtype": "F32", "shape": tt.Shape, "data_offsets": []int{begin, len(data)}}
+	}
+	for i, dt := range maskDTypes {
+		begin := len(data)
+		for r := range 8 {
+			for c := range 8 {
+				data = append(data, byte(boolInt(c <= r)))
+			}
+		}
+		header[fmt.Sprintf("h.%d.attn.bias", i)] = map[string]any{"dtype": dt, "shape": []int{1, 1, 8, 8}, "data_offsets": []int{begin, len(data)}}
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(hj)%8 != 0 {
+		hj = append(hj, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hj)))
+	out = append(append(out, hj...), data...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -29,8 +29,13 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", ConfigName, err))
 	}
-	f, err := safetensors.ReadFile(filepath.Join(dir, WeightsName))
+	// The mask buffers are skipped before any conversion: older transformers saved
+	// them as uint8 or bool, which no float conversion takes.
+	f, err := safetensors.ReadFileExcept(filepath.Join(dir, WeightsName), isMaskBuffer)
 	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, WeightsName+".index.json")); serr == nil {
+			err = fmt.Errorf("%s holds a sharded checkpoint (%s.index.json and its model-NNNNN-of-NNNNN.safetensors files), which is not read here: save it as one file (transformers: save_pretrained(dir, max_shard_size=\"100GB\"))", dir, WeightsName)
+		}
 		return fail(err)
 	}
 
@@ -41,7 +46,7 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 		if !strings.HasPrefix(name, "transformer.") && name != "lm_head.weight" {
 			name = "transformer." + name
 		}
-		if strings.HasSuffix(name, ".attn.bias") || strings.HasSuffix(name, ".attn.masked_bias") {
+		if isMaskBuffer(name) {
 			continue // causal-mask buffers, not parameters
 		}
 		if hf[name] != nil {
@@ -129,4 +134,10 @@ func sameBits(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// isMaskBuffer reports whether a tensor name is one of GPT-2's causal-mask buffers
+// (attn.bias, attn.masked_bias), which are not parameters.
+func isMaskBuffer(name string) bool {
+	return strings.HasSuffix(name, ".attn.bias") || strings.HasSuffix(name, ".attn.masked_bias")
 }

@@ -54,7 +54,7 @@ type entry struct {
 // file exactly. Errors match ErrFormat for malformed files and name the tensor and the
 // byte offset.
 func Read(r io.ReaderAt, size int64) (*File, error) {
-	f, err := read(r, size)
+	f, err := read(r, size, nil)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -62,7 +62,11 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 }
 
 // ReadFile reads the safetensors file at path (see Read).
-func ReadFile(path string) (*File, error) {
+func ReadFile(path string) (*File, error) { return ReadFileExcept(path, nil) }
+
+// ReadFileExcept is ReadFile leaving out the tensors skip names (whatever their dtype:
+// a Hugging Face GPT-2 file's uint8 or bool causal-mask buffers, say).
+func ReadFileExcept(path string, skip func(name string) bool) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
@@ -72,7 +76,7 @@ func ReadFile(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	f, err := read(fh, fi.Size())
+	f, err := read(fh, fi.Size(), skip)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: read %s: %w", path, err)
 	}
@@ -106,14 +110,17 @@ func formatErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrFormat}, args...)...)
 }
 
-func read(r io.ReaderAt, size int64) (*File, error) {
+func read(r io.ReaderAt, size int64, skip func(string) bool) (*File, error) {
 	meta, entries, err := readHeader(r, size)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Metadata: meta, Tensors: make([]Tensor, len(entries))}
+	f := &File{Metadata: meta, Tensors: make([]Tensor, 0, len(entries))}
 	var buf []byte
-	for i, e := range entries {
+	for _, e := range entries {
+		if skip != nil && skip(e.name) {
+			continue
+		}
 		if !floatDTypes[e.dtype] {
 			return nil, fmt.Errorf("tensor %q (header byte %d): dtype %s is not supported (only F32, F16, BF16 and F64 convert to float32)", e.name, e.at, e.dtype)
 		}
@@ -138,7 +145,7 @@ func read(r io.ReaderAt, size int64) (*File, error) {
 				decode(t.Data[j:j+k], b, e.dtype)
 			}
 		}
-		f.Tensors[i] = t
+		f.Tensors = append(f.Tensors, t)
 	}
 	sort.Slice(f.Tensors, func(a, b int) bool { return f.Tensors[a].Name < f.Tensors[b].Name })
 	return f, nil
