@@ -301,3 +301,17 @@ func unsplitDataset(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestValLossDiverged: an update that makes the weights NaN on an evaluation step fails
+// the run naming the step and the next step to take (it failed with a bare
+// "json: unsupported value: NaN" from writing metrics.jsonl).
+func TestValLossDiverged(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.LR, cfg.MinLR, cfg.WarmupSteps, cfg.EvalEvery, cfg.MaxSteps, cfg.LRDecaySteps = 1e30, 1e30, 0, 1, 3, 3
+	cfg.GradClip = 0
+	_, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "diverged") || !strings.Contains(err.Error(), "HINT") {
+		t.Fatalf("got %v, want a divergence naming the step", err)
+	}
+	t.Log(err)
+}

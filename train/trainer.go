@@ -474,13 +474,18 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if err != nil {
 				return res(), err
 			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				// The train loss is checked before the update; this is the first
+				// look at the weights after it (every rank has the same v).
+				return res(), fmt.Errorf("train: step %d diverged: val_loss %g after its update (loss before it %g, gradient norm %g; %s)\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", t.step, v, m.Loss, m.GradNorm, t.newestCheckpoint())
+			}
 			m.ValLoss = &v
 			t.lastVal = v
 		}
 		t.lastMetrics = &m
 		if t.coll.Rank() == 0 {
 			if err := t.metrics.write(m); err != nil {
-				return res(), err
+				return res(), fmt.Errorf("train: step %d: write %s: %w", m.Step, t.metrics.path, err)
 			}
 			if err := t.logTensorBoard(m); err != nil {
 				return res(), err
@@ -608,7 +613,7 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || (!finite && !t.scaler.on()) {
 		what := fmt.Sprintf("the weights are those after step %d (AdamW skipped this one)", t.step)
 		if finite {
-			what = fmt.Sprintf("the weights include this step's update (the newest checkpoint is of step %d)", t.saved)
+			what = fmt.Sprintf("the weights include this step's update (%s)", t.newestCheckpoint())
 		}
 		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; %s\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, what)
 	}
@@ -731,4 +736,12 @@ func (t *Trainer) Evaluate(ctx context.Context) (float64, error) {
 		return 0, fmt.Errorf("train: evaluate: gather the loss: %w", err)
 	}
 	return v, nil
+}
+
+// newestCheckpoint says which checkpoint a run that stops now continues from.
+func (t *Trainer) newestCheckpoint() string {
+	if t.saved < 1 {
+		return "no checkpoint yet"
+	}
+	return fmt.Sprintf("the newest checkpoint is of step %d", t.saved)
 }
