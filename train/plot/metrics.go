@@ -34,22 +34,30 @@ const maxLine = 1 << 20
 // integer) and any of "loss" and "val_loss" (numbers, or null); other fields (lr,
 // grad_norm, tokens_per_s, ...) are ignored and blank lines skipped. A step logged twice
 // (a run resumed from an earlier checkpoint logs those steps again) keeps the later
-// line's values. Points come sorted by step. Errors are *LineError.
+// line's values. A last line cut short (no newline at its end: a run writing it, or
+// killed while it did) is left out. Points come sorted by step. Errors are *LineError.
 func ReadMetrics(r io.Reader) ([]Point, error) {
-	sc := bufio.NewScanner(r)
+	tail := &lastByteReader{r: r}
+	sc := bufio.NewScanner(tail)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	byStep := map[int64]int{}
 	var points []Point
+	var bad error // a bad line, an error unless it is the last one, torn
+	torn := false // bad is JSON cut short
 	line := 0
 	for sc.Scan() {
 		line++
+		if bad != nil {
+			return nil, bad
+		}
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
 		p, err := parseLine(b)
 		if err != nil {
-			return nil, &LineError{Line: line, Err: err}
+			bad, torn = &LineError{Line: line, Err: err}, cutShort(b)
+			continue
 		}
 		if i, ok := byStep[p.Step]; ok {
 			points[i] = p
@@ -63,6 +71,9 @@ func ReadMetrics(r io.Reader) ([]Point, error) {
 			err = fmt.Errorf("longer than %d bytes", maxLine)
 		}
 		return nil, &LineError{Line: line + 1, Err: err}
+	}
+	if bad != nil && (!torn || tail.last == '\n') {
+		return nil, bad // not a line being written
 	}
 	sort.Slice(points, func(a, b int) bool { return points[a].Step < points[b].Step })
 	return points, nil
@@ -105,4 +116,24 @@ func parseLine(b []byte) (Point, error) {
 		*f.dst = x
 	}
 	return p, nil
+}
+
+// cutShort reports whether b is the start of a JSON value cut off before its end.
+func cutShort(b []byte) bool {
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
+}
+
+// lastByteReader remembers the last byte read through it.
+type lastByteReader struct {
+	r    io.Reader
+	last byte
+}
+
+func (l *lastByteReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	return n, err
 }

@@ -185,3 +185,19 @@ func BenchmarkLossPNG(b *testing.B) {
 		}
 	}
 }
+
+// TestReadMetricsTornLastLine: a last line cut short (a run writing it, or one killed
+// while it did) is left out, so a running run plots; the same line with its newline,
+// or a bad line before others, is an error.
+func TestReadMetricsTornLastLine(t *testing.T) {
+	whole := `{"step":1,"loss":2}` + "\n" + `{"step":2,"loss":1.5}` + "\n"
+	points, err := ReadMetrics(strings.NewReader(whole + `{"step":3,"lo`))
+	if err != nil || len(points) != 2 {
+		t.Fatalf("torn last line: %v, %d points", err, len(points))
+	}
+	for _, in := range []string{whole + `{"step":3,"lo` + "\n", `{"step":3,"lo` + "\n" + whole} {
+		if _, err := ReadMetrics(strings.NewReader(in)); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
