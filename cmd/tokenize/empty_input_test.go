@@ -76,3 +76,17 @@ func TestTrainOutMissingDirectory(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestRunMissingInputMakesNoOutput: a missing local input fails naming it before the
+// output directory is made (an empty one was left behind).
+func TestRunMissingInputMakesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	code, _, errOut := runTokenize(t, "", "run", "--input", filepath.Join(dir, "nope.jsonl"), "--output", out, "--name", "a", "--tokenizer", "gpt2")
+	if code != 1 || !strings.Contains(errOut, "nope.jsonl") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
+	}
+}

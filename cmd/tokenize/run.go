@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"gptkit/internal/cli"
 	"io"
@@ -91,6 +92,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
 		return fail(stderr, "run", err)
+	}
+	// A local input that is not there fails before the output directory is made (it
+	// was left behind, empty).
+	for _, in := range inputs.Values {
+		if !strings.Contains(in, "://") {
+			if _, err := os.Stat(in); err != nil {
+				return fail(stderr, "run", fmt.Errorf("--input %s: %w", in, errors.Unwrap(err)))
+			}
+		}
 	}
 	st, err := s3.Open(ctx, *output, log)
 	if err != nil {
