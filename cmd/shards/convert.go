@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -370,6 +371,13 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 	tok, err := cf.tf.load(ctx, cf.tf.Spec, stderr)
 	if err != nil {
 		return err
+	}
+	for _, f := range files {
+		// An empty file (a failed download, a wrong path's placeholder) imported as
+		// a shard of no tokens made a dataset of nothing, reported as success.
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			return fmt.Errorf("%s is empty: no tokens to import (a failed copy or download?)", f)
+		}
 	}
 	cleanup := removeIfCreated(cf.out)
 	st, err := cf.sf.open(ctx, cf.out)

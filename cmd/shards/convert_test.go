@@ -320,3 +320,16 @@ func TestConvertRefusesDamagedShards(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertImportEmptyFile: an empty file is refused, naming it, and no dataset is
+// made (it made a dataset of 0 documents and reported success).
+func TestConvertImportEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "train.bin")
+	os.WriteFile(empty, nil, 0o644)
+	out := filepath.Join(dir, "ds")
+	wantFailure(t, 1, []string{"train.bin is empty"}, "convert", "--from", "nanogpt", empty, "--out", out, "--tokenizer", "gpt2")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
+	}
+}
