@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"gptkit/prep"
 	"gptkit/shards"
+	"gptkit/storage"
 )
 
 // runPart runs part WorkerIndex of a partitioned run (NumWorkers > 0): its slice of the
@@ -59,8 +61,22 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		// any part is made again, so that no reader sees it over parts' shards that
 		// no longer match it (as a run without parts removes its own). The merge
 		// writes the new one.
-		if derr := r.Store.Delete(ctx, shards.ManifestKey(r.Dir)); derr != nil {
+		if derr := r.Store.Delete(ctx, shards.ManifestKey(r.Dir)); derr != nil && !errors.Is(derr, storage.ErrNotExist) {
 			return nil, stats, fmt.Errorf("replace the dataset in %s: remove its manifest: %w", r.where(), derr)
+		}
+		if err == nil {
+			// A single run's shards, which no merge of parts lists: they would stay
+			// on disk beside the new parts' (the parts' own are rewritten by them).
+			for _, s := range top.Shards {
+				if strings.HasPrefix(s.Prefix, shards.PartsDir+"/") {
+					continue
+				}
+				for _, ext := range []string{".bin", ".idx"} {
+					if derr := r.Store.Delete(ctx, shards.ShardKey(r.Dir, s)+ext); derr != nil && !errors.Is(derr, storage.ErrNotExist) {
+						log.Warn("could not remove a shard of the replaced dataset", "key", shards.ShardKey(r.Dir, s)+ext, "err", derr)
+					}
+				}
+			}
 		}
 		log.Info("replacing the dataset: its manifest is removed until the parts are merged again", "dataset", r.where())
 	}

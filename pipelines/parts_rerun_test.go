@@ -102,3 +102,29 @@ func TestLocalPartsOverwriteHidesOldMerge(t *testing.T) {
 		t.Fatalf("verify after the --overwrite merge: %v %v", problems, err)
 	}
 }
+
+// TestLocalPartsOverwriteSingleRun: --parts --overwrite over a single run's dataset
+// removes that run's shards, which the merge of parts does not list (they stayed on
+// disk beside the parts', a second copy that shards verify reported as extra files).
+func TestLocalPartsOverwriteSingleRun(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	out := t.TempDir()
+	single := stripedJob(t, splits, out)
+	single.Workers = 2
+	if _, _, err := single.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parts := stripedJob(t, splits, out)
+	parts.Workers, parts.LocalParts, parts.Overwrite = 4, 2, true
+	if _, _, err := parts.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := dirStore(t, out)
+	if problems, err := shards.Verify(ctx, st, ""); err != nil || len(problems) > 0 {
+		t.Fatalf("verify after --parts --overwrite over a single run: %v %v", problems, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(out, "*.bin")); len(left) > 0 {
+		t.Fatalf("the single run's shards are still there: %v", left)
+	}
+}
