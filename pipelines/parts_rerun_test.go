@@ -128,3 +128,28 @@ func TestLocalPartsOverwriteSingleRun(t *testing.T) {
 		t.Fatalf("the single run's shards are still there: %v", left)
 	}
 }
+
+// TestOverwriteMergedWithSingleRun: a single run's --overwrite over a dataset merged
+// from parts removes the parts' shards and their manifests (which named shards no
+// longer there), leaving a dataset that verifies clean.
+func TestOverwriteMergedWithSingleRun(t *testing.T) {
+	ctx := context.Background()
+	splits := stripedCorpus(t, t.TempDir())
+	out := t.TempDir()
+	parts := stripedJob(t, splits, out)
+	parts.Workers, parts.LocalParts = 4, 2
+	if _, _, err := parts.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	single := stripedJob(t, splits, out)
+	single.Workers, single.Overwrite = 2, true
+	if _, _, err := single.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(out, "parts", "*", "manifest.json")); len(left) > 0 {
+		t.Fatalf("parts' manifests left over shards that are gone: %v", left)
+	}
+	if problems, err := shards.Verify(ctx, dirStore(t, out), ""); err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime"
+	"strings"
 	"time"
 
 	"gptkit/prep"
@@ -584,15 +585,29 @@ func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *sha
 	for _, s := range m.Shards {
 		keep[shards.ShardKey(r.Dir, s)] = true
 	}
+	partDirs := map[string]bool{} // a merged dataset's parts, whose manifests go too
 	for _, s := range replaced.Shards {
 		key := shards.ShardKey(r.Dir, s)
 		if keep[key] {
 			continue
 		}
+		if rest, ok := strings.CutPrefix(s.Prefix, shards.PartsDir+"/"); ok {
+			if dir, _, ok := strings.Cut(rest, "/"); ok {
+				partDirs[shards.PartsDir+"/"+dir] = true
+			}
+		}
 		for _, ext := range []string{".bin", ".idx"} {
 			if err := r.Store.Delete(ctx, key+ext); err != nil && !errors.Is(err, storage.ErrNotExist) {
 				log.Warn("could not remove a shard of the replaced dataset", "key", key+ext, "err", err)
 			}
+		}
+	}
+	// Their manifests would name shards no longer there (merge-parts would fail on
+	// them, and a partitioned rerun take them for finished parts).
+	for dir := range partDirs {
+		key := shards.ManifestKey(joinKey(r.Dir, dir))
+		if err := r.Store.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotExist) {
+			log.Warn("could not remove a part's manifest of the replaced dataset", "key", key, "err", err)
 		}
 	}
 }
