@@ -61,6 +61,10 @@ func lineError(file string, n int, fileStart bool, err error, terminated bool) *
 		e.Hint = hintNotJSONL
 	case errors.Is(err, ErrInvalidJSON) && !terminated:
 		e.Hint = hintTruncated
+	case (errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject)) && compressedName(file):
+		// Damage inside a compressed stream decodes to garbage before any checksum
+		// at its end can say so.
+		e.Hint = "fix or delete the line; in a compressed file a damaged stream reads this way too: test it (gzip -t, zstd -t) and download it again"
 	case errors.Is(err, ErrInvalidJSON) || errors.Is(err, ErrNotObject):
 		e.Hint = "fix or delete the line"
 	case errors.Is(err, ErrNotText):
@@ -86,4 +90,10 @@ func missingError(file string, n int, line []byte, key string) *FileError {
 	}
 	return &FileError{File: file, Line: n, Err: fmt.Errorf("field %q %w (the line has %s)", key, ErrMissing, have),
 		Hint: "set the text key (--text-key) to the field holding the text"}
+}
+
+// compressedName reports whether a file's name says it is gzip or zstd compressed.
+func compressedName(file string) bool {
+	f := strings.ToLower(file)
+	return strings.HasSuffix(f, ".gz") || strings.HasSuffix(f, ".zst")
 }

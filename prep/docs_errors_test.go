@@ -46,6 +46,8 @@ func TestReadDocsErrors(t *testing.T) {
 			[]string{"o.jsonl line 2: not a JSON object (it is an array)"}},
 		{"missing key", writeCorpusFile(t, dir, "m.jsonl", `{"content":"a","meta":{}}`+"\n"), 1, ErrMissing,
 			[]string{`m.jsonl line 1: field "text" missing (the line has "content", "meta")`, "--text-key"}},
+		{"bad line in a gzip file", writeCorpusFile(t, dir, "bg.jsonl.gz", `{"text":"a"}`+"\n"+`{"text":"b",}`+"\n"+`{"text":"c"}`), 2, ErrInvalidJSON,
+			[]string{"bg.jsonl.gz line 2: invalid JSON", "gzip -t"}},
 		{"not text", writeCorpusFile(t, dir, "n.jsonl.gz", `{"text":{"p":1}}`+"\n"), 1, ErrNotText,
 			[]string{`n.jsonl.gz line 1: field "text" is an object ({"p":1})`}},
 		{"zstd named jsonl", raw("z.jsonl", zstdData), 1, nil,
