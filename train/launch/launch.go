@@ -312,7 +312,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			stopCh = nil
 			l.log.Warn("stopping: the launcher that started this one went away")
 			out.interrupted = true
-			stop(syscall.SIGTERM, cfg.StopGrace)
+			// An interrupt of the job (the hostfile launcher closes its ssh sessions
+			// on Ctrl-C): the ranks save a checkpoint together, which takes as long
+			// as it takes, so no kill timer, as for a signal forwarded here (a save
+			// of a large model cut by SIGKILL after StopGrace lost the checkpoint).
+			stop(syscall.SIGTERM, 0)
 		case <-killTimer:
 			l.log.Warn("ranks still running after the grace period; killing them")
 			stop(syscall.SIGKILL, 0)

@@ -67,6 +67,13 @@ func fakeRank(mode string) int {
 		mode = "term"
 	}
 	switch mode {
+	case "slowsave": // SIGTERM starts a checkpoint that takes a while
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM)
+		<-sig
+		time.Sleep(1500 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, "saved")
+		return 130
 	case "term":
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -277,5 +284,28 @@ func TestPeerInterruptIsNoFailure(t *testing.T) {
 	// (Rank 0, which would wait a minute, was stopped: Run returned.)
 	if strings.Contains(stderr.String(), "restarting") || !strings.Contains(stderr.String(), "stopping this node's ranks") {
 		t.Errorf("want this node's ranks stopped and no restart:\n%s", stderr)
+	}
+}
+
+// TestStopWaitsForSave: when the launcher that started this one goes away (a hostfile
+// job interrupted), the ranks are sent SIGTERM and given the time their checkpoint
+// takes: they were killed StopGrace after, cutting a large model's save.
+func TestStopWaitsForSave(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "slowsave", 2)
+	cfg.StopGrace = 300 * time.Millisecond
+	stop := make(chan struct{})
+	cfg.Stop = stop
+	go func() {
+		for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		close(stop)
+	}()
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if n := strings.Count(stderr.String(), "saved"); n != 2 || strings.Contains(stderr.String(), "killing") {
+		t.Fatalf("%d ranks saved, want 2 and none killed:\n%s", n, stderr)
 	}
 }
