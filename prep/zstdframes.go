@@ -112,12 +112,13 @@ type parallelZstd struct {
 	// redo is the compressed bytes of a frame a worker could not decode, which rest
 	// then decodes again as a stream, so that what precedes the damage is read and
 	// how far into the frame it got is known (nil otherwise).
-	redo *bytes.Reader
-	at   int64 // where in the stream the frame being read starts
-	err  error
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	redo    *bytes.Reader
+	redoErr error // the worker's error of that frame
+	at      int64 // where in the stream the frame being read starts
+	err     error
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 // zstdFrame is one frame: its compressed bytes and, once done is closed, its data, the
@@ -305,6 +306,11 @@ func (p *parallelZstd) Read(b []byte) (int, error) {
 			return 0, p.err
 		case p.rest != nil:
 			n, err := p.rest.Read(b)
+			if err == io.EOF && p.redo != nil {
+				// The damaged frame decoded again to its end after all: the stream
+				// still stops here, with the worker's error, not as if it ended.
+				err = p.redoErr
+			}
 			if err != nil {
 				p.err = err
 			}
@@ -331,7 +337,8 @@ func (p *parallelZstd) Read(b []byte) (int, error) {
 			// how far into the frame it got.
 			redo := bytes.NewReader(f.in)
 			if zr, err := zstd.NewReader(redo, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<29)); err == nil {
-				p.redo, p.buf, p.done, p.err, p.rest = redo, nil, nil, nil, zr.IOReadCloser()
+				p.redo, p.redoErr = redo, f.err
+				p.buf, p.done, p.err, p.rest = nil, nil, nil, zr.IOReadCloser()
 			}
 		}
 	}

@@ -210,7 +210,7 @@ func (j *job) unpublishDataset(ctx context.Context) error {
 				continue // a part's: rewritten by its task
 			}
 			for _, ext := range []string{".bin", ".idx"} {
-				if err := st.Delete(ctx, shards.ShardKey("", s)+ext); err != nil {
+				if err := st.Delete(ctx, shards.ShardKey("", s)+ext); err != nil && !errors.Is(err, storage.ErrNotExist) {
 					return fmt.Errorf("--overwrite: remove the replaced dataset's shard %s: %w", s.Prefix, err)
 				}
 			}
