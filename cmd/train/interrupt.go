@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 
@@ -17,8 +16,9 @@ import (
 // checkpoint be saved, which on a large model takes a while. Checkpoints are
 // published atomically, so one cut short is discarded and the newest complete one
 // stays. SIGTERM never forces the exit (a scheduler, or a launcher forwarding its
-// own, may send it more than once). stop ends the watch.
-func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer, log *slog.Logger) (stop func()) {
+// own, may send it more than once). stop ends the watch. (It writes nothing at the
+// first: the trainer's logger, and its live line, own stderr while the step runs.)
+func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer) (stop func()) {
 	done := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	go func() {
@@ -28,7 +28,6 @@ func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer, log *slog.Logg
 			return
 		}
 		signal.Notify(sigs, os.Interrupt)
-		log.Warn("interrupted: finishing the step under way and saving a checkpoint (Ctrl-C again exits at once)")
 		select {
 		case <-sigs:
 			fmt.Fprintln(stderr, "\ntrain: second interrupt: exiting at once (a checkpoint being written is discarded; the newest complete one stays)")

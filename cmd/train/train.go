@@ -173,7 +173,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 
 	// One rank: this process (alone, or one of a job's ranks).
 	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
-	defer exitOnSecondInterrupt(ctx, stderr, rankLog)()
+	defer exitOnSecondInterrupt(ctx, stderr)()
 	place, err := rankPlace(&df, set)
 	if err != nil {
 		return trainFail(ctx, stderr, err)
