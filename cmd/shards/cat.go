@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,7 +40,7 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(pos) != 1:
 		return c.UsageError(stderr, "want exactly one DIR or PREFIX")
-	case *doc < 0 && !docSet(c):
+	case *doc < 0 && !c.IsSet("doc"):
 		return c.UsageError(stderr, "--doc K is required (a document index: 0, 1, ...)")
 	case *doc < 0:
 		return c.UsageError(stderr, fmt.Sprintf("--doc %d: a document index is 0, 1, ... (the first is 0)", *doc))
@@ -197,11 +196,4 @@ func besideFiles(ctx context.Context, st storage.Store) (dir string, cleanup fun
 		}
 	}
 	return dir, cleanup, nil
-}
-
-// docSet reports whether --doc was given.
-func docSet(c *cli.Command) bool {
-	set := false
-	c.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == "doc" })
-	return set
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -40,7 +39,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return c.UsageError(stderr, fmt.Sprintf("--workers is %d, want at least 1", *workers))
 	case *jsonl && *textKey == "":
 		return c.UsageError(stderr, "--text-key is empty")
-	case !*jsonl && isSet(c, "text-key"):
+	case !*jsonl && c.IsSet("text-key"):
 		return c.UsageError(stderr, "--text-key names the field of --jsonl input: add --jsonl (without it stdin is one text)")
 	case pf.check() != "":
 		return c.UsageError(stderr, pf.check())
@@ -277,11 +276,4 @@ func readAll(ctx context.Context, in io.Reader, bar *progress.Bar) ([]byte, erro
 		return nil, err
 	}
 	return io.ReadAll(r)
-}
-
-// isSet reports whether the flag name was given.
-func isSet(c *cli.Command, name string) bool {
-	set := false
-	c.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,7 +42,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	switch {
 	case *ckpt == "":
 		return c.UsageError(stderr, "--ckpt DIR is required")
-	case !isSet(c, "prompt"):
+	case !c.IsSet("prompt"):
 		return c.UsageError(stderr, "--prompt TEXT is required")
 	case *maxNew < 0:
 		return c.UsageError(stderr, "--max-new-tokens must be >= 0")
@@ -92,13 +91,6 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(err)
 	}
 	return cli.ExitOK
-}
-
-// isSet reports whether the flag name was given.
-func isSet(c *cli.Command, name string) bool {
-	set := false
-	c.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // checkpointTokenizer resolves the tokenizer of a checkpoint's training data:

@@ -68,6 +68,13 @@ func (c *Command) Parse(args []string, stderr io.Writer) (code int, ok bool) {
 	return ExitOK, true
 }
 
+// IsSet reports whether the flag name was given on the command line.
+func (c *Command) IsSet(name string) bool {
+	set := false
+	c.Flags.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // StrayArgument is the usage message for the first argument that fs, having parsed
 // args, left over. When it is a true/false value given after a boolean flag with a
 // space ("--bias false", which Go's flag package reads as --bias and a stray
