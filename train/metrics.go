@@ -82,17 +82,19 @@ func openMetrics(dir string, keep int) (*metricsFile, error) {
 	}
 	var kept []byte
 	if keep > 0 {
-		sc := bufio.NewScanner(bytes.NewReader(old))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
+		// Line by line over the bytes read (no scanner: a line over its limit
+		// would end the loop there and drop every step after it).
+		for rest := old; len(rest) > 0; {
+			line, after, _ := bytes.Cut(rest, []byte{'\n'})
+			rest = after
 			var m struct {
 				Step *int `json:"step"`
 			}
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Step == nil {
+			if json.Unmarshal(line, &m) != nil || m.Step == nil {
 				continue // a torn last line from a crash
 			}
 			if *m.Step <= keep {
-				kept = append(append(kept, sc.Bytes()...), '\n')
+				kept = append(append(kept, line...), '\n')
 			}
 		}
 	}
