@@ -40,30 +40,37 @@ const ListSeparator = "\n\n"
 // a value of another type, deep nesting) goes to encoding/json, which also writes the
 // error. See the package documentation for why.
 func TextField(line []byte, key string) (text string, ok bool, err error) {
-	if text, ok, done := fastTextField(line, key); done {
-		return text, ok, nil
+	text, ok, _, err = textField(line, key)
+	return text, ok, err
+}
+
+// textField is TextField also saying whether the text held invalid UTF-8 (now U+FFFD).
+func textField(line []byte, key string) (text string, ok, badUTF8 bool, err error) {
+	if text, ok, badUTF8, done := fastTextField(line, key); done {
+		return text, ok, badUTF8, nil
 	}
 	return slowTextField(line, key)
 }
 
 // AppendTextField is TextField appending the text to dst instead of returning a new
 // string, so that a caller decoding line after line into one buffer allocates nothing
-// per line (`tokenize encode --jsonl`). On error, or when there is no member key, dst
-// is returned as it was.
-func AppendTextField(dst, line []byte, key string) (out []byte, ok bool, err error) {
+// per line (`tokenize encode --jsonl`). badUTF8 says whether the text held invalid
+// UTF-8, now U+FFFD (the caller can count such lines, as a run does). On error, or when
+// there is no member key, dst is returned as it was.
+func AppendTextField(dst, line []byte, key string) (out []byte, ok, badUTF8 bool, err error) {
 	var spans [1]span
 	if scanObject(line, []string{key}, spans[:]) {
 		raw := spans[0].value(line)
 		if raw == nil {
-			return dst, false, nil
+			return dst, false, false, nil
 		}
 		if raw[0] == '"' {
-			return appendString(dst, raw[1:len(raw)-1], spans[0].flags), true, nil
+			return appendString(dst, raw[1:len(raw)-1], spans[0].flags), true, spans[0].flags&strBadUTF8 != 0, nil
 		}
 	}
 	// A list of strings, or not the fast path's: TextField's answer.
-	text, ok, err := TextField(line, key)
-	return append(dst, text...), ok, err
+	text, ok, badUTF8, err := textField(line, key)
+	return append(dst, text...), ok, badUTF8, err
 }
 
 // TypeError is ErrNotText with the details: which member, and what it held.
@@ -87,20 +94,20 @@ func (e *TypeError) Unwrap() error { return ErrNotText }
 
 // slowTextField is TextField by encoding/json: the fallback, and the one that writes
 // the errors.
-func slowTextField(line []byte, key string) (string, bool, error) {
+func slowTextField(line []byte, key string) (text string, ok, badUTF8 bool, err error) {
 	members, err := slowMembers(line)
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
 	raw, ok := members[key]
 	if !ok {
-		return "", false, nil
+		return "", false, false, nil
 	}
-	text, _, err := textValue(trimSpace(raw), key)
+	text, badUTF8, err = textValue(trimSpace(raw), key)
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
-	return text, true, nil
+	return text, true, badUTF8, nil
 }
 
 // slowMembers decodes line, which should be a JSON object, into its members by

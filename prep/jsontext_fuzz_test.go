@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // refTextField is the reference TextField: plain encoding/json, decoding the whole
@@ -104,10 +105,14 @@ func FuzzTextField(f *testing.F) {
 			t.Fatalf("TextField(%q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
 				line, key, text, ok, err, wantText, wantOK, wantErr)
 		}
-		buf, ok, err := AppendTextField([]byte("prefix"), line, key)
+		buf, ok, badUTF8, err := AppendTextField([]byte("prefix"), line, key)
 		if string(buf) != "prefix"+wantText || ok != wantOK || (err != nil) != (wantErr != nil) {
 			t.Fatalf("AppendTextField(prefix, %q, %q) = %q, %v, %v; encoding/json gives %q, %v, %v",
 				line, key, buf, ok, err, wantText, wantOK, wantErr)
+		}
+		// Invalid UTF-8 in the text is in the line; a text without U+FFFD had none.
+		if badUTF8 && (utf8.Valid(line) || !ok || !strings.ContainsRune(wantText, utf8.RuneError)) {
+			t.Fatalf("AppendTextField(prefix, %q, %q): invalid UTF-8 reported in %q", line, key, wantText)
 		}
 	})
 }
@@ -186,5 +191,28 @@ func TestJSONStringRandom(t *testing.T) {
 			b.WriteString(p)
 		}
 		checkJSONString(t, `"`+b.String()+`"`, strings.Repeat(`,"x":1`, rng.IntN(12))+"}")
+	}
+}
+
+// TestAppendTextFieldBadUTF8: AppendTextField says when the text it decoded held
+// invalid UTF-8 (`tokenize encode --jsonl` counts those lines), on the fast path, a list
+// and encoding/json's fallback, and not for invalid UTF-8 in another member.
+func TestAppendTextFieldBadUTF8(t *testing.T) {
+	deep := strings.Repeat("[", 1100) + strings.Repeat("]", 1100)
+	for _, tc := range []struct {
+		line string
+		bad  bool
+	}{
+		{`{"text":"plain é"}`, false},
+		{"{\"text\":\"a\xffb\"}", true},
+		{"{\"text\":[\"x\",\"\xfe\"]}", true},
+		{"{\"other\":\"\xff\",\"text\":\"ok\"}", false},
+		{`{"a":` + deep + ",\"text\":\"\xc3\"}", true},
+		{`{"a":` + deep + `,"text":"ok"}`, false},
+	} {
+		text, ok, bad, err := AppendTextField(nil, []byte(tc.line), "text")
+		if err != nil || !ok || bad != tc.bad {
+			t.Errorf("%.40q: %q ok=%v badUTF8=%v err=%v, want badUTF8=%v", tc.line, text, ok, bad, err, tc.bad)
+		}
 	}
 }

@@ -100,17 +100,17 @@ func scanObject(line []byte, names []string, spans []span) (ok bool) {
 
 // fastTextField is TextField for valid objects whose text is a string or a list of
 // strings. done is false when it gives up.
-func fastTextField(line []byte, key string) (text string, ok, done bool) {
+func fastTextField(line []byte, key string) (text string, ok, badUTF8, done bool) {
 	var spans [1]span
 	if !scanObject(line, []string{key}, spans[:]) {
-		return "", false, false
+		return "", false, false, false
 	}
 	raw := spans[0].value(line)
 	if raw == nil {
-		return "", false, true
+		return "", false, false, true
 	}
-	text, _, good := decodeText(raw, spans[0].flags)
-	return text, good, good // not text: the fallback writes the error
+	text, badUTF8, good := decodeText(raw, spans[0].flags)
+	return text, good, badUTF8, good // not text: the fallback writes the error
 }
 
 // decodeText decodes raw, the valid JSON value of a text member whose scanString flags

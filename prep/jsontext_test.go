@@ -41,7 +41,7 @@ func TestTextField(t *testing.T) {
 				t.Errorf("TextField = %q, %v, %v; want %q, %v, nil", text, ok, err, tt.text, tt.ok)
 			}
 			// Well-formed lines are the fast path's.
-			if _, _, done := fastTextField([]byte(tt.line), "text"); !done {
+			if _, _, _, done := fastTextField([]byte(tt.line), "text"); !done {
 				t.Errorf("the fast path gave up")
 			}
 		})
@@ -113,7 +113,7 @@ func TestTextFieldParityCorpus(t *testing.T) {
 		if text != want || ok != wantOK || err != nil || wantErr != nil {
 			t.Fatalf("line %d: TextField = %q, %v, %v; encoding/json gives %q, %v, %v", i+1, text, ok, err, want, wantOK, wantErr)
 		}
-		if _, _, done := fastTextField(line, "text"); !done {
+		if _, _, _, done := fastTextField(line, "text"); !done {
 			t.Fatalf("line %d: the fast path gave up", i+1)
 		}
 	}

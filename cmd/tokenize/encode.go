@@ -55,8 +55,9 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	out := bufio.NewWriterSize(stdout, outputBufferSize)
 	bar := pf.start(c.Name, stdin, stderr)
 	ft := newIDText(tok.VocabSize())
+	var badUTF8 badUTF8Lines
 	if *jsonl {
-		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar, ft)
+		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar, ft, &badUTF8)
 	} else {
 		err = encodeWhole(ctx, tok, stdin, out, *workers, bar, ft)
 	}
@@ -69,6 +70,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fail(stderr, c.Name, interrupted(ctx, err))
 	}
 	bar.Done()
+	badUTF8.warn(stderr, "tokenize "+c.Name)
 	return exitOK
 }
 

@@ -27,7 +27,10 @@ import (
 // bar, if not nil, counts the input bytes and lines of each batch once it is written.
 // It returns once the reader and the workers have stopped; with a mapped stdin it
 // leaves stdin's offset after the batches written.
-func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar, ft *idText) error {
+//
+// bad counts the lines whose text held invalid UTF-8 (encoded with U+FFFD in its place,
+// as encoding/json decodes it), of the batches written.
+func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, textKey string, workers int, bar *progress.Bar, ft *idText, bad *badUTF8Lines) error {
 	mapped := mapStdin(in)
 	var wg sync.WaitGroup
 	var consumed int64 // input bytes of the batches written
@@ -101,6 +104,7 @@ func encodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		}
 		bar.Add(b.size, int64(len(b.ends)))
 		consumed += b.size
+		bad.add(b.badUTF8, b.firstBadUTF8)
 		if b.readErr != nil {
 			return b.readErr
 		}
@@ -130,6 +134,9 @@ type lineBatch struct {
 	readErr   error  // error reading stdin after the last line, if any
 
 	encoded int // lines encoded so far (where a fault on a mapped stdin happened)
+	// badUTF8 counts its lines whose text held invalid UTF-8, the first of them
+	// firstBadUTF8 (0: none).
+	badUTF8, firstBadUTF8 int
 
 	out  []byte        // one JSON array and a newline per line
 	err  error         // the first bad line (a *lineError); out holds the lines before it
@@ -164,7 +171,13 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 	for i := range b.ends {
 		b.encoded = i
 		var err error
-		sc.text, err = appendTextField(sc.text[:0], b.line(i), textKey)
+		var bad bool
+		sc.text, bad, err = appendTextField(sc.text[:0], b.line(i), textKey)
+		if bad {
+			if b.badUTF8++; b.badUTF8 == 1 {
+				b.firstBadUTF8 = b.firstLine + i
+			}
+		}
 		text := unsafe.String(unsafe.SliceData(sc.text), len(sc.text))
 		if err == nil {
 			if checked {
@@ -314,31 +327,55 @@ func (b *lineBatch) cutLines(cr *chunkReader) {
 // a list of strings (joined with "\n\n", as GPT-NeoX reads corpora). prep.TextField
 // does the work, as encoding/json would but several times faster.
 func textField(line []byte, key string) (string, error) {
-	text, err := appendTextField(nil, line, key)
+	text, _, err := appendTextField(nil, line, key)
 	return string(text), err
 }
 
 // appendTextField is textField appending the text to dst (prep.AppendTextField), for
-// workers that decode every line of a batch into one buffer.
-func appendTextField(dst, line []byte, key string) ([]byte, error) {
+// workers that decode every line of a batch into one buffer. badUTF8 says the text held
+// invalid UTF-8, now U+FFFD.
+func appendTextField(dst, line []byte, key string) (_ []byte, badUTF8 bool, _ error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		return dst, errors.New("empty line, want a JSON object")
+		return dst, false, errors.New("empty line, want a JSON object")
 	}
 	if trimmed[0] != '{' {
-		return dst, fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
+		return dst, false, fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
 	}
-	dst, ok, err := prep.AppendTextField(dst, trimmed, key)
+	dst, ok, badUTF8, err := prep.AppendTextField(dst, trimmed, key)
 	if te, isType := errors.AsType[*prep.TypeError](err); isType {
-		return dst, fmt.Errorf("field %q is %s, not a string or a list of strings", key, truncate([]byte(te.Value), 20))
+		return dst, false, fmt.Errorf("field %q is %s, not a string or a list of strings", key, truncate([]byte(te.Value), 20))
 	}
 	if err != nil {
-		return dst, err // "invalid JSON at byte N: ..."
+		return dst, false, err // "invalid JSON at byte N: ..."
 	}
 	if !ok {
-		return dst, fmt.Errorf("field %q missing (pass --text-key to pick another field)", key)
+		return dst, false, fmt.Errorf("field %q missing (pass --text-key to pick another field)", key)
 	}
-	return dst, nil
+	return dst, badUTF8, nil
+}
+
+// badUTF8Lines counts the lines of `encode --jsonl` whose text held invalid UTF-8.
+type badUTF8Lines struct{ count, first int }
+
+func (c *badUTF8Lines) add(n, first int) {
+	if n > 0 && c.count == 0 {
+		c.first = first
+	}
+	c.count += n
+}
+
+// warn prints, if any line held invalid UTF-8, how many and the first: the ids are of
+// the text with U+FFFD in its place, which a reader of the output cannot tell.
+func (c *badUTF8Lines) warn(w io.Writer, who string) {
+	if c.count == 0 {
+		return
+	}
+	lines := "line"
+	if c.count > 1 {
+		lines = "lines"
+	}
+	fmt.Fprintf(w, "%s: warning: %d %s held invalid UTF-8 in the text, encoded with U+FFFD in its place (as a tokenizer's JSON decoding does; the first: line %d)\n", who, c.count, lines, c.first)
 }
 
 // truncate shortens b for an error message.

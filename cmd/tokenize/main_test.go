@@ -341,7 +341,7 @@ func TestUsage(t *testing.T) {
 		{"no command", nil, 2, []string{"encode", "decode", "train"}},
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
 		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
-		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default false)",
+		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default 2)",
 			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR"}},
 		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--tokenizer-cache-dir"}},
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
@@ -513,5 +513,26 @@ func TestEncodeJSONLReadError(t *testing.T) {
 	}
 	if msg := fmt.Sprintf("read stdin after line %d: disk on fire", 3*batchLines); !strings.Contains(errOut.String(), msg) {
 		t.Errorf("stderr %q, want it to say %q", errOut.String(), msg)
+	}
+}
+
+// TestEncodeJSONLInvalidUTF8: lines whose text holds invalid UTF-8 are encoded with
+// U+FFFD in its place (as a run does) and counted in a warning naming the first, so the
+// replacement is not silent; a valid input gets no warning.
+func TestEncodeJSONLInvalidUTF8(t *testing.T) {
+	in := "{\"text\":\"ok\"}\n{\"text\":\"a\xffb\"}\n{\"text\":\"c\"}\n{\"text\":[\"d\",\"\xfe\"]}\n"
+	code, stdout, stderr := runTokenize(t, in, "encode", "--tokenizer", "gpt2", "--jsonl", "--progress", "off")
+	if code != 0 || strings.Count(stdout, "\n") != 4 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if want := "2 lines held invalid UTF-8 in the text, encoded with U+FFFD in its place"; !strings.Contains(stderr, want) || !strings.Contains(stderr, "the first: line 2") {
+		t.Errorf("stderr %q, want it to say %q and the first line", stderr, want)
+	}
+	ids := strings.Split(stdout, "\n")[1]
+	if _, want, _ := runTokenize(t, "a\uFFFDb", "encode", "--tokenizer", "gpt2", "--progress", "off"); ids != strings.TrimSpace(want) {
+		t.Errorf("line 2's ids %s, want those of a\\uFFFDb: %s", ids, want)
+	}
+	if code, _, stderr := runTokenize(t, `{"text":"fine é"}`+"\n", "encode", "--tokenizer", "gpt2", "--jsonl", "--progress", "off"); code != 0 || stderr != "" {
+		t.Errorf("valid input: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -112,7 +112,7 @@ func TestEncodeJSONLMappedStdinInterrupted(t *testing.T) {
 	ft := newIDText(tok.VocabSize())
 	var whole bytes.Buffer
 	w := bufio.NewWriter(&whole)
-	if err := encodeLines(context.Background(), tok, strings.NewReader(input), w, "text", 2, nil, ft); err != nil {
+	if err := encodeLines(context.Background(), tok, strings.NewReader(input), w, "text", 2, nil, ft, &badUTF8Lines{}); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()
@@ -127,7 +127,7 @@ func TestEncodeJSONLMappedStdinInterrupted(t *testing.T) {
 			cancel() // interrupted at the first write
 			return got.Write(p)
 		}), 16)
-		err = encodeLines(ctx, tok, f, w, "text", 2, nil, ft)
+		err = encodeLines(ctx, tok, f, w, "text", 2, nil, ft, &badUTF8Lines{})
 		w.Flush()
 		f.Close()
 		cancel()
