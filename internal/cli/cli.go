@@ -153,20 +153,8 @@ func (c *Command) PrintHelp(w io.Writer) {
 		if len(f.Name) == 1 {
 			dash = "-" // -d DIR, as the usage lines write it
 		}
-		// An empty string or a false switch has no default worth a line's end (as
-		// the flag package's own help leaves it out); numbers keep theirs, 0 included.
-		if def == `""` || def == "false" && isBoolFlag(f) {
-			fmt.Fprintf(w, "  %s%s%s\n    \t%s\n", dash, f.Name, typ, usage)
-			return
-		}
 		fmt.Fprintf(w, "  %s%s%s\n    \t%s (default %s)\n", dash, f.Name, typ, usage, def)
 	})
-}
-
-// isBoolFlag reports whether f is a switch (--json, not --json=VALUE).
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // Fail prints err as the one line a failed command leaves on stderr, after who (e.g.

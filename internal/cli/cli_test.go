@@ -42,7 +42,7 @@ func TestParseErrorsAndHelp(t *testing.T) {
 	if _, code, ok := c.ParseArgs([]string{"DIR", "-h"}, &stderr); ok || code != ExitOK {
 		t.Fatalf("-h: %d %v", code, ok)
 	}
-	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON\n  --name NAME\n    \tthe NAME (default \"x\")\n"
+	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON (default false)\n  --name NAME\n    \tthe NAME (default \"x\")\n"
 	if stderr.String() != want {
 		t.Errorf("help:\n%s\nwant:\n%s", stderr.String(), want)
 	}
