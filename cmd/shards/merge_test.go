@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gptkit/tokenize"
@@ -53,6 +54,14 @@ func TestMerge(t *testing.T) {
 		t.Error("a refused merge left its output directory")
 	}
 	wantFailure(t, 1, []string{"no such dataset directory"}, "merge", filepath.Join(root, "x"), filepath.Join(root, "missing"))
+	// A bare shard's prefix is named as one (it said "no such dataset directory").
+	idx, _ := filepath.Glob(filepath.Join(a, "*.idx"))
+	if len(idx) == 0 {
+		t.Fatal("no shard in the input dataset")
+	}
+	bare := strings.TrimSuffix(idx[0], ".idx")
+	wantFailure(t, 1, []string{bare + " is a bare GPT-NeoX shard", "not a dataset directory"}, "merge", filepath.Join(root, "x"), bare)
+	wantFailure(t, 1, []string{"is a bare GPT-NeoX shard"}, "merge", filepath.Join(root, "x"), bare+".bin")
 	wantFailure(t, 2, []string{"want OUT and at least one IN"}, "merge", out)
 
 	// A character vocabulary beside the inputs comes along (cat --decode reads it).

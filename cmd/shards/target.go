@@ -102,6 +102,11 @@ func (sf *storageFlags) openS3Target(ctx context.Context, loc string, bare bool)
 func (sf *storageFlags) openDatasetStore(ctx context.Context, location string) (storage.Store, error) {
 	if local := strings.TrimPrefix(location, "file://"); !strings.Contains(local, "://") {
 		fi, err := os.Stat(local)
+		if err != nil || !fi.IsDir() {
+			if p := strings.TrimSuffix(strings.TrimSuffix(local, ".idx"), ".bin"); fileExists(p + ".idx") {
+				return nil, fmt.Errorf("%s is a bare GPT-NeoX shard (%s.idx + %s.bin, no %s), not a dataset directory: this command takes the directories prep and tokenize run write (info, verify and cat read bare shards)", local, p, p, shards.ManifestName)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: no such dataset directory", local)
 		}
