@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"gptkit/train"
 	"gptkit/train/dist"
 )
 
@@ -68,5 +69,58 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != dist.ExitInterrupted || !strings.Contains(stderr.String(), "second interrupt") {
 		t.Fatalf("after a second Ctrl-C: %v after %v, want status %d at once: %s", err, time.Since(sent), dist.ExitInterrupted, stderr.String())
+	}
+}
+
+// TestHangupStopsInOrder: SIGHUP (the terminal or ssh session gone) stops a run as
+// SIGTERM does, after the step under way and with a checkpoint (it ended the process
+// where it stood); a run started with SIGHUP ignored (nohup) keeps running.
+func TestHangupStopsInOrder(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(out string, nohup bool, args []string) (*exec.Cmd, *lockedBuffer) {
+		cmd := exec.Command(self, args...)
+		if nohup {
+			cmd = exec.Command("nohup", append([]string{self}, args...)...)
+		}
+		cmd.Env = append(os.Environ(), mainEnv+"=1")
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(stderr.String(), "msg=step"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the run did not finish a step: %s", stderr.String())
+			}
+		}
+		cmd.Process.Signal(syscall.SIGHUP)
+		return cmd, &stderr
+	}
+
+	// Steps of seconds: the hangup comes during the second.
+	out := filepath.Join(t.TempDir(), "run")
+	cmd, stderr := start(out, false, []string{"--data", data, "--out", out, "--device", "cpu", "--threads", "1", "--n-layer", "4", "--n-head", "4", "--n-embd", "256",
+		"--block-size", "256", "--batch-size", "12", "--max-steps", "50", "--eval-steps", "0", "--cache-dir", out + "-cache"})
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "train: interrupted") {
+		t.Fatalf("after SIGHUP: %v, want status 1 and an orderly stop: %s", err, stderr.String())
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) == 0 {
+		t.Errorf("no checkpoint after SIGHUP in %s: %s", out, stderr.String())
+	}
+
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("no nohup here")
+	}
+	out2 := filepath.Join(t.TempDir(), "run")
+	cmd, stderr = start(out2, true, tinyArgs(data, out2, "300"))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("under nohup, after SIGHUP: %v, want the run to go on and finish: %s", err, stderr.String())
 	}
 }

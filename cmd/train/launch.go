@@ -182,7 +182,7 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		}()
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, cli.StopSignals()...)
 	defer signal.Stop(sigs)
 	addr, port := launcherMasterAddr(d), d.masterPort
 	err = launch.Run(context.WithoutCancel(ctx), launch.Config{
@@ -220,7 +220,7 @@ func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		sshCmd = []string{"ssh"}
 	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, cli.StopSignals()...)
 	defer signal.Stop(sigs)
 	err = launch.RunHostfile(context.WithoutCancel(ctx), launch.HostfileConfig{
 		Hosts: hosts, MasterPort: d.masterPort, Token: os.Getenv(dist.EnvToken), SSH: sshCmd, Program: self,

@@ -194,10 +194,22 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// Main runs a command's run function with a context that SIGINT and SIGTERM cancel, and
+// StopSignals are the signals that stop a command in order (a checkpoint saved, a
+// journal a rerun continues from): SIGINT, SIGTERM, and SIGHUP (the terminal or ssh
+// session gone, which would otherwise end the process where it stands) unless the
+// process was started with it ignored (nohup: asking for it would undo that).
+func StopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
+// Main runs a command's run function with a context that StopSignals cancel, and
 // exits with the status it returns.
 func Main(run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), StopSignals()...)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -128,6 +128,11 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 	if place.StoreHostedByLauncher {
 		host = "the launcher of node 0"
 	}
+	if place.World > place.LocalWorld && place.LocalWorld > 0 {
+		if err := CheckMasterAddr(ctx, place.MasterAddr); err != nil {
+			return nil, err
+		}
+	}
 	if place.HostStore {
 		ln, err := Listen(place.MasterAddr, place.MasterPort, o.Logger)
 		if err != nil {

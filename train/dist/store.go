@@ -171,6 +171,33 @@ func Listen(host string, port int, log *slog.Logger) (net.Listener, error) {
 	return ln, nil
 }
 
+// CheckMasterAddr refuses, for a job on more than one node, a master address that is a
+// name this host resolves to loopback addresses only: Debian's and Ubuntu's /etc/hosts
+// map the machine's own name to 127.0.1.1, and the store (and the ring addresses of the
+// ranks on node 0, found by the route to it) would then be out of the other nodes'
+// reach, which they would learn only after --dist-timeout. A loopback literal
+// (127.0.0.1, localhost) is the user's own choice and not refused here.
+func CheckMasterAddr(ctx context.Context, host string) error {
+	if host == "" || host == "localhost" || net.ParseIP(host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ips, err := lookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil // not resolvable yet (a starting cluster's DNS): the dial retries
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return nil
+		}
+	}
+	return fmt.Errorf("dist: the master address %q resolves to %s on this host, a loopback address (/etc/hosts), which the other nodes cannot reach\n---> HINT: pass node 0's network address instead (hostname -I on node 0 lists them), as --master-addr or MASTER_ADDR on every node, or as the hostfile's first host", host, ips[0].IP)
+}
+
+// lookupIPAddr resolves a host name (a variable for the tests).
+var lookupIPAddr = net.DefaultResolver.LookupIPAddr
+
 // Addr is the address the store listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 

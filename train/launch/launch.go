@@ -118,6 +118,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer close(l.spawn)
 	storeAddr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
 	var events <-chan dist.Event
+	if cfg.NNodes > 1 {
+		if err := dist.CheckMasterAddr(ctx, cfg.MasterAddr); err != nil {
+			return err
+		}
+	}
 	if cfg.World() > 1 {
 		if cfg.NodeRank == 0 {
 			ln, err := dist.Listen(cfg.MasterAddr, cfg.MasterPort, log)
@@ -135,8 +140,18 @@ func Run(ctx context.Context, cfg Config) error {
 			events = srv.Subscribe()
 			log.Info("rendezvous store", "addr", ln.Addr().String(), "world", cfg.World())
 		} else {
-			agent, err := dist.DialAgent(ctx, storeAddr, dist.AgentOptions{Token: cfg.Token, Node: cfg.NodeRank, Timeout: cfg.Timeout,
+			// Node 0's launcher may start later, or never (a wrong --master-addr):
+			// a signal ends the wait, which can last --dist-timeout.
+			dctx, signalled := l.untilSignal(ctx)
+			agent, err := dist.DialAgent(dctx, storeAddr, dist.AgentOptions{Token: cfg.Token, Node: cfg.NodeRank, Timeout: cfg.Timeout,
 				HeartbeatInterval: cfg.HeartbeatInterval, HeartbeatTimeout: cfg.HeartbeatTimeout, Logger: log})
+			if signalled() {
+				if agent != nil {
+					agent.Close()
+				}
+				log.Warn("interrupted while waiting for the launcher of node 0")
+				return ErrInterrupted
+			}
 			if err != nil {
 				return err
 			}
@@ -151,10 +166,8 @@ func Run(ctx context.Context, cfg Config) error {
 		case out.interrupted:
 			if l.srv != nil {
 				// The other nodes' ranks stop after the same step and say goodbye
-				// to the store: keep it up for them.
-				wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				l.srv.WaitIdle(wctx)
-				cancel()
+				// to the store: keep it up for them (a signal ends the wait).
+				l.waitIdle()
 			}
 			return ErrInterrupted
 		case out.fatal != "":
@@ -162,9 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 		case out.failure == "":
 			if l.srv != nil {
 				// The other nodes' ranks may still be saying goodbye to the store.
-				wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				l.srv.WaitIdle(wctx)
-				cancel()
+				l.waitIdle()
 			}
 			return nil
 		}
@@ -189,6 +200,47 @@ type launcher struct {
 	agent *dist.Agent
 	spawn chan spawnReq
 	sigs  int // signals received so far (a second one kills)
+}
+
+// untilSignal returns a context that is cancelled when a signal arrives on
+// l.cfg.Signals or l.cfg.Stop closes (outside attempt, which reads them itself), and a
+// function that ends the watch and reports whether one did; it must be called before
+// anything else reads the signals.
+func (l *launcher) untilSignal(parent context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(parent)
+	done, exited := make(chan struct{}), make(chan struct{})
+	signalled := false
+	go func() {
+		defer close(exited)
+		select {
+		case sig := <-l.cfg.Signals:
+			l.sigs++
+			l.log.Warn("signal: stopping", "signal", sig)
+			signalled = true
+			cancel()
+		case <-l.cfg.Stop:
+			l.log.Warn("stopping: the launcher that started this one went away")
+			signalled = true
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() bool {
+		close(done)
+		<-exited
+		cancel()
+		return signalled
+	}
+}
+
+// waitIdle keeps node 0's store up for at most a minute while the other nodes' ranks
+// say goodbye to it; a signal ends the wait.
+func (l *launcher) waitIdle() {
+	ctx, signalled := l.untilSignal(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	l.srv.WaitIdle(ctx)
+	cancel()
+	signalled()
 }
 
 func (l *launcher) giveUp(reason string) {
@@ -325,17 +377,26 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	return out
 }
 
-// interrupt forwards a signal: the first as it is (the ranks checkpoint and
-// exit), the next ones as SIGKILL.
+// interrupt forwards a signal: the first as it is (the ranks checkpoint and exit); a
+// later SIGINT (a second Ctrl-C) as SIGKILL. A repeated SIGTERM or SIGHUP is forwarded
+// again and kills nothing: schedulers repeat SIGTERM, and a save cut by SIGKILL loses
+// the checkpoint.
 func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall.Signal, time.Duration)) {
 	out.interrupted = true
 	l.sigs++
-	if l.sigs > 1 {
-		l.log.Warn("second signal: killing the ranks")
+	if l.sigs > 1 && sig == syscall.SIGINT {
+		l.log.Warn("second interrupt: killing the ranks")
 		stop(syscall.SIGKILL, 0)
 		return
 	}
-	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; another signal kills them)", "signal", sig)
+	if l.sigs > 1 {
+		l.log.Warn("signal again: the ranks are already stopping (a second Ctrl-C kills them)", "signal", sig)
+		return
+	}
+	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; a second Ctrl-C kills them)", "signal", sig)
+	if sig == syscall.SIGHUP {
+		sig = syscall.SIGTERM // the ranks' session is their own: no hangup of theirs
+	}
 	stop(sig, 0)
 }
 
@@ -382,38 +443,25 @@ func (l *launcher) start(rank, local, restart int, exits chan<- exit) (*worker, 
 		dist.EnvToken+"="+cfg.Token,
 		dist.EnvLauncherStore+"=1",
 	)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
+	pipes, err := newOutputPipes(cmd)
 	if err != nil {
 		return nil, err
 	}
 	detach(cmd)
-	if err := l.startCmd(cmd); err != nil {
+	err = l.startCmd(cmd)
+	pipes.started(err == nil)
+	if err != nil {
 		return nil, err
 	}
 	l.log.Info("rank started", "rank", rank, "local_rank", local, "pid", cmd.Process.Pid, "restart", restart)
 	prefix := fmt.Sprintf("[rank %d] ", rank)
-	var wg sync.WaitGroup
-	var last string
-	wg.Add(2)
+	if rank == 0 {
+		pipes.copy(l.out, "", l.sink, prefix) // rank 0's stdout is the job's
+	} else {
+		pipes.copy(l.sink, prefix, l.sink, prefix)
+	}
 	go func() {
-		defer wg.Done()
-		if rank == 0 {
-			copyLines(stdout, l.out, "")
-		} else {
-			copyLines(stdout, l.sink, prefix)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		last = copyLines(stderr, l.sink, prefix)
-	}()
-	go func() {
-		wg.Wait() // the pipes first: Wait closes them
-		err := cmd.Wait()
+		last, err := pipes.wait(cmd)
 		exits <- exit{rank: rank, err: err, last: last}
 	}()
 	return &worker{rank: rank, cmd: cmd}, nil

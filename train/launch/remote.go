@@ -142,18 +142,16 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		args := append(append([]string(nil), c.SSH[1:]...), "-T", "-o", "BatchMode=yes", h.Name, c.RemoteCommand(i))
 		cmd := exec.Command(c.SSH[0], args...)
 		stdin, err := cmd.StdinPipe()
-		var stdout, stderr io.ReadCloser
+		var pipes *outputPipes
 		if err == nil {
-			stdout, err = cmd.StdoutPipe()
-		}
-		if err == nil {
-			stderr, err = cmd.StderrPipe()
+			pipes, err = newOutputPipes(cmd)
 		}
 		if err == nil {
 			detach(cmd)
 			req := spawnReq{cmd: cmd, done: make(chan error, 1)}
 			spawn <- req
 			err = <-req.done
+			pipes.started(err == nil)
 		}
 		if err != nil {
 			closeAll()
@@ -166,30 +164,27 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		// The token, then stdin stays open: its end stops the remote launcher.
 		io.WriteString(stdin, c.Token+"\n")
 		nodes = append(nodes, node{cmd: cmd, stdin: stdin})
-		var wg sync.WaitGroup
-		var last string
-		wg.Add(2)
+		if i == 0 {
+			pipes.copy(outSink, "", errSink, "")
+		} else {
+			pipes.copy(errSink, "", errSink, "")
+		}
 		go func() {
-			defer wg.Done()
-			if i == 0 {
-				copyLines(stdout, outSink, "")
-			} else {
-				copyLines(stdout, errSink, "")
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			last = copyLines(stderr, errSink, "")
-		}()
-		go func() {
-			wg.Wait()
-			dones <- done{i: i, err: cmd.Wait(), last: last}
+			last, err := pipes.wait(cmd)
+			dones <- done{i: i, err: err, last: last}
 		}()
 	}
 
 	var first error
-	interrupted := false
+	interrupted, signals := false, 0
 	exited := make([]bool, len(nodes))
+	kill := func(sig syscall.Signal) {
+		for i, n := range nodes {
+			if !exited[i] { // (cmd.ProcessState is the waiting goroutine's)
+				n.cmd.Process.Signal(sig)
+			}
+		}
+	}
 	var deadline <-chan time.Time
 	ctxDone := ctx.Done()
 	for left := len(nodes); left > 0; {
@@ -203,11 +198,26 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 					msg += ": " + d.last
 				}
 				first = errors.New("launch: " + msg)
-				log.Error("a node failed; the others stop on their own, or in a while", "node", d.i, "err", d.err)
+				if sshFailed(d.err) {
+					// ssh's own failure (255: unreachable, refused, a bad key): that
+					// node's launcher never ran, or is cut off, and the others would
+					// only wait for its ranks: they stop now, saving a checkpoint.
+					log.Error("ssh to a node failed; stopping the others", "node", d.i, "err", d.err)
+					closeAll()
+				} else {
+					log.Error("a node failed; the others stop on their own, or in a while", "node", d.i, "err", d.err)
+				}
 				deadline = time.After(c.Wait)
 			}
-		case <-c.Signals:
+		case sig := <-c.Signals:
 			interrupted = true
+			if signals++; signals > 1 && sig == os.Interrupt {
+				// A second Ctrl-C: end the ssh sessions now (the remote launchers,
+				// cut off, stop where they stand).
+				log.Warn("second interrupt: ending the ssh sessions")
+				kill(syscall.SIGKILL)
+				continue
+			}
 			closeAll() // the remote launchers forward a SIGTERM to their ranks
 			if deadline == nil {
 				deadline = time.After(c.Wait)
@@ -222,11 +232,7 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		case <-deadline:
 			log.Warn("nodes still running; closing their connections")
 			closeAll()
-			for i, n := range nodes {
-				if !exited[i] { // (cmd.ProcessState is the waiting goroutine's)
-					n.cmd.Process.Signal(syscall.SIGTERM)
-				}
-			}
+			kill(syscall.SIGTERM)
 			deadline = time.After(c.Wait)
 		}
 	}
@@ -235,6 +241,13 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		return ErrInterrupted
 	}
 	return first
+}
+
+// sshFailed reports whether err is ssh's exit status 255, its own failure (a remote
+// command's status is passed through, and a launcher's are 0, 1 or 130).
+func sshFailed(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 255
 }
 
 // NewToken returns a fresh job token.
