@@ -1,6 +1,7 @@
 package train
 
 import (
+	"os"
 	"testing"
 
 	"gptkit/kernels"
@@ -32,6 +33,9 @@ func TestResumeBitIdenticalCUDA(t *testing.T) {
 			if tc.name == "gpu" {
 				be, err := cuda.Open(tc.opts())
 				if err != nil {
+					if os.Getenv("GPTKIT_REQUIRE_GPU") != "" { // the GPU check: a skip would hide a broken load
+						t.Fatalf("GPTKIT_REQUIRE_GPU is set: %v", err)
+					}
 					t.Skipf("no GPU: %v", err)
 				}
 				be.Close()

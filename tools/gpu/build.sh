@@ -15,6 +15,8 @@
 #                                 and BASE (the commit): check.sh's ptx-ab stage times GPT-2's step
 #                                 with them (GPTKIT_PTX_DIR) against this build's embedded PTX
 #   DIR/BUILD                     commit, date, Go version and sizes
+#   DIR/SOURCES.sha256            the sha256 of every tracked source it was built from (Go, PTX, .cu,
+#                                 tools/gpu, configs): check.sh refuses a build older than the tree
 #   DIR.tgz                       the folder packed (gzip), for the device tool to carry
 #
 # tools/gpu/check.sh runs it (docs/gpu.md: the device-tool call). The device tool carries
@@ -50,11 +52,17 @@ rm -rf "$dir/.prep" "$dir/.prep.log" "$dir"/data*/shakespeare/downloads "$dir"/d
 # PTX_BASE: the commit whose kernels the ptx-ab stage runs against this build's; by
 # default the one before the flash kernels' double buffering (58d7b9f, not yet timed on
 # a GPU: keep it if the step is faster, else revert it). Empty: no ptx-ab stage.
+# PTX_MODULES: which modules of it (space-separated names without .ptx; default
+# attention, the flash kernels: the classifier's module changed since too, and the
+# verdict is to be on one change); empty: every module that differs.
 ptx_base=${PTX_BASE-58d7b9f^}
+ptx_modules=${PTX_MODULES-attention}
 if [ -n "$ptx_base" ]; then
   if base=$(git rev-parse --verify -q "$ptx_base^{commit}" 2>/dev/null); then
     mkdir -p "$dir/ptx-base"
     for f in kernels/cuda/ptx/*.ptx; do
+      m=$(basename "$f" .ptx)
+      [ -z "$ptx_modules" ] || [[ " $ptx_modules " == *" $m "* ]] || continue
       if git cat-file -e "$base:$f" 2>/dev/null && ! git show "$base:$f" | cmp -s - "$f"; then
         git show "$base:$f" > "$dir/ptx-base/$(basename "$f")"
       fi
@@ -71,6 +79,10 @@ fi
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m) with $("$go" version | cut -d' ' -f3)"
   (cd "$dir" && find . -type f ! -name BUILD -printf '%s %p\n' | sort -k2)
 } > "$dir/BUILD"
+
+# What it was built from, for check.sh to compare with the tree it runs in (the device
+# tool copies the working tree; the folder travels as a file that can be older).
+git ls-files -- '*.go' '*.ptx' '*.cu' '*.cuh' 'tools/gpu/*' 'configs/*' go.mod go.sum | xargs -d '\n' sha256sum > "$dir/SOURCES.sha256"
 
 kib=$(du -sk "$dir" | cut -f1)
 tar -czf "$dir.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"

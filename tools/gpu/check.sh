@@ -10,10 +10,12 @@
 #
 # It finds the CUDA libraries by itself (libcuda from the driver; cuBLAS, cuBLASLt and
 # NCCL from the nvidia-* wheels in python3's site-packages, else the loader's path),
-# then runs, each stage time-boxed so that one hang cannot eat the run:
+# then runs, each stage time-boxed so that one hang cannot eat the run, the measurements
+# that decide something first (the timed ones before the CPU run starts beside them):
 #
 #   conformance   the kernel conformance suite on the GPU (fp32 against kernels/ref, bf16 at GPT-2 shapes),
 #                 and every NCCL call the trainer makes, on a communicator of one rank (TestNCCLOneRankGPU)
+#   gpt2-ours, ptx-ab   (below)
 #   sim-vs-gpu    TestSimVsGPU: every op on the GPU and on the PTX simulator, bit-identical or within 2e-5
 #   train-tests   the train package's GPU tests (names with GPU or CUDA: TestResumeBitIdenticalCUDA, a
 #                 bf16 run stopped and resumed to the same weights bit for bit)
@@ -21,9 +23,9 @@
 #   gpt2-ours     GPT-2 124M bf16 training step: tokens/s and MFU (BenchmarkGPT2Step), then one
 #                 more step's GPU time kernel by kernel (GPTKIT_PROFILE)
 #   ptx-ab        GPT-2's step (as gpt2-ours) with the PTX modules of an earlier commit (tools/gpu/build.sh's
-#                 PTX_BASE, gpu-check/ptx-base/) in place of this build's, then with this build's again:
-#                 step times and the changed kernels' times side by side (dry: a bf16 model on cuda-sim,
-#                 whose losses the two PTX give)
+#                 PTX_BASE and PTX_MODULES, gpu-check/ptx-base/) in place of this build's, then with this
+#                 build's, two rounds in turn: step times and the changed kernels' times side by side (dry: a
+#                 bf16 model on cuda-sim, whose losses the two PTX give)
 #   gpt2-train    GPT-2 124M through bin/train as a user runs it (configs/gpt2-124m.yaml, tiny
 #                 Shakespeare in GPT-2 tokens, batch B, 30 steps, an eval and a checkpoint at the
 #                 end): tokens/s from its metrics.jsonl against BenchmarkGPT2Step's
@@ -33,8 +35,12 @@
 #   dp2           with 2 or more GPUs: 2 ranks over NCCL against 1 GPU (losses, tokens/s)
 #
 # and writes one markdown report, $OUT/gpu-check.md (OUT defaults to gpu-check-out/),
-# beside gpu-check-logs.tar.gz (every stage's output and metrics), and prints it. The
-# exit status is non-zero when any stage failed, timed out, or missed its tolerance.
+# beside gpu-check-logs.tar.gz (every stage's output and metrics), both rewritten after
+# every stage (a check stopped by the device tool's limit leaves what it did), and prints
+# it, then its head and stage table again. The exit status is non-zero when any stage
+# failed, timed out, or missed its tolerance. It refuses (status 2) a gpu-check/ built
+# from other sources than the tree's (gpu-check/SOURCES.sha256): make gpu-check again, or
+# GPU_CHECK_ALLOW_STALE=1.
 #
 # --dry runs on a machine without a GPU: cuda-sim stands in for the GPU (the simulator's
 # conformance, the simulator against itself with another seed, a small model's loss curve
@@ -42,10 +48,11 @@
 # tiny model on the CPU where it is installed, and the GPU-only stages say they were
 # skipped. `make gpu-check-dry` builds and runs it: CI checks the whole path so.
 #
-# Environment: OUT, GPU_CHECK_BUDGET (seconds for everything, default 560), STEPS (200),
+# Environment: OUT, GPU_CHECK_BUDGET (seconds for everything, default 380: docs/gpu.md's
+# call gives the command 420), STEPS (200),
 # B (GPT-2 batch, 16), PEAK_TFLOPS (the card's dense bf16; default from its name),
 # GPU_CHECK_STAGES (a comma-separated list of the stages to run, e.g.
-# conformance,sim-vs-gpu,gpt2-ours for a short device budget; the others are reported
+# conformance,gpt2-ours,ptx-ab for a short device budget; the others are reported
 # skipped; default all; shakespeare-gpu brings shakespeare-cpu with it).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,9 +71,17 @@ while [ $# -gt 0 ]; do
 done
 case "$pkg" in /*) ;; *) pkg=$root/$pkg ;; esac
 [ -x "$pkg/bin/train" ] || { echo "check.sh: no $pkg/bin/train: run tools/gpu/build.sh on a machine with Go first" >&2; exit 2; }
+# The folder travels as a file beside the tree and can be older than it.
+if [ -f "$pkg/SOURCES.sha256" ] && [ "${GPU_CHECK_ALLOW_STALE:-0}" != 1 ]; then
+  if ! stale=$(sha256sum -c --quiet "$pkg/SOURCES.sha256" 2>&1); then
+    echo "check.sh: $pkg was built from other sources than this tree's (make gpu-check again, or GPU_CHECK_ALLOW_STALE=1):" >&2
+    echo "$stale" | head -10 >&2
+    exit 2
+  fi
+fi
 
 out=${OUT:-$root/gpu-check-out}
-budget=${GPU_CHECK_BUDGET:-560}
+budget=${GPU_CHECK_BUDGET:-380}
 STEPS=${STEPS:-200}
 B=${B:-16}
 start=$(date +%s)
@@ -81,8 +96,21 @@ now() { date +%s.%N; }
 since() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
 elapsed() { echo $(($(date +%s) - start)); }
 
+# publish: the report and the logs as they stand, into $out (after every stage: the
+# device tool returns what $OUT holds even when it stops the command).
+publish() {
+  "${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS" \
+    --summary "$work/summary.md" > /dev/null 2>&1
+  tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs facts.tsv stages.tsv \
+    $(cd "$work" && ls -d */metrics.jsonl 2>/dev/null) 2>/dev/null
+}
+
 # record NAME STATUS SECONDS NOTE: one line of the stage table.
-record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$stages"; echo "== $1: $2 (${3}s) $4"; }
+record() {
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$stages"
+  echo "== $1: $2 (${3}s) $4"
+  publish
+}
 
 # selected NAME: whether GPU_CHECK_STAGES (default: every stage) names NAME.
 selected() { [ -z "${GPU_CHECK_STAGES:-}" ] || [[ ",$GPU_CHECK_STAGES," == *",$1,"* ]]; }
@@ -124,6 +152,7 @@ echo "== GPU check ($([ $dry = 1 ] && echo 'dry run: cuda-sim stands in for the 
 fact date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 fact build "$(head -1 "$pkg/BUILD" 2>/dev/null)"
 fact host "$(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+fact kernel "$(uname -r)"
 
 # --- the device and the libraries
 ngpu=0
@@ -143,6 +172,7 @@ fi
 name=$(head -1 "$logs/device.log" 2>/dev/null | cut -d, -f1)
 case "$name" in
   *"H100 PCIe"*|*"H100 NVL"*) peak=756 ;;
+  *"H200 NVL"*) peak=835 ;;
   *H100*|*H200*|*H800*|*H20*) peak=989 ;;
   *A100*|*A800*) peak=312 ;;
   *L40S*) peak=362 ;;
@@ -196,7 +226,8 @@ cpus=$(nproc)
 export GPTKIT_REQUIRE_GPU=1 # the GPU tests fail rather than skip without one
 [ $dry = 1 ] && unset GPTKIT_REQUIRE_GPU
 
-# --- the CPU half of the loss-curve comparison runs in the background from now on
+# --- the shared settings
+# the loss-curve comparison: 200 steps on the GPU (dry: cuda-sim) against the CPU
 if [ $dry = 0 ]; then
   shakes=(--config "$pkg/configs/shakespeare-char-gpu.yaml" --max-steps "$STEPS" --lr-decay-steps "$STEPS"
           --warmup-steps $((STEPS / 10)) --eval-every "$STEPS" --eval-steps 20 --batch-size 16)
@@ -210,41 +241,59 @@ fi
 shakes+=(--data "$data" --checkpoint-every 0 --dropout 0)
 cpu_cap=$((budget > 600 ? budget / 2 : budget > 120 ? 300 : budget / 2))
 cpu_pid=""
+# GPT-2 124M, bf16 (dry: a one-layer model with GPT-2's vocabulary on cuda-sim)
+export GPTKIT_BENCH_B=$B GPTKIT_PEAK_TFLOPS=$PEAK_TFLOPS
+gtrain=(--config "$pkg/configs/gpt2-124m.yaml" --data "$pkg/data-gpt2/shakespeare" --grad-accum 1 --log-every 1)
+fact batch "$B"
+torch_ok=0
+[ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
+fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
+# the test binaries run in their package's directory, as go test runs them
+kt=(env -C "$root/kernels/cuda" "$pkg/kernels-cuda.test")
+
+# --- the kernels' conformance first: it says whether the libraries load and the kernels are right
+if [ $dry = 0 ]; then
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestOpenHere|TestConformanceFP32|TestBF16VsRef|TestNCCLOneRankGPU'
+else
+  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimConformance$|TestSimDeterministic$|TestNCCLOneRankSim$'
+fi
+
+# --- the timed GPT-2 step, ours and against the earlier PTX, with nothing else running
+# ptx_ab CMD...: the ptx-ab stage, CMD with the earlier PTX and then this build's (ptx-ab.sh)
+base_ptx=$(cd "$pkg/ptx-base" 2>/dev/null && ls -- *.ptx 2>/dev/null | paste -sd' ')
+[ -n "$base_ptx" ] && fact ptx_base "$(cut -c1-12 "$pkg/ptx-base/BASE") ($base_ptx)"
+ptx_ab() {
+  if [ -z "$base_ptx" ]; then
+    skip ptx-ab "no earlier PTX in $pkg/ptx-base (tools/gpu/build.sh's PTX_BASE: $(head -c 80 "$pkg/ptx-base/BASE" 2>/dev/null || echo none))"
+    return
+  fi
+  run ptx-ab "$@"
+}
+if [ $dry = 0 ]; then
+  fact clocks "$(timeout 20 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv 2>/dev/null | tail -n +2 | paste -sd';')"
+  GPTKIT_PROFILE=$logs/gpt2-ours-profile.log run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 30x
+  PTX_AB_ROUNDS=2 ptx_ab 200 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "$logs/ptx-ab-profile.log" "" \
+    "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 30x
+else
+  skip gpt2-ours "dry run: GPT-2 124M needs a GPU"
+  ptx_ab 120 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "" "--out $work/ptx-ab-again" \
+    "$train" "${gtrain[@]}" --device cuda-sim --dtype bfloat16 --n-layer 1 --n-head 2 --n-embd 32 --block-size 128 \
+    --batch-size 1 --max-steps 2 --warmup-steps 1 --lr-decay-steps 2 --eval-every 2 --eval-steps 1 --checkpoint-every 2 \
+    --cache-dir "$work/cache-gpt2" --out "$work/ptx-ab"
+fi
+
+# --- the CPU half of the loss-curve comparison runs in the background from now on (niced:
+# the GPU stages' host threads come first)
 if selected shakespeare-gpu; then
   (
     s=$(now)
-    timeout --kill-after=10 "$cpu_cap" "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
+    timeout --kill-after=10 "$cpu_cap" nice -n 10 "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
       --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1
     echo "$? $(since "$s")" > "$work/shakespeare-cpu.status"
   ) &
   cpu_pid=$!
 fi
-
-# --- the kernels (the test binaries run in their package's directory, as go test runs them)
-kt=(env -C "$root/kernels/cuda" "$pkg/kernels-cuda.test")
-if [ $dry = 0 ]; then
-  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestOpenHere|TestConformanceFP32|TestBF16VsRef|TestNCCLOneRankGPU'
-  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimVsGPU'
-else
-  run conformance 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimConformance$|TestSimDeterministic$|TestNCCLOneRankSim$'
-  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimAgreesWithItself$'
-fi
-gputests=$("$pkg/train.test" -test.list '.*' 2>/dev/null | grep -E 'GPU|CUDA|Cuda' | paste -sd'|')
-if [ -n "$gputests" ]; then
-  run train-tests 120 env -C "$root/train" "$pkg/train.test" -test.v -test.count 1 -test.run "^($gputests)\$"
-else
-  "$pkg/train.test" -test.list '.*' > "$logs/train-tests.log" 2>&1
-  skip train-tests "the train package has no GPU tests yet ($(grep -c '^Test' "$logs/train-tests.log") tests listed)"
-fi
-
-# --- 200 steps on the GPU (dry: cuda-sim), then the CPU run's end
-if [ $dry = 0 ]; then
-  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
-else
-  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda-sim --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
-fi
-
-# --- the CPU run ends (before torch.compile, whose compiler wants the CPUs)
+# cpu_done: the CPU run's end (before torch.compile, whose compiler wants the CPUs)
 cpu_done() {
   if [ -z "$cpu_pid" ]; then
     record shakespeare-cpu skipped 0 "not in GPU_CHECK_STAGES (it comes with shakespeare-gpu)"
@@ -257,28 +306,29 @@ cpu_done() {
   record shakespeare-cpu $st "$cpu_secs" "the CPU half, in the background (threads: $cpu_threads)"
 }
 
-# --- GPT-2 124M, bf16: ours, PyTorch eager, torch.compile
-export GPTKIT_BENCH_B=$B GPTKIT_PEAK_TFLOPS=$PEAK_TFLOPS
-# GPT-2 124M through the command (dry: a one-layer model with GPT-2's vocabulary on cuda-sim)
-gtrain=(--config "$pkg/configs/gpt2-124m.yaml" --data "$pkg/data-gpt2/shakespeare" --grad-accum 1 --log-every 1)
-fact batch "$B"
-torch_ok=0
-[ -n "$py" ] && "$py" -c 'import torch' 2>/dev/null && torch_ok=1
-fact python "${py:-none} $([ $torch_ok = 1 ] && "$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)"
-# ptx_ab CMD...: the ptx-ab stage, CMD with the earlier PTX and then this build's (ptx-ab.sh)
-base_ptx=$(cd "$pkg/ptx-base" 2>/dev/null && ls -- *.ptx 2>/dev/null | paste -sd' ')
-[ -n "$base_ptx" ] && fact ptx_base "$(cut -c1-12 "$pkg/ptx-base/BASE") ($base_ptx)"
-ptx_ab() {
-  if [ -z "$base_ptx" ]; then
-    skip ptx-ab "no earlier PTX in $pkg/ptx-base (tools/gpu/build.sh's PTX_BASE: $(head -c 80 "$pkg/ptx-base/BASE" 2>/dev/null || echo none))"
-    return
-  fi
-  run ptx-ab "$@"
-}
+# --- the simulator against the GPU, the trainer's GPU tests
 if [ $dry = 0 ]; then
-  GPTKIT_PROFILE=$logs/gpt2-ours-profile.log run gpt2-ours 150 "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
-  ptx_ab 200 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "$logs/ptx-ab-profile.log" "" \
-    "${kt[@]}" -test.run '^$' -test.bench 'GPT2Step' -test.benchtime 20x
+  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimVsGPU'
+else
+  run sim-vs-gpu 150 "${kt[@]}" -test.v -test.count 1 -test.run 'TestSimAgreesWithItself$'
+fi
+gputests=$(timeout 30 "$pkg/train.test" -test.list '.*' 2>/dev/null | grep -E 'GPU|CUDA|Cuda' | paste -sd'|')
+if [ -n "$gputests" ]; then
+  run train-tests 120 env -C "$root/train" "$pkg/train.test" -test.v -test.count 1 -test.run "^($gputests)\$"
+else
+  timeout 30 "$pkg/train.test" -test.list '.*' > "$logs/train-tests.log" 2>&1
+  skip train-tests "the train package has no GPU tests yet ($(grep -c '^Test' "$logs/train-tests.log") tests listed)"
+fi
+
+# --- 200 steps on the GPU (dry: cuda-sim)
+if [ $dry = 0 ]; then
+  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
+else
+  run shakespeare-gpu 180 "$train" "${shakes[@]}" --device cuda-sim --out "$work/shakespeare-gpu" --cache-dir "$work/cache-gpu"
+fi
+
+# --- GPT-2 124M through the command, PyTorch eager, torch.compile
+if [ $dry = 0 ]; then
   run gpt2-train 150 "$train" "${gtrain[@]}" --device cuda --batch-size "$B" --max-steps 30 --warmup-steps 3 \
     --lr-decay-steps 30 --eval-every 30 --eval-steps 2 --checkpoint-every 30 --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
   if [ $torch_ok = 1 ]; then
@@ -291,14 +341,9 @@ if [ $dry = 0 ]; then
     record gpt2-compile failed 0 "no PyTorch in $py"
   fi
 else
-  skip gpt2-ours "dry run: GPT-2 124M needs a GPU"
   run gpt2-train 120 "$train" "${gtrain[@]}" --device cuda-sim --n-layer 1 --n-head 2 --n-embd 32 --block-size 32 \
     --batch-size 2 --max-steps 3 --warmup-steps 1 --lr-decay-steps 3 --eval-every 3 --eval-steps 1 --checkpoint-every 3 \
     --out "$work/gpt2-train" --cache-dir "$work/cache-gpt2"
-  ptx_ab 120 bash "$root/tools/gpu/ptx-ab.sh" "$pkg/ptx-base" "" "--out $work/ptx-ab-again" \
-    "$train" "${gtrain[@]}" --device cuda-sim --dtype bfloat16 --n-layer 1 --n-head 2 --n-embd 32 --block-size 128 \
-    --batch-size 1 --max-steps 2 --warmup-steps 1 --lr-decay-steps 2 --eval-every 2 --eval-steps 1 --checkpoint-every 2 \
-    --cache-dir "$work/cache-gpt2" --out "$work/ptx-ab"
   if [ $torch_ok = 1 ]; then
     run gpt2-eager 120 "$py" "$pkg/bench_nanogpt.py" --device cpu --tiny --batch 2 --steps 2 --warmup 1 --no-compile --profile
   else
@@ -328,12 +373,15 @@ fi
 
 # --- the report
 fact elapsed "$(elapsed)"
-"${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS"
+"${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS" --summary "$work/summary.md"
 status=$?
 tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs facts.tsv stages.tsv \
   $(cd "$work" && ls -d */metrics.jsonl 2>/dev/null) 2>/dev/null
 echo
 cat "$out/gpu-check.md"
+echo
+echo "== the report's head and stage table again (the end of a long output is what a device tool keeps)"
+cat "$work/summary.md" 2>/dev/null
 echo
 echo "check.sh: report $out/gpu-check.md, logs $out/gpu-check-logs.tar.gz; $( [ $status = 0 ] && echo passed || echo FAILED ) in $(elapsed)s"
 rm -rf "$work"
