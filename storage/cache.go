@@ -90,7 +90,7 @@ func Fetch(ctx context.Context, st Store, key, cacheDir, wantSHA256 string) (str
 	if c.valid(wantSHA256, info) {
 		return c.data, nil
 	}
-	if err := c.download(ctx, st, wantSHA256, info.ETag); err != nil {
+	if err := c.download(ctx, st, wantSHA256, info); err != nil {
 		return "", err
 	}
 	return c.data, nil
@@ -182,17 +182,28 @@ func hashFile(p string) (string, int64, error) {
 }
 
 // download copies key into a temp file beside the cached copy, verifies it and renames it
-// into place, then writes the sidecar.
-func (c cacheEntry) download(ctx context.Context, st Store, wantSHA256, etag string) error {
+// into place, then writes the sidecar. The sidecar's ETag is the version read (the opened
+// object's, where the store says: one replaced after stat was read would otherwise be
+// kept under the earlier version's ETag), else stat's.
+func (c cacheEntry) download(ctx context.Context, st Store, wantSHA256 string, stat Info) error {
 	dir := filepath.Dir(c.data)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("storage: fetch %s: cache: %w (check the cache directory, $GPTKIT_CACHE)", c.name, err)
 	}
+	// A download killed part way (SIGKILL, the OOM killer, preemption) left its temp
+	// file: removed here, under the entry's lock, or each such kill would keep a
+	// shard's worth of disk for good.
+	removeDeadTemps(dir, path.Base(c.key))
+	removeDeadTemps(filepath.Dir(c.meta), filepath.Base(c.meta))
 	obj, err := st.Open(ctx, c.key)
 	if err != nil {
 		return err
 	}
 	defer obj.Close()
+	etag := stat.ETag
+	if v, ok := obj.(interface{ version() string }); ok {
+		etag = v.version()
+	}
 	f, tmp, err := createTemp(dir, path.Base(c.key))
 	if err != nil {
 		return fmt.Errorf("storage: fetch %s: cache: %w", c.name, err)

@@ -59,18 +59,27 @@ func createTemp(dir, name string) (*os.File, string, error) {
 // (left by a writer killed before Commit or Abort): a rerun that writes name again
 // cleans up after the run that died. It returns how many it removed.
 func (s *dirStore) removeAbandonedTemps(dir, name string) int {
+	removed := removeDeadTemps(dir, name)
+	for _, p := range removed {
+		s.log.Info("storage: removed a temp file a dead writer left", "path", p)
+	}
+	return len(removed)
+}
+
+// removeDeadTemps removes the temp files of name in dir (createTemp's) that no live
+// writer holds, and returns their paths.
+func removeDeadTemps(dir, name string) []string {
 	if !tempLocks {
-		return 0
+		return nil
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, "."+globEscape(name)+tempMarker+"*"))
-	n := 0
+	var removed []string
 	for _, p := range matches {
 		if isTempName(filepath.Base(p)) && removeAbandoned(p) {
-			s.log.Info("storage: removed a temp file a dead writer left", "path", p)
-			n++
+			removed = append(removed, p)
 		}
 	}
-	return n
+	return removed
 }
 
 // globEscape quotes the pattern characters of filepath.Match in s.

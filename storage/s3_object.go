@@ -29,6 +29,10 @@ func (s *s3Store) Open(ctx context.Context, key string) (Object, error) {
 // at Open, so an object replaced while it is read fails loudly instead of mixing versions.
 // ReadAt issues one ranged GET per call and is safe for concurrent use; Read streams one
 // GET from the current offset and resumes it (a new ranged GET) if the body breaks.
+// version is the ETag of the object as opened (unquoted, as Info.ETag): what its
+// reads return.
+func (o *s3Object) version() string { return unquote(o.etag) }
+
 type s3Object struct {
 	s    *s3Store
 	ctx  context.Context

@@ -314,7 +314,7 @@ func (w *s3Writer) abortUpload() error {
 
 func (w *s3Writer) release() {
 	if w.buf != nil {
-		w.s.parts.Put(w.buf)
+		w.s.putPart(w.buf) // a part of the base size only: a large part's buffer would make every later writer's first part that large
 		w.buf = nil
 	}
 	w.parts = nil
