@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,6 +163,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	for restarts := 0; ; restarts++ {
 		out := l.attempt(ctx, restarts, events)
+		if reason := cmp.Or(out.fatal, out.failure); out.interrupted && reason != "" {
+			// A rank failed (or the job ended) first, and a signal came while the
+			// others stopped: the failure is what to say, with no restart.
+			if l.srv != nil {
+				l.waitIdle()
+			}
+			return fmt.Errorf("launch: %s (and a signal came while the other ranks stopped)", reason)
+		}
 		switch {
 		case out.interrupted:
 			if l.srv != nil {

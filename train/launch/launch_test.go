@@ -53,6 +53,12 @@ func fakeRank(mode string) int {
 			return 130
 		}
 		mode = "term"
+	case "fail1slow": // rank 1 fails; the others take a while to stop
+		if rank == "1" {
+			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
+			return 3
+		}
+		mode = "slowsave"
 	case "fail1", "fail1once":
 		if rank == "1" && (mode == "fail1" || restart == "0") {
 			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")

@@ -162,3 +162,22 @@ func TestMasterAddrResolvingToLoopback(t *testing.T) {
 		t.Fatalf("got %v, want the master address refused", err)
 	}
 }
+
+// TestFailureThenSignalReportsFailure: a rank fails, and a Ctrl-C comes while the others
+// stop: the launcher reports the failure (it said only "interrupted", and the failed
+// rank's last words were lost).
+func TestFailureThenSignalReportsFailure(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "fail1slow", 2)
+	sigs := make(chan os.Signal, 1)
+	cfg.Signals = sigs
+	go func() {
+		for !strings.Contains(stderr.String(), "stopping the others") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+	}()
+	err := Run(context.Background(), cfg)
+	if err == nil || errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "rank 1 exited with status 3") || !strings.Contains(err.Error(), "out of cheese") {
+		t.Fatalf("got %v, want rank 1's failure\n%s", err, stderr)
+	}
+}
