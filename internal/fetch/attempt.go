@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		return false, permanentError{fmt.Errorf("stat %w", err)}
 	}
 	st.length = offset
+	// Bytes of another source, with no sha256 to catch two versions spliced: ask this
+	// one for the whole file, and replace them only once it sends it (the .part stays
+	// for a rerun if this source fails too).
+	whole := offset > 0 && f.SHA256 == "" && st.src != nil && st.src.URL != url
 	if f.Size > 0 && offset > f.Size {
 		// Longer than the file can be: not worth keeping.
 		if err := restart(part, st); err != nil {
@@ -55,7 +60,7 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 	}
 	// Identity encoding keeps Range offsets and the bytes on disk the same thing.
 	req.Header.Set("Accept-Encoding", "identity")
-	if offset > 0 {
+	if offset > 0 && !whole {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
 		if st.ifRange != "" {
 			req.Header.Set("If-Range", st.ifRange)
@@ -82,7 +87,19 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 			}
 			return false, fmt.Errorf("server answered a request for bytes from %d with Content-Range %q", offset, resp.Header.Get("Content-Range"))
 		}
+		if offset > 0 && size >= 0 && st.src != nil && st.src.URL == url && st.src.Size >= 0 && size != st.src.Size {
+			// The file's size changed since part began: another version.
+			was := st.src.Size
+			if err := restart(part, st); err != nil {
+				return false, err
+			}
+			return false, fmt.Errorf("the file's size changed from %d to %d bytes since the download began (another version); downloading it from the start", was, size)
+		}
 		resumed, total = offset > 0, size
+		if offset == 0 {
+			st.src = &partSource{URL: url, Validator: validator(resp.Header), Size: size}
+			writePartSource(part, *st.src)
+		}
 		if st.ifRange == "" {
 			// Resuming a .part of an earlier run: the bytes kept may be of another
 			// version (checkPart catches that), but from here on a retry must not
@@ -93,12 +110,32 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 			c.Logger.Info("resuming download", "url", redact.URL(url), "dest", f.Dest, "from_byte", offset)
 		}
 	case code == http.StatusOK:
+		var body io.Reader = resp.Body
+		if offset > 0 && c.Validate != nil {
+			// Check the head of what came before dropping the bytes kept: a proxy's
+			// or captive portal's page answered with 200 must not cost them.
+			head := make([]byte, HeadSize)
+			n, rerr := io.ReadFull(resp.Body, head)
+			if rerr != nil && rerr != io.ErrUnexpectedEOF && rerr != io.EOF {
+				return false, fmt.Errorf("connection lost after 0 bytes: %w", rerr)
+			}
+			if verr := c.Validate(f.Dest, head[:n]); verr != nil {
+				return false, permanentError{fmt.Errorf("the server answered the request to resume with something else than the file (%v); the %d bytes downloaded before are kept", verr, offset)}
+			}
+			body = io.MultiReader(bytes.NewReader(head[:n]), resp.Body)
+		}
 		if offset > 0 {
 			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", redact.URL(url), "dest", f.Dest)
 		}
 		offset, total = 0, resp.ContentLength
 		st.reset()
 		st.ifRange = validator(resp.Header)
+		st.src = &partSource{URL: url, Validator: st.ifRange, Size: total}
+		writePartSource(part, *st.src)
+		if f.Size > 0 && total >= 0 && total != f.Size {
+			return false, permanentError{&MismatchError{What: "size", Got: fmt.Sprint(total), Want: fmt.Sprint(f.Size), Announced: true}}
+		}
+		return false, c.copyBody(ctx, actx, cancel, body, f, url, part, offset, total, st)
 	case code == http.StatusRequestedRangeNotSatisfiable && offset > 0:
 		if _, size, ok := ParseContentRange(resp.Header.Get("Content-Range")); ok && size == offset {
 			return true, syncFile(part) // part already holds the whole file
@@ -149,7 +186,9 @@ func (c *config) copyBody(ctx, actx context.Context, cancel context.CancelCauseF
 		if n > 0 {
 			stall.Reset(c.StallTimeout)
 			if _, err := file.Write(buf[:n]); err != nil {
-				return permanentError{fmt.Errorf("write %w", err)}
+				// This machine's failure (a full disk): no other source would do
+				// better, and the bytes written so far stay for a rerun.
+				return permanentError{localError{err}}
 			}
 			st.h.Write(buf[:n])
 			done += int64(n)
@@ -189,6 +228,8 @@ func (c *config) copyBody(ctx, actx context.Context, cancel context.CancelCauseF
 // restart removes part so that the next attempt downloads from byte 0.
 func restart(part string, st *partState) error {
 	st.reset()
+	st.src = nil
+	removePartSource(part)
 	if err := removeIfExists(part); err != nil {
 		return permanentError{err}
 	}

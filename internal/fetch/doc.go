@@ -29,12 +29,16 @@
 //     file); a check that fails on a fresh download moves on to the next URL.
 //
 // So Dest never holds a partial or unchecked file: a killed process leaves at most
-// Dest.part, which the next run resumes. Within one download, a resume carries
-// If-Range (the first response's strong ETag or Last-Modified), so a file that
-// changed on the server is sent whole. Across runs nothing records where Dest.part
-// came from: without a known size or sha256, resumed bytes are trusted to be the
-// same version of the file. When moving on to the next URL of a file with no known
-// sha256, Dest.part is dropped, since mirrors may hold other versions.
+// Dest.part, which the next run resumes. Dest.part.src records where its bytes came
+// from (partsource.go): the URL, the first response's strong ETag or Last-Modified and
+// the size it announced. A resume, in the same run or a later one, carries If-Range
+// with that validator, so a file that changed on the server is sent whole; a resume
+// that announces another size starts over; a rerun tries the recorded source first.
+// Without a known sha256 another source's bytes are never spliced on: the next URL is
+// asked for the whole file, and Dest.part is replaced only once it sends it (a source
+// that fails too leaves it for a rerun), and a 200 in answer to a resume must pass
+// Options.Validate on its head before the bytes kept are dropped. A local write error
+// (a full disk) stops the fetch at once, keeping Dest.part: no source would do better.
 //
 // A Dest in a read-only directory (a shared, pre-staged copy) is checked without the
 // lock and used when it passes.

@@ -24,6 +24,8 @@ type partState struct {
 	// ifRange is the strong ETag (or Last-Modified) of the response that began part,
 	// sent as If-Range when resuming so that a changed file is sent whole.
 	ifRange string
+	// src is part's record (partsource.go): where its bytes came from; nil if unknown.
+	src *partSource
 }
 
 // reset forgets part's bytes: the download starts over from byte 0.
@@ -61,7 +63,10 @@ func (s *partState) catchUp(part string, length int64) error {
 // are dropped and the file is downloaded once more from byte 0.
 func (c *config) download(ctx context.Context, url string, f File) error {
 	part := f.Dest + ".part"
-	st := &partState{}
+	st := &partState{src: readPartSource(part)}
+	if st.src != nil && st.src.URL == url {
+		st.ifRange = st.src.Validator // the rerun asks for this version's bytes only
+	}
 	c.Logger.Info("downloading", "url", redact.URL(url), "dest", f.Dest)
 	for restarted := false; ; restarted = true {
 		resumed, err := c.retry(ctx, url, f, part, st)
@@ -75,7 +80,9 @@ func (c *config) download(ctx context.Context, url string, f File) error {
 		if rmErr := removeIfExists(part); rmErr != nil {
 			return permanentError{rmErr}
 		}
+		removePartSource(part)
 		st.reset()
+		st.src = nil
 		if !resumed || restarted {
 			return err
 		}
@@ -165,6 +172,7 @@ func (c *config) publish(f File, part string, st *partState) error {
 	if err := os.Rename(part, f.Dest); err != nil {
 		return permanentError{fmt.Errorf("publish %w", err)}
 	}
+	removePartSource(part)
 	syncDir(filepath.Dir(f.Dest))
 	sum := hex.EncodeToString(st.h.Sum(nil))
 	if !c.NoSidecar {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -53,14 +54,16 @@ func (c *config) fetchFile(ctx context.Context, f File) error {
 		return &Error{Dest: f.Dest, Err: err, Hint: c.Hint(f, err)}
 	}
 	var failed []SourceError
-	for i, url := range f.URLs {
-		if i > 0 && f.SHA256 == "" {
-			// Without a sha256 nothing would catch a file spliced from two sources
-			// that hold different versions: start the next source from byte 0.
-			if err := removeIfExists(f.Dest + ".part"); err != nil {
-				return &Error{Dest: f.Dest, Err: err}
-			}
+	// A .part begun by one of the sources is resumed from it first. (Without a sha256
+	// another source's bytes are never spliced onto it: attempt asks the other source
+	// for the whole file, and keeps the .part until it sends it.)
+	urls := f.URLs
+	if src := readPartSource(f.Dest + ".part"); src != nil {
+		if i := slices.Index(urls, src.URL); i > 0 {
+			urls = append(append([]string{src.URL}, urls[:i]...), urls[i+1:]...)
 		}
+	}
+	for i, url := range urls {
 		err := c.download(ctx, url, f)
 		if err == nil {
 			return nil
@@ -69,8 +72,12 @@ func (c *config) fetchFile(ctx context.Context, f File) error {
 		if ctx.Err() != nil {
 			return &Error{Dest: f.Dest, Sources: failed}
 		}
-		if i+1 < len(f.URLs) {
-			c.Logger.Warn("download failed; trying the next source", "url", redact.URL(url), "dest", f.Dest, "next", redact.URL(f.URLs[i+1]), "err", redact.String(err.Error()))
+		if le := (localError{}); errors.As(err, &le) {
+			// This machine's failure: no other source would do better.
+			return &Error{Dest: f.Dest, Sources: failed, Hint: fmt.Sprintf("the bytes downloaded so far are kept in %s.part: free space on its disk (or fix the directory), then rerun to resume", f.Dest)}
+		}
+		if i+1 < len(urls) {
+			c.Logger.Warn("download failed; trying the next source", "url", redact.URL(url), "dest", f.Dest, "next", redact.URL(urls[i+1]), "err", redact.String(err.Error()))
 		}
 	}
 	errs := make([]error, len(failed))
