@@ -279,13 +279,14 @@ func (t *Trainer) build(mc ModelConfig) error {
 }
 
 // shareStart makes every rank start from rank 0's state: whether it resumed (and
-// from which step, sample and loss scale), its weights, and its AdamW state when
+// from which step, sample, loss scale and count of overflow-skipped steps, which
+// AdamW's bias correction counts from), its weights, and its AdamW state when
 // resumed (moments: rank 0's, read from the checkpoint). With one rank it only
 // puts the moments in place.
 func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMoments) error {
 	ctx = context.WithoutCancel(ctx)
 	if t.coll.World() > 1 {
-		hdr := t.scratch(10)
+		hdr := t.scratch(12)
 		clear(hdr)
 		if t.coll.Rank() == 0 {
 			var flag float64
@@ -297,6 +298,7 @@ func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMom
 			putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
 			putBits(hdr[6:], t.scaler.scale)
 			putBits(hdr[8:], float64(t.scaler.good))
+			putBits(hdr[10:], float64(t.skipped))
 		}
 		if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
 			return fmt.Errorf("train: broadcast the starting point: %w", err)
@@ -306,6 +308,7 @@ func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMom
 			t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
 			t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
 			t.scaler.scale, t.scaler.good = getBits(hdr[6:]), int(getBits(hdr[8:]))
+			t.skipped = int(getBits(hdr[10:]))
 			if err := t.sampler.Validate(); err != nil {
 				return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
 			}
