@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func (c Corpus) Plan(dir string, opt PlanOptions) []fetch.File {
 			}
 		}
 		for _, sums := range []map[string]string{opt.Checksums, opt.MirrorSums} {
-			if sum, ok := sums[cf.Name]; ok {
+			if sum, ok := c.checksumOf(sums, cf.Name); ok {
 				f.SHA256 = strings.ToLower(sum)
 				break
 			}
@@ -57,6 +58,35 @@ func (c Corpus) Plan(dir string, opt PlanOptions) []fetch.File {
 		files = append(files, f)
 	}
 	return files
+}
+
+// checksumOf finds the sha256 of the corpus file name in sums: by its catalog name
+// ("train/00.jsonl.zst"), else by its base name where no other file of the corpus has
+// it (a list written by sha256sum in the directory the files were in).
+func (c Corpus) checksumOf(sums map[string]string, name string) (string, bool) {
+	if sum, ok := sums[name]; ok {
+		return sum, true
+	}
+	base := path.Base(name)
+	for _, other := range c.Files {
+		if other.Name != name && path.Base(other.Name) == base {
+			return "", false
+		}
+	}
+	sum, ok := sums[base]
+	return sum, ok
+}
+
+// ChecksumsMatched counts the corpus's files that sums has a sha256 for (checksumOf):
+// a --checksums FILE that names none of them would check nothing.
+func (c Corpus) ChecksumsMatched(sums map[string]string) int {
+	n := 0
+	for _, cf := range c.Files {
+		if _, ok := c.checksumOf(sums, cf.Name); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // maxSumsBytes bounds a mirror's SHA256SUMS: a few hundred files need a few dozen KB.

@@ -76,6 +76,16 @@ func formatOf(name string) (format, bool) {
 }
 
 // formatList lists the suffixes of formats for messages.
+// CheckFormatName reports, before anything is read or downloaded, whether name (a file's
+// or a URL path's last element) tells a format the readers know: nil, or an error that
+// lists the suffixes.
+func CheckFormatName(name string) error {
+	if _, ok := formatOf(name); !ok {
+		return fmt.Errorf("%w: the name must end in one of %s", ErrUnknownFormat, formatList())
+	}
+	return nil
+}
+
 func formatList() string {
 	s := make([]string, len(formats))
 	for i, f := range formats {

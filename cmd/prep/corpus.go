@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gptkit/internal/cli"
@@ -59,6 +61,16 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 		}
 		if opt.Checksums, err = fetch.ParseSHA256SUMS(data); err != nil {
 			return cli.Fail(stderr, who, fmt.Errorf("--checksums %s: %w", *checksums, err))
+		}
+		if len(opt.Checksums) > 0 && corpus.ChecksumsMatched(opt.Checksums) == 0 {
+			// Names that match no file would check nothing, silently.
+			listed := slices.Sorted(maps.Keys(opt.Checksums))
+			var want []string
+			for _, cf := range corpus.Files {
+				want = append(want, cf.Name)
+			}
+			return cli.Fail(stderr, who, fmt.Errorf("--checksums %s names none of the corpus's files (it lists %s; the corpus's are %s)\n---> HINT: write each line as \"SHA256  NAME\" with NAME as the corpus names it",
+				*checksums, strings.Join(listed[:min(len(listed), 3)], ", "), strings.Join(want[:min(len(want), 3)], ", ")))
 		}
 	}
 	j := &job{name: corpus.Name, flags: &f, command: "prep " + corpus.Name + " " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,

@@ -15,7 +15,9 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/internal/fetch"
+	"gptkit/internal/redact"
 	"gptkit/pipelines"
+	"gptkit/prep"
 	"gptkit/storage"
 	"gptkit/tokenize"
 )
@@ -62,10 +64,18 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			if err != nil {
 				return c.UsageError(stderr, fmt.Sprintf("--input %q: %v", in, err))
 			}
+			// Known before the download, not after: the copy's name comes from the
+			// URL's path, and renaming it would not stop the next run downloading again.
+			if err := prep.CheckFormatName(path.Base(u.Path)); err != nil {
+				return cli.Fail(stderr, "prep custom", fmt.Errorf("--input %s: %w (its path's last element, %q, says no format)\n---> HINT: download it yourself under a name with one of those suffixes (curl -L -o corpus.jsonl.zst URL) and pass that file as --input", redact.URL(in), err, path.Base(u.Path)))
+			}
 			dest := filepath.Join(j.workDir(), "downloads", fmt.Sprintf("%03d-%s", i, path.Base(u.Path)))
 			j.fetches = append(j.fetches, fetch.File{URLs: []string{in}, Dest: dest})
 			local[i] = dest
 		case strings.HasPrefix(in, "s3://"):
+			if err := prep.CheckFormatName(path.Base(in)); err != nil {
+				return cli.Fail(stderr, "prep custom", fmt.Errorf("--input %s: %w\n---> HINT: copy it under a name with one of those suffixes and pass that", in, err))
+			}
 			local[i] = filepath.Join(j.workDir(), "downloads", fmt.Sprintf("%03d-%s", i, path.Base(in)))
 			s3Inputs = append(s3Inputs, i)
 		default:
