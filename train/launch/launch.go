@@ -293,6 +293,10 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	stop := func(sig syscall.Signal, grace time.Duration) {
 		for _, w := range workers {
 			if !w.exited {
+				if sig == syscall.SIGKILL {
+					kill(w.cmd) // the rank's process group
+					continue
+				}
 				w.cmd.Process.Signal(sig)
 				if sig != syscall.SIGKILL {
 					w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too

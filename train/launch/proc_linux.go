@@ -10,3 +10,11 @@ import (
 func detach(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// kill sends SIGKILL to cmd's process group (detach made it one): a rank's own
+// children, which hold its pipes or its GPU memory, go with it.
+func kill(cmd *exec.Cmd) {
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		cmd.Process.Kill()
+	}
+}

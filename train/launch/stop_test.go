@@ -3,8 +3,11 @@ package launch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,5 +182,49 @@ func TestFailureThenSignalReportsFailure(t *testing.T) {
 	err := Run(context.Background(), cfg)
 	if err == nil || errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "rank 1 exited with status 3") || !strings.Contains(err.Error(), "out of cheese") {
 		t.Fatalf("got %v, want rank 1's failure\n%s", err, stderr)
+	}
+}
+
+// TestKillTakesTheRanksChildren: a rank still running after the grace period is killed
+// with its process group, so a child it started (holding its pipes, or GPU memory) does
+// not outlive it (SIGKILL went to the rank's pid alone).
+func TestKillTakesTheRanksChildren(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	cfg := Config{NProcPerNode: 1, MasterPort: freePort(t), Program: "/bin/sh", StopGrace: 300 * time.Millisecond,
+		Args: []string{"-c", "trap '' INT TERM; sleep 30 & echo $! > " + pidFile + "; wait; wait"}}
+	sigs := make(chan os.Signal, 1)
+	cfg.Signals = sigs
+	go func() {
+		for {
+			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		sigs <- syscall.SIGINT
+	}()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), cfg) }()
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the rank did not start its child")
+	}
+	time.Sleep(100 * time.Millisecond)
+	sigs <- syscall.SIGINT // the second: kill
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the second Ctrl-C")
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Alive: in /proc and not a zombie (a killed orphan may wait a while for its reaper).
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(stat), ") Z ") {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the rank's child %d outlived the kill: %s", pid, stat)
 	}
 }
