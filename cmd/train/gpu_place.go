@@ -90,8 +90,22 @@ func openRankBackend(device string, threads int, place dist.Place, log *slog.Log
 		}
 		return nil, fmt.Errorf("--device %s: %w", device, err)
 	}
-	be, err := openBackendOn(device, threads, choice.ordinal, log)
+	open := device
+	if device == "auto" && place.World > 1 {
+		// A GPU is here: this rank must use it. Falling back to the CPU alone would
+		// mix CPU and GPU ranks, and the job would wait --dist-timeout for this
+		// rank's GPU before failing without saying why.
+		open = "cuda"
+	}
+	be, err := openBackendOn(open, threads, choice.ordinal, log)
 	if err != nil {
+		if open != device {
+			why := err
+			if inner := errors.Unwrap(err); inner != nil {
+				why = inner // without openBackendOn's "--device cuda: "
+			}
+			return nil, fmt.Errorf("--device auto: rank %d found a GPU but cannot use it (%w); every rank of a job must train on the same kind of device\n---> HINT: fix the GPU (the message above says how), or pass --device cpu", place.Rank, why)
+		}
 		return nil, err
 	}
 	if cb, ok := be.(*cuda.Backend); ok {

@@ -260,7 +260,10 @@ func (b *Backend) enter() {
 		b.leave()
 		panic("cuda: backend used without Open")
 	}
-	b.must(b.drv.ctxSetCurrent(b.ctx))
+	if err := b.drv.ctxSetCurrent(b.ctx); err != nil {
+		b.leave() // before the panic: the caller's deferred leave is not set up yet
+		panic(err)
+	}
 }
 
 func (b *Backend) leave() {

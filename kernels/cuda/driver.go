@@ -161,6 +161,12 @@ func initDevice(d driverAPI, ordinal int) (Info, error) {
 			return info, fmt.Errorf("cuda: %w: the driver (%s, CUDA %d.%d) sees no GPU; use --device cpu", ErrNoDevice, d.name(), ver/1000, ver%1000/10)
 		case errors.Is(err, Result(errStubLibrary)):
 			return info, fmt.Errorf("cuda: %w: %s is the toolkit's stub, not a driver; install the NVIDIA driver or use --device cpu", ErrNoDriver, d.name())
+		case errors.Is(err, Result(803)): // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+			return info, fmt.Errorf("cuda: %w: %v: the driver library (%s) is not the version of the loaded kernel module, as after a driver upgrade; reboot (or reload the nvidia module), or use --device cpu", ErrNoDevice, err, d.name())
+		case errors.Is(err, Result(804)): // CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+			return info, fmt.Errorf("cuda: %w: %v: a CUDA forward-compatibility driver (%s) that this GPU does not support; put the system driver's libcuda first on LD_LIBRARY_PATH, or use --device cpu", ErrNoDevice, err, d.name())
+		case errors.Is(err, Result(999)): // CUDA_ERROR_UNKNOWN
+			return info, fmt.Errorf("cuda: %w: %v: in a container this is often a missing /dev/nvidia-uvm (start it with the NVIDIA container runtime, --gpus); see nvidia-smi, or use --device cpu", ErrNoDevice, err)
 		}
 		return info, fmt.Errorf("cuda: %w: %v (is the NVIDIA kernel module loaded? see nvidia-smi); use --device cpu", ErrNoDevice, err)
 	}

@@ -242,6 +242,7 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 		return nil, fmt.Errorf("%w (rank %d of %d)", err, rank, world)
 	}
 	if err := c.initWatch(o); err != nil {
+		n.commDestroy(c.comm) // not left behind with its GPU memory and peers' connections
 		return nil, err
 	}
 	return c, nil
