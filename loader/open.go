@@ -307,7 +307,16 @@ func openDataSet(ctx context.Context, p string, o Options) (*dataSet, error) {
 	}
 	if fi, err := os.Stat(local); err == nil && fi.IsDir() {
 		if _, err := os.Stat(filepath.Join(local, shards.ManifestName)); err != nil {
-			return nil, fmt.Errorf("loader: %s is a directory without %s: want a dataset directory, or pass a PREFIX of PREFIX.bin/.idx", p, shards.ManifestName)
+			hint := ""
+			if inside, _ := filepath.Glob(filepath.Join(local, "*", shards.ManifestName)); len(inside) > 0 {
+				// `prep NAME -d DIR` makes DIR/NAME: the dataset is one level down.
+				var names []string
+				for _, m := range inside[:min(len(inside), 3)] {
+					names = append(names, filepath.Dir(m))
+				}
+				hint = "\n---> HINT: the datasets are in its subdirectories: pass one of them, e.g. --data " + strings.Join(names, " or ")
+			}
+			return nil, fmt.Errorf("loader: %s is a directory without %s: want a dataset directory, or pass a PREFIX of PREFIX.bin/.idx%s", p, shards.ManifestName, hint)
 		}
 		st, err := storage.Open(ctx, local, sopts)
 		if err != nil {
@@ -320,7 +329,7 @@ func openDataSet(ctx context.Context, p string, o Options) (*dataSet, error) {
 	_, errB := os.Stat(prefix + ".bin")
 	if errI != nil || errB != nil {
 		if errI != nil && errB != nil {
-			return nil, fmt.Errorf("loader: %s: no such dataset (neither a directory with %s nor a PREFIX with PREFIX.bin and PREFIX.idx)", p, shards.ManifestName)
+			return nil, fmt.Errorf("loader: %s: no such dataset (neither a directory with %s nor a PREFIX with PREFIX.bin and PREFIX.idx)\n---> HINT: make one with `prep NAME -d DIR` (prep list names them; the dataset is DIR/NAME) or `tokenize run`", p, shards.ManifestName)
 		}
 		return nil, fmt.Errorf("loader: %s: a bare shard needs both %s.bin and %s.idx", p, prefix, prefix)
 	}

@@ -23,7 +23,7 @@ func TestInterruptedFailureKeepsCheckpointError(t *testing.T) {
 	}
 	out.Reset()
 	trainFail(ctx, &out, errors.New("train: interrupted after step 9"))
-	if strings.TrimSpace(out.String()) != "train: interrupted" {
-		t.Errorf("stderr %q, want train: interrupted", out.String())
+	if strings.TrimSpace(out.String()) != interruptedLine {
+		t.Errorf("stderr %q, want %q", out.String(), interruptedLine)
 	}
 }

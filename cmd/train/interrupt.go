@@ -16,8 +16,9 @@ import (
 // checkpoint be saved, which on a large model takes a while. Checkpoints are
 // published atomically, so one cut short is discarded and the newest complete one
 // stays. SIGTERM never forces the exit (a scheduler, or a launcher forwarding its
-// own, may send it more than once). stop ends the watch. (It writes nothing at the
-// first: the trainer's logger, and its live line, own stderr while the step runs.)
+// own, may send it more than once). stop ends the watch. At the first it says what
+// happens, in one write to the process's stderr (a file: the trainer's logger and live
+// line write there too, a line a write), unless a launcher started the process.
 func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer) (stop func()) {
 	done := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
@@ -28,6 +29,15 @@ func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer) (stop func()) 
 			return
 		}
 		signal.Notify(sigs, os.Interrupt)
+		ws := os.Getenv("WORLD_SIZE")
+		launched := ws != "" && ws != "1" // a launcher says it for its ranks
+		if f, ok := stderr.(*os.File); ok && !launched {
+			// One write of its own to the process's stderr (the trainer's logger
+			// and live line write there too, each line in one write): the step
+			// under way may take a while, and silence invites the second Ctrl-C.
+			// (Not to any other writer: a test's buffer is not safe for that.)
+			f.WriteString("\ntrain: stopping: finishing the step under way and saving a checkpoint (Ctrl-C again exits at once, without it)\n")
+		}
 		select {
 		case <-sigs:
 			fmt.Fprintln(stderr, "\ntrain: second interrupt: exiting at once (a checkpoint being written is discarded; the newest complete one stays)")

@@ -60,9 +60,12 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 			t.Fatalf("the run did not finish a step: %s", stderr.String())
 		}
 	}
-	// In the second step, of seconds: the first Ctrl-C waits for its end.
+	// In the second step, of seconds: the first Ctrl-C waits for its end, and says so.
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(300 * time.Millisecond) // the watch of the second is up
+	if !strings.Contains(stderr.String(), "finishing the step under way and saving a checkpoint (Ctrl-C again exits at once") {
+		t.Errorf("the first Ctrl-C said nothing: %s", stderr.String())
+	}
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()

@@ -192,7 +192,7 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		Timeout: d.timeout, HeartbeatTimeout: d.heartbeat, Logger: log,
 	})
 	if errors.Is(err, launch.ErrInterrupted) {
-		fmt.Fprintln(stderr, "train: interrupted")
+		fmt.Fprintln(stderr, interruptedLine)
 		return cli.ExitFailure
 	}
 	if err != nil {
@@ -228,7 +228,7 @@ func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
 	})
 	if errors.Is(err, launch.ErrInterrupted) {
-		fmt.Fprintln(stderr, "train: interrupted")
+		fmt.Fprintln(stderr, interruptedLine)
 		return cli.ExitFailure
 	}
 	if err != nil {

@@ -34,7 +34,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer instead of the dataset's")
 	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to use, when it moved since training")
-	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu or ref")
+	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
 	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
@@ -53,7 +53,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
-		return c.UsageError(stderr, err.Error())
+		return backendFailed(ctx, c, stderr, err)
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train sample", cli.Interrupted(ctx, err)) }
 	m, st, err := train.LoadCheckpoint(ctx, *ckpt, be)

@@ -25,7 +25,7 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			"run directory (its newest checkpoint).")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
 	tokens := c.Flags.String("tokens", "", "the JSON `FILE` of token-id arrays (- for stdin) (required)")
-	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu or ref")
+	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
 	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
@@ -38,7 +38,7 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
-		return c.UsageError(stderr, err.Error())
+		return backendFailed(ctx, c, stderr, err)
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train score", cli.Interrupted(ctx, err)) }
 	var data []byte

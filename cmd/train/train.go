@@ -180,7 +180,10 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	be, err := openRankBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), place, rankLog)
 	if err != nil {
-		return usage(err.Error())
+		if _, ok := errors.AsType[*deviceNameError](err); ok {
+			return usage(err.Error())
+		}
+		return trainFail(ctx, stderr, err) // a device that cannot be used is a failure, not a usage error
 	}
 	comm, err := joinJob(ctx, place, &df, rankLog)
 	if err != nil {
@@ -319,8 +322,15 @@ func trainFail(ctx context.Context, stderr io.Writer, err error) int {
 	if errors.Is(err, train.ErrCheckpointFailed) {
 		return cli.Fail(stderr, "train", err) // not just "interrupted": work was lost
 	}
-	return cli.Fail(stderr, "train", cli.Interrupted(ctx, err))
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, interruptedLine)
+		return cli.ExitFailure
+	}
+	return cli.Fail(stderr, "train", err)
 }
+
+// interruptedLine ends a run stopped by a signal: what happened and the next step.
+const interruptedLine = "train: interrupted (rerun the same command to continue from the newest checkpoint)"
 
 // trainCommand is the trainer's command line (its usage line reads
 // "train --data DATA ...").

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gptkit/internal/cli"
 	"gptkit/kernels"
 	"gptkit/kernels/cpu"
 	"gptkit/kernels/cuda"
@@ -90,12 +93,31 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 		}
 		return be, nil
 	}
-	return nil, fmt.Errorf("--device %q: want auto, cpu, ref, cuda or cuda-sim", device)
+	return nil, &deviceNameError{device}
+}
+
+// deviceNameError is a --device that names no device: a usage error (exit 2), where a
+// device that cannot be used is a failure (exit 1).
+type deviceNameError struct{ device string }
+
+func (e *deviceNameError) Error() string {
+	return fmt.Sprintf("--device %q: want auto, cpu, ref, cuda or cuda-sim", e.device)
+}
+
+// backendFailed is what a command returns when its --device cannot be opened: a usage
+// error for a name that is no device, else a failure naming why.
+func backendFailed(ctx context.Context, c *cli.Command, stderr io.Writer, err error) int {
+	if _, ok := errors.AsType[*deviceNameError](err); ok {
+		return c.UsageError(stderr, err.Error())
+	}
+	return cli.Fail(stderr, c.Prog+" "+c.Name, cli.Interrupted(ctx, err))
 }
 
 // logFallback says why --device auto runs on the CPU.
 func logFallback(log *slog.Logger, why error) {
-	log.Info("device auto: no usable GPU, running on the CPU", "reason", why.Error())
+	// (The reason's own "use --device cpu" is what auto does: left out.)
+	reason := strings.TrimSuffix(strings.TrimSuffix(why.Error(), "; use --device cpu"), ", or use --device cpu")
+	log.Info("device auto: no usable GPU, running on the CPU", "reason", reason)
 }
 
 // simOptions is cuda-sim's machine as the environment describes it.

@@ -275,7 +275,7 @@ func TestTrainUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--out", out}, 2, "data: the dataset DIR is required"},
-		{[]string{"--data", data, "--device", "cuda"}, 2, "--device cuda: cuda: "}, // no GPU in CI: one line saying why (no driver or no device)
+		{[]string{"--data", data, "--device", "cuda"}, 1, "--device cuda: cuda: "}, // no GPU in CI: one line saying why (no driver or no device), a failure (exit 1), not a usage error
 		{[]string{"--data", data, "--n-layer", "x"}, 2, "n-layer"},
 		{[]string{"--data", data, "--bogus"}, 2, "bogus"},
 		{[]string{"--data", data, "extra"}, 2, "unexpected argument"},
@@ -370,5 +370,40 @@ func TestSampleFromAnotherDirectory(t *testing.T) {
 	code, stdout, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "4", "--device", "ref")
 	if code != 0 || !strings.HasPrefix(stdout, "to be") {
 		t.Fatalf("sample from another directory: exit %d, %q: %s", code, stdout, stderr)
+	}
+}
+
+// TestSampleDeviceErrors: `train sample --device cuda` on a machine without a usable GPU
+// is a failure (exit 1) naming why, and a name that is no device a usage error (exit 2);
+// both were usage errors. (CI has no GPU.)
+func TestSampleDeviceErrors(t *testing.T) {
+	for _, tc := range []struct {
+		device string
+		code   int
+		want   string
+	}{
+		{"cuda", 1, "train sample: --device cuda: cuda: "},
+		{"gpu", 2, `--device "gpu": want auto, cpu, ref, cuda or cuda-sim`},
+	} {
+		code, _, stderr := runTrain(t, "sample", "--ckpt", t.TempDir(), "--prompt", "x", "--device", tc.device)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--device %s: exit %d, stderr %q; want exit %d saying %q", tc.device, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestDataPathHints: --data given the directory `prep -d` was given (the dataset is one
+// level down) names the subdirectory to pass; a path that is no dataset says how to make
+// one. (Both said only what was wrong.)
+func TestDataPathHints(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runTrain(t, tinyArgs(filepath.Dir(data), out, "2")...)
+	if code != 1 || !strings.Contains(stderr, "pass one of them, e.g. --data "+data) {
+		t.Errorf("--data of the parent: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runTrain(t, tinyArgs(filepath.Join(t.TempDir(), "nothing"), out, "2")...)
+	if code != 1 || !strings.Contains(stderr, "no such dataset") || !strings.Contains(stderr, "prep NAME -d DIR") {
+		t.Errorf("--data of nothing: exit %d, %s", code, stderr)
 	}
 }

@@ -37,8 +37,9 @@ import (
 	"gptkit/internal/sharedtest"
 )
 
-// readyTimeout bounds how long Start waits for /minio/health/ready.
-const readyTimeout = 20 * time.Second
+// readyTimeout bounds how long Start waits for /minio/health/ready (a loaded
+// 2-core machine, a race-detector run beside it, has taken over 20 s).
+const readyTimeout = 60 * time.Second
 
 // Server is a running MinIO server.
 type Server struct {
