@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"gptkit/train/tensorboard"
 )
@@ -80,4 +82,17 @@ func (t *Trainer) logTensorBoard(m Metrics) error {
 		return err
 	}
 	return t.tb.Flush()
+}
+
+// etaText is a time left of secs seconds for a log line: "42s", "3m20s", "5h12m", or in
+// days past two ("730.5d").
+func etaText(secs float64) string {
+	switch d := time.Duration(secs * float64(time.Second)); {
+	case secs >= 48*3600:
+		return fmt.Sprintf("%.1fd", secs/86400)
+	case d >= time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	default:
+		return d.Round(time.Second).String()
+	}
 }

@@ -103,3 +103,12 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 		t.Errorf("event files in the run directory: %v", files)
 	}
 }
+
+// TestETAText: the time left in a step log line, readable at any size.
+func TestETAText(t *testing.T) {
+	for secs, want := range map[float64]string{42.4: "42s", 200: "3m20s", 5*3600 + 12*60 + 10: "5h12m", 63_115_200: "730.5d"} {
+		if got := etaText(secs); got != want {
+			t.Errorf("etaText(%v) = %q, want %q", secs, got, want)
+		}
+	}
+}

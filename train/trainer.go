@@ -508,6 +508,13 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 				if m.ValLoss != nil {
 					args = append(args, "val_loss", round4(*m.ValLoss))
 				}
+				if !last && m.SamplesPerS > 0 {
+					// The rest of the run at this step's speed: a log has no live line
+					// with its ETA, and a default run (GPT-2 124M, 600,000 steps) on a
+					// CPU would otherwise say nothing of taking years.
+					perStep := float64(cfg.BatchSize*cfg.GradAccum*t.coll.World()) / m.SamplesPerS
+					args = append(args, "eta", etaText(float64(cfg.MaxSteps-t.step)*perStep))
+				}
 				t.log.Info("step", args...)
 			}
 		}

@@ -407,3 +407,23 @@ func TestDataPathHints(t *testing.T) {
 		t.Errorf("--data of nothing: exit %d, %s", code, stderr)
 	}
 }
+
+// TestStepLogETA: a run's step log lines (stderr not a terminal: no live line) say how
+// long the rest will take at the step's speed, and the last says nothing of it.
+func TestStepLogETA(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runTrain(t, append(tinyArgs(data, out, "20"), "--log-every", "10")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var steps []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "msg=step ") {
+			steps = append(steps, line)
+		}
+	}
+	if len(steps) != 2 || !strings.Contains(steps[0], " eta=") || strings.Contains(steps[1], " eta=") {
+		t.Errorf("step lines: %q; want an eta on the first and none on the last", steps)
+	}
+}
