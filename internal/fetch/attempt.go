@@ -130,6 +130,11 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		offset, total = 0, resp.ContentLength
 		st.reset()
 		st.ifRange = validator(resp.Header)
+		// The kept bytes go before the record names this response (a crash between
+		// the two must not leave another version's bytes under its name).
+		if err := os.Truncate(part, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, permanentError{localError{err}}
+		}
 		st.src = &partSource{URL: url, Validator: st.ifRange, Size: total}
 		writePartSource(part, *st.src)
 		if f.Size > 0 && total >= 0 && total != f.Size {
