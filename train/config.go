@@ -46,7 +46,7 @@ type Config struct {
 	LR           float64 `key:"lr" help:"peak learning rate {LR}"`
 	MinLR        float64 `key:"min_lr" help:"learning rate {LR} at the end of the cosine decay"`
 	WarmupSteps  int     `key:"warmup_steps" help:"steps {N} of linear warmup"`
-	LRDecaySteps int     `key:"lr_decay_steps" help:"step {N} at which the cosine decay reaches min_lr"`
+	LRDecaySteps int     `key:"lr_decay_steps" help:"the cosine decay reaches min_lr after {N} updates (nanoGPT's lr_decay_iters: step N+1 of metrics.jsonl is the first at min_lr)"`
 	WeightDecay  float64 `key:"weight_decay" help:"AdamW weight decay {WD} (2-D weights only)"`
 	Beta1        float64 `key:"beta1" help:"AdamW {BETA1}"`
 	Beta2        float64 `key:"beta2" help:"AdamW {BETA2}"`
@@ -55,7 +55,7 @@ type Config struct {
 
 	// Evaluation, checkpoints and logs.
 	EvalEvery       int    `key:"eval_every" help:"evaluate on the valid split every {N} steps and after the last (0: only after the last)"`
-	EvalSteps       int    `key:"eval_steps" help:"micro-batches {N} per evaluation: the first N x batch_size valid samples (0: no evaluation)"`
+	EvalSteps       int    `key:"eval_steps" help:"micro-batches {N} per evaluation: the first N x batch_size x ranks valid samples (0: no evaluation)"`
 	CheckpointEvery int    `key:"checkpoint_every" help:"save a checkpoint every {N} steps and after the last (0: only after the last)"`
 	KeepCheckpoints int    `key:"keep_checkpoints" help:"keep the newest {N} checkpoints (0: all)"`
 	LogEvery        int    `key:"log_every" help:"log a step line every {N} steps when stderr is not a terminal"`
