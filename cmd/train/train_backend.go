@@ -60,9 +60,10 @@ func openBackend(device string, threads int, log *slog.Logger) (kernels.Backend,
 // machine's name in their UUIDs (default: the host name), and cuda-sim honours
 // CUDA_VISIBLE_DEVICES as the driver does.
 func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kernels.Backend, error) {
+	warn := func(msg string) { log.Warn(msg) }
 	switch device {
 	case "auto":
-		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision), Warn: warn})
 		if err == nil {
 			return be, nil
 		}
@@ -73,7 +74,7 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 	case "ref":
 		return ref.New(), nil
 	case "cuda":
-		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision)})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision), Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda: %w", err)
 		}
@@ -87,7 +88,7 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 		if err != nil {
 			return nil, err
 		}
-		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Sim: &so})
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Sim: &so, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda-sim: %w", err)
 		}

@@ -38,6 +38,13 @@ type Options struct {
 	// PTXDir, when set, is a folder of .ptx files that replace the embedded
 	// modules of the same names (ptx.go); empty: $GPTKIT_PTX_DIR, if set.
 	PTXDir string
+
+	// Warn, when set, receives a line about something that works but slower
+	// than it should (cuBLASLt refusing its epilogues, once).
+	Warn func(msg string)
+
+	// wrapDriver, when set, wraps the driver Open uses (tests count its calls).
+	wrapDriver func(driverAPI) driverAPI
 }
 
 // SimOptions describe the simulated GPU of Options.Sim.
@@ -52,6 +59,10 @@ type SimOptions struct {
 	SMs int
 	// ExactApprox makes .approx instructions exact (correctly rounded).
 	ExactApprox bool
+	// RefuseEpilogues makes the simulated cuBLASLt refuse every epilogue as an
+	// old one does (CUBLAS_STATUS_NOT_SUPPORTED before it runs), so the backend
+	// takes its elementwise kernels instead.
+	RefuseEpilogues bool
 	// PatchPTX, when set, may change a module's PTX text before it is loaded
 	// (tests: mutate one instruction and watch the suite fail).
 	PatchPTX func(module string, ptx []byte) []byte
@@ -95,6 +106,7 @@ type Backend struct {
 	// noEpilogues: cuBLASLt refused an epilogue once; the elementwise kernels do
 	// the bias and GELU from then on.
 	noEpilogues bool
+	warn        func(string) // Options.Warn, or nothing
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -129,8 +141,8 @@ func driverNames(o Options) []string {
 // caches the result). Errors wrap ErrNoDriver, ErrNoDevice, ErrDriverTooOld or
 // ErrNoCUBLAS and fit on one line. With o.Sim the device, cuBLAS and NCCL are
 // simulated and the kernels' PTX runs on kernels/cuda/sim.
-func Open(o Options) (*Backend, error) {
-	b := &Backend{prec: o.Precision}
+func Open(o Options) (_ *Backend, err error) {
+	b := &Backend{prec: o.Precision, warn: o.Warn}
 	switch o.Precision {
 	case "", BF16:
 		b.prec, b.compute = BF16, compute32F16B
@@ -141,9 +153,18 @@ func Open(o Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cuda: precision %q: want bf16, tf32 or fp32", o.Precision)
 	}
+	if b.warn == nil {
+		b.warn = func(string) {}
+	}
 	drv, err := openDriver(o)
 	if err != nil {
 		return nil, err
+	}
+	if o.Sim != nil {
+		b.sim = drv.(*simDriver)
+	}
+	if o.wrapDriver != nil {
+		drv = o.wrapDriver(drv)
 	}
 	b.drv = drv
 	if b.info, err = initDevice(drv, o.Device); err != nil {
@@ -151,7 +172,6 @@ func Open(o Options) (*Backend, error) {
 	}
 	var real *cublas
 	if o.Sim != nil {
-		b.sim = drv.(*simDriver)
 		b.blas = newSimBLAS(b.sim)
 	} else {
 		names := o.CUBLASLibs
@@ -161,7 +181,9 @@ func Open(o Options) (*Backend, error) {
 		if real, err = loadCUBLAS(names); err != nil {
 			return nil, err
 		}
-		real.drv = drv
+		// cuBLASLt's workspace is a block of the backend's memory: its cache is
+		// released for it when the device is full, and MemoryUse counts it.
+		real.workspace = func(n int) (devicePtr, error) { return b.allocBlock("the cuBLASLt workspace", n) }
 		if o.CUBLASLibs == nil {
 			// cuBLASLt of the same release as the cuBLAS that loaded.
 			real.ltNames = []string{strings.Replace(real.lib, "libcublas.", "libcublasLt.", 1)}
@@ -173,6 +195,14 @@ func Open(o Options) (*Backend, error) {
 	if b.ctx, err = drv.primaryCtxRetain(o.Device); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			// What Open made goes with the failure: the context's memory
+			// stays held otherwise (--device auto then trains on the CPU
+			// beside a GPU context of nothing).
+			b.abandon(o.Device)
+		}
+	}()
 	if err := drv.ctxSetCurrent(b.ctx); err != nil {
 		return nil, err
 	}
@@ -202,6 +232,17 @@ func Open(o Options) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// abandon undoes a failed Open after its context was retained (errors are
+// dropped: Open's is the one to report).
+func (b *Backend) abandon(device int) {
+	_ = b.mem.free(b.drv)
+	_ = b.blas.close()
+	if b.stream != 0 {
+		_ = b.drv.streamDestroy(b.stream)
+	}
+	_ = b.drv.primaryCtxRelease(device)
 }
 
 // Info describes the device.

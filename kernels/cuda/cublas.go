@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,7 +36,9 @@ type cublas struct {
 
 	lt      *cublasLt // loaded on the first matmul that needs it
 	ltNames []string
-	drv     driverAPI // the workspace of cuBLASLt comes from it
+	// workspace allocates cuBLASLt's workspace from the backend's memory
+	// (freed with it).
+	workspace func(bytes int) (devicePtr, error)
 
 	create               func(h *uintptr) int32
 	destroy              func(h uintptr) int32
@@ -83,15 +86,48 @@ var cublasStatusNames = map[int32]string{
 	14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR",
 }
 
+// ltRefusal is cuBLASLt refusing a matmul's form (its epilogue, its types)
+// before running anything: the library is missing, a descriptor attribute is
+// unknown to it, it finds no algorithm, or it answers NOT_SUPPORTED. The
+// backend then does without epilogues; any other error is a failure.
+type ltRefusal struct{ error }
+
+func (e ltRefusal) Unwrap() error { return e.error }
+
+// refused reports whether err is cuBLASLt refusing a matmul's form.
+func refused(err error) bool {
+	_, ok := errors.AsType[ltRefusal](err)
+	return ok
+}
+
+// cublasCheck is nil for status 0, else a *blasStatusError naming call.
 func cublasCheck(call string, s int32) error {
 	if s == 0 {
 		return nil
 	}
-	n, ok := cublasStatusNames[s]
+	return &blasStatusError{call, s}
+}
+
+// blasStatusError is a cuBLAS or cuBLASLt call's failed cublasStatus_t.
+type blasStatusError struct {
+	call   string
+	status int32
+}
+
+func (e *blasStatusError) Error() string {
+	n, ok := cublasStatusNames[e.status]
 	if !ok {
-		n = fmt.Sprintf("cuBLAS status %d", s)
+		n = fmt.Sprintf("cuBLAS status %d", e.status)
 	}
-	return fmt.Errorf("cuda: %s: %s", call, n)
+	return fmt.Sprintf("cuda: %s: %s", e.call, n)
+}
+
+// blasStatus is err's cublasStatus_t, 0 when it is none.
+func blasStatus(err error) int32 {
+	if e, ok := errors.AsType[*blasStatusError](err); ok {
+		return e.status
+	}
+	return 0
 }
 
 // gemm is one (strided batched) column-major GEMM, cuBLAS's convention:
@@ -177,11 +213,11 @@ func (c *cublas) gemm(s stream, g gemm) error {
 			}
 			lt, err := loadCUBLASLt(names)
 			if err != nil {
-				return err
+				return ltRefusal{err} // (an epilogue then takes the elementwise kernels)
 			}
 			c.lt = lt
 		}
-		return c.lt.run(s, g, c.drv.memAlloc)
+		return c.lt.run(s, g, c.workspace)
 	}
 	if s != c.stream || c.stream == 0 {
 		if err := cublasCheck("cublasSetStream", c.setStream(c.handle, uintptr(s))); err != nil {
@@ -203,7 +239,7 @@ func (c *cublas) gemm(s stream, g gemm) error {
 func (c *cublas) close() error {
 	var err error
 	if c.lt != nil {
-		err = c.lt.close(c.drv.memFree)
+		err = c.lt.close()
 	}
 	if c.handle == 0 {
 		return err

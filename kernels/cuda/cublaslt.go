@@ -94,6 +94,7 @@ type ltHeuristic struct {
 }
 
 // run issues g as one cublasLtMatmul on stream s.
+// The errors of its form's refusal are ltRefusals.
 func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (err error) {
 	if c.handle == 0 {
 		if err := cublasCheck("cublasLtCreate", c.create(&c.handle)); err != nil {
@@ -112,7 +113,10 @@ func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (er
 	}
 	defer c.descDestroy(desc)
 	set := func(attr int32, p unsafe.Pointer, n uintptr) error {
-		return cublasCheck(fmt.Sprintf("cublasLtMatmulDescSetAttribute(%d)", attr), c.descSet(desc, attr, p, uint64(n)))
+		if err := cublasCheck(fmt.Sprintf("cublasLtMatmulDescSetAttribute(%d)", attr), c.descSet(desc, attr, p, uint64(n))); err != nil {
+			return ltRefusal{err} // an attribute or value this release does not know
+		}
+		return nil
 	}
 	ta, tb, epi := op(g.transA), op(g.transB), ltEpilogues[g.epilogue]
 	biasType := g.biasType
@@ -176,27 +180,31 @@ func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (er
 	var res ltHeuristic
 	var found int32
 	if err := cublasCheck("cublasLtMatmulAlgoGetHeuristic", c.heuristic(c.handle, desc, layouts[0], layouts[1], layouts[2], layouts[3], pref, 1, unsafe.Pointer(&res), &found)); err != nil {
+		if blasStatus(err) == blasNotSupported {
+			return ltRefusal{err}
+		}
 		return err
 	}
 	if found == 0 {
-		return fmt.Errorf("cuda: cuBLASLt has no algorithm for a %dx%dx%d matmul with epilogue %v", g.m, g.n, g.k, g.epilogue)
+		return ltRefusal{fmt.Errorf("cuda: cuBLASLt has no algorithm for a %dx%dx%d matmul with epilogue %v", g.m, g.n, g.k, g.epilogue)}
 	}
 	alpha, beta := g.alpha, g.beta
-	return cublasCheck("cublasLtMatmul", c.matmul(c.handle, desc, unsafe.Pointer(&alpha), g.A, layouts[0], g.B, layouts[1],
+	err = cublasCheck("cublasLtMatmul", c.matmul(c.handle, desc, unsafe.Pointer(&alpha), g.A, layouts[0], g.B, layouts[1],
 		unsafe.Pointer(&beta), g.C, layouts[2], dp, layouts[3], unsafe.Pointer(&res.algo), c.workspace, uint64(c.wsBytes), uintptr(s)))
+	if err != nil && blasStatus(err) == blasNotSupported {
+		return ltRefusal{err}
+	}
+	return err
 }
 
-func (c *cublasLt) close(free func(devicePtr) error) error {
-	var err error
-	if c.workspace != 0 {
-		err = free(c.workspace)
-		c.workspace = 0
+// close destroys the handle (the workspace is the backend's memory, freed
+// with it).
+func (c *cublasLt) close() error {
+	c.workspace = 0
+	if c.handle == 0 {
+		return nil
 	}
-	if c.handle != 0 {
-		if e := cublasCheck("cublasLtDestroy", c.destroy(c.handle)); err == nil {
-			err = e
-		}
-		c.handle = 0
-	}
+	err := cublasCheck("cublasLtDestroy", c.destroy(c.handle))
+	c.handle = 0
 	return err
 }

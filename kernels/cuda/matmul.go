@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"gptkit/kernels"
 	"gptkit/kernels/internal/check"
 )
@@ -73,20 +75,24 @@ func (b *Backend) tryGemm(g gemm) error {
 }
 
 // epilogueGemm issues a GEMM with a cuBLASLt epilogue and reports whether it
-// ran: a library that refuses the epilogue for these types makes the backend
-// use its elementwise kernels instead, from then on.
+// ran. A cuBLASLt that refuses the epilogue (ltRefusal: an old release, these
+// types) makes the backend use its elementwise kernels instead, from then on,
+// and say so once on Options.Warn; any other error (out of memory for the
+// workspace, a failed launch) is a failure like every other op's.
 func (b *Backend) epilogueGemm(g gemm) bool {
 	if b.noEpilogues {
 		return false
 	}
-	if err := b.tryGemm(g); err != nil {
-		if b.sim != nil {
-			panic(err)
-		}
-		b.noEpilogues = true
-		return false
+	err := b.tryGemm(g)
+	if err == nil {
+		return true
 	}
-	return true
+	if !refused(err) || b.sim != nil && !b.sim.opts.RefuseEpilogues {
+		panic(err) // (on the simulator, a refusal not asked for is the backend's mistake)
+	}
+	b.noEpilogues = true
+	b.warn(fmt.Sprintf("cuda: cuBLASLt refused an epilogue (%v); the bias and GELU run as separate kernels from now on, a little slower", err))
+	return false
 }
 
 // MatmulForward implements kernels.Backend: one GEMM with cuBLASLt's bias

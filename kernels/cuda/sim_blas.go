@@ -203,6 +203,9 @@ func (b *simBLAS) gemm(s stream, g gemm) error {
 	if g.epilogue != epiNone || g.D != 0 {
 		call = "cublasLtMatmul"
 	}
+	if g.epilogue != epiNone && b.d.opts.RefuseEpilogues {
+		return ltRefusal{blasErr(call, blasNotSupported, "epilogue %v refused (SimOptions.RefuseEpilogues)", g.epilogue)}
+	}
 	if err := b.validate(call, &g); err != nil {
 		return err
 	}

@@ -67,8 +67,7 @@ func TestSimConformance(t *testing.T) {
 // epilogues (an old cuBLAS), so the bias and GELU run as elementwise kernels.
 func TestSimWithoutEpilogues(t *testing.T) {
 	skipShort(t)
-	b := openSim(t, FP32, SimOptions{Seed: 4})
-	b.noEpilogues = true
+	b := openSim(t, FP32, SimOptions{Seed: 4, RefuseEpilogues: true})
 	kerneltest.Conformance(t, func() kernels.Backend { return b })
 	if never := unlaunched(b, epilogueFallback); len(never) > 0 {
 		t.Errorf("the suite never launched %v", never)
