@@ -256,3 +256,23 @@ func TestNCCLClosePendingAborts(t *testing.T) {
 	// (x stays allocated: its collective was aborted, not waited for, so
 	// freeing it would race with it; the backend's Close frees it.)
 }
+
+// An Abort that finds the communicator busy (commMu held: a short NCCL call
+// of another goroutine) leaves the abort to whoever comes next; Close is next
+// here, and aborts rather than destroys (ncclCommDestroy of a communicator
+// whose peers are gone can wait for them).
+func TestNCCLAbortWhileBusyThenClose(t *testing.T) {
+	_, c, l := oneRankLogged(t, nil)
+	c.w.commMu.Lock()
+	c.Abort(errors.New("the job failed elsewhere"))
+	c.w.commMu.Unlock()
+	if l.aborts != 0 {
+		t.Fatalf("Abort with commMu held aborted %d times; the test needs it to lose the race", l.aborts)
+	}
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
+	if l.aborts != 1 || l.destroys != 0 {
+		t.Errorf("Close after an Abort that lost the race: ncclCommAbort %d times, ncclCommDestroy %d times; want 1 and 0", l.aborts, l.destroys)
+	}
+}

@@ -258,10 +258,11 @@ func (c *NCCL) destroy() error {
 	c.w.commMu.Lock()
 	defer c.w.commMu.Unlock()
 	var err error
-	if c.comm != 0 && len(c.async.pending) > 0 {
+	if c.comm != 0 && (len(c.async.pending) > 0 || c.Err() != nil) {
 		// Collectives queued and never waited for (the step failed between
 		// Start and FinishCollectives): ncclCommDestroy would flush them,
-		// waiting for peers that may never come. Abort instead.
+		// waiting for peers that may never come. Abort instead; and so when
+		// Abort was called but did not abort (another call held commMu).
 		c.setAbort(nil)
 		c.abortNow()
 	}
