@@ -147,17 +147,48 @@ func (c *Config) LoadYAML(data []byte, name string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: config %w", err)
 	}
+	if err := unknownKeys(entries, name); err != nil {
+		return nil, err
+	}
 	var keys []string
 	for _, e := range entries {
-		if _, ok := LookupField(e.Key); !ok || strings.Contains(e.Key, "-") {
-			return nil, fmt.Errorf("train: config %s:%d: unknown key %q (known keys: %s)", name, e.Line, e.Key, strings.Join(keyNames(), ", "))
-		}
 		if err := c.Set(e.Key, e.Value); err != nil {
 			return nil, fmt.Errorf("train: config %s:%d: %w", name, e.Line, err)
 		}
 		keys = append(keys, e.Key)
 	}
 	return keys, nil
+}
+
+// unknownKeys names every key of entries that is no Config key, at once (a config
+// carried over from nanoGPT or GPT-NeoX has several), with its name here when
+// another trainer's config uses it; nil when there is none.
+func unknownKeys(entries []yamlEntry, name string) error {
+	var unknown []string
+	first := 0
+	for _, e := range entries {
+		if _, ok := LookupField(e.Key); ok && !strings.Contains(e.Key, "-") {
+			continue
+		}
+		msg := fmt.Sprintf("%q", e.Key)
+		if here, ok := foreignKeys[e.Key]; ok {
+			msg += " (here: " + here + ")"
+		}
+		if first == 0 {
+			first = e.Line
+			unknown = append(unknown, "unknown key "+msg)
+		} else {
+			unknown = append(unknown, fmt.Sprintf("line %d %s", e.Line, msg))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	also := ""
+	if len(unknown) > 1 {
+		also = "; also unknown: " + strings.Join(unknown[1:], ", ")
+	}
+	return fmt.Errorf("train: config %s:%d: %s%s (known keys: %s)", name, first, unknown[0], also, strings.Join(keyNames(), ", "))
 }
 
 // MarshalYAML writes every key, one per line, in Fields order; LoadYAML reads it

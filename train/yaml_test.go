@@ -23,6 +23,8 @@ func TestLoadYAML(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"n_layers: 4\n", "x.yaml:1: unknown key \"n_layers\""},
 		{"lr: 1\nn-layer: 4\n", "x.yaml:2: unknown key \"n-layer\""},
+		{"max_iters: 5000\nn_layer: 4\nlearning_rate: 1e-3\ncompile: False\n",
+			"x.yaml:1: unknown key \"max_iters\" (here: max_steps); also unknown: line 3 \"learning_rate\" (here: lr), line 4 \"compile\" (here: nothing"},
 		{"n_layer: four\n", "x.yaml:1: n_layer: \"four\" is not an integer"},
 		{"n_layer: 4.5\n", "not an integer"},
 		{"bias: yes\n", "not a boolean"},
@@ -45,6 +47,20 @@ func TestLoadYAML(t *testing.T) {
 		_, err := c.LoadYAML([]byte(tc.src), "x.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
+// Every key another trainer's config has that foreignKeys maps names a key of
+// Config, or says there is none ("nothing") or what does it instead ("the").
+func TestForeignKeys(t *testing.T) {
+	for from, here := range foreignKeys {
+		if _, ok := LookupField(from); ok {
+			t.Errorf("%s is a key here: no hint needed", from)
+		}
+		word, _, _ := strings.Cut(here, " ")
+		if _, ok := LookupField(word); !ok && word != "nothing" && word != "the" {
+			t.Errorf("%s → %q: %q is no key", from, here, word)
 		}
 	}
 }

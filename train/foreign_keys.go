@@ -1,0 +1,52 @@
+package train
+
+// foreignKeys are the names other trainers' configs give to this package's
+// keys (nanoGPT's config/*.py, GPT-NeoX's and Megatron's YAML and arguments),
+// or what to do instead where there is no such key: a config carried over
+// from them gets told what each of its keys is called here.
+var foreignKeys = map[string]string{
+	// nanoGPT
+	"max_iters":                   "max_steps",
+	"learning_rate":               "lr",
+	"warmup_iters":                "warmup_steps",
+	"lr_decay_iters":              "lr_decay_steps",
+	"eval_interval":               "eval_every",
+	"eval_iters":                  "eval_steps",
+	"log_interval":                "log_every",
+	"gradient_accumulation_steps": "grad_accum (per rank: nanoGPT's is divided by the GPUs)",
+	"out_dir":                     "out",
+	"dataset":                     "data (a directory that prep wrote)",
+	"decay_lr":                    "min_lr (min_lr equal to lr keeps the rate constant after warmup)",
+	"always_save_checkpoint":      "checkpoint_every (every checkpoint is kept: keep_checkpoints)",
+	"compile":                     "nothing (there is no torch.compile here: remove it)",
+	"backend":                     "nothing (NCCL on GPUs, the launcher's TCP on CPUs: remove it)",
+	"wandb_log":                   "tensorboard_dir (TensorBoard files; metrics.jsonl is always written)",
+	"wandb_project":               "tensorboard_dir",
+	"wandb_run_name":              "tensorboard_dir",
+	"eval_only":                   "the score command (train score)",
+	// GPT-NeoX and Megatron
+	"train_iters":                    "max_steps",
+	"num_layers":                     "n_layer",
+	"hidden_size":                    "n_embd",
+	"num_attention_heads":            "n_head",
+	"seq_length":                     "block_size",
+	"max_position_embeddings":        "block_size",
+	"micro_batch_size":               "batch_size",
+	"train_micro_batch_size_per_gpu": "batch_size",
+	"clip_grad":                      "grad_clip",
+	"gradient_clipping":              "grad_clip",
+	"save_interval":                  "checkpoint_every",
+	"checkpoint_factor":              "checkpoint_every",
+	"data_path":                      "data",
+	"train_data_paths":               "data",
+	"save":                           "out",
+	"load":                           "resume",
+	"hidden_dropout":                 "dropout",
+	"attention_dropout":              "dropout",
+	"lr_decay_style":                 "nothing (the decay is cosine to min_lr: remove it)",
+	"adam_beta1":                     "beta1",
+	"adam_beta2":                     "beta2",
+	"zero_stage":                     "zero",
+	"tensorboard_dir_path":           "tensorboard_dir",
+	"seq_len":                        "block_size",
+}
