@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -22,7 +23,9 @@ import (
 //   - A directory store locks DIR/.gptkit-writer.lock with flock(2) (POSIX locks over
 //     NFS): the kernel drops the lock when its process ends, however it ends, so a dead
 //     writer never blocks the next. The file holds the owner's description, for the
-//     message; it stays (empty) after Release, like the commit lock files.
+//     message; it stays (empty) after Release, like the commit lock files, and goes with
+//     ReleaseRemoving (a writer that opened it just then sees that its flock is on a
+//     removed file, and locks the new one).
 //   - An S3 store creates DIR/.gptkit-writer.lock with If-None-Match: * (a conditional
 //     write, which MinIO and AWS both honour) holding the owner and a lease, renewed every
 //     lockLease/4 with If-Match. A holder killed without Release stops renewing: once its
@@ -38,6 +41,9 @@ var ErrLocked = errors.New("storage: the directory is being written by another w
 // writerLockName is a directory's writer lock (a reserved name: see CheckKey).
 const writerLockName = ".gptkit-writer.lock"
 
+// WriterLockName is the file LockDir locks in a local directory.
+const WriterLockName = writerLockName
+
 // lockLease is how long an S3 lock outlives its holder's last renewal (a variable for
 // tests).
 var lockLease = 2 * time.Minute
@@ -48,6 +54,7 @@ type Lock struct {
 	owner string
 
 	release func() error
+	remove  func() error // the lock file, before release (nil: release removes it, or there is none)
 	lost    chan struct{}
 	lostErr error
 	mu      sync.Mutex
@@ -131,6 +138,21 @@ func (l *Lock) Release() error {
 	return err
 }
 
+// ReleaseRemoving gives the lock up and leaves no lock file behind (a directory
+// store's stays otherwise): for a writer that wrote nothing, so that the
+// directory it was given can go too. A writer opening the file as it goes
+// sees that its lock is on a removed file and takes the lock again.
+func (l *Lock) ReleaseRemoving() error {
+	var err error
+	l.once.Do(func() {
+		if l.remove != nil {
+			err = l.remove() // while still held
+		}
+		err = errors.Join(err, l.release())
+	})
+	return err
+}
+
 // Lost is closed when the lock is lost while held (S3: it could not be renewed, or
 // another writer took it over).
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
@@ -189,21 +211,37 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 		return nil, fmt.Errorf("storage: lock %s: %w", d, err)
 	}
 	p := d + string(os.PathSeparator) + writerLockName
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("storage: lock %s: %w", p, err)
-	}
-	held, err := tryLock(f)
-	if err != nil {
+	var f *os.File
+	for {
+		var err error
+		if f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666); err != nil {
+			return nil, fmt.Errorf("storage: lock %s: %w", p, err)
+		}
+		if lockFileOpened != nil {
+			lockFileOpened()
+		}
+		held, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("storage: lock %s: %w", p, err)
+		}
+		if !held {
+			raw, _ := os.ReadFile(p)
+			var info lockInfo
+			json.Unmarshal(raw, &info)
+			f.Close()
+			return nil, lockedError(p, info, raw)
+		}
+		// The file locked must still be the one at p: a holder's
+		// ReleaseRemoving may have unlinked it between the open and the flock.
+		if same, err := sameFile(f, p); err == nil && same {
+			break
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			f.Close()
+			return nil, fmt.Errorf("storage: lock %s: %w", p, err)
+		}
+		dropLock(f)
 		f.Close()
-		return nil, fmt.Errorf("storage: lock %s: %w", p, err)
-	}
-	if !held {
-		raw, _ := os.ReadFile(p)
-		var info lockInfo
-		json.Unmarshal(raw, &info)
-		f.Close()
-		return nil, lockedError(p, info, raw)
 	}
 	data, _ := json.Marshal(lockInfo{Owner: owner, Since: time.Now()})
 	f.Truncate(0)
@@ -214,7 +252,30 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 		dropLock(f)
 		return f.Close() // drops the flock
 	}
+	l.remove = func() error {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
 	return l, nil
+}
+
+// lockFileOpened, when set, runs between a lock file's open and its flock (a
+// test makes the holder go there).
+var lockFileOpened func()
+
+// sameFile reports whether f is the file at p.
+func sameFile(f *os.File, p string) (bool, error) {
+	a, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	b, err := os.Stat(p)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(a, b), nil
 }
 
 // dirPath is the local directory of dir in s.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -66,6 +67,7 @@ type Trainer struct {
 	sampler    *loader.Sampler
 	numSamples [3]int64
 	outLock    *storage.Lock // rank 0's hold on cfg.Out
+	madeOut    bool          // lockOut made cfg.Out
 
 	step        int    // optimizer steps done
 	saved       int    // the step of the newest checkpoint (-1: none)
@@ -393,10 +395,27 @@ func (t *Trainer) Close() error {
 		t.data = nil
 	}
 	if t.outLock != nil {
-		errs = append(errs, t.outLock.Release())
+		errs = append(errs, t.releaseOut())
 		t.outLock = nil
 	}
 	return errors.Join(errs...)
+}
+
+// releaseOut gives the run directory up. A run that failed before writing
+// anything (no data, a bad flag) leaves no hidden lock file behind, nor the
+// directory when it made it.
+func (t *Trainer) releaseOut() error {
+	des, err := os.ReadDir(t.cfg.Out)
+	if err != nil || len(des) != 1 || des[0].Name() != storage.WriterLockName {
+		return t.outLock.Release()
+	}
+	if err := t.outLock.ReleaseRemoving(); err != nil {
+		return err
+	}
+	if t.madeOut {
+		os.Remove(t.cfg.Out) // (another run may have begun writing there: then it stays)
+	}
+	return nil
 }
 
 // lockOut makes the run directory this trainer's (rank 0's) until Close: a second
@@ -404,6 +423,9 @@ func (t *Trainer) Close() error {
 // once, naming the first (storage.LockDir: flock(2), dropped when the process ends,
 // however it ends, so a killed run never blocks its rerun).
 func (t *Trainer) lockOut(ctx context.Context) error {
+	if _, err := os.Stat(t.cfg.Out); errors.Is(err, fs.ErrNotExist) {
+		t.madeOut = true
+	}
 	if err := os.MkdirAll(t.cfg.Out, 0o755); err != nil {
 		return fmt.Errorf("train: create the run directory: %w", err)
 	}
