@@ -39,7 +39,8 @@ func TestMetricsThroughputAndTensorBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The step lines carry the same figures.
-	for _, want := range []string{"msg=step step=6 ", " samples_per_s=", " tflops=", " mfu=", " tokens_per_s=", " mem_params=", " mem_activations="} {
+	// (The model line gives the peak the MFU divides by.)
+	for _, want := range []string{"msg=step step=6 ", " samples_per_s=", " tflops=", " mfu=", " tokens_per_s=", " mem_params=", " mem_activations=", " peak_tflops="} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log has no %q:\n%s", want, log.String())
 		}

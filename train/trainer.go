@@ -225,8 +225,14 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 			t.peak = p.PeakFLOPS()
 		}
 	}
-	log.Info("model", "params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(), "dtype", t.dtype.String(),
-		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len())
+	modelArgs := []any{"params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(), "dtype", t.dtype.String(),
+		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len()}
+	if t.peak > 0 {
+		// What mfu divides by: on the CPU measured now (it moves with load
+		// and clocks), on a GPU the datasheet's.
+		modelArgs = append(modelArgs, "peak_tflops", round4(t.peak/1e12))
+	}
+	log.Info("model", modelArgs...)
 	mem := t.Memory()
 	log.Info("memory", "params", kernels.GiB(mem.Params), "grads", kernels.GiB(mem.Grads), "adamw", kernels.GiB(mem.Optimizer),
 		"activations", kernels.GiB(mem.Activations), "total", kernels.GiB(mem.Total()), "micro_batch", fmt.Sprintf("%dx%d", B, T))
