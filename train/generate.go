@@ -17,8 +17,9 @@ type SampleOptions struct {
 	TopK int
 	// Seed seeds the draws (PCG).
 	Seed uint64
-	// Stop, if >= 0, ends generation after this token (e.g. the end-of-document id).
-	Stop int
+	// StopTokens end generation after any of them (e.g. the end-of-document id);
+	// none: MaxNewTokens are generated.
+	StopTokens []int
 }
 
 // Generate continues prompt with up to MaxNewTokens tokens, as nanoGPT's
@@ -56,7 +57,7 @@ func Generate(m *Model, prompt []int32, o SampleOptions) ([]int32, error) {
 		next := pick(logits, probs, order, o, rng)
 		out = append(out, int32(next))
 		seq = append(seq, int32(next))
-		if o.Stop >= 0 && next == o.Stop {
+		if slices.Contains(o.StopTokens, next) {
 			break
 		}
 	}

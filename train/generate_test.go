@@ -32,22 +32,30 @@ func TestGenerateAndScore(t *testing.T) {
 	m, _ := trainedTiny(t)
 
 	// Greedy continuation of a counting run counts on.
-	out, err := Generate(m, []int32{3, 4, 5, 6}, SampleOptions{MaxNewTokens: 3, Stop: -1})
+	out, err := Generate(m, []int32{3, 4, 5, 6}, SampleOptions{MaxNewTokens: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(out, []int32{7, 8, 9}) {
 		t.Errorf("greedy after 3 4 5 6: %v, want 7 8 9", out)
 	}
+	// StopTokens end it after one of them; none (the zero value) goes on past
+	// token 0 (the count wraps at the vocabulary's 20).
+	if out, _ := Generate(m, []int32{3, 4, 5, 6}, SampleOptions{MaxNewTokens: 3, StopTokens: []int{8}}); !slices.Equal(out, []int32{7, 8}) {
+		t.Errorf("greedy after 3 4 5 6 stopping at 8: %v, want 7 8", out)
+	}
+	if out, _ := Generate(m, []int32{15, 16, 17, 18}, SampleOptions{MaxNewTokens: 4}); !slices.Equal(out, []int32{19, 0, 1, 2}) {
+		t.Errorf("greedy after 15 16 17 18: %v, want 19 0 1 2", out)
+	}
 	// Top-1 sampling is greedy; a seed fixes the draws; generation goes past block_size.
-	long := SampleOptions{MaxNewTokens: 40, Temperature: 1, TopK: 1, Seed: 1, Stop: -1}
+	long := SampleOptions{MaxNewTokens: 40, Temperature: 1, TopK: 1, Seed: 1}
 	a, _ := Generate(m, []int32{3}, long)
 	long.Temperature = 0
 	b, _ := Generate(m, []int32{3}, long)
 	if !slices.Equal(a, b) || len(a) != 40 {
 		t.Errorf("top-k 1 %v, greedy %v", a, b)
 	}
-	s := SampleOptions{MaxNewTokens: 30, Temperature: 1.5, Seed: 9, Stop: -1}
+	s := SampleOptions{MaxNewTokens: 30, Temperature: 1.5, Seed: 9}
 	c, _ := Generate(m, []int32{3}, s)
 	d, _ := Generate(m, []int32{3}, s)
 	s.Seed = 10

@@ -79,7 +79,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for i, id := range ids {
 		prompt32[i] = int32(id)
 	}
-	out, err := train.Generate(m, prompt32, train.SampleOptions{MaxNewTokens: *maxNew, Temperature: *temperature, TopK: *topK, Seed: *seed, Stop: -1})
+	out, err := train.Generate(m, prompt32, train.SampleOptions{MaxNewTokens: *maxNew, Temperature: *temperature, TopK: *topK, Seed: *seed})
 	if err != nil {
 		return fail(err)
 	}
