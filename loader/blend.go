@@ -95,7 +95,11 @@ func (b *Blend) SampleInt32(i int64, dst []int32) []int32 {
 	return b.Sources[b.DatasetIndex[i]].SampleInt32(b.SampleIndex[i], dst)
 }
 
-// Locate returns the source and the source's sample that blended sample i reads.
+// Locate returns the source and the source's sample that blended sample i reads, i
+// in [0, Len()).
 func (b *Blend) Locate(i int64) (source int, sample int64) {
+	if i < 0 || i >= b.n {
+		panic(fmt.Sprintf("loader: blended sample %d out of range [0,%d)", i, b.n))
+	}
 	return int(b.DatasetIndex[i]), b.SampleIndex[i]
 }

@@ -189,6 +189,16 @@ func TestOpenBlend(t *testing.T) {
 					t.Fatalf("%s %s: blend index differs", data, SplitNames[k])
 				}
 				sameSource(t, data+" "+SplitNames[k], got, want)
+				for _, i := range []int64{-1, got.Len()} {
+					func() {
+						defer func() {
+							if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "out of range") {
+								t.Errorf("Locate(%d) of %d samples: %v, want an out-of-range panic", i, got.Len(), r)
+							}
+						}()
+						got.Locate(i)
+					}()
+				}
 			}
 		}
 	}
