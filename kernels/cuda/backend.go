@@ -40,7 +40,8 @@ type Options struct {
 	PTXDir string
 
 	// Warn, when set, receives a line about something that works but slower
-	// than it should (cuBLASLt refusing its epilogues, once).
+	// than it should (cuBLASLt refusing its epilogues, once). It is called with
+	// the backend's lock held: it must not call the backend.
 	Warn func(msg string)
 
 	// wrapDriver, when set, wraps the driver Open uses (tests count its calls).

@@ -88,7 +88,8 @@ var cublasStatusNames = map[int32]string{
 
 // ltRefusal is cuBLASLt refusing a matmul's form (its epilogue, its types)
 // before running anything: the library is missing, a descriptor attribute is
-// unknown to it, it finds no algorithm, or it answers NOT_SUPPORTED. The
+// unknown to it, it finds no algorithm, or it answers NOT_SUPPORTED or
+// INVALID_VALUE (refusalStatus). The
 // backend then does without epilogues; any other error is a failure.
 type ltRefusal struct{ error }
 

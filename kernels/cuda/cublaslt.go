@@ -180,7 +180,7 @@ func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (er
 	var res ltHeuristic
 	var found int32
 	if err := cublasCheck("cublasLtMatmulAlgoGetHeuristic", c.heuristic(c.handle, desc, layouts[0], layouts[1], layouts[2], layouts[3], pref, 1, unsafe.Pointer(&res), &found)); err != nil {
-		if blasStatus(err) == blasNotSupported {
+		if refusalStatus(blasStatus(err)) {
 			return ltRefusal{err}
 		}
 		return err
@@ -191,11 +191,17 @@ func (c *cublasLt) run(s stream, g gemm, alloc func(int) (devicePtr, error)) (er
 	alpha, beta := g.alpha, g.beta
 	err = cublasCheck("cublasLtMatmul", c.matmul(c.handle, desc, unsafe.Pointer(&alpha), g.A, layouts[0], g.B, layouts[1],
 		unsafe.Pointer(&beta), g.C, layouts[2], dp, layouts[3], unsafe.Pointer(&res.algo), c.workspace, uint64(c.wsBytes), uintptr(s)))
-	if err != nil && blasStatus(err) == blasNotSupported {
+	if err != nil && refusalStatus(blasStatus(err)) {
 		return ltRefusal{err}
 	}
 	return err
 }
+
+// refusalStatus reports whether a cublasLtMatmulAlgoGetHeuristic or cublasLtMatmul
+// status says the matmul's form was refused before anything ran: NOT_SUPPORTED,
+// or INVALID_VALUE (which cuBLASLt also answers for a form it does not take, an
+// aux matrix's leading dimension, say).
+func refusalStatus(s int32) bool { return s == blasNotSupported || s == blasInvalid }
 
 // close destroys the handle (the workspace is the backend's memory, freed
 // with it).

@@ -52,6 +52,8 @@ func TestCUBLASLtRefusals(t *testing.T) {
 		{"heuristic not supported", 0, blasNotSupported, 1, 0, workspace, true},
 		{"no algorithm", 0, 0, 0, 0, workspace, true},
 		{"matmul not supported", 0, 0, 1, blasNotSupported, workspace, true},
+		{"matmul invalid value", 0, 0, 1, blasInvalid, workspace, true},
+		{"heuristic invalid value", 0, blasInvalid, 1, 0, workspace, true},
 		{"heuristic fails otherwise", 0, 14, 1, 0, workspace, false},
 		{"matmul fails", 0, 0, 1, blasExecFailed, workspace, false},
 		{"no memory for the workspace", 0, 0, 1, 0, func(int) (devicePtr, error) { return 0, oom }, false},
