@@ -139,9 +139,11 @@ func (l *Lock) Release() error {
 }
 
 // ReleaseRemoving gives the lock up and leaves no lock file behind (a directory
-// store's stays otherwise): for a writer that wrote nothing, so that the
-// directory it was given can go too. A writer opening the file as it goes
-// sees that its lock is on a removed file and takes the lock again.
+// store's stays otherwise) where the filesystem is local (ext4, XFS, Btrfs, tmpfs,
+// overlayfs, ZFS; elsewhere, NFS say, it is Release): for a writer that wrote
+// nothing, so that the directory it was given can go too. A writer opening the
+// file as it goes sees that its lock is on a removed file and takes the lock
+// again (making the directory again if it went).
 func (l *Lock) ReleaseRemoving() error {
 	var err error
 	l.once.Do(func() {
@@ -212,9 +214,18 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 	}
 	p := d + string(os.PathSeparator) + writerLockName
 	var f *os.File
-	for {
+	for try := 0; ; try++ {
 		var err error
-		if f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666); err != nil {
+		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
+		if errors.Is(err, fs.ErrNotExist) && try < 100 {
+			// The holder that removed the lock file removed the directory it
+			// had made too (a run that wrote nothing): make it again.
+			if err := os.MkdirAll(d, 0o777); err != nil {
+				return nil, fmt.Errorf("storage: lock %s: %w", d, err)
+			}
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("storage: lock %s: %w", p, err)
 		}
 		if lockFileOpened != nil {
@@ -234,12 +245,21 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 		}
 		// The file locked must still be the one at p: a holder's
 		// ReleaseRemoving may have unlinked it between the open and the flock.
-		if same, err := sameFile(f, p); err == nil && same {
-			break
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		same, err := sameFile(f, p)
+		switch {
+		case err == nil && same:
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			f.Close()
 			return nil, fmt.Errorf("storage: lock %s: %w", p, err)
+		case try >= 100:
+			f.Close()
+			return nil, fmt.Errorf("storage: lock %s: the lock file is replaced at every try (a filesystem whose stat and fstat disagree?)", p)
+		default:
+			dropLock(f)
+			f.Close()
+			continue
 		}
+		break
 		dropLock(f)
 		f.Close()
 	}
@@ -252,11 +272,15 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 		dropLock(f)
 		return f.Close() // drops the flock
 	}
-	l.remove = func() error {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+	if localFS(d) {
+		// Only where an unlinked file is gone for every process at once: an NFS
+		// client may still find the removed file by its name, and lock that.
+		l.remove = func() error {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			return nil
 		}
-		return nil
 	}
 	return l, nil
 }

@@ -61,3 +61,36 @@ func TestLockReleaseRemoving(t *testing.T) {
 	}
 	c.Release()
 }
+
+// B opened the lock file of a directory whose holder then removed the file and the
+// directory (a run that failed having written nothing): B makes the directory again
+// and holds the lock.
+func TestLockAfterDirectoryRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	st, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := LockDir(ctx, st, "", "writer A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockFileOpened = func() {
+		lockFileOpened = nil
+		if err := a.ReleaseRemoving(); err != nil {
+			t.Error(err)
+		}
+		if err := os.Remove(dir); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { lockFileOpened = nil }()
+	b, err := LockDir(ctx, st, "", "writer B")
+	if err != nil {
+		t.Fatalf("B after A removed the lock file and the directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, WriterLockName)); err != nil {
+		t.Errorf("B holds no lock file: %v", err)
+	}
+	b.Release()
+}

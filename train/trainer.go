@@ -226,7 +226,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		}
 	}
 	modelArgs := []any{"params", mc.NumParams(), "shape", mc.String(), "backend", be.Name(), "dtype", t.dtype.String(),
-		"tokens_per_step", B*T*cfg.GradAccum*coll.World(), "train_samples", t.data.Train.Len()}
+		"tokens_per_step", B * T * cfg.GradAccum * coll.World(), "train_samples", t.data.Train.Len()}
 	if t.peak > 0 {
 		// What mfu divides by: on the CPU measured now (it moves with load
 		// and clocks), on a GPU the datasheet's.
@@ -440,6 +440,9 @@ func (t *Trainer) lockOut(ctx context.Context) error {
 		return fmt.Errorf("train: the run directory: %w", err)
 	}
 	lock, err := storage.LockDir(ctx, st, "", storage.LockOwner("train --out "+t.cfg.Out))
+	if err != nil && !errors.Is(err, storage.ErrLocked) {
+		return fmt.Errorf("train: the run directory: %w", err)
+	}
 	if err != nil {
 		// One hint, train's: the lock's own (choose another output directory) says
 		// the same without the flag.
