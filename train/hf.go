@@ -79,6 +79,20 @@ func (t *Trainer) initFrom(dir string) error {
 	return nil
 }
 
+// nanoGPTInit says what to do instead of nanoGPT's init_from values (its config
+// files carried over set them), where no directory of that name exists.
+var nanoGPTInit = map[string]string{
+	"scratch": "leave init_from unset: a run starts from seeded weights",
+	"resume":  "leave init_from unset: running the same command again continues the run (or set resume to a run or checkpoint directory)",
+}
+
+func init() {
+	for _, size := range []string{"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"} {
+		nanoGPTInit[size] = "nanoGPT downloads OpenAI's weights; give a directory of Hugging Face's " + size +
+			" (config.json and model.safetensors: huggingface-cli download openai-community/" + size + " --local-dir " + size + ")"
+	}
+}
+
 // importInit reads init_from's Hugging Face directory; when dir is a train run or
 // one of its checkpoints instead, the error says how to continue it (resume) or
 // start from its weights (export first).
@@ -86,6 +100,11 @@ func importInit(dir string) (hfgpt2.Config, []safetensors.Tensor, error) {
 	hc, tensors, err := hfgpt2.Import(dir)
 	if err == nil {
 		return hc, tensors, nil
+	}
+	if _, serr := os.Stat(dir); serr != nil {
+		if hint, ok := nanoGPTInit[dir]; ok {
+			return hc, nil, fmt.Errorf("train: init_from %s is nanoGPT's init_from %q, and no directory here\n---> HINT: %s", dir, dir, hint)
+		}
 	}
 	for _, marker := range []string{CheckpointsDir, StateFile, ConfigName} {
 		if _, serr := os.Stat(filepath.Join(dir, marker)); serr == nil {

@@ -56,3 +56,14 @@ func TestExportInitFrom(t *testing.T) {
 		t.Error("init_from with a longer block_size than the weights' accepted")
 	}
 }
+
+// nanoGPT's init_from values, where no directory has their name, say what to do
+// here instead.
+func TestInitFromNanoGPTValues(t *testing.T) {
+	for value, want := range map[string]string{"scratch": "leave init_from unset", "resume": "running the same command again", "gpt2-xl": "openai-community/gpt2-xl"} {
+		_, err := InitShape(value)
+		if err == nil || !strings.Contains(err.Error(), "nanoGPT's init_from") || !strings.Contains(err.Error(), want) {
+			t.Errorf("init_from %s: %v, want a hint with %q", value, err, want)
+		}
+	}
+}

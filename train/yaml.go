@@ -171,8 +171,11 @@ func unknownKeys(entries []yamlEntry, name string) error {
 			continue
 		}
 		msg := fmt.Sprintf("%q", e.Key)
-		if here, ok := foreignKeys[e.Key]; ok {
+		snake := strings.ReplaceAll(e.Key, "-", "_")
+		if here, ok := foreignKeys[snake]; ok {
 			msg += " (here: " + here + ")"
+		} else if _, ok := LookupField(snake); ok {
+			msg += " (here: " + snake + ")"
 		}
 		if first == 0 {
 			first = e.Line
