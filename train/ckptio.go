@@ -14,9 +14,9 @@ import (
 type ckptFile = checkpoint.File
 
 // saveCheckpoint writes files as the checkpoint of step under root, keeping the
-// newest keep (0: all).
-func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile, keep int) (string, error) {
-	return checkpoint.Save(ctx, root, int64(step), files, keep)
+// newest keep (0: all); what it removes or replaces gets a line on log.
+func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile, keep int, log *slog.Logger) (string, error) {
+	return checkpoint.Manager{Logger: log}.Save(ctx, root, int64(step), files, keep)
 }
 
 // latestCheckpoint finds the newest complete checkpoint under root; found is false

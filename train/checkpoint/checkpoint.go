@@ -43,9 +43,9 @@ type Manager struct {
 
 // Save writes files as the checkpoint of step under root (a directory, created if
 // missing, or s3://bucket/prefix) and returns its directory, root/step_%08d. An existing
-// checkpoint of the same step is replaced. With keep > 0 it then removes complete
-// checkpoints beyond the newest keep (never the one just written) and leftovers of
-// interrupted saves.
+// checkpoint of the same step is replaced. Leftovers of interrupted local saves (.tmp-*)
+// are removed first: root has one writer at a time. With keep > 0 it then removes
+// complete checkpoints beyond the newest keep (never the one just written).
 func Save(ctx context.Context, root string, step int64, files []File, keep int) (string, error) {
 	return Manager{}.Save(ctx, root, step, files, keep)
 }
@@ -176,6 +176,21 @@ func (m Manager) Save(ctx context.Context, root string, step int64, files []File
 	b, err := m.backendFor(ctx, root, true)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: save step %d to %s: %w", step, root, err)
+	}
+	if lb, ok := b.(*localBackend); ok {
+		// Leftovers of saves killed before they were renamed in place go
+		// first: a few of them can fill the disk the next save needs (one
+		// writer per root: the trainer holds its run directory).
+		names, err := lb.leftovers()
+		if err != nil {
+			return "", fmt.Errorf("checkpoint: save step %d to %s: %w", step, root, err)
+		}
+		for _, name := range names {
+			m.log().Info("checkpoint: removing the leftover of an interrupted save", "path", b.location(name))
+			if err := b.removeStale(ctx, name); err != nil {
+				return "", fmt.Errorf("checkpoint: save step %d to %s: remove the leftover %s: %w", step, root, name, err)
+			}
+		}
 	}
 	dir, err := b.save(ctx, step, files)
 	if err != nil {

@@ -265,3 +265,27 @@ func TestDirNames(t *testing.T) {
 		}
 	}
 }
+
+// Leftovers of saves killed before their rename go before the next save, with
+// a line on the log, whatever keep is: a few of them filled the disk the next
+// save needed, and with keep 0 nothing removed them.
+func TestSaveRemovesLeftoversFirst(t *testing.T) {
+	root := t.TempDir()
+	saveSteps(t, root, 0, 1)
+	left := filepath.Join(root, ".tmp-step_00000002-123")
+	if err := os.MkdirAll(left, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(left, "model.bin"), make([]byte, 1000), 0o666)
+	var logs bytes.Buffer
+	m := Manager{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if _, err := m.Save(ctx, root, 2, stepFiles(2, nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the leftover is still there: %v", err)
+	}
+	if !strings.Contains(logs.String(), "removing the leftover of an interrupted save") {
+		t.Errorf("no log line:\n%s", logs.String())
+	}
+}

@@ -283,6 +283,21 @@ func (b *localBackend) remove(_ context.Context, name string) error {
 	return os.RemoveAll(aside)
 }
 
+// leftovers lists the .tmp-* directories of interrupted saves.
+func (b *localBackend) leftovers() ([]string, error) {
+	des, err := os.ReadDir(b.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if strings.HasPrefix(de.Name(), tmpPrefix) && de.IsDir() {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
+}
+
 func (b *localBackend) removeStale(_ context.Context, name string) error {
 	return os.RemoveAll(filepath.Join(b.root, name))
 }
