@@ -174,7 +174,7 @@ func (t *Trainer) save(ctx context.Context) error {
 				return err
 			}},
 		}
-		dir, err := saveCheckpoint(ctx, t.ckptRoot, step, files, t.cfg.KeepCheckpoints)
+		dir, err := saveCheckpoint(ctx, t.ckptRoot, step, files, t.cfg.KeepCheckpoints, t.log)
 		if err != nil {
 			return fmt.Errorf("train: save the checkpoint of step %d: %w", step, err)
 		}
@@ -247,6 +247,9 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("train: resume %s: %w", r, err)
 		}
+		if own, ok, err := t.rerunOfResume(ctx, r, dir); err != nil || ok {
+			return own, err
+		}
 		if sameRoot(dir, t.ckptRoot) {
 			// A rollback within this run: the checkpoints after dir are of the
 			// run it abandons.
@@ -263,6 +266,34 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 	}
 }
 
+// rerunOfResume handles resume r (checkpoint dir) when out already holds a newer
+// checkpoint. Made by a run started with the same resume, it is this command's
+// own progress before an interruption: the command run again continues from it
+// (ok; rather than going back to dir and overwriting it, or setting it aside).
+// Made by another run, in another run directory than dir's, it is refused:
+// starting from dir would overwrite that run's checkpoints. Otherwise (a rollback
+// within out) the caller goes on.
+func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, bool, error) {
+	own, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+	if err != nil || !found || sameRoot(dir, t.ckptRoot) && path.Base(filepath.ToSlash(dir)) == checkpoint.DirName(int64(step)) {
+		return "", false, err
+	}
+	st, err := ReadState(ctx, own)
+	if err != nil {
+		return "", false, fmt.Errorf("train: resume %s: %s holds a checkpoint already: %w", r, t.ckptRoot, err)
+	}
+	if st.Config["resume"] == r {
+		t.log.Info("continuing this run from its newest checkpoint: a run started from resume "+r+" made it (this command, interrupted); to start from "+r+" again, move the checkpoints in out aside",
+			"checkpoint", own, "step", step)
+		t.ownNewest = true
+		return own, true, nil
+	}
+	if !sameRoot(dir, t.ckptRoot) {
+		return "", false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], r)
+	}
+	return "", false, nil
+}
+
 // restoreNewestIntact restores the checkpoint in dir; when the run continues from
 // the newest checkpoint in out by itself (resume auto, or a restarted job) and dir's
 // files do not match its manifest (a disk or copy damaged them after the save), it
@@ -273,7 +304,7 @@ func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, 
 	for {
 		moments, err := t.restore(ctx, dir)
 		if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
-			(t.cfg.Resume != "auto" && t.cfg.Restarts == 0) {
+			(t.cfg.Resume != "auto" && t.cfg.Restarts == 0 && !t.ownNewest) {
 			return dir, moments, err
 		}
 		older, err2 := t.olderCheckpoint(ctx, dir)
@@ -452,11 +483,12 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 
 // warnOrderChanges warns about each change since the checkpoint's run that makes the
 // samples after the checkpoint differ from an uninterrupted run's: the train samples
-// asked for (the index is built for that count), the seed (the shuffle, and the
+// asked for (the index is built for that count; one of a single dataset differs only
+// when the count spans another number of epochs, loader.SameOrderFor), the seed (the shuffle, and the
 // dropout masks), the order and the split. The valid samples asked for (eval_steps)
 // do not move the train order.
 func (t *Trainer) warnOrderChanges(st *State) {
-	if was, now := st.NumSamples[loader.Train], t.numSamples[loader.Train]; was != now {
+	if was, now := st.NumSamples[loader.Train], t.numSamples[loader.Train]; was != now && !loader.SameOrderFor(t.data.Train, was) {
 		t.log.Warn("the run asks the loader for another number of train samples than the checkpoint's run (max_steps, batch_size, grad_accum or the world changed): the sample order after the checkpoint differs from an uninterrupted run's",
 			"checkpoint", was, "now", now)
 	}

@@ -68,6 +68,9 @@ type Trainer struct {
 	numSamples [3]int64
 	outLock    *storage.Lock // rank 0's hold on cfg.Out
 	madeOut    bool          // lockOut made cfg.Out
+	// ownNewest: resume named another run's checkpoint, and this run continues
+	// from the newest of its own in out (resumeElsewhere).
+	ownNewest bool
 
 	step        int    // optimizer steps done
 	saved       int    // the step of the newest checkpoint (-1: none)

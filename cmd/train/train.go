@@ -330,7 +330,7 @@ func trainFail(ctx context.Context, stderr io.Writer, err error) int {
 }
 
 // interruptedLine ends a run stopped by a signal: what happened and the next step.
-const interruptedLine = "train: interrupted (rerun the same command to continue from the newest checkpoint)"
+const interruptedLine = "train: interrupted (rerun the same command to continue from the newest checkpoint; a --resume none command with --resume auto)"
 
 // trainCommand is the trainer's command line (its usage line reads
 // "train --data DATA ...").
