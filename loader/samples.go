@@ -222,3 +222,26 @@ func widen(dst []int32, src []uint16) {
 		dst[k] = int32(v)
 	}
 }
+
+// SameOrderFor reports whether the samples of src would be the same, in the same
+// order, had numSamples been asked for instead of the count it was built for: an
+// index depends on the count only through its number of epochs (BuildDefaultIndex,
+// BuildNeoXIndex), so a run asking for more samples within the same epochs reads
+// what the shorter run would have. False where it cannot tell: a blend, whose
+// sources' counts are the blend's shares.
+func SameOrderFor(src Source, numSamples int64) bool {
+	s, ok := src.(*Samples)
+	if !ok || s.Index == nil {
+		return false
+	}
+	epochs := func(n int64) int64 {
+		_, e, _, err := numEpochs(s.sizes, s.Index.SeqLen, n)
+		if err != nil {
+			return -1
+		}
+		return e
+	}
+	// (The index may have been built for one sample more: GPT-NeoX's off-by-one.)
+	built := int64(s.Index.Epochs)
+	return epochs(numSamples) == built || epochs(numSamples+1) == built
+}

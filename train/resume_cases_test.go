@@ -119,8 +119,9 @@ func TestRollbackSetsAside(t *testing.T) {
 }
 
 // TestResumeWarnsOrderChanges: a resume that changes what the samples after the
-// checkpoint are (the train samples asked for, the seed, the order, the split) warns
-// naming it; eval_steps alone does not move the train order and is not warned about.
+// checkpoint are (the train samples asked for, past another number of epochs; the
+// seed, the order, the split) warns naming it; eval_steps, or more samples within
+// the same epochs, do not move the train order and are not warned about.
 func TestResumeWarnsOrderChanges(t *testing.T) {
 	data := tinyDataset(t)
 	unsplit := unsplitDataset(t)
@@ -133,7 +134,10 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 	}{
 		{"nothing", func(c *Config) {}, ""},
 		{"eval_steps", func(c *Config) { c.EvalSteps = 3 }, ""},
-		{"max_steps", func(c *Config) { c.MaxSteps = 7 }, "number of train samples"},
+		// 8 samples a step, ~374 an epoch: 7 steps read what 6 did, 60 go
+		// into a second epoch, whose index is another.
+		{"max_steps within the epoch", func(c *Config) { c.MaxSteps = 7 }, ""},
+		{"max_steps past the epoch", func(c *Config) { c.MaxSteps, c.LRDecaySteps = 60, 60 }, "number of train samples"},
 		{"seed", func(c *Config) { c.Seed = 8 }, "seed differs"},
 		{"order", func(c *Config) { c.Order = "neox" }, "order differs"},
 		{"split, presplit data", func(c *Config) { c.Split = "970,29,1" }, ""},
