@@ -52,8 +52,8 @@ func (s *Sampler) Validate() error {
 	case s.Cursor.Consumed < 0:
 		return fmt.Errorf("loader: cursor %d < 0", s.Cursor.Consumed)
 	case s.Cursor.Consumed%s.GlobalMicro() != 0:
-		return fmt.Errorf("loader: cursor %d is not a multiple of the global micro-batch %d (micro %d x world %d): resume from a step boundary with the same global batch",
-			s.Cursor.Consumed, s.GlobalMicro(), s.Micro, s.World)
+		return fmt.Errorf("loader: cursor %d is not a multiple of the global micro-batch %d (micro %d x world %d): resume with a micro-batch x world that divides %d (or the checkpoint's)",
+			s.Cursor.Consumed, s.GlobalMicro(), s.Micro, s.World, s.Cursor.Consumed)
 	}
 	return nil
 }

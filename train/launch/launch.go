@@ -335,7 +335,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				// Stopped with the others on an interrupt another node's launcher
 				// forwarded: the job was interrupted, nothing failed.
 				out.interrupted = true
-				l.log.Warn("a rank stopped on an interrupt of the job (another node's launcher was signalled); stopping this node's ranks", "rank", ex.rank)
+				l.log.Warn("a rank stopped on an interrupt (a signal to it, or to another node's launcher); stopping this node's ranks", "rank", ex.rank)
 				stop(syscall.SIGTERM, cfg.StopGrace)
 				continue
 			}
