@@ -104,3 +104,46 @@ func TestOverwriteReplacesWhole(t *testing.T) {
 		t.Fatalf("a replacing run that failed left a manifest: %v", err)
 	}
 }
+
+// A run that starts over (its journal is of another job: the shard size changed
+// after a failure) or that finishes an --overwrite whose manifest an interrupted
+// run had already removed leaves only the new manifest's shards: the earlier
+// run's, which no manifest names any more, went only when a manifest listed
+// them, and `shards verify` failed on a run that had succeeded. Files not named
+// as the run's shards stay.
+func TestStartOverRemovesEarlierShards(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	st := dirStore(t, out)
+	small := &TokenizeRun{Inputs: []string{overwriteInput(t, dir, "bad.jsonl", 600, 450)}, Store: st, Name: "a", Tokenizer: gpt2(t), AppendEOD: true, ShardBytes: 4 << 10, Resume: true}
+	if _, _, err := small.Run(ctx); err == nil {
+		t.Fatal("a run over a bad line succeeded")
+	}
+	if n := len(shardFiles(t, st)); n < 8 {
+		t.Fatalf("%d shard files after the failed run, want several shards", n)
+	}
+	for _, name := range []string{"notes.bin", "b_text_document.idx"} {
+		if err := os.WriteFile(filepath.Join(out, name), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := *small
+	big.Inputs, big.ShardBytes = []string{overwriteInput(t, dir, "good.jsonl", 600, 0)}, 0
+	m, stats, err := big.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Restarted == "" {
+		t.Fatal("the second run resumed; the test needs it to start over")
+	}
+	want := []string{"b_text_document.idx", "notes.bin"}
+	for _, s := range m.Shards {
+		key := shards.ShardKey("", s)
+		want = append(want, key+".bin", key+".idx")
+	}
+	slices.Sort(want)
+	if got := shardFiles(t, st); !slices.Equal(got, want) {
+		t.Fatalf("after starting over: shard files %v, want the new manifest's and the others %v", got, want)
+	}
+}

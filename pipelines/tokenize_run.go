@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path"
 	"runtime"
 	"strings"
 	"time"
@@ -578,12 +579,13 @@ func (r *TokenizeRun) where() string {
 // before, say), so that the directory holds one dataset and `shards verify` finds
 // no leftovers. A failure only warns: the new dataset is complete.
 func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *shards.Manifest, log *slog.Logger) {
-	if replaced == nil {
-		return
-	}
 	keep := map[string]bool{}
 	for _, s := range m.Shards {
 		keep[shards.ShardKey(r.Dir, s)] = true
+	}
+	r.removeStrayShards(ctx, keep, log)
+	if replaced == nil {
+		return
 	}
 	partDirs := map[string]bool{} // a merged dataset's parts, whose manifests go too
 	for _, s := range replaced.Shards {
@@ -610,6 +612,53 @@ func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *sha
 			log.Warn("could not remove a part's manifest of the replaced dataset", "key", key, "err", err)
 		}
 	}
+}
+
+// removeStrayShards removes the files in r.Dir named as this run's shards are
+// (NAME_text_document, NAME_SPLIT_text_document_NNN, .bin and .idx) that keep,
+// the new manifest's, does not list: shards of a run this one started over from
+// (its journal did not match), or of a replaced dataset whose manifest an
+// interrupted --overwrite had already removed. Other files are left alone.
+func (r *TokenizeRun) removeStrayShards(ctx context.Context, keep map[string]bool, log *slog.Logger) {
+	prefix := ""
+	if d := strings.Trim(r.Dir, "/"); d != "" {
+		prefix = d + "/"
+	}
+	infos, err := r.Store.List(ctx, prefix)
+	if err != nil {
+		log.Warn("could not list the dataset's directory for the shards of an earlier run", "err", err)
+		return
+	}
+	for _, in := range infos {
+		rest := strings.TrimPrefix(in.Key, prefix)
+		ext := path.Ext(rest)
+		if strings.Contains(rest, "/") || ext != ".bin" && ext != ".idx" || keep[strings.TrimSuffix(in.Key, ext)] || !r.shardName(strings.TrimSuffix(rest, ext)) {
+			continue
+		}
+		log.Info("removing a shard file of an earlier run that the new manifest does not list", "key", in.Key)
+		if err := r.Store.Delete(ctx, in.Key); err != nil && !errors.Is(err, storage.ErrNotExist) {
+			log.Warn("could not remove a shard of an earlier run", "key", in.Key, "err", err)
+		}
+	}
+}
+
+// shardName reports whether base is named as a shard of r's is (ShardPrefix, any
+// split, any number).
+func (r *TokenizeRun) shardName(base string) bool {
+	rest, ok := strings.CutPrefix(base, r.Name+"_")
+	if !ok {
+		return false
+	}
+	i := strings.LastIndex(rest, "text_document")
+	if i < 0 || i > 0 && rest[i-1] != '_' {
+		return false
+	}
+	num := rest[i+len("text_document"):]
+	if num == "" {
+		return true
+	}
+	digits, ok := strings.CutPrefix(num, "_")
+	return ok && len(digits) >= 3 && strings.Trim(digits, "0123456789") == ""
 }
 
 // samePart reports whether old is the manifest of the part r runs, finished by the
