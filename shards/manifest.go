@@ -313,11 +313,21 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
 		var se *json.SyntaxError
-		off := int64(-1)
-		if errors.As(err, &se) {
-			off = se.Offset
+		var te *json.UnmarshalTypeError
+		off, hint := int64(-1), "a field of the manifest has a value it cannot hold: restore it, or re-run the stage that wrote the dataset"
+		switch {
+		case errors.As(err, &se):
+			off, hint = se.Offset, "the manifest is not valid JSON: restore it, or re-run the stage that wrote the dataset"
+		case errors.As(err, &te):
+			off, hint = te.Offset, "a field of the manifest has a value of the wrong type: restore it, or re-run the stage that wrote the dataset"
 		}
-		return nil, formatErr(ErrBadManifest, name, off, "", "the manifest is not valid JSON: restore it, or re-run the stage that wrote the dataset", "%v", err)
+		return nil, formatErr(ErrBadManifest, name, off, "", hint, "%v", err)
+	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		// One JSON value: what follows it was not written by a writer of
+		// datasets (an edit, two files run together).
+		at := off + int64(len(data[off:])-len(bytes.TrimLeft(data[off:], " \t\r\n")))
+		return nil, formatErr(ErrBadManifest, name, at, "", "the manifest is not valid JSON: restore it, or re-run the stage that wrote the dataset", "data after the manifest's JSON object")
 	}
 	if m.Shards == nil {
 		m.Shards = []ShardInfo{}

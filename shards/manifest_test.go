@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -189,6 +190,18 @@ func TestManifestSplit(t *testing.T) {
 	}
 	if back.Shards[0].Split != "" || back.Shards[1].Split != "val" {
 		t.Fatalf("splits read back as %q, %q", back.Shards[0].Split, back.Shards[1].Split)
+	}
+	// Data after the object (an edit, two files run together) is refused, naming
+	// where it starts; whitespace is not data; a field of the wrong type says so.
+	if _, err := ParseManifest("m.json", append(append([]byte{}, data...), "\n garbage\n"...)); !errors.Is(err, ErrBadManifest) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("byte %d", len(data)+2)) || !strings.Contains(err.Error(), "data after") {
+		t.Errorf("a manifest with data after it: %v", err)
+	}
+	if _, err := ParseManifest("m.json", append(append([]byte{}, data...), " \r\n\n"...)); err != nil {
+		t.Errorf("a manifest with white space after it: %v", err)
+	}
+	if _, err := ParseManifest("m.json", []byte(strings.Replace(string(data), `"dtype":"uint16"`, `"dtype":5`, 1))); err == nil || !strings.Contains(err.Error(), "wrong type") {
+		t.Errorf("a dtype of the wrong type: %v", err)
 	}
 	old := strings.Replace(string(data), `"split":"val",`, "", 1)
 	if back, err := ParseManifest("old.json", []byte(old)); err != nil || back.Shards[1].Split != "" {
