@@ -260,8 +260,6 @@ func (s *dirStore) lockDir(_ context.Context, dir, owner string) (*Lock, error) 
 			continue
 		}
 		break
-		dropLock(f)
-		f.Close()
 	}
 	data, _ := json.Marshal(lockInfo{Owner: owner, Since: time.Now()})
 	f.Truncate(0)
