@@ -160,7 +160,7 @@ func (j *job) run(ctx context.Context) int {
 	}
 
 	if err := j.fetch(ctx); err != nil {
-		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
 	splits, err := j.splits(ctx)
 	if err != nil {
@@ -217,7 +217,7 @@ func (j *job) run(ctx context.Context) int {
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
-		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
 	bar.Done()
 	where, report := j.output(), "prep-report.json"

@@ -159,14 +159,14 @@ func (j *job) submitSlurm(ctx context.Context) int {
 		j.log.Info("downloading before submitting the jobs", "dir", filepath.Join(j.workDir(), "downloads"))
 	}
 	if err := j.fetch(ctx); err != nil {
-		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
 	if _, err := j.splits(ctx); err != nil {
-		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
 	if j.flags.overwrite {
 		if err := j.unpublishDataset(ctx); err != nil {
-			return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+			return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(j.slurmDir(), "logs"), 0o777); err != nil {
@@ -267,7 +267,7 @@ func (j *job) merge(ctx context.Context, st storage.Store) int {
 	}
 	res, err := shards.MergeParts(ctx, st, "", opt)
 	if err != nil {
-		return cli.Fail(j.stderr, who, cli.Interrupted(ctx, err))
+		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
 	// The parts must be this command's job: an array job that failed on every task
 	// (made by a different job) is followed by its merge all the same (afterany), which

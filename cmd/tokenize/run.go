@@ -147,7 +147,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		return fail(stderr, "run", interrupted(ctx, err))
+		return fail(stderr, "run", cli.InterruptedResumable(ctx, err))
 	}
 	if stats.Truncated > 0 { // (the summary says it too, unless --progress off)
 		if stats.UnreadUnknown { // (a finished dataset's: its manifest does not keep them)

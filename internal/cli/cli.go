@@ -189,6 +189,15 @@ func Interrupted(ctx context.Context, err error) error {
 	return err
 }
 
+// InterruptedResumable is Interrupted for a command whose rerun continues where
+// it stopped (a journal of its finished work): the line says so.
+func InterruptedResumable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted (rerun the same command to continue where it stopped)")
+	}
+	return err
+}
+
 // OneLine folds a message onto one line, collapsing runs of white space.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")

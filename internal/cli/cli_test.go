@@ -102,3 +102,22 @@ func TestStrayArgument(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted command says "interrupted"; one whose rerun continues (tokenize
+// run, prep) says so, the next step; before the interrupt errors pass through.
+func TestInterruptedLines(t *testing.T) {
+	boom := errors.New("boom")
+	ctx, cancel := context.WithCancel(context.Background())
+	if Interrupted(ctx, boom) != boom || InterruptedResumable(ctx, boom) != boom {
+		t.Fatal("an error before any interrupt was replaced")
+	}
+	cancel()
+	var out bytes.Buffer
+	Fail(&out, "tokenize run", InterruptedResumable(ctx, boom))
+	if got := strings.TrimSpace(out.String()); got != "tokenize run: interrupted (rerun the same command to continue where it stopped)" {
+		t.Errorf("resumable: %q", got)
+	}
+	if err := Interrupted(ctx, boom); err.Error() != "interrupted" {
+		t.Errorf("plain: %v", err)
+	}
+}
