@@ -50,7 +50,11 @@ const (
 	hintCorrupt   = "the file may be truncated or corrupt: download it again"
 	hintTruncated = "the last line is cut short, so the file looks truncated: download it again"
 	hintNotJSONL  = "is this file JSONL? plain text files must end in .txt"
+	hintBOM       = "the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow: remove it (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)"
 )
+
+// utf8BOM is the UTF-8 byte order mark some Windows editors write first.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // lineError explains err, TextField's error on line n of file (fileStart: the file's
 // first line): terminated is whether the line ended with a newline.

@@ -38,6 +38,8 @@ func TestReadDocsErrors(t *testing.T) {
 		{"directory without a suffix", mkdir(t, dir, "corpusdir"), 0, nil, []string{"corpusdir: is a directory", "corpusdir/*.jsonl"}},
 		{"plain text named jsonl", writeCorpusFile(t, dir, "p.jsonl", "Hello, world\n"), 1, ErrInvalidJSON,
 			[]string{"p.jsonl line 1: invalid JSON at byte 1: invalid character 'H'", "(is this file JSONL? plain text files must end in .txt)"}},
+		{"byte order mark", writeCorpusFile(t, dir, "bom.jsonl", "\xEF\xBB\xBF"+`{"text":"a"}`+"\n"), 1, ErrInvalidJSON,
+			[]string{"bom.jsonl line 1: invalid JSON", "byte order mark (EF BB BF)", `sed -i '1s/^\xEF\xBB\xBF//' FILE`}},
 		{"bad line", writeCorpusFile(t, dir, "b.jsonl", `{"text":"a"}`+"\n"+`{"text":"b",}`+"\n"+`{"text":"c"}`), 2, ErrInvalidJSON,
 			[]string{"b.jsonl line 2: invalid JSON at byte 13", "(fix or delete the line)"}},
 		{"truncated last line", writeCorpusFile(t, dir, "t.jsonl", `{"text":"a"}`+"\n"+`{"text":"b`), 2, ErrInvalidJSON,

@@ -2,6 +2,7 @@ package prep
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -259,6 +260,9 @@ func (r *docReader) jsonLine(line []byte, name string, n int, off int64, termina
 		}
 		e := lineError(name, n, n == 1 && !r.relativeLines, err, terminated)
 		e.Offset = at
+		if n == 1 && !r.relativeLines && bytes.HasPrefix(line, utf8BOM) {
+			e.Hint = hintBOM
+		}
 		return r.bad(reason, e)
 	}
 	if r.filtering() {
