@@ -95,6 +95,54 @@ func (r *TokenizeRun) describeJob(dtype shards.DType) (*jobDesc, error) {
 	return d, nil
 }
 
+// inputList is the job's inputs as the manifest records them (source.job_inputs),
+// one line each: NAME (SIZE bytes, modified MTIME) or NAME (SIZE bytes, sha256 SUM).
+func (d *jobDesc) inputList() []string {
+	var out []string
+	for _, sp := range d.Splits {
+		for _, in := range sp.Inputs {
+			what := "modified " + in.ModTime
+			if in.SHA256 != "" {
+				what = "sha256 " + in.SHA256
+			}
+			out = append(out, fmt.Sprintf("%s (%d bytes, %s)", in.Name, in.Size, what))
+		}
+	}
+	return out
+}
+
+// inputsChanged says how the inputs recorded in an earlier run's manifest
+// (source.job_inputs; nil for one written before it was recorded) differ from
+// d's, or "" when they do not (or cannot be told).
+func (d *jobDesc) inputsChanged(recorded any) string {
+	list, ok := recorded.([]any)
+	if !ok {
+		return ""
+	}
+	was := map[string]bool{}
+	for _, v := range list {
+		if s, ok := v.(string); ok {
+			was[s] = true
+		}
+	}
+	now := d.inputList()
+	var changes []string
+	for _, s := range now {
+		if !was[s] {
+			changes = append(changes, "now "+s)
+		}
+		delete(was, s)
+	}
+	gone := slices.Sorted(maps.Keys(was))
+	for _, s := range gone {
+		changes = append(changes, "was "+s)
+	}
+	if len(changes) > 4 {
+		changes = append(changes[:4], fmt.Sprintf("and %d more", len(changes)-4))
+	}
+	return strings.Join(changes, "; ")
+}
+
 // fingerprint is the sha256 of the description (encoding/json sorts Params' keys).
 func (d *jobDesc) fingerprint() string {
 	data, err := json.Marshal(d)
@@ -166,7 +214,14 @@ func (a *jobDesc) changes(b *jobDesc) string {
 	} else {
 		for i := range a.Splits {
 			for j, x := range a.Splits[i].Inputs {
-				if y := b.Splits[i].Inputs[j]; x != y {
+				y := b.Splits[i].Inputs[j]
+				if x.Name != y.Name {
+					// The same file spelled otherwise (./a.jsonl, a.jsonl) is
+					// another job too: the name is part of it.
+					out = append(out, fmt.Sprintf("input %d named %s, was %s (give it as the run that made the journal did)", j+1, y.Name, x.Name))
+					x.Name = y.Name
+				}
+				if x != y {
 					out = append(out, fmt.Sprintf("input %s changed (size %d → %d, mtime %s → %s, sha256 %s → %s)",
 						y.Name, x.Size, y.Size, x.ModTime, y.ModTime, short(x.SHA256), short(y.SHA256)))
 				}

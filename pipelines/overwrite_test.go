@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gptkit/shards"
 	"gptkit/storage"
@@ -145,5 +146,37 @@ func TestStartOverRemovesEarlierShards(t *testing.T) {
 	slices.Sort(want)
 	if got := shardFiles(t, st); !slices.Equal(got, want) {
 		t.Fatalf("after starting over: shard files %v, want the new manifest's and the others %v", got, want)
+	}
+}
+
+// A finished dataset whose input changed since (its time, here) is refused naming
+// the input and what changed, not "other inputs, tokenizer or settings".
+func TestRerunNamesChangedInput(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := overwriteInput(t, dir, "in.jsonl", 50, 0)
+	r := &TokenizeRun{Inputs: []string{in}, Store: dirStore(t, filepath.Join(dir, "out")), Name: "a", Tokenizer: gpt2(t), AppendEOD: true, Resume: true}
+	if _, _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(in, later, later); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := r.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "its inputs changed (now "+in) || !strings.Contains(err.Error(), "; was "+in) || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("a rerun after the input's time changed: %v", err)
+	}
+}
+
+// The journal's restart reason for an input given under another spelling names
+// the spelling, not a change of size and time that did not happen.
+func TestJobChangesNamesSpelling(t *testing.T) {
+	in := jobInput{Name: "a.jsonl", Size: 10, ModTime: "T"}
+	a := &jobDesc{Splits: []jobSplit{{Inputs: []jobInput{in}}}}
+	in.Name = "./a.jsonl"
+	b := &jobDesc{Splits: []jobSplit{{Inputs: []jobInput{in}}}}
+	if got := a.changes(b); got != "input 1 named ./a.jsonl, was a.jsonl (give it as the run that made the journal did)" {
+		t.Errorf("changes = %q", got)
 	}
 }

@@ -274,6 +274,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		other := ""
 		if r.Resume {
 			other = " made by a different job (other inputs, tokenizer or settings)"
+			if changed := desc.inputsChanged(old.Source["job_inputs"]); changed != "" {
+				other = " made by a different job: its inputs changed (" + changed + ")"
+			}
 		}
 		return nil, stats, fmt.Errorf("%s already holds a dataset%s (manifest.json with %d documents); pass --overwrite to replace it or choose another --output", r.where(), other, old.Documents)
 	case err != nil && !errors.Is(err, shards.ErrMissing):
@@ -327,6 +330,10 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		j = newJournal(r, nil, "", start)
 	}
 	m := r.newManifest(j, dtype)
+	if desc != nil {
+		// What a rerun that finds the job changed names (an input's size or time).
+		m.Source["job_inputs"] = desc.inputList()
+	}
 	if old != nil {
 		m.ETag = old.ETag
 	}
