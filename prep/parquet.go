@@ -220,7 +220,8 @@ func (r *docReader) parquetRows(cols *pqColumns, k int, name string, before int6
 		}
 		line := int(before) + j + 1
 		if !present {
-			err := &FileError{File: name, Line: line, Err: fmt.Errorf("the text (column %q) is null", r.key)}
+			err := &FileError{File: name, Line: line, Err: fmt.Errorf("the text (column %q) is null", r.key),
+				Hint: "fill or drop the rows whose text is null, or set the text key (--text-key) to the column holding the text; prep counts such rows as bad records and goes on"}
 			if err := r.bad(ReasonNotText, err); err != nil {
 				return err
 			}

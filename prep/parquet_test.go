@@ -130,7 +130,7 @@ func TestReadParquet(t *testing.T) {
 		t.Errorf("stats %+v, progress %d bytes; want 21 docs, 1 empty, 1 bad, %d bytes", stats, progressBytes, size)
 	}
 	ex := stats.BadRecords.Examples
-	if len(ex) != 1 || ex[0] != (BadRecord{File: path, Line: 7, Reason: ReasonNotText, Error: `the text (column "text") is null`}) {
+	if len(ex) != 1 || ex[0] != (BadRecord{File: path, Line: 7, Reason: ReasonNotText, Error: `the text (column "text") is null (fill or drop the rows whose text is null, or set the text key (--text-key) to the column holding the text; prep counts such rows as bad records and goes on)`}) {
 		t.Errorf("bad records %+v", ex)
 	}
 
