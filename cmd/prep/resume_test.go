@@ -146,12 +146,12 @@ func killChild(t *testing.T, dir string, c childSpec) {
 // uninterrupted run's in another directory.
 //
 // Every run uses the same relative -d (each in its own working directory), so the
-// manifests' inputs, splits and command are the same strings. Two fields of source
+// manifests' inputs, splits and command are the same strings. Three fields of source
 // differ and are left out of the comparison, as pipelines documents: "created", the time
 // the job first started (the resumed manifest keeps the killed run's, from the journal;
-// checked here to be that run's), and "job", the job fingerprint, which identifies the
-// downloaded input by its size and modification time, and the two directories' downloads
-// were made at different times.
+// checked here to be that run's), and "job" and "job_inputs", the job fingerprint and
+// its inputs, which identify the downloaded input by its size and modification time, and
+// the two directories' downloads were made at different times.
 func TestKillAndResume(t *testing.T) {
 	// Not parallel: t.Chdir.
 	recs := genPile(t, 16000, 12)
@@ -254,7 +254,7 @@ func (m *mirror) setSlow(name string, slow bool) {
 }
 
 // compareDatasetDirs fails unless dirs a and b hold files of the same names and bytes,
-// the manifests compared without source.created and source.job (see TestKillAndResume).
+// the manifests compared without source.created, job and job_inputs (see TestKillAndResume).
 func compareDatasetDirs(t *testing.T, a, b string) {
 	t.Helper()
 	names := func(dir string) []string {
@@ -290,7 +290,7 @@ func compareDatasetDirs(t *testing.T, a, b string) {
 	}
 }
 
-// normalizeManifest drops source.created and source.job from a manifest.
+// normalizeManifest drops source.created, job and job_inputs from a manifest.
 func normalizeManifest(t *testing.T, data []byte) []byte {
 	t.Helper()
 	var m map[string]any
@@ -303,6 +303,7 @@ func normalizeManifest(t *testing.T, data []byte) []byte {
 	}
 	delete(src, "created")
 	delete(src, "job")
+	delete(src, "job_inputs")
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		t.Fatal(err)
