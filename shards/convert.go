@@ -437,7 +437,7 @@ func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) 
 		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "is this an llm.c shard (dev/data/*.py)?", "magic %d, want %d or %d", magic, llmcMagicGPT2, llmcMagicLlama3)
 	}
 	if ntok < 0 {
-		return 0, 0, formatErr(ErrCorrupt, file, 8, "header[2]", hintRewrite, "negative token count %d", ntok)
+		return 0, 0, formatErr(ErrCorrupt, file, 8, "header[2]", "the llm.c header is damaged: write the shard again (llm.c's dev/data/*.py)", "negative token count %d", ntok)
 	}
 	if want := llmcHeaderSize + ntok*int64(dt.Size()); size != want {
 		sentinel := ErrTruncated
