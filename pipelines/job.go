@@ -119,23 +119,25 @@ func (d *jobDesc) inputsChanged(recorded any) string {
 	if !ok {
 		return ""
 	}
-	was := map[string]bool{}
+	was := map[string]int{} // (an input may be listed twice: upsampled)
 	for _, v := range list {
 		if s, ok := v.(string); ok {
-			was[s] = true
+			was[s]++
 		}
 	}
 	now := d.inputList()
 	var changes []string
 	for _, s := range now {
-		if !was[s] {
+		if was[s] == 0 {
 			changes = append(changes, "now "+s)
+			continue
 		}
-		delete(was, s)
+		was[s]--
 	}
-	gone := slices.Sorted(maps.Keys(was))
-	for _, s := range gone {
-		changes = append(changes, "was "+s)
+	for _, s := range slices.Sorted(maps.Keys(was)) {
+		for range was[s] {
+			changes = append(changes, "was "+s)
+		}
 	}
 	if len(changes) > 4 {
 		changes = append(changes[:4], fmt.Sprintf("and %d more", len(changes)-4))

@@ -124,7 +124,8 @@ func TestStartOverRemovesEarlierShards(t *testing.T) {
 	if n := len(shardFiles(t, st)); n < 8 {
 		t.Fatalf("%d shard files after the failed run, want several shards", n)
 	}
-	for _, name := range []string{"notes.bin", "b_text_document.idx"} {
+	others := []string{"notes.bin", "b_text_document.idx", "a_b_text_document.bin", "a_val_text_document.idx", "a_text_document_text_document.bin", "a_text_document_01.bin"}
+	for _, name := range others {
 		if err := os.WriteFile(filepath.Join(out, name), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestStartOverRemovesEarlierShards(t *testing.T) {
 	if stats.Restarted == "" {
 		t.Fatal("the second run resumed; the test needs it to start over")
 	}
-	want := []string{"b_text_document.idx", "notes.bin"}
+	want := slices.Clone(others)
 	for _, s := range m.Shards {
 		key := shards.ShardKey("", s)
 		want = append(want, key+".bin", key+".idx")
@@ -178,5 +179,43 @@ func TestJobChangesNamesSpelling(t *testing.T) {
 	b := &jobDesc{Splits: []jobSplit{{Inputs: []jobInput{in}}}}
 	if got := a.changes(b); got != "input 1 named ./a.jsonl, was a.jsonl (give it as the run that made the journal did)" {
 		t.Errorf("changes = %q", got)
+	}
+}
+
+// A first run, with no earlier run's journal or manifest in its directory,
+// removes nothing, even files named as its shards would be.
+func TestFirstRunRemovesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(out, "a_text_document_099.bin")
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &TokenizeRun{Inputs: []string{overwriteInput(t, dir, "in.jsonl", 50, 0)}, Store: dirStore(t, out), Name: "a", Tokenizer: gpt2(t), AppendEOD: true, Resume: true}
+	if _, _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a first run removed a file it did not write: %v", err)
+	}
+}
+
+// An input listed twice (upsampled) and unchanged is no change.
+func TestInputsChangedCountsRepeats(t *testing.T) {
+	in := jobInput{Name: "a.jsonl", Size: 10, ModTime: "T"}
+	d := &jobDesc{Splits: []jobSplit{{Inputs: []jobInput{in, in}}}}
+	var recorded []any
+	for _, s := range d.inputList() {
+		recorded = append(recorded, s)
+	}
+	if got := d.inputsChanged(recorded); got != "" {
+		t.Errorf("the same inputs, one twice: %q", got)
+	}
+	if got := d.inputsChanged(recorded[:1]); got != "now a.jsonl (10 bytes, modified T)" {
+		t.Errorf("an input added a second time: %q", got)
 	}
 }

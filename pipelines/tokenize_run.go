@@ -313,6 +313,10 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		workers = runtime.GOMAXPROCS(0)
 	}
 	var j *journal
+	// An earlier run of this dataset left its journal (it was killed, or failed):
+	// its shards the new manifest will not list are removed once it is written.
+	_, jerr := r.Store.Stat(ctx, r.journalKey())
+	earlier := jerr == nil
 	if r.Resume {
 		var restarted string
 		if j, restarted, err = r.resumeJournal(ctx, desc, job, dtype, workers, start, sameJob, log); err != nil {
@@ -369,7 +373,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		return nil, stats, err
 	}
 	r.event("manifest")
-	r.removeReplacedShards(ctx, replaced, m, log)
+	r.removeReplacedShards(ctx, replaced, m, earlier || replaced != nil || damaged != "", log)
 	if r.Resume {
 		if err := r.Store.Delete(ctx, r.journalKey()); err != nil {
 			log.Warn("could not remove the journal (the next run ignores it)", "err", err)
@@ -585,12 +589,14 @@ func (r *TokenizeRun) where() string {
 // run made again, that m, its new manifest, does not list (a smaller --shard-size
 // before, say), so that the directory holds one dataset and `shards verify` finds
 // no leftovers. A failure only warns: the new dataset is complete.
-func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *shards.Manifest, log *slog.Logger) {
+func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *shards.Manifest, earlier bool, log *slog.Logger) {
 	keep := map[string]bool{}
 	for _, s := range m.Shards {
 		keep[shards.ShardKey(r.Dir, s)] = true
 	}
-	r.removeStrayShards(ctx, keep, log)
+	if earlier {
+		r.removeStrayShards(ctx, keep, log)
+	}
 	if replaced == nil {
 		return
 	}
@@ -622,10 +628,11 @@ func (r *TokenizeRun) removeReplacedShards(ctx context.Context, replaced, m *sha
 }
 
 // removeStrayShards removes the files in r.Dir named as this run's shards are
-// (NAME_text_document, NAME_SPLIT_text_document_NNN, .bin and .idx) that keep,
-// the new manifest's, does not list: shards of a run this one started over from
-// (its journal did not match), or of a replaced dataset whose manifest an
-// interrupted --overwrite had already removed. Other files are left alone.
+// (NAME_text_document, NAME_SPLIT_text_document_NNN, .bin and .idx, of r's
+// splits) that keep, the new manifest's, does not list: shards of a run this one
+// started over from (its journal did not match), or of a replaced dataset whose
+// manifest an interrupted --overwrite had already removed. Called only where an
+// earlier run wrote (a journal, a manifest); other files are left alone.
 func (r *TokenizeRun) removeStrayShards(ctx context.Context, keep map[string]bool, log *slog.Logger) {
 	prefix := ""
 	if d := strings.Trim(r.Dir, "/"); d != "" {
@@ -649,23 +656,21 @@ func (r *TokenizeRun) removeStrayShards(ctx context.Context, keep map[string]boo
 	}
 }
 
-// shardName reports whether base is named as a shard of r's is (ShardPrefix, any
-// split, any number).
+// shardName reports whether base is named as a shard of one of r's splits is
+// (ShardPrefix: NAME[_SPLIT]_text_document, then _NNN): not another name's
+// (a_b_text_document is not --name a's), nor a split r does not write.
 func (r *TokenizeRun) shardName(base string) bool {
-	rest, ok := strings.CutPrefix(base, r.Name+"_")
-	if !ok {
-		return false
+	for _, sp := range r.splits() {
+		first := ShardPrefix(r.Name, sp.Split, 0)
+		if base == first {
+			return true
+		}
+		digits, ok := strings.CutPrefix(base, first+"_")
+		if ok && len(digits) >= 3 && strings.Trim(digits, "0123456789") == "" {
+			return true
+		}
 	}
-	i := strings.LastIndex(rest, "text_document")
-	if i < 0 || i > 0 && rest[i-1] != '_' {
-		return false
-	}
-	num := rest[i+len("text_document"):]
-	if num == "" {
-		return true
-	}
-	digits, ok := strings.CutPrefix(num, "_")
-	return ok && len(digits) >= 3 && strings.Trim(digits, "0123456789") == ""
+	return false
 }
 
 // samePart reports whether old is the manifest of the part r runs, finished by the
