@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,5 +55,35 @@ func TestRerunOfResumeContinues(t *testing.T) {
 	}
 	if asides, _ := filepath.Glob(filepath.Join(rootA, checkpoint.AsidePrefix+"*")); len(asides) != 1 {
 		t.Errorf("set-aside directories %v, want the first rollback's only", asides)
+	}
+
+	// The same rollback with another lr (the loss-spike routine) is another run:
+	// it goes back to PATH again.
+	again := back
+	again.LR = 3e-3
+	res, err = Run(context.Background(), again, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatalf("the rollback with another lr: %v", err)
+	}
+	if res.ResumedFrom != back.Resume {
+		t.Fatalf("the rollback with another lr: from %q, want from %q", res.ResumedFrom, back.Resume)
+	}
+	// A newest checkpoint whose trainer.json is damaged does not stop a rollback
+	// past it.
+	newest := filepath.Join(rootA, checkpoint.DirName(12), StateFile)
+	raw, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 1
+	if err := os.WriteFile(newest, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(context.Background(), back, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatalf("a rollback past a damaged newest checkpoint: %v", err)
+	}
+	if res.ResumedFrom != back.Resume {
+		t.Fatalf("a rollback past a damaged newest checkpoint: from %q, want from %q", res.ResumedFrom, back.Resume)
 	}
 }

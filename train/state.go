@@ -280,18 +280,46 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 	}
 	st, err := ReadState(ctx, own)
 	if err != nil {
+		// Unreadable (damaged): not known to be this command's; a rollback
+		// past it is what one does then.
+		if sameRoot(dir, t.ckptRoot) {
+			return "", false, nil
+		}
 		return "", false, fmt.Errorf("train: resume %s: %s holds a checkpoint already: %w", r, t.ckptRoot, err)
 	}
+	differs := ""
 	if st.Config["resume"] == r {
-		t.log.Info("continuing this run from its newest checkpoint: a run started from resume "+r+" made it (this command, interrupted); to start from "+r+" again, move the checkpoints in out aside",
-			"checkpoint", own, "step", step)
-		t.ownNewest = true
-		return own, true, nil
+		differs = rerunDiffers(st.Config, configMap(recordedConfig(t.cfg)))
+		if differs == "" {
+			t.log.Info("continuing this run from its newest checkpoint: a run started from resume "+r+" with these settings made it (this command, interrupted); to start from "+r+" again, move the checkpoints in out aside",
+				"checkpoint", own, "step", step)
+			t.ownNewest = true
+			return own, true, nil
+		}
+		differs = " with other settings (" + differs + ")"
 	}
 	if !sameRoot(dir, t.ckptRoot) {
-		return "", false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], r)
+		return "", false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started%s)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], differs, r)
 	}
 	return "", false, nil
+}
+
+// rerunKeys are the settings that make a run what it is: a command run again
+// with the same resume and these is the same run (it may train longer, log or
+// evaluate otherwise, run on other devices).
+var rerunKeys = []string{"data", "order", "split", "dtype", "zero", "n_layer", "n_head", "n_embd", "block_size", "vocab_size", "bias", "dropout",
+	"batch_size", "grad_accum", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1", "beta2", "grad_clip", "seed", "init_from"}
+
+// rerunDiffers names the rerunKeys whose values differ between a checkpoint's
+// recorded config and this run's, "" when none does.
+func rerunDiffers(was, now map[string]string) string {
+	var out []string
+	for _, k := range rerunKeys {
+		if w, ok := was[k]; ok && w != now[k] {
+			out = append(out, fmt.Sprintf("%s %s → %s", k, w, now[k]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // restoreNewestIntact restores the checkpoint in dir; when the run continues from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +55,16 @@ func (m Manager) SetAsideNewer(ctx context.Context, dir string) (string, []int64
 	}
 	aside := AsidePrefix + "after-" + name + "-" + time.Now().UTC().Format("20060102T150405Z")
 	asideDir := filepath.Join(lb.root, aside)
-	if err := os.Mkdir(asideDir, 0o777); err != nil {
-		return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
+	for i := 2; ; i++ {
+		err := os.Mkdir(asideDir, 0o777)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 100 {
+			return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
+		}
+		// Two rollbacks to one step within a second.
+		asideDir = filepath.Join(lb.root, fmt.Sprintf("%s-%d", aside, i))
 	}
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(lb.root, n), filepath.Join(asideDir, n)); err != nil {

@@ -181,14 +181,11 @@ func (m Manager) Save(ctx context.Context, root string, step int64, files []File
 		// Leftovers of saves killed before they were renamed in place go
 		// first: a few of them can fill the disk the next save needs (one
 		// writer per root: the trainer holds its run directory).
-		names, err := lb.leftovers()
-		if err != nil {
-			return "", fmt.Errorf("checkpoint: save step %d to %s: %w", step, root, err)
-		}
+		names, _ := lb.leftovers() // (a root that cannot be listed fails the save below)
 		for _, name := range names {
 			m.log().Info("checkpoint: removing the leftover of an interrupted save", "path", b.location(name))
 			if err := b.removeStale(ctx, name); err != nil {
-				return "", fmt.Errorf("checkpoint: save step %d to %s: remove the leftover %s: %w", step, root, name, err)
+				m.log().Warn("checkpoint: could not remove the leftover of an interrupted save", "path", b.location(name), "err", err)
 			}
 		}
 	}

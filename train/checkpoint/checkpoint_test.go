@@ -289,3 +289,19 @@ func TestSaveRemovesLeftoversFirst(t *testing.T) {
 		t.Errorf("no log line:\n%s", logs.String())
 	}
 }
+
+// Two rollbacks to one step within a second set their checkpoints aside into two
+// directories (the second failed: the name has the second's time only).
+func TestSetAsideTwiceInASecond(t *testing.T) {
+	root := t.TempDir()
+	for range 2 {
+		saveSteps(t, root, 0, 1, 2)
+		aside, steps, err := Manager{}.SetAsideNewer(ctx, filepath.Join(root, DirName(1)))
+		if err != nil || aside == "" || len(steps) != 1 {
+			t.Fatalf("set aside: %q %v %v", aside, steps, err)
+		}
+	}
+	if asides, _ := filepath.Glob(filepath.Join(root, AsidePrefix+"*")); len(asides) != 2 {
+		t.Errorf("set-aside directories %v, want two", asides)
+	}
+}
