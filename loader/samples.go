@@ -241,7 +241,7 @@ func SameOrderFor(src Source, numSamples int64) bool {
 		}
 		return e
 	}
-	// (The index may have been built for one sample more: GPT-NeoX's off-by-one.)
-	built := int64(s.Index.Epochs)
-	return epochs(numSamples) == built || epochs(numSamples+1) == built
+	// (numSamples is the count the run recorded, one more where GPT-NeoX's
+	// off-by-one asked for it, as the index's own.)
+	return epochs(numSamples) == int64(s.Index.Epochs)
 }
