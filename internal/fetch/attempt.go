@@ -32,8 +32,9 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 	}
 	st.length = offset
 	// Bytes of another source, with no sha256 to catch two versions spliced: ask this
-	// one for the whole file, and replace them only once it sends it (the .part stays
-	// for a rerun if this source fails too).
+	// one for the whole file, and replace them once it answers with it (the .part
+	// stays for a rerun if this source fails before that; after, it holds this
+	// source's bytes so far).
 	whole := offset > 0 && f.SHA256 == "" && st.src != nil && st.src.URL != url
 	if f.Size > 0 && offset > f.Size {
 		// Longer than the file can be: not worth keeping.
@@ -111,12 +112,23 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		}
 	case code == http.StatusOK:
 		var body io.Reader = resp.Body
+		total = resp.ContentLength
+		if offset > 0 && f.Size > 0 && total >= 0 && total != f.Size {
+			// Not the file (an error page sent with 200): the bytes kept stay.
+			return false, permanentError{&MismatchError{What: "size", Got: fmt.Sprint(total), Want: fmt.Sprint(f.Size), Announced: true}}
+		}
 		if offset > 0 && c.Validate != nil {
 			// Check the head of what came before dropping the bytes kept: a proxy's
-			// or captive portal's page answered with 200 must not cost them.
+			// or captive portal's page answered with 200 must not cost them. The
+			// read is under the stall timer, as the body's is.
 			head := make([]byte, HeadSize)
+			stall := time.AfterFunc(c.StallTimeout, func() { cancel(fmt.Errorf("%w (%v)", errStalled, c.StallTimeout)) })
 			n, rerr := io.ReadFull(resp.Body, head)
+			stall.Stop()
 			if rerr != nil && rerr != io.ErrUnexpectedEOF && rerr != io.EOF {
+				if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
+					rerr = cause
+				}
 				return false, fmt.Errorf("connection lost after 0 bytes: %w", rerr)
 			}
 			if verr := c.Validate(f.Dest, head[:n]); verr != nil {
@@ -127,7 +139,7 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		if offset > 0 {
 			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", redact.URL(url), "dest", f.Dest)
 		}
-		offset, total = 0, resp.ContentLength
+		offset = 0
 		st.reset()
 		st.ifRange = validator(resp.Header)
 		// The kept bytes go before the record names this response (a crash between
