@@ -121,12 +121,15 @@ var magics = []struct{ suffix, name, magic string }{
 
 // CheckDownload is a fetch.Options.Validate for corpus files: it rejects an empty
 // file or an HTML page, and a .zst, .zip, .gz or .parquet file that does not start
-// with its format's magic bytes.
+// with its format's magic bytes (for .zst, or a skippable frame's, as pzstd writes).
 func CheckDownload(dest string, head []byte) error {
 	if err := fetch.RejectEmptyOrHTML(dest, head); err != nil {
 		return err
 	}
 	for _, m := range magics {
+		if m.suffix == ".zst" && strings.HasSuffix(dest, m.suffix) && sniff(head[:min(len(head), 4)]) == zstded {
+			continue // (a skippable frame first is zstd too: pzstd's files start so)
+		}
 		if strings.HasSuffix(dest, m.suffix) && !bytes.HasPrefix(head, []byte(m.magic)) {
 			return fmt.Errorf("the file does not start like %s data (first bytes %q)", m.name, head[:min(len(head), 8)])
 		}
