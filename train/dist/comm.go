@@ -2,6 +2,7 @@ package dist
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -550,6 +551,11 @@ func (c *Comm) Publish(ctx context.Context, key string, value []byte) error {
 	}
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if n := base64.StdEncoding.EncodedLen(len(value)) + len(key) + 256; n > maxMessage {
+		// The store would take the message for a broken client's and fail the
+		// group, blaming this rank's death.
+		return fmt.Errorf("dist: publish %q: a value of %d bytes is over what the store holds (about %d)", key, len(value), base64.StdEncoding.DecodedLen(maxMessage-len(key)-256))
 	}
 	return c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value})
 }

@@ -316,6 +316,9 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 	err := c.recvSteps(op, seq, buf, parts, steps, x, sendBefore, overwrite)
 	if err != nil {
 		close(x.quit)
+		if errors.As(err, new(protocolError)) {
+			c.out.shutdown() // the peer stopped reading too: unblock the sender
+		}
 		<-sendErr
 		return fmt.Errorf("receive from rank %d: %w", prevRank, err)
 	}
