@@ -267,13 +267,14 @@ func (t *Tokenizer) computeFingerprint() string {
 		AddPrefixSpace bool         `json:"add_prefix_space,omitempty"`
 		Normalizer     string       `json:"normalizer,omitempty"`
 		Merges         string       `json:"merges,omitempty"`
-		Vocab          []string     `json:"vocab"` // hex bytes by id
+		IgnoreMerges   bool         `json:"ignore_merges,omitempty"` // decides ids: a piece found whole is that token
+		Vocab          []string     `json:"vocab"`                   // hex bytes by id
 		MergeList      [][2]uint32  `json:"merge_list,omitempty"`
 		Added          []canonAdded `json:"added,omitempty"`
 		VocabSize      int          `json:"vocab_size"`
 		EOD            int          `json:"eod"`
 	}{Format: "gptkit-tokenizer-v1", Kind: t.kind, Pattern: t.pattern, AddPrefixSpace: t.addPrefixSpace,
-		Normalizer: t.normalizer, Merges: t.mergeSemantics, MergeList: t.mergeList(),
+		Normalizer: t.normalizer, Merges: t.mergeSemantics, IgnoreMerges: t.ignoreMerges, MergeList: t.mergeList(),
 		VocabSize: t.vocabSize, EOD: t.eod}
 	switch t.kind {
 	case KindBPE:

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"gptkit/internal/cli"
 	"gptkit/train"
@@ -13,15 +18,22 @@ import (
 
 // runExport implements `train export`.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := cli.NewCommand("train", "export", "--ckpt DIR --format hf --out DIR2",
+	c := cli.NewCommand("train", "export", "--ckpt DIR --format hf --out DIR2 [--tokenizer SPEC | --data DIR | --no-tokenizer]",
 		"Writes the model of a checkpoint as a Hugging Face GPT2LMHeadModel directory: DIR2/"+hfgpt2.WeightsName+"\n"+
 			"and DIR2/"+hfgpt2.ConfigName+" (transformers' GPT2LMHeadModel.from_pretrained(DIR2) loads it; the\n"+
-			"padded vocabulary rows are dropped; a bias-free model gets zero biases). train --init-from\n"+
-			"DIR2 starts a run from such a directory. DIR is a checkpoint directory or a run directory\n"+
-			"(its newest checkpoint). stdout gets DIR2.")
+			"padded vocabulary rows are dropped; a bias-free model gets zero biases), and the tokenizer the\n"+
+			"model was trained with as DIR2/"+hfgpt2.TokenizerName+" and DIR2/"+hfgpt2.TokenizerConfigName+" (AutoTokenizer and\n"+
+			"pipeline(\"text-generation\", model=DIR2) load them; found as train sample finds it; a tiktoken\n"+
+			"rank file such as cl100k_base has no such form and is left out, with a warning). train\n"+
+			"--init-from DIR2 starts a run from such a directory. DIR is a checkpoint directory or a run\n"+
+			"directory (its newest checkpoint). stdout gets DIR2.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
 	format := c.Flags.String("format", "hf", "the `FORMAT`: hf (Hugging Face GPT-2)")
 	out := c.Flags.String("out", "", "the output `DIR2` (created if missing; its files are replaced) (required)")
+	var tf cli.TokenizerFlags
+	tf.Register(c.Flags, "the tokenizer to write instead of the dataset's")
+	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to write, when it moved since training")
+	noTokenizer := c.Flags.Bool("no-tokenizer", false, "write the model only (no "+hfgpt2.TokenizerName+")")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
 	}
@@ -32,6 +44,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, "--out DIR2 is required")
 	case *format != "hf":
 		return c.UsageError(stderr, fmt.Sprintf("--format %q: want hf", *format))
+	case *noTokenizer && (tf.Spec != "" || *data != ""):
+		return c.UsageError(stderr, "--no-tokenizer writes no tokenizer: leave out --tokenizer and --data")
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train export", cli.Interrupted(ctx, err)) }
 	be, err := openBackend("ref", 1, slog.New(slog.DiscardHandler)) // only holds the weights
@@ -42,9 +56,61 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(err)
 	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// The tokenizer first: a checkpoint whose tokenizer cannot be found writes nothing.
+	var tokJSON []byte
+	var tokCfg hfgpt2.TokenizerConfig
+	if !*noTokenizer {
+		if tokJSON, tokCfg, err = exportTokenizer(ctx, st, &tf, *data, m.Config.BlockSize, log); err != nil {
+			return fail(fmt.Errorf("%w\n---> HINT: --no-tokenizer exports the model alone", err))
+		}
+	}
 	if err := train.ExportHF(*out, m, st); err != nil {
+		return fail(err)
+	}
+	if tokJSON != nil {
+		err = hfgpt2.WriteTokenizer(*out, tokJSON, tokCfg)
+	} else {
+		err = removeStaleTokenizer(*out)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	fmt.Fprintln(stdout, *out)
 	return cli.ExitOK
+}
+
+// exportTokenizer is the tokenizer.json of the checkpoint's tokenizer (found as train
+// sample finds it) and what tokenizer_config.json says of it; nil, with a warning, when
+// the tokenizer has no Hugging Face form or the checkpoint names none.
+func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, blockSize int, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
+	if tf.Spec == "" && st.Tokenizer.Fingerprint == "" {
+		log.Warn("the checkpoint does not record its tokenizer: writing the model without " + hfgpt2.TokenizerName + " (--tokenizer SPEC writes one)")
+		return nil, hfgpt2.TokenizerConfig{}, nil
+	}
+	tok, err := checkpointTokenizer(ctx, st, tf, data, log)
+	if err != nil {
+		return nil, hfgpt2.TokenizerConfig{}, err
+	}
+	var buf bytes.Buffer
+	if err := tok.WriteHFJSON(&buf); err != nil {
+		log.Warn("writing the model without "+hfgpt2.TokenizerName, "tokenizer", tok.Name(), "reason", err)
+		return nil, hfgpt2.TokenizerConfig{}, nil
+	}
+	cfg := hfgpt2.TokenizerConfig{ModelMaxLength: blockSize}
+	if eod := tok.EOD(); eod >= 0 {
+		cfg.EOS = tok.Decode([]int{eod})
+	}
+	return buf.Bytes(), cfg, nil
+}
+
+// removeStaleTokenizer removes the tokenizer files an earlier export left in dir: they
+// would not be this model's.
+func removeStaleTokenizer(dir string) error {
+	for _, name := range []string{hfgpt2.TokenizerName, hfgpt2.TokenizerConfigName} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

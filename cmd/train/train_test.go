@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,9 +40,24 @@ func makeCharDataset(t *testing.T) (string, *tokenize.Tokenizer) {
 // makeCharDatasetOf is makeCharDataset of a given text (90% train, 10% val).
 func makeCharDatasetOf(t *testing.T, text string) (string, *tokenize.Tokenizer) {
 	t.Helper()
+	tok := tokenize.NewCharsFromText(text, "test-chars")
+	dir := makeTokenDataset(t, tok, text)
+	chars, err := tok.MarshalChars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chars.json"), chars, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tok
+}
+
+// makeTokenDataset writes text encoded by tok as a train (90%) and a val document,
+// with a manifest naming tok.
+func makeTokenDataset(t *testing.T, tok *tokenize.Tokenizer, text string) string {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	tok := tokenize.NewCharsFromText(text, "test-chars")
 	st, err := storage.Open(ctx, dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,14 +84,7 @@ func makeCharDatasetOf(t *testing.T, text string) (string, *tokenize.Tokenizer) 
 	if err := shards.WriteManifest(ctx, st, "", m); err != nil {
 		t.Fatal(err)
 	}
-	chars, err := tok.MarshalChars()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chars.json"), chars, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, tok
+	return dir
 }
 
 // tinyArgs is a small, fast run on the reference kernels.
@@ -181,9 +191,31 @@ func TestTrainCommand(t *testing.T) {
 	if code, stdout, stderr := runTrain(t, "export", "--ckpt", out, "--format", "hf", "--out", hf); code != 0 || strings.TrimSpace(stdout) != hf {
 		t.Fatalf("export: exit %d: %s %s", code, stdout, stderr)
 	}
-	for _, f := range []string{"model.safetensors", "config.json"} {
+	for _, f := range []string{"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json"} {
 		if _, err := os.Stat(filepath.Join(hf, f)); err != nil {
 			t.Error(err)
+		}
+	}
+	checkExportedChars(t, hf, tok)
+	// Without the dataset the tokenizer is not found: nothing is written, and the
+	// error says how to export the model alone, which removes an earlier export's
+	// tokenizer files (they would not be this model's).
+	lost := filepath.Join(t.TempDir(), "lost")
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", lost, "--data", lost); code != 1 || !strings.Contains(stderr, "--no-tokenizer") {
+		t.Errorf("export with a missing dataset: exit %d, want 1 and a hint to --no-tokenizer: %s", code, stderr)
+	}
+	if _, err := os.Stat(lost); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed export left %s: %v", lost, err)
+	}
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--no-tokenizer", "--data", lost); code != 2 {
+		t.Errorf("--no-tokenizer with --data: exit %d, want 2: %s", code, stderr)
+	}
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--no-tokenizer"); code != 0 {
+		t.Fatalf("export --no-tokenizer: exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(hf, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("export --no-tokenizer left %s: %v", f, err)
 		}
 	}
 	out2 := filepath.Join(t.TempDir(), "run2")
@@ -211,6 +243,49 @@ func TestTrainCommand(t *testing.T) {
 	wider, _ := makeCharDatasetOf(t, charText(8000)+"XYZ#@")
 	if code, _, stderr := runTrain(t, append(args, "--resume", "none", "--out", out2+"z", "--data", wider)...); code != 1 || !strings.Contains(stderr, "weights of init_from "+hf) {
 		t.Errorf("--init-from weights of a smaller vocabulary: exit %d, want 1 naming both: %s", code, stderr)
+	}
+}
+
+// checkExportedChars checks the tokenizer files export wrote for a character
+// vocabulary: every character its own token, no merges, joined back by Fuse (HF's
+// parity with them is tokenize's TestWriteHFJSONHFParity).
+func checkExportedChars(t *testing.T, dir string, tok *tokenize.Tokenizer) {
+	t.Helper()
+	var tj struct {
+		PreTokenizer any `json:"pre_tokenizer"`
+		Decoder      struct{ Type string }
+		Model        struct {
+			Type   string
+			Vocab  map[string]int
+			Merges []string
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &tj)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tj.Model.Type != "BPE" || len(tj.Model.Vocab) != tok.VocabSize() || len(tj.Model.Merges) != 0 || tj.Decoder.Type != "Fuse" || tj.PreTokenizer != nil {
+		t.Errorf("tokenizer.json of a character vocabulary of %d: model %s, %d vocab, %d merges, decoder %s, pre-tokenizer %v",
+			tok.VocabSize(), tj.Model.Type, len(tj.Model.Vocab), len(tj.Model.Merges), tj.Decoder.Type, tj.PreTokenizer)
+	}
+	for id := range tok.VocabSize() {
+		if c := tok.Decode([]int{id}); tj.Model.Vocab[c] != id {
+			t.Errorf("tokenizer.json gives %q id %d, want %d", c, tj.Model.Vocab[c], id)
+		}
+	}
+	var tc map[string]any
+	raw, err = os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &tc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc["tokenizer_class"] != "PreTrainedTokenizerFast" || tc["model_max_length"] != float64(16) || tc["eos_token"] != nil {
+		t.Errorf("tokenizer_config.json: %v", tc)
 	}
 }
 

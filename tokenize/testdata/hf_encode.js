@@ -1,7 +1,8 @@
 // Encodes texts with Hugging Face `tokenizers` (node binding), for parity tests.
 // Usage: NODE_PATH=<peers node_modules> node hf_encode.js TOKENIZER.json < in.jsonl > out.jsonl
-// Each input line is {"text": ...}; each output line is {"ids": [...]}, in the same order,
-// from Tokenizer.fromFile(path) and encode(text, null, {addSpecialTokens: false}).
+// Each input line is {"text": ...}; each output line is {"ids": [...], "decoded": ...}, in the
+// same order, from Tokenizer.fromFile(path), encode(text, null, {addSpecialTokens: false})
+// and decode(ids, false).
 const fs = require('fs');
 const { Tokenizer } = require('tokenizers');
 
@@ -14,7 +15,8 @@ async function main() {
     if (line === '') continue;
     const { text } = JSON.parse(line);
     const enc = await tok.encode(text, null, { addSpecialTokens: false });
-    out.push(JSON.stringify({ ids: Array.from(enc.getIds()) }));
+    const ids = Array.from(enc.getIds());
+    out.push(JSON.stringify({ ids, decoded: await tok.decode(ids, false) }));
   }
   process.stdout.write(out.map((l) => l + '\n').join(''));
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
+)
+
+// TestExportGPT2Tokenizer: a model trained on GPT-2 ids is exported with GPT-2's
+// tokenizer.json, which loads to the tokenizer the dataset was made with, and a
+// tokenizer_config.json naming its end-of-text token.
+func TestExportGPT2Tokenizer(t *testing.T) {
+	tok, err := spec.Load(context.Background(), "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := makeTokenDataset(t, tok, charText(6000))
+	out := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runTrain(t, tinyArgs(data, out, "2")...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	hf := filepath.Join(t.TempDir(), "hf")
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(hf, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := tokenize.LoadHFJSON(raw, "exported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Fingerprint() != tok.Fingerprint() {
+		t.Errorf("the exported tokenizer.json has fingerprint %s, the dataset's tokenizer %s", back.Fingerprint(), tok.Fingerprint())
+	}
+	var tc map[string]any
+	raw, err = os.ReadFile(filepath.Join(hf, "tokenizer_config.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &tc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"bos_token", "eos_token", "unk_token"} {
+		if tc[k] != "<|endoftext|>" {
+			t.Errorf("tokenizer_config.json %s = %v, want <|endoftext|>", k, tc[k])
+		}
+	}
+	// A tokenizer given instead of the dataset's, with another fingerprint, is written
+	// with a warning.
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--tokenizer", "neox-20b"); code != 0 || !strings.Contains(stderr, "fingerprint") {
+		t.Errorf("export --tokenizer neox-20b: exit %d, want 0 and a warning on the fingerprint: %s", code, stderr)
+	}
+}

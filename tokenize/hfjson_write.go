@@ -1,0 +1,177 @@
+package tokenize
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// hfBPEFile is what a Hugging Face tokenizer.json with a BPE model holds, as
+// writeHFBPE writes it: the components are JSON text ("null" for none), vocabulary
+// keys and merges come through functions so that no copy of a 200,000-token vocabulary
+// is made to write it.
+type hfBPEFile struct {
+	added                                        []AddedToken
+	normalizer, preTokenizer, postProcessor, dec string
+	ignoreMerges                                 bool
+	vocabLen                                     int
+	key                                          func(id int) (string, bool) // the vocab key of id, if id is in the model's vocab
+	mergeCount                                   int
+	merge                                        func(i int) string // merge i in rank order, "left right"
+}
+
+// writeHFBPE writes f as a tokenizer.json (version "1.0").
+func writeHFBPE(w io.Writer, f *hfBPEFile) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var b []byte
+	flush := func() error {
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
+	}
+	b = append(b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": ["...)
+	for i, a := range f.added {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    {\"id\": "...)
+		b = strconv.AppendInt(b, int64(a.ID), 10)
+		b = append(b, ", \"content\": "...)
+		b = appendJSONString(b, a.Content)
+		b = append(b, `, "single_word": false, "lstrip": false, "rstrip": false, "normalized": `...)
+		b = strconv.AppendBool(b, a.Normalized)
+		b = append(b, `, "special": `...)
+		b = strconv.AppendBool(b, a.Special)
+		b = append(b, '}')
+	}
+	if len(f.added) > 0 {
+		b = append(b, "\n  "...)
+	}
+	b = append(b, "],\n  \"normalizer\": "...)
+	b = append(b, f.normalizer...)
+	b = append(b, ",\n  \"pre_tokenizer\": "...)
+	b = append(b, f.preTokenizer...)
+	b = append(b, ",\n  \"post_processor\": "...)
+	b = append(b, f.postProcessor...)
+	b = append(b, ",\n  \"decoder\": "...)
+	b = append(b, f.dec...)
+	b = append(b, `,
+  "model": {
+    "type": "BPE",
+    "dropout": null,
+    "unk_token": null,
+    "continuing_subword_prefix": null,
+    "end_of_word_suffix": null,
+    "fuse_unk": false,
+    "byte_fallback": false,
+    "ignore_merges": `...)
+	b = strconv.AppendBool(b, f.ignoreMerges)
+	b = append(b, ",\n    \"vocab\": {"...)
+	first := true
+	for id := range f.vocabLen {
+		k, ok := f.key(id)
+		if !ok {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, "\n      "...)
+		b = appendJSONString(b, k)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		if len(b) > 1<<15 {
+			if err := flush(); err != nil {
+				return fmt.Errorf("tokenize: write tokenizer.json: %w", err)
+			}
+		}
+	}
+	b = append(b, "\n    },\n    \"merges\": ["...)
+	for i := range f.mergeCount {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n      "...)
+		b = appendJSONString(b, f.merge(i))
+		if len(b) > 1<<15 {
+			if err := flush(); err != nil {
+				return fmt.Errorf("tokenize: write tokenizer.json: %w", err)
+			}
+		}
+	}
+	if f.mergeCount > 0 {
+		b = append(b, "\n    "...)
+	}
+	b = append(b, "]\n  }\n}\n"...)
+	if err := flush(); err != nil {
+		return fmt.Errorf("tokenize: write tokenizer.json: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("tokenize: write tokenizer.json: %w", err)
+	}
+	return nil
+}
+
+// The components of GPT-2's tokenizer.json, which byte-level BPE tokenizers share.
+const (
+	hfByteLevelPost    = `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true}`
+	hfByteLevelDecoder = `{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}`
+)
+
+// hfByteLevelPre is the ByteLevel pre-tokenizer with GPT-2's pattern.
+func hfByteLevelPre(addPrefixSpace bool) string {
+	return `{"type": "ByteLevel", "add_prefix_space": ` + strconv.FormatBool(addPrefixSpace) + `, "trim_offsets": true, "use_regex": true}`
+}
+
+// WriteHFJSON writes t as a Hugging Face tokenizer.json that HF `tokenizers` (and
+// transformers' PreTrainedTokenizerFast) load to the same ids as t on every text, as `train
+// export` puts it beside a model:
+//
+//   - byte-level BPE with a merges list (GPT-2, GPT-NeoX, vocab.json + merges.txt, a
+//     tokenizer.json): the BPE model with its vocabulary in the byte-level alphabet (ids
+//     that are no token, and added tokens the vocabulary lacks, left out, as HF's files
+//     do), its merges in rank order, the NFC normalizer if t has it, the ByteLevel
+//     pre-tokenizer, post-processor and decoder as in GPT-2's file, ignore_merges if t
+//     has it, and its added tokens with their special and normalized flags. LoadHFJSON
+//     of the output gives t's fingerprint back.
+//   - a character vocabulary (chars.json, nanoGPT's shakespeare_char): a BPE model whose
+//     vocabulary is the characters and which has no merges, no pre-tokenizer (each
+//     character is then its token) and the Fuse decoder (the tokens' text joined). HF
+//     drops a character the vocabulary lacks where t refuses it.
+//
+// A tiktoken rank file (cl100k_base, o200k_base) has no merges list to write: that is an
+// error.
+func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
+	switch {
+	case t.kind == KindChar:
+		return writeHFBPE(w, &hfBPEFile{normalizer: "null", preTokenizer: "null", postProcessor: "null",
+			dec: `{"type": "Fuse"}`, vocabLen: len(t.chars),
+			key: func(id int) (string, bool) { return string(t.chars[id]), true }})
+	case t.kind != KindBPE || t.mergeSemantics != "pairs" || t.pattern != "gpt2":
+		return fmt.Errorf("tokenize: %s: a tiktoken rank file has no Hugging Face tokenizer.json form (its merges would have to be derived from the ranks)", t.name)
+	}
+	normalizer := "null"
+	if t.normalizer != "" {
+		normalizer = `{"type": "` + t.normalizer + `"}`
+	}
+	merges := t.mergeList()
+	return writeHFBPE(w, &hfBPEFile{added: t.added, normalizer: normalizer, preTokenizer: hfByteLevelPre(t.addPrefixSpace),
+		postProcessor: hfByteLevelPost, dec: hfByteLevelDecoder, ignoreMerges: t.ignoreMerges,
+		vocabLen: t.vocab.len(),
+		key: func(id int) (string, bool) {
+			s := t.vocab.at(id)
+			if s == "" {
+				return "", false
+			}
+			if got, ok := t.tokenID(s); !ok || int(got) != id {
+				return "", false // an added token only
+			}
+			return byteLevelEncode(s), true
+		},
+		mergeCount: len(merges),
+		merge: func(i int) string {
+			return byteLevelEncode(t.vocab.at(int(merges[i][0]))) + " " + byteLevelEncode(t.vocab.at(int(merges[i][1])))
+		}})
+}

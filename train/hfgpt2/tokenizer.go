@@ -1,0 +1,56 @@
+package hfgpt2
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File names of a Hugging Face tokenizer beside the model.
+const (
+	TokenizerName       = "tokenizer.json"
+	TokenizerConfigName = "tokenizer_config.json"
+)
+
+// TokenizerConfig is what tokenizer_config.json says beside tokenizer.json.
+type TokenizerConfig struct {
+	// EOS is the content of the end-of-document token ("" if the tokenizer has none):
+	// transformers' bos, eos and unk token, as GPT-2's files set them.
+	EOS string
+	// ModelMaxLength is the model's context (block_size).
+	ModelMaxLength int
+}
+
+// hfTokenizerConfig is tokenizer_config.json: transformers' AutoTokenizer loads
+// tokenizer.json as a PreTrainedTokenizerFast, which keeps the file's pre-tokenizer as
+// it is (GPT2TokenizerFast would rewrite it from its own add_prefix_space), and decodes
+// without clean_up_tokenization_spaces (which would join " ." to ".": not the text).
+type hfTokenizerConfig struct {
+	TokenizerClass            string `json:"tokenizer_class"`
+	ModelMaxLength            int    `json:"model_max_length"`
+	CleanUpTokenizationSpaces bool   `json:"clean_up_tokenization_spaces"`
+	BOSToken                  string `json:"bos_token,omitempty"`
+	EOSToken                  string `json:"eos_token,omitempty"`
+	UNKToken                  string `json:"unk_token,omitempty"`
+}
+
+// WriteTokenizer writes dir/tokenizer.json (tokenizerJSON, as tokenize's WriteHFJSON
+// makes it) and dir/tokenizer_config.json, so that transformers'
+// AutoTokenizer.from_pretrained(dir) and pipeline("text-generation", model=dir) find
+// the model's tokenizer. dir must exist; the files are replaced.
+func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
+	tc := hfTokenizerConfig{TokenizerClass: "PreTrainedTokenizerFast", ModelMaxLength: c.ModelMaxLength,
+		BOSToken: c.EOS, EOSToken: c.EOS, UNKToken: c.EOS}
+	cj, err := json.MarshalIndent(tc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TokenizerName), tokenizerJSON, 0o666); err != nil {
+		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TokenizerConfigName), append(cj, '\n'), 0o666); err != nil {
+		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
+	}
+	return nil
+}
