@@ -39,6 +39,16 @@ func TestRerunOfResumeContinues(t *testing.T) {
 	if !strings.Contains(logs.String(), "continuing this run from its newest checkpoint") {
 		t.Errorf("no line says why:\n%s", logs.String())
 	}
+	// The same command with PATH spelled otherwise (a trailing slash, a "./") is
+	// still this run.
+	respelled := b
+	respelled.Resume = rootA + "/./" + checkpoint.DirName(5) + "/"
+	respelled.MaxSteps, respelled.LRDecaySteps = 14, 14
+	if res, err := Run(context.Background(), respelled, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatalf("the command again with resume %s: %v", respelled.Resume, err)
+	} else if res.ResumedFrom == b.Resume || res.Step != 14 {
+		t.Fatalf("the command again with resume %s: from %q to step %d; want from its own newest to 14", respelled.Resume, res.ResumedFrom, res.Step)
+	}
 	other := b
 	other.Resume = a.Out // another resume: another run
 	if _, err := Run(context.Background(), other, cpu.New(2), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "already holds checkpoints of another run") {

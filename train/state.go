@@ -288,7 +288,7 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 		return "", false, fmt.Errorf("train: resume %s: %s holds a checkpoint already: %w", r, t.ckptRoot, err)
 	}
 	differs := ""
-	if st.Config["resume"] == r {
+	if sameResume(st.Config["resume"], r) {
 		differs = rerunDiffers(st.Config, configMap(recordedConfig(t.cfg)))
 		if differs == "" {
 			t.log.Info("continuing this run from its newest checkpoint: a run started from resume "+r+" with these settings made it (this command, interrupted); to start from "+r+" again, move the checkpoints in out aside",
@@ -302,6 +302,24 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 		return "", false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started%s)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], differs, r)
 	}
 	return "", false, nil
+}
+
+// sameResume reports whether resume values a and b name the same place: the same
+// string, or spellings of one (a trailing slash, ./, relative against absolute, taken
+// from the working directory; file:// or not).
+func sameResume(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if strings.HasPrefix(a, "s3://") || strings.HasPrefix(b, "s3://") {
+		return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
+	}
+	if a == "" || b == "" || a == "auto" || a == "none" || b == "auto" || b == "none" {
+		return false
+	}
+	aa, err1 := filepath.Abs(strings.TrimPrefix(a, "file://"))
+	ab, err2 := filepath.Abs(strings.TrimPrefix(b, "file://"))
+	return err1 == nil && err2 == nil && aa == ab
 }
 
 // rerunKeys are the settings that make a run what it is: a command run again
