@@ -243,7 +243,7 @@ func (ix *Index) CheckBinSize(binName string, binSize int64) error {
 	want := ix.BinSize()
 	switch {
 	case binSize < want:
-		return formatErr(ErrTruncated, binName, binSize, "", hintTruncated,
+		return formatErr(ErrTruncated, binName, binSize, "", "the .bin is truncated (an interrupted copy or write), or the .idx beside it is another shard's: re-run the stage that wrote them, or restore them, then run `shards verify`",
 			"the .bin has %d bytes, but its index describes %d tokens x %d bytes = %d bytes", binSize, ix.tokens, ix.dtype.Size(), want)
 	case binSize > want:
 		return formatErr(ErrCorrupt, binName, want, "", "the .bin and .idx do not belong together, or the .bin was appended to: "+hintRewrite,

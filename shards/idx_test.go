@@ -116,7 +116,7 @@ func TestCheckBinSize(t *testing.T) {
 	if err := ix.CheckBinSize("x.bin", 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.CheckBinSize("x.bin", 9); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "x.bin") {
+	if err := ix.CheckBinSize("x.bin", 9); !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "x.bin") || !strings.Contains(err.Error(), "another shard's") {
 		t.Errorf("short .bin: %v", err)
 	}
 	if err := ix.CheckBinSize("x.bin", 12); !errors.Is(err, ErrCorrupt) {
