@@ -22,6 +22,16 @@ func TestFailedRunLeavesNoRunDirectory(t *testing.T) {
 		t.Errorf("the run directory it made is still there (%v, %d entries)", err, len(des))
 	}
 
+	// --out runs/x where runs/ did not exist either: both go, runs/ first made.
+	parent := t.TempDir()
+	c.Out = filepath.Join(parent, "runs", "x")
+	if _, err := NewTrainer(context.Background(), c, cpu.New(1), nil, testLogger(t)); err == nil {
+		t.Fatal("NewTrainer on missing data succeeded")
+	}
+	if des, err := os.ReadDir(parent); err != nil || len(des) != 0 {
+		t.Errorf("--out runs/x: %s holds %v (%v) afterwards; want nothing", parent, des, err)
+	}
+
 	given := t.TempDir()
 	c.Out = given
 	if _, err := NewTrainer(context.Background(), c, cpu.New(1), nil, testLogger(t)); err == nil {

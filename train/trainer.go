@@ -67,7 +67,7 @@ type Trainer struct {
 	sampler    *loader.Sampler
 	numSamples [3]int64
 	outLock    *storage.Lock // rank 0's hold on cfg.Out
-	madeOut    bool          // lockOut made cfg.Out
+	madeOut    []string      // the directories lockOut made for cfg.Out, cfg.Out first
 	// ownNewest: resume named another run's checkpoint, and this run continues
 	// from the newest of its own in out (resumeElsewhere).
 	ownNewest bool
@@ -421,8 +421,12 @@ func (t *Trainer) releaseOut() error {
 	if err := t.outLock.ReleaseRemoving(); err != nil {
 		return err
 	}
-	if t.madeOut {
-		os.Remove(t.cfg.Out) // (another run may have begun writing there: then it stays)
+	// Deepest first; one another run has begun writing to stays, and so do its
+	// parents (os.Remove leaves a directory that is not empty).
+	for _, dir := range t.madeOut {
+		if os.Remove(dir) != nil {
+			break
+		}
 	}
 	return nil
 }
@@ -432,8 +436,11 @@ func (t *Trainer) releaseOut() error {
 // once, naming the first (storage.LockDir: flock(2), dropped when the process ends,
 // however it ends, so a killed run never blocks its rerun).
 func (t *Trainer) lockOut(ctx context.Context) error {
-	if _, err := os.Stat(t.cfg.Out); errors.Is(err, fs.ErrNotExist) {
-		t.madeOut = true
+	for dir := filepath.Clean(t.cfg.Out); ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			break
+		}
+		t.madeOut = append(t.madeOut, dir)
 	}
 	if err := os.MkdirAll(t.cfg.Out, 0o755); err != nil {
 		return fmt.Errorf("train: create the run directory: %w", err)
