@@ -138,8 +138,9 @@ func hfByteLevelPre(addPrefixSpace bool) string {
 //     of the output gives t's fingerprint back.
 //   - a character vocabulary (chars.json, nanoGPT's shakespeare_char): a BPE model whose
 //     vocabulary is the characters and which has no merges, no pre-tokenizer (each
-//     character is then its token) and the Fuse decoder (the tokens' text joined). HF
-//     drops a character the vocabulary lacks where t refuses it.
+//     character is then its token) and the Fuse decoder (the tokens' text joined),
+//     which LoadHFJSON reads back as the same character vocabulary. HF drops a
+//     character the vocabulary lacks where t refuses it.
 //
 // A tiktoken rank file (cl100k_base, o200k_base) has no merges list to write: that is an
 // error.

@@ -22,7 +22,8 @@ var hfWriteTexts = []string{
 }
 
 // TestWriteHFJSONRoundTrip: the tokenizer.json written for a byte-level BPE tokenizer
-// loads back to the same fingerprint (everything that decides the ids) and ids.
+// or a character vocabulary loads back to the same fingerprint (everything that decides
+// the ids) and ids.
 func TestWriteHFJSONRoundTrip(t *testing.T) {
 	trained, _ := trainedShakespeare(t)
 	fromTrained, err := trained.Tokenizer("shakespeare-1000")
@@ -40,6 +41,7 @@ func TestWriteHFJSONRoundTrip(t *testing.T) {
 	cases := map[string]*Tokenizer{
 		"gpt2": sharedTokenizer(t, "gpt2"), "gpt2-files": sharedTokenizer(t, "gpt2-files"),
 		"neox-20b": sharedTokenizer(t, "neox-20b"), "trained": fromTrained, "ignore_merges": ignoring,
+		"chars": NewCharsFromText(trainCorpus(t)+"é€🙂\u00a0", "chars"),
 	}
 	for name, tok := range cases {
 		var buf bytes.Buffer

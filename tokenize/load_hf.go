@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // hfFile is the part of a Hugging Face tokenizer.json that decides the ids.
@@ -51,7 +52,8 @@ type hfComponent struct {
 }
 
 // LoadHFJSON loads a Hugging Face tokenizer.json with a BPE model and a ByteLevel
-// pre-tokenizer (GPT-2, GPT-NeoX-20B and tokenizers of that family). Features that would
+// pre-tokenizer (GPT-2, GPT-NeoX-20B and tokenizers of that family), or the form of a
+// character vocabulary that WriteHFJSON writes (hfCharForm). Features that would
 // change the ids and that this package does not implement are refused with an error
 // rather than silently ignored.
 func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
@@ -61,6 +63,9 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenize: %s: not a tokenizer.json: %w", name, jsonErrorAt(data, err))
 	}
 	m := &f.Model
+	if chars, ok := hfCharForm(&f); ok {
+		return newChars(chars, name), nil
+	}
 	if m.Type != "" && m.Type != "BPE" {
 		return nil, fmt.Errorf("tokenize: %s: model type %q is not supported (byte-level BPE only)", name, m.Type)
 	}
@@ -323,4 +328,35 @@ func jsonErrorAt(data []byte, err error) error {
 	line := 1 + bytes.Count(data[:off], []byte{'\n'})
 	col := off - bytes.LastIndexByte(data[:off], '\n')
 	return fmt.Errorf("line %d column %d (byte %d): %w", line, col, off, err)
+}
+
+// hfCharForm recognises a character vocabulary in a tokenizer.json, as WriteHFJSON
+// writes one for `train export`: a BPE model without merges, pre-tokenizer, normalizer,
+// added tokens or unk token, whose vocabulary is single characters with the ids 0 to
+// n-1. HF then encodes each character as its id, as a character tokenizer does.
+func hfCharForm(f *hfFile) ([]rune, bool) {
+	m := &f.Model
+	if m.Type != "BPE" || len(m.Vocab) == 0 || len(f.AddedTokens) > 0 || m.UnkToken != nil || m.ByteFallback || m.IgnoreMerges ||
+		m.Dropout != nil && *m.Dropout != 0 || m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" ||
+		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
+		return nil, false
+	}
+	for _, raw := range []json.RawMessage{f.Normalizer, f.PreTokenizer, f.PostProcessor, f.Truncation, f.Padding} {
+		if len(raw) > 0 && string(raw) != "null" {
+			return nil, false
+		}
+	}
+	if t := bytes.TrimSpace(m.Merges); len(t) > 0 && string(t) != "null" && string(bytes.Join(bytes.Fields(t), nil)) != "[]" {
+		return nil, false
+	}
+	chars := make([]rune, len(m.Vocab))
+	set := make([]bool, len(m.Vocab))
+	for k, id := range m.Vocab {
+		r, n := utf8.DecodeRuneInString(k)
+		if n == 0 || n != len(k) || r == utf8.RuneError && n == 1 || id < 0 || id >= len(chars) || set[id] {
+			return nil, false
+		}
+		chars[id], set[id] = r, true
+	}
+	return chars, true
 }

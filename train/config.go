@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"gptkit/shards"
 )
 
 // Config is everything a training run is told. Each field has a key: its name in a
@@ -68,6 +70,11 @@ type Config struct {
 	// restarted job runs its first command line again, so on a restart a resume other
 	// than auto continues from the newest checkpoint in out when out holds one.
 	Restarts int
+	// CheckInitTokenizer, if set, is not a key either: it checks that the tokenizer
+	// files in init_from's directory, where it has any, are the tokenizer of the data
+	// (a vocabulary of the same size says nothing of which tokens its ids are). The
+	// command sets it; this package does not read tokenizers.
+	CheckInitTokenizer func(dir string, data shards.TokenizerInfo) error
 }
 
 // Default returns nanoGPT's train.py defaults (GPT-2 124M on OpenWebText), with

@@ -174,6 +174,11 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	case vocab < t.tok.VocabSize:
 		return nil, fmt.Errorf("train: vocab_size %d is smaller than the dataset tokenizer's %d", vocab, t.tok.VocabSize)
 	}
+	if cfg.InitFrom != "" && cfg.CheckInitTokenizer != nil {
+		if err := cfg.CheckInitTokenizer(cfg.InitFrom, t.tok); err != nil {
+			return nil, err
+		}
+	}
 	t.sampler = &loader.Sampler{Samples: t.data.Train, Rank: coll.Rank(), World: coll.World(), Micro: B, GradAccum: cfg.GradAccum}
 
 	// The model and the optimizer state, if they fit.

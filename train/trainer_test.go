@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,7 +157,7 @@ func TestTrainLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := back.LoadYAML(data, ConfigName); err != nil || back != cfg {
+	if _, err := back.LoadYAML(data, ConfigName); err != nil || !reflect.DeepEqual(back, cfg) {
 		t.Errorf("config.yaml reads back as %+v (%v), want %+v", back, err, cfg)
 	}
 	dir, step, found, err := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil)

@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -81,7 +82,7 @@ func TestMarshalYAMLRoundTrip(t *testing.T) {
 	if _, err := back.LoadYAML(c.MarshalYAML(), "config.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	if back != c {
+	if !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip:\n%+v\nwant\n%+v\n%s", back, c, c.MarshalYAML())
 	}
 }
@@ -154,7 +155,7 @@ func FuzzLoadYAML(f *testing.F) {
 		if _, err := back.LoadYAML(out, "back.yaml"); err != nil {
 			t.Fatalf("MarshalYAML output does not load: %v\n%s", err, out)
 		}
-		if back != c && !strings.ContainsRune(string(data), '\uFFFD') {
+		if !reflect.DeepEqual(back, c) && !strings.ContainsRune(string(data), '\uFFFD') {
 			t.Fatalf("round trip:\n%+v\nwant\n%+v", back, c)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"gptkit/internal/progress"
 	"gptkit/kernels"
 	"gptkit/kernels/cuda"
+	"gptkit/shards"
 	"gptkit/train"
 	"gptkit/train/dist"
 )
@@ -215,6 +216,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 	}
 	cfg.Restarts = place.RestartCount
+	cfg.CheckInitTokenizer = func(dir string, data shards.TokenizerInfo) error { return checkInitTokenizer(ctx, dir, data) }
 	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
 	if comm == nil {
 		if err != nil {
