@@ -127,6 +127,7 @@ func FuzzLoadHFJSON(f *testing.F) {
 	f.Add(tinyTokenizer(f))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"ByteLevel"}}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"ByteLevel","add_prefix_space":true}]}}`))
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"\n":1,"é":2," ":3},"merges":[]},"decoder":{"type":"Fuse"}}`)) // a character vocabulary
 	f.Add([]byte(`{"model":{"type":"WordPiece"}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -135,6 +136,20 @@ func FuzzLoadHFJSON(f *testing.F) {
 			return
 		}
 		for _, s := range []string{"the the  thé <|endoftext|>x", "ab ba", "\xff"} {
+			if tok.Kind() == KindChar {
+				// A character vocabulary: each character it has is its id.
+				var want []int
+				for _, r := range ReplaceInvalidUTF8(s) {
+					if id, ok := tok.charIDs[r]; ok {
+						want = append(want, id)
+					}
+				}
+				if got, err := tok.EncodeChecked(s); err == nil && !slices.Equal(got, want) {
+					t.Fatalf("Encode(%q) = %v, want %v", s, got, want)
+				}
+				_ = tok.Decode(want)
+				continue
+			}
 			got, want := tok.Encode(s), tok.refEncode(s)
 			if !slices.Equal(got, want) {
 				t.Fatalf("Encode(%q) = %v, reference %v", s, got, want)
