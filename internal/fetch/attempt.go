@@ -139,6 +139,9 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		if offset > 0 {
 			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", redact.URL(url), "dest", f.Dest)
 		}
+		if offset > 0 {
+			st.dropped++
+		}
 		offset = 0
 		st.reset()
 		st.ifRange = validator(resp.Header)
@@ -244,6 +247,7 @@ func (c *config) copyBody(ctx, actx context.Context, cancel context.CancelCauseF
 
 // restart removes part so that the next attempt downloads from byte 0.
 func restart(part string, st *partState) error {
+	st.dropped++
 	st.reset()
 	st.src = nil
 	removePartSource(part)

@@ -26,6 +26,9 @@ type partState struct {
 	ifRange string
 	// src is part's record (partsource.go): where its bytes came from; nil if unknown.
 	src *partSource
+	// dropped counts the times part's bytes were dropped for a download from byte 0
+	// (retry's measure of progress starts over then).
+	dropped int
 }
 
 // reset forgets part's bytes: the download starts over from byte 0.
@@ -101,9 +104,18 @@ func (c *config) retry(ctx context.Context, url string, f File, part string, st 
 		best = info.Size()
 	}
 	delay := c.Backoff
+	forgotKept := false
 	for failures := 1; ; failures++ {
+		dropped := st.dropped
 		r, err := c.attempt(ctx, url, f, part, st)
 		resumed = resumed || r
+		if st.dropped != dropped && !forgotKept {
+			// The bytes kept when this began are gone (the server sent the whole file,
+			// or another version): progress counts from byte 0 now, not from their
+			// length, which a flaky line might take many attempts to pass again. Once:
+			// a server that drops the bytes every time must still get further each time.
+			forgotKept, best = true, 0
+		}
 		if err == nil {
 			return resumed, nil
 		}
