@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,19 @@ func TestInitDeviceHints(t *testing.T) {
 		if err == nil || !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--device cpu") {
 			t.Errorf("cuInit %d: %v, want ErrNoDevice saying %q and --device cpu", code, err, want)
 		}
+	}
+}
+
+// TestNCCLInitHint: a CUDA error at ncclCommInitRank names the driver's CUDA and the
+// NCCL wheel of that major; other errors are left as they are.
+func TestNCCLInitHint(t *testing.T) {
+	cudaErr := fmt.Errorf("%w (rank 0 of 2)", ncclCheck("ncclCommInitRank", 1))
+	err := ncclInitHint(cudaErr, "libnccl.so.2 (NCCL 2.28.3)", 12040)
+	if !errors.Is(err, cudaErr) || !strings.Contains(err.Error(), "driver's 12.4") || !strings.Contains(err.Error(), "nvidia-nccl-cu12") {
+		t.Errorf("hint: %v", err)
+	}
+	sysErr := ncclCheck("ncclCommInitRank", 2)
+	if got := ncclInitHint(sysErr, "libnccl.so.2", 12040); got != sysErr {
+		t.Errorf("a system error got a hint: %v", got)
 	}
 }

@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"gptkit/kernels"
@@ -239,13 +240,25 @@ func NewNCCL(b *Backend, id UniqueID, rank, world int, o NCCLOptions) (*NCCL, er
 	b.enter()
 	defer b.leave()
 	if c.comm, err = n.commInitRank(world, id, rank); err != nil {
-		return nil, fmt.Errorf("%w (rank %d of %d)", err, rank, world)
+		return nil, ncclInitHint(fmt.Errorf("%w (rank %d of %d)", err, rank, world), n.name(), b.info.DriverVersion)
 	}
 	if err := c.initWatch(o); err != nil {
 		n.commDestroy(c.comm) // not left behind with its GPU memory and peers' connections
 		return nil, err
 	}
 	return c, nil
+}
+
+// ncclInitHint adds the likeliest cause to a CUDA error of ncclCommInitRank: an NCCL
+// built for a newer CUDA than the driver runs (the nvidia-nccl-cu13 wheel under a
+// CUDA 12 driver fails there, and NCCL cannot say which CUDA it was built for).
+func ncclInitHint(err error, lib string, driverVersion int) error {
+	if !strings.Contains(err.Error(), ncclResultNames[1]) || driverVersion <= 0 {
+		return err
+	}
+	major := driverVersion / 1000
+	return fmt.Errorf("%w\n---> HINT: %s may be built for a newer CUDA than the driver's %d.%d (NCCL_DEBUG=WARN names the CUDA error): install the NCCL of this CUDA major (pip install nvidia-nccl-cu%d) and put its lib directory first on LD_LIBRARY_PATH, or update the driver",
+		err, lib, major, driverVersion%1000/10, major)
 }
 
 // Library names the NCCL the communicator runs on: the library's file and its
