@@ -18,7 +18,7 @@ func TestUsage(t *testing.T) {
 		}
 	}
 
-	// -h lists every flag with its default, on stderr.
+	// -h lists every flag (with its default where it has one: internal/cli's test), on stderr.
 	flags := map[string][]string{
 		"info":        {"json", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style"},
 		"verify":      {"strict", "allow-merged-doc-idx", "s3-endpoint", "s3-path-style", "cache-dir"},
@@ -37,8 +37,8 @@ func TestUsage(t *testing.T) {
 		}
 		for _, name := range names {
 			i := strings.Index(errOut, "\n  --"+name)
-			if i < 0 || !strings.Contains(strings.SplitN(errOut[i+1:], "\n  --", 2)[0], "(default ") {
-				t.Errorf("%s -h: --%s missing or without its default", cmd, name)
+			if i < 0 {
+				t.Errorf("%s -h: --%s missing", cmd, name)
 			}
 		}
 	}

@@ -130,7 +130,8 @@ func (c *Command) UsageError(stderr io.Writer, msg string) int {
 	return ExitUsage
 }
 
-// PrintHelp prints the usage line, the summary and every flag with its default.
+// PrintHelp prints the usage line, the summary and every flag with its default (none
+// for an empty string or a switch that is off).
 func (c *Command) PrintHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace(c.Prog+" "+c.Name+" "+c.Synopsis), c.Summary)
 	hasFlags := false
@@ -143,17 +144,27 @@ func (c *Command) PrintHelp(w io.Writer) {
 		if typ != "" {
 			typ = " " + typ
 		}
-		def := f.DefValue
+		// The default, except an empty string's or a switch's off (as Go's flag
+		// package prints them): "(required) (default \"\")" said nothing.
+		def := " (default " + f.DefValue + ")"
 		if getter, ok := f.Value.(flag.Getter); ok {
-			if _, isString := getter.Get().(string); isString {
-				def = fmt.Sprintf("%q", def)
+			switch v := getter.Get().(type) {
+			case string:
+				def = fmt.Sprintf(" (default %q)", v)
+				if v == "" {
+					def = ""
+				}
+			case bool:
+				if !v {
+					def = ""
+				}
 			}
 		}
 		dash := "--"
 		if len(f.Name) == 1 {
 			dash = "-" // -d DIR, as the usage lines write it
 		}
-		fmt.Fprintf(w, "  %s%s%s\n    \t%s (default %s)\n", dash, f.Name, typ, usage, def)
+		fmt.Fprintf(w, "  %s%s%s\n    \t%s%s\n", dash, f.Name, typ, usage, def)
 	})
 }
 

@@ -38,11 +38,14 @@ func TestParseErrorsAndHelp(t *testing.T) {
 	c := NewCommand("prog", "cmd", "DIR [--json]", "Does things.")
 	c.Flags.Bool("json", false, "print JSON")
 	c.Flags.String("name", "x", "the `NAME`")
+	c.Flags.String("out", "", "the `DIR` (required)")
+	c.Flags.Bool("on", true, "a switch on by default")
 	var stderr bytes.Buffer
 	if _, code, ok := c.ParseArgs([]string{"DIR", "-h"}, &stderr); ok || code != ExitOK {
 		t.Fatalf("-h: %d %v", code, ok)
 	}
-	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON (default false)\n  --name NAME\n    \tthe NAME (default \"x\")\n"
+	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON\n  --name NAME\n    \tthe NAME (default \"x\")\n" +
+		"  --on\n    \ta switch on by default (default true)\n  --out DIR\n    \tthe DIR (required)\n"
 	if stderr.String() != want {
 		t.Errorf("help:\n%s\nwant:\n%s", stderr.String(), want)
 	}
