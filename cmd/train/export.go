@@ -61,7 +61,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var tokJSON []byte
 	var tokCfg hfgpt2.TokenizerConfig
 	if !*noTokenizer {
-		if tokJSON, tokCfg, err = exportTokenizer(ctx, st, &tf, *data, m.Config.BlockSize, log); err != nil {
+		if tokJSON, tokCfg, err = exportTokenizer(ctx, st, &tf, *data, m.Config, log); err != nil {
 			return fail(fmt.Errorf("%w\n---> HINT: --no-tokenizer exports the model alone", err))
 		}
 	}
@@ -83,7 +83,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // exportTokenizer is the tokenizer.json of the checkpoint's tokenizer (found as train
 // sample finds it) and what tokenizer_config.json says of it; nil, with a warning, when
 // the tokenizer has no Hugging Face form or the checkpoint names none.
-func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, blockSize int, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
+func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, mc train.ModelConfig, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
 	if tf.Spec == "" && st.Tokenizer.Fingerprint == "" {
 		log.Warn("the checkpoint does not record its tokenizer: writing the model without " + hfgpt2.TokenizerName + " (--tokenizer SPEC writes one)")
 		return nil, hfgpt2.TokenizerConfig{}, nil
@@ -92,12 +92,15 @@ func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlag
 	if err != nil {
 		return nil, hfgpt2.TokenizerConfig{}, err
 	}
+	if tok.VocabSize() > mc.VocabSize {
+		return nil, hfgpt2.TokenizerConfig{}, fmt.Errorf("tokenizer %s has %d tokens, the model's vocabulary %d: it cannot be this model's tokenizer", tok.Name(), tok.VocabSize(), mc.VocabSize)
+	}
 	var buf bytes.Buffer
 	if err := tok.WriteHFJSON(&buf); err != nil {
 		log.Warn("writing the model without "+hfgpt2.TokenizerName, "tokenizer", tok.Name(), "reason", err)
 		return nil, hfgpt2.TokenizerConfig{}, nil
 	}
-	cfg := hfgpt2.TokenizerConfig{ModelMaxLength: blockSize}
+	cfg := hfgpt2.TokenizerConfig{ModelMaxLength: mc.BlockSize}
 	if eod := tok.EOD(); eod >= 0 {
 		cfg.EOS = tok.Decode([]int{eod})
 	}

@@ -53,9 +53,27 @@ func TestExportGPT2Tokenizer(t *testing.T) {
 			t.Errorf("tokenizer_config.json %s = %v, want <|endoftext|>", k, tc[k])
 		}
 	}
-	// A tokenizer given instead of the dataset's, with another fingerprint, is written
-	// with a warning.
-	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--tokenizer", "neox-20b"); code != 0 || !strings.Contains(stderr, "fingerprint") {
-		t.Errorf("export --tokenizer neox-20b: exit %d, want 0 and a warning on the fingerprint: %s", code, stderr)
+	// A tokenizer given instead of the dataset's, with another fingerprint, gets a
+	// warning; one with more tokens than the model's vocabulary is refused.
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--tokenizer", "neox-20b"); code != 1 ||
+		!strings.Contains(stderr, "fingerprint") || !strings.Contains(stderr, "50277 tokens, the model's vocabulary 50257") {
+		t.Errorf("export --tokenizer neox-20b: exit %d, want 1, a warning on the fingerprint and the sizes: %s", code, stderr)
+	}
+}
+
+// TestExportRefusesLargerTokenizer: a tokenizer with more tokens than the model's
+// vocabulary cannot be its tokenizer: nothing is written.
+func TestExportRefusesLargerTokenizer(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runTrain(t, tinyArgs(data, out, "2")...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	hf := filepath.Join(t.TempDir(), "hf")
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--tokenizer", "gpt2"); code != 1 || !strings.Contains(stderr, "50257 tokens") {
+		t.Errorf("export of a character model with --tokenizer gpt2: exit %d, want 1 naming the sizes: %s", code, stderr)
+	}
+	if _, err := os.Stat(hf); err == nil {
+		t.Errorf("the refused export wrote %s", hf)
 	}
 }

@@ -1,6 +1,7 @@
 package hfgpt2
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,14 +43,17 @@ type hfTokenizerConfig struct {
 func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
 	tc := hfTokenizerConfig{TokenizerClass: "PreTrainedTokenizerFast", ModelMaxLength: c.ModelMaxLength,
 		BOSToken: c.EOS, EOSToken: c.EOS, UNKToken: c.EOS}
-	cj, err := json.MarshalIndent(tc, "", "  ")
-	if err != nil {
+	var cj bytes.Buffer
+	enc := json.NewEncoder(&cj)
+	enc.SetEscapeHTML(false) // "<|endoftext|>" as it is, not \u003c|endoftext|\u003e
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(tc); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, TokenizerName), tokenizerJSON, 0o666); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TokenizerConfigName), append(cj, '\n'), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, TokenizerConfigName), cj.Bytes(), 0o666); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
 	return nil
