@@ -21,14 +21,7 @@ func TestExportGPT2Tokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := makeTokenDataset(t, tok, charText(6000))
-	out := filepath.Join(t.TempDir(), "run")
-	if code, _, stderr := runTrain(t, tinyArgs(data, out, "2")...); code != 0 {
-		t.Fatalf("train: exit %d: %s", code, stderr)
-	}
-	hf := filepath.Join(t.TempDir(), "hf")
-	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf); code != 0 {
-		t.Fatalf("export: exit %d: %s", code, stderr)
-	}
+	out, hf := trainAndExport(t, data)
 	raw, err := os.ReadFile(filepath.Join(hf, "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,4 +69,19 @@ func TestExportRefusesLargerTokenizer(t *testing.T) {
 	if _, err := os.Stat(hf); err == nil {
 		t.Errorf("the refused export wrote %s", hf)
 	}
+}
+
+// trainAndExport trains a tiny model on data for 2 steps and exports it; it returns
+// the run and the export directories.
+func trainAndExport(t *testing.T, data string) (out, hf string) {
+	t.Helper()
+	out = filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runTrain(t, tinyArgs(data, out, "2")...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	hf = filepath.Join(t.TempDir(), "hf")
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	return out, hf
 }

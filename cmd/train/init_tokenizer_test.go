@@ -39,14 +39,7 @@ func TestCheckInitTokenizer(t *testing.T) {
 // do not start a run on another text's, even with as many characters.
 func TestInitFromOtherCharacters(t *testing.T) {
 	data, _ := makeCharDataset(t)
-	out := filepath.Join(t.TempDir(), "run")
-	if code, _, stderr := runTrain(t, tinyArgs(data, out, "2")...); code != 0 {
-		t.Fatalf("train: exit %d: %s", code, stderr)
-	}
-	hf := filepath.Join(t.TempDir(), "hf")
-	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf); code != 0 {
-		t.Fatalf("export: exit %d: %s", code, stderr)
-	}
+	_, hf := trainAndExport(t, data)
 	upper, _ := makeCharDatasetOf(t, strings.ToUpper(charText(8000)))
 	out2 := filepath.Join(t.TempDir(), "run2")
 	args := []string{"--data", upper, "--out", out2, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
