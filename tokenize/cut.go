@@ -21,12 +21,10 @@ func (t *Tokenizer) Cut(text string, from, limit int) int {
 	limit = min(limit, len(text))
 	from = max(from, 1)
 	switch t.kind {
-	case KindByteChar:
-		if from < limit {
-			return from
-		}
-		return -1
-	case KindChar:
+	case KindByteChar, KindChar:
+		// Before a byte that continues no character (the byte tokenizer too: a
+		// caller that replaces invalid UTF-8 part by part must not cut a
+		// character in two). An ill-formed sequence never runs across such a byte.
 		for p := from; p < limit; p++ {
 			if text[p]&0xC0 != 0x80 { // the start of a character (or a stray byte)
 				return p
