@@ -150,6 +150,8 @@ func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
 		return writeHFBPE(w, &hfBPEFile{normalizer: "null", preTokenizer: "null", postProcessor: "null",
 			dec: `{"type": "Fuse"}`, vocabLen: len(t.chars),
 			key: func(id int) (string, bool) { return string(t.chars[id]), true }})
+	case t.kind == KindByteChar:
+		return fmt.Errorf("tokenize: %s: GPT-NeoX's byte tokenizer (ids are bytes) has no Hugging Face tokenizer.json form written here", t.name)
 	case t.kind != KindBPE || t.mergeSemantics != "pairs" || t.pattern != "gpt2":
 		return fmt.Errorf("tokenize: %s: a tiktoken rank file has no Hugging Face tokenizer.json form (its merges would have to be derived from the ranks)", t.name)
 	}

@@ -132,6 +132,10 @@ func (t *Tokenizer) EOD() int { return t.eod }
 // with the same fingerprint give the same ids for every text.
 func (t *Tokenizer) Fingerprint() string { return t.fingerprint }
 
+// AddPrefixSpace reports whether the pre-tokenizer puts a space before a text that
+// does not start with one (HF ByteLevel add_prefix_space).
+func (t *Tokenizer) AddPrefixSpace() bool { return t.addPrefixSpace }
+
 // AddedTokens lists the added tokens (specials and others) in id order.
 func (t *Tokenizer) AddedTokens() []AddedToken { return append([]AddedToken(nil), t.added...) }
 

@@ -100,9 +100,16 @@ func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlag
 		log.Warn("writing the model without "+hfgpt2.TokenizerName, "tokenizer", tok.Name(), "reason", err)
 		return nil, hfgpt2.TokenizerConfig{}, nil
 	}
-	cfg := hfgpt2.TokenizerConfig{ModelMaxLength: mc.BlockSize}
+	cfg := hfgpt2.TokenizerConfig{ModelMaxLength: mc.BlockSize, AddPrefixSpace: tok.AddPrefixSpace()}
 	if eod := tok.EOD(); eod >= 0 {
-		cfg.EOS = tok.Decode([]int{eod})
+		for _, a := range tok.AddedTokens() {
+			if a.ID == eod {
+				cfg.EOS = a.Content
+			}
+		}
+		if cfg.EOS == "" {
+			log.Warn("the end-of-document token is no added token of the tokenizer: "+hfgpt2.TokenizerConfigName+" names no eos_token (config.json's eos_token_id still ends generation)", "id", eod)
+		}
 	}
 	return buf.Bytes(), cfg, nil
 }

@@ -16,21 +16,28 @@ const (
 
 // TokenizerConfig is what tokenizer_config.json says beside tokenizer.json.
 type TokenizerConfig struct {
-	// EOS is the content of the end-of-document token ("" if the tokenizer has none):
+	// EOS is the content of the end-of-document token, an added token of
+	// tokenizer.json ("" for none: transformers would add a token it names as a new
+	// special token, which the text then encodes to where the tokenizer did not):
 	// transformers' bos, eos and unk token, as GPT-2's files set them.
 	EOS string
 	// ModelMaxLength is the model's context (block_size).
 	ModelMaxLength int
+	// AddPrefixSpace is the ByteLevel pre-tokenizer's: PreTrainedTokenizerFast
+	// (transformers 4.x) rebuilds the pre-tokenizer with tokenizer_config.json's value,
+	// false when absent.
+	AddPrefixSpace bool
 }
 
 // hfTokenizerConfig is tokenizer_config.json: transformers' AutoTokenizer loads
-// tokenizer.json as a PreTrainedTokenizerFast, which keeps the file's pre-tokenizer as
-// it is (GPT2TokenizerFast would rewrite it from its own add_prefix_space), and decodes
-// without clean_up_tokenization_spaces (which would join " ." to ".": not the text).
+// tokenizer.json as a PreTrainedTokenizerFast, told the pre-tokenizer's add_prefix_space
+// (transformers 4.x rebuilds the pre-tokenizer from this value), and decodes without
+// clean_up_tokenization_spaces (which would join " ." to ".": not the text).
 type hfTokenizerConfig struct {
 	TokenizerClass            string `json:"tokenizer_class"`
 	ModelMaxLength            int    `json:"model_max_length"`
 	CleanUpTokenizationSpaces bool   `json:"clean_up_tokenization_spaces"`
+	AddPrefixSpace            bool   `json:"add_prefix_space"`
 	BOSToken                  string `json:"bos_token,omitempty"`
 	EOSToken                  string `json:"eos_token,omitempty"`
 	UNKToken                  string `json:"unk_token,omitempty"`
@@ -41,7 +48,7 @@ type hfTokenizerConfig struct {
 // AutoTokenizer.from_pretrained(dir) and pipeline("text-generation", model=dir) find
 // the model's tokenizer. dir must exist; the files are replaced.
 func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
-	tc := hfTokenizerConfig{TokenizerClass: "PreTrainedTokenizerFast", ModelMaxLength: c.ModelMaxLength,
+	tc := hfTokenizerConfig{TokenizerClass: "PreTrainedTokenizerFast", ModelMaxLength: c.ModelMaxLength, AddPrefixSpace: c.AddPrefixSpace,
 		BOSToken: c.EOS, EOSToken: c.EOS, UNKToken: c.EOS}
 	var cj bytes.Buffer
 	enc := json.NewEncoder(&cj)
