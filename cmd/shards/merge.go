@@ -106,7 +106,16 @@ const charVocabName = "chars.json"
 // copyCharVocab copies from's chars.json, if it has one, to to (before the manifest: the
 // merged dataset is never visible without it). The inputs share a tokenizer
 // fingerprint, so the first one's is every one's.
+//
+// A chars.json OUT already holds is left as it is (and so never removed when the merge
+// fails): OUT may be a dataset the merge refuses, or one of the inputs.
 func copyCharVocab(ctx context.Context, from, to storage.Store) (bool, error) {
+	if r, err := to.Open(ctx, charVocabName); err == nil {
+		r.Close()
+		return false, nil
+	} else if !errors.Is(err, storage.ErrNotExist) {
+		return false, err
+	}
 	r, err := from.Open(ctx, charVocabName)
 	if errors.Is(err, storage.ErrNotExist) {
 		return false, nil
