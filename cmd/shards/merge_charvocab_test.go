@@ -40,4 +40,3 @@ func TestMergeIntoInputKeepsCharsJSON(t *testing.T) {
 		t.Fatalf("the input's chars.json after a refused merge: %v", err)
 	}
 }
-
