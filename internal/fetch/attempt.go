@@ -138,8 +138,6 @@ func (c *config) attempt(ctx context.Context, url string, f File, part string, s
 		}
 		if offset > 0 {
 			c.Logger.Info("server sent the whole file instead of resuming; starting over", "url", redact.URL(url), "dest", f.Dest)
-		}
-		if offset > 0 {
 			st.dropped++
 		}
 		offset = 0
