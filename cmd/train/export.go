@@ -46,6 +46,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, fmt.Sprintf("--format %q: want hf", *format))
 	case *noTokenizer && (tf.Spec != "" || *data != ""):
 		return c.UsageError(stderr, "--no-tokenizer writes no tokenizer: leave out --tokenizer and --data")
+	case tf.Spec != "" && *data != "":
+		return c.UsageError(stderr, "--tokenizer SPEC and --data DIR both name the tokenizer: give one")
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train export", cli.Interrupted(ctx, err)) }
 	be, err := openBackend("ref", 1, slog.New(slog.DiscardHandler)) // only holds the weights
@@ -68,13 +70,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := train.ExportHF(*out, m, st); err != nil {
 		return fail(err)
 	}
-	if tokJSON != nil {
-		err = hfgpt2.WriteTokenizer(*out, tokJSON, tokCfg)
-	} else {
-		err = removeStaleTokenizer(*out)
-	}
-	if err != nil {
+	if err := removeStaleTokenizer(*out, log); err != nil {
 		return fail(err)
+	}
+	if tokJSON != nil {
+		if err := hfgpt2.WriteTokenizer(*out, tokJSON, tokCfg); err != nil {
+			return fail(err)
+		}
 	}
 	fmt.Fprintln(stdout, *out)
 	return cli.ExitOK
@@ -114,12 +116,24 @@ func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlag
 	return buf.Bytes(), cfg, nil
 }
 
-// removeStaleTokenizer removes the tokenizer files an earlier export left in dir: they
-// would not be this model's.
-func removeStaleTokenizer(dir string) error {
-	for _, name := range []string{hfgpt2.TokenizerName, hfgpt2.TokenizerConfigName} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+// staleTokenizerFiles are the tokenizer files that an earlier export, or transformers'
+// save_pretrained, may have left in an export's directory. transformers reads the ones
+// export does not write too (special_tokens_map.json's tokens, added_tokens.json's
+// tokens, a slow tokenizer's vocab.json and merges.txt), so they would describe another
+// model's tokenizer beside this one's.
+var staleTokenizerFiles = []string{hfgpt2.TokenizerName, hfgpt2.TokenizerConfigName,
+	"special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt"}
+
+// removeStaleTokenizer removes staleTokenizerFiles from dir before export writes (or
+// leaves out) this model's tokenizer, naming those export did not write itself.
+func removeStaleTokenizer(dir string, log *slog.Logger) error {
+	for _, name := range staleTokenizerFiles {
+		err := os.Remove(filepath.Join(dir, name))
+		switch {
+		case err == nil && name != hfgpt2.TokenizerName && name != hfgpt2.TokenizerConfigName:
+			log.Warn("removed an earlier tokenizer's file from the export directory: it would not be this model's", "file", filepath.Join(dir, name))
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("remove an earlier tokenizer's file: %w", err)
 		}
 	}
 	return nil

@@ -50,6 +50,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, "--temperature must be >= 0")
 	case *topK < 0:
 		return c.UsageError(stderr, "--top-k must be >= 0")
+	case tf.Spec != "" && *data != "":
+		return c.UsageError(stderr, "--tokenizer SPEC and --data DIR both name the tokenizer: give one")
 	}
 	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {

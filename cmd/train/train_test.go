@@ -210,13 +210,32 @@ func TestTrainCommand(t *testing.T) {
 	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--no-tokenizer", "--data", lost); code != 2 {
 		t.Errorf("--no-tokenizer with --data: exit %d, want 2: %s", code, stderr)
 	}
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--tokenizer", "gpt2", "--data", data); code != 2 || !strings.Contains(stderr, "give one") {
+		t.Errorf("export with --tokenizer and --data: exit %d, want 2: %s", code, stderr)
+	}
+	if code, _, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to", "--tokenizer", "gpt2", "--data", data); code != 2 || !strings.Contains(stderr, "give one") {
+		t.Errorf("sample with --tokenizer and --data: exit %d, want 2: %s", code, stderr)
+	}
+	// A save_pretrained's files beside an earlier export's go with them.
+	for _, f := range []string{"special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json"} {
+		os.WriteFile(filepath.Join(hf, f), []byte("{}"), 0o644)
+	}
 	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf, "--no-tokenizer"); code != 0 {
 		t.Fatalf("export --no-tokenizer: exit %d: %s", code, stderr)
 	}
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json"} {
 		if _, err := os.Stat(filepath.Join(hf, f)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("export --no-tokenizer left %s: %v", f, err)
 		}
+	}
+	hf2 := filepath.Join(t.TempDir(), "hf2")
+	os.MkdirAll(hf2, 0o755)
+	os.WriteFile(filepath.Join(hf2, "special_tokens_map.json"), []byte(`{"bos_token": "<s>"}`), 0o644)
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf2); code != 0 || !strings.Contains(stderr, "special_tokens_map.json") {
+		t.Errorf("export over a save_pretrained's special_tokens_map.json: exit %d, want 0 and a warning naming it: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(hf2, "special_tokens_map.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("export left an earlier special_tokens_map.json: %v", err)
 	}
 	out2 := filepath.Join(t.TempDir(), "run2")
 	args := []string{"--data", data, "--out", out2, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
