@@ -194,9 +194,13 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 	}
 	t.added = added
 	t.cuttable = !t.addPrefixSpace
+	t.crCuttable = t.cuttable
 	for _, a := range added {
 		if strings.Contains(a.Content, "\n") {
 			t.cuttable = false
+		}
+		if strings.Contains(a.Content, "\r") {
+			t.crCuttable = false
 		}
 	}
 	t.rawAdded = newAddedMatcher(raw)

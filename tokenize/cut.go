@@ -17,6 +17,12 @@ import "strings"
 // (or ends a run of "other" characters that takes it in), a newline never starts or
 // joins the next piece, and a letter or digit is never taken into the piece before a
 // newline. No added token spans it, and NFC does not combine across it.
+//
+// Windows line ends ("\r\n" in that place) are cut too, where each pre-tokenizer ends
+// a piece whether or not the text goes on: the tiktoken patterns (cl100k_base,
+// o200k_base) after the "\r\n" (one piece, or the end of a run of "other" characters);
+// GPT-2's pattern between the '\r' and the '\n' (it makes them two pieces, but a text
+// that ends in "\r\n" one). Not when an added token holds a '\r'.
 func (t *Tokenizer) Cut(text string, from, limit int) int {
 	limit = min(limit, len(text))
 	from = max(from, 1)
@@ -42,8 +48,18 @@ func (t *Tokenizer) Cut(text string, from, limit int) int {
 			return -1
 		}
 		p += k
-		if c := text[p] | 0x20; (c >= 'a' && c <= 'z' || text[p] >= '0' && text[p] <= '9') && asciiNonSpace(text[p-2]) {
-			return p
+		if c := text[p] | 0x20; c >= 'a' && c <= 'z' || text[p] >= '0' && text[p] <= '9' {
+			switch {
+			case asciiNonSpace(text[p-2]):
+				return p
+			case text[p-2] == '\r' && t.crCuttable && p >= 3 && asciiNonSpace(text[p-3]):
+				if t.pattern != "gpt2" {
+					return p // after the "\r\n"
+				}
+				if p-1 >= from {
+					return p - 1 // between the '\r' and the '\n'
+				}
+			}
 		}
 	}
 	return -1

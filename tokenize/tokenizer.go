@@ -59,6 +59,8 @@ type Tokenizer struct {
 	highRebuilt bool
 	// cuttable: Cut may cut texts (no prefix space, no added token holds a newline).
 	cuttable bool
+	// crCuttable: Cut may cut at Windows line ends too (no added token holds a '\r').
+	crCuttable bool
 
 	// Character-level (KindChar).
 	chars   []rune
