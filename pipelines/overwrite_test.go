@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,12 +117,12 @@ func TestStartOverRemovesEarlierShards(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	st := dirStore(t, out)
+	st := &listRecorder{Store: dirStore(t, out)}
 	small := &TokenizeRun{Inputs: []string{overwriteInput(t, dir, "bad.jsonl", 600, 450)}, Store: st, Name: "a", Tokenizer: gpt2(t), AppendEOD: true, ShardBytes: 4 << 10, Resume: true}
 	if _, _, err := small.Run(ctx); err == nil {
 		t.Fatal("a run over a bad line succeeded")
 	}
-	if n := len(shardFiles(t, st)); n < 8 {
+	if n := len(shardFiles(t, st.Store)); n < 8 {
 		t.Fatalf("%d shard files after the failed run, want several shards", n)
 	}
 	others := []string{"notes.bin", "b_text_document.idx", "a_b_text_document.bin", "a_val_text_document.idx", "a_text_document_text_document.bin", "a_text_document_01.bin"}
@@ -145,9 +146,30 @@ func TestStartOverRemovesEarlierShards(t *testing.T) {
 		want = append(want, key+".bin", key+".idx")
 	}
 	slices.Sort(want)
-	if got := shardFiles(t, st); !slices.Equal(got, want) {
+	if got := shardFiles(t, st.Store); !slices.Equal(got, want) {
 		t.Fatalf("after starting over: shard files %v, want the new manifest's and the others %v", got, want)
 	}
+	// The dataset is at the store's root: the run lists only keys named as its
+	// shards, not the whole store (an S3 bucket's root).
+	for _, p := range st.prefixes {
+		if !strings.HasPrefix(p, "a") {
+			t.Errorf("the run listed prefix %q of the store; want only keys of its name %q", p, "a")
+		}
+	}
+}
+
+// listRecorder is a storage.Store that records the prefixes listed.
+type listRecorder struct {
+	storage.Store
+	mu       sync.Mutex
+	prefixes []string
+}
+
+func (l *listRecorder) List(ctx context.Context, prefix string) ([]storage.Info, error) {
+	l.mu.Lock()
+	l.prefixes = append(l.prefixes, prefix)
+	l.mu.Unlock()
+	return l.Store.List(ctx, prefix)
 }
 
 // A finished dataset whose input changed since (its time, here) is refused naming

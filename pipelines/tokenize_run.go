@@ -638,7 +638,9 @@ func (r *TokenizeRun) removeStrayShards(ctx context.Context, keep map[string]boo
 	if d := strings.Trim(r.Dir, "/"); d != "" {
 		prefix = d + "/"
 	}
-	infos, err := r.Store.List(ctx, prefix)
+	// Every shard's name starts with the run's: listing only those keys keeps a run
+	// at an S3 bucket's root (or beside a large tree) from listing all of it.
+	infos, err := r.Store.List(ctx, prefix+r.Name)
 	if err != nil {
 		log.Warn("could not list the dataset's directory for the shards of an earlier run", "err", err)
 		return

@@ -241,6 +241,20 @@ func CheckPresent(ctx context.Context, st storage.Store, dir string, m *Manifest
 	if d := cleanDir(dir); d != "" {
 		listPrefix = d + "/"
 	}
+	// Only the keys the shards share a beginning with (the dataset's name): a dataset
+	// at an S3 bucket's root listed the whole bucket.
+	for i, s := range m.Shards {
+		key := ShardKey(dir, s)
+		if i == 0 {
+			listPrefix = key
+			continue
+		}
+		n := 0
+		for n < len(listPrefix) && n < len(key) && listPrefix[n] == key[n] {
+			n++
+		}
+		listPrefix = listPrefix[:n]
+	}
 	infos, err := st.List(ctx, listPrefix)
 	if err != nil {
 		return fmt.Errorf("shards: list %s: %w", keyName(st, listPrefix), err)

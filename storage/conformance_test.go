@@ -259,15 +259,18 @@ func increment(ctx context.Context, st Store, key string) error {
 
 func TestList(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
-		for _, k := range []string{"b/x", "ab", "a/b/c", "a.txt", "c", "a/a"} {
+		for _, k := range []string{"b/x", "ab", "a/b/c", "a.txt", "c", "a/a", "a/bb/d/e", "a/x/b/c", "abc/d"} {
 			put(t, st, k, []byte(k))
 		}
 		for _, c := range []struct{ prefix, want string }{
-			{"", "a.txt a/a a/b/c ab b/x c"},
-			{"a", "a.txt a/a a/b/c ab"},
-			{"a/", "a/a a/b/c"},
-			{"a/b", "a/b/c"},
+			{"", "a.txt a/a a/b/c a/bb/d/e a/x/b/c ab abc/d b/x c"},
+			{"a", "a.txt a/a a/b/c a/bb/d/e a/x/b/c ab abc/d"},
+			{"a/", "a/a a/b/c a/bb/d/e a/x/b/c"},
+			{"a/b", "a/b/c a/bb/d/e"},
+			{"a/b/", "a/b/c"},
+			{"a/bb/d", "a/bb/d/e"},
 			{"a/b/c", "a/b/c"},
+			{"ab", "ab abc/d"}, {"abc/", "abc/d"},
 			{"b/", "b/x"},
 			{"zz", ""},
 			{"zz/", ""},

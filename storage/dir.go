@@ -154,7 +154,18 @@ func (s *dirStore) List(ctx context.Context, prefix string) ([]Info, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || reservedName(d.Name()) {
+		if d.IsDir() {
+			// A directory whose keys cannot start with prefix is not walked: a
+			// dataset's listing beside a large tree (its parent, a home directory)
+			// read all of it.
+			if rel, err := filepath.Rel(s.root, p); err == nil && rel != "." {
+				if k := filepath.ToSlash(rel) + "/"; !strings.HasPrefix(k, prefix) && !strings.HasPrefix(prefix, k) {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		}
+		if reservedName(d.Name()) {
 			return nil
 		}
 		rel, err := filepath.Rel(s.root, p)
