@@ -288,6 +288,8 @@ func syncFile(path string) error {
 
 // ParseContentRange parses a Content-Range header, "bytes START-END/SIZE" or
 // "bytes */SIZE": START is -1 in the second form, and SIZE is -1 when given as "*".
+// The numbers are decimal digits only (RFC 9110 §14.4), START ≤ END, and END < SIZE
+// when SIZE is known; anything else is not ok.
 func ParseContentRange(s string) (start, size int64, ok bool) {
 	rest, found := strings.CutPrefix(s, "bytes ")
 	if !found {
@@ -299,22 +301,30 @@ func ParseContentRange(s string) (start, size int64, ok bool) {
 	}
 	size = -1
 	if sizeText != "*" {
-		n, err := strconv.ParseInt(sizeText, 10, 64)
-		if err != nil {
+		if size, ok = parseDigits(sizeText); !ok {
 			return 0, 0, false
 		}
-		size = n
 	}
 	if span == "*" {
-		return -1, size, true
+		return -1, size, size >= 0 // "bytes */*" says nothing
 	}
-	startText, _, found := strings.Cut(span, "-")
+	startText, endText, found := strings.Cut(span, "-")
 	if !found {
 		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(startText, 10, 64)
-	if err != nil {
+	start, ok1 := parseDigits(startText)
+	end, ok2 := parseDigits(endText)
+	if !ok1 || !ok2 || end < start || size >= 0 && end >= size {
 		return 0, 0, false
 	}
-	return n, size, true
+	return start, size, true
+}
+
+// parseDigits parses a non-empty string of decimal digits that fits an int64.
+func parseDigits(s string) (int64, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }

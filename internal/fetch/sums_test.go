@@ -73,11 +73,59 @@ func TestParseContentRange(t *testing.T) {
 		{"items 1-2/3", 0, 0, false},
 		{"bytes x-2/3", 0, 0, false},
 		{"bytes 1-2/x", 0, 0, false},
+		{"bytes 5-10/-7", 0, 0, false},
+		{"bytes +5-10/20", 0, 0, false},
+		{"bytes 10-5/20", 0, 0, false},
+		{"bytes 0-20/20", 0, 0, false},
+		{"bytes 0-19/20", 0, 20, true},
+		{"bytes */*", 0, 0, false},
+		{"bytes 1-/3", 0, 0, false},
 	}
 	for _, tt := range tests {
 		start, size, ok := ParseContentRange(tt.in)
+		if !ok {
+			start, size = 0, 0
+		}
 		if start != tt.start || size != tt.size || ok != tt.ok {
 			t.Errorf("ParseContentRange(%q) = %d, %d, %v; want %d, %d, %v", tt.in, start, size, ok, tt.start, tt.size, tt.ok)
 		}
 	}
+}
+
+// FuzzParseContentRange: a header from the network never panics, and what is accepted
+// is a range that can be: START ≥ 0 (or -1 for "*"), SIZE ≥ 0 (or -1 for "*"), START
+// below a known SIZE.
+func FuzzParseContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 100-199/200", "bytes 0-0/*", "bytes */200", "bytes 1-2", "bytes 9223372036854775807-9223372036854775807/*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		start, size, ok := ParseContentRange(s)
+		if !ok {
+			return
+		}
+		if start < -1 || size < -1 || start == -1 && size < 0 || size >= 0 && start >= size {
+			t.Fatalf("ParseContentRange(%q) = %d, %d, ok", s, start, size)
+		}
+	})
+}
+
+// FuzzParseSHA256SUMS: a checksum list from the network never panics, and every sum
+// accepted is 64 hex digits under a non-empty name.
+func FuzzParseSHA256SUMS(f *testing.F) {
+	sum := strings.Repeat("ab", 32)
+	for _, s := range []string{sum + "  a.txt\n", sum + " *./b.bin\r\n# c\n\n", "SHA256 (x y) = " + sum + "\n", "\\" + sum + "  a\\nb\n", "zz  a\n", sum + "  a\n" + strings.Repeat("cd", 32) + "  a\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sums, err := ParseSHA256SUMS(data)
+		if err != nil {
+			return
+		}
+		for name, s := range sums {
+			if len(s) != 64 || strings.Trim(strings.ToLower(s), "0123456789abcdef") != "" {
+				t.Fatalf("%q: sum %q of %q is not 64 hex digits", data, s, name)
+			}
+		}
+	})
 }
