@@ -70,13 +70,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := train.ExportHF(*out, m, st); err != nil {
 		return fail(err)
 	}
-	if err := removeStaleTokenizer(*out, log); err != nil {
-		return fail(err)
-	}
 	if tokJSON != nil {
 		if err := hfgpt2.WriteTokenizer(*out, tokJSON, tokCfg); err != nil {
 			return fail(err)
 		}
+	}
+	// After the new tokenizer is written: a write that fails leaves the earlier files.
+	if err := removeStaleTokenizer(*out, tokJSON != nil, log); err != nil {
+		return fail(err)
 	}
 	fmt.Fprintln(stdout, *out)
 	return cli.ExitOK
@@ -124,10 +125,14 @@ func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlag
 var staleTokenizerFiles = []string{hfgpt2.TokenizerName, hfgpt2.TokenizerConfigName,
 	"special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt"}
 
-// removeStaleTokenizer removes staleTokenizerFiles from dir before export writes (or
-// leaves out) this model's tokenizer, naming those export did not write itself.
-func removeStaleTokenizer(dir string, log *slog.Logger) error {
+// removeStaleTokenizer removes staleTokenizerFiles from dir after export wrote this
+// model's tokenizer (wrote: its two files stay) or left it out, naming those export does
+// not write itself.
+func removeStaleTokenizer(dir string, wrote bool, log *slog.Logger) error {
 	for _, name := range staleTokenizerFiles {
+		if wrote && (name == hfgpt2.TokenizerName || name == hfgpt2.TokenizerConfigName) {
+			continue
+		}
 		err := os.Remove(filepath.Join(dir, name))
 		switch {
 		case err == nil && name != hfgpt2.TokenizerName && name != hfgpt2.TokenizerConfigName:

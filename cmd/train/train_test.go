@@ -237,6 +237,17 @@ func TestTrainCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(hf2, "special_tokens_map.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("export left an earlier special_tokens_map.json: %v", err)
 	}
+	// A tokenizer write that fails (here tokenizer.json is a directory) leaves the
+	// earlier tokenizer's files: they go only after the new ones are in place.
+	hf3 := filepath.Join(t.TempDir(), "hf3")
+	os.MkdirAll(filepath.Join(hf3, "tokenizer.json"), 0o755)
+	os.WriteFile(filepath.Join(hf3, "vocab.json"), []byte("{}"), 0o644)
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf3); code != 1 {
+		t.Errorf("export over a tokenizer.json it cannot replace: exit %d, want 1: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(hf3, "vocab.json")); err != nil {
+		t.Errorf("a failed export removed the earlier vocab.json: %v", err)
+	}
 	out2 := filepath.Join(t.TempDir(), "run2")
 	args := []string{"--data", data, "--out", out2, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
 		"--warmup-steps", "0", "--lr-decay-steps", "2", "--eval-steps", "2", "--init-from", hf, "--cache-dir", out2 + "-cache"}

@@ -57,11 +57,35 @@ func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
 	if err := enc.Encode(tc); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TokenizerName), tokenizerJSON, 0o666); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, TokenizerName), tokenizerJSON); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, TokenizerConfigName), cj.Bytes(), 0o666); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, TokenizerConfigName), cj.Bytes()); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
 	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file beside it, renamed over
+// path once whole: a write that fails (a full disk) leaves the earlier file, not part
+// of the new one.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
