@@ -53,12 +53,12 @@ func TestCut(t *testing.T) {
 }
 
 // FuzzCut: at every cut Cut finds, encoding the two parts gives the ids of the whole,
-// under both pre-tokenizer families (GPT-2's pattern, the tiktoken ones).
+// under every named tokenizer (both pre-tokenizer families: GPT-2's pattern, the tiktoken ones).
 func FuzzCut(f *testing.F) {
 	for _, s := range []string{"a\nb", "x.\r\nA", "x\r\nb\r\n7", " \r\nA\n\nz", "word\r\r\nA", "Å\r\n9", "a<|endoftext|>\r\nb"} {
 		f.Add(s)
 	}
-	toks := []*Tokenizer{sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "cl100k_base")}
+	toks := []*Tokenizer{sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b"), sharedTokenizer(f, "cl100k_base"), sharedTokenizer(f, "o200k_base")}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, tok := range toks {
 			whole := tok.Encode(s)
