@@ -136,14 +136,19 @@ func hfByteLevelPre(addPrefixSpace bool) string {
 //     pre-tokenizer, post-processor and decoder as in GPT-2's file, ignore_merges if t
 //     has it, and its added tokens with their special and normalized flags. LoadHFJSON
 //     of the output gives t's fingerprint back.
+//
 //   - a character vocabulary (chars.json, nanoGPT's shakespeare_char): a BPE model whose
 //     vocabulary is the characters and which has no merges, no pre-tokenizer (each
 //     character is then its token) and the Fuse decoder (the tokens' text joined),
 //     which LoadHFJSON reads back as the same character vocabulary. HF drops a
 //     character the vocabulary lacks where t refuses it.
 //
-// A tiktoken rank file (cl100k_base, o200k_base) has no merges list to write: that is an
-// error.
+//   - a tiktoken encoding with its own pattern (cl100k_base, o200k_base): the merges list
+//     its ranks give, ignore_merges, and the pattern as a Split pre-tokenizer before a
+//     ByteLevel one (hfjson_tiktoken.go), which LoadHFJSON reads back as the encoding.
+//
+// GPT-NeoX's byte tokenizer, and a tiktoken rank file with GPT-2's pattern (r50k_base),
+// have no form written here: that is an error.
 func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
 	switch {
 	case t.kind == KindChar:
@@ -152,8 +157,15 @@ func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
 			key: func(id int) (string, bool) { return string(t.chars[id]), true }})
 	case t.kind == KindByteChar:
 		return fmt.Errorf("tokenize: %s: GPT-NeoX's byte tokenizer (ids are bytes) has no Hugging Face tokenizer.json form written here", t.name)
+	case t.kind == KindBPE && t.mergeSemantics == "ranks" && hfSplitPatterns[t.pattern] != "":
+		merges := t.tiktokenMerges()
+		return writeHFBPE(w, &hfBPEFile{added: t.added, normalizer: "null", preTokenizer: hfSplitPre(t.pattern),
+			postProcessor: hfByteLevelPost, dec: hfByteLevelDecoder, ignoreMerges: true,
+			vocabLen: t.vocab.len(), key: t.hfVocabKeyWithAdded,
+			mergeCount: len(merges),
+			merge:      func(i int) string { return byteLevelEncode(merges[i][0]) + " " + byteLevelEncode(merges[i][1]) }})
 	case t.kind != KindBPE || t.mergeSemantics != "pairs" || t.pattern != "gpt2":
-		return fmt.Errorf("tokenize: %s: a tiktoken rank file has no Hugging Face tokenizer.json form (its merges would have to be derived from the ranks)", t.name)
+		return fmt.Errorf("tokenize: %s: a tiktoken rank file with GPT-2's pattern (r50k_base) has no Hugging Face tokenizer.json form written here; the gpt2 tokenizer has", t.name)
 	}
 	normalizer := "null"
 	if t.normalizer != "" {
@@ -162,19 +174,34 @@ func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
 	merges := t.mergeList()
 	return writeHFBPE(w, &hfBPEFile{added: t.added, normalizer: normalizer, preTokenizer: hfByteLevelPre(t.addPrefixSpace),
 		postProcessor: hfByteLevelPost, dec: hfByteLevelDecoder, ignoreMerges: t.ignoreMerges,
-		vocabLen: t.vocab.len(),
-		key: func(id int) (string, bool) {
-			s := t.vocab.at(id)
-			if s == "" {
-				return "", false
-			}
-			if got, ok := t.tokenID(s); !ok || int(got) != id {
-				return "", false // an added token only
-			}
-			return byteLevelEncode(s), true
-		},
+		vocabLen: t.vocab.len(), key: t.hfVocabKey,
 		mergeCount: len(merges),
 		merge: func(i int) string {
 			return byteLevelEncode(t.vocab.at(int(merges[i][0]))) + " " + byteLevelEncode(t.vocab.at(int(merges[i][1])))
 		}})
+}
+
+// hfVocabKey is the vocabulary key of id in a byte-level tokenizer.json: its bytes in
+// the byte-level alphabet; false for an id that is no token, or an added token only.
+func (t *Tokenizer) hfVocabKey(id int) (string, bool) {
+	s := t.vocab.at(id)
+	if s == "" {
+		return "", false
+	}
+	if got, ok := t.tokenID(s); !ok || int(got) != id {
+		return "", false // an added token only
+	}
+	return byteLevelEncode(s), true
+}
+
+// hfVocabKeyWithAdded is hfVocabKey with the added tokens in the vocabulary too, at
+// their ids: a tiktoken encoding's special tokens lie past a hole in the ranks
+// (cl100k_base has no rank 100256), and HF gives an added token the vocabulary lacks the
+// next id after the vocabulary's, not the file's.
+func (t *Tokenizer) hfVocabKeyWithAdded(id int) (string, bool) {
+	s := t.vocab.at(id)
+	if s == "" {
+		return "", false
+	}
+	return byteLevelEncode(s), true
 }

@@ -2,10 +2,13 @@ package tokenize
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,7 +44,8 @@ func TestWriteHFJSONRoundTrip(t *testing.T) {
 	cases := map[string]*Tokenizer{
 		"gpt2": sharedTokenizer(t, "gpt2"), "gpt2-files": sharedTokenizer(t, "gpt2-files"),
 		"neox-20b": sharedTokenizer(t, "neox-20b"), "trained": fromTrained, "ignore_merges": ignoring,
-		"chars": NewCharsFromText(trainCorpus(t)+"é€🙂\u00a0", "chars"),
+		"chars":       NewCharsFromText(trainCorpus(t)+"é€🙂\u00a0", "chars"),
+		"cl100k_base": sharedTokenizer(t, "cl100k_base"), "o200k_base": sharedTokenizer(t, "o200k_base"),
 	}
 	for name, tok := range cases {
 		var buf bytes.Buffer
@@ -83,10 +87,18 @@ func TestWriteHFJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// A tiktoken rank file with GPT-2's pattern (r50k_base) has no form written.
 func TestWriteHFJSONRefusesRanks(t *testing.T) {
-	err := sharedTokenizer(t, "cl100k_base").WriteHFJSON(&bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "tiktoken") {
-		t.Fatalf("cl100k_base: %v, want a refusal naming tiktoken", err)
+	var ranks strings.Builder
+	for i := range 256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(i)}), i)
+	}
+	r50k, err := LoadTiktoken([]byte(ranks.String()), "r50k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r50k.WriteHFJSON(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "r50k_base") {
+		t.Fatalf("r50k_base: %v, want a refusal naming r50k_base", err)
 	}
 }
 
@@ -110,6 +122,8 @@ func TestWriteHFJSONHFParity(t *testing.T) {
 		{"gpt2", sharedTokenizer(t, "gpt2"), append(hfWriteTexts, charTexts...)},
 		{"neox-20b", sharedTokenizer(t, "neox-20b"), append(hfWriteTexts, charTexts...)},
 		{"chars", chars, charTexts},
+		{"cl100k_base", sharedTokenizer(t, "cl100k_base"), append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "cl100k_base", 300)...)},
+		{"o200k_base", sharedTokenizer(t, "o200k_base"), append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "o200k_base", 300)...)},
 	}
 	for _, c := range cases {
 		path := filepath.Join(t.TempDir(), "tokenizer.json")
@@ -147,6 +161,59 @@ func TestWriteHFJSONHFParity(t *testing.T) {
 			if want := c.tok.Decode(got); rec.Decoded != want {
 				t.Errorf("%s: text %d %.60q: HF decodes to %.60q, ours to %.60q", c.name, n, c.texts[n], rec.Decoded, want)
 			}
+		}
+	}
+}
+
+// goldenTexts is the texts of the first n documents of name's golden file.
+func goldenTexts(t *testing.T, name string, n int) []string {
+	var texts []string
+	for _, d := range readGolden(t, name) {
+		if len(texts) == n {
+			break
+		}
+		texts = append(texts, d.Text)
+	}
+	return texts
+}
+
+// A Split pre-tokenizer loads only as transformers' conversion of a tiktoken encoding:
+// without ignore_merges, with a merge the ranks do not give, or with another regex it is
+// refused, naming what differs.
+func TestLoadHFSplitOnlyTiktoken(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sharedTokenizer(t, "cl100k_base").WriteHFJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	model := func(m map[string]any) map[string]any { return m["model"].(map[string]any) }
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"no ignore_merges", edit(func(m map[string]any) { model(m)["ignore_merges"] = false }), "ignore_merges"},
+		{"merges swapped", edit(func(m map[string]any) {
+			ms := model(m)["merges"].([]any)
+			ms[1000], ms[1001] = ms[1001], ms[1000]
+		}), "merge 1001"},
+		{"another regex", edit(func(m map[string]any) {
+			m["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\w+`}
+		}), `Split with the regex "\\w+"`},
+	} {
+		if _, err := LoadHFJSON(c.data, c.name); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
 		}
 	}
 }

@@ -45,6 +45,8 @@ type hfComponent struct {
 	Normalizers    []hfComponent   `json:"normalizers"`
 	PreTokenizers  []hfComponent   `json:"pretokenizers"`
 	Pattern        json.RawMessage `json:"pattern"`
+	Behavior       string          `json:"behavior"`
+	Invert         bool            `json:"invert"`
 	Processors     []hfComponent   `json:"processors"`
 	Single         []map[string]struct {
 		ID string `json:"id"`
@@ -106,6 +108,15 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 	}
 	if err := d.setHFPreTokenizer(f.PreTokenizer); err != nil {
 		return nil, fmt.Errorf("tokenize: %s: pre_tokenizer: %w", name, err)
+	}
+	if d.pattern != "gpt2" {
+		added := map[string]bool{}
+		for _, a := range f.AddedTokens {
+			added[a.Content] = true
+		}
+		if err := d.asTiktoken(added); err != nil {
+			return nil, fmt.Errorf("tokenize: %s: %w", name, err)
+		}
 	}
 	if err := checkHFPostProcessor(f.PostProcessor); err != nil {
 		return nil, fmt.Errorf("tokenize: %s: post_processor: %w; gptkit encodes as HF does with add_special_tokens=False and appends the end-of-document id itself (--append-eod): set \"post_processor\" to null in a copy of the file to use it", name, err)
@@ -301,6 +312,12 @@ func (d *bpeDefinition) setHFPreTokenizer(raw json.RawMessage) error {
 		return err
 	}
 	whole := c
+	if c.Type == "Sequence" && len(c.PreTokenizers) == 2 && c.PreTokenizers[0].Type == "Split" && c.PreTokenizers[1].Type == "ByteLevel" {
+		if err := d.setHFSplit(c.PreTokenizers[0], c.PreTokenizers[1]); err != nil {
+			return fmt.Errorf("type %s: %w (supported as transformers' conversion of cl100k_base or o200k_base)", componentName(c, c.PreTokenizers), err)
+		}
+		return nil
+	}
 	if c.Type == "Sequence" && len(c.PreTokenizers) == 1 {
 		c = c.PreTokenizers[0]
 	}
@@ -312,6 +329,30 @@ func (d *bpeDefinition) setHFPreTokenizer(raw json.RawMessage) error {
 	}
 	d.pattern = "gpt2"
 	d.addPrefixSpace = c.AddPrefixSpace
+	return nil
+}
+
+// setHFSplit takes a Split pre-tokenizer with a tiktoken encoding's pattern before a
+// ByteLevel one without its regex: the form of a converted tiktoken encoding
+// (hfjson_tiktoken.go; LoadHFJSON checks the merges then).
+func (d *bpeDefinition) setHFSplit(split, bl hfComponent) error {
+	var p struct{ Regex *string }
+	if err := json.Unmarshal(split.Pattern, &p); err != nil || p.Regex == nil {
+		return fmt.Errorf("Split: the pattern is not a regex")
+	}
+	for name, re := range hfSplitPatterns {
+		if *p.Regex == re {
+			d.pattern = name
+		}
+	}
+	switch {
+	case d.pattern == "":
+		return fmt.Errorf("Split with the regex %q is not supported (cl100k_base's and o200k_base's patterns are)", *p.Regex)
+	case !(split.Behavior == "Isolated" && !split.Invert || split.Behavior == "Removed" && split.Invert):
+		return fmt.Errorf("Split with behavior %q and invert %v is not supported (Isolated, or Removed inverted: each match a piece)", split.Behavior, split.Invert)
+	case bl.UseRegex == nil || *bl.UseRegex || bl.AddPrefixSpace:
+		return fmt.Errorf("ByteLevel after a Split is supported with use_regex false and add_prefix_space false only")
+	}
 	return nil
 }
 

@@ -23,8 +23,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"and DIR2/"+hfgpt2.ConfigName+" (transformers' GPT2LMHeadModel.from_pretrained(DIR2) loads it; the\n"+
 			"padded vocabulary rows are dropped; a bias-free model gets zero biases), and the tokenizer the\n"+
 			"model was trained with as DIR2/"+hfgpt2.TokenizerName+" and DIR2/"+hfgpt2.TokenizerConfigName+" (AutoTokenizer and\n"+
-			"pipeline(\"text-generation\", model=DIR2) load them; found as train sample finds it; a tiktoken\n"+
-			"rank file such as cl100k_base has no such form and is left out, with a warning). train\n"+
+			"pipeline(\"text-generation\", model=DIR2) load them; found as train sample finds it;\n"+
+			"cl100k_base and o200k_base as HF's conversion of them; GPT-NeoX's byte tokenizer and\n"+
+			"r50k_base have no such form and are left out, with a warning). train\n"+
 			"--init-from DIR2 starts a run from such a directory. DIR is a checkpoint directory or a run\n"+
 			"directory (its newest checkpoint). stdout gets DIR2.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
