@@ -1,7 +1,11 @@
 package tokenize
 
 import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -128,6 +132,7 @@ func FuzzLoadHFJSON(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"ByteLevel"}}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"ByteLevel","add_prefix_space":true}]}}`))
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"\n":1,"é":2," ":3},"merges":[]},"decoder":{"type":"Fuse"}}`)) // a character vocabulary
+	f.Add(tinyTiktokenHF(f))                                                                                           // a Split pre-tokenizer: a converted tiktoken encoding
 	f.Add([]byte(`{"model":{"type":"WordPiece"}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -181,4 +186,28 @@ func FuzzMergeRanksMedium(f *testing.F) {
 			tok.putState(st)
 		}
 	})
+}
+
+// tinyTiktokenHF is the tokenizer.json of a tiny cl100k_base-patterned rank file (the
+// 256 bytes, "ab" and " a"): the form WriteHFJSON gives a tiktoken encoding.
+func tinyTiktokenHF(tb testing.TB) []byte {
+	tb.Helper()
+	var ranks strings.Builder
+	for i, tok := range append(func() (bs []string) {
+		for b := range 256 {
+			bs = append(bs, string([]byte{byte(b)}))
+		}
+		return bs
+	}(), "ab", " a") {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(tok)), i)
+	}
+	tok, err := LoadTiktoken([]byte(ranks.String()), "cl100k_base")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tok.WriteHFJSON(&buf); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
 }
