@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"gptkit/storage"
 )
@@ -252,6 +253,9 @@ func CheckPresent(ctx context.Context, st storage.Store, dir string, m *Manifest
 		n := 0
 		for n < len(listPrefix) && n < len(key) && listPrefix[n] == key[n] {
 			n++
+		}
+		for n > 0 && n < len(key) && !utf8.RuneStart(key[n]) {
+			n-- // not inside a character ("é..." and "è..." share a byte)
 		}
 		listPrefix = listPrefix[:n]
 	}

@@ -280,6 +280,16 @@ func TestList(t *testing.T) {
 				t.Errorf("List(%q) = %q, want %q", c.prefix, got, c.want)
 			}
 		}
+		// A prefix that ends inside a character (the common beginning of é and è,
+		// which shards.CheckPresent may list): S3 refuses such a request.
+		put(t, st, "é_x", []byte("1"))
+		put(t, st, "è_x", []byte("2"))
+		if got := listKeys(t, st, "\xc3"); got != "è_x é_x" {
+			t.Errorf("List(%q) = %q, want both keys", "\xc3", got)
+		}
+		if got := listKeys(t, st, "\xc3\xa9"); got != "é_x" {
+			t.Errorf("List(%q) = %q, want é_x", "\xc3\xa9", got)
+		}
 		for _, bad := range []string{"/a", "a//", "../", "a/../b"} {
 			if _, err := st.List(ctx, bad); !errors.Is(err, ErrInvalidKey) {
 				t.Errorf("List(%q): %v, want ErrInvalidKey", bad, err)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gptkit/internal/redact"
 
@@ -239,9 +240,16 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]Info, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", s, err)
 	}
-	full := prefix
+	// S3 refuses a prefix that is not valid UTF-8 (one that ends inside a character,
+	// say: the common beginning of "é..." and "è..."); keys always are, so the request
+	// asks for the valid part and the answer is filtered by the whole prefix.
+	asked := prefix
+	for !utf8.ValidString(asked) {
+		asked = asked[:len(asked)-1]
+	}
+	full := asked
 	if s.prefix != "" {
-		full = s.prefix + "/" + prefix
+		full = s.prefix + "/" + asked
 	}
 	var out []Info
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full})
@@ -257,6 +265,9 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]Info, error) {
 			}
 			if CheckKey(k) != nil {
 				s.log.Debug("storage: list skips an object whose key is not a valid store key", "key", aws.ToString(o.Key))
+				continue
+			}
+			if !strings.HasPrefix(k, prefix) {
 				continue
 			}
 			out = append(out, Info{Key: k, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: unquote(aws.ToString(o.ETag))})

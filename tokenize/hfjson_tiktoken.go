@@ -44,10 +44,13 @@ func hfSplitPre(name string) string {
 // ranksMerges derives the merges list of a vocabulary merged by rank: byRank holds the
 // tokens' bytes by rank ("" for a rank no token has) and rank looks one up. For each
 // token of two bytes or more, in rank order, BPE by ranks runs on its bytes allowed only
-// lower ranks; where that ends in two parts they are its merge. A token that ends in
-// more parts gets none: BPE by ranks never builds it, and finds it only as a whole
-// piece, as ignore_merges does.
-func ranksMerges(byRank []string, rank func(string) (int, bool)) [][2]string {
+// lower ranks and must end in two parts, each ranked below the token: they are its
+// merge. That holds for every token of cl100k_base and o200k_base, and it is what makes
+// the merges list, with ignore_merges, give the ranks' ids; a vocabulary where a token
+// ends in more parts (BPE by ranks could build it only from a part ranked above it, in
+// a longer piece) or from a part ranked above it has no such list: an error naming the
+// token.
+func ranksMerges(byRank []string, rank func(string) (int, bool)) ([][2]string, error) {
 	var merges [][2]string
 	var parts []string
 	for r, tok := range byRank {
@@ -71,19 +74,22 @@ func ranksMerges(byRank []string, rank func(string) (int, bool)) [][2]string {
 			parts[best] += parts[best+1]
 			parts = append(parts[:best+1], parts[best+2:]...)
 		}
-		if len(parts) == 2 {
-			if pr, ok := rank(parts[0]); ok && pr < r {
-				if pr, ok := rank(parts[1]); ok && pr < r {
-					merges = append(merges, [2]string{parts[0], parts[1]})
-				}
+		ok := len(parts) == 2
+		for _, p := range parts {
+			if pr, found := rank(p); !found || pr >= r {
+				ok = false
 			}
 		}
+		if !ok {
+			return nil, fmt.Errorf("token %q (rank %d) is not built by merges of lower-ranked tokens: no merges list gives these ranks' ids", byteLevelEncode(tok), r)
+		}
+		merges = append(merges, [2]string{parts[0], parts[1]})
 	}
-	return merges
+	return merges, nil
 }
 
 // tiktokenMerges is t's merges list derived from its ranks (t merges by rank).
-func (t *Tokenizer) tiktokenMerges() [][2]string {
+func (t *Tokenizer) tiktokenMerges() ([][2]string, error) {
 	byRank := make([]string, t.vocab.len())
 	for id := range byRank {
 		s := t.vocab.at(id)
@@ -110,23 +116,26 @@ func (d *bpeDefinition) asTiktoken(added map[string]bool) error {
 		delete(d.vocab, content)
 	}
 	n := 0
-	for _, id := range d.vocab {
+	for tok, id := range d.vocab {
+		if id < 0 || id > 4*len(d.vocab)+1024 {
+			return fmt.Errorf("vocabulary id %d of %q for %d tokens: not the ranks of a tiktoken encoding", id, byteLevelEncode(tok), len(d.vocab))
+		}
 		n = max(n, id+1)
-	}
-	if n > 4*len(d.vocab)+1024 {
-		return fmt.Errorf("vocabulary ids up to %d for %d tokens: not the ranks of a tiktoken encoding", n-1, len(d.vocab))
 	}
 	byRank := make([]string, n)
 	for tok, id := range d.vocab {
-		if id < 0 {
-			return fmt.Errorf("vocabulary id %d", id)
+		if byRank[id] != "" {
+			return fmt.Errorf("vocabulary id %d is given to %q and %q", id, byteLevelEncode(byRank[id]), byteLevelEncode(tok))
 		}
 		byRank[id] = tok
 	}
-	want := ranksMerges(byRank, func(s string) (int, bool) {
+	want, err := ranksMerges(byRank, func(s string) (int, bool) {
 		id, ok := d.vocab[s]
 		return id, ok
 	})
+	if err != nil {
+		return err
+	}
 	if len(d.merges) != len(want) {
 		return fmt.Errorf("%d merges, where the conversion of a tiktoken encoding with this vocabulary has %d: a Split pre-tokenizer is supported only for such a conversion", len(d.merges), len(want))
 	}

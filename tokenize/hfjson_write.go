@@ -158,8 +158,15 @@ func (t *Tokenizer) WriteHFJSON(w io.Writer) error {
 	case t.kind == KindByteChar:
 		return fmt.Errorf("tokenize: %s: GPT-NeoX's byte tokenizer (ids are bytes) has no Hugging Face tokenizer.json form written here", t.name)
 	case t.kind == KindBPE && t.mergeSemantics == "ranks" && hfSplitPatterns[t.pattern] != "":
-		merges := t.tiktokenMerges()
-		return writeHFBPE(w, &hfBPEFile{added: t.added, normalizer: "null", preTokenizer: hfSplitPre(t.pattern),
+		merges, err := t.tiktokenMerges()
+		if err != nil {
+			return fmt.Errorf("tokenize: %s: %w", t.name, err)
+		}
+		normalizer := "null"
+		if t.normalizer != "" {
+			normalizer = `{"type": "` + t.normalizer + `"}`
+		}
+		return writeHFBPE(w, &hfBPEFile{added: t.added, normalizer: normalizer, preTokenizer: hfSplitPre(t.pattern),
 			postProcessor: hfByteLevelPost, dec: hfByteLevelDecoder, ignoreMerges: true,
 			vocabLen: t.vocab.len(), key: t.hfVocabKeyWithAdded,
 			mergeCount: len(merges),

@@ -291,11 +291,10 @@ func syncFile(path string) error {
 // The numbers are decimal digits only (RFC 9110 §14.4), START ≤ END, and END < SIZE
 // when SIZE is known; anything else is not ok.
 func ParseContentRange(s string) (start, size int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bytes ")
-	if !found {
+	if len(s) < len("bytes ") || !strings.EqualFold(s[:len("bytes ")], "bytes ") { // unit names are case-insensitive (§14.1)
 		return 0, 0, false
 	}
-	span, sizeText, found := strings.Cut(rest, "/")
+	span, sizeText, found := strings.Cut(s[len("bytes "):], "/")
 	if !found {
 		return 0, 0, false
 	}

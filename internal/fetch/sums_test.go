@@ -80,6 +80,12 @@ func TestParseContentRange(t *testing.T) {
 		{"bytes 0-19/20", 0, 20, true},
 		{"bytes */*", 0, 0, false},
 		{"bytes 1-/3", 0, 0, false},
+		{"bytes 0-0/1", 0, 1, true},
+		{"bytes 00-01/02", 0, 2, true},
+		{"bytes 9223372036854775806-9223372036854775806/9223372036854775807", 9223372036854775806, 9223372036854775807, true},
+		{"bytes */0", -1, 0, true},
+		{"Bytes 100-199/200", 100, 200, true}, // unit names are case-insensitive
+		{"BYTES 100-199/200", 100, 200, true},
 	}
 	for _, tt := range tests {
 		start, size, ok := ParseContentRange(tt.in)
