@@ -3,6 +3,8 @@ package tokenize
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,4 +97,78 @@ func TestWriteHFJSONTiktokenKeepsNFC(t *testing.T) {
 	if a, b := tok.Encode(text), back.Encode(text); !reflect.DeepEqual(a, b) || tok.Fingerprint() != back.Fingerprint() {
 		t.Fatalf("written and read back: %q encodes as %v, was %v; fingerprint %.12s, was %.12s", text, b, a, back.Fingerprint(), tok.Fingerprint())
 	}
+}
+
+// tiktokenEdgeTexts are texts where the tiktoken patterns and merges are easiest to get
+// wrong (runs of spaces, digits of other scripts, CR and LF runs, emoji sequences,
+// contractions in every case), which the HF parity test encodes beside golden texts.
+func tiktokenEdgeTexts() []string {
+	var s []string
+	for _, n := range []int{1, 2, 3, 4, 7, 16, 100, 1000} {
+		sp := strings.Repeat(" ", n)
+		s = append(s, sp, "a"+sp+"b", sp+"x", "x"+sp, "x"+sp+"\n", sp+"\n"+sp, "\t"+sp+"\t", sp+"\r\n"+sp+"y", "\u00a0"+sp+"z", "\u3000"+sp+"z")
+		s = append(s, strings.Repeat("1", n), "a"+strings.Repeat("9", n)+"b", strings.Repeat("٣", n), strings.Repeat("½", n), strings.Repeat("Ⅷ", n))
+		s = append(s, strings.Repeat("\r\n", n), strings.Repeat("\r", n)+"q", strings.Repeat("\n", n)+" q", "a"+strings.Repeat("\r\n", n)+"  b", "}"+strings.Repeat("\r\n", n)+"\t")
+		s = append(s, strings.Repeat("🙂", n), strings.Repeat("👨‍👩‍👧", n), " "+strings.Repeat("🇫🇷", n)+"x")
+	}
+	for _, c := range []string{"'S", "'LL", "'Ll", "'lL", "'RE", "'Re", "'VE", "'M", "'D", "'T", "'s", "'ll", "’s", "'x", "''s"} {
+		s = append(s, "HE"+c, "he"+c, " "+c, c, c+"x", "JOHN"+c+" car", "123"+c, "é"+c, "ǅ"+c, "Σ"+c+"Σ", "a\u0301"+c)
+	}
+	s = append(s, "camelCaseWordsHTTPServer", "ǅungla ǈubljana", "ΣΑΣ σας", "x/\ny//\r\n", "a//b", "foo.\r\n\r\nbar", "İstanbul ß ẞ",
+		"\u200b\u200c\u200d", "\ufeffbom", "a\u0300\u0301\u0302b", "क्षत्रिय", "مرحبا بالعالم", "日本語のテキスト123",
+		"<|endoftext|>", "x<|endoftext|>y", " <|endoftext|> ", "<|endofprompt|><|fim_prefix|>", "<|endoftext", "\x00\x01\x7f",
+		"\t\t\n\n\t ", "  \n  \n", "...   ...", "!!!\n\n\n", "$1,234.56", "1e-10", "0x7fffffff")
+	return s
+}
+
+// The converted form with an NFC normalizer (accepted by LoadHFJSON): parity with HF.
+func TestWriteHFJSONTiktokenNFCParity(t *testing.T) {
+	peers := trainNodePeers(t)
+	var buf bytes.Buffer
+	if err := sharedTokenizer(t, "cl100k_base").WriteHFJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Replace(buf.Bytes(), []byte(`"normalizer": null`), []byte(`"normalizer": {"type": "NFC"}`), 1)
+	if bytes.Equal(data, buf.Bytes()) {
+		t.Fatal("no normalizer field replaced")
+	}
+	tok, err := LoadHFJSON(data, "cl100k-nfc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"cafe\u0301 re\u0301sume\u0301", "A\u030a\u212b", "\u1e9b\u0323", "e\u0301<|endoftext|>e\u0301", "한국어 \u1100\u1161\u11a8"}
+	hf := hfEncodeIDs(t, peers, data, texts)
+	for i, s := range texts {
+		if got := tok.Encode(s); !reflect.DeepEqual(got, hf[i]) {
+			t.Errorf("%q: ours %v, HF %v", s, got, hf[i])
+		}
+	}
+}
+
+// hfEncodeIDs is HF tokenizers' ids of texts under the tokenizer.json data.
+func hfEncodeIDs(t *testing.T, peers string, data []byte, texts []string) [][]int {
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for _, s := range texts {
+		if err := enc.Encode(map[string]string{"text": s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := trainRunNode(t, peers, in.Bytes(), filepath.Join("testdata", "hf_encode.js"), path)
+	var res [][]int
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		var rec struct{ IDs []int }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, rec.IDs)
+	}
+	if len(res) != len(texts) {
+		t.Fatalf("hf_encode.js gave %d results for %d texts", len(res), len(texts))
+	}
+	return res
 }

@@ -122,8 +122,8 @@ func TestWriteHFJSONHFParity(t *testing.T) {
 		{"gpt2", sharedTokenizer(t, "gpt2"), append(hfWriteTexts, charTexts...)},
 		{"neox-20b", sharedTokenizer(t, "neox-20b"), append(hfWriteTexts, charTexts...)},
 		{"chars", chars, charTexts},
-		{"cl100k_base", sharedTokenizer(t, "cl100k_base"), append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "cl100k_base", 300)...)},
-		{"o200k_base", sharedTokenizer(t, "o200k_base"), append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "o200k_base", 300)...)},
+		{"cl100k_base", sharedTokenizer(t, "cl100k_base"), append(append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "cl100k_base", 300)...), tiktokenEdgeTexts()...)},
+		{"o200k_base", sharedTokenizer(t, "o200k_base"), append(append(append(slices.Clone(hfWriteTexts), charTexts...), goldenTexts(t, "o200k_base", 300)...), tiktokenEdgeTexts()...)},
 	}
 	for _, c := range cases {
 		path := filepath.Join(t.TempDir(), "tokenizer.json")
