@@ -61,6 +61,9 @@ type Writer struct {
 	docIdx []int64 // nil: one document per sequence
 	tokens int64
 
+	streaming  bool  // a document is being streamed (appendStreamed), not yet ended
+	streamToks int64 // its tokens so far
+
 	err  error // sticky: the first write error
 	done bool  // Close or Abort was called
 }
@@ -109,6 +112,9 @@ func addDocument[T tokenID](w *Writer, parts ...[]T) error {
 	}
 	if w.err != nil {
 		return w.err
+	}
+	if w.streaming {
+		return fmt.Errorf("shards: %s: add document: document %d is being streamed and was not ended", w.prefix, len(w.sizes))
 	}
 	n := 0
 	for _, p := range parts {
@@ -350,6 +356,9 @@ func (w *Writer) Close() (ShardInfo, error) {
 	}
 	w.flush()
 	w.done = true
+	if w.err == nil && w.streaming {
+		w.err = fmt.Errorf("shards: %s: close: document %d is being streamed and was not ended", w.prefix, len(w.sizes))
+	}
 	if w.err != nil {
 		w.bin.Abort()
 		return ShardInfo{}, w.err
