@@ -279,6 +279,9 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 	if o.SplitAtEOD && o.Tokenizer.EODID < 0 {
 		return nil, errors.New("shards: import: splitting at EOD needs the tokenizer's eod_id")
 	}
+	if err := checkOneDocFiles(files, o); err != nil {
+		return nil, err
+	}
 	lock, err := storage.LockDir(ctx, st, dir, storage.LockOwner("shards import into "+keyName(st, cleanDir(dir))))
 	if err != nil {
 		return nil, fmt.Errorf("shards: import into %s: %w", keyName(st, cleanDir(dir)), err)
@@ -336,6 +339,26 @@ func Import(ctx context.Context, st storage.Store, dir string, files []string, o
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkOneDocFiles refuses, before anything is written, a file that would be one
+// document (no SplitAtEOD) of more tokens than an .idx holds (maxDocTokens): a nanoGPT
+// file over 4 GiB. (An llm.c file cannot be: its header counts the tokens in an int32.)
+func checkOneDocFiles(files []string, o ImportOptions) error {
+	if o.SplitAtEOD || o.Format != NanoGPT {
+		return nil
+	}
+	for _, file := range files {
+		fi, err := os.Stat(file)
+		if err != nil {
+			continue // importFile reports it
+		}
+		if ntok := fi.Size() / 2; ntok > maxDocTokens {
+			return formatErr(ErrTokenRange, file, -1, "", "split it into documents at the end-of-document id (--split-at-eod), or cut the file into pieces smaller than 4 GiB",
+				"its %d tokens would be one document, more than the %d tokens (2^31-1) an .idx keeps for one document", ntok, maxDocTokens)
+		}
+	}
+	return nil
 }
 
 // pendingDoc is a document that splitTokens has begun and not ended: the ids so far,
@@ -449,6 +472,10 @@ func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) 
 	return dt, ntok, nil
 }
 
+// streamChunk is how many ids of a file imported as one document splitTokens holds
+// before handing them to the Writer (512 KiB of ints).
+const streamChunk = 64 << 10
+
 // splitTokens decodes r's tokens, the first at offset base of file, and adds them to w
 // as documents (see ImportOptions), after open's ids; unless last, the document still
 // open at the end goes back into open for the next file.
@@ -460,7 +487,20 @@ func splitTokens(ctx context.Context, r io.Reader, base int64, dt DType, o Impor
 	doc, endsWithEOD := open.ids, open.endsWithEOD // llm.c: the document began with EOD, which goes to its end
 	*open = pendingDoc{}
 	pos := base
+	// Without splitting, the file is one document: it streams into w in pieces of
+	// streamChunk ids rather than being held whole (Import checked its size up front).
+	stream := !o.SplitAtEOD
+	if stream {
+		doc = make([]int, 0, streamChunk)
+	}
 	emit := func() error {
+		if stream {
+			if err := w.appendStreamed(doc); err != nil {
+				return err
+			}
+			doc = doc[:0]
+			return w.endStreamed()
+		}
 		if endsWithEOD {
 			doc = append(doc, eod)
 			endsWithEOD = false
@@ -499,6 +539,13 @@ func splitTokens(ctx context.Context, r io.Reader, base int64, dt DType, o Impor
 				continue
 			}
 			doc = append(doc, id)
+			if stream && len(doc) == streamChunk {
+				if err := w.appendStreamed(doc); err != nil {
+					return err
+				}
+				doc = doc[:0]
+				continue
+			}
 			if o.SplitAtEOD && !eodFirst && id == eod {
 				if err := emit(); err != nil {
 					return err

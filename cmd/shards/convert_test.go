@@ -333,3 +333,27 @@ func TestConvertImportEmptyFile(t *testing.T) {
 		t.Errorf("%s was made", out)
 	}
 }
+
+// TestConvertImportTooLargeForOneDocument: without --split-at-eod a file is one
+// document, and one of more tokens than an .idx keeps for a document is refused up
+// front, naming the file, the limit and --split-at-eod, and no dataset is made (the
+// file was read into memory, 8 bytes a token, until the limit).
+func TestConvertImportTooLargeForOneDocument(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "train.bin")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 32); err != nil { // sparse: 2^31 tokens
+		f.Close()
+		t.Skipf("cannot make a 4 GiB sparse file here: %v", err)
+	}
+	f.Close()
+	out := filepath.Join(dir, "ds")
+	wantFailure(t, 1, []string{big, "2147483648 tokens would be one document", "2147483647", "--split-at-eod"},
+		"convert", "--from", "nanogpt", big, "--out", out, "--tokenizer", "gpt2")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
+	}
+}
