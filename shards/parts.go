@@ -111,6 +111,11 @@ type MergeResult struct {
 	Manifest *Manifest
 	Parts    int  // the number of parts merged
 	Already  bool // dir already held this run's merged manifest: nothing was written
+	// Removed are the store keys of the replaced dataset's files (Overwrite) that
+	// the new manifest does not use, removed once it was written; RemoveErr joins
+	// the failures to remove others (the new dataset is complete regardless).
+	Removed   []string
+	RemoveErr error
 }
 
 // MergeParts writes dir's manifest.json from the parts of a partitioned run in dir
@@ -124,7 +129,8 @@ type MergeResult struct {
 // num_workers to the part count, so that merging the same parts again gives the same
 // bytes. If dir already holds the merged manifest of the same run, MergeParts writes
 // nothing and reports Already; one of another run is an error matching ErrExists unless
-// o.Overwrite.
+// o.Overwrite. Overwrite replaces it, and once the new manifest is written removes the
+// files of the replaced dataset that the new one does not use (see MergeResult.Removed).
 func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsOptions) (MergeResult, error) {
 	where := keyName(st, cleanDir(dir))
 	count, started, err := findParts(ctx, st, dir, o.Count)
@@ -165,6 +171,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 	}
 
 	old, err := ReadManifest(ctx, st, dir)
+	var replaced *Manifest // the dataset whose manifest m replaces
 	switch {
 	case err == nil && old.Source["job"] == m.Source["job"] && old.Part == nil && !o.Overwrite:
 		return MergeResult{Manifest: old, Parts: count, Already: true}, nil
@@ -173,6 +180,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 			where, ErrExists, ManifestName, old.Documents)
 	case err == nil:
 		m.ETag = old.ETag
+		replaced = old
 	case !errors.Is(err, ErrMissing) && !o.Overwrite:
 		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
 	case !errors.Is(err, ErrMissing):
@@ -184,7 +192,11 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 	if err := WriteManifest(ctx, st, dir, m); err != nil {
 		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
 	}
-	return MergeResult{Manifest: m, Parts: count}, nil
+	res := MergeResult{Manifest: m, Parts: count}
+	if replaced != nil { // only now: the new manifest is committed
+		res.Removed, res.RemoveErr = removeReplaced(ctx, st, dir, replaced, m)
+	}
+	return res, nil
 }
 
 // findParts returns the run's part count (want, if not 0) and which parts have a
