@@ -19,7 +19,9 @@ func runMergeParts(ctx context.Context, args []string, stdout, stderr io.Writer)
 			"stripe), so that the dataset holds the documents of a single-process run in the\n"+
 			"same order. Refuses while a part has no manifest (killed, failed or still running),\n"+
 			"naming it, and when the parts do not belong to one run (inputs, tokenizer, settings,\n"+
-			"W). Merging again is a no-op. DIR may be s3://bucket/prefix. Prints\n"+
+			"W). Merging again is a no-op. --overwrite replaces a dataset already in DIR and, once\n"+
+			"the new manifest is written, removes the files of the replaced one that it does not use\n"+
+			"(only those its manifest listed). DIR may be s3://bucket/prefix. Prints\n"+
 			"\"DIR/manifest.json: D documents, T tokens, S shards\".")
 	count := c.Flags.Int("num-workers", 0, "the run's number of parts `W` (0: from the parts found, which must all be of one run)")
 	overwrite := c.Flags.Bool("overwrite", false, "replace a manifest in DIR that was not merged from these parts")
@@ -47,6 +49,13 @@ func runMergeParts(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if res.Already {
 		fmt.Fprintf(stderr, "%s: already merged from its %d parts: nothing to do\n", st, res.Parts)
+	}
+	if n := len(res.Removed); n > 0 {
+		fmt.Fprintf(stderr, "%s: removed %d files of the replaced dataset that the new manifest does not use\n", st, n)
+	}
+	if res.RemoveErr != nil {
+		// The new dataset is complete: only leftovers of the old one remain.
+		sf.log.Warn("could not remove files of the replaced dataset; the new dataset is complete, remove them by hand", "err", res.RemoveErr)
 	}
 	printDatasetSummary(stdout, st.String(), res.Manifest)
 	return cli.ExitOK

@@ -72,3 +72,49 @@ func TestMergeParts(t *testing.T) {
 		t.Fatalf("second merge: exit %d, %q, %q", code, again, errOut)
 	}
 }
+
+// TestMergePartsOverwriteRemovesReplaced: `merge-parts --overwrite` over another
+// dataset in DIR removes that dataset's shard files, which the new manifest does not
+// list, and says so; other files stay, and `shards verify` passes (the old shards
+// stayed, and verify warned about them).
+func TestMergePartsOverwriteRemovesReplaced(t *testing.T) {
+	tok := tokenize.NewNeoXChar()
+	root := t.TempDir()
+	in := filepath.Join(root, "in.jsonl")
+	if err := os.WriteFile(in, []byte("{\"text\":\"one\"}\n{\"text\":\"two\"}\n{\"text\":\"three\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "ds")
+	for i := range 2 {
+		job := &pipelines.TokenizeRun{Inputs: []string{in}, Store: openStore(t, dir), Name: "c", Tokenizer: tok,
+			TokSpec: "char", AppendEOD: true, Workers: 1, NumWorkers: 2, WorkerIndex: i}
+		if _, _, err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another dataset in DIR: one imported from a nanoGPT file.
+	nano := filepath.Join(root, "x.bin")
+	if err := os.WriteFile(nano, []byte{1, 0, 2, 0}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "convert", "--from", "nanogpt", nano, "--out", dir, "--tokenizer", "char")
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(t, 1, []string{"was not merged from this run's parts", "--overwrite"}, "merge-parts", dir)
+	code, out, errOut := runShards(t, "merge-parts", dir, "--overwrite")
+	if code != 0 || !strings.Contains(out, "3 documents") || !strings.Contains(errOut, dir+": removed 2 files of the replaced dataset") {
+		t.Fatalf("merge-parts --overwrite: exit %d, %q, %q", code, out, errOut)
+	}
+	for _, name := range []string{"x_text_document.bin", "x_text_document.idx"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s of the replaced dataset is still there: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Errorf("a file the replaced manifest did not list: %v", err)
+	}
+	if v := mustRun(t, "verify", dir); !strings.Contains(v, "ok") {
+		t.Errorf("verify:\n%s", v)
+	}
+}
