@@ -227,7 +227,7 @@ func (r *docReader) readLines(lines lineSource, name string, span lineSpan) erro
 			// The lines before are kept; this one, cut short, and the rest are lost.
 			return r.corrupt(&FileError{File: name, Line: n, Offset: offsetIfUnnumbered(n, lineOff), Err: r.streamError(err, off)}, r.streamUnread())
 		}
-		if len(trimSpace(line)) > 0 {
+		if !BlankLine(line) {
 			if err := r.jsonLine(line, name, n, lineOff, err == nil); err != nil {
 				return err
 			}

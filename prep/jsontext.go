@@ -213,6 +213,21 @@ func article(typ string) string {
 // trimSpace trims JSON whitespace.
 func trimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
+// BlankLine reports whether a JSONL line (with or without its newline) is blank: empty,
+// or nothing but JSON whitespace (spaces, tabs, CR, LF). The readers of JSONL corpora skip
+// blank lines; any other line must hold a JSON object. Other Unicode spaces (form feed,
+// vertical tab, U+00A0, ...) are not JSON whitespace, so a line of them is not blank.
+func BlankLine(line []byte) bool {
+	for _, c := range line {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // cut returns b as a string, cut after n bytes (then ending in "...").
 func cut(b []byte, n int) string {
 	if len(b) <= n {

@@ -118,3 +118,17 @@ func TestTextFieldParityCorpus(t *testing.T) {
 		}
 	}
 }
+
+func TestBlankLine(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		blank bool
+	}{
+		{"", true}, {"\n", true}, {"\r\n", true}, {" \t \r\n", true}, {"   ", true},
+		{"{}", false}, {" {}\n", false}, {"\f\n", false}, {"\v", false}, {"\u00a0", false}, {"\u0085", false}, {"x", false},
+	} {
+		if got := BlankLine([]byte(tc.line)); got != tc.blank {
+			t.Errorf("BlankLine(%q) = %v, want %v", tc.line, got, tc.blank)
+		}
+	}
+}

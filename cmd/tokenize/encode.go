@@ -21,10 +21,10 @@ const outputBufferSize = 1 << 20
 
 func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("tokenize", "encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
-		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl) or one for the whole input.")
+		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl; blank lines are skipped) or one for the whole input.")
 	var tf tokenizerFlags
 	tf.Register(c.Flags, "the tokenizer (required)")
-	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per line, in input order")
+	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per object, in input order (blank lines are skipped)")
 	textKey := c.Flags.String("text-key", "text", "with --jsonl, the `FIELD` holding the text")
 	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "encode on `N` cores (1: one core, no parallelism)")
 	var pf progressFlag

@@ -152,7 +152,8 @@ func (b *lineBatch) line(i int) []byte {
 }
 
 // encode parses, encodes and formats the batch's lines into b.out, stopping at the
-// first bad one. sc is the worker's scratch space: each line's text is decoded into
+// first bad one. A blank line (prep.BlankLine) is skipped: it has no array in b.out,
+// and the lines after it keep their numbers. sc is the worker's scratch space: each line's text is decoded into
 // sc.text (the tokenizer keeps nothing of a text it encodes) and its ids go to sc.ids.
 func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, sc *lineScratch) {
 	checked := tok.Kind() == tokenize.KindChar // only a character vocabulary can refuse a text
@@ -170,9 +171,13 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 	}
 	for i := range b.ends {
 		b.encoded = i
+		line := b.line(i)
+		if prep.BlankLine(line) {
+			continue // skipped, as tokenize run and train skip it: no output line
+		}
 		var err error
 		var bad bool
-		sc.text, bad, err = appendTextField(sc.text[:0], b.line(i), textKey)
+		sc.text, bad, err = appendTextField(sc.text[:0], line, textKey)
 		if bad {
 			if b.badUTF8++; b.badUTF8 == 1 {
 				b.firstBadUTF8 = b.firstLine + i
@@ -337,7 +342,9 @@ func textField(line []byte, key string) (string, error) {
 func appendTextField(dst, line []byte, key string) (_ []byte, badUTF8 bool, _ error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
-		return dst, false, errors.New("empty line, want a JSON object")
+		// (encode and train skip a blank line before it comes here: this one holds
+		// whitespace that JSON does not allow, such as a form feed.)
+		return dst, false, fmt.Errorf("a line of whitespace that is not JSON whitespace (%q), want a JSON object; remove the line or leave only spaces, tabs and CR on it", truncate(line, 20))
 	}
 	if trimmed[0] != '{' {
 		return dst, false, fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))

@@ -239,7 +239,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"not an object", `["a"]` + "\n", nil, "", []string{"stdin line 1: not a JSON object"}},
 		{"not a string", `{"text":"a"}` + "\n" + `{"text":17}` + "\n", nil, "[2]\n", []string{`stdin line 2: field "text" is 17, not a string`}},
 		{"null text", `{"text":null}` + "\n", nil, "", []string{`stdin line 1: field "text" is null, not a string`}},
-		{"empty line", `{"text":"a"}` + "\n\n" + `{"text":"b"}` + "\n", nil, "[2]\n", []string{"stdin line 2: empty line"}},
+		{"not JSON whitespace", `{"text":"a"}` + "\n\n\v\n" + `{"text":"b"}` + "\n", nil, "[2]\n", []string{"stdin line 3: a line of whitespace that is not JSON whitespace"}},
 		{"other text key", `{"text":"a","body":"b"}` + "\n" + `{"text":"b"}` + "\n", []string{"--text-key", "body"}, "[3]\n",
 			[]string{`stdin line 2: field "body" missing`}},
 		{"character outside the vocabulary", `{"text":"abc"}` + "\n" + `{"text":"abD"}` + "\n", nil, "[2,3,4]\n",
