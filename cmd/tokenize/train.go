@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"gptkit/internal/cli"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	specials := cli.ListFlag{Values: []string{defaultSpecial}}
 	c.Flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
 	vocabSize := c.Flags.Int("vocab-size", 0, "vocabulary size `N`, specials and the 256 byte tokens included (required)")
-	out := c.Flags.String("out", "", "write the tokenizer.json to `FILE` (required; replaced atomically)")
+	out := c.Flags.String("out", "", "write the tokenizer.json to `FILE` (required; a regular file is replaced atomically; a symbolic link, pipe or device is refused)")
 	c.Flags.Var(&specials, "special", "special `TOKEN`, given the next id from 0 (may be repeated; the first --special replaces the default; --special '' for none)")
 	minFreq := c.Flags.Int("min-frequency", tokenize.DefaultMinFrequency, "merge only pairs that occur at least `N` times (0 and 1: any pair)")
 	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "count words on `N` cores")
@@ -104,6 +105,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// A tokenizer of the bytes alone, learned from nothing: a wrong path or an
 		// empty file, not a result.
 		return fail(stderr, c.Name, fmt.Errorf("no text in the %d inputs (%s first): nothing to learn merges from; check the files (and --text-key for JSONL)", len(files), files[0].path))
+	}
+	// Again: training took a while, and something else may have been put at --out.
+	if err := checkOut(*out); err != nil {
+		return fail(stderr, c.Name, err)
 	}
 	if err := commitTemp(tmp, *out, m.WriteHFJSON); err != nil {
 		return fail(stderr, c.Name, err)
@@ -276,11 +281,51 @@ func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
 func roundSeconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
+// checkOut refuses an --out path that exists and is not a regular file. train writes
+// its tokenizer.json to a temporary file and renames it over path: that would put a file
+// in the place of a named pipe, a device or a socket, and of a symbolic link (rename does
+// not follow it) rather than write where it points. os.Lstat: a link is not followed,
+// whatever it points to. A regular file is replaced (as it always was); a path that does
+// not exist, or cannot be looked at, is left to createTemp and the rename to report.
+func checkOut(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	mode := fi.Mode()
+	var what, next string
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		what, next = "a directory", "give a file name, such as "+filepath.Join(path, "tokenizer.json")
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(path)
+		if err != nil {
+			target = "?"
+		}
+		what = fmt.Sprintf("a symbolic link (to %s), which train does not follow", target)
+		next = "give the path it points to, or remove the link"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&fs.ModeDevice != 0:
+		what = "a device file"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	default:
+		what = fmt.Sprintf("not a regular file (mode %v)", mode)
+	}
+	if next == "" {
+		next = "train renames a new file into place, which would replace it: give a file path and copy the file to it after (cat FILE > " + path + "), or remove " + path
+	}
+	return fmt.Errorf("--out %s is %s, want a regular file or a new name: %s", path, what, next)
+}
+
 // createTemp creates the temporary file that commitTemp renames to path, in path's
-// directory.
+// directory, once checkOut accepts path.
 func createTemp(path string) (*os.File, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("--out %s is a directory, want a file name", path)
+	if err := checkOut(path); err != nil {
+		return nil, err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

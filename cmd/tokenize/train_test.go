@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"gptkit/tokenize"
@@ -234,5 +236,79 @@ func TestTrainCanceled(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a canceled run wrote its output")
+	}
+}
+
+// TestTrainOutNotRegular: train refuses an --out that is a symbolic link (to a file, to a
+// directory, or dangling: not followed, and not replaced by a file), a named pipe, a
+// socket or a device file, before training, naming the path and what it is; it leaves
+// it as it was and writes nothing beside it. A regular file is replaced, as before.
+func TestTrainOutNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTrainFile(t, filepath.Join(t.TempDir(), "t.txt"), []byte(strings.Join(trainDocs(20), "\n")))
+	target := writeTrainFile(t, filepath.Join(dir, "target.json"), []byte("old"))
+	mk := map[string]func(path string) error{
+		"symlink to a file":      func(p string) error { return os.Symlink(target, p) },
+		"symlink to a directory": func(p string) error { return os.Symlink(dir, p) },
+		"dangling symlink":       func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere.json"), p) },
+		"named pipe":             func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"socket": func(p string) error {
+			l, err := net.Listen("unix", p)
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+			return err
+		},
+		// A character device with /dev/null's numbers, 1 and 3 (root only).
+		"device": func(p string) error { return syscall.Mknod(p, syscall.S_IFCHR|0o644, 1<<8|3) },
+	}
+	want := map[string]string{
+		"symlink to a file":      "is a symbolic link (to " + target + "), which train does not follow",
+		"symlink to a directory": "is a symbolic link (to " + dir + ")",
+		"dangling symlink":       "is a symbolic link",
+		"named pipe":             "is a named pipe (FIFO)",
+		"socket":                 "is a socket",
+		"device":                 "is a device file",
+	}
+	for name, mkOut := range mk {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(name, " ", "_"))
+			if err := mkOut(out); err != nil {
+				if name == "device" {
+					t.Skipf("cannot make a device file: %v", err)
+				}
+				t.Fatal(err)
+			}
+			before, err := os.Lstat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "300", "--out", out, "--workers", "1")
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, want exit 1; stderr:\n%s", code, stdout, stderr)
+			}
+			if got := strings.TrimSpace(stderr); strings.Count(got, "\n") != 0 ||
+				!strings.HasPrefix(got, "tokenize train: --out "+out+" "+want[name]) || !strings.Contains(got, "want a regular file") {
+				t.Errorf("stderr %q, want one line: tokenize train: --out %s %s ...", got, out, want[name])
+			}
+			after, err := os.Lstat(out)
+			if err != nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+				t.Errorf("--out was replaced: %v, %v (was %v)", after.Mode(), err, before.Mode())
+			}
+		})
+	}
+	if data := readTrainOut(t, target); string(data) != "old" {
+		t.Errorf("the symbolic link's target was written: %.20q", data)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left", e.Name())
+		}
+	}
+	// A regular file is replaced, as it always was.
+	code, _, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "300", "--out", target, "--workers", "1")
+	if data := readTrainOut(t, target); code != 0 || !bytes.HasPrefix(data, []byte("{")) {
+		t.Errorf("regular --out: exit %d, file %.20q; stderr:\n%s", code, data, stderr)
 	}
 }
