@@ -11,15 +11,7 @@ import (
 
 // hfFile is the part of a Hugging Face tokenizer.json that decides the ids.
 type hfFile struct {
-	AddedTokens []struct {
-		ID         int    `json:"id"`
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		LStrip     bool   `json:"lstrip"`
-		RStrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	} `json:"added_tokens"`
+	AddedTokens   []hfAddedToken  `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
@@ -36,6 +28,17 @@ type hfFile struct {
 		Vocab                   map[string]int  `json:"vocab"`
 		Merges                  json.RawMessage `json:"merges"`
 	} `json:"model"`
+}
+
+// hfAddedToken is an entry of a tokenizer.json's added_tokens.
+type hfAddedToken struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
 }
 
 type hfComponent struct {
@@ -132,33 +135,51 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 	if err := d.checkUnknownBytes(m.UnkToken); err != nil {
 		return nil, fmt.Errorf("tokenize: %s: %w", name, err)
 	}
-	// The ids of added tokens are HF's (AddedVocabulary::add_tokens, in file order), not
-	// necessarily the file's: a content the vocabulary has takes its id there; a content
-	// listed twice keeps its first id; another takes the next id after the vocabulary
-	// and the added tokens so far. HF does the same, warning where the file says
-	// otherwise.
-	assigned := map[string]int{}
+	if d.added, err = hfAddedTokens(f.AddedTokens, m.Vocab); err != nil {
+		return nil, fmt.Errorf("tokenize: %s: %w", name, err)
+	}
+	return d.build()
+}
+
+// hfAddedTokens gives the added tokens of a tokenizer.json's added_tokens as HF builds
+// them (AddedVocabulary::add_tokens, in file order; tokenizers 0.23), over the model's
+// vocab. The ids are HF's, not necessarily the file's: a content the vocabulary has
+// takes its id there; another takes the next id after the vocabulary and the added
+// tokens so far; a content listed twice keeps the id of its first entry and the flags
+// (special, normalized, ...) of its last, which replaces the earlier one in HF's table of
+// added tokens and so decides how the content is matched. HF does the same, warning
+// where the file says otherwise. single_word, lstrip and rstrip (of the entry that
+// counts) are refused: not implemented.
+func hfAddedTokens(entries []hfAddedToken, vocab map[string]int) ([]AddedToken, error) {
+	var added []AddedToken
+	var last []hfAddedToken // the entry whose flags count, for each of added
+	at := map[string]int{}  // content: its index in added
 	maxAdded := -1
-	for _, a := range f.AddedTokens {
-		if a.SingleWord || a.LStrip || a.RStrip {
-			return nil, fmt.Errorf("tokenize: %s: added token %q uses single_word/lstrip/rstrip, which is not supported", name, a.Content)
-		}
-		if _, dup := assigned[a.Content]; dup {
+	for _, a := range entries {
+		if i, dup := at[a.Content]; dup {
+			last[i] = a
 			continue
 		}
-		id, inVocab := m.Vocab[a.Content]
+		id, inVocab := vocab[a.Content]
 		switch {
 		case inVocab:
-		case maxAdded < 0 || maxAdded < len(m.Vocab) && len(m.Vocab) > 0:
-			id = len(m.Vocab)
+		case maxAdded < 0 || maxAdded < len(vocab) && len(vocab) > 0:
+			id = len(vocab)
 		default:
 			id = maxAdded + 1
 		}
-		assigned[a.Content] = id
 		maxAdded = max(maxAdded, id)
-		d.added = append(d.added, AddedToken{ID: id, Content: a.Content, Special: a.Special, Normalized: a.Normalized})
+		at[a.Content] = len(added)
+		added = append(added, AddedToken{ID: id, Content: a.Content})
+		last = append(last, a)
 	}
-	return d.build()
+	for i, a := range last {
+		if a.SingleWord || a.LStrip || a.RStrip {
+			return nil, fmt.Errorf("added token %q uses single_word/lstrip/rstrip, which is not supported", a.Content)
+		}
+		added[i].Special, added[i].Normalized = a.Special, a.Normalized
+	}
+	return added, nil
 }
 
 // checkUnknownBytes refuses a vocabulary that lacks the token of some byte when the

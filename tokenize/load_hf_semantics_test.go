@@ -88,6 +88,50 @@ func TestHFAddedTokenIDs(t *testing.T) {
 	}
 }
 
+// TestHFAddedTokenListedTwiceLastFlags: a content listed twice in added_tokens keeps
+// the id of its first entry and takes the flags of its last (tokenizers 0.23's
+// AddedVocabulary::add_tokens replaces the token of that id, and matches by it). Under
+// NFC, normalized=true finds both spellings of é, normalized=false only the raw one.
+func TestHFAddedTokenListedTwiceLastFlags(t *testing.T) {
+	const content = "xe\u0301y"
+	raw := map[string]any{"id": 256, "content": content, "special": true, "normalized": false}
+	norm := map[string]any{"id": 257, "content": content, "special": false, "normalized": true}
+	load := func(entries ...any) *Tokenizer {
+		return mustLoadHF(t, hfTiny(t, nil, nil, map[string]any{"added_tokens": entries, "normalizer": map[string]any{"type": "NFC"}}))
+	}
+	for _, c := range []struct {
+		name    string
+		entries []any
+		want    AddedToken
+		nfc     []int // ids of "x\u00e9y", the content NFC-normalized
+	}{
+		{"normalized last", []any{raw, norm}, AddedToken{ID: 256, Content: content, Special: false, Normalized: true}, []int{256}},
+		{"raw last", []any{norm, raw}, AddedToken{ID: 256, Content: content, Special: true, Normalized: false}, []int{'x', 0xc3, 0xa9, 'y'}},
+		{"raw, normalized, raw", []any{raw, norm, raw}, AddedToken{ID: 256, Content: content, Special: true, Normalized: false}, []int{'x', 0xc3, 0xa9, 'y'}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tok := load(c.entries...)
+			if got := tok.AddedTokens(); len(got) != 1 || got[0] != c.want {
+				t.Errorf("AddedTokens() = %+v, want [%+v]", got, c.want)
+			}
+			if tok.VocabSize() != 257 {
+				t.Errorf("VocabSize %d, want 257", tok.VocabSize())
+			}
+			checkIDs(t, tok, content, []int{256})
+			checkIDs(t, tok, "x\u00e9y", c.nfc)
+		})
+	}
+	// The flags that count are the last entry's: an earlier lstrip is not refused, a
+	// later one is.
+	lstrip := map[string]any{"id": 256, "content": content, "special": true, "normalized": false, "lstrip": true}
+	if _, err := LoadHFJSON(hfTiny(t, nil, nil, map[string]any{"added_tokens": []any{lstrip, raw}}), "tiny.json"); err != nil {
+		t.Errorf("lstrip, then without: %v", err)
+	}
+	if _, err := LoadHFJSON(hfTiny(t, nil, nil, map[string]any{"added_tokens": []any{raw, lstrip}}), "tiny.json"); err == nil || !strings.Contains(err.Error(), "lstrip") {
+		t.Errorf("without lstrip, then with: %v, want lstrip refused", err)
+	}
+}
+
 // TestHFRawAddedTokensFirst: without a normalizer, added tokens with normalized=false
 // are still found before those with normalized=true, which match only between them.
 func TestHFRawAddedTokensFirst(t *testing.T) {
