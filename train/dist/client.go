@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,11 @@ type storeClient struct {
 	addr   string // the store's address, for messages
 	host   string // who hosts it ("rank 0", "the launcher of node 0"), for messages
 	events chan message
-	values chan message // answers to get (Comm.Lookup)
+
+	// waiters holds, per key, the Lookups waiting for its value, oldest first:
+	// the store answers each get with one value, in order.
+	waitMu  sync.Mutex
+	waiters map[string][]chan []byte
 
 	lostOnce sync.Once
 	lost     chan struct{} // closed when the store is gone or silent
@@ -65,7 +70,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		backoff = min(backoff*2, time.Second)
 	}
 	tuneConn(conn)
-	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256), values: make(chan message, 16),
+	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256), waiters: map[string][]chan []byte{},
 		lost: make(chan struct{}), done: make(chan struct{}), log: log}
 	hello.Type, hello.Version = msgHello, protocolVersion
 	conn.SetDeadline(time.Now().Add(helloTimeout))
@@ -153,11 +158,7 @@ func (sc *storeClient) read(mr *msgReader) {
 			continue
 		}
 		if m.Type == msgValue {
-			select {
-			case sc.values <- m:
-			default:
-				sc.log.Warn("dist: store values pile up; dropping one", "key", m.Key)
-			}
+			sc.deliver(m)
 			continue
 		}
 		if m.Type == msgStatus {
@@ -173,6 +174,41 @@ func (sc *storeClient) read(mr *msgReader) {
 		default:
 			sc.log.Warn("dist: store events pile up; dropping one", "type", m.Type)
 		}
+	}
+}
+
+// await registers a Lookup of key; the channel receives the value the store sends
+// for it. The caller sends the get after await, and calls cancel if it stops waiting.
+func (sc *storeClient) await(key string) (ch chan []byte, cancel func()) {
+	ch = make(chan []byte, 1)
+	sc.waitMu.Lock()
+	sc.waiters[key] = append(sc.waiters[key], ch)
+	sc.waitMu.Unlock()
+	return ch, func() {
+		sc.waitMu.Lock()
+		defer sc.waitMu.Unlock()
+		if i := slices.Index(sc.waiters[key], ch); i >= 0 {
+			sc.waiters[key] = slices.Delete(sc.waiters[key], i, i+1)
+			if len(sc.waiters[key]) == 0 {
+				delete(sc.waiters, key)
+			}
+		}
+	}
+}
+
+// deliver hands a value to the oldest Lookup of its key (none: one that gave up).
+func (sc *storeClient) deliver(m message) {
+	sc.waitMu.Lock()
+	defer sc.waitMu.Unlock()
+	q := sc.waiters[m.Key]
+	if len(q) == 0 {
+		return
+	}
+	q[0] <- m.Value
+	if len(q) == 1 {
+		delete(sc.waiters, m.Key)
+	} else {
+		sc.waiters[m.Key] = q[1:]
 	}
 }
 

@@ -566,22 +566,20 @@ func (c *Comm) Lookup(ctx context.Context, key string) ([]byte, error) {
 	if c.store == nil {
 		return nil, fmt.Errorf("dist: look up %q: a world of one has no store", key)
 	}
+	value, cancel := c.store.await(key)
+	defer cancel()
 	if err := c.store.w.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
 		return nil, err
 	}
-	for {
-		select {
-		case m := <-c.store.values:
-			if m.Key == key {
-				return m.Value, nil
-			}
-		case <-c.aborted:
-			return nil, c.Err()
-		case <-c.store.lost:
-			return nil, fmt.Errorf("dist: look up %q: %w", key, c.store.lostErr)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("dist: look up %q in the rendezvous store: %w (did rank 0 publish it?)", key, ctx.Err())
-		}
+	select {
+	case v := <-value:
+		return v, nil
+	case <-c.aborted:
+		return nil, c.Err()
+	case <-c.store.lost:
+		return nil, fmt.Errorf("dist: look up %q: %w", key, c.store.lostErr)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dist: look up %q in the rendezvous store: %w (did rank 0 publish it?)", key, ctx.Err())
 	}
 }
 

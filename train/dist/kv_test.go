@@ -3,6 +3,7 @@ package dist
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -39,5 +40,49 @@ func TestPublishLookup(t *testing.T) {
 	defer cancel()
 	if _, err := comms[1].Lookup(ctx, "missing"); err == nil {
 		t.Error("lookup of a missing key returned")
+	}
+}
+
+// TestConcurrentLookups: Lookups of different keys on one rank at once each get
+// their own key's value: a value is not taken (and dropped) by a Lookup of
+// another key, which would then leave its own Lookup waiting for good.
+func TestConcurrentLookups(t *testing.T) {
+	comms := startGroup(t, 2, Options{Timeout: 20 * time.Second}, ServerConfig{})
+	c := comms[1]
+	for round := range 3 {
+		other, key := fmt.Sprint("other-", round), fmt.Sprint("key-", round)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Lookups of a key published last, all waiting while key's value comes.
+		const n = 8
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				v, err := c.Lookup(ctx, other)
+				if err == nil && string(v) != other {
+					err = fmt.Errorf("Lookup(%q) = %q", other, v)
+				}
+				errs <- err
+			}()
+		}
+		time.Sleep(50 * time.Millisecond)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			comms[0].Publish(ctx, key, []byte(key))
+		}()
+		lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+		v, err := c.Lookup(lctx, key)
+		lcancel()
+		if err != nil || string(v) != key {
+			t.Fatalf("round %d: Lookup(%q) = %q, %v", round, key, v, err)
+		}
+		if err := comms[0].Publish(ctx, other, []byte(other)); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }
