@@ -107,6 +107,9 @@ type Server struct {
 type peer struct {
 	conn     net.Conn
 	w        *msgWriter
+	out      chan message  // for the peer's writer (send); closed by Server.Close
+	flushed  chan struct{} // closed when the writer ends
+	dropped  string        // why the writer gave up on the peer (under Server.mu)
 	role     string
 	rank     int
 	node     int
@@ -229,7 +232,7 @@ func (s *Server) giveUp(reason string) {
 	s.fatal = reason
 	s.log.Error("job failed", "reason", reason)
 	for p := range s.peers {
-		p.w.write(message{Type: msgFatal, Reason: reason, Gen: s.gen})
+		s.send(p, message{Type: msgFatal, Reason: reason, Gen: s.gen})
 	}
 	s.emit(Event{Kind: EventFatal, Gen: s.gen, Rank: -1, Reason: reason})
 }
@@ -261,14 +264,25 @@ func (s *Server) Close() error {
 	s.closed = true
 	close(s.stop)
 	err := s.ln.Close()
-	for p := range s.peers {
-		p.conn.Close()
+	peers := slices.Collect(mapKeys(s.peers))
+	for _, p := range peers {
+		close(p.out)
 	}
 	for _, ch := range s.subs {
 		close(ch)
 	}
 	s.subs = nil
 	s.mu.Unlock()
+	// The clients get what was queued for them (a GiveUp's fatal, say), within
+	// a second.
+	flushed := time.After(time.Second)
+	for _, p := range peers {
+		select {
+		case <-p.flushed:
+		case <-flushed:
+		}
+		p.conn.Close()
+	}
 	s.wg.Wait()
 	return err
 }
@@ -323,9 +337,14 @@ func (s *Server) serve(conn net.Conn) {
 	p, err := s.admit(conn, w, hello)
 	if err != nil {
 		s.log.Warn("store: refused a connection", "remote", conn.RemoteAddr(), "err", err)
+		conn.SetWriteDeadline(time.Now().Add(helloTimeout))
 		w.write(message{Type: msgError, Reason: err.Error()})
 		return
 	}
+	done := make(chan struct{})
+	defer close(done)
+	s.wg.Add(1)
+	go s.writeTo(p, done)
 	for {
 		m, err := mr.read()
 		if err != nil {
@@ -333,6 +352,61 @@ func (s *Server) serve(conn net.Conn) {
 			return
 		}
 		s.handle(p, m)
+	}
+}
+
+// sendQueue bounds the messages waiting for one client's writer: a client this far
+// behind is not reading them.
+const sendQueue = 1024
+
+// send queues m for p; the caller holds s.mu. The store never writes to a client
+// while holding s.mu: one that stops reading (a stopped process, a host gone
+// without a word) would stall every other client, the heartbeat watcher included.
+func (s *Server) send(p *peer, m message) {
+	if s.closed {
+		return
+	}
+	select {
+	case p.out <- m:
+	default:
+		if p.dropped == "" {
+			p.dropped = fmt.Sprintf("left %d store messages unread", sendQueue)
+			p.conn.Close()
+		}
+	}
+}
+
+// writeTo writes p's queued messages until done (or until they are all written
+// once Close closed p.out); it drops a client that takes no message for the
+// heartbeat timeout.
+func (s *Server) writeTo(p *peer, done <-chan struct{}) {
+	defer s.wg.Done()
+	defer close(p.flushed)
+	for {
+		var m message
+		var ok bool
+		select {
+		case <-done:
+			return
+		case m, ok = <-p.out:
+			if !ok {
+				return
+			}
+		}
+		p.conn.SetWriteDeadline(time.Now().Add(s.cfg.HeartbeatTimeout))
+		if err := p.w.write(m); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				s.mu.Lock()
+				if p.dropped == "" {
+					p.dropped = fmt.Sprintf("took no store message for %s", s.cfg.HeartbeatTimeout)
+				}
+				s.mu.Unlock()
+				s.log.Warn("store: dropping a client that does not read its messages", "remote", p.conn.RemoteAddr(), "role", p.role, "rank", p.rank)
+			}
+			p.conn.Close()
+			return
+		}
 	}
 }
 
@@ -347,7 +421,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 	if h.Version != protocolVersion {
 		return nil, fmt.Errorf("protocol version %d, this store speaks %d (mixed gptkit versions?)", h.Version, protocolVersion)
 	}
-	p := &peer{conn: conn, w: w, role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now()}
+	p := &peer{conn: conn, w: w, out: make(chan message, sendQueue), flushed: make(chan struct{}), role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -356,9 +430,9 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 	switch h.Role {
 	case roleAgent:
 		s.peers[p] = struct{}{}
-		w.write(message{Type: msgOK, Gen: s.gen})
+		s.send(p, message{Type: msgOK, Gen: s.gen})
 		if s.fatal != "" {
-			w.write(message{Type: msgFatal, Reason: s.fatal, Gen: s.gen})
+			s.send(p, message{Type: msgFatal, Reason: s.fatal, Gen: s.gen})
 		}
 		return p, nil
 	case roleWorker:
@@ -397,7 +471,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 	p.gen = s.gen
 	s.peers[p] = struct{}{}
 	s.members[h.Rank] = p
-	w.write(message{Type: msgOK, Gen: s.gen})
+	s.send(p, message{Type: msgOK, Gen: s.gen})
 	s.log.Info("store: rank joined", "rank", h.Rank, "gen", s.gen, "addr", h.Addr, "joined", len(s.members), "world", s.cfg.World)
 	if len(s.members) == s.cfg.World {
 		s.startGen()
@@ -430,7 +504,7 @@ func (s *Server) missing() []int {
 func (s *Server) tellWaiting() {
 	miss := s.missing()
 	for _, p := range s.members {
-		p.w.write(message{Type: msgWaiting, Gen: s.gen, Missing: miss})
+		s.send(p, message{Type: msgWaiting, Gen: s.gen, Missing: miss})
 	}
 }
 
@@ -445,7 +519,7 @@ func (s *Server) startGen() {
 	s.log.Info("store: generation starts", "gen", s.gen, "world", s.cfg.World)
 	for p := range s.peers {
 		if p.role == roleAgent || s.members[p.rank] == p {
-			p.w.write(message{Type: msgStart, Gen: s.gen, Addrs: addrs, Locals: locals})
+			s.send(p, message{Type: msgStart, Gen: s.gen, Addrs: addrs, Locals: locals})
 		}
 	}
 	s.emit(Event{Kind: EventStart, Gen: s.gen, Rank: -1})
@@ -462,7 +536,7 @@ func (s *Server) failGen(rank int, reason string) {
 	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
 	for p := range s.peers {
 		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
-			p.w.write(message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason})
+			s.send(p, message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason})
 		}
 	}
 	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason})
@@ -484,7 +558,7 @@ func (s *Server) handle(p *peer, m message) {
 	case msgHB:
 		p.lastSeen = time.Now()
 		p.seq, p.in = m.Seq, m.In
-		p.w.write(message{Type: msgHB})
+		s.send(p, message{Type: msgHB})
 	case msgLeave:
 		p.left = true
 	case msgFail:
@@ -514,7 +588,7 @@ func (s *Server) handle(p *peer, m message) {
 		}
 		s.kv[m.Key] = m.Value
 		for _, q := range s.waiters[m.Key] {
-			q.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: m.Value})
+			s.send(q, message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: m.Value})
 		}
 		delete(s.waiters, m.Key)
 	case msgGet:
@@ -522,7 +596,7 @@ func (s *Server) handle(p *peer, m message) {
 			return
 		}
 		if v, ok := s.kv[m.Key]; ok {
-			p.w.write(message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: v})
+			s.send(p, message{Type: msgValue, Gen: s.gen, Key: m.Key, Value: v})
 			return
 		}
 		if s.waiters == nil {
@@ -540,7 +614,7 @@ func (s *Server) handle(p *peer, m message) {
 func (s *Server) probeLaggards(p *peer, m message) {
 	gen, asked := s.gen, time.Now()
 	for _, q := range s.members {
-		q.w.write(message{Type: msgStatus})
+		s.send(q, message{Type: msgStatus})
 	}
 	s.wg.Add(1)
 	go func() {
@@ -598,7 +672,11 @@ func (s *Server) gone(p *peer, err error) {
 		return
 	}
 	if s.running {
-		if !p.left {
+		switch {
+		case p.left:
+		case p.dropped != "":
+			s.failGen(p.rank, fmt.Sprintf("rank %d %s, and the store dropped it: its process is stopped or hung, or its host is unreachable", p.rank, p.dropped))
+		default:
 			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)))
 		}
 		return

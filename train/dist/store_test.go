@@ -1,0 +1,115 @@
+package dist
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawWorker joins the store at port as rank of a world of two, speaking the
+// protocol itself.
+func rawWorker(t *testing.T, port, rank int) (net.Conn, *msgWriter) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	w := &msgWriter{w: conn}
+	if err := w.write(message{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleWorker, Rank: rank, World: 2, Addr: "127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	return conn, w
+}
+
+// TestStoreStuckClient: a client that stops reading (its process stopped, its
+// host gone without a word) does not stall the store for the others: they still
+// get answers, and the store drops the stuck client after the heartbeat timeout.
+func TestStoreStuckClient(t *testing.T) {
+	_, port := startStore(t, 2, ServerConfig{HeartbeatTimeout: 3 * time.Second})
+	good, gw := rawWorker(t, port, 0)
+	_, sw := rawWorker(t, port, 1)
+	mr := newMsgReader(good)
+	next := func(want string) message {
+		t.Helper()
+		good.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for {
+			m, err := mr.read()
+			if err != nil {
+				t.Fatalf("waiting for %q from the store: %v", want, err)
+			}
+			if m.Type == want {
+				return m
+			}
+		}
+	}
+	next(msgStart)
+	// Rank 1 asks for a big value many times over and reads none of the answers:
+	// far more than the sockets' buffers hold.
+	gw.write(message{Type: msgSet, Key: "big", Value: bytes.Repeat([]byte{1}, 2<<20)})
+	for range 40 {
+		if err := sw.write(message{Type: msgGet, Key: "big"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both keep beating: only what the store writes to rank 1 can tell it is gone.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				gw.write(message{Type: msgHB})
+				sw.write(message{Type: msgHB})
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	next(msgHB)
+	next(msgHB)
+	// ... and the store drops rank 1 once it has taken nothing for the heartbeat
+	// timeout.
+	good.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		m, err := mr.read()
+		if err != nil {
+			t.Fatalf("rank 0 was not told that rank 1 was dropped: %v", err)
+		}
+		if m.Type == msgAbort {
+			if m.Rank != 1 || !strings.Contains(m.Reason, "rank 1 took no store message") {
+				t.Errorf("abort %+v, want rank 1 blamed for taking no message", m)
+			}
+			break
+		}
+	}
+}
+
+// TestStoreCloseFlushes: what the store had for its clients when it closes
+// (a GiveUp's fatal) still reaches them.
+func TestStoreCloseFlushes(t *testing.T) {
+	srv, port := startStore(t, 2, ServerConfig{})
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w := &msgWriter{w: conn}
+	w.write(message{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleAgent, Rank: -1, Node: 1})
+	mr := newMsgReader(conn)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if m, err := mr.read(); err != nil || m.Type != msgOK {
+		t.Fatalf("hello: %+v %v", m, err)
+	}
+	srv.GiveUp("node 0: out of restarts")
+	srv.Close()
+	if m, err := mr.read(); err != nil || m.Type != msgFatal {
+		t.Fatalf("after GiveUp and Close: %+v %v, want the fatal message", m, err)
+	}
+}
