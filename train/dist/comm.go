@@ -290,7 +290,12 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		if err != nil {
 			return nil, err
 		}
-		conn.SetDeadline(time.Now().Add(helloTimeout))
+		// The next rank takes the connection only once it links too, which may be
+		// well after this rank: its answer is awaited as long as linking may take.
+		// (Giving up on it sooner and dialling again could leave the next rank
+		// holding the connection given up on: a dead link.) An error here is the
+		// next rank refusing the connection, or ctx ending.
+		stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 		err = writeRingHello(conn, c.gen, c.rank, token)
 		var ack [1]byte
 		if err == nil {
@@ -299,11 +304,13 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		if err == nil && ack[0] != 'K' {
 			err = errors.New("bad acknowledgement")
 		}
+		if !stop() {
+			err = fmt.Errorf("no answer to the ring hello: %w", ctx.Err())
+		}
 		if err != nil {
 			conn.Close()
 			return nil, err
 		}
-		conn.SetDeadline(time.Time{})
 		return conn, nil
 	}
 	local := ""
@@ -316,6 +323,9 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		var err error
 		if local != "" {
 			if next, err = dial("unix", local); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("dist: rank %d cannot link to rank %d at %s (its Unix socket): %v", c.rank, nextRank, local, err)
+				}
 				c.log.Info("dist: the next rank's Unix socket failed; using TCP", "rank", nextRank, "err", err)
 				local = ""
 				continue
