@@ -255,3 +255,36 @@ func TestRestartGeneration(t *testing.T) {
 		c.Close(nil)
 	}
 }
+
+// TestBrokenLinkFailsPromptly: a rank whose link from the previous rank breaks
+// (over TCP, or a Unix socket and shared memory) fails its collective within the
+// grace period, though the next rank, alive but busy elsewhere, does not read
+// what it sends (it does not wait for that send).
+func TestBrokenLinkFailsPromptly(t *testing.T) {
+	for _, tcp := range []bool{true, false} {
+		t.Run(fmt.Sprint("tcp=", tcp), func(t *testing.T) { testBrokenLinkFailsPromptly(t, tcp) })
+	}
+}
+
+func testBrokenLinkFailsPromptly(t *testing.T, tcp bool) {
+	comms := startGroup(t, 3, Options{Timeout: time.Minute, TCPOnly: tcp}, ServerConfig{})
+	comms[2].next.Close() // the link 2 → 0 breaks; rank 2 lives on
+	release := make(chan struct{})
+	late := make(chan error, 1)
+	go func() { // rank 1 arrives only when released
+		select {
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+		late <- comms[1].AllReduceSum(context.Background(), make([]float32, 10))
+	}()
+	defer func() { close(release); <-late }()
+	start := time.Now()
+	err := comms[0].AllReduceSum(context.Background(), make([]float32, 32<<20)) // more than the links hold
+	if took := time.Since(start); err == nil || took > failGrace+5*time.Second {
+		t.Fatalf("rank 0 after %s: %v, want a failure within about %s", took.Round(time.Millisecond), err, failGrace)
+	}
+	if !strings.Contains(err.Error(), "receive from rank 2") {
+		t.Errorf("rank 0: %v, want the broken link from rank 2 named", err)
+	}
+}

@@ -3,6 +3,7 @@ package dist
 import (
 	"io"
 	"net"
+	"time"
 )
 
 // sender is the outgoing side of a ring link: what this rank writes to the next.
@@ -11,6 +12,10 @@ type sender interface {
 	send(p []byte) error
 	// shutdown makes a send under way, and every later one, fail (an abort).
 	shutdown()
+	// halt is shutdown leaving the link open: the next rank notices nothing
+	// (until the abort that follows), so that the store hears this rank's
+	// account of the failure, not the next rank's of a link that broke after it.
+	halt()
 }
 
 // receiver is the incoming side of a ring link: what this rank reads from the
@@ -59,6 +64,8 @@ func (l *streamLink) recvAdd(dst []float32, div float32) error {
 }
 
 func (l *streamLink) shutdown() { l.conn.Close() }
+
+func (l *streamLink) halt() { l.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
 // tokenBytes is a chunk's token on a direct link: the chunk's number in the
 // collective.

@@ -315,10 +315,11 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 	}
 	err := c.recvSteps(op, seq, buf, parts, steps, x, sendBefore, overwrite)
 	if err != nil {
+		// The collective has failed (the communicator aborts with it): the sender
+		// stops now rather than wait for the next rank, which may not be reading
+		// (busy before the collective, or failed itself).
 		close(x.quit)
-		if errors.As(err, new(protocolError)) {
-			c.out.shutdown() // the peer stopped reading too: unblock the sender
-		}
+		c.out.halt()
 		<-sendErr
 		return fmt.Errorf("receive from rank %d: %w", prevRank, err)
 	}

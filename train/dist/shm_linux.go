@@ -405,6 +405,8 @@ func (r *shmRing) breakRing() {
 	}
 }
 
+func (r *shmRing) halt() { r.breakRing() }
+
 func (r *shmRing) shutdown() {
 	r.conn.Close()
 	r.breakRing()
