@@ -351,7 +351,11 @@ func (c *Comm) link(ctx context.Context, lns []net.Listener, addrs, locals []str
 		}
 		if prev.err != nil {
 			next.Close()
-			return fmt.Errorf("dist: rank %d (at %s) did not link to rank %d within the timeout: %v", prevRank, addrs[prevRank], c.rank, prev.err)
+			if ctx.Err() == nil {
+				return fmt.Errorf("dist: rank %d: accept the ring link from rank %d: %v", c.rank, prevRank, prev.err)
+			}
+			// (The listeners close when ctx ends: their error says nothing.)
+			return fmt.Errorf("dist: rank %d (at %s) did not link to rank %d within the timeout: %v\n---> HINT: its process may have died or hung before linking (its log says more), or a firewall drops its connections to this rank's ring address %s", prevRank, addrs[prevRank], c.rank, ctx.Err(), addrs[c.rank])
 		}
 	}
 	for _, conn := range []net.Conn{next, prev.conn} {
