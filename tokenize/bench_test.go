@@ -365,15 +365,24 @@ func BenchmarkEncodeAdversarial(b *testing.B) {
 
 // BenchmarkEncodeBatchWorkers: EncodeBatch with 1 and 2 workers (GPT-2) over 16 pieces of
 // ~1 MB of tinyshakespeare repeated (an even count of near-equal pieces, so 2 workers can
-// reach 2×). Run with -cpu 2 (or more); the goal is 2 workers ≥ 1.8× one.
+// reach 2×), and over one text of those 16 MB (cut into parts, encode_batch.go). Run
+// with -cpu 2 (or more); the goal is 2 workers ≥ 1.8× one.
 func BenchmarkEncodeBatchWorkers(b *testing.B) {
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprint(workers), func(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		workers int
+		one     bool
+	}{{"1", 1, false}, {"2", 2, false}, {"one-text/1", 1, true}, {"one-text/2", 2, true}} {
+		workers := c.workers
+		b.Run(c.name, func(b *testing.B) {
 			tok := benchTokenizer(b, "gpt2")
 			shakespeare := string(testfiles.Read(b, "corpora/tinyshakespeare.txt"))
 			const nPieces = 16
 			reps := (nPieces+1)*benchChunk/len(shakespeare) + 2
 			pieces := benchSplitChunks(strings.Repeat(shakespeare, reps), benchChunk)[:nPieces]
+			if c.one {
+				pieces = []string{strings.Join(pieces, "")}
+			}
 			total := 0
 			for _, p := range pieces {
 				total += len(p)
@@ -385,7 +394,7 @@ func BenchmarkEncodeBatchWorkers(b *testing.B) {
 				}
 				return n
 			}
-			tokens := benchWarmPass(fmt.Sprintf("batch/%d", workers), pass)
+			tokens := benchWarmPass("batch/"+c.name, pass)
 			b.SetBytes(int64(total))
 			b.ResetTimer()
 			ops, cpu0 := 0, benchCPU()

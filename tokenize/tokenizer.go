@@ -2,7 +2,6 @@ package tokenize
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -289,45 +288,6 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 		clear(dst[len(dst):cap(dst)])
 	}
 	return dst, nil
-}
-
-// EncodeBatch encodes texts on up to workers goroutines (0 means GOMAXPROCS) and
-// returns their ids in input order.
-func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
-	out := make([][]int, len(texts))
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	if workers > len(texts) {
-		workers = len(texts)
-	}
-	if workers <= 1 {
-		for i, s := range texts {
-			out[i] = t.Encode(s)
-		}
-		return out
-	}
-	var next int64
-	var mu sync.Mutex
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		i := next
-		next++
-		return int(i)
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := take(); i < len(texts); i = take() {
-				out[i] = t.Encode(texts[i])
-			}
-		}()
-	}
-	wg.Wait()
-	return out
 }
 
 // DecodeBytes concatenates the raw bytes of ids. Ids that are not tokens are skipped.

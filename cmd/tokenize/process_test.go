@@ -279,7 +279,7 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 	library := func(texts []string) time.Duration {
 		runtime.GC()
 		c0 := processCPU()
-		ids := tok.EncodeBatch(texts, runtime.GOMAXPROCS(0))
+		ids := tok.EncodeBatch(texts, libraryWorkers(texts))
 		runtime.KeepAlive(ids)
 		return processCPU() - c0
 	}

@@ -147,6 +147,12 @@ func adversarial(r *report, g *goBench) {
 			r.printf("\nEncodeBatch, 2 workers vs 1: %.2f× (goal ≥%.1f×) %s.\n", s2/s1, goalSpeedup, verdict)
 		}
 	}
+	if s1, ok1 := g.median("BenchmarkEncodeBatchWorkers/one-text/1", "tokens/s"); ok1 {
+		if s2, ok2 := g.median("BenchmarkEncodeBatchWorkers/one-text/2", "tokens/s"); ok2 {
+			cpus, _ := g.median("BenchmarkEncodeBatchWorkers/one-text/2", "cpu/wall")
+			r.printf("EncodeBatch of one 16 MB text (cut into parts), 2 workers vs 1: %.2f× on %s CPUs (no goal).\n", s2/s1, f1(cpus))
+		}
+	}
 	r.printf("\n")
 }
 
