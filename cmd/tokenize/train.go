@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"gptkit/internal/inflate"
+	"gptkit/prep"
 	"gptkit/tokenize"
 )
 
@@ -220,7 +220,9 @@ func (in trainInput) readText(r io.Reader, yield func(string) bool) error {
 	}
 }
 
-// readJSONL yields the textKey field of each line's JSON object. Blank lines are skipped.
+// readJSONL yields the textKey field of each line's JSON object. Blank lines (empty,
+// or only spaces, tabs and CR: prep.BlankLine, as `run` and `encode --jsonl` read JSONL)
+// are skipped; a line of other whitespace (a form feed, U+00A0) fails, naming it.
 func (in trainInput) readJSONL(r io.Reader, textKey string, yield func(string) bool) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var line []byte
@@ -238,7 +240,7 @@ func (in trainInput) readJSONL(r io.Reader, textKey string, yield func(string) b
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("%s: line %d: %w", in.path, n, err)
 		}
-		if len(bytes.TrimSpace(line)) > 0 {
+		if !prep.BlankLine(line) {
 			text, ferr := textField(line, textKey)
 			if ferr != nil {
 				return fmt.Errorf("%s: line %d: %w", in.path, n, ferr)

@@ -171,6 +171,8 @@ func TestTrainUsageAndFailures(t *testing.T) {
 	dir := t.TempDir()
 	text := writeTrainFile(t, filepath.Join(dir, "t.txt"), []byte("some text\n"))
 	bad := writeTrainFile(t, filepath.Join(dir, "bad.jsonl"), []byte("{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"text\": 3}\n"))
+	// A line of a form feed is not blank (JSON whitespace is space, tab, CR and LF).
+	formFeed := writeTrainFile(t, filepath.Join(dir, "ff.jsonl"), []byte("{\"text\": \"ok\"}\n\f\n \t\r\n{\"text\": \"ok\"}\n"))
 	out := filepath.Join(dir, "tok.json")
 	for _, tc := range []struct {
 		name string
@@ -191,6 +193,7 @@ func TestTrainUsageAndFailures(t *testing.T) {
 		{"zstd", []string{"--input", filepath.Join(dir, "x.jsonl.zst"), "--vocab-size", "300", "--out", out}, 1, []string{"x.jsonl.zst", "not supported"}},
 		{"directory input", []string{"--input", dir, "--vocab-size", "300", "--out", out}, 1, []string{"is a directory"}},
 		{"bad jsonl", []string{"--input", bad, "--vocab-size", "300", "--out", out}, 1, []string{"bad.jsonl: line 3:", `field "text"`}},
+		{"form feed line", []string{"--input", formFeed, "--vocab-size", "300", "--out", out}, 1, []string{"ff.jsonl: line 2:", "not JSON whitespace"}},
 		{"out in missing dir", []string{"--input", text, "--vocab-size", "300", "--out", filepath.Join(dir, "no", "tok.json")}, 1, []string{"cannot create it in"}},
 		{"out is a directory", []string{"--input", text, "--vocab-size", "300", "--out", dir}, 1, []string{"is a directory"}},
 	} {
@@ -218,8 +221,8 @@ func TestTrainUsageAndFailures(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a failed run left an output file")
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("directory holds %d entries, want the 2 inputs (no temporary files)", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("directory holds %d entries, want the 3 inputs (no temporary files)", len(entries))
 	}
 }
 
