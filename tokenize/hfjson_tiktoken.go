@@ -111,9 +111,18 @@ func (d *bpeDefinition) asTiktoken(added map[string]bool) error {
 		return fmt.Errorf("a Split pre-tokenizer with %s's pattern is supported as the conversion of that tiktoken encoding, which sets model.ignore_merges", d.pattern)
 	}
 	// The added tokens are in the vocabulary too, at their ids (hfVocabKeyWithAdded);
-	// the encoding has them as added tokens only.
+	// the encoding has them as added tokens only. Not one that the merges make (or a
+	// byte's token): that is a token of the encoding's ranks as well, which a file's
+	// added_tokens may list again (HF matches it as an added token first, and BPE
+	// still makes its id elsewhere; so does the tokenizer built here).
+	made := make(map[string]bool, len(d.merges))
+	for _, m := range d.merges {
+		made[m[0]+m[1]] = true
+	}
 	for content := range added {
-		delete(d.vocab, content)
+		if len(content) > 1 && !made[content] {
+			delete(d.vocab, content)
+		}
 	}
 	n := 0
 	for tok, id := range d.vocab {

@@ -172,3 +172,50 @@ func hfEncodeIDs(t *testing.T, peers string, data []byte, texts []string) [][]in
 	}
 	return res
 }
+
+// A converted tiktoken tokenizer.json whose added_tokens also list tokens of the ranks
+// ("hello", " world", a byte's token): loaded, and encoded as HF encodes it (the added
+// tokens matched first, their ids still made by BPE elsewhere).
+func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
+	peers := trainNodePeers(t)
+	base := sharedTokenizer(t, "cl100k_base")
+	var buf bytes.Buffer
+	if err := base.WriteHFJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	added := f["added_tokens"].([]any)
+	for i, c := range []string{"hello", " world", "!"} {
+		ids := base.Encode(c)
+		if len(ids) != 1 {
+			t.Fatalf("%q is %d tokens under cl100k_base", c, len(ids))
+		}
+		added = append(added, map[string]any{"id": ids[0], "content": c, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": i == 0})
+	}
+	f["added_tokens"] = added
+	data, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadHFJSON(data, "cl100k-added")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"hello world!", "say hello, world", "helloworld", "Othello hello!!", " world world", "x<|endoftext|>hello", "hello"}
+	texts = append(texts, goldenTexts(t, "cl100k_base", 50)...)
+	hf := hfEncodeIDs(t, peers, data, texts)
+	differs := false
+	for i, s := range texts {
+		got := tok.Encode(s)
+		if !reflect.DeepEqual(got, hf[i]) {
+			t.Errorf("%.60q: ours %v, HF %v", s, got, hf[i])
+		}
+		differs = differs || !reflect.DeepEqual(got, base.Encode(s))
+	}
+	if !differs {
+		t.Error("the added tokens changed no text's ids: not matched first")
+	}
+}

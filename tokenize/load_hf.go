@@ -144,8 +144,10 @@ func LoadHFJSON(data []byte, name string) (*Tokenizer, error) {
 // hfAddedTokens gives the added tokens of a tokenizer.json's added_tokens as HF builds
 // them (AddedVocabulary::add_tokens, in file order; tokenizers 0.23), over the model's
 // vocab. The ids are HF's, not necessarily the file's: a content the vocabulary has
-// takes its id there; another takes the next id after the vocabulary and the added
-// tokens so far; a content listed twice keeps the id of its first entry and the flags
+// takes its id there; the others take the ids from the vocabulary's size on, in order
+// (HF counts from there in the one add_tokens call that loads the file, whatever ids the
+// contents found in the vocabulary have: a converted tiktoken encoding's specials lie
+// past its size); a content listed twice keeps the id of its first entry and the flags
 // (special, normalized, ...) of its last, which replaces the earlier one in HF's table of
 // added tokens and so decides how the content is matched. HF does the same, warning
 // where the file says otherwise. single_word, lstrip and rstrip (of the entry that
@@ -154,21 +156,17 @@ func hfAddedTokens(entries []hfAddedToken, vocab map[string]int) ([]AddedToken, 
 	var added []AddedToken
 	var last []hfAddedToken // the entry whose flags count, for each of added
 	at := map[string]int{}  // content: its index in added
-	maxAdded := -1
+	next := len(vocab)      // the id of the next content the vocabulary lacks
 	for _, a := range entries {
 		if i, dup := at[a.Content]; dup {
 			last[i] = a
 			continue
 		}
 		id, inVocab := vocab[a.Content]
-		switch {
-		case inVocab:
-		case maxAdded < 0 || maxAdded < len(vocab) && len(vocab) > 0:
-			id = len(vocab)
-		default:
-			id = maxAdded + 1
+		if !inVocab {
+			id = next
+			next++
 		}
-		maxAdded = max(maxAdded, id)
 		at[a.Content] = len(added)
 		added = append(added, AddedToken{ID: id, Content: a.Content})
 		last = append(last, a)
