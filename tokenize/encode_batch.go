@@ -9,8 +9,8 @@ import (
 // A text of 2 × batchSplitMin bytes or more, and over half a worker's share of its
 // batch, is encoded by EncodeBatch in parts (Cut), so that one large text uses every
 // worker: parts of its length over 2 × workers, at least batchSplitMin and at most
-// batchPartMax bytes.
-const (
+// batchPartMax bytes. (Variables for the tests, which lower them.)
+var (
 	batchSplitMin = 1 << 20
 	batchPartMax  = 8 << 20
 )

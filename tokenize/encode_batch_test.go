@@ -48,3 +48,28 @@ func TestEncodeBatchLargeTexts(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodeBatchParts: with parts of a few bytes, EncodeBatch gives Encode's ids for
+// texts of many lines (the input repeated with its lines in other orders), every text
+// cut wherever Cut allows, under the four named BPE tokenizers.
+func FuzzEncodeBatchParts(f *testing.F) {
+	for _, s := range []string{"a\nb", "x.\r\nA", "x\r\nb\r\n7", " \r\nA\n\nz", "Å\r\n9", "a<|endoftext|>\nb", "word\nWord\n1\n"} {
+		f.Add(s)
+	}
+	defer func(min, max int) { batchSplitMin, batchPartMax = min, max }(batchSplitMin, batchPartMax)
+	batchSplitMin, batchPartMax = 2, 8
+	toks := []*Tokenizer{sharedTokenizer(f, "gpt2"), sharedTokenizer(f, "neox-20b"), sharedTokenizer(f, "cl100k_base"), sharedTokenizer(f, "o200k_base")}
+	f.Fuzz(func(t *testing.T, s string) {
+		lines := strings.SplitAfter(s, "\n")
+		slices.Reverse(lines)
+		texts := []string{s, strings.Repeat(s+"\n", 5), strings.Join(lines, "") + s, "x"}
+		for _, tok := range toks {
+			got := tok.EncodeBatch(texts, 3)
+			for i, text := range texts {
+				if want := tok.Encode(text); !slices.Equal(got[i], want) {
+					t.Fatalf("%s: text %d (%q): EncodeBatch %v, Encode %v", tok.Name(), i, text, got[i], want)
+				}
+			}
+		}
+	})
+}
