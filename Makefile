@@ -38,7 +38,7 @@ race:
 # worker: ~6,700 execs in 75 s; ~42,000 at 5s).
 FUZZTIME ?= 20s
 FUZZMINIMIZETIME ?= 5s
-FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzMergeRanksMedium tokenize:FuzzBacktrackMatchesReference tokenize:FuzzDigitsMatchReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzFixMultiMatchesSlow tokenize:FuzzValidUTF8 tokenize:FuzzLoadCompiled tokenize:FuzzCut \
+FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzMergeRanksMedium tokenize:FuzzBacktrackMatchesReference tokenize:FuzzDigitsMatchReference tokenize:FuzzEncodeDecodeRoundTrip tokenize:FuzzSplitMatchesRegex tokenize:FuzzFixMultiMatchesSlow tokenize:FuzzValidUTF8 tokenize:FuzzLoadCompiled tokenize:FuzzCut tokenize:FuzzEncodeBatchParts \
 	tokenize:FuzzLoadHFJSON tokenize:FuzzLoadVocabMerges tokenize:FuzzLoadTiktoken tokenize:FuzzLoadChars tokenize:FuzzNFC tokenize:FuzzIndexPair shards:FuzzReadIdx prep:FuzzTextField prep:FuzzJSONString prep:FuzzStringMember \
 	prep:FuzzReadRanges prep:FuzzReadStripes prep:FuzzReadMapped prep:FuzzUTF8Checker shards:FuzzParseManifest cmd/tokenize:FuzzEncodeJSONLMappedStdin loader:FuzzParseData loader:FuzzParseBlendFile loader:FuzzParseSplit \
 	loader:FuzzDecodeCache kernels/cpu:FuzzMatmul kernels/cpu:FuzzAttention train:FuzzLoadYAML \
