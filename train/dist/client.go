@@ -228,6 +228,12 @@ func (sc *storeClient) send(m message) {
 	}
 }
 
+// writeErr is the error of a request (what names it, "look up \"key\"") whose
+// write to the store failed: it names the store, its host, and where to look.
+func (sc *storeClient) writeErr(what string, err error) error {
+	return fmt.Errorf("dist: %s: cannot write to the rendezvous store at %s (%s): %w\n---> HINT: %s died or its host went away (its log says more), or this rank's communicator was closed", what, sc.addr, sc.host, err, sc.host)
+}
+
 // close ends the connection (after a leave, fail or giveup message).
 func (sc *storeClient) close() {
 	if sc.closing.Swap(true) {

@@ -571,7 +571,10 @@ func (c *Comm) Publish(ctx context.Context, key string, value []byte) error {
 		// group, blaming this rank's death.
 		return fmt.Errorf("dist: publish %q: a value of %d bytes is over what the store holds (about %d)", key, len(value), base64.StdEncoding.DecodedLen(maxMessage-len(key)-256))
 	}
-	return c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value})
+	if err := c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value}); err != nil {
+		return c.store.writeErr(fmt.Sprintf("publish %q", key), err)
+	}
+	return nil
 }
 
 // Lookup waits for the value some rank published under key (Publish), until
@@ -583,7 +586,7 @@ func (c *Comm) Lookup(ctx context.Context, key string) ([]byte, error) {
 	value, cancel := c.store.await(key)
 	defer cancel()
 	if err := c.store.w.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
-		return nil, err
+		return nil, c.store.writeErr(fmt.Sprintf("look up %q", key), err)
 	}
 	select {
 	case v := <-value:

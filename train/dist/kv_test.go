@@ -3,7 +3,9 @@ package dist
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,3 +88,33 @@ func TestConcurrentLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreWriteFailureNamed: a Publish or Lookup whose request cannot be
+// written to the store fails naming the request's key and the store's address
+// and host, keeping the write's error as its cause, not with the bare socket error.
+func TestStoreWriteFailureNamed(t *testing.T) {
+	// No heartbeats: they would find the broken connection too, and the
+	// communicator's abort would stand in for the errors under test.
+	comms := startGroup(t, 2, Options{Timeout: 20 * time.Second, HeartbeatInterval: time.Hour}, ServerConfig{})
+	c := comms[0]
+	broken := errors.New("broken pipe (test)")
+	c.store.w.mu.Lock()
+	c.store.w.w = failingWriter{broken}
+	c.store.w.mu.Unlock()
+	want := fmt.Sprintf("rendezvous store at %s (the launcher of node 0)", c.store.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Publish(ctx, "nccl-id", []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `publish "nccl-id"`) || !errors.Is(err, broken) {
+		t.Errorf("publish: %v, want an error naming the key and the %s, caused by the write's", err, want)
+	}
+	_, err = c.Lookup(ctx, "nccl-id")
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `look up "nccl-id"`) || !errors.Is(err, broken) {
+		t.Errorf("lookup: %v, want an error naming the key and the %s, caused by the write's", err, want)
+	}
+}
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
