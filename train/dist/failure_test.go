@@ -288,3 +288,40 @@ func testBrokenLinkFailsPromptly(t *testing.T, tcp bool) {
 		t.Errorf("rank 0: %v, want the broken link from rank 2 named", err)
 	}
 }
+
+// TestFailedSendStopsCollective: a rank whose link to the next rank breaks
+// stops its collective when the send fails and reports the send, over TCP, a
+// Unix socket and shared memory, though the previous rank, alive but busy
+// elsewhere, sends nothing (it did not wait for that receive, for the
+// collective timeout, to report the ranks late at it instead).
+func TestFailedSendStopsCollective(t *testing.T) {
+	for _, tr := range transports[:3] {
+		t.Run(tr.name, func(t *testing.T) { testFailedSendStopsCollective(t, tr.o) })
+	}
+}
+
+func testFailedSendStopsCollective(t *testing.T, o Options) {
+	o.Timeout = time.Minute
+	comms := startGroup(t, 3, o, ServerConfig{})
+	comms[0].next.Close() // the link 0 → 1 breaks; rank 0 lives on
+	release := make(chan struct{})
+	late := make(chan error, 2)
+	for _, c := range comms[1:] { // ranks 1 and 2 arrive only when released
+		go func() {
+			<-release
+			late <- c.AllReduceSum(context.Background(), make([]float32, 10))
+		}()
+	}
+	defer func() {
+		close(release)
+		<-late
+		<-late
+	}()
+	// More than the links hold: the shared-memory ring fills, and its sender
+	// finds the link closed.
+	err := comms[0].AllReduceSum(context.Background(), make([]float32, 32<<20))
+	if err == nil || !strings.Contains(err.Error(), "send to rank 1") {
+		t.Fatalf("rank 0: %v, want the broken link to rank 1 named", err)
+	}
+	t.Logf("rank 0: %v", err)
+}

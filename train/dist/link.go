@@ -26,7 +26,12 @@ type receiver interface {
 	// recvAdd sets dst[i] = in[i] + dst[i] for the next len(dst) floats in, or
 	// (in[i] + dst[i]) / div when div != 0.
 	recvAdd(dst []float32, div float32) error
+	// shutdown makes a recv under way, and every later one, fail (an abort).
 	shutdown()
+	// halt is shutdown leaving the link open: the previous rank notices nothing
+	// (until the abort that follows), so that the store hears this rank's
+	// account of the failure (a send that failed), not the previous rank's.
+	halt()
 }
 
 // streamLink is a ring link over a byte stream (TCP between hosts, a Unix socket
@@ -65,7 +70,9 @@ func (l *streamLink) recvAdd(dst []float32, div float32) error {
 
 func (l *streamLink) shutdown() { l.conn.Close() }
 
-func (l *streamLink) halt() { l.conn.SetWriteDeadline(time.Unix(1, 0)) }
+// halt stops both directions of the stream: a streamLink is only ever one side
+// of a link (sending to the next rank, or receiving from the previous one).
+func (l *streamLink) halt() { l.conn.SetDeadline(time.Unix(1, 0)) }
 
 // tokenBytes is a chunk's token on a direct link: the chunk's number in the
 // collective.

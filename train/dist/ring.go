@@ -308,13 +308,20 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 	sendErr := make(chan error, 1)
 	if out.active {
 		go func() {
-			sendErr <- out.run()
+			err := out.run()
+			if err != nil && x.failFirst(failedSend) {
+				// The collective has failed: the receiving half stops now rather
+				// than wait for the previous rank's data, which may never come (the
+				// ring stalls behind the broken link) before the collective timeout.
+				c.in.halt()
+			}
+			sendErr <- err
 		}()
 	} else {
 		sendErr <- nil
 	}
 	err := c.recvSteps(op, seq, buf, parts, steps, x, sendBefore, overwrite)
-	if err != nil {
+	if err != nil && x.failFirst(failedRecv) {
 		// The collective has failed (the communicator aborts with it): the sender
 		// stops now rather than wait for the next rank, which may not be reading
 		// (busy before the collective, or failed itself).
@@ -323,16 +330,32 @@ func (c *Comm) run(op uint32, seq int64, buf []float32, parts int, steps []step)
 		<-sendErr
 		return fmt.Errorf("receive from rank %d: %w", prevRank, err)
 	}
+	// (A receive that failed after a send did was stopped by it: the send's
+	// error is the account.)
 	if err := <-sendErr; err != nil {
 		return fmt.Errorf("send to rank %d: %w", nextRank, err)
 	}
 	return nil
 }
 
+// Which half of a collective failed first (exchange.failed): its error is the
+// collective's, and it stops the other half.
+const (
+	failedSend = iota + 1
+	failedRecv
+)
+
+// failFirst records that side (failedSend, failedRecv) failed, and reports
+// whether it is the first to: only the first stops the other half.
+func (x *exchange) failFirst(side int32) bool {
+	return x.failed.CompareAndSwap(0, side)
+}
+
 // exchange is what a collective's sending and receiving halves share.
 type exchange struct {
 	ready  chan struct{} // one per chunk the sender may forward
 	quit   chan struct{} // closed when receiving failed
+	failed atomic.Int32  // the half that failed first (failedSend, failedRecv; 0: none)
 	sent   atomic.Int64  // chunks written out
 	notify chan struct{} // a nudge after each chunk written
 	// post says that a chunk the next step sends has been received (and reduced).
