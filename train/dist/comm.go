@@ -191,32 +191,14 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, c.position)
 	c.log.Info("joined the rendezvous", "rank", place.Rank, "world", place.World, "store", storeAddr, "ring_addr", hello.Addr, "gen", ok.Gen)
 
-	// Wait for every rank.
-	var missing []int
-	var addrs, locals []string
-	for addrs == nil {
-		select {
-		case m := <-sc.events:
-			switch m.Type {
-			case msgWaiting:
-				missing = m.Missing
-			case msgStart:
-				if len(m.Addrs) != place.World {
-					return fmt.Errorf("dist: the store sent %d ring addresses for a world of %d", len(m.Addrs), place.World)
-				}
-				addrs, locals, c.gen = m.Addrs, m.Locals, m.Gen
-			case msgAbort, msgFatal:
-				return fmt.Errorf("dist: rendezvous: %s", m.Reason)
-			}
-		case <-sc.lost:
-			return fmt.Errorf("dist: rendezvous: %w", sc.lostErr)
-		case <-ctx.Done():
-			if len(missing) == 0 {
-				return fmt.Errorf("dist: rendezvous at %s timed out after %s (rank %d of %d)", storeAddr, o.Timeout, place.Rank, place.World)
-			}
-			return fmt.Errorf("dist: rendezvous at %s timed out after %s: %s did not arrive (this is rank %d of %d)\n---> HINT: check that every node started (and with the same --nnodes, --nproc-per-node and GPTKIT_JOB_TOKEN)",
-				storeAddr, o.Timeout, ranksText(missing), place.Rank, place.World)
-		}
+	addrs, locals, err := c.awaitStart(ctx, sc, storeAddr, place, o.Timeout)
+	if err != nil {
+		return err
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The start came as the timeout ran out: every rank arrived, but
+		// linking cannot begin.
+		return fmt.Errorf("dist: every rank arrived at the rendezvous at %s only as the timeout (%s) ran out: no time is left to link the ring (this is rank %d of %d)\n---> HINT: raise the timeout (--dist-timeout): the last rank took about that long to join", storeAddr, o.Timeout, place.Rank, place.World)
 	}
 	if err := c.link(ctx, []net.Listener{ln, uln}, addrs, locals, o.Token, !o.NoSharedMemory); err != nil {
 		return err
@@ -224,6 +206,69 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 	c.wg.Add(1)
 	go c.monitor()
 	return nil
+}
+
+// awaitStart waits until every rank has joined: the store's start message
+// gives the ring's addresses (and the generation). A start that has come wins
+// over ctx's end, also when both are there at once.
+func (c *Comm) awaitStart(ctx context.Context, sc *storeClient, storeAddr string, place Place, timeout time.Duration) (addrs, locals []string, err error) {
+	var missing []int
+	for {
+		var m message
+		select {
+		case m = <-sc.events:
+		case <-sc.lost:
+			return nil, nil, fmt.Errorf("dist: rendezvous: %w", sc.lostErr)
+		case <-ctx.Done():
+			// (select picks at random among what is ready: the start may be
+			// waiting beside the deadline.)
+			var ok bool
+			if m, ok = pendingOutcome(sc.events, &missing); !ok {
+				return nil, nil, rendezvousTimeout(storeAddr, timeout, place, missing)
+			}
+		}
+		switch m.Type {
+		case msgWaiting:
+			missing = m.Missing
+		case msgStart:
+			if len(m.Addrs) != place.World {
+				return nil, nil, fmt.Errorf("dist: the store sent %d ring addresses for a world of %d", len(m.Addrs), place.World)
+			}
+			c.gen = m.Gen
+			return m.Addrs, m.Locals, nil
+		case msgAbort, msgFatal:
+			return nil, nil, fmt.Errorf("dist: rendezvous: %s", m.Reason)
+		}
+	}
+}
+
+// pendingOutcome takes the store's messages already received, without
+// waiting, up to the first that ends the rendezvous (start, abort, fatal),
+// which it returns; the waiting messages before it update missing.
+func pendingOutcome(events <-chan message, missing *[]int) (message, bool) {
+	for {
+		select {
+		case m := <-events:
+			switch m.Type {
+			case msgWaiting:
+				*missing = m.Missing
+			case msgStart, msgAbort, msgFatal:
+				return m, true
+			}
+		default:
+			return message{}, false
+		}
+	}
+}
+
+// rendezvousTimeout is the error of a rendezvous that timed out, naming the
+// ranks the store last said were missing.
+func rendezvousTimeout(storeAddr string, timeout time.Duration, place Place, missing []int) error {
+	if len(missing) == 0 {
+		return fmt.Errorf("dist: rendezvous at %s timed out after %s (rank %d of %d)", storeAddr, timeout, place.Rank, place.World)
+	}
+	return fmt.Errorf("dist: rendezvous at %s timed out after %s: %s did not arrive (this is rank %d of %d)\n---> HINT: check that every node started (and with the same --nnodes, --nproc-per-node and GPTKIT_JOB_TOKEN)",
+		storeAddr, timeout, ranksText(missing), place.Rank, place.World)
 }
 
 // The ring links' hello: magic, version, generation, the dialing rank, the token.

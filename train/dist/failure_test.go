@@ -325,3 +325,30 @@ func testFailedSendStopsCollective(t *testing.T, o Options) {
 	}
 	t.Logf("rank 0: %v", err)
 }
+
+// TestRendezvousStartWinsAtTheDeadline: a start from the store that is there
+// when the rendezvous's deadline passes (both ready at once) ends the wait as a
+// start, not as a timeout naming ranks that did arrive; a deadline with no
+// start still times out, naming the missing ranks.
+func TestRendezvousStartWinsAtTheDeadline(t *testing.T) {
+	c := &Comm{rank: 0, world: 2, log: testLogger(t), aborted: make(chan struct{})}
+	sc := &storeClient{events: make(chan message, 256), lost: make(chan struct{})}
+	place := Place{Rank: 0, World: 2}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	addrs := []string{"127.0.0.1:1", "127.0.0.1:2"}
+	// (select picks at random among ready cases: many tries make a lost start
+	// all but certain to show.)
+	for i := range 64 {
+		sc.events <- message{Type: msgWaiting, Missing: []int{1}}
+		sc.events <- message{Type: msgStart, Gen: i, Addrs: addrs}
+		got, _, err := c.awaitStart(ctx, sc, "127.0.0.1:29500", place, time.Second)
+		if err != nil || len(got) != 2 || c.gen != i {
+			t.Fatalf("try %d: %v %v (generation %d), want the start of generation %d", i, got, err, c.gen, i)
+		}
+	}
+	sc.events <- message{Type: msgWaiting, Missing: []int{1}}
+	if _, _, err := c.awaitStart(ctx, sc, "127.0.0.1:29500", place, time.Second); err == nil || !strings.Contains(err.Error(), "rank 1 did not arrive") {
+		t.Errorf("no start: %v, want a timeout naming rank 1", err)
+	}
+}
