@@ -3,8 +3,11 @@ package dist
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -351,4 +354,76 @@ func TestRendezvousStartWinsAtTheDeadline(t *testing.T) {
 	if _, _, err := c.awaitStart(ctx, sc, "127.0.0.1:29500", place, time.Second); err == nil || !strings.Contains(err.Error(), "rank 1 did not arrive") {
 		t.Errorf("no start: %v, want a timeout naming rank 1", err)
 	}
+}
+
+// TestCompletedCollectiveNotReportedLate: a collective's timer that fires as
+// the collective completes (it had fired, and had not yet reported, when the
+// last chunk came) reports nothing: the collective returns success, the store
+// hears of no timeout (which would fail the group, naming this rank as not
+// arrived), and the communicator lives on.
+func TestCompletedCollectiveNotReportedLate(t *testing.T) {
+	comms := startGroup(t, 2, Options{Timeout: time.Minute}, ServerConfig{})
+	timers := make(chan func(), 2)
+	afterFunc = func(d time.Duration, f func()) *time.Timer {
+		timers <- f
+		return time.AfterFunc(time.Hour, func() {}) // (stopped when the collective ends)
+	}
+	fired, resume := make(chan struct{}), make(chan struct{})
+	collectiveTimerHook = func(c *Comm) {
+		close(fired)
+		<-resume
+	}
+	t.Cleanup(func() { afterFunc, collectiveTimerHook = time.AfterFunc, nil })
+	sent := &recordingWriter{w: comms[0].store.w.w}
+	comms[0].store.w.mu.Lock()
+	comms[0].store.w.w = sent
+	comms[0].store.w.mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() { done <- comms[0].AllReduceSum(context.Background(), make([]float32, 10)) }()
+	timer := <-timers // rank 0's, its collective under way (rank 1 not in it yet)
+	timerDone := make(chan struct{})
+	go func() {
+		timer() // fires: the deadline has come
+		close(timerDone)
+	}()
+	<-fired
+	// The collective completes while the timer goes about its report.
+	if err := comms[1].AllReduceSum(context.Background(), make([]float32, 10)); err != nil {
+		t.Fatalf("rank 1: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("rank 0: %v, want success", err)
+	}
+	close(resume)
+	<-timerDone
+	if sent.has(msgTimeout) {
+		t.Errorf("rank 0 reported a timeout of a collective that had completed")
+	}
+	if err := comms[0].Err(); err != nil {
+		t.Errorf("rank 0's communicator: %v, want it alive", err)
+	}
+}
+
+// recordingWriter passes writes of store messages on to w, and keeps their types.
+type recordingWriter struct {
+	w     io.Writer
+	mu    sync.Mutex
+	types []string
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	if m, err := parseMessage(p); err == nil {
+		r.mu.Lock()
+		r.types = append(r.types, m.Type)
+		r.mu.Unlock()
+	}
+	return r.w.Write(p)
+}
+
+// has reports whether a message of type typ was written.
+func (r *recordingWriter) has(typ string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.types, typ)
 }

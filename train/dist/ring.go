@@ -185,27 +185,11 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 	// The watch: the timeout (reported to the store, which names the ranks that
 	// did not arrive) and ctx, as callbacks, so that a collective that finishes
 	// in time wakes no other goroutine.
-	var finished atomic.Bool
-	timer := time.AfterFunc(c.timeout, func() {
-		if finished.Load() {
-			return
-		}
-		c.store.send(message{Type: msgTimeout, Seq: c.reportSeq(seq), Op: name, Reason: c.timeout.String()})
-		select {
-		case <-c.aborted:
-		case <-time.After(failGrace):
-			if !finished.Load() {
-				c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) did not finish within %s", c.rank, seq, name, c.timeout), true)
-			}
-		}
-	})
-	stopCtx := context.AfterFunc(ctx, func() {
-		if !finished.Load() {
-			c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) cancelled: %w", c.rank, seq, name, context.Cause(ctx)), true)
-		}
-	})
+	w := &collectiveWatch{}
+	timer := afterFunc(c.timeout, func() { c.watchTimeout(w, seq, name) })
+	stopCtx := context.AfterFunc(ctx, func() { c.watchCancel(ctx, w, seq, name) })
 	err := c.run(op, seq, buf, parts, steps)
-	finished.Store(true)
+	w.settle(watchDone, watchRunning, watchLate)
 	timer.Stop()
 	stopCtx()
 	if err == nil {
@@ -227,6 +211,68 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 		c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s): %w", c.rank, seq, name, err), true)
 	}
 	return c.Err()
+}
+
+// The states of a collective's watch (collectiveWatch.state). The collective's
+// end, its timer and its context's end each settle it, and only the first
+// acts: a timer or a context that ends as the collective completes neither
+// reports it late nor aborts it.
+const (
+	watchRunning  = iota // the collective runs, and its deadline has not come
+	watchDone            // the collective ended (completed, or failed on its own)
+	watchLate            // its timer fired first: the timeout is reported
+	watchAborting        // its context ended, or no verdict followed the report: the watch aborts
+)
+
+// collectiveWatch is the state of one collective's watch.
+type collectiveWatch struct{ state atomic.Int32 }
+
+// settle moves the watch to state to from one of the states from, and reports
+// whether it did (false: the watch was in another state; something else
+// settled the collective first).
+func (w *collectiveWatch) settle(to int32, from ...int32) bool {
+	for _, f := range from {
+		if w.state.CompareAndSwap(f, to) {
+			return true
+		}
+	}
+	return false
+}
+
+// afterFunc starts a collective's timer (time.AfterFunc; a variable for the
+// tests, which fire the timer themselves).
+var afterFunc = time.AfterFunc
+
+// collectiveTimerHook, if set (by tests), runs when a collective's timer has
+// fired, before the timer settles the collective.
+var collectiveTimerHook func(c *Comm)
+
+// watchTimeout is a collective's timer: unless the collective has ended, it
+// reports the timeout to the store (which names the ranks that did not
+// arrive), and fails the group itself if no verdict comes within failGrace.
+func (c *Comm) watchTimeout(w *collectiveWatch, seq int64, name string) {
+	if collectiveTimerHook != nil {
+		collectiveTimerHook(c)
+	}
+	if !w.settle(watchLate, watchRunning) {
+		return
+	}
+	c.store.send(message{Type: msgTimeout, Seq: c.reportSeq(seq), Op: name, Reason: c.timeout.String()})
+	select {
+	case <-c.aborted:
+	case <-time.After(failGrace):
+		if w.settle(watchAborting, watchLate) {
+			c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) did not finish within %s", c.rank, seq, name, c.timeout), true)
+		}
+	}
+}
+
+// watchCancel is a collective's watch of ctx: unless the collective has ended,
+// ctx's end aborts the communicator (and so the collective).
+func (c *Comm) watchCancel(ctx context.Context, w *collectiveWatch, seq int64, name string) {
+	if w.settle(watchAborting, watchRunning, watchLate) {
+		c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) cancelled: %w", c.rank, seq, name, context.Cause(ctx)), true)
+	}
 }
 
 // run moves the data of one collective.
