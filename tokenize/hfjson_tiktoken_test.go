@@ -219,3 +219,89 @@ func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
 		t.Error("the added tokens changed no text's ids: not matched first")
 	}
 }
+
+// A tokenizer loaded from a converted tiktoken tokenizer.json whose added_tokens list a
+// rank token again at a new id (" world": HF finds no vocabulary key " world", the key
+// is "Ġworld") is written with the rank's key once, and read back with the same ids,
+// by LoadHFJSON and by HF (the file had "Ġworld" twice, at its rank and at the added
+// token's id, and LoadHFJSON refused it). An order of added tokens whose ids HF would
+// not give back is refused when writing.
+func TestWriteHFJSONTiktokenAddedRankTokens(t *testing.T) {
+	base := sharedTokenizer(t, "cl100k_base")
+	withAdded := func(contents ...string) []byte {
+		var buf bytes.Buffer
+		if err := base.WriteHFJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var f map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+			t.Fatal(err)
+		}
+		added := f["added_tokens"].([]any)
+		for i, c := range contents {
+			added = append(added, map[string]any{"id": 0, "content": c, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": i == 0})
+		}
+		f["added_tokens"] = added
+		data, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	texts := []string{"hello world!", " world world", "Othello hello!! <|new|>", " worldwide", "x<|endoftext|> world"}
+	data := withAdded("<|new|>", "hello", " world", "!")
+	tok, err := LoadHFJSON(data, "cl100k-added")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := tok.ID(" world"); id != 100262 {
+		t.Fatalf("\" world\" has id %d, want 100262 (after <|new|>'s 100261)", id)
+	}
+	var buf bytes.Buffer
+	if err := tok.WriteHFJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	written := buf.Bytes()
+	var f struct {
+		Model struct {
+			Vocab map[string]int `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(written, &f); err != nil {
+		t.Fatal(err)
+	}
+	if id := f.Model.Vocab["Ġworld"]; id != 1917 {
+		t.Errorf("written vocabulary: \"Ġworld\" at %d, want its rank 1917", id)
+	}
+	back, err := LoadHFJSON(written, "back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.AddedTokens(), tok.AddedTokens()) {
+		t.Errorf("added tokens read back %v, want %v", back.AddedTokens(), tok.AddedTokens())
+	}
+	for _, s := range texts {
+		if got, want := back.Encode(s), tok.Encode(s); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: read back %v, want %v", s, got, want)
+		}
+	}
+	// " world" before "<|new|>": written with "<|new|>" in the vocabulary, HF would give
+	// " world" 100262, not its 100261.
+	tok2, err := LoadHFJSON(withAdded(" world", "<|new|>"), "cl100k-added-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tok2.WriteHFJSON(&buf); err == nil || !strings.Contains(err.Error(), "read back at id") {
+		t.Errorf("writing %s: err %v, want the added token's id refused", tok2.Name(), err)
+	}
+	if testing.Short() {
+		return
+	}
+	peers := trainNodePeers(t)
+	hf := hfEncodeIDs(t, peers, written, texts)
+	for i, s := range texts {
+		if got := tok.Encode(s); !reflect.DeepEqual(got, hf[i]) {
+			t.Errorf("%q: ours %v, HF on the written file %v", s, got, hf[i])
+		}
+	}
+}

@@ -21,8 +21,12 @@ type hfBPEFile struct {
 	merge                                        func(i int) string // merge i in rank order, "left right"
 }
 
-// writeHFBPE writes f as a tokenizer.json (version "1.0").
+// writeHFBPE writes f as a tokenizer.json (version "1.0"), or fails where HF (and
+// LoadHFJSON) would read its added tokens back at other ids (hfAddedTokens).
 func writeHFBPE(w io.Writer, f *hfBPEFile) error {
+	if err := f.checkAddedIDs(); err != nil {
+		return err
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var b []byte
 	flush := func() error {
@@ -205,10 +209,49 @@ func (t *Tokenizer) hfVocabKey(id int) (string, bool) {
 // their ids: a tiktoken encoding's special tokens lie past a hole in the ranks
 // (cl100k_base has no rank 100256), and HF gives an added token the vocabulary lacks the
 // next id after the vocabulary's, not the file's.
+//
+// Not an added token whose content is also a vocabulary token at another id (a file's
+// added_tokens may list a rank token again, LoadHFJSON giving it a new id): that key is
+// the rank's, and HF gives the content a new id again (checkAddedIDs).
 func (t *Tokenizer) hfVocabKeyWithAdded(id int) (string, bool) {
 	s := t.vocab.at(id)
 	if s == "" {
 		return "", false
 	}
+	if got, ok := t.tokenID(s); ok && int(got) != id {
+		return "", false
+	}
 	return byteLevelEncode(s), true
+}
+
+// checkAddedIDs fails when the ids that HF gives f's added tokens, read back over f's
+// vocabulary (hfAddedTokens: a content found as a key takes that key's id, the others
+// ids from the vocabulary's size on, in the file's order), are not the tokens' own.
+func (f *hfBPEFile) checkAddedIDs() error {
+	if len(f.added) == 0 {
+		return nil
+	}
+	vocab := make(map[string]int, f.vocabLen)
+	for id := range f.vocabLen {
+		if k, ok := f.key(id); ok {
+			if prev, dup := vocab[k]; dup {
+				return fmt.Errorf("tokenize: the vocabulary key %q would be written for ids %d and %d", k, prev, id)
+			}
+			vocab[k] = id
+		}
+	}
+	entries := make([]hfAddedToken, len(f.added))
+	for i, a := range f.added {
+		entries[i] = hfAddedToken{Content: a.Content}
+	}
+	got, err := hfAddedTokens(entries, vocab)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	for i, a := range got {
+		if a.ID != f.added[i].ID {
+			return fmt.Errorf("tokenize: added token %q (id %d) would be read back at id %d from a tokenizer.json (HF gives an added content that is no vocabulary key the next id from the vocabulary's size on): this tokenizer has no tokenizer.json form written here", a.Content, f.added[i].ID, a.ID)
+		}
+	}
+	return nil
 }
