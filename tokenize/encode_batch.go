@@ -44,11 +44,9 @@ func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
 			out[j.text] = t.Encode(texts[j.text])
 			return
 		}
-		// Room for an id per byte (a token covers at least one; only text that
-		// NFC lengthens has more), not cleared (makeIDs): the slice is not grown,
-		// and only what the ids reach is faulted in.
-		part := texts[j.text][j.start:j.end]
-		ids, _ := encode(t, part, makeIDs[int](len(part)+16), false, false)
+		// A new slice, sized as Encode sizes one (from the state's last text,
+		// most often the part before; a part of 4 MB or more from samples).
+		ids, _ := encode[int](t, texts[j.text][j.start:j.end], nil, false, false)
 		parts[j.text][j.part] = ids
 	})
 	if parts == nil {
