@@ -91,10 +91,9 @@ type Comm struct {
 	server      *Server
 	log         *slog.Logger
 
-	mu   sync.Mutex // one collective at a time
-	seq  atomic.Int64
-	busy atomic.Bool
-	ext  externalState // collectives run outside the ring (watch.go)
+	mu  sync.Mutex    // one collective at a time
+	seq atomic.Int64  // the number of the latest ring collective entered
+	ext externalState // collectives run outside the ring (watch.go)
 
 	abortMu  sync.Mutex
 	abortErr error

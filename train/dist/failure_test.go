@@ -124,6 +124,33 @@ func TestCollectiveTimeout(t *testing.T) {
 	})
 }
 
+// TestFinishedRankNotNamedLate: a rank that has finished the collective the
+// group times out in is not named as one that did not arrive at it (it reported
+// the same position as one that never came): a broadcast's root, whose sends
+// are done, has finished before the rank after it arrives. The test fires the
+// timer of the waiting rank's collective itself.
+func TestFinishedRankNotNamedLate(t *testing.T) {
+	comms := startGroup(t, 3, Options{Timeout: time.Minute}, ServerConfig{})
+	if err := comms[0].Broadcast(context.Background(), make([]float32, 10), 0); err != nil {
+		t.Fatalf("root: %v", err) // sent, into the link to rank 1, which is not in the broadcast
+	}
+	timers := make(chan func(), 1)
+	afterFunc = func(d time.Duration, f func()) *time.Timer {
+		timers <- f
+		return time.AfterFunc(time.Hour, func() {}) // (stopped when the collective ends)
+	}
+	t.Cleanup(func() { afterFunc = time.AfterFunc })
+	done := make(chan error, 1)
+	// Rank 2 waits for rank 1, which never comes, until its deadline passes.
+	go func() { done <- comms[2].Broadcast(context.Background(), make([]float32, 10), 0) }()
+	(<-timers)()
+	err := <-done
+	want := "rank 1 did not arrive at collective #1 (broadcast"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("rank 2: %v, want an error containing %q (rank 0, which finished, not named)", err, want)
+	}
+}
+
 // TestStoreLost: the ranks notice when the store goes away.
 func TestStoreLost(t *testing.T) {
 	s, port := startStore(t, 2, ServerConfig{})

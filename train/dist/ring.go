@@ -178,8 +178,6 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 		return err
 	}
 	seq := c.seq.Add(1)
-	c.busy.Store(true)
-	defer c.busy.Store(false)
 	name := opName(op)
 
 	// The watch: the timeout (reported to the store, which names the ranks that

@@ -645,7 +645,10 @@ func (s *Server) probeLaggards(p *peer, m message) {
 	}()
 }
 
-// laggards names the ranks that had not reached the collective a rank timed out in.
+// laggards names the ranks that had not reached the collective a rank timed out
+// in: a rank's heartbeat position is the latest collective it has begun, and
+// whether it has reached it (is in it or has finished it), so a rank that has
+// finished the collective is not among them.
 func (s *Server) laggards(p *peer, m message) string {
 	var behind []int
 	for r, q := range s.members {
@@ -655,7 +658,7 @@ func (s *Server) laggards(p *peer, m message) string {
 	}
 	slices.Sort(behind)
 	if len(behind) == 0 {
-		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank is in it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
+		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank has reached it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
 	}
 	return fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason)
 }

@@ -24,13 +24,18 @@ type externalState struct {
 }
 
 // position is what the heartbeats report: the latest collective's number and
-// whether this rank is in it (the ring's) or its device has reached it
-// (NCCL's).
+// whether this rank has reached it (is in it, or has finished it): for NCCL's,
+// whether its device has started it; a ring collective's number is taken as
+// the rank enters it, so a rank has reached every ring collective it has
+// numbered. (A rank that had finished a collective once reported that it was
+// not in it, as one that had not reached it does, and the store named it
+// among the ranks that did not arrive.)
 func (c *Comm) position() (int64, bool) {
 	if c.ext.on.Load() {
 		return c.ext.seq.Load(), c.ext.started.Load()
 	}
-	return c.seq.Load(), c.busy.Load()
+	seq := c.seq.Load()
+	return seq, seq > 0
 }
 
 // reportSeq is the number a timed-out ring collective reports: its own, or,
