@@ -102,9 +102,32 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 
 // startHeartbeats sends a heartbeat every interval (with state's collective
 // position) and declares the store lost after timeout without a word from it.
+// The heartbeats are written by a goroutine of their own: a write that does
+// not return (a store that stopped reading, once the sockets' buffers are
+// full, or another request's write stuck before it) holds up neither the
+// check nor the ticks, and the loss, which closes the connection, ends it.
+// (The check came after each heartbeat's write, and waited for it.) A tick
+// that finds a heartbeat still waiting to be written sends none.
 func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state func() (int64, bool)) {
 	sc.state = state
-	sc.wg.Add(1)
+	beats := make(chan message, 1)
+	sc.wg.Add(2)
+	go func() {
+		defer sc.wg.Done()
+		for {
+			select {
+			case <-sc.done:
+				return
+			case <-sc.lost:
+				return
+			case m := <-beats:
+				if err := sc.w.write(m); err != nil && !sc.closing.Load() {
+					sc.setLost(fmt.Errorf("lost the rendezvous store at %s (%s): %v", sc.addr, sc.host, cutErr(err)))
+					return
+				}
+			}
+		}
+	}()
 	go func() {
 		defer sc.wg.Done()
 		tick := time.NewTicker(interval)
@@ -127,17 +150,17 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 				sc.log.Warn("dist: this process did not run for a while (stopped, or its machine suspended); the store's silence meanwhile is not held against it", "gap", gap.Round(time.Millisecond))
 				sc.heard.Store(time.Now().UnixNano())
 			}
+			if quiet := time.Since(time.Unix(0, sc.heard.Load())); quiet > timeout {
+				sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) has not answered for %s: %s hung or is unreachable", sc.addr, sc.host, quiet.Round(time.Second), sc.host))
+				return
+			}
 			m := message{Type: msgHB}
 			if sc.state != nil {
 				m.Seq, m.In = sc.state()
 			}
-			if err := sc.w.write(m); err != nil && !sc.closing.Load() {
-				sc.setLost(fmt.Errorf("lost the rendezvous store at %s (%s): %v", sc.addr, sc.host, cutErr(err)))
-				return
-			}
-			if quiet := time.Since(time.Unix(0, sc.heard.Load())); quiet > timeout {
-				sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) has not answered for %s: %s hung or is unreachable", sc.addr, sc.host, quiet.Round(time.Second), sc.host))
-				return
+			select {
+			case beats <- m:
+			default: // one waits already, behind a write that has not returned
 			}
 		}
 	}()

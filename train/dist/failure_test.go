@@ -151,6 +151,72 @@ func TestFinishedRankNotNamedLate(t *testing.T) {
 	}
 }
 
+// TestStoreLostWhileWriteStuck: a client whose write to the store does not
+// return (a store that stopped reading: a stopped process, a host gone without
+// a word, once the sockets' buffers are full) still declares the store lost
+// after the heartbeat timeout (the check came after each heartbeat's write, and
+// waited for it). The store here answers the hello, then reads nothing and says
+// nothing; the client's writes block until the test ends.
+func TestStoreLostWhileWriteStuck(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	storeSide := make(chan net.Conn, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			close(storeSide)
+			return
+		}
+		storeSide <- conn // (held open, unread, until the test ends)
+		newMsgReader(conn).read()
+		(&msgWriter{w: conn}).write(message{Type: msgOK})
+	}()
+	sc, _, err := dialStore(context.Background(), ln.Addr().String(), "rank 0", message{Token: testToken, Role: roleWorker, World: 2, Addr: "127.0.0.1:1"}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, ok := <-storeSide; ok {
+		defer conn.Close()
+	}
+	stuck := &stuckWriter{wrote: make(chan struct{}), released: make(chan struct{})}
+	sc.w.mu.Lock()
+	sc.w.w = stuck
+	sc.w.mu.Unlock()
+	defer sc.close()
+	defer stuck.release()
+	const timeout = 300 * time.Millisecond
+	sc.startHeartbeats(10*time.Millisecond, timeout, nil)
+	<-stuck.wrote // a heartbeat's write is stuck
+	select {
+	case <-sc.lost:
+		if want := "has not answered for"; !strings.Contains(sc.lostErr.Error(), want) {
+			t.Errorf("lost: %v, want %q", sc.lostErr, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the store is not declared lost 10s on, its heartbeat timeout %s: the check waits for a write that does not return", timeout)
+	}
+}
+
+// stuckWriter is a connection to a store that takes nothing: a write blocks
+// until release.
+type stuckWriter struct {
+	wrote       chan struct{} // closed at the first write
+	wroteOnce   sync.Once
+	released    chan struct{}
+	releaseOnce sync.Once
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	w.wroteOnce.Do(func() { close(w.wrote) })
+	<-w.released
+	return 0, net.ErrClosed
+}
+
+func (w *stuckWriter) release() { w.releaseOnce.Do(func() { close(w.released) }) }
+
 // TestStoreLost: the ranks notice when the store goes away.
 func TestStoreLost(t *testing.T) {
 	s, port := startStore(t, 2, ServerConfig{})
