@@ -126,10 +126,16 @@ func (c *NCCL) nextSeq() int64 {
 // or its deadline (counted from now) passes.
 func (c *NCCL) wait(ctx context.Context, op string, seq int64, start, end event) error {
 	drv := c.b.drv
-	deadline := time.Now().Add(c.w.timeout)
+	deadline := watchNow().Add(c.w.timeout)
 	started := false
 	pause := 10 * time.Microsecond
 	for {
+		// The clock is read before the collective's events: one that has ended
+		// by the time they are queried is not late, even if its deadline
+		// passed meanwhile. (Read after them, a collective that ended between
+		// the queries and the clock was reported timed out, and the watch
+		// failed the group naming ranks that had finished it.)
+		late := watchNow().After(deadline)
 		if !started {
 			ok, err := drv.eventQuery(start)
 			if err != nil {
@@ -166,7 +172,7 @@ func (c *NCCL) wait(ctx context.Context, op string, seq int64, start, end event)
 			return err
 		default:
 		}
-		if time.Now().After(deadline) {
+		if late {
 			where := "though this rank's GPU is in it"
 			if !started {
 				where = "and this rank's GPU never reached it (the work queued before it did not finish)"
@@ -185,6 +191,10 @@ func (c *NCCL) wait(ctx context.Context, op string, seq int64, start, end event)
 		pause = min(2*pause, time.Millisecond)
 	}
 }
+
+// watchNow is the watchdog's clock (time.Now; a variable for the tests, which
+// move it past a collective's deadline when they choose).
+var watchNow = time.Now
 
 // asyncError is ncclCommGetAsyncError of a live communicator.
 func (c *NCCL) asyncError() error {

@@ -133,6 +133,41 @@ func TestNCCLWatchdogDeadline(t *testing.T) {
 	}
 }
 
+// A collective that completes as its deadline passes is not reported timed
+// out: the watchdog checked whether it had ended, then the deadline, and one
+// that ended between the two was reported (to the watch, which fails the group
+// naming ranks that had finished it) and its communicator aborted. The test's
+// clock runs the stream to the collective's end each time it is read after
+// the deadline was set, and says the deadline has passed.
+func TestNCCLWatchdogCompletionAtTheDeadline(t *testing.T) {
+	bs, cs, ws := simRanks(t, 1, NCCLOptions{Timeout: time.Minute})
+	b, c := bs[0], cs[0]
+	var reads int
+	watchNow = func() time.Time {
+		reads++
+		if reads == 1 { // the deadline is set
+			return time.Now()
+		}
+		if err := b.sim.streamSynchronize(b.stream); err != nil { // the collective ends ...
+			t.Errorf("the stream: %v", err)
+		}
+		return time.Now().Add(2 * time.Minute) // ... as its deadline passes
+	}
+	t.Cleanup(func() { watchNow = time.Now })
+	if err := c.AllReduceSum(context.Background(), make([]float32, 8)); err != nil {
+		t.Errorf("the collective: %v, want success", err)
+	}
+	if reads < 2 {
+		t.Fatalf("the watchdog read its clock %d times: the test did not reach the deadline", reads)
+	}
+	if got := ws[0].timedOut; len(got) != 0 {
+		t.Errorf("reported timeouts %v of a collective that completed", got)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("the communicator: %v, want it alive", err)
+	}
+}
+
 // The verdict of the watch (the store naming the rank at fault) is the error.
 func TestNCCLWatchdogVerdict(t *testing.T) {
 	_, cs, ws := simRanks(t, 2, NCCLOptions{Timeout: 200 * time.Millisecond})
