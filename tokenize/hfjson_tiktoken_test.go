@@ -173,14 +173,13 @@ func hfEncodeIDs(t *testing.T, peers string, data []byte, texts []string) [][]in
 	return res
 }
 
-// A converted tiktoken tokenizer.json whose added_tokens also list tokens of the ranks
-// ("hello", " world", a byte's token): loaded, and encoded as HF encodes it (the added
-// tokens matched first, their ids still made by BPE elsewhere).
-func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
-	peers := trainNodePeers(t)
-	base := sharedTokenizer(t, "cl100k_base")
+// cl100kWithAdded is cl100k_base's tokenizer.json as WriteHFJSON writes it, with
+// contents appended to its added_tokens (the first special, the others not; the file's
+// ids are HF's to give).
+func cl100kWithAdded(t *testing.T, contents ...string) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := base.WriteHFJSON(&buf); err != nil {
+	if err := sharedTokenizer(t, "cl100k_base").WriteHFJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
 	var f map[string]any
@@ -188,18 +187,24 @@ func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	added := f["added_tokens"].([]any)
-	for i, c := range []string{"hello", " world", "!"} {
-		ids := base.Encode(c)
-		if len(ids) != 1 {
-			t.Fatalf("%q is %d tokens under cl100k_base", c, len(ids))
-		}
-		added = append(added, map[string]any{"id": ids[0], "content": c, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": i == 0})
+	for i, c := range contents {
+		added = append(added, map[string]any{"id": 0, "content": c, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": i == 0})
 	}
 	f["added_tokens"] = added
 	data, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data
+}
+
+// A converted tiktoken tokenizer.json whose added_tokens also list tokens of the ranks
+// ("hello", " world", a byte's token): loaded, and encoded as HF encodes it (the added
+// tokens matched first, their ids still made by BPE elsewhere).
+func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
+	peers := trainNodePeers(t)
+	base := sharedTokenizer(t, "cl100k_base")
+	data := cl100kWithAdded(t, "hello", " world", "!")
 	tok, err := LoadHFJSON(data, "cl100k-added")
 	if err != nil {
 		t.Fatal(err)
@@ -227,29 +232,8 @@ func TestLoadHFJSONTiktokenAddedRankTokens(t *testing.T) {
 // token's id, and LoadHFJSON refused it). An order of added tokens whose ids HF would
 // not give back is refused when writing.
 func TestWriteHFJSONTiktokenAddedRankTokens(t *testing.T) {
-	base := sharedTokenizer(t, "cl100k_base")
-	withAdded := func(contents ...string) []byte {
-		var buf bytes.Buffer
-		if err := base.WriteHFJSON(&buf); err != nil {
-			t.Fatal(err)
-		}
-		var f map[string]any
-		if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
-			t.Fatal(err)
-		}
-		added := f["added_tokens"].([]any)
-		for i, c := range contents {
-			added = append(added, map[string]any{"id": 0, "content": c, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": i == 0})
-		}
-		f["added_tokens"] = added
-		data, err := json.Marshal(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
 	texts := []string{"hello world!", " world world", "Othello hello!! <|new|>", " worldwide", "x<|endoftext|> world"}
-	data := withAdded("<|new|>", "hello", " world", "!")
+	data := cl100kWithAdded(t, "<|new|>", "hello", " world", "!")
 	tok, err := LoadHFJSON(data, "cl100k-added")
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +271,7 @@ func TestWriteHFJSONTiktokenAddedRankTokens(t *testing.T) {
 	}
 	// " world" before "<|new|>": written with "<|new|>" in the vocabulary, HF would give
 	// " world" 100262, not its 100261.
-	tok2, err := LoadHFJSON(withAdded(" world", "<|new|>"), "cl100k-added-2")
+	tok2, err := LoadHFJSON(cl100kWithAdded(t, " world", "<|new|>"), "cl100k-added-2")
 	if err != nil {
 		t.Fatal(err)
 	}
