@@ -520,3 +520,27 @@ func (r *recordingWriter) has(typ string) bool {
 	defer r.mu.Unlock()
 	return slices.Contains(r.types, typ)
 }
+
+// TestLeftRankNamedAsLeft: a rank that finished and left the job while the
+// others go on to a collective is named as having left, not as alive but stuck
+// before the collective (its heartbeats had stopped with its leave).
+func TestLeftRankNamedAsLeft(t *testing.T) {
+	comms, s := startGroupStore(t, 3, Options{Timeout: 500 * time.Millisecond}, ServerConfig{})
+	closed := make(chan error, 1)
+	go func() { closed <- comms[2].Close(nil) }() // waits for no one: rank 2 hosts no store
+	for left, deadline := false, time.Now().Add(10*time.Second); !left; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not hear rank 2 leave within 10s")
+		}
+		s.mu.Lock()
+		left = s.members[2] != nil && s.members[2].left
+		s.mu.Unlock()
+	}
+	want := "rank 2 finished and left the job before collective #1 (all-reduce sum)"
+	expectFailures(t, comms, []int{0, 1}, 10*time.Second, want, func(c *Comm) error {
+		return c.AllReduceSum(context.Background(), make([]float32, 10))
+	})
+	if err := <-closed; err != nil {
+		t.Errorf("rank 2's Close: %v", err)
+	}
+}

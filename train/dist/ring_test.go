@@ -50,7 +50,14 @@ func startStore(t testing.TB, world int, cfg ServerConfig) (*Server, int) {
 // startGroup joins world ranks in goroutines over loopback.
 func startGroup(t testing.TB, world int, o Options, cfg ServerConfig) []*Comm {
 	t.Helper()
-	_, port := startStore(t, world, cfg)
+	comms, _ := startGroupStore(t, world, o, cfg)
+	return comms
+}
+
+// startGroupStore is startGroup that also returns the store.
+func startGroupStore(t testing.TB, world int, o Options, cfg ServerConfig) ([]*Comm, *Server) {
+	t.Helper()
+	s, port := startStore(t, world, cfg)
 	if o.Token == "" {
 		o.Token = testToken
 	}
@@ -77,7 +84,7 @@ func startGroup(t testing.TB, world int, o Options, cfg ServerConfig) []*Comm {
 			c.Close(nil)
 		}
 	})
-	return comms
+	return comms, s
 }
 
 // each runs f on every rank at once and returns the errors.

@@ -648,19 +648,31 @@ func (s *Server) probeLaggards(p *peer, m message) {
 // laggards names the ranks that had not reached the collective a rank timed out
 // in: a rank's heartbeat position is the latest collective it has begun, and
 // whether it has reached it (is in it or has finished it), so a rank that has
-// finished the collective is not among them.
+// finished the collective is not among them. Ranks that have left the job (they
+// finished their run) are named as such, not as alive but stuck.
 func (s *Server) laggards(p *peer, m message) string {
-	var behind []int
+	var behind, left []int
 	for r, q := range s.members {
-		if q.left || q.seq < m.Seq || (q.seq == m.Seq && !q.in) {
+		switch {
+		case q.left:
+			left = append(left, r)
+		case q.seq < m.Seq || (q.seq == m.Seq && !q.in):
 			behind = append(behind, r)
 		}
 	}
 	slices.Sort(behind)
-	if len(behind) == 0 {
+	slices.Sort(left)
+	var why []string
+	if len(behind) > 0 {
+		why = append(why, fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason))
+	}
+	if len(left) > 0 {
+		why = append(why, fmt.Sprintf("%s finished and left the job before collective #%d (%s), which the others waited in for %s: every rank must run the same collectives (the same steps, evaluations and checkpoints)", ranksText(left), m.Seq, m.Op, m.Reason))
+	}
+	if len(why) == 0 {
 		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank has reached it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
 	}
-	return fmt.Sprintf("%s did not arrive at collective #%d (%s) within %s: alive (heartbeats) but stuck before it", ranksText(behind), m.Seq, m.Op, m.Reason)
+	return strings.Join(why, "; ")
 }
 
 // gone handles a closed connection.
