@@ -9,8 +9,9 @@ import "unsafe"
 // The bit buffer is refilled without branches to 56-63 bits before each symbol: a
 // literal/length code (15 bits at most) with its extra bits (5) and a distance code (15)
 // with its extra bits (13) need 48. After a literal at least 41 bits are left, so the
-// next symbol's table entry is loaded before the refill, off the refill's path; after a
-// match, before the match is copied. The loads and stores are unchecked: the loop's
+// next symbol's table entry is loaded before the refill, off the refill's path, and a
+// second literal in a row is decoded from those bits before refilling; after a match,
+// the next entry is loaded before the match is copied. The loads and stores are unchecked: the loop's
 // guards keep every one inside in and out (a match's 8-byte copies write 32 bytes at
 // least and up to 7 past its end, into the room out keeps past outStop + 258).
 func (z *Reader) huffmanFast() error {
@@ -54,6 +55,15 @@ func (z *Reader) huffmanFast() error {
 			*(*byte)(unsafe.Add(out, op)) = byte(e >> 16)
 			op++
 			e = lit[bitbuf&litLenMask]
+			if int32(e) < 0 {
+				// A second literal in a row, from the bits left (41 at least): no
+				// refill. (A literal entry is never exceptional.)
+				bitbuf >>= e & 63
+				bitsleft -= uint(e & 63)
+				*(*byte)(unsafe.Add(out, op)) = byte(e >> 16)
+				op++
+				e = lit[bitbuf&litLenMask]
+			}
 			if ip > ilimit || op > outStop {
 				break
 			}

@@ -2,7 +2,15 @@
 
 package inflate
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// hasBMI2: huffmanFastAMD64 uses BMI2's BZHI, SHLX and SHRX (Haswell, 2013, and Zen on);
+// without them the Go loop decodes.
+var hasBMI2 = cpu.X86.HasBMI2
 
 // fastState is what huffmanFastAMD64 reads and writes: huffmanFast's bit buffer and
 // positions, and the buffers and tables they index.
@@ -19,8 +27,9 @@ type fastState struct {
 
 // huffmanFastAMD64 is huffmanFast's loop in assembly (huffman_amd64.s): the same
 // decoding, the same guards, with the loop's values kept in registers (the compiled Go
-// loop spills several to the stack, one on the bit buffer's refill) and matches copied
-// 16 bytes at a time. It stops where huffmanFast would stop (the guards) and, without
+// loop spills several to the stack, one on the bit buffer's refill), BMI2's shifts by a
+// table entry's low bits (no count moved into CX, no masks built) and matches copied 16
+// bytes at a time. It stops where huffmanFast would stop (the guards) and, without
 // consuming it, at any symbol it leaves to the Go loop: the end of a block, a code the
 // block lacks, a match reaching back before the data's start.
 //
@@ -30,6 +39,9 @@ func huffmanFastAMD64(s *fastState)
 // fastAsm runs huffmanFastAMD64 from z's state and keeps where it stopped; huffmanFast
 // then goes on from there in Go.
 func (z *Reader) fastAsm() {
+	if !hasBMI2 {
+		return
+	}
 	s := fastState{
 		bitbuf: z.bitbuf, bitsleft: z.bitsleft, ip: z.ip, op: z.op,
 		in: unsafe.Pointer(unsafe.SliceData(z.in)), ilimit: z.iend - 8,

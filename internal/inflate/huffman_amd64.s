@@ -26,31 +26,27 @@
 
 // REFILL: bitbuf |= load64(in+ip) << bitsleft; ip += (63-bitsleft)>>3; bitsleft |= 56.
 #define REFILL(tmp) \
-	MOVQ (SI)(DX*1), tmp; \
-	MOVQ R9, CX; \
-	SHLQ CX, tmp; \
-	ORQ  tmp, R8; \
+	MOVQ  (SI)(DX*1), tmp; \
+	SHLXQ R9, tmp, tmp; \
+	ORQ   tmp, R8; \
 	MOVQ $63, tmp; \
 	SUBQ R9, tmp; \
 	SHRQ $3, tmp; \
 	ADDQ tmp, DX; \
 	ORQ  $56, R9
 
-// EXTRA(e, dst): dst = bitbuf's low (e&63) bits >> (e>>8 & 15), and those e&63 bits
-// consumed: a length's or distance's extra bits.
+// EXTRA(e, dst): dst = bitbuf's low e&255 bits >> (e>>8 & 15), and those e&255 bits
+// consumed: a length's or distance's extra bits. BZHI keeps the low bits its index's low
+// byte counts; SHRX shifts by its count's low 6 bits, which for a length's or distance's
+// entry (not exceptional: bits 12-15 clear) are e&63 and e>>8 & 15.
 #define EXTRA(e, dst) \
-	MOVQ e, CX; \
-	ANDQ $63, CX; \
-	MOVQ $1, dst; \
-	SHLQ CX, dst; \
-	DECQ dst; \
-	ANDQ R8, dst; \
-	SHRQ CX, R8; \
-	SUBQ CX, R9; \
-	MOVQ e, CX; \
-	SHRQ $8, CX; \
-	ANDQ $15, CX; \
-	SHRQ CX, dst
+	BZHIQ   e, R8, dst; \
+	SHRXQ   e, R8, R8; \
+	MOVBLZX e, CX; \
+	SUBQ    CX, R9; \
+	MOVL    e, CX; \
+	SHRL    $8, CX; \
+	SHRXQ   CX, dst, dst
 
 // SUBINDEX(e, bits, dst): the index of the subtable entry e points to, past the main
 // table's bits (consumed): e>>16 + bitbuf's low (e>>8 & 15) bits.
@@ -96,16 +92,30 @@ loop:
 	JPL   match
 
 literal:
-	MOVQ AX, CX
-	SHRQ CX, R8
-	ANDQ $63, CX
-	SUBQ CX, R9
-	SHRL $16, AX
-	MOVB AX, (DI)(BX*1)
-	INCQ BX
-	MOVQ R8, AX
-	ANDQ $0x7ff, AX
-	MOVL (R12)(AX*4), AX
+	SHRXQ   AX, R8, R8
+	MOVBLZX AX, CX
+	SUBQ    CX, R9
+	SHRL    $16, AX
+	MOVB    AX, (DI)(BX*1)
+	INCQ    BX
+	MOVL    R8, AX
+	ANDL    $0x7ff, AX
+	MOVL    (R12)(AX*4), AX
+	TESTL   AX, AX
+	JPL     literaldone
+
+	// A second literal in a row, from the bits left (41 at least): no refill.
+	SHRXQ   AX, R8, R8
+	MOVBLZX AX, CX
+	SUBQ    CX, R9
+	SHRL    $16, AX
+	MOVB    AX, (DI)(BX*1)
+	INCQ    BX
+	MOVL    R8, AX
+	ANDL    $0x7ff, AX
+	MOVL    (R12)(AX*4), AX
+
+literaldone:
 	CMPQ DX, ilimit-8(SP)
 	JGT  done
 	CMPQ BX, OUT_STOP
@@ -121,8 +131,7 @@ length:
 	EXTRA(AX, R11)
 	SHRL $16, AX
 	ADDQ AX, R11
-	MOVQ R8, AX
-	ANDQ $0xff, AX
+	MOVBLZX R8, AX
 	MOVL (R13)(AX*4), AX
 	TESTL $0x8000, AX
 	JNZ   distexceptional
