@@ -4,8 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -194,6 +199,42 @@ func BenchmarkDecompress(b *testing.B) {
 			b.ReportMetric(float64(len(data))/float64(len(v.comp)), "ratio")
 		})
 	}
+	b.Run("gzip/libdeflate-c", func(b *testing.B) { benchLibdeflate(b, gz.Bytes(), len(data)) })
+}
+
+// benchLibdeflate times the C peer of the gzip decoders, libdeflate through
+// tools/libdeflate_gunzip.py (its own process: one timed decode of the whole stream into
+// memory faulted in before, a call per iteration), and reports its figures as the Go
+// decoders' lines have them. Skipped where python3 or libdeflate.so.0 (Debian's
+// libdeflate0) is missing.
+func benchLibdeflate(b *testing.B, comp []byte, n int) {
+	name := filepath.Join(b.TempDir(), "mixed.gz")
+	if err := os.WriteFile(name, comp, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var cpu, wall float64
+	for b.Loop() {
+		out, err := exec.Command("python3", "../tools/libdeflate_gunzip.py", name).Output()
+		if errors.Is(err, exec.ErrNotFound) {
+			b.Skipf("no libdeflate peer: %v", err)
+		}
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok && ee.ExitCode() == 3 {
+			b.Skipf("no libdeflate peer: %s", bytes.TrimSpace(ee.Stderr))
+		}
+		var got int
+		var c, w float64
+		if err == nil {
+			_, err = fmt.Sscan(string(out), &got, &c, &w)
+		}
+		if err != nil || got != n {
+			b.Fatalf("libdeflate_gunzip.py: %d bytes of %d, %v %s", got, n, err, out)
+		}
+		cpu, wall = cpu+c, wall+w
+	}
+	b.ReportMetric(wall*1e9/float64(b.N), "ns/op")
+	b.ReportMetric(float64(n)*float64(b.N)/1e6/wall, "MB/s")
+	b.ReportMetric(float64(n)*float64(b.N)/1e6/cpu, "MB/cpu-s")
+	b.ReportMetric(float64(n)/float64(len(comp)), "ratio")
 }
 
 func rusageCPU() time.Duration {
