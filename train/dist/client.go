@@ -64,7 +64,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		}
 		select {
 		case <-ctx.Done():
-			return nil, message{}, fmt.Errorf("dist: cannot reach the rendezvous store at %s (%s) after %s: %v\n---> HINT: check MASTER_ADDR/--master-addr and the port, and that the master node's process is running", addr, host, time.Since(start).Round(time.Second), lastErr)
+			return nil, message{}, fmt.Errorf("dist: cannot reach the rendezvous store at %s (%s) after %s: %v\n---> HINT: check MASTER_ADDR/--master-addr and the port, and that the master node's process is running", addr, host, readable(time.Since(start)), lastErr)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, time.Second)
@@ -151,7 +151,7 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 				sc.heard.Store(time.Now().UnixNano())
 			}
 			if quiet := time.Since(time.Unix(0, sc.heard.Load())); quiet > timeout {
-				sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) has not answered for %s: %s hung or is unreachable", sc.addr, sc.host, quiet.Round(time.Second), sc.host))
+				sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) has not answered for %s: %s hung or is unreachable", sc.addr, sc.host, readable(quiet), sc.host))
 				return
 			}
 			m := message{Type: msgHB}

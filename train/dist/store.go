@@ -752,7 +752,7 @@ func (s *Server) watch() {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]
 				if quiet := time.Since(p.lastSeen); !p.left && quiet > s.cfg.HeartbeatTimeout {
-					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, quiet.Round(time.Second)))
+					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)))
 					break
 				}
 			}
@@ -781,6 +781,19 @@ func ranksText(ranks []int) string {
 		return "rank " + s[0]
 	}
 	return "ranks " + strings.Join(s, ", ")
+}
+
+// readable rounds a duration for a message: to the second from a second up
+// ("15s", "2m30s", as before), to the millisecond below it ("250ms"), so that
+// a sub-second timeout does not read "0s".
+func readable(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Second)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
 }
 
 // cutErr shortens a network error for a message.

@@ -113,3 +113,28 @@ func TestStoreCloseFlushes(t *testing.T) {
 		t.Fatalf("after GiveUp and Close: %+v %v, want the fatal message", m, err)
 	}
 }
+
+// TestReadable: durations in messages read to the second from a second up, as
+// they did, and to the millisecond below it: a sub-second timeout does not read
+// "0s".
+func TestReadable(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{15*time.Second + 300*time.Millisecond, "15s"},
+		{2*time.Minute + 30*time.Second + 400*time.Millisecond, "2m30s"},
+		{time.Second, "1s"},
+		{1600 * time.Millisecond, "2s"},
+		{250*time.Millisecond + 400*time.Microsecond, "250ms"},
+		{310 * time.Millisecond, "310ms"},
+		{999*time.Millisecond + 600*time.Microsecond, "1s"},
+		{1500 * time.Microsecond, "2ms"},
+		{1234 * time.Nanosecond, "1µs"},
+		{0, "0s"},
+	} {
+		if got := readable(tc.d).String(); got != tc.want {
+			t.Errorf("readable(%v) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
