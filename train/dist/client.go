@@ -70,7 +70,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		backoff = min(backoff*2, time.Second)
 	}
 	tuneConn(conn)
-	sc := &storeClient{conn: conn, w: &msgWriter{w: conn}, addr: addr, host: host, events: make(chan message, 256), waiters: map[string][]chan []byte{},
+	sc := &storeClient{conn: conn, w: &msgWriter{w: conn, timeout: helloTimeout}, addr: addr, host: host, events: make(chan message, 256), waiters: map[string][]chan []byte{},
 		lost: make(chan struct{}), done: make(chan struct{}), log: log}
 	hello.Type, hello.Version = msgHello, protocolVersion
 	conn.SetDeadline(time.Now().Add(helloTimeout))
@@ -108,8 +108,13 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 // check nor the ticks, and the loss, which closes the connection, ends it.
 // (The check came after each heartbeat's write, and waited for it.) A tick
 // that finds a heartbeat still waiting to be written sends none.
+//
+// Every write to the store from then on (heartbeats, Publish, Lookup, the
+// leave) has the heartbeat timeout too: one the store takes none of for that
+// long loses the store (sc.write), as its silence does.
 func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state func() (int64, bool)) {
 	sc.state = state
+	sc.w.setTimeout(timeout)
 	beats := make(chan message, 1)
 	sc.wg.Add(2)
 	go func() {
@@ -121,7 +126,7 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 			case <-sc.lost:
 				return
 			case m := <-beats:
-				if err := sc.w.write(m); err != nil && !sc.closing.Load() {
+				if err := sc.write(m); err != nil && !sc.closing.Load() {
 					sc.setLost(fmt.Errorf("lost the rendezvous store at %s (%s): %v", sc.addr, sc.host, cutErr(err)))
 					return
 				}
@@ -243,17 +248,53 @@ func (sc *storeClient) setLost(err error) {
 	})
 }
 
+// write writes m to the store. A write the store took none of for the write
+// timeout (*stalledError: it reads nothing) loses the store, naming what was
+// being written and how long it waited.
+func (sc *storeClient) write(m message) error {
+	err := sc.w.write(m)
+	var st *stalledError
+	if errors.As(err, &st) {
+		sc.setLost(fmt.Errorf("the rendezvous store at %s (%s) took none of %s for %s: it reads nothing (%s is stopped or hung, or its host is unreachable)", sc.addr, sc.host, describe(m), readable(st.after), sc.host))
+	}
+	return err
+}
+
+// describe names a message to the store for an error.
+func describe(m message) string {
+	switch m.Type {
+	case msgSet:
+		return fmt.Sprintf("the publish of %q", m.Key)
+	case msgGet:
+		return fmt.Sprintf("the look-up of %q", m.Key)
+	case msgHB:
+		return "a heartbeat"
+	}
+	return fmt.Sprintf("a %q message", m.Type)
+}
+
 // send writes a message; errors are dropped (a lost store is reported by the
-// reader and the heartbeats).
+// reader, the heartbeats and write).
 func (sc *storeClient) send(m message) {
-	if err := sc.w.write(m); err != nil {
+	if err := sc.write(m); err != nil {
 		sc.log.Debug("dist: write to the store", "type", m.Type, "err", err)
 	}
 }
 
 // writeErr is the error of a request (what names it, "look up \"key\"") whose
 // write to the store failed: it names the store, its host, and where to look.
+// A write the store took none of (a stalled one) says how long it waited; one
+// that failed because the store was lost before says why it was.
 func (sc *storeClient) writeErr(what string, err error) error {
+	var st *stalledError
+	if errors.As(err, &st) {
+		return fmt.Errorf("dist: %s: the rendezvous store at %s (%s) took none of it for %s: it reads nothing (%s is stopped or hung, or its host is unreachable), so it is taken as lost\n---> HINT: check that %s's process runs and is not stopped (kill -CONT resumes a stopped one; its log says more), and the network between this host and %s", what, sc.addr, sc.host, readable(st.after), sc.host, sc.host, sc.addr)
+	}
+	select {
+	case <-sc.lost:
+		return fmt.Errorf("dist: %s: %w", what, sc.lostErr)
+	default:
+	}
 	return fmt.Errorf("dist: %s: cannot write to the rendezvous store at %s (%s): %w\n---> HINT: %s died or its host went away (its log says more), or this rank's communicator was closed", what, sc.addr, sc.host, err, sc.host)
 }
 

@@ -615,7 +615,7 @@ func (c *Comm) Publish(ctx context.Context, key string, value []byte) error {
 		// group, blaming this rank's death.
 		return fmt.Errorf("dist: publish %q: a value of %d bytes is over what the store holds (about %d)", key, len(value), base64.StdEncoding.DecodedLen(maxMessage-len(key)-256))
 	}
-	if err := c.store.w.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value}); err != nil {
+	if err := c.store.write(message{Type: msgSet, Gen: c.gen, Key: key, Value: value}); err != nil {
 		return c.store.writeErr(fmt.Sprintf("publish %q", key), err)
 	}
 	return nil
@@ -629,7 +629,7 @@ func (c *Comm) Lookup(ctx context.Context, key string) ([]byte, error) {
 	}
 	value, cancel := c.store.await(key)
 	defer cancel()
-	if err := c.store.w.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
+	if err := c.store.write(message{Type: msgGet, Gen: c.gen, Key: key}); err != nil {
 		return nil, c.store.writeErr(fmt.Sprintf("look up %q", key), err)
 	}
 	select {

@@ -21,7 +21,9 @@
 // runs, every rank sends a heartbeat each second and the store answers; a rank
 // that disconnects, reports a failure or misses heartbeats for the heartbeat
 // timeout fails the generation, and the store tells every rank (and launcher)
-// which rank it was and why. A rank that stops hearing the store stops too. A
+// which rank it was and why. A rank that stops hearing the store stops too, as
+// does one whose write (a heartbeat, a Publish) the store takes none of for the
+// heartbeat timeout. A
 // collective that waits longer than the collective timeout is reported to the
 // store, which names the ranks that did not arrive; collectives that run
 // outside the ring (NCCL's on GPUs) are watched the same way (watch.go). So

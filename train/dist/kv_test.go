@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -118,3 +120,128 @@ func TestStoreWriteFailureNamed(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// fakeStore serves one client at a loopback address: it answers the hello,
+// then hands the connection (its receive buffer small) to then; the returned
+// client's writes have timeout (and it sends no heartbeats).
+func fakeStore(t *testing.T, timeout time.Duration, then func(conn net.Conn)) *storeClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	served := make(chan struct{})
+	t.Cleanup(func() { <-served })
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+		if _, err := newMsgReader(conn).read(); err != nil {
+			return
+		}
+		(&msgWriter{w: conn}).write(message{Type: msgOK})
+		then(conn)
+	}()
+	sc, _, err := dialStore(context.Background(), ln.Addr().String(), "rank 0", message{Token: testToken, Role: roleWorker, World: 2, Addr: "127.0.0.1:1"}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.close)
+	sc.conn.(*net.TCPConn).SetWriteBuffer(16 << 10)
+	sc.startHeartbeats(time.Hour, timeout, nil)
+	return sc
+}
+
+// TestStoreWriteStalled: a Publish to a store that accepted the connection and
+// then stopped reading (a stopped or hung process) fails once the store has
+// taken none of it for the write timeout (the heartbeat timeout), naming the
+// store, the key and the wait, and the store is lost; a later Lookup says so.
+// (The write did not return.)
+func TestStoreWriteStalled(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	stop := make(chan struct{})
+	defer close(stop)
+	sc := fakeStore(t, timeout, func(net.Conn) { <-stop })
+	c := &Comm{rank: 1, world: 2, store: sc, log: testLogger(t), aborted: make(chan struct{})}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- c.Publish(context.Background(), "big", make([]byte, 2<<20)) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("publish to a store that reads nothing has not returned 10s on, its write timeout %s", timeout)
+	}
+	t.Logf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	for _, want := range []string{`dist: publish "big": the rendezvous store at ` + sc.addr + " (rank 0) took none of it for 300ms", "kill -CONT", "HINT"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("publish: %v, want %q", err, want)
+		}
+	}
+	select {
+	case <-sc.lost:
+		if want := `took none of the publish of "big" for 300ms`; !strings.Contains(sc.lostErr.Error(), want) {
+			t.Errorf("lost: %v, want %q", sc.lostErr, want)
+		}
+	default:
+		t.Fatal("the store is not lost after a stalled write")
+	}
+	_, err = c.Lookup(context.Background(), "other")
+	if want := `dist: look up "other": the rendezvous store at ` + sc.addr + ` (rank 0) took none of the publish of "big"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("lookup after: %v, want %q", err, want)
+	}
+}
+
+// TestStoreWriteSlowNotStalled: a store that reads slowly, but all along,
+// takes a Publish that takes it longer than the write timeout to read.
+func TestStoreWriteSlowNotStalled(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	got := make(chan message, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	sc := fakeStore(t, timeout, func(conn net.Conn) {
+		mr := newMsgReader(&slowReader{r: conn, n: 32 << 10, every: 20 * time.Millisecond})
+		m, err := mr.read()
+		if err != nil {
+			t.Errorf("store: %v", err)
+		}
+		got <- m
+		<-stop // (the connection stays open until the test ends)
+	})
+	c := &Comm{rank: 1, world: 2, store: sc, log: testLogger(t), aborted: make(chan struct{})}
+	value := make([]byte, 1<<20)
+	start := time.Now()
+	if err := c.Publish(context.Background(), "big", value); err != nil {
+		t.Fatalf("publish to a slow store: %v", err)
+	}
+	m := <-got
+	took := time.Since(start)
+	if m.Type != msgSet || len(m.Value) != len(value) {
+		t.Errorf("the store read a %q of %d bytes, want a set of %d", m.Type, len(m.Value), len(value))
+	}
+	if took < timeout {
+		t.Logf("the store read it within %s, less than the write timeout %s: the test proves little", took, timeout)
+	}
+	select {
+	case <-sc.lost:
+		t.Errorf("lost: %v", sc.lostErr)
+	default:
+	}
+}
+
+// slowReader reads at most n bytes every so often.
+type slowReader struct {
+	r     io.Reader
+	n     int
+	every time.Duration
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	time.Sleep(r.every)
+	return r.r.Read(p[:min(len(p), r.n)])
+}

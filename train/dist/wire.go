@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"time"
 )
 
 // The store's messages. A connection starts with the client's hello; the store
@@ -122,6 +124,29 @@ func parseMessage(line []byte) (message, error) {
 type msgWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// timeout, when set (setTimeout), fails a write to a connection whose peer
+	// takes none of it for that long (*stalledError): a peer that stopped
+	// reading (a stopped or hung process, a host gone without a word) once the
+	// sockets' buffers are full. A peer that takes some all along, however
+	// slowly, is not failed: a write that went out in part before its deadline
+	// goes on with the timeout anew (so a stalled write fails between one and
+	// two timeouts after the peer last took some).
+	timeout time.Duration
+}
+
+// stalledError is a write the peer took none of for after.
+type stalledError struct{ after time.Duration }
+
+func (e *stalledError) Error() string {
+	return fmt.Sprintf("the peer took none of the write for %s", readable(e.after))
+}
+
+func (e *stalledError) Unwrap() error { return os.ErrDeadlineExceeded }
+
+func (mw *msgWriter) setTimeout(d time.Duration) {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	mw.timeout = d
 }
 
 func (mw *msgWriter) write(m message) error {
@@ -129,8 +154,26 @@ func (mw *msgWriter) write(m message) error {
 	if err != nil {
 		return err
 	}
+	b = append(b, '\n')
 	mw.mu.Lock()
 	defer mw.mu.Unlock()
-	_, err = mw.w.Write(append(b, '\n'))
-	return err
+	conn, ok := mw.w.(interface{ SetWriteDeadline(time.Time) error })
+	if mw.timeout <= 0 || !ok {
+		_, err = mw.w.Write(b)
+		return err
+	}
+	for {
+		conn.SetWriteDeadline(time.Now().Add(mw.timeout))
+		n, err := mw.w.Write(b)
+		b = b[n:]
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return err
+		case n == 0:
+			return &stalledError{after: mw.timeout}
+		}
+		// It took some: slow, not stopped.
+	}
 }
