@@ -45,9 +45,11 @@ type Options struct {
 // calls, small enough that the steps overlap on megabyte buffers.
 const DefaultChunkBytes = 512 << 10
 
-// failGrace is how long a rank whose ring link broke waits for the store to say
-// which rank failed before reporting the broken link itself.
-const failGrace = 3 * time.Second
+// failGrace is how long a rank whose ring link broke (or whose collective timed
+// out) waits for the store to say which rank failed before reporting it itself.
+// Each communicator takes it at Init (Comm.grace); a variable for the tests,
+// which wait less.
+var failGrace = 3 * time.Second
 
 func (o *Options) defaults() {
 	if o.Timeout <= 0 {
@@ -87,6 +89,7 @@ type Comm struct {
 	in          receiver      // data from the previous rank
 	chunk       int           // floats per chunk
 	timeout     time.Duration // each collective's (Options.CollectiveTimeout)
+	grace       time.Duration // failGrace, at Init
 	store       *storeClient
 	server      *Server
 	log         *slog.Logger
@@ -110,8 +113,8 @@ func Init(ctx context.Context, place Place, o Options) (*Comm, error) {
 	if err := place.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Comm{rank: place.Rank, world: place.World, chunk: max(o.ChunkBytes/4, 1), timeout: o.CollectiveTimeout, log: o.Logger,
-		aborted: make(chan struct{})}
+	c := &Comm{rank: place.Rank, world: place.World, chunk: max(o.ChunkBytes/4, 1), timeout: o.CollectiveTimeout, grace: failGrace,
+		log: o.Logger, aborted: make(chan struct{})}
 	if place.World == 1 {
 		return c, nil
 	}

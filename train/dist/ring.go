@@ -205,7 +205,7 @@ func (c *Comm) collective(ctx context.Context, op uint32, buf []float32, parts i
 	// moment to say so before reporting the link itself.
 	select {
 	case <-c.aborted:
-	case <-time.After(failGrace):
+	case <-time.After(c.grace):
 		c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s): %w", c.rank, seq, name, err), true)
 	}
 	return c.Err()
@@ -247,7 +247,7 @@ var collectiveTimerHook func(c *Comm)
 
 // watchTimeout is a collective's timer: unless the collective has ended, it
 // reports the timeout to the store (which names the ranks that did not
-// arrive), and fails the group itself if no verdict comes within failGrace.
+// arrive), and fails the group itself if no verdict comes within its grace (failGrace).
 func (c *Comm) watchTimeout(w *collectiveWatch, seq int64, name string) {
 	if collectiveTimerHook != nil {
 		collectiveTimerHook(c)
@@ -258,7 +258,7 @@ func (c *Comm) watchTimeout(w *collectiveWatch, seq int64, name string) {
 	c.store.send(message{Type: msgTimeout, Seq: c.reportSeq(seq), Op: name, Reason: c.timeout.String()})
 	select {
 	case <-c.aborted:
-	case <-time.After(failGrace):
+	case <-time.After(c.grace):
 		if w.settle(watchAborting, watchLate) {
 			c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) did not finish within %s", c.rank, seq, name, c.timeout), true)
 		}

@@ -81,7 +81,7 @@ func (c *Comm) CollectiveTimedOut(seq int64, op string, after time.Duration) err
 	}
 	select {
 	case <-c.aborted:
-	case <-time.After(failGrace):
+	case <-time.After(c.grace):
 		c.abort(fmt.Errorf("dist: rank %d: collective #%d (%s) did not finish within %s", c.rank, seq, op, after), true)
 	}
 	return c.Err()
