@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +245,47 @@ type slowReader struct {
 func (r *slowReader) Read(p []byte) (int, error) {
 	time.Sleep(r.every)
 	return r.r.Read(p[:min(len(p), r.n)])
+}
+
+// TestWriteDeadlineAfterPause: a write whose deadline passed while this
+// process did not run (stopped, or its machine suspended: the write returns
+// long after its deadline, with nothing written) is tried again, not taken
+// for a store that reads nothing; one that returns at its deadline is.
+func TestWriteDeadlineAfterPause(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	paused := &deadlineConn{late: 4 * timeout}
+	w := &msgWriter{w: paused, timeout: timeout}
+	if err := w.write(message{Type: msgHB}); err != nil {
+		t.Errorf("a write whose deadline passed in a pause: %v, want it tried again", err)
+	}
+	if paused.writes != 2 || !strings.Contains(paused.got.String(), `"type":"hb"`) {
+		t.Errorf("%d writes, %q written; want a second that writes the heartbeat", paused.writes, paused.got.String())
+	}
+	stalled := &deadlineConn{late: timeout, always: true}
+	w = &msgWriter{w: stalled, timeout: timeout}
+	var st *stalledError
+	if err := w.write(message{Type: msgHB}); !errors.As(err, &st) || st.after != timeout {
+		t.Errorf("a write the peer takes nothing of: %v, want it stalled after %s", err, timeout)
+	}
+}
+
+// deadlineConn is a connection whose first write (every write, with always)
+// returns after late with nothing written and its deadline passed; the others
+// write.
+type deadlineConn struct {
+	late   time.Duration
+	always bool
+	writes int
+	got    bytes.Buffer
+}
+
+func (c *deadlineConn) SetWriteDeadline(time.Time) error { return nil }
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	c.writes++
+	if c.writes == 1 || c.always {
+		time.Sleep(c.late)
+		return 0, os.ErrDeadlineExceeded
+	}
+	return c.got.Write(p)
 }

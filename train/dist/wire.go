@@ -130,7 +130,8 @@ type msgWriter struct {
 	// sockets' buffers are full. A peer that takes some all along, however
 	// slowly, is not failed: a write that went out in part before its deadline
 	// goes on with the timeout anew (so a stalled write fails between one and
-	// two timeouts after the peer last took some).
+	// two timeouts after the peer last took some). Nor is a peer blamed for a
+	// deadline that passed while this process did not run.
 	timeout time.Duration
 }
 
@@ -163,7 +164,8 @@ func (mw *msgWriter) write(m message) error {
 		return err
 	}
 	for {
-		conn.SetWriteDeadline(time.Now().Add(mw.timeout))
+		start := time.Now()
+		conn.SetWriteDeadline(start.Add(mw.timeout))
 		n, err := mw.w.Write(b)
 		b = b[n:]
 		switch {
@@ -171,9 +173,12 @@ func (mw *msgWriter) write(m message) error {
 			return nil
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return err
-		case n == 0:
+		case n == 0 && time.Since(start) < mw.timeout*3/2:
 			return &stalledError{after: mw.timeout}
 		}
-		// It took some: slow, not stopped.
+		// It took some (slow, not stopped), or the write returned long after
+		// its deadline: this process did not run meanwhile (stopped, or its
+		// machine suspended), and the peer may have read all along. Either way
+		// it has the timeout anew.
 	}
 }
