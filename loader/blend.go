@@ -28,7 +28,10 @@ type Blend struct {
 // sources' lengths. GPT-NeoX sizes each source for ceil(w*N*1.005) samples
 // (NeoXBlendWeights) so that the first N blended samples stay within every
 // source; the blend's Len is the number of leading samples that do (normally well over N),
-// where GPT-NeoX would fail on the first one that does not.
+// where GPT-NeoX would fail on the first one that does not. A source's samples are
+// read as GPT2Dataset.__getitem__ reads them: for OrderNeoX that includes the one
+// its Len leaves out, which GPT-NeoX's blend reaches when a dataset's index holds
+// exactly its ceil(w*N*1.005) samples.
 func NewBlend(sources []Source, weights []float64) (*Blend, error) {
 	if len(sources) != len(weights) {
 		return nil, fmt.Errorf("loader: %d sources and %d blend weights", len(sources), len(weights))
@@ -64,7 +67,7 @@ func newBlend(sources []Source, weights []float64, di []uint8, si []int64) (*Ble
 	b := &Blend{Sources: sources, Weights: w, DatasetIndex: di, SampleIndex: si, n: int64(len(di))}
 	for k := range di {
 		d := int(di[k])
-		if d >= len(sources) || si[k] < 0 || si[k] >= sources[d].Len() {
+		if d >= len(sources) || si[k] < 0 || si[k] >= getitemLen(sources[d]) {
 			b.n = int64(k)
 			break
 		}
@@ -72,7 +75,8 @@ func newBlend(sources []Source, weights []float64, di []uint8, si []int64) (*Ble
 	return b, nil
 }
 
-// Len is the number of blended samples whose source sample exists.
+// Len is the number of blended samples whose source sample exists (for Samples,
+// below len(Index.ShuffleIdx), as GPT2Dataset.__getitem__ reads).
 func (b *Blend) Len() int64 { return b.n }
 
 // SeqLen is L; every sample has L+1 tokens.
@@ -83,7 +87,11 @@ func (b *Blend) Sample(i int64, dst []int) []int {
 	if i < 0 || i >= b.n {
 		panic(fmt.Sprintf("loader: blended sample %d out of range [0,%d)", i, b.n))
 	}
-	return b.Sources[b.DatasetIndex[i]].Sample(b.SampleIndex[i], dst)
+	src, j := b.Sources[b.DatasetIndex[i]], b.SampleIndex[i]
+	if s, ok := src.(*Samples); ok {
+		return s.sample(j, s.getitemLen(), dst)
+	}
+	return src.Sample(j, dst)
 }
 
 // SampleInt32 appends blended sample i's L+1 token ids to dst as int32. i must be
@@ -92,7 +100,20 @@ func (b *Blend) SampleInt32(i int64, dst []int32) []int32 {
 	if i < 0 || i >= b.n {
 		panic(fmt.Sprintf("loader: blended sample %d out of range [0,%d)", i, b.n))
 	}
-	return b.Sources[b.DatasetIndex[i]].SampleInt32(b.SampleIndex[i], dst)
+	src, j := b.Sources[b.DatasetIndex[i]], b.SampleIndex[i]
+	if s, ok := src.(*Samples); ok {
+		return s.sampleInt32(j, s.getitemLen(), dst)
+	}
+	return src.SampleInt32(j, dst)
+}
+
+// getitemLen is how many of src's samples a blend reads: for Samples, every packed
+// sample (GPT2Dataset.__getitem__'s range, one more than Len for OrderNeoX).
+func getitemLen(src Source) int64 {
+	if s, ok := src.(*Samples); ok {
+		return s.getitemLen()
+	}
+	return src.Len()
 }
 
 // Locate returns the source and the source's sample that blended sample i reads, i

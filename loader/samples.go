@@ -138,9 +138,17 @@ func (s *Samples) SeqLen() int { return s.Index.SeqLen }
 // Sizes returns the token counts of the range's documents (read-only).
 func (s *Samples) Sizes() []int32 { return s.sizes }
 
-func (s *Samples) spans(buf []Span, i int64) []Span {
-	if i < 0 || i >= s.Len() {
-		panic(fmt.Sprintf("loader: sample %d out of range [0,%d)", i, s.Len()))
+// getitemLen is the number of samples GPT-NeoX's GPT2Dataset.__getitem__ reads:
+// every packed sample, so for OrderNeoX one more than Len (its __len__ leaves out
+// shuffle_idx[N-1], its __getitem__ does not). A Blend reads its sources' samples
+// by __getitem__, as BlendableDataset does.
+func (s *Samples) getitemLen() int64 { return int64(len(s.Index.ShuffleIdx)) }
+
+// spans returns sample i's document runs; i must be in [0, limit), limit being Len
+// or getitemLen.
+func (s *Samples) spans(buf []Span, i, limit int64) []Span {
+	if i < 0 || i >= limit {
+		panic(fmt.Sprintf("loader: sample %d out of range [0,%d)", i, limit))
 	}
 	return s.Index.AppendSpans(buf, i, s.sizes)
 }
@@ -157,9 +165,12 @@ func (s *Samples) locate(doc int64) (*shards.Reader, int) {
 // Sample appends the L+1 token ids of sample i to dst and returns it. Tokens are
 // read from the shards' mapping in place. i must be in [0, Len()); Sample panics
 // otherwise, like a slice index.
-func (s *Samples) Sample(i int64, dst []int) []int {
+func (s *Samples) Sample(i int64, dst []int) []int { return s.sample(i, s.Len(), dst) }
+
+// sample is Sample for i in [0, limit).
+func (s *Samples) sample(i, limit int64, dst []int) []int {
 	var buf [8]Span
-	for _, sp := range s.spans(buf[:0], i) {
+	for _, sp := range s.spans(buf[:0], i, limit) {
 		r, j := s.locate(s.Docs[0] + int64(sp.Doc))
 		from, to := int(sp.Off), int(sp.Off+sp.Len)
 		switch r.DType() {
@@ -182,8 +193,13 @@ func (s *Samples) Sample(i int64, dst []int) []int {
 // it: uint16 shards are widened and int32 shards copied straight from the mapping,
 // with no intermediate slice. i must be in [0, Len()).
 func (s *Samples) SampleInt32(i int64, dst []int32) []int32 {
+	return s.sampleInt32(i, s.Len(), dst)
+}
+
+// sampleInt32 is SampleInt32 for i in [0, limit).
+func (s *Samples) sampleInt32(i, limit int64, dst []int32) []int32 {
 	var buf [8]Span
-	spans := s.spans(buf[:0], i)
+	spans := s.spans(buf[:0], i, limit)
 	n := len(dst)
 	dst = grow(dst, s.Index.SeqLen+1)
 	for _, sp := range spans {
