@@ -82,6 +82,13 @@ type Data struct {
 	Spec *DataSpec
 	// IndexFiles are the index cache files used, per split and dataset.
 	IndexFiles []string
+	// DataKeys are, per split (Train, Valid, Test), a SHA-256 (hex) of the data its
+	// samples are drawn from: each dataset's contents (its manifest's shard checksums,
+	// or a bare shard's .idx hash and .bin size) and, for a blend, the normalized
+	// weights; "" for a split not built. With the order, seed, L, split and sample
+	// count it determines the split's samples, so a run resumed on re-made shards or
+	// another blend can tell (the dataset's location is not part of it).
+	DataKeys [3]string
 	// SplitUsed reports whether Options.Split divided some dataset's documents
 	// (false when every dataset is presplit or the splits are listed apart): only
 	// then does a change of the split change the samples.
@@ -181,11 +188,17 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 			}
 		}
 		var srcs []Source
+		dataKey := sha256.New()
+		fmt.Fprintf(dataKey, "gptkit loader data\nblended=%t\n", spec.Blended)
 		for c, wp := range list {
 			set, err := open(wp.Path)
 			if err != nil {
 				return nil, err
 			}
+			if spec.Blended {
+				fmt.Fprintf(dataKey, "weight=%s\n", strconv.FormatFloat(weights[c], 'g', -1, 64))
+			}
+			fmt.Fprintf(dataKey, "%s--\n", set.identity)
 			docs := [2]int64{0, set.numDocs}
 			splitName := "whole"
 			if separate {
@@ -231,6 +244,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 			d.IndexFiles = append(d.IndexFiles, file)
 			srcs = append(srcs, s)
 		}
+		d.DataKeys[k] = fmt.Sprintf("%x", dataKey.Sum(nil))
 		var src Source = srcs[0]
 		if spec.Blended {
 			if src, err = openBlend(ctx, o, k, list, srcs, weights); err != nil {

@@ -324,3 +324,55 @@ func TestEmptyDocumentsSplit(t *testing.T) {
 		t.Fatalf("all-empty val documents: %v", err)
 	}
 }
+
+// TestDataKeys: a split's DataKey names the data its samples come from: the same for
+// the same shards at another path, another seed, L or sample count, or weights of the
+// same ratio; another for changed tokens, other blend weights or another dataset.
+func TestDataKeys(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(31, 32))
+	docs := randomDocs(rnd, 80)
+	a := writeDataset(t, t.TempDir(), docs, 2, shards.Uint16, nil, "fp")
+	aCopy := writeDataset(t, t.TempDir(), docs, 2, shards.Uint16, nil, "fp")
+	for _, d := range docs {
+		for k := range d {
+			d[k] = (d[k] + 1) % 60000
+		}
+	}
+	changed := writeDataset(t, t.TempDir(), docs, 2, shards.Uint16, nil, "fp")
+	b := writeDataset(t, t.TempDir(), randomDocs(rnd, 50), 1, shards.Uint16, nil, "fp")
+	key := func(data string, seed uint32, L int, n int64) string {
+		t.Helper()
+		d := openData(t, Options{Data: data, SeqLen: L, Seed: seed, Split: "9,1,0", NumSamples: [3]int64{n, 4, 0}})
+		if d.DataKeys[Valid] == "" || d.DataKeys[Test] != "" {
+			t.Fatalf("%s: data keys %q", data, d.DataKeys)
+		}
+		return d.DataKeys[Train]
+	}
+	base := key(a, 1, 8, 40)
+	for name, k := range map[string]string{
+		"another path":  key(aCopy, 1, 8, 40),
+		"another seed":  key(a, 2, 8, 40),
+		"another L":     key(a, 1, 5, 40),
+		"another count": key(a, 1, 8, 400),
+	} {
+		if k != base {
+			t.Errorf("%s: the data key changed", name)
+		}
+	}
+	blend := key("1:"+a+",1:"+b, 1, 8, 40)
+	if key("2:"+aCopy+",2:"+b, 1, 8, 40) != blend {
+		t.Error("weights of the same ratio changed the data key")
+	}
+	seen := map[string]string{base: "base", blend: "blend"}
+	for name, k := range map[string]string{
+		"changed tokens": key(changed, 1, 8, 40),
+		"another set":    key(b, 1, 8, 40),
+		"blend weights":  key("3:"+a+",1:"+b, 1, 8, 40),
+		"blend of one":   key("1:"+a, 1, 8, 40),
+	} {
+		if prev, dup := seen[k]; dup {
+			t.Errorf("%s: the data key is %s's", name, prev)
+		}
+		seen[k] = name
+	}
+}

@@ -119,12 +119,14 @@ func TestRollbackSetsAside(t *testing.T) {
 }
 
 // TestResumeWarnsOrderChanges: a resume that changes what the samples after the
-// checkpoint are (the train samples asked for, past another number of epochs; the
-// seed, the order, the split) warns naming it; eval_steps, or more samples within
+// checkpoint are (the train data: re-made shards, other blend weights; the train
+// samples asked for, past another number of epochs; the seed, the order, the split)
+// warns naming it; eval_steps, or more samples within
 // the same epochs, do not move the train order and are not warned about.
 func TestResumeWarnsOrderChanges(t *testing.T) {
 	data := tinyDataset(t)
 	unsplit := unsplitDataset(t)
+	remade := writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 3), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
 	base := tinyConfig(t, data)
 	base.MaxSteps, base.LRDecaySteps = 6, 6
 	for _, tc := range []struct {
@@ -142,11 +144,17 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		{"order", func(c *Config) { c.Order = "neox" }, "order differs"},
 		{"split, presplit data", func(c *Config) { c.Split = "970,29,1" }, ""},
 		{"split", func(c *Config) { c.Split = "80,19,1" }, "split differs"},
+		{"data re-made", func(c *Config) { c.Data = remade }, "train data differs"},
+		{"blend", func(c *Config) {}, ""},
+		{"blend weights", func(c *Config) { c.Data = "3:" + data + ",1:" + remade }, "train data differs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			if tc.name == "split" {
 				cfg.Data, cfg.Split = unsplit, "90,9,1"
+			}
+			if strings.HasPrefix(tc.name, "blend") {
+				cfg.Data = "1:" + data + ",1:" + remade
 			}
 			cfg.Out = filepath.Join(t.TempDir(), "run")
 			trainInterrupted(t, cfg, 3)

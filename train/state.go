@@ -51,6 +51,10 @@ type State struct {
 	// NumSamples is what the run asked the loader for (train, valid, test): the
 	// sample order depends on it.
 	NumSamples [3]int64 `json:"num_samples"`
+	// TrainData is the train split's loader.Data.DataKeys entry: which shards (by
+	// checksum) and blend weights the samples come from (absent in older
+	// checkpoints).
+	TrainData string `json:"train_data,omitempty"`
 	// RNG: the only random state is the seed. Initialization draws from PCG streams
 	// keyed by (seed, tensor name); dropout masks are keyed by (seed, step,
 	// micro-step, rank, layer, site); so nothing drifts and nothing else is saved.
@@ -140,7 +144,7 @@ func (t *Trainer) save(ctx context.Context) error {
 			}
 		}
 		st := State{Format: StateFormat, Version: 1, Step: t.step, Model: t.model.Config, Tokenizer: t.tok,
-			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
+			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, TrainData: t.data.DataKeys[loader.Train], RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
 			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339),
 			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good, SkippedSteps: t.skipped}
 		if !strings.Contains(t.cfg.Data, "://") {
@@ -528,7 +532,8 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 }
 
 // warnOrderChanges warns about each change since the checkpoint's run that makes the
-// samples after the checkpoint differ from an uninterrupted run's: the train samples
+// samples after the checkpoint differ from an uninterrupted run's: the train data
+// (its shards' checksums or blend weights, loader.Data.DataKeys), the train samples
 // asked for (the index is built for that count; one of a single dataset differs only
 // when the count spans another number of epochs, loader.SameOrderFor), the seed (the shuffle, and the
 // dropout masks), the order and the split. The valid samples asked for (eval_steps)
@@ -537,6 +542,10 @@ func (t *Trainer) warnOrderChanges(st *State) {
 	if was, now := st.NumSamples[loader.Train], t.numSamples[loader.Train]; was != now && !loader.SameOrderFor(t.data.Train, was) {
 		t.log.Warn("the run asks the loader for another number of train samples than the checkpoint's run (max_steps, batch_size, grad_accum or the world changed): the sample order after the checkpoint differs from an uninterrupted run's",
 			"checkpoint", was, "now", now)
+	}
+	if now := t.data.DataKeys[loader.Train]; st.TrainData != "" && st.TrainData != now {
+		t.log.Warn("the train data differs from the checkpoint's run (its shards were re-made or changed, or the datasets or blend weights differ): the samples after the checkpoint differ from an uninterrupted run's, and may repeat samples already seen or skip others",
+			"data", t.cfg.Data)
 	}
 	if st.RNG.Seed != t.cfg.Seed {
 		t.log.Warn("seed differs from the checkpoint's run: the sample order and the dropout masks after the checkpoint differ from an uninterrupted run's",
