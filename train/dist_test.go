@@ -344,3 +344,36 @@ func (b basicOnly) Broadcast(ctx context.Context, buf []float32, root int) error
 	return b.c.Broadcast(ctx, buf, root)
 }
 func (b basicOnly) Barrier(ctx context.Context) error { return b.c.Barrier(ctx) }
+
+// TestRanksReadOtherData: a rank whose data is another copy with other contents (a
+// node's stale or re-made local copy) fails every rank at the start, naming it; it
+// took its share of another sample order without a word.
+func TestRanksReadOtherData(t *testing.T) {
+	data := tinyDataset(t)
+	other := writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 3), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+	cfg := dpConfig(t, data, 2, 4, 1)
+	comms := startComms(t, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range comms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := cfg
+			if r == 1 {
+				cfg.Data = other
+			}
+			tr, err := NewTrainer(context.Background(), cfg, cpu.New(1), c, testLogger(t))
+			if err == nil {
+				tr.Close()
+			}
+			errs[r] = err
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank(s) 1 differs from rank 0's") {
+			t.Errorf("rank %d: %v, want rank 1's data named", r, err)
+		}
+	}
+}

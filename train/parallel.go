@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,6 +184,43 @@ func (t *Trainer) agreeStop(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("train: agree on stopping before step %d: %w", t.step+1, err)
 	}
 	return slices.Contains(all, 1), nil
+}
+
+// checkSameData compares every rank's data with rank 0's: the datasets' contents
+// (loader.Data.DataKeys: shard checksums, blend weights) and the splits' sample
+// counts. Each rank takes its share of the global sample sequence its own data
+// gives, so a node reading another copy of the dataset (a stale or re-made one on
+// its local disk) would train on samples of another order, repeating some and
+// skipping others, without any error.
+func (t *Trainer) checkSameData(ctx context.Context) error {
+	if t.coll.World() == 1 {
+		return nil
+	}
+	h := fnv.New64a()
+	for k, key := range t.data.DataKeys {
+		var n int64
+		if s := t.data.Split(k); s != nil {
+			n = s.Len()
+		}
+		fmt.Fprintf(h, "%s %d\n", key, n)
+	}
+	sum := h.Sum64()
+	// Two exact 32-bit halves: float64 values that are small integers.
+	all, err := t.gather(context.WithoutCancel(ctx), float64(sum>>32), float64(uint32(sum)))
+	if err != nil {
+		return fmt.Errorf("train: compare the ranks' data: %w", err)
+	}
+	var bad []string
+	for r := 1; r < t.coll.World(); r++ {
+		if all[2*r] != all[0] || all[2*r+1] != all[1] {
+			bad = append(bad, strconv.Itoa(r))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("train: the data of rank(s) %s differs from rank 0's (other shard checksums, blend weights or sample counts): every rank must read the same dataset, or each takes its share of another sample order\n---> HINT: give every node the same copy of the data (compare their manifest.json files), or read it from a shared filesystem or S3",
+			strings.Join(bad, ","))
+	}
+	return nil
 }
 
 // checkEvery is how often (in steps) the ranks compare their weights' checksums,

@@ -294,13 +294,17 @@ func (t *Trainer) build(mc ModelConfig) error {
 	return nil
 }
 
-// shareStart makes every rank start from rank 0's state: whether it resumed (and
+// shareStart checks that every rank reads rank 0's data (checkSameData), and makes
+// every rank start from rank 0's state: whether it resumed (and
 // from which step, sample, loss scale and count of overflow-skipped steps, which
 // AdamW's bias correction counts from), its weights, and its AdamW state when
 // resumed (moments: rank 0's, read from the checkpoint). With one rank it only
 // puts the moments in place.
 func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMoments) error {
 	ctx = context.WithoutCancel(ctx)
+	if err := t.checkSameData(ctx); err != nil {
+		return err
+	}
 	if t.coll.World() > 1 {
 		hdr := t.scratch(12)
 		clear(hdr)
