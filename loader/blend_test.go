@@ -2,6 +2,8 @@ package loader
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -67,5 +69,53 @@ func TestBlendReadsNeoXLastPacked(t *testing.T) {
 	}
 	if !reached {
 		t.Fatal("no blended sample reads a dataset's last packed sample: the test does not exercise it")
+	}
+}
+
+// TestBlendProportions: blended sample k comes from the dataset furthest behind
+// its share, so after k samples every dataset has served its share w_d*k within
+// two samples, and within the ceil(w_d*N*1.005) samples its index is built for
+// (NeoXBlendWeights) over the first N: the 0.5% margin covers the rounding.
+func TestBlendProportions(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		w := make([]float64, 1+rnd.IntN(6))
+		for i := range w {
+			w[i] = rnd.Float64()*10 + 0.001
+			if rnd.IntN(4) == 0 {
+				w[i] = float64(1 + rnd.IntN(3)) // ties
+			}
+		}
+		n := int64(1 + rnd.IntN(2000))
+		norm, counts, err := NeoXBlendWeights(w, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int64
+		for _, c := range counts {
+			size += c
+		}
+		di, si, err := BlendNeoX(norm, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := make([]int64, len(w))
+		for k := range n {
+			d := di[k]
+			if si[k] != used[d] {
+				t.Fatalf("weights %v: blended sample %d reads sample %d of dataset %d, want %d", w, k, si[k], d, used[d])
+			}
+			used[d]++
+			for e, u := range used {
+				if share := norm[e] * float64(k+1); math.Abs(float64(u)-share) > 2 {
+					t.Fatalf("weights %v: after %d samples dataset %d served %d, its share is %.3f", norm, k+1, e, u, share)
+				}
+			}
+		}
+		for d, u := range used {
+			if u > counts[d] {
+				t.Fatalf("weights %v, %d samples: dataset %d served %d, its index holds %d", norm, n, d, u, counts[d])
+			}
+		}
 	}
 }

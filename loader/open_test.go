@@ -376,3 +376,71 @@ func TestDataKeys(t *testing.T) {
 		seen[k] = name
 	}
 }
+
+// TestOpenEveryTokenOncePerEpoch reads samples through Open only, from documents
+// whose token ids are all different (so a token names its document and offset),
+// over several shards with empty documents: each sample is L+1 consecutive tokens of
+// whole documents in turn, and with OrderDefault the first ceil(tpe/L) samples (an
+// epoch) read every token as an input (of its first L), at most the next epoch's
+// first L-1 a second time.
+func TestOpenEveryTokenOncePerEpoch(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(9, 10))
+	for trial := range 30 {
+		docs := make([][]int, 3+rnd.IntN(40))
+		where := map[int][2]int{} // token -> document, offset
+		tok, tpe := 1, 0
+		for i := range docs {
+			if rnd.IntN(4) > 0 {
+				docs[i] = make([]int, rnd.IntN(15))
+			}
+			for k := range docs[i] {
+				docs[i][k], where[tok] = tok, [2]int{i, k}
+				tok++
+			}
+			tpe += len(docs[i])
+		}
+		if tpe == 0 {
+			continue
+		}
+		dtype := []shards.DType{shards.Uint16, shards.Int32}[trial%2]
+		dir := writeDataset(t, t.TempDir(), docs, 1+rnd.IntN(4), dtype, nil, "fp")
+		L := 1 + rnd.IntN(12)
+		n := int64(1 + rnd.IntN(4*tpe/L+2))
+		for _, order := range []string{OrderDefault, OrderNeoX} {
+			s := openData(t, Options{Data: dir, SeqLen: L, Seed: rnd.Uint32(), Order: order, Split: "1,0,0", NumSamples: [3]int64{n, 0, 0}}).Train
+			epoch := int64((tpe + L - 1) / L)
+			inputs := map[int]int{}
+			var got []int
+			for i := range s.Len() {
+				if got = s.Sample(i, got[:0]); len(got) != L+1 {
+					t.Fatalf("trial %d %s: sample %d has %d tokens", trial, order, i, len(got))
+				}
+				for k := 1; k <= L; k++ {
+					p, q := where[got[k-1]], where[got[k]]
+					if q != [2]int{p[0], p[1] + 1} && (q[1] != 0 || p[1] != len(docs[p[0]])-1) {
+						t.Fatalf("trial %d %s: sample %d = %v: token %d does not follow token %d", trial, order, i, got, got[k], got[k-1])
+					}
+				}
+				if i < epoch {
+					for _, v := range got[:L] {
+						inputs[v]++
+					}
+				}
+			}
+			if order == OrderDefault && s.Len() >= epoch {
+				twice := 0
+				for v := 1; v < tok; v++ {
+					if inputs[v] < 1 || inputs[v] > 2 {
+						t.Fatalf("trial %d: token %d is an input of %d samples of the first epoch", trial, v, inputs[v])
+					}
+					if inputs[v] == 2 {
+						twice++
+					}
+				}
+				if twice > L-1 {
+					t.Fatalf("trial %d: %d tokens read twice in the first epoch, L=%d", trial, twice, L)
+				}
+			}
+		}
+	}
+}
