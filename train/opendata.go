@@ -18,6 +18,7 @@ import (
 // resumed run computes the same way.
 func (t *Trainer) openData(ctx context.Context) error {
 	cfg := t.cfg
+	need := t.numSamples // what the run reads; t.numSamples may grow by one
 	for attempt := 0; ; attempt++ {
 		d, err := loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: cfg.BlockSize, Seed: uint32(cfg.Seed), Order: cfg.Order,
 			Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
@@ -35,7 +36,7 @@ func (t *Trainer) openData(ctx context.Context) error {
 			return fmt.Errorf("train: open the data: %w", err)
 		}
 		short := false
-		for k, want := range t.numSamples {
+		for k, want := range need {
 			if want == 0 {
 				continue
 			}

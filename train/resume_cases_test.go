@@ -327,3 +327,22 @@ func TestValLossDiverged(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestNeoXOrderTinySplit: the retry for GPT-NeoX's off-by-one compares what the index
+// serves with what the run needs, not with the count it asked for the second time. A
+// valid split of one sample's tokens (64 at L=64: an epoch adds one sample) holds 6
+// samples for 6, serves 5, and 7 for 7, serving the 6 the two evaluation steps of 3
+// need; the run once failed there, "serves 6 samples, the run needs 7".
+func TestNeoXOrderTinySplit(t *testing.T) {
+	cfg := tinyConfig(t, writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 1), patternDoc(64, 20, 2), 20, "tiny-fp-1"))
+	cfg.Order, cfg.BlockSize = "neox", 64
+	cfg.BatchSize, cfg.GradAccum, cfg.MaxSteps, cfg.WarmupSteps, cfg.LRDecaySteps = 3, 1, 2, 1, 2
+	cfg.EvalEvery, cfg.EvalSteps, cfg.CheckpointEvery = 0, 2, 0
+	res, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Step != 2 || res.ValLoss != res.ValLoss {
+		t.Fatalf("step %d, val loss %v; want 2 steps and an evaluation", res.Step, res.ValLoss)
+	}
+}
