@@ -14,7 +14,10 @@ import (
 // index holds exactly the samples asked for, the last step or evaluation would find
 // one missing; the split is then opened again for one more sample (an index GPT-NeoX
 // would build for that count; GPT-NeoX itself could not run this configuration to
-// its end) and the run says so. The count asked for is what checkpoints record and a
+// its end) and the run says so. A blend, as long as its datasets' lengths together,
+// can be short by one per dataset, and is opened again for that many more (each
+// dataset's index then holds at least 1.005 times its share of the count: together
+// at least what the run needs). The count asked for is what checkpoints record and a
 // resumed run computes the same way.
 func (t *Trainer) openData(ctx context.Context) error {
 	cfg := t.cfg
@@ -41,13 +44,18 @@ func (t *Trainer) openData(ctx context.Context) error {
 				continue
 			}
 			if n := d.Split(k).Len(); n < want {
-				if attempt > 0 || cfg.Order != loader.OrderNeoX || n != want-1 {
+				// A blend serves its datasets' lengths together: up to one fewer per dataset.
+				more := int64(1)
+				if b, ok := d.Split(k).(*loader.Blend); ok {
+					more = int64(len(b.Sources))
+				}
+				if attempt > 0 || cfg.Order != loader.OrderNeoX || want-n > more {
 					d.Close()
 					return fmt.Errorf("train: open the data: the %s split serves %d samples, the run needs %d", loader.SplitNames[k], n, want)
 				}
-				t.log.Warn("GPT-NeoX's order serves one sample fewer than its index holds, and this run needs every one: building the index for one more (the sample order differs from the one for the exact count, which GPT-NeoX could not finish)",
-					"split", loader.SplitNames[k], "samples", want)
-				t.numSamples[k]++
+				t.log.Warn("GPT-NeoX's order serves one sample fewer than its index holds (a blend: one fewer per dataset), and this run needs every one: building the index for more (the sample order differs from the one for the exact count, which GPT-NeoX could not finish)",
+					"split", loader.SplitNames[k], "samples", want, "index_for", want+more)
+				t.numSamples[k] = want + more
 				short = true
 			}
 		}

@@ -346,3 +346,27 @@ func TestNeoXOrderTinySplit(t *testing.T) {
 		t.Fatalf("step %d, val loss %v; want 2 steps and an evaluation", res.Step, res.ValLoss)
 	}
 }
+
+// TestNeoXOrderBlendShort: GPT-NeoX's blend is as long as its datasets' lengths
+// together, each one short of its index, so it can serve up to one sample fewer per
+// dataset than the run needs. Three datasets of one sample's tokens each (an epoch
+// adds one sample: each index holds exactly its ceil(w·N·1.005)) blended 1:1:1 for
+// 4 samples serve 3, and for 5 still 3; asking for one more per dataset (7) serves
+// the 4 the run needs, where it failed "serves 3 samples, the run needs 4".
+func TestNeoXOrderBlendShort(t *testing.T) {
+	var parts []string
+	for s := range 3 {
+		parts = append(parts, "1:"+writeTinyDataset(t, t.TempDir(), patternDoc(64, 20, uint64(s+1)), patternDoc(1500, 20, 9), 20, "tiny-fp-1"))
+	}
+	cfg := tinyConfig(t, strings.Join(parts, ","))
+	cfg.Order, cfg.BlockSize = "neox", 64
+	cfg.BatchSize, cfg.GradAccum, cfg.MaxSteps, cfg.WarmupSteps, cfg.LRDecaySteps = 2, 1, 2, 1, 2
+	cfg.EvalEvery, cfg.EvalSteps, cfg.CheckpointEvery = 0, 0, 0
+	res, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Step != 2 {
+		t.Fatalf("step %d, want 2", res.Step)
+	}
+}
