@@ -101,7 +101,10 @@ func parseInline(data string) (*DataSpec, error) {
 }
 
 func checkEntry(w float64, p string) error {
-	if math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
+	if w == 0 {
+		return fmt.Errorf("weight 0 for %s: a blend's weights must be positive (to leave a dataset out, remove it from the blend)", p)
+	}
+	if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
 		return fmt.Errorf("weight %v must be a positive number", w)
 	}
 	if p == "" {

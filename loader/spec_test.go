@@ -49,6 +49,10 @@ func TestParseData(t *testing.T) {
 			t.Errorf("ParseData(%q): no error", in)
 		}
 	}
+	// GPT-NeoX users switch a dataset off with weight 0: the error says how to here.
+	if _, err := ParseData("0.7:a,0:b"); err == nil || !strings.Contains(err.Error(), "remove it from the blend") || !strings.Contains(err.Error(), "b") {
+		t.Errorf("ParseData(0.7:a,0:b): %v; want the error to say to remove b from the blend", err)
+	}
 }
 
 // FuzzParseData checks that any data string parses or fails without panicking,
