@@ -38,7 +38,7 @@ func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
 		return out
 	}
 	jobs, parts := t.batchJobs(texts, workers)
-	run(min(workers, len(jobs)), len(jobs), func(i int) {
+	runJobs(min(workers, len(jobs)), len(jobs), func(i int) {
 		j := jobs[i]
 		if j.part < 0 {
 			out[j.text] = t.Encode(texts[j.text])
@@ -73,15 +73,15 @@ func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
 			at += len(p)
 		}
 	}
-	run(min(workers, len(copies)), len(copies), func(i int) {
+	runJobs(min(workers, len(copies)), len(copies), func(i int) {
 		c := copies[i]
 		copy(c.dst, c.src)
 	})
 	return out
 }
 
-// run calls f(0) to f(n-1) on workers goroutines.
-func run(workers, n int, f func(int)) {
+// runJobs calls f(0) to f(n-1) on workers goroutines.
+func runJobs(workers, n int, f func(int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
