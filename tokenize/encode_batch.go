@@ -66,6 +66,9 @@ func (t *Tokenizer) EncodeBatch(texts []string, workers int) [][]int {
 		for _, p := range ps {
 			n += len(p)
 		}
+		if n == 0 && t.kind == KindChar {
+			continue // Encode's nil: a character vocabulary's ids are appended to nil
+		}
 		out[i] = makeIDs[int](n)[:n] // not cleared: every element is written below
 		at := 0
 		for _, p := range ps {

@@ -41,10 +41,30 @@ func TestEncodeBatchLargeTexts(t *testing.T) {
 		for _, w := range workerCounts {
 			got := tok.EncodeBatch(texts, w)
 			for i := range texts {
-				if !slices.Equal(got[i], want[i]) {
+				if !slices.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
 					t.Fatalf("%s, %d workers: text %d (%d bytes): EncodeBatch differs from Encode", tok.Name(), w, i, len(texts[i]))
 				}
 			}
+		}
+	}
+}
+
+// TestEncodeBatchCharNoneKnown: a text cut into parts whose characters a character
+// vocabulary lacks gives Encode's nil, not an empty slice; one with some known gives
+// Encode's ids.
+func TestEncodeBatchCharNoneKnown(t *testing.T) {
+	defer func(min, max int) { batchSplitMin, batchPartMax = min, max }(batchSplitMin, batchPartMax)
+	batchSplitMin, batchPartMax = 2, 8
+	tok := NewCharsFromText("abc", "abc")
+	texts := []string{strings.Repeat("xyz\n", 40), strings.Repeat("é", 80), strings.Repeat("xaz\n", 40)}
+	if _, parts := tok.batchJobs(texts, 2); parts == nil || len(parts[0]) < 2 || len(parts[1]) < 2 {
+		t.Fatalf("the texts are not cut into parts")
+	}
+	got := tok.EncodeBatch(texts, 2)
+	for i, s := range texts {
+		want := tok.Encode(s)
+		if !slices.Equal(got[i], want) || (got[i] == nil) != (want == nil) {
+			t.Errorf("text %d (%.12q...): EncodeBatch %#v, Encode %#v", i, s, got[i], want)
 		}
 	}
 }
