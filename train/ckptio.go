@@ -3,7 +3,9 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"gptkit/train/checkpoint"
 )
@@ -21,10 +23,27 @@ func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile
 
 // latestCheckpoint finds the newest complete checkpoint under root; found is false
 // when there is none (or no root). Every newer checkpoint it skips (incomplete or
-// corrupt) gets a warning on log naming it and why.
+// corrupt) gets a warning on log naming it and why. A root holding checkpoints that
+// are all damaged is an error, not "none": the run that starts afresh would truncate
+// metrics.jsonl and replace them, where their files may still be restored.
 func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (dir string, step int, found bool, err error) {
-	dir, s, err := checkpoint.Manager{Logger: log}.Latest(ctx, root)
+	m := checkpoint.Manager{Logger: log}
+	dir, s, err := m.Latest(ctx, root)
 	if errors.Is(err, checkpoint.ErrNone) {
+		entries, err := m.Scan(ctx, root)
+		if err != nil {
+			return "", 0, false, nil // no root
+		}
+		var damaged []string
+		for _, e := range entries {
+			if !e.Unpublished {
+				damaged = append(damaged, fmt.Sprintf("%s: %s", checkpoint.DirName(e.Step), e.Problem))
+			}
+		}
+		if len(damaged) > 0 {
+			return "", 0, false, fmt.Errorf("train: %s holds checkpoints, but none is complete (%s): starting afresh would replace them and the run's metrics\n---> HINT: restore the damaged files from a copy (%s lists each file's size and sha256), or move %s aside to start afresh",
+				root, strings.Join(damaged, "; "), checkpoint.ManifestName, root)
+		}
 		return "", 0, false, nil
 	}
 	if err != nil {

@@ -105,6 +105,55 @@ func TestResumeSkipWarns(t *testing.T) {
 	}
 }
 
+// TestResumeRefusesOnlyDamaged: a run directory whose checkpoints are all damaged (a
+// garbage checkpoint.json, a truncated file) is not one without checkpoints: resume
+// auto, resume none and a restarted job refuse, naming the checkpoint and why, and leave
+// it and metrics.jsonl as they were. They started afresh: metrics.jsonl was cut to step
+// 0 and the damaged checkpoint, whose weights may be intact, replaced at its step.
+func TestResumeRefusesOnlyDamaged(t *testing.T) {
+	data := tinyDataset(t)
+	for _, tc := range []struct {
+		name, why string
+		damage    func(dir string) error
+	}{
+		{"garbage checkpoint.json", "checkpoint.json", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "checkpoint.json"), []byte("{garbage"), 0o644)
+		}},
+		{"truncated optimizer", OptimizerFile, func(dir string) error {
+			return os.Truncate(filepath.Join(dir, OptimizerFile), 10)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig(t, data)
+			cfg.MaxSteps, cfg.LRDecaySteps, cfg.CheckpointEvery, cfg.EvalEvery = 4, 4, 0, 0
+			if _, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t)); err != nil {
+				t.Fatal(err)
+			}
+			only := filepath.Join(cfg.Out, CheckpointsDir, "step_00000004")
+			if err := tc.damage(only); err != nil {
+				t.Fatal(err)
+			}
+			manifest, _ := os.ReadFile(filepath.Join(only, "checkpoint.json"))
+			cfg.MaxSteps, cfg.LRDecaySteps = 6, 6
+			none, restarted := cfg, cfg
+			none.Resume = "none"
+			restarted.Resume, restarted.Restarts = "none", 1
+			for _, c := range []Config{cfg, none, restarted} {
+				_, err := Run(context.Background(), c, ref.New(), Single{}, testLogger(t))
+				if err == nil || !strings.Contains(err.Error(), "step_00000004") || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "HINT") {
+					t.Errorf("resume %s (restarts %d) over only a damaged checkpoint: %v; want a refusal naming it, why, and what to do", c.Resume, c.Restarts, err)
+				}
+			}
+			if n := len(readMetricsFile(t, cfg.Out)); n != 4 {
+				t.Errorf("metrics.jsonl has %d lines, want the 4 of the damaged run", n)
+			}
+			if after, _ := os.ReadFile(filepath.Join(only, "checkpoint.json")); !bytes.Equal(after, manifest) {
+				t.Errorf("the damaged checkpoint was replaced")
+			}
+		})
+	}
+}
+
 // TestTrainRefusesIDsOutsideVocab: token ids at or above the manifest's vocabulary stop
 // the run before its first step, naming the shard and the offset, instead of a panic
 // mid-run after some steps of metrics (issue 15, item 4).

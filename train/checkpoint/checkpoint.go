@@ -99,6 +99,10 @@ type Entry struct {
 	Dir     string
 	Step    int64
 	Problem string // "" when complete; else why Latest skips it
+	// Unpublished marks an S3 checkpoint whose upload never wrote its checkpoint.json:
+	// an interrupted save, where any other problem is damage (a local save that did
+	// not finish leaves only a .tmp-* directory, never a step_NNNNNNNN one).
+	Unpublished bool
 }
 
 // Complete reports whether the checkpoint has a valid checkpoint.json and all its files.
@@ -223,7 +227,7 @@ func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) err
 		case e.Step == step:
 			kept++
 		case !e.Complete():
-			if _, isS3 := b.(*s3Backend); isS3 && e.Step < step && strings.Contains(e.Problem, "no "+ManifestName) {
+			if e.Unpublished && e.Step < step {
 				m.log().Info("checkpoint: removing an interrupted upload", "dir", e.Dir)
 				if err := b.remove(ctx, name); err != nil {
 					return err

@@ -107,7 +107,8 @@ func (b *s3Backend) scan(ctx context.Context) ([]Entry, []string, error) {
 	for dir, g := range groups {
 		e := Entry{Dir: b.location(dir), Step: g.step}
 		if err := b.check(ctx, dir, g.step, g.sizes); err != nil {
-			e.Problem = err.Error()
+			_, hasManifest := g.sizes[ManifestName]
+			e.Problem, e.Unpublished = err.Error(), !hasManifest
 		}
 		entries = append(entries, e)
 	}
