@@ -450,7 +450,8 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 		return nil, err
 	}
 	if st.Model != t.model.Config {
-		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s\n---> HINT: resume with the checkpoint's shape, or start the new run in another out directory", dir, st.Model, t.model.Config)
+		changed, flags := shapeChanges(st.Model, t.model.Config)
+		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s (%s)\n---> HINT: resume with the checkpoint's shape (%s; a run started from a --config file needs it again), or start the new run in another out directory", dir, st.Model, t.model.Config, changed, flags)
 	}
 	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
 		return nil, fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
@@ -494,6 +495,28 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 	}
 	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
 	return full, nil
+}
+
+// shapeChanges names the keys whose values differ between a checkpoint's model
+// (was) and a run's (now), "n_embd 16 → 32", and the flags that give was's values.
+func shapeChanges(was, now ModelConfig) (changed, flags string) {
+	var cs, fs []string
+	for _, k := range []struct {
+		key      string
+		was, now any
+	}{
+		{"n_layer", was.NLayer, now.NLayer}, {"n_head", was.NHead, now.NHead}, {"n_embd", was.NEmbd, now.NEmbd},
+		{"block_size", was.BlockSize, now.BlockSize}, {"vocab_size", was.VocabSize, now.VocabSize}, {"bias", was.Bias, now.Bias},
+	} {
+		if k.was != k.now {
+			cs = append(cs, fmt.Sprintf("%s %v → %v", k.key, k.was, k.now))
+			fs = append(fs, fmt.Sprintf("--%s=%v", strings.ReplaceAll(k.key, "_", "-"), k.was))
+		}
+	}
+	if len(cs) == 0 { // only the padding: not reachable from a config
+		return fmt.Sprintf("padded vocab %d → %d", was.PaddedVocab, now.PaddedVocab), "the same vocab_size"
+	}
+	return strings.Join(cs, ", "), strings.Join(fs, " ")
 }
 
 // LoadCheckpoint reads the model of a checkpoint (a checkpoint directory or a run

@@ -288,8 +288,10 @@ func resumeBitIdentical(t *testing.T, config func(Config) Config, straightBE, be
 	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
 }
 
-// TestResumeRefuses: another model shape or tokenizer cannot continue a run; resume
-// none refuses a directory that holds one.
+// TestResumeRefuses: another model shape or tokenizer cannot continue a run (the
+// refusal names the keys that differ and the flags that give the checkpoint's shape:
+// it listed both shapes whole, leaving the user to spot the difference); resume none
+// refuses a directory that holds one.
 func TestResumeRefuses(t *testing.T) {
 	data := tinyDataset(t)
 	cfg := tinyConfig(t, data)
@@ -301,8 +303,9 @@ func TestResumeRefuses(t *testing.T) {
 
 	wider := cfg
 	wider.NEmbd = 32
-	if _, err := Run(context.Background(), wider, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "cannot resume") {
-		t.Errorf("resume with n_embd 32: %v, want a refusal", err)
+	if _, err := Run(context.Background(), wider, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "cannot resume") ||
+		!strings.Contains(err.Error(), "(n_embd 16 → 32)") || !strings.Contains(err.Error(), "(--n-embd=16;") {
+		t.Errorf("resume with n_embd 32: %v, want a refusal naming the key and the flag that gives the checkpoint's value", err)
 	}
 	other := cfg
 	other.Data = writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 1), patternDoc(1500, 20, 2), 20, "tiny-fp-2")
