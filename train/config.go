@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gptkit/internal/redact"
 	"gptkit/shards"
 )
 
@@ -231,6 +232,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Out == "" {
 		add("out: the run DIR is required")
+	} else if scheme, _, ok := strings.Cut(c.Out, "://"); ok && !strings.ContainsAny(scheme, "/\\") {
+		// It was made as a local directory named "s3:" (filepath cleans "//"), and the
+		// checkpoints went there, not to the bucket.
+		add("out %s: the run directory must be a local directory (config.yaml, metrics.jsonl, the TensorBoard files and the checkpoints are written there); give a local path (a network mount will do) and copy it to the bucket afterwards; --resume takes an s3:// checkpoint", redact.String(c.Out))
 	}
 	switch c.Order {
 	case "default", "neox":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gptkit/kernels/cpu"
@@ -39,5 +40,26 @@ func TestFailedRunLeavesNoRunDirectory(t *testing.T) {
 	}
 	if des, err := os.ReadDir(given); err != nil || len(des) != 0 {
 		t.Errorf("a run directory given empty: %v, %v; want it kept, empty", des, err)
+	}
+}
+
+// TestOutOnS3Refused: --out s3://bucket/run is refused, saying what to do. It made a
+// local directory named "s3:" in the working directory and wrote the run there (its
+// checkpoints too, filepath.Join having made "s3:/bucket/run"), while the lock went to
+// the bucket: a run that seemed to checkpoint to S3 kept everything on the node.
+func TestOutOnS3Refused(t *testing.T) {
+	c := tinyConfig(t, tinyDataset(t))
+	wd := t.TempDir()
+	t.Chdir(wd)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	c.Out = "s3://bucket/run"
+	_, err := NewTrainer(context.Background(), c, cpu.New(1), nil, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "out s3://bucket/run: the run directory must be a local directory") {
+		t.Errorf("out s3://bucket/run: %v; want a refusal saying it must be local", err)
+	}
+	if des, _ := os.ReadDir(wd); len(des) != 0 {
+		t.Errorf("the working directory holds %v afterwards; want nothing", des)
 	}
 }
