@@ -214,7 +214,10 @@ func trainInterrupted(t *testing.T, cfg Config, step int) *Result {
 
 // TestResumeAutoSkipsDamagedCheckpoint: a newest checkpoint whose file no longer
 // matches its manifest (damaged after the save) makes resume auto continue from the
-// one before it, with the damaged one moved aside; a resume naming it fails.
+// one before it, with the damaged one moved aside; a resume naming it fails, naming
+// the complete checkpoints beside it (it said "use an older checkpoint", naming none),
+// and so does one naming a checkpoint that is not there (it said "no checkpoint.json (an
+// interrupted save, or not a checkpoint)").
 func TestResumeAutoSkipsDamagedCheckpoint(t *testing.T) {
 	cfg := tinyConfig(t, tinyDataset(t))
 	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
@@ -234,8 +237,16 @@ func TestResumeAutoSkipsDamagedCheckpoint(t *testing.T) {
 
 	named := cfg
 	named.Resume, named.MaxSteps, named.LRDecaySteps = damaged, 22, 22
-	if _, err := Run(context.Background(), named, cpu.New(2), Single{}, testLogger(t)); !errors.Is(err, checkpoint.ErrCorrupt) {
-		t.Fatalf("resume naming the damaged checkpoint: %v, want ErrCorrupt", err)
+	if _, err := Run(context.Background(), named, cpu.New(2), Single{}, testLogger(t)); !errors.Is(err, checkpoint.ErrCorrupt) ||
+		!strings.Contains(err.Error(), "HINT: resume from another checkpoint; the complete ones beside it, newest first: "+filepath.Join(root, checkpoint.DirName(15))+", "+filepath.Join(root, checkpoint.DirName(10))) {
+		t.Fatalf("resume naming the damaged checkpoint: %v, want ErrCorrupt and a hint naming the ones to use", err)
+	}
+	// One that is not there: said so (not "no checkpoint.json, an interrupted save"),
+	// with the same hint.
+	named.Resume = filepath.Join(root, checkpoint.DirName(17))
+	if _, err := Run(context.Background(), named, cpu.New(2), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "no such checkpoint directory") ||
+		!strings.Contains(err.Error(), "newest first: "+damaged+", "+filepath.Join(root, checkpoint.DirName(15))) {
+		t.Fatalf("resume naming a checkpoint that is not there: %v, want it said, and a hint naming the ones there", err)
 	}
 
 	auto := cfg

@@ -249,7 +249,7 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 	default:
 		dir, err := resolveCheckpoint(ctx, r, t.log)
 		if err != nil {
-			return "", fmt.Errorf("train: resume %s: %w", r, err)
+			return "", fmt.Errorf("train: resume %s: %w%s", r, err, t.completeBeside(ctx, r))
 		}
 		if own, ok, err := t.rerunOfResume(ctx, r, dir); err != nil || ok {
 			return own, err
@@ -355,6 +355,9 @@ func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, 
 		moments, err := t.restore(ctx, dir)
 		if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
 			(t.cfg.Resume != "auto" && t.cfg.Restarts == 0 && !t.ownNewest) {
+			if errors.Is(err, checkpoint.ErrCorrupt) {
+				err = fmt.Errorf("%w%s", err, t.completeBeside(ctx, dir))
+			}
 			return dir, moments, err
 		}
 		older, err2 := t.olderCheckpoint(ctx, dir)
@@ -369,6 +372,34 @@ func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, 
 			"damaged", dir, "problem", err.Error(), "continuing_from", older, "moved_to", aside)
 		dir = older
 	}
+}
+
+// completeBeside is a hint naming the complete checkpoints beside the checkpoint
+// directory dir (newest first, at most five), for an error about dir: "" when dir
+// is not one, or its root holds none.
+func (t *Trainer) completeBeside(ctx context.Context, dir string) string {
+	d := strings.TrimRight(dir, "/")
+	if !strings.HasPrefix(path.Base(filepath.ToSlash(d)), "step_") {
+		return "" // a run directory or a root: its own error says what it holds
+	}
+	root := filepath.Dir(d)
+	if strings.HasPrefix(d, "s3://") {
+		root = d[:strings.LastIndex(d, "/")]
+	}
+	entries, err := checkpoint.Manager{}.Scan(ctx, root)
+	if err != nil {
+		return ""
+	}
+	var good []string
+	for _, e := range entries {
+		if e.Complete() && e.Dir != d && len(good) < 5 {
+			good = append(good, e.Dir)
+		}
+	}
+	if len(good) == 0 {
+		return ""
+	}
+	return "\n---> HINT: resume from another checkpoint; the complete ones beside it, newest first: " + strings.Join(good, ", ")
 }
 
 // olderCheckpoint is the newest complete checkpoint in out before dir.

@@ -231,6 +231,9 @@ func (b *localBackend) readManifest(_ context.Context, name string) (*Manifest, 
 	path := filepath.Join(b.root, name, ManifestName)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(b.root, name)); errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("no such checkpoint directory")
+		}
 		return nil, fmt.Errorf("no %s (an interrupted save, or not a checkpoint)", ManifestName)
 	}
 	if err != nil {
