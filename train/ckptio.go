@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"gptkit/storage"
 	"gptkit/train/checkpoint"
 )
 
@@ -53,13 +54,20 @@ func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (dir s
 }
 
 // resolveCheckpoint turns a checkpoint directory, a run directory or a checkpoint
-// root into a checkpoint directory, warning on log about the newer ones it skips.
-func resolveCheckpoint(ctx context.Context, path string, log *slog.Logger) (string, error) {
-	return checkpoint.Manager{Logger: log}.Resolve(ctx, path)
+// root into a checkpoint directory with m, warning on m's logger about the newer
+// ones it skips.
+func resolveCheckpoint(ctx context.Context, m checkpoint.Manager, path string) (string, error) {
+	return m.Resolve(ctx, path)
 }
 
 // readCheckpointFile returns a checkpoint file's contents, verified against the
 // checkpoint's manifest.
-func readCheckpointFile(ctx context.Context, dir, name string) ([]byte, error) {
-	return checkpoint.ReadFile(ctx, dir, name)
+func readCheckpointFile(ctx context.Context, m checkpoint.Manager, dir, name string) ([]byte, error) {
+	return m.ReadFile(ctx, dir, name)
+}
+
+// ckpt is the trainer's checkpoint.Manager: its S3 settings are the run's (s3_endpoint,
+// s3_path_style), as for its data, so that a resume from s3:// reaches the same server.
+func (t *Trainer) ckpt() checkpoint.Manager {
+	return checkpoint.Manager{Storage: storage.Options{S3Endpoint: t.cfg.S3Endpoint, S3PathStyle: t.cfg.S3PathStyle, Logger: t.log}, Logger: t.log}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"gptkit/kernels/cpu"
+	"gptkit/train/checkpoint"
 )
 
 // TestFloat16LossScaling: float16 with a loss scale so large that the
@@ -87,7 +88,7 @@ func TestFloat16LossScaling(t *testing.T) {
 
 func mustLatest(t *testing.T, out string) string {
 	t.Helper()
-	dir, err := resolveCheckpoint(context.Background(), out, slog.Default())
+	dir, err := resolveCheckpoint(context.Background(), checkpoint.Manager{Logger: slog.Default()}, out)
 	if err != nil {
 		t.Fatal(err)
 	}

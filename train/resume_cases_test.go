@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gptkit/internal/miniotest"
 	"gptkit/kernels/cpu"
 	"gptkit/shards"
 	"gptkit/storage"
@@ -380,4 +382,51 @@ func TestNeoXOrderBlendShort(t *testing.T) {
 	if res.Step != 2 {
 		t.Fatalf("step %d, want 2", res.Step)
 	}
+}
+
+// TestResumeFromS3Endpoint: --resume s3://.../step_N reads the checkpoint from the
+// run's s3_endpoint (--s3-endpoint), as the data is read, and continues as a resume
+// from the same checkpoint on disk does. It went to AWS's endpoint, where only
+// $AWS_ENDPOINT_URL_S3 reached another server: the bucket's name looked up as an
+// amazonaws.com host.
+func TestResumeFromS3Endpoint(t *testing.T) {
+	srv := miniotest.Shared(t)
+	srv.Setenv(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps = 10, 12
+	first, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []checkpoint.File
+	for _, name := range []string{ModelFile, OptimizerFile, StateFile} {
+		data, err := os.ReadFile(filepath.Join(first.Checkpoint, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, checkpoint.File{Name: name, Write: func(w io.Writer) error { _, err := w.Write(data); return err }})
+	}
+	m := checkpoint.Manager{Storage: storage.Options{S3Endpoint: srv.Endpoint}}
+	dir, err := m.Save(context.Background(), "s3://"+srv.NewBucket(t)+"/runs/a/checkpoints", 10, files, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	local := cfg
+	local.Out, local.Resume, local.MaxSteps = filepath.Join(t.TempDir(), "local"), first.Checkpoint, 12
+	want, err := Run(context.Background(), local, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromS3 := local
+	fromS3.Out, fromS3.Resume, fromS3.S3Endpoint = filepath.Join(t.TempDir(), "s3"), dir, srv.Endpoint
+	got, err := Run(context.Background(), fromS3, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatalf("resume %s with s3_endpoint %s: %v", dir, srv.Endpoint, err)
+	}
+	if got.ResumedFrom != dir || got.Step != 12 || got.Loss != want.Loss {
+		t.Fatalf("resumed from %q to step %d, loss %v; want from %q to 12, loss %v", got.ResumedFrom, got.Step, got.Loss, dir, want.Loss)
+	}
+	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
 }

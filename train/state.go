@@ -247,7 +247,7 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 		}
 		return dir, nil
 	default:
-		dir, err := resolveCheckpoint(ctx, r, t.log)
+		dir, err := resolveCheckpoint(ctx, t.ckpt(), r)
 		if err != nil {
 			return "", fmt.Errorf("train: resume %s: %w%s", r, err, t.completeBeside(ctx, r))
 		}
@@ -282,7 +282,7 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 	if err != nil || !found || sameRoot(dir, t.ckptRoot) && path.Base(filepath.ToSlash(dir)) == checkpoint.DirName(int64(step)) {
 		return "", false, err
 	}
-	st, err := ReadState(ctx, own)
+	st, err := readState(ctx, t.ckpt(), own)
 	if err != nil {
 		// Unreadable (damaged): not known to be this command's; a rollback
 		// past it is what one does then.
@@ -386,7 +386,7 @@ func (t *Trainer) completeBeside(ctx context.Context, dir string) string {
 	if strings.HasPrefix(d, "s3://") {
 		root = d[:strings.LastIndex(d, "/")]
 	}
-	entries, err := checkpoint.Manager{}.Scan(ctx, root)
+	entries, err := t.ckpt().Scan(ctx, root)
 	if err != nil {
 		return ""
 	}
@@ -435,9 +435,14 @@ func sameRoot(dir, root string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// ReadState reads a checkpoint's trainer.json.
+// ReadState reads a checkpoint's trainer.json (S3 settings from the environment).
 func ReadState(ctx context.Context, dir string) (*State, error) {
-	data, err := readCheckpointFile(ctx, dir, StateFile)
+	return readState(ctx, checkpoint.Manager{}, dir)
+}
+
+// readState reads a checkpoint's trainer.json with m.
+func readState(ctx context.Context, m checkpoint.Manager, dir string) (*State, error) {
+	data, err := readCheckpointFile(ctx, m, dir, StateFile)
 	if err != nil {
 		return nil, err
 	}
@@ -459,8 +464,8 @@ func ReadState(ctx context.Context, dir string) (*State, error) {
 }
 
 // readTensors reads one safetensors file of a checkpoint.
-func readTensors(ctx context.Context, dir, name string) (*safetensors.File, error) {
-	data, err := readCheckpointFile(ctx, dir, name)
+func readTensors(ctx context.Context, m checkpoint.Manager, dir, name string) (*safetensors.File, error) {
+	data, err := readCheckpointFile(ctx, m, dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +481,7 @@ func readTensors(ctx context.Context, dir, name string) (*safetensors.File, erro
 // (padded), for shareStart to put in place. It refuses a checkpoint of another
 // model shape or tokenizer.
 func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error) {
-	st, err := ReadState(ctx, dir)
+	st, err := readState(ctx, t.ckpt(), dir)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +494,7 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint)
 	}
 	t.warnOrderChanges(st)
-	mf, err := readTensors(ctx, dir, ModelFile)
+	mf, err := readTensors(ctx, t.ckpt(), dir, ModelFile)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +502,7 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 	if err := t.model.loadTensors(params, mf, "", dir+"/"+ModelFile); err != nil {
 		return nil, err
 	}
-	of, err := readTensors(ctx, dir, OptimizerFile)
+	of, err := readTensors(ctx, t.ckpt(), dir, OptimizerFile)
 	if err != nil {
 		return nil, err
 	}
@@ -556,15 +561,16 @@ func shapeChanges(was, now ModelConfig) (changed, flags string) {
 // computing in the backend's default dtype (float32 on the CPU, bfloat16 on a
 // GPU; the weights themselves are float32).
 func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
-	dir, err := resolveCheckpoint(ctx, path, slog.Default())
+	cm := checkpoint.Manager{Logger: slog.Default()}
+	dir, err := resolveCheckpoint(ctx, cm, path)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := ReadState(ctx, dir)
+	st, err := readState(ctx, cm, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := readTensors(ctx, dir, ModelFile)
+	f, err := readTensors(ctx, cm, dir, ModelFile)
 	if err != nil {
 		return nil, nil, err
 	}

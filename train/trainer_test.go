@@ -20,6 +20,7 @@ import (
 	"gptkit/kernels/ref"
 	"gptkit/shards"
 	"gptkit/storage"
+	"gptkit/train/checkpoint"
 )
 
 // writeTinyDataset writes a dataset of one train and one val document (as prep
@@ -195,11 +196,11 @@ func sameMetrics(t *testing.T, got, want []Metrics) {
 func sameCheckpointFiles(t *testing.T, a, b string) {
 	t.Helper()
 	for _, name := range []string{ModelFile, OptimizerFile} {
-		fa, err := readTensors(context.Background(), a, name)
+		fa, err := readTensors(context.Background(), checkpoint.Manager{}, a, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fb, err := readTensors(context.Background(), b, name)
+		fb, err := readTensors(context.Background(), checkpoint.Manager{}, b, name)
 		if err != nil {
 			t.Fatal(err)
 		}
