@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,4 +225,49 @@ func FuzzParseMemAvailable(f *testing.F) {
 			t.Fatalf("%q: found %d without the line", data, n)
 		}
 	})
+}
+
+// TestPruneFailureWarns: a checkpoint saved whose pruning of an old one fails (here a
+// file made immutable; on NFS, a file another process holds open) lets the run go on
+// with a warning naming the checkpoint saved. The run stopped at each such save, "save
+// the checkpoint of step N" failing although it was saved (an interrupted run said
+// its newest checkpoint was the one before it).
+func TestPruneFailureWarns(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps, cfg.CheckpointEvery, cfg.KeepCheckpoints, cfg.EvalEvery = 6, 6, 2, 1, 0
+	ctx := context.Background()
+	tr, err := NewTrainer(ctx, cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var held string
+	tr.OnStep = func(m Metrics) {
+		if m.Step != 3 {
+			return
+		}
+		held = filepath.Join(cfg.Out, CheckpointsDir, "step_00000002", ModelFile)
+		if out, err := exec.Command("chattr", "+i", held).CombinedOutput(); err != nil {
+			t.Skipf("chattr +i %s: %v %s (no immutable files here)", held, err, out)
+		}
+		t.Cleanup(func() {
+			// Wherever the prune moved it.
+			matches, _ := filepath.Glob(filepath.Join(cfg.Out, CheckpointsDir, "*", ModelFile))
+			for _, f := range matches {
+				exec.Command("chattr", "-i", f).Run()
+			}
+		})
+	}
+	var logs strings.Builder
+	tr.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	res, err := tr.Train(ctx)
+	if err != nil || res.Step != 6 {
+		t.Fatalf("run whose pruning fails: step %v, %v; want it to go on to step 6", res.Step, err)
+	}
+	if want := filepath.Join(cfg.Out, CheckpointsDir, "step_00000006"); res.Checkpoint != want {
+		t.Errorf("checkpoint %q, want %q", res.Checkpoint, want)
+	}
+	if !strings.Contains(logs.String(), "old checkpoints could not be removed") || !strings.Contains(logs.String(), "step_00000004") {
+		t.Errorf("no warning naming the checkpoint saved:\n%s", logs.String())
+	}
 }

@@ -179,6 +179,13 @@ func (t *Trainer) save(ctx context.Context) error {
 			}},
 		}
 		dir, err := saveCheckpoint(ctx, t.ckptRoot, step, files, t.cfg.KeepCheckpoints, t.log)
+		if errors.Is(err, checkpoint.ErrPrune) {
+			// Saved: the run goes on (a file held open on NFS, say, or one made
+			// read-only, keeps an old checkpoint's directory from going).
+			t.log.Warn("checkpoint saved, but old checkpoints could not be removed (the next save tries again; check their permissions, or what holds their files open)",
+				"step", step, "dir", dir, "keep_checkpoints", t.cfg.KeepCheckpoints, "err", err.Error())
+			err = nil
+		}
 		if err != nil {
 			return fmt.Errorf("train: save the checkpoint of step %d: %w", step, err)
 		}

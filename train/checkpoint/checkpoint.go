@@ -24,6 +24,11 @@ var ErrNone = errors.New("no complete checkpoint")
 // checkpoint.json (size or SHA-256), or whose checkpoint.json is invalid.
 var ErrCorrupt = errors.New("checkpoint is corrupt")
 
+// ErrPrune is matched by Save's error when the checkpoint was saved (Save returns its
+// directory) but removing old ones failed: the caller may go on, and the next Save
+// tries again.
+var ErrPrune = errors.New("removing old checkpoints failed")
+
 // File is one file of a checkpoint: Save calls Write once with a writer into the file.
 type File struct {
 	Name  string // letters, digits, '.', '_', '-'; not starting with '.'; not checkpoint.json
@@ -45,7 +50,8 @@ type Manager struct {
 // missing, or s3://bucket/prefix) and returns its directory, root/step_%08d. An existing
 // checkpoint of the same step is replaced. Leftovers of interrupted local saves (.tmp-*)
 // are removed first: root has one writer at a time. With keep > 0 it then removes
-// complete checkpoints beyond the newest keep (never the one just written).
+// complete checkpoints beyond the newest keep (never the one just written); a failure
+// there returns the saved directory with an error matching ErrPrune.
 func Save(ctx context.Context, root string, step int64, files []File, keep int) (string, error) {
 	return Manager{}.Save(ctx, root, step, files, keep)
 }
@@ -199,7 +205,7 @@ func (m Manager) Save(ctx context.Context, root string, step int64, files []File
 	}
 	if keep > 0 {
 		if err := m.prune(ctx, b, step, keep); err != nil {
-			return dir, fmt.Errorf("checkpoint: saved %s, but removing old checkpoints failed: %w", dir, err)
+			return dir, fmt.Errorf("checkpoint: saved %s, but %w: %w", dir, ErrPrune, err)
 		}
 	}
 	return dir, nil
