@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -294,6 +295,11 @@ func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
 	path = strings.TrimRight(path, "/")
 	if path == "" {
 		return "", errors.New("checkpoint: resolve: empty path (pass a checkpoint directory or a run's output directory)")
+	}
+	if !isS3(path) {
+		if fi, err := os.Stat(strings.TrimPrefix(path, "file://")); err == nil && !fi.IsDir() {
+			return "", fmt.Errorf("checkpoint: resolve %s: a file, not a directory: pass the checkpoint directory that holds it (%s) or a run's output directory", path, filepath.Dir(path))
+		}
 	}
 	if _, _, err := splitDir(path); err == nil {
 		if _, err := m.ReadManifest(ctx, path); err != nil {

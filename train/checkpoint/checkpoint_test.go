@@ -217,6 +217,13 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(ctx, t.TempDir()); !errors.Is(err, ErrNone) {
 		t.Errorf("Resolve(empty dir): %v, want ErrNone", err)
 	}
+	// A file of a checkpoint: the directory to pass instead is named (it said "stat
+	// FILE/checkpoints: not a directory").
+	dir := filepath.Join(root, "step_00000100")
+	file := filepath.Join(dir, "model.bin")
+	if _, err := Resolve(ctx, file); err == nil || !strings.Contains(err.Error(), "a file, not a directory: pass the checkpoint directory that holds it ("+dir+")") {
+		t.Errorf("Resolve(%s): %v, want the directory to pass named", file, err)
+	}
 }
 
 func TestSaveRejects(t *testing.T) {
