@@ -131,6 +131,11 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 	remade := writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 3), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
 	base := tinyConfig(t, data)
 	base.MaxSteps, base.LRDecaySteps = 6, 6
+	other := writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 3), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+	linked := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(data, linked); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(*Config)
@@ -149,6 +154,10 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		{"data re-made", func(c *Config) { c.Data = remade }, "train data differs"},
 		{"blend", func(c *Config) {}, ""},
 		{"blend weights", func(c *Config) { c.Data = "3:" + data + ",1:" + remade }, "train data differs"},
+		// Another dataset of the same tokenizer: its samples, silently (the
+		// tokenizer's fingerprint was the only check of the data).
+		{"data", func(c *Config) { c.Data = other }, "data differs"},
+		{"data, the same by another path", func(c *Config) { c.Data = linked }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base

@@ -429,6 +429,20 @@ func (t *Trainer) olderCheckpoint(ctx context.Context, dir string) (string, erro
 	return "", fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
 }
 
+// sameDir reports whether the local directories a and b are one (another spelling,
+// a link); false when either is not there.
+func sameDir(a, b string) bool {
+	if a == "" || strings.Contains(b, "://") {
+		return false
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
 // sameRoot reports whether checkpoint directory dir lies directly in root.
 func sameRoot(dir, root string) bool {
 	if strings.HasPrefix(dir, "s3://") || strings.HasPrefix(root, "s3://") {
@@ -600,7 +614,9 @@ func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Mode
 
 // warnOrderChanges warns about each change since the checkpoint's run that makes the
 // samples after the checkpoint differ from an uninterrupted run's: the train data
-// (its shards' checksums or blend weights, loader.Data.DataKeys), the train samples
+// (its shards' checksums or blend weights, loader.Data.DataKeys; for a checkpoint
+// older than that record, another directory than its run's, not merely another
+// spelling of it), the train samples
 // asked for (the index is built for that count; one of a single dataset differs only
 // when the count spans another number of epochs, loader.SameOrderFor), the seed (the shuffle, and the
 // dropout masks), the order and the split. The valid samples asked for (eval_steps)
@@ -619,6 +635,10 @@ func (t *Trainer) warnOrderChanges(st *State) {
 			"checkpoint", st.RNG.Seed, "now", t.cfg.Seed)
 	}
 	now := configMap(recordedConfig(t.cfg))
+	if was := st.Config["data"]; st.TrainData == "" && was != "" && was != now["data"] && !sameDir(st.DataDir, t.cfg.Data) {
+		t.log.Warn("data differs from the checkpoint's run: if it is another dataset, the samples after the checkpoint differ from an uninterrupted run's (the same dataset at another path reads the same)",
+			"checkpoint", was, "now", now["data"])
+	}
 	for _, key := range []string{"order", "split"} {
 		if key == "split" && !t.data.SplitUsed {
 			continue // presplit data: the split divides nothing
