@@ -312,3 +312,37 @@ func TestSetAsideTwiceInASecond(t *testing.T) {
 		t.Errorf("set-aside directories %v, want two", asides)
 	}
 }
+
+// TestLinkedCheckpoint: a checkpoint directory moved to another disk and linked back is
+// a checkpoint: Latest takes it (it was passed over without a word, and resume auto
+// went back to an older one), a link whose target is gone is skipped saying so, and
+// pruning a linked checkpoint removes the link, never the files it points to.
+func TestLinkedCheckpoint(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "checkpoints")
+	saveSteps(t, root, 0, 10, 20)
+	elsewhere := filepath.Join(t.TempDir(), "step_00000020")
+	if err := os.Rename(filepath.Join(root, "step_00000020"), elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "step_00000020")); err != nil {
+		t.Fatal(err)
+	}
+	if dir, step, err := Latest(ctx, root); err != nil || step != 20 {
+		t.Fatalf("Latest = %s, %d, %v; want the linked step 20", dir, step, err)
+	}
+	if err := os.Symlink(filepath.Join(t.TempDir(), "gone"), filepath.Join(root, "step_00000030")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := Scan(ctx, root)
+	if err != nil || len(entries) != 3 || entries[0].Step != 30 || !strings.Contains(entries[0].Problem, "a link to") {
+		t.Fatalf("Scan = %+v, %v; want the broken link listed first, as incomplete", entries, err)
+	}
+	if _, step, err := Latest(ctx, root); err != nil || step != 20 {
+		t.Fatalf("Latest past a broken link: step %d, %v; want 20", step, err)
+	}
+	saveSteps(t, root, 1, 40)
+	if c, _ := steps(t, root); len(c) != 1 || c[0] != 40 {
+		t.Fatalf("complete checkpoints %v after keep 1, want [40]", c)
+	}
+	checkStep(t, elsewhere, 20) // the link went, not what it pointed to
+}

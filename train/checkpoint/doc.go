@@ -8,6 +8,10 @@
 // checkpoint.json is valid and every file it lists is there with the listed size; Open
 // checks the SHA-256 as the file is read.
 //
+// A local ROOT/step_%08d may be a symbolic link to a checkpoint directory elsewhere (moved
+// to another disk): it is a checkpoint like the others, and removing it removes the
+// link, never what it points to.
+//
 // Local roots (a directory; NFS included): Save writes everything into
 // ROOT/.tmp-step_%08d-RANDOM/, fsyncs each file and the directory, renames it to
 // ROOT/step_%08d and fsyncs ROOT. A crash at any point leaves either the previous state

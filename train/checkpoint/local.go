@@ -189,12 +189,29 @@ func (b *localBackend) scan(ctx context.Context) ([]Entry, []string, error) {
 			continue
 		}
 		step, ok := parseDirName(name)
-		if !ok || !de.IsDir() {
+		if !ok {
 			continue
 		}
 		e := Entry{Dir: b.location(name), Step: step}
-		if err := b.check(ctx, name, step); err != nil {
-			e.Problem = err.Error()
+		if !de.IsDir() {
+			// A link to a checkpoint moved to another disk is one too (it was
+			// passed over without a word: resume auto went back to an older one).
+			if de.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			fi, err := os.Stat(filepath.Join(b.root, name))
+			switch {
+			case err != nil:
+				target, _ := os.Readlink(filepath.Join(b.root, name))
+				e.Problem = fmt.Sprintf("a link to %s, which cannot be read (%v)", target, err)
+			case !fi.IsDir():
+				continue
+			}
+		}
+		if e.Problem == "" {
+			if err := b.check(ctx, name, step); err != nil {
+				e.Problem = err.Error()
+			}
 		}
 		entries = append(entries, e)
 	}
