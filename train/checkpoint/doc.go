@@ -16,7 +16,7 @@
 // ROOT/.tmp-step_%08d-RANDOM/, fsyncs each file and the directory, renames it to
 // ROOT/step_%08d and fsyncs ROOT. A crash at any point leaves either the previous state
 // or the new complete checkpoint, plus at worst a .tmp-* directory that Latest ignores
-// and the next Save (keep > 0) removes. Old checkpoints are removed the same way: renamed
+// and the next Save removes (first, whatever its keep). Old checkpoints are removed the same way: renamed
 // to a .tmp-* name first, then deleted.
 //
 // S3 roots (s3://bucket/prefix, through gptkit/storage; the endpoint comes from
