@@ -506,13 +506,15 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 	if err != nil {
 		return nil, err
 	}
+	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
+		// Before the shape: another tokenizer's vocabulary is another vocab_size
+		// too, and the flag to give it back would not make the ids mean the same.
+		return nil, fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)\n---> HINT: resume on data of the checkpoint's tokenizer (its run's data: %s), or start the new run in another out directory",
+			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint, st.Config["data"])
+	}
 	if st.Model != t.model.Config {
 		changed, flags := shapeChanges(st.Model, t.model.Config)
 		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s (%s)\n---> HINT: resume with the checkpoint's shape (%s; a run started from a --config file needs it again), or start the new run in another out directory", dir, st.Model, t.model.Config, changed, flags)
-	}
-	if st.Tokenizer.Fingerprint != t.tok.Fingerprint {
-		return nil, fmt.Errorf("train: cannot resume %s: it was trained on ids of tokenizer %s (fingerprint %s), but %s has tokenizer %s (fingerprint %s)",
-			dir, st.Tokenizer.Name, st.Tokenizer.Fingerprint, t.cfg.Data, t.tok.Name, t.tok.Fingerprint)
 	}
 	t.warnOrderChanges(st)
 	mf, err := readTensors(ctx, t.ckpt(), dir, ModelFile)

@@ -289,7 +289,8 @@ func resumeBitIdentical(t *testing.T, config func(Config) Config, straightBE, be
 	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
 }
 
-// TestResumeRefuses: another model shape or tokenizer cannot continue a run (the
+// TestResumeRefuses: another model shape or tokenizer cannot continue a run (another
+// tokenizer is named before the shape it changes, with the checkpoint's data; the
 // refusal names the keys that differ and the flags that give the checkpoint's shape:
 // it listed both shapes whole, leaving the user to spot the difference); resume none
 // refuses a directory that holds one.
@@ -312,6 +313,14 @@ func TestResumeRefuses(t *testing.T) {
 	other.Data = writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 1), patternDoc(1500, 20, 2), 20, "tiny-fp-2")
 	if _, err := Run(context.Background(), other, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "tokenizer") {
 		t.Errorf("resume on another tokenizer: %v, want a refusal", err)
+	}
+	// Another tokenizer with another vocabulary: the tokenizer is named, not a
+	// --vocab-size to pass (which would not make the ids mean the same).
+	bigger := cfg
+	bigger.Data = writeTinyDataset(t, t.TempDir(), patternDoc(6000, 30, 1), patternDoc(1500, 30, 2), 30, "tiny-fp-3")
+	if _, err := Run(context.Background(), bigger, ref.New(), Single{}, testLogger(t)); err == nil || !strings.Contains(err.Error(), "tokenizer") ||
+		!strings.Contains(err.Error(), "its run's data: "+data) || strings.Contains(err.Error(), "--vocab-size") {
+		t.Errorf("resume on another tokenizer of another vocabulary: %v, want a refusal naming the tokenizers and the checkpoint's data", err)
 	}
 	none := cfg
 	none.Resume = "none"
