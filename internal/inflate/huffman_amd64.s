@@ -48,6 +48,19 @@
 	SHRL    $8, CX; \
 	SHRXQ   CX, dst, dst
 
+// LITERAL: the literal entry AX's bits consumed, its byte written at op, and the next
+// entry loaded into AX.
+#define LITERAL \
+	SHRXQ   AX, R8, R8; \
+	MOVBLZX AX, CX; \
+	SUBQ    CX, R9; \
+	SHRL    $16, AX; \
+	MOVB    AX, (DI)(BX*1); \
+	INCQ    BX; \
+	MOVL    R8, AX; \
+	ANDL    $0x7ff, AX; \
+	MOVL    (R12)(AX*4), AX
+
 // SUBINDEX(e, bits, dst): the index of the subtable entry e points to, past the main
 // table's bits (consumed): e>>16 + bitbuf's low (e>>8 & 15) bits.
 #define SUBINDEX(e, bits, dst) \
@@ -92,28 +105,12 @@ loop:
 	JPL   match
 
 literal:
-	SHRXQ   AX, R8, R8
-	MOVBLZX AX, CX
-	SUBQ    CX, R9
-	SHRL    $16, AX
-	MOVB    AX, (DI)(BX*1)
-	INCQ    BX
-	MOVL    R8, AX
-	ANDL    $0x7ff, AX
-	MOVL    (R12)(AX*4), AX
-	TESTL   AX, AX
-	JPL     literaldone
+	LITERAL
+	TESTL AX, AX
+	JPL   literaldone
 
 	// A second literal in a row, from the bits left (41 at least): no refill.
-	SHRXQ   AX, R8, R8
-	MOVBLZX AX, CX
-	SUBQ    CX, R9
-	SHRL    $16, AX
-	MOVB    AX, (DI)(BX*1)
-	INCQ    BX
-	MOVL    R8, AX
-	ANDL    $0x7ff, AX
-	MOVL    (R12)(AX*4), AX
+	LITERAL
 
 literaldone:
 	CMPQ DX, ilimit-8(SP)
