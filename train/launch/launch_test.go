@@ -59,6 +59,12 @@ func fakeRank(mode string) int {
 			return 3
 		}
 		mode = "slowsave"
+	case "panic1": // rank 1 crashes as a Go program does: a panic, then the stacks
+		if rank == "1" {
+			go func() { panic("out of cheese") }()
+			time.Sleep(time.Minute)
+		}
+		mode = "term"
 	case "fail1", "fail1once":
 		if rank == "1" && (mode == "fail1" || restart == "0") {
 			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
@@ -159,6 +165,19 @@ func TestFirstFailureStopsOthers(t *testing.T) {
 		t.Errorf("took %s", took)
 	}
 	// (The others were stopped: they would wait a minute.)
+}
+
+// TestFailureNamesPanic: a rank that crashes with a Go panic is reported with the
+// panic's line, not with the last line of the stack dump that follows it.
+func TestFailureNamesPanic(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "panic1", 2)
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 exited with status 2: panic: out of cheese") {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr.String(), "[rank 1] goroutine ") {
+		t.Errorf("the stack dump is not in the log:\n%s", stderr)
+	}
 }
 
 // TestMaxRestarts: a group that fails once finishes with one restart, and gives

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"os"
 	"os/exec"
@@ -23,11 +24,14 @@ func (s lineSink) line(prefix, text string) {
 	io.WriteString(s.w, prefix+text+"\n")
 }
 
-// copyLines copies r to sink line by line with prefix and returns the last
-// non-empty line (for failure messages). Lines longer than 1 MiB are cut.
+// copyLines copies r to sink line by line with prefix and returns the child's last
+// words for failure messages: the last non-empty line, or, when the child crashed
+// as a Go program does (a panic, a runtime fatal error, a signal in cgo code), the
+// line that says why, not the last line of the stack dump after it. Lines longer
+// than 1 MiB are cut.
 func copyLines(r io.Reader, sink lineSink, prefix string) string {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var last string
+	var last, crash string
 	for {
 		line, err := br.ReadString('\n')
 		if len(line) > 0 {
@@ -39,11 +43,34 @@ func copyLines(r io.Reader, sink lineSink, prefix string) string {
 			if strings.TrimSpace(line) != "" {
 				last = line
 			}
+			if crash == "" && goCrashLine(line) {
+				crash = line
+			}
 		}
 		if err != nil {
-			return last
+			return cmp.Or(crash, last)
 		}
 	}
+}
+
+// goCrashLine reports whether line starts a Go program's crash report, which the
+// runtime writes to stderr before the goroutines' stacks: "panic: ...", "fatal
+// error: ..." (out of memory, concurrent map writes, a deadlock) or "SIGSEGV: ..."
+// (a signal in C code, e.g. a CUDA library's).
+func goCrashLine(line string) bool {
+	if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+		return true
+	}
+	name, _, ok := strings.Cut(line, ": ")
+	if !ok || len(name) < 4 || !strings.HasPrefix(name, "SIG") {
+		return false
+	}
+	for _, r := range name[3:] {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // outputPipes are a child's stdout and stderr as pipes the launcher reads itself. Not
