@@ -426,6 +426,10 @@ func describeExit(ex exit) string {
 	if errors.As(ex.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			msg = fmt.Sprintf("rank %d was killed by signal %d (%s)", ex.rank, ws.Signal(), ws.Signal())
+			if ws.Signal() == syscall.SIGKILL {
+				// Not this launcher's (describeExit is for a rank that failed first).
+				msg += " from outside the launcher: the kernel's OOM killer does this when memory runs out (see `dmesg | grep -i oom`; lower the batch size or the ranks per node), or a user or scheduler killed it"
+			}
 		} else {
 			msg = fmt.Sprintf("rank %d exited with status %d", ex.rank, ee.ExitCode())
 		}

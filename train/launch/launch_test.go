@@ -65,6 +65,12 @@ func fakeRank(mode string) int {
 			time.Sleep(time.Minute)
 		}
 		mode = "term"
+	case "kill1": // rank 1 is SIGKILLed from outside (the OOM killer)
+		if rank == "1" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			time.Sleep(time.Minute)
+		}
+		mode = "term"
 	case "fail1", "fail1once":
 		if rank == "1" && (mode == "fail1" || restart == "0") {
 			fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
@@ -177,6 +183,16 @@ func TestFailureNamesPanic(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "[rank 1] goroutine ") {
 		t.Errorf("the stack dump is not in the log:\n%s", stderr)
+	}
+}
+
+// TestFailureNamesOOMKill: a rank killed by SIGKILL from outside the launcher, as
+// the OOM killer does, is reported with where to look.
+func TestFailureNamesOOMKill(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "kill1", 2)
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 was killed by signal 9 (killed) from outside the launcher: the kernel's OOM killer") {
+		t.Fatalf("%v\n%s", err, stderr)
 	}
 }
 
