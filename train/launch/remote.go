@@ -177,6 +177,7 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 
 	var first error
 	interrupted, signals := false, 0
+	failedFirst := false // a node failed before the first signal
 	exited := make([]bool, len(nodes))
 	kill := func(sig syscall.Signal) {
 		for i, n := range nodes {
@@ -210,6 +211,7 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 				deadline = time.After(c.Wait)
 			}
 		case sig := <-c.Signals:
+			failedFirst = failedFirst || !interrupted && first != nil
 			interrupted = true
 			if signals++; signals > 1 && sig == os.Interrupt {
 				// A second Ctrl-C: end the ssh sessions now (the remote launchers,
@@ -224,6 +226,7 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 			}
 		case <-ctxDone:
 			ctxDone = nil
+			failedFirst = failedFirst || !interrupted && first != nil
 			interrupted = true
 			closeAll()
 			if deadline == nil {
@@ -237,6 +240,11 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		}
 	}
 	closeAll()
+	if failedFirst {
+		// A node failed, and a signal came while the others stopped: the failure is
+		// what to say (as Run does), not "interrupted".
+		return fmt.Errorf("%w (and a signal came while the other nodes stopped)", first)
+	}
 	if interrupted {
 		return ErrInterrupted
 	}

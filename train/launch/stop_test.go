@@ -228,3 +228,28 @@ func TestKillTakesTheRanksChildren(t *testing.T) {
 		t.Errorf("the rank's child %d outlived the kill: %s", pid, stat)
 	}
 }
+
+// TestHostfileFailureThenSignalReportsFailure: a node whose launcher failed (its rank
+// did), then a Ctrl-C while the other nodes stop: RunHostfile reports the node's
+// failure, as Run does for a rank (it said only "interrupted", and the failure was
+// lost from the last line).
+func TestHostfileFailureThenSignalReportsFailure(t *testing.T) {
+	script := `for a; do h=$p; p=$a; done
+case "$h" in node1) echo "train: launch: rank 1 exited with status 3: out of cheese" >&2; exit 1;; esac
+cat >/dev/null; exec sleep 20`
+	sigs := make(chan os.Signal, 1)
+	cfg := HostfileConfig{Hosts: []Host{{Name: "node0", Slots: 1}, {Name: "node1", Slots: 1}}, MasterPort: 29500, Token: "t",
+		SSH: []string{"/bin/sh", "-c", script, "ssh"}, Program: "/bin/true", Dir: "/", Env: []string{}, Signals: sigs, Wait: 2 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- RunHostfile(context.Background(), cfg) }()
+	time.Sleep(500 * time.Millisecond) // node 1 has failed
+	sigs <- syscall.SIGINT
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "node 1 (node1)") || !strings.Contains(err.Error(), "out of cheese") {
+			t.Fatalf("got %v, want node 1's failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunHostfile did not return")
+	}
+}
