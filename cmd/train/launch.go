@@ -184,6 +184,7 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, cli.StopSignals()...)
 	defer signal.Stop(sigs)
+	surviveBrokenPipe()
 	addr, port := launcherMasterAddr(d), d.masterPort
 	err = launch.Run(context.WithoutCancel(ctx), launch.Config{
 		NProcPerNode: d.nprocPerNode, NNodes: d.nnodes, NodeRank: d.nodeRank, MasterAddr: addr, MasterPort: port,
@@ -199,6 +200,17 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		return cli.Fail(stderr, "train", err)
 	}
 	return cli.ExitOK
+}
+
+// surviveBrokenPipe keeps a launcher alive when its stdout or stderr is a pipe whose
+// reader is gone: "train ... 2>&1 | tee log" and Ctrl-C, which the terminal sends to
+// tee as well. A Go program's write to such a stdout or stderr kills it with SIGPIPE
+// unless it is notified of SIGPIPE; then the write only fails, and the launcher goes
+// on stopping its ranks in order (killed, it took them with it by their
+// parent-death signal, and the checkpoint with them). A channel, not
+// signal.Ignore: an ignored signal stays ignored in the ranks.
+func surviveBrokenPipe() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // runHostfile implements --hostfile: a launcher on every host, over ssh.
@@ -222,6 +234,7 @@ func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, cli.StopSignals()...)
 	defer signal.Stop(sigs)
+	surviveBrokenPipe()
 	err = launch.RunHostfile(context.WithoutCancel(ctx), launch.HostfileConfig{
 		Hosts: hosts, MasterPort: d.masterPort, Token: os.Getenv(dist.EnvToken), SSH: sshCmd, Program: self,
 		Args: dropFlags(fs, args, hostfileOnly), Stdout: stdout, Stderr: stderr, Signals: sigs,
