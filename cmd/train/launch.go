@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -202,16 +203,18 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 	return cli.ExitOK
 }
 
-// surviveBrokenPipe keeps a launcher alive when its stdout or stderr is a pipe whose
-// reader is gone: "train ... 2>&1 | tee log" and Ctrl-C, which the terminal sends to
-// tee as well. A Go program's write to such a stdout or stderr kills it with SIGPIPE
-// unless it is notified of SIGPIPE; then the write only fails, and the launcher goes
-// on stopping its ranks in order (killed, it took them with it by their
-// parent-death signal, and the checkpoint with them). A channel, not
-// signal.Ignore: an ignored signal stays ignored in the ranks.
+// surviveBrokenPipe keeps a launcher or a training process alive when its stdout or
+// stderr is a pipe whose reader is gone: "train ... 2>&1 | tee log" and Ctrl-C, which
+// the terminal sends to tee as well. A Go program's write to such a stdout or stderr
+// kills it with SIGPIPE unless it is notified of SIGPIPE; then the write only fails,
+// and the run stops in order with its checkpoint (a launcher killed took its ranks
+// with it by their parent-death signal, and the checkpoint with them). A channel,
+// not signal.Ignore: an ignored signal stays ignored in the ranks.
 func surviveBrokenPipe() {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	brokenPipeOnce.Do(func() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) })
 }
+
+var brokenPipeOnce sync.Once
 
 // runHostfile implements --hostfile: a launcher on every host, over ssh.
 func runHostfile(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {

@@ -179,6 +179,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if err != nil {
 		return trainFail(ctx, stderr, err)
 	}
+	if place.World == 1 {
+		// Not a rank of a job: one whose launcher died (torchrun, which sets no
+		// parent-death signal, SIGKILLed) should not train on unwatched.
+		surviveBrokenPipe()
+	}
 	be, err := openRankBackend(cfg.Device, rankThreads(cfg.Threads, os.Getenv), place, rankLog)
 	if err != nil {
 		if _, ok := errors.AsType[*deviceNameError](err); ok {
