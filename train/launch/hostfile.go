@@ -54,10 +54,12 @@ func ParseHostfile(data []byte, name string) ([]Host, error) {
 		if err != nil || k < 1 || k > maxSlots {
 			return nil, bad("slots %q: want an integer in [1,%d]", v, maxSlots)
 		}
-		if prev, dup := seen[host]; dup {
-			return nil, bad("host %s already on line %d", host, prev)
+		// user@node1 and node1 are one machine: two launchers there would start
+		// two nodes' ranks on its GPUs.
+		if prev, dup := seen[masterHost(host)]; dup {
+			return nil, bad("host %s already on line %d (one line per machine, its slots its ranks)", host, prev)
 		}
-		seen[host] = n
+		seen[masterHost(host)] = n
 		if len(hosts) > 0 && hosts[0].Slots != k {
 			return nil, bad("host %s has %d slots, %s has %d: every node runs the same number of ranks", host, k, hosts[0].Name, hosts[0].Slots)
 		}

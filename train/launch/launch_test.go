@@ -242,7 +242,7 @@ func TestParseHostfile(t *testing.T) {
 		t.Fatalf("%v %v", hosts, err)
 	}
 	for _, bad := range []string{"", "node1", "node1 slots=x", "node1 slots=0", "-oProxyCommand=x slots=1", "a;b slots=1",
-		"n1 slots=2\nn2 slots=4", "n1 slots=1\nn1 slots=1", "n1 gpus=2", "n1 slots=1 extra"} {
+		"n1 slots=2\nn2 slots=4", "n1 slots=1\nn1 slots=1", "n1 slots=1\nu@n1 slots=1", "[::1] slots=1\n::1 slots=1", "n1 gpus=2", "n1 slots=1 extra"} {
 		if _, err := ParseHostfile([]byte(bad), "hf"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
