@@ -23,7 +23,7 @@ type HostfileConfig struct {
 	Hosts      []Host
 	MasterPort int
 	Token      string   // the job token (generated when empty); sent on ssh's stdin
-	SSH        []string // the ssh command (nil: ssh); the launcher adds -T -o BatchMode=yes HOST COMMAND
+	SSH        []string // the ssh command (nil: ssh); the launcher adds -T -o BatchMode=yes -o ConnectTimeout=30 HOST COMMAND
 	Dir        string   // the working directory on every host (nil: this one's)
 	Program    string   // the program on every host (the same path everywhere, as with DeepSpeed)
 	// Args are the launcher's arguments on every host; RunHostfile adds
@@ -139,7 +139,11 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 		}
 	}
 	for i, h := range c.Hosts {
-		args := append(append([]string(nil), c.SSH[1:]...), "-T", "-o", "BatchMode=yes", h.Name, c.RemoteCommand(i))
+		// ConnectTimeout: a host whose packets go nowhere (down, a firewall that
+		// drops) fails in seconds, as pdsh's connect timeout does, not after the
+		// kernel's two minutes of SYN retries. ssh takes an option's first value:
+		// one in --ssh wins.
+		args := append(append([]string(nil), c.SSH[1:]...), "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout="+strconv.Itoa(sshConnectTimeout), h.Name, c.RemoteCommand(i))
 		cmd := exec.Command(c.SSH[0], args...)
 		stdin, err := cmd.StdinPipe()
 		var pipes *outputPipes
@@ -250,6 +254,9 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 	}
 	return first
 }
+
+// sshConnectTimeout is ssh's ConnectTimeout, in seconds, for the hostfile's hosts.
+const sshConnectTimeout = 30
 
 // sshFailed reports whether err is ssh's exit status 255, its own failure (a remote
 // command's status is passed through, and a launcher's are 0, 1 or 130).

@@ -253,3 +253,24 @@ cat >/dev/null; exec sleep 20`
 		t.Fatal("RunHostfile did not return")
 	}
 }
+
+// TestHostfileSSHConnectTimeout: ssh gets a connect timeout, so that a host whose
+// packets go nowhere fails in seconds (ssh waited the kernel's two minutes of SYN
+// retries); one given in --ssh wins, as ssh takes an option's first value.
+func TestHostfileSSHConnectTimeout(t *testing.T) {
+	argsFile := filepath.Join(t.TempDir(), "args")
+	cfg := HostfileConfig{Hosts: []Host{{Name: "node0", Slots: 1}}, MasterPort: 29500, Token: "t",
+		SSH:     []string{"/bin/sh", "-c", `printf '%s\n' "$@" > ` + argsFile + `; head -n 1 >/dev/null`, "ssh", "-o", "ConnectTimeout=5"},
+		Program: "/bin/true", Dir: "/", Env: []string{}}
+	if err := RunHostfile(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(strings.Fields(string(b)), " ")
+	if !strings.HasPrefix(args, "-o ConnectTimeout=5 -T -o BatchMode=yes -o ConnectTimeout=30 node0 cd ") {
+		t.Errorf("ssh's arguments: %s", args)
+	}
+}
