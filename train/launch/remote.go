@@ -202,6 +202,9 @@ func RunHostfile(ctx context.Context, c HostfileConfig) error {
 				if d.last != "" {
 					msg += ": " + d.last
 				}
+				if sshFailed(d.err) {
+					msg += fmt.Sprintf(" (ssh itself failed: check that %s -o BatchMode=yes %s true works from this host; BatchMode asks for no password: use a key, e.g. in ssh-agent)", strings.Join(c.SSH, " "), c.Hosts[d.i].Name)
+				}
 				first = errors.New("launch: " + msg)
 				if sshFailed(d.err) {
 					// ssh's own failure (255: unreachable, refused, a bad key): that

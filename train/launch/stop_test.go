@@ -51,8 +51,12 @@ cat >/dev/null; exit 1`
 	go func() { done <- RunHostfile(context.Background(), cfg) }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "Connection refused") {
+		if err == nil || !strings.Contains(err.Error(), "node 1 (node1): exit status 255: ssh: connect to host node1 port 22: Connection refused") {
 			t.Fatalf("got %v", err)
+		}
+		// The next step: try ssh by hand as the launcher runs it.
+		if !strings.Contains(err.Error(), "-o BatchMode=yes node1 true works from this host") {
+			t.Errorf("no next step: %v", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("node 1's ssh failed at once, but node 0 was left running for more than 10s")
