@@ -113,6 +113,12 @@ func (d *distFlags) validate(set map[string]bool) error {
 		return errors.New("--hostfile and --nproc-per-node: the hostfile's slots say how many ranks each node runs")
 	case d.hostfile == "" && d.nprocPerNode == 0 && (set["nnodes"] || set["node-rank"] || set["max-restarts"]):
 		return errors.New("--nnodes, --node-rank and --max-restarts are launcher flags: give --nproc-per-node too")
+	case d.nnodes < 1:
+		return fmt.Errorf("--nnodes %d: want >= 1", d.nnodes)
+	case d.nodeRank < 0 || d.nodeRank >= d.nnodes:
+		return fmt.Errorf("--node-rank %d is not in [0,%d): the nodes of --nnodes %d are numbered from 0", d.nodeRank, d.nnodes, d.nnodes)
+	case d.maxRestarts < 0:
+		return fmt.Errorf("--max-restarts %d: want >= 0", d.maxRestarts)
 	case (d.rank >= 0) != (d.worldSize > 0):
 		return errors.New("--rank and --world-size go together")
 	case d.rank >= 0 && d.nprocPerNode > 0:

@@ -391,6 +391,10 @@ func TestTrainUsage(t *testing.T) {
 		{[]string{"sample", "--ckpt", out, "--prompt", "x", "--device", "ref"}, 1, "train sample: "},
 		{[]string{"score", "--ckpt", out}, 2, "--tokens"},
 		{[]string{"export", "--ckpt", out, "--out", out, "--format", "onnx"}, 2, "want hf"},
+		// launcher flags out of range: usage errors naming the flag (--nnodes 0 ran as 1; the others exited 1)
+		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "0"}, 2, "--nnodes 0: want >= 1"},
+		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "2"}, 2, "--node-rank 2 is not in [0,2)"},
+		{[]string{"--data", data, "--nproc-per-node", "2", "--max-restarts", "-1"}, 2, "--max-restarts -1: want >= 0"},
 	} {
 		code, _, stderr := runTrain(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
