@@ -111,6 +111,8 @@ func (d *distFlags) validate(set map[string]bool) error {
 		return fmt.Errorf("--nproc-per-node %d: want >= 0", d.nprocPerNode)
 	case d.hostfile != "" && d.nprocPerNode > 0:
 		return errors.New("--hostfile and --nproc-per-node: the hostfile's slots say how many ranks each node runs")
+	case d.hostfile != "" && (set["nnodes"] || set["node-rank"]):
+		return errors.New("--hostfile with --nnodes or --node-rank: the hostfile's lines are the nodes, numbered in their order (leave both out)")
 	case d.hostfile == "" && d.nprocPerNode == 0 && (set["nnodes"] || set["node-rank"] || set["max-restarts"]):
 		return errors.New("--nnodes, --node-rank and --max-restarts are launcher flags: give --nproc-per-node too")
 	case d.nnodes < 1:

@@ -395,6 +395,8 @@ func TestTrainUsage(t *testing.T) {
 		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "0"}, 2, "--nnodes 0: want >= 1"},
 		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "2"}, 2, "--node-rank 2 is not in [0,2)"},
 		{[]string{"--data", data, "--nproc-per-node", "2", "--max-restarts", "-1"}, 2, "--max-restarts -1: want >= 0"},
+		// --nnodes beside --hostfile was ignored without a word
+		{[]string{"--data", data, "--hostfile", bad, "--nnodes", "3"}, 2, "the hostfile's lines are the nodes"},
 	} {
 		code, _, stderr := runTrain(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
