@@ -21,6 +21,7 @@ import (
 	"gptkit/kernels"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/train/checkpoint"
 	"gptkit/train/safetensors"
 )
@@ -582,9 +583,19 @@ func shapeChanges(was, now ModelConfig) (changed, flags string) {
 // directory, whose newest complete checkpoint it takes, warning through slog.Default
 // about each newer one it skips) onto be, for sampling, scoring and export,
 // computing in the backend's default dtype (float32 on the CPU, bfloat16 on a
-// GPU; the weights themselves are float32).
+// GPU; the weights themselves are float32). An s3:// path is read from AWS's
+// endpoint (or $AWS_ENDPOINT_URL_S3): LoadCheckpointFrom takes another.
 func LoadCheckpoint(ctx context.Context, path string, be kernels.Backend) (*Model, *State, error) {
-	cm := checkpoint.Manager{Logger: slog.Default()}
+	return LoadCheckpointFrom(ctx, path, be, storage.Options{})
+}
+
+// LoadCheckpointFrom is LoadCheckpoint with the storage options an s3:// path is
+// read with (--s3-endpoint, --s3-path-style).
+func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so storage.Options) (*Model, *State, error) {
+	if so.Logger == nil {
+		so.Logger = slog.Default()
+	}
+	cm := checkpoint.Manager{Logger: slog.Default(), Storage: so}
 	dir, err := resolveCheckpoint(ctx, cm, path)
 	if err != nil {
 		return nil, nil, err

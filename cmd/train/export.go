@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"gptkit/internal/cli"
+	"gptkit/storage"
 	"gptkit/train"
 	"gptkit/train/hfgpt2"
 )
@@ -29,6 +30,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"--init-from DIR2 starts a run from such a directory. DIR is a checkpoint directory or a run\n"+
 			"directory (its newest checkpoint). stdout gets DIR2.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
+	var s3 cli.S3Flags // an s3:// --ckpt
+	s3.Register(c.Flags)
 	format := c.Flags.String("format", "hf", "the `FORMAT`: hf (Hugging Face GPT-2)")
 	out := c.Flags.String("out", "", "the output `DIR2` (created if missing; its files are replaced) (required)")
 	var tf cli.TokenizerFlags
@@ -55,7 +58,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(err)
 	}
-	m, st, err := train.LoadCheckpoint(ctx, *ckpt, be)
+	m, st, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
 	if err != nil {
 		return fail(err)
 	}

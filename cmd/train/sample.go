@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"gptkit/internal/cli"
+	"gptkit/storage"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
 	"gptkit/train"
@@ -34,6 +35,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer instead of the dataset's")
 	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to use, when it moved since training")
+	var s3 cli.S3Flags // an s3:// --ckpt
+	s3.Register(c.Flags)
 	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
 	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
 	if code, ok := c.Parse(args, stderr); !ok {
@@ -58,7 +61,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return backendFailed(ctx, c, stderr, err)
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train sample", cli.Interrupted(ctx, err)) }
-	m, st, err := train.LoadCheckpoint(ctx, *ckpt, be)
+	m, st, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
 	if err != nil {
 		return fail(err)
 	}

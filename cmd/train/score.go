@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"gptkit/internal/cli"
+	"gptkit/storage"
 	"gptkit/train"
 )
 
@@ -24,6 +25,8 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			"at most block_size+1 tokens each). FILE - reads stdin. DIR is a checkpoint directory or a\n"+
 			"run directory (its newest checkpoint).")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
+	var s3 cli.S3Flags // an s3:// --ckpt
+	s3.Register(c.Flags)
 	tokens := c.Flags.String("tokens", "", "the JSON `FILE` of token-id arrays (- for stdin) (required)")
 	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
 	threads := c.Flags.Int("threads", 0, "CPU threads `N` (0: one per CPU)")
@@ -54,7 +57,7 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", *tokens, err))
 	}
-	m, _, err := train.LoadCheckpoint(ctx, *ckpt, be)
+	m, _, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
 	if err != nil {
 		return fail(err)
 	}
