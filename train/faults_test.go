@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -269,5 +270,10 @@ func TestPruneFailureWarns(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "old checkpoints could not be removed") || !strings.Contains(logs.String(), "step_00000004") {
 		t.Errorf("no warning naming the checkpoint saved:\n%s", logs.String())
+	}
+	// The leftover that cannot be removed does not stop later saves from pruning
+	// (keep 1: step 4 goes at step 6's save; it stayed, and every later one).
+	if _, err := os.Stat(filepath.Join(cfg.Out, CheckpointsDir, "step_00000004")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("step_00000004 after step 6's save with keep 1: %v; want it pruned", err)
 	}
 }

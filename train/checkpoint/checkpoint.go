@@ -214,17 +214,20 @@ func (m Manager) Save(ctx context.Context, root string, step int64, files []File
 
 // prune removes complete checkpoints beyond the newest keep (sparing step, just saved)
 // and stale leftovers: .tmp-* directories, and on S3 incomplete checkpoints older than
-// step.
+// step. A removal that fails does not stop the others (one file that cannot be
+// removed would otherwise keep every later save from pruning): their errors are
+// returned together.
 func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) error {
 	entries, stale, err := b.scan(ctx)
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for _, s := range stale {
 		hook("prune-stale")
 		m.log().Info("checkpoint: removing the leftover of an interrupted save", "path", b.location(s))
 		if err := b.removeStale(ctx, s); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
 	kept := 0
@@ -237,7 +240,7 @@ func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) err
 			if e.Unpublished && e.Step < step {
 				m.log().Info("checkpoint: removing an interrupted upload", "dir", e.Dir)
 				if err := b.remove(ctx, name); err != nil {
-					return err
+					errs = append(errs, err)
 				}
 			}
 		case kept < keep:
@@ -246,11 +249,11 @@ func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) err
 			hook("prune")
 			m.log().Info("checkpoint: removing an old checkpoint", "dir", e.Dir, "keep", keep)
 			if err := b.remove(ctx, name); err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (m Manager) Scan(ctx context.Context, root string) ([]Entry, error) {
