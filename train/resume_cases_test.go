@@ -252,6 +252,12 @@ func TestResumeAutoSkipsDamagedCheckpoint(t *testing.T) {
 		!strings.Contains(err.Error(), "HINT: resume from another checkpoint; the complete ones beside it, newest first: "+filepath.Join(root, checkpoint.DirName(15))+", "+filepath.Join(root, checkpoint.DirName(10))) {
 		t.Fatalf("resume naming the damaged checkpoint: %v, want ErrCorrupt and a hint naming the ones to use", err)
 	}
+	// The same spelt otherwise (./ in it): the hint still leaves it out.
+	named.Resume = root + "/./" + checkpoint.DirName(20)
+	if _, err := Run(context.Background(), named, cpu.New(2), Single{}, testLogger(t)); !errors.Is(err, checkpoint.ErrCorrupt) ||
+		!strings.Contains(err.Error(), "newest first: "+filepath.Join(root, checkpoint.DirName(15))+", ") {
+		t.Fatalf("resume naming the damaged checkpoint as %s: %v, want a hint naming only the others", named.Resume, err)
+	}
 	// One that is not there: said so (not "no checkpoint.json, an interrupted save"),
 	// with the same hint.
 	named.Resume = filepath.Join(root, checkpoint.DirName(17))

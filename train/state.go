@@ -387,7 +387,8 @@ func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, 
 // is not one, or its root holds none.
 func (t *Trainer) completeBeside(ctx context.Context, dir string) string {
 	d := strings.TrimRight(dir, "/")
-	if !strings.HasPrefix(path.Base(filepath.ToSlash(d)), "step_") {
+	name := path.Base(filepath.ToSlash(d))
+	if !strings.HasPrefix(name, "step_") {
 		return "" // a run directory or a root: its own error says what it holds
 	}
 	root := filepath.Dir(d)
@@ -400,7 +401,7 @@ func (t *Trainer) completeBeside(ctx context.Context, dir string) string {
 	}
 	var good []string
 	for _, e := range entries {
-		if e.Complete() && e.Dir != d && len(good) < 5 {
+		if e.Complete() && checkpoint.DirName(e.Step) != name && len(good) < 5 { // (dir itself by its name: ./out/... is spelt otherwise)
 			good = append(good, e.Dir)
 		}
 	}
@@ -639,15 +640,15 @@ func (t *Trainer) warnOrderChanges(st *State) {
 		t.log.Warn("the run asks the loader for another number of train samples than the checkpoint's run (max_steps, batch_size, grad_accum or the world changed): the sample order after the checkpoint differs from an uninterrupted run's",
 			"checkpoint", was, "now", now)
 	}
-	if now := t.data.DataKeys[loader.Train]; st.TrainData != "" && st.TrainData != now {
+	now := configMap(recordedConfig(t.cfg)) // (redacted)
+	if key := t.data.DataKeys[loader.Train]; st.TrainData != "" && st.TrainData != key {
 		t.log.Warn("the train data differs from the checkpoint's run (its shards were re-made or changed, or the datasets or blend weights differ): the samples after the checkpoint differ from an uninterrupted run's, and may repeat samples already seen or skip others",
-			"data", t.cfg.Data)
+			"checkpoint", st.Config["data"], "now", now["data"])
 	}
 	if st.RNG.Seed != t.cfg.Seed {
 		t.log.Warn("seed differs from the checkpoint's run: the sample order and the dropout masks after the checkpoint differ from an uninterrupted run's",
 			"checkpoint", st.RNG.Seed, "now", t.cfg.Seed)
 	}
-	now := configMap(recordedConfig(t.cfg))
 	if was := st.Config["data"]; st.TrainData == "" && was != "" && was != now["data"] && !sameDir(st.DataDir, t.cfg.Data) {
 		t.log.Warn("data differs from the checkpoint's run: if it is another dataset, the samples after the checkpoint differ from an uninterrupted run's (the same dataset at another path reads the same)",
 			"checkpoint", was, "now", now["data"])
