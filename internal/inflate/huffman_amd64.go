@@ -12,6 +12,9 @@ import (
 // without them the Go loop decodes.
 var hasBMI2 = cpu.X86.HasBMI2
 
+// asmLoop reports whether huffmanFast runs huffmanFastAMD64 first (with BMI2).
+func asmLoop() bool { return hasBMI2 }
+
 // fastState is what huffmanFastAMD64 reads and writes: huffmanFast's bit buffer and
 // positions, and the buffers and tables they index.
 type fastState struct {

@@ -397,6 +397,9 @@ func BenchmarkGunzip(b *testing.B) {
 // the same error at the same place. (On other machines, and with -tags noasm, both are
 // the Go loop.)
 func TestAsmMatchesGo(t *testing.T) {
+	if !asmLoop() {
+		t.Log("no assembly loop here (not amd64 with BMI2, or -tags noasm): the Go loop is compared with itself")
+	}
 	decode := func(comp []byte, goLoop bool) ([]byte, string) {
 		goOnly = goLoop
 		defer func() { goOnly = false }()

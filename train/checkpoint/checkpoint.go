@@ -300,8 +300,9 @@ func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
 		return "", errors.New("checkpoint: resolve: empty path (pass a checkpoint directory or a run's output directory)")
 	}
 	if !isS3(path) {
-		if fi, err := os.Stat(strings.TrimPrefix(path, "file://")); err == nil && !fi.IsDir() {
-			return "", fmt.Errorf("checkpoint: resolve %s: a file, not a directory: pass the checkpoint directory that holds it (%s) or a run's output directory", path, filepath.Dir(path))
+		local := strings.TrimPrefix(path, "file://")
+		if fi, err := os.Stat(local); err == nil && !fi.IsDir() {
+			return "", fmt.Errorf("checkpoint: resolve %s: a file, not a directory: pass the checkpoint directory that holds it (%s) or a run's output directory", path, filepath.Dir(local))
 		}
 	}
 	if _, _, err := splitDir(path); err == nil {

@@ -224,6 +224,9 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(ctx, file); err == nil || !strings.Contains(err.Error(), "a file, not a directory: pass the checkpoint directory that holds it ("+dir+")") {
 		t.Errorf("Resolve(%s): %v, want the directory to pass named", file, err)
 	}
+	if _, err := Resolve(ctx, "file://"+file); err == nil || !strings.Contains(err.Error(), "holds it ("+dir+")") {
+		t.Errorf("Resolve(file://%s): %v, want the directory to pass named as a path", file, err)
+	}
 }
 
 func TestSaveRejects(t *testing.T) {
