@@ -235,7 +235,11 @@ func (c *Config) Validate() error {
 	} else if scheme, _, ok := strings.Cut(c.Out, "://"); ok && !strings.ContainsAny(scheme, "/\\") {
 		// It was made as a local directory named "s3:" (filepath cleans "//"), and the
 		// checkpoints went there, not to the bucket.
-		add("out %s: the run directory must be a local directory (config.yaml, metrics.jsonl, the TensorBoard files and the checkpoints are written there); give a local path (a network mount will do) and copy it to the bucket afterwards; --resume takes an s3:// checkpoint", redact.String(c.Out))
+		if scheme == "file" {
+			add("out %s: give the run directory as a path (%s), not a file:// URL", redact.String(c.Out), strings.TrimPrefix(c.Out, "file://"))
+		} else {
+			add("out %s: the run directory must be a local directory (config.yaml, metrics.jsonl, the TensorBoard files and the checkpoints are written there); give a local path (a network mount will do) and copy it to the bucket afterwards; --resume takes an s3:// checkpoint", redact.String(c.Out))
+		}
 	}
 	switch c.Order {
 	case "default", "neox":

@@ -62,4 +62,9 @@ func TestOutOnS3Refused(t *testing.T) {
 	if des, _ := os.ReadDir(wd); len(des) != 0 {
 		t.Errorf("the working directory holds %v afterwards; want nothing", des)
 	}
+	// file:// names a local directory: the refusal says to give it as a path.
+	c.Out = "file:///tmp/run"
+	if _, err := NewTrainer(context.Background(), c, cpu.New(1), nil, testLogger(t)); err == nil || !strings.Contains(err.Error(), "give the run directory as a path (/tmp/run)") {
+		t.Errorf("out file:///tmp/run: %v; want a refusal saying to give /tmp/run", err)
+	}
 }
