@@ -75,15 +75,20 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // Whole-input encoding cuts the text into parts of about wholePartBytes (at
-// Tokenizer.Cut; a variable for the tests), at most wholeQueue of them in flight.
+// Tokenizer.Cut; a variable for the tests), at most wholeQueue a worker in flight:
+// each holds its ids' text (idBlocks) until written, and 4 did not run faster than 2.
 var wholePartBytes = 1 << 20
 
-const wholeQueue = 4
+const wholeQueue = 2
 
 // encodeWhole encodes all of in as one text and writes its ids as one JSON array. The
 // text is cut into parts (Tokenizer.Cut: the ids of the parts joined are the ids of the
 // whole), encoded on workers goroutines and written in order as they are done, so that
-// a large text uses all cores and its ids are never all held at once.
+// a large text uses all cores and its ids are never all held at once. A worker keeps
+// one array of ids and formats them into blocks of a shared pool (idBlocks), both
+// mapped outside the heap, so that the fresh memory the command faults in is what the
+// parts in flight need (on the VMs of docs/tokenizer-performance.md a fresh MB costs
+// up to ~3 ms of CPU: hugemem.BenchmarkFreshMemory).
 //
 // A regular file of mapStdinMin bytes or more is read through a memory map
 // (stdin_mapped.go), the rest into memory (readAll). Mapped, the text is not copied
@@ -144,8 +149,8 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	}
 
 	type result struct {
-		ids []byte // ",id,id..." of the part
-		err error
+		blocks []idBlock // the part's ids as text: ",id,id..."
+		err    error
 	}
 	type part struct {
 		start int // the part's first byte in text
@@ -154,36 +159,55 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	}
 	parts := make(chan part, wholeQueue*workers)
 	jobs := make(chan part, wholeQueue*workers)
-	free := make(chan []byte, wholeQueue*workers+workers) // output buffers written out
+	pool := newIDBlocks()
+	var waiting chan result // the result the writer waits for
+	defer func() {
+		// Unmap the blocks of the results not written (an error, an interrupt).
+		cancel()
+		wg.Wait() // every job has its result
+		drain := func(out chan result) {
+			select {
+			case r := <-out:
+				pool.putAll(r.blocks)
+			default:
+			}
+		}
+		if waiting != nil {
+			drain(waiting)
+		}
+		for p := range parts { // closed once the splitter is done (wg)
+			drain(p.out)
+		}
+		pool.release()
+	}()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ids []int
+			// The worker's ids, mapped (hugemem.Mapped) and kept: a part
+			// larger than any before maps them again, at least doubled.
+			ids := &hugemem.Mapped[int32]{}
+			defer ids.Unmap()
 			for p := range jobs {
 				if err := ctx.Err(); err != nil {
 					p.out <- result{err: err}
 					continue
 				}
-				if cap(ids) < len(p.text)+16 {
-					// Room for one id per byte, of which only what the ids
-					// reach is faulted in: a worker's array, sized once, is
-					// not grown (a copy into fresh memory) by a denser part.
-					ids = hugemem.MakeUnwritten[int](len(p.text) + len(p.text)/4 + 16)
+				if need := len(p.text) + 16; cap(ids.S) < need {
+					// Room for one id per byte (more, for invalid UTF-8,
+					// grow onto the heap), of which only what the ids reach
+					// is faulted in: room for parts of 4·wholePartBytes
+					// costs address space only.
+					n := max(need+need/4, 2*cap(ids.S), 4*wholePartBytes)
+					ids.Unmap()
+					ids = hugemem.MapUnwritten[int32](n)
 				}
+				var got []int32
 				err := guard(p.start, func() error {
-					ids = tok.AppendEncode(ids[:0], p.text)
+					got, _ = tok.AppendEncodeInt32(ids.S[:0], p.text, false)
 					return nil
 				})
-				var buf []byte
-				select {
-				case buf = <-free:
-				default:
-				}
-				if need := 8*len(ids) + 8; cap(buf) < need {
-					buf = hugemem.MakeUnwritten[byte](need + need/4) // as ids
-				}
-				p.out <- result{ft.appendIDs(buf[:0], ids), err}
+				p.out <- result{pool.format(ft, got), err}
 			}
 		}()
 	}
@@ -223,31 +247,30 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	first := true
 	for p := range parts {
 		var res result
+		waiting = p.out
 		select {
 		case res = <-p.out:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		waiting = nil
 		if res.err != nil {
+			pool.putAll(res.blocks)
 			return res.err
 		}
 		if mapped != nil {
 			bar.Add(int64(len(p.text)), 0)
 		}
-		b := res.ids
-		if len(b) == 0 {
-			continue
-		}
-		if first {
-			b[0] = '['
-			first = false
-		}
-		if _, err := out.Write(b); err != nil {
-			return fmt.Errorf("write stdout: %w", err)
-		}
-		select {
-		case free <- b:
-		default:
+		for i, b := range res.blocks {
+			if first {
+				b.text[0] = '['
+				first = false
+			}
+			if _, err := out.Write(b.text); err != nil {
+				pool.putAll(res.blocks[i:])
+				return fmt.Errorf("write stdout: %w", err)
+			}
+			pool.put(b.mem)
 		}
 	}
 	if err := ctx.Err(); err != nil {

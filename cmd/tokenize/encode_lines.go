@@ -165,9 +165,12 @@ func (b *lineBatch) encode(tok *tokenize.Tokenizer, textKey string, ft *idText, 
 		}
 	}()
 	// Room for the ids' text at once (~1.5 bytes per input byte on the mixed corpus
-	// under GPT-2): growing b.out by doubling from nothing allocated 60% more.
+	// under GPT-2): growing b.out by doubling from nothing allocated 60% more. At
+	// least 2.5·batchBytes, so that the buffer serves the next batches too: sized to
+	// each batch, half the batches (a line longer than the last's at the end) made a
+	// fresh one, ~20 MB of fresh pages a 100 MB input.
 	if want := 2 * len(b.data); cap(b.out) < want {
-		b.out = make([]byte, 0, want)
+		b.out = make([]byte, 0, max(want, 2*batchBytes+batchBytes/2))
 	}
 	for i := range b.ends {
 		b.encoded = i

@@ -72,14 +72,50 @@ func idWord(id int) uint64 {
 
 // appendIDs appends ",id" for each id; ids outside the table (every id before it is
 // made) take the slow way.
-func (t *idText) appendIDs(dst []byte, ids []int) []byte {
+func (t *idText) appendIDs(dst []byte, ids []int) []byte { return appendIDText(t, dst, ids) }
+
+// appendIDText is appendIDs for ids of either width. It fills dst's spare capacity
+// first and grows dst only for the ids that do not fit: growing it as soon as the room
+// was under 8 bytes an id (each id's most, where they average ~6) copied most of
+// `encode --jsonl`'s output once more into fresh memory.
+func appendIDText[I int | int32](t *idText, dst []byte, ids []I) []byte {
+	for {
+		var done int
+		dst, done = appendIDsFit(t, dst, ids)
+		if ids = ids[done:]; len(ids) == 0 {
+			return dst
+		}
+		dst = slices.Grow(dst, 8*len(ids)+8)
+	}
+}
+
+// appendIDsFit appends the text of as many of ids as fit in dst's capacity (all but a
+// few bytes of it), without growing it (but for an id of 10^7 or more), and says how
+// many.
+func appendIDsFit[I int | int32](t *idText, dst []byte, ids []I) ([]byte, int) {
+	done := 0
+	for done < len(ids) {
+		// Room for k ids at their most; they take less, and the next turn fills
+		// what they left.
+		k := min(len(ids)-done, (cap(dst)-len(dst)-8)/8)
+		if k <= 0 {
+			break
+		}
+		dst = appendIDsRoom(t, dst, ids[done:done+k])
+		done += k
+	}
+	return dst, done
+}
+
+// appendIDsRoom appends the text of ids into dst, which has room for 8·len(ids)+8
+// bytes (an id's text is at most 7 bytes below 10^6; dst grows for larger ones).
+func appendIDsRoom[I int | int32](t *idText, dst []byte, ids []I) []byte {
 	var words []uint64
 	if t.ready.Load() {
 		words = t.words
 	} else if t.slow.Add(int64(len(ids))) > int64(min(t.vocab, 1_000_000)/16) {
 		words = t.table()
 	}
-	dst = slices.Grow(dst, 8*len(ids)+8)
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	i := 0
@@ -108,7 +144,7 @@ func (t *idText) appendIDs(dst []byte, ids []int) []byte {
 		id := ids[i]
 		if uint(id) >= uint(len(words)) {
 			dst = strconv.AppendInt(append(buf[:n], ','), int64(id), 10)
-			dst = slices.Grow(dst, 8*(len(ids)-i)+8)
+			dst = slices.Grow(dst, 8*(len(ids)-i-1)+8) // the ids after this one
 			n, buf = len(dst), dst[:cap(dst)]
 			continue
 		}

@@ -35,6 +35,48 @@ func TestIDTextMatchesJSON(t *testing.T) {
 	}
 }
 
+// TestAppendIDsFit: appendIDsFit fills a buffer's capacity without growing it and says
+// how many ids it wrote; appendIDText into buffers of every small capacity gives the
+// same text as into an empty one, and blocks filled in turn (idBlocks.format's way)
+// join to it.
+func TestAppendIDsFit(t *testing.T) {
+	ft := newIDText(50257)
+	ft.table()
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := make([]int32, 5000)
+	for i := range ids {
+		ids[i] = int32(rng.IntN(50257))
+		if i%97 == 0 {
+			ids[i] = 1_234_567 // past the table: seven digits
+		}
+	}
+	want := string(appendIDText(ft, nil, ids))
+	for room := range 200 {
+		dst := make([]byte, 3, 3+room)
+		got, done := appendIDsFit(ft, dst, ids)
+		if &got[0] != &dst[0] || len(got) > 3+room {
+			t.Fatalf("room %d: the buffer grew (%d bytes)", room, len(got))
+		}
+		if string(got[3:]) != want[:len(got)-3] || done < len(ids) && len(got)-3 != len(appendIDText(ft, nil, ids[:done])) {
+			t.Fatalf("room %d: %d ids written as %q", room, done, got[3:])
+		}
+		if room >= 16 && len(got)+16 > 3+room && done == 0 {
+			t.Fatalf("room %d: nothing written", room)
+		}
+		if got := string(appendIDText(ft, make([]byte, 0, room), ids)); got != want {
+			t.Fatalf("room %d: appendIDText gave %d bytes, want %d", room, len(got), len(want))
+		}
+		var joined []byte
+		for rest := ids; len(rest) > 0; {
+			b, n := appendIDsFit(ft, make([]byte, 0, 64+room), rest)
+			joined, rest = append(joined, b...), rest[n:]
+		}
+		if string(joined) != want {
+			t.Fatalf("room %d: blocks joined differ", room)
+		}
+	}
+}
+
 // BenchmarkAppendIDs: formatting GPT-2 ids (of English text's frequencies, roughly: a
 // third of them below 1,000) as JSON, per id.
 func BenchmarkAppendIDs(b *testing.B) {

@@ -198,6 +198,36 @@ func TestEncodeWholeInParts(t *testing.T) {
 	}
 }
 
+// TestEncodeWholeGrowingParts: parts of one text that grow past a worker's array of
+// ids (mapped again, larger) and fill several output blocks each, between small ones,
+// give the ids of the whole, on one worker and on two, from a pipe and from a file.
+func TestEncodeWholeGrowingParts(t *testing.T) {
+	spec, tok := gpt2File(t)
+	defer func(old int) { wholePartBytes = old }(wholePartBytes)
+	wholePartBytes = 64 << 10 // a worker's first array has room for 256 KB parts
+	lines := func(n int) string {
+		var sb strings.Builder
+		for i := 0; sb.Len() < n; i++ {
+			fmt.Fprintf(&sb, "Line %d: %s\n", i, strings.Repeat("word ", i%13))
+		}
+		return sb.String()
+	}
+	// 1.2 MB without a cut: ~400,000 ids, two blocks of text.
+	text := lines(300<<10) + strings.Repeat("nocut ", 200_000) + "\n" + lines(200<<10) + strings.Repeat("x y ", 300_000) + "\n" + lines(100<<10)
+	want := idLines([][]int{tok.Encode(text)})
+	for _, workers := range []string{"1", "2"} {
+		code, out, errOut := runTokenize(t, text, "encode", "--tokenizer", spec, "--workers", workers)
+		if code != 0 || out != want {
+			t.Fatalf("%s workers: exit %d, %d bytes out (want %d): %s", workers, code, len(out), len(want), errOut)
+		}
+		var outF, errF bytes.Buffer
+		code = run(context.Background(), []string{"encode", "--tokenizer", spec, "--workers", workers}, openAt(t, text, 0), &outF, &errF)
+		if code != 0 || outF.String() != want {
+			t.Fatalf("%s workers, from a file: exit %d, %d bytes out (want %d): %s", workers, code, outF.Len(), len(want), errF.String())
+		}
+	}
+}
+
 // TestEncodeManyBatches checks the order of ids across many batches and long lines.
 func TestEncodeManyBatches(t *testing.T) {
 	spec, tok := gpt2File(t)

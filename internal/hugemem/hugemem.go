@@ -28,6 +28,10 @@
 // kernel before it is advised (MADV_DONTNEED: it is all zeros, and reads as zeros
 // after), and the slack holds no memory and the chunk faults in on huge pages.
 //
+// MapUnwritten (Mapped) is the other way: an array mapped straight from the kernel,
+// outside the heap, for a buffer whose one owner reuses it and unmaps it when done
+// (make clears a heap array over its whole size whenever the heap reuses memory).
+//
 // GPTKIT_HUGEPAGES=0 in the environment turns it off (plain allocations): for comparing
 // the two.
 package hugemem

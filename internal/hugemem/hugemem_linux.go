@@ -1,6 +1,10 @@
 package hugemem
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // advisable reports whether madvise can ask for transparent huge pages here.
 func advisable() bool { return true }
@@ -13,3 +17,21 @@ func advise(raw, chunk []byte) {
 	_ = unix.Madvise(raw, unix.MADV_DONTNEED)
 	_ = unix.Madvise(chunk, unix.MADV_HUGEPAGE)
 }
+
+// mapHuge maps size bytes (rounded up to 2 MB) at a 2 MB boundary, advised
+// MADV_HUGEPAGE; raw is the whole mapping to unmap. nil when mmap fails.
+func mapHuge(size int) (raw, mem []byte) {
+	span := (size + chunkBytes - 1) &^ (chunkBytes - 1)
+	raw, err := unix.Mmap(-1, 0, span+chunkBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, nil
+	}
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	off := int((at+chunkBytes-1)&^(chunkBytes-1) - at)
+	mem = raw[off : off+size : off+span]
+	_ = unix.Madvise(raw[off:off+span], unix.MADV_HUGEPAGE)
+	return raw, mem
+}
+
+// unmap unmaps a mapping of mapHuge.
+func unmap(raw []byte) { _ = unix.Munmap(raw) }

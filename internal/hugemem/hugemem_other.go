@@ -7,3 +7,7 @@ package hugemem
 func advisable() bool { return false }
 
 func advise(raw, chunk []byte) {}
+
+func mapHuge(size int) (raw, mem []byte) { return nil, nil }
+
+func unmap(raw []byte) {}

@@ -22,22 +22,7 @@ func TestMakeUnwritten(t *testing.T) {
 		a[i] = int32(i)
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), len(a)*4)
-	resident := func(b []byte) int {
-		// mincore wants a page-aligned start.
-		off := int(uintptr(unsafe.Pointer(&b[0])) % pageBytes)
-		start := unsafe.Add(unsafe.Pointer(&b[0]), -off)
-		size := len(b) + off
-		vec := make([]byte, (size+pageBytes-1)/pageBytes)
-		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(start), uintptr(size), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-			t.Fatal(errno)
-		}
-		n := 0
-		for _, v := range vec {
-			n += int(v & 1)
-		}
-		return n
-	}
-	if n := resident(b[4<<20:]); n != 0 {
+	if n := resident(t, b[4<<20:]); n != 0 {
 		t.Errorf("%d pages of the unwritten half are resident", n)
 	}
 	for i, v := range a {
@@ -50,4 +35,22 @@ func TestMakeUnwritten(t *testing.T) {
 			t.Fatalf("a[%d] = %d, not zero", i, v)
 		}
 	}
+}
+
+// resident counts the pages of b that are in memory (mincore).
+func resident(t *testing.T, b []byte) int {
+	t.Helper()
+	// mincore wants a page-aligned start.
+	off := int(uintptr(unsafe.Pointer(&b[0])) % pageBytes)
+	start := unsafe.Add(unsafe.Pointer(&b[0]), -off)
+	size := len(b) + off
+	vec := make([]byte, (size+pageBytes-1)/pageBytes)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(start), uintptr(size), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
