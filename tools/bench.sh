@@ -20,7 +20,8 @@
 #      workers, loading (in process and as a fresh process), the command line against the
 #      library on BENCH_CLI_MB (default 100) MB, tokenize run end to end against the
 #      tokenizer on the mixed corpus as .jsonl/.zst/.gz, and the decompressors (gzip's with
-#      libdeflate, C, as a peer: tools/libdeflate_gunzip.py, Debian's libdeflate0);
+#      two C peers: libdeflate through tools/libdeflate_gunzip.py, Debian's libdeflate0,
+#      and ISA-L's igzip command, Debian's isal);
 #   5. tools/benchreport: the table, PASS/FAIL per goal.
 #
 # Environment:
@@ -193,9 +194,13 @@ BENCH_CLI_MB=$BENCH_CLI_MB BENCH_CLI_CORPUS=$mixed run_go "$out/go-cli.txt" ./cm
 say "ours: ${go_cmds[5]}"
 BENCH_CORPUS=$mixed run_go "$out/go-e2e.txt" ./pipelines -bench EndToEndVsTokenizer -benchtime 4x
 say "ours: ${go_cmds[6]}"
-# The C peer of the gzip decoders (BenchmarkDecompress/gzip/libdeflate-c), where apt can add it.
+# The C peers of the gzip decoders (BenchmarkDecompress/gzip/libdeflate-c and
+# gzip/isal-igzip-c), where apt can add them.
 if ! python3 -c 'import ctypes; ctypes.CDLL("libdeflate.so.0")' 2>/dev/null && command -v apt-get >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdeflate0 >&2 || say "libdeflate0 not installed: no C peer for gzip"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libdeflate0 >&2 || say "libdeflate0 not installed: no libdeflate peer for gzip"
+fi
+if ! command -v igzip >/dev/null && command -v apt-get >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq isal >&2 || say "isal not installed: no ISA-L peer for gzip"
 fi
 BENCH_CORPUS=$mixed run_go "$out/go-decompress.txt" ./prep -bench 'Decompress|ReadParallel' -benchtime 3x
 
