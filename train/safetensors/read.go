@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"unicode/utf8"
 )
@@ -299,7 +301,8 @@ func parseEntry(raw json.RawMessage) (entry, error) {
 		Shape       *[]int64
 		DataOffsets *[]int64
 	}
-	for k, raw := range fields {
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // (one message for a file, however the map iterates)
+		raw := fields[k]
 		var dst any
 		switch k {
 		case "dtype":

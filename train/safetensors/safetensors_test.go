@@ -198,6 +198,19 @@ func TestHalfToFloat32Exhaustive(t *testing.T) {
 	}
 }
 
+// TestReadErrorIsStable: a header entry with several unknown fields gets one message,
+// naming the first in name order (it named one drawn by Go's map order, so that two
+// reads of one file could say different things).
+func TestReadErrorIsStable(t *testing.T) {
+	file := hfFile(`{"a":{"zz":1,"yy":2,"xx":3,"ww":4,"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, le32(1))
+	for range 50 {
+		_, err := Read(bytes.NewReader(file), int64(len(file)))
+		if err == nil || !strings.Contains(err.Error(), `unknown field "ww"`) {
+			t.Fatalf("got %v, want the unknown field \"ww\" named", err)
+		}
+	}
+}
+
 func TestReadRejectsMalformed(t *testing.T) {
 	ok := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
 	good := hfFile(ok, le32(1, 2))
