@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 
@@ -64,6 +65,12 @@ func resolveCheckpoint(ctx context.Context, m checkpoint.Manager, path string) (
 // checkpoint's manifest.
 func readCheckpointFile(ctx context.Context, m checkpoint.Manager, dir, name string) ([]byte, error) {
 	return m.ReadFile(ctx, dir, name)
+}
+
+// readCheckpointStream opens a checkpoint file to read front to back: at its end
+// (io.EOF) the reader checks it against the checkpoint's manifest.
+func readCheckpointStream(ctx context.Context, m checkpoint.Manager, dir, name string) (io.ReadCloser, error) {
+	return m.Open(ctx, dir, name)
 }
 
 // ckpt is the trainer's checkpoint.Manager: its S3 settings are the run's (s3_endpoint,

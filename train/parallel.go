@@ -78,8 +78,12 @@ func (t *Trainer) gradNorm(ctx context.Context) error {
 func (t *Trainer) zero() bool { return t.cfg.Zero == 1 && t.coll.World() > 1 }
 
 // fullMoments is the whole AdamW state in host memory, laid out like Params
-// (padded): what a checkpoint holds.
-type fullMoments struct{ m, v []float32 }
+// (padded): what a checkpoint holds. placed says that a resume read it straight
+// into the trainer's own (one rank), m and v then being nil.
+type fullMoments struct {
+	m, v   []float32
+	placed bool
+}
 
 // momentChunk is how many floats of its shard each rank contributes to one
 // collective when the AdamW state is gathered for a checkpoint or spread at a

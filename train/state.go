@@ -209,19 +209,118 @@ func (m *Model) tensorsOf(buf []float32, prefix string) []safetensors.Tensor {
 	return ts
 }
 
-// loadTensors copies the tensors of f named prefix+NAME into buf (laid out like
-// Params); every tensor of the layout must be there with its shape.
-func (m *Model) loadTensors(buf []float32, f *safetensors.File, prefix, file string) error {
-	for _, ti := range m.Tensors {
-		src, ok := f.Tensor(prefix + ti.Name)
-		if !ok {
-			return fmt.Errorf("train: %s has no tensor %s", file, prefix+ti.Name)
-		}
-		if !slices.Equal(src.Shape, ti.Shape) {
-			return fmt.Errorf("train: %s: tensor %s has shape %v, want %v", file, prefix+ti.Name, src.Shape, ti.Shape)
-		}
-		copy(buf[ti.Offset:ti.Offset+ti.Size], src.Data)
+// tensorDest is where readInto puts the tensors of a buffer laid out like Params:
+// host memory, or else a tensor of the backend be, uploaded tensor by tensor.
+type tensorDest struct {
+	host []float32
+	dev  kernels.Tensor
+	be   kernels.Backend
+}
+
+// destOf is the place of x's values: its own memory when the host can address it.
+func destOf(be kernels.Backend, x kernels.Tensor) tensorDest {
+	if x.IsHost() {
+		return tensorDest{host: x.Float32s()}
 	}
+	return tensorDest{dev: x, be: be}
+}
+
+// readInto reads the safetensors file name of the checkpoint in dir with cm, in one
+// pass, straight into dests (each laid out like Params): the tensor prefixes[i]+NAME
+// of each tensor of the layout goes to its place in dests[i]. Every one must be
+// there with its shape; other tensors of the file are read past. Nothing holds the
+// file or a copy of its tensors (a tensor for a device passes through one host
+// buffer of the largest one's size): a resume needs the memory of the weights and
+// the AdamW state, not three times that. The file's size and sha256 are checked
+// against checkpoint.json at its end, and a mismatch (errors.Is
+// checkpoint.ErrCorrupt) is the error even when the damage also made the file
+// malformed; dests hold garbage after any error.
+func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name string, prefixes []string, dests ...tensorDest) error {
+	rc, err := readCheckpointStream(ctx, cm, dir, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	man, err := cm.ReadManifest(ctx, dir) // (Open checked it lists name, with the file's size)
+	if err != nil {
+		return err
+	}
+	fi, _ := man.File(name)
+	where := dir + "/" + name
+	type slot struct {
+		ti   TensorInfo
+		dest tensorDest
+		seen bool
+	}
+	slots := make(map[string]*slot, len(prefixes)*len(m.Tensors))
+	for i, prefix := range prefixes {
+		for _, ti := range m.Tensors {
+			slots[prefix+ti.Name] = &slot{ti: ti, dest: dests[i]}
+		}
+	}
+	var (
+		shapeErr error
+		stage    []float32 // a device tensor's values, uploaded at the next tensor or the end
+		pending  *slot
+	)
+	upload := func() {
+		if pending != nil {
+			ti := pending.ti
+			pending.dest.be.Upload(pending.dest.dev.Slice(ti.Offset, ti.Offset+ti.Size), kernels.Float32Bytes(stage[:ti.Size]))
+			pending = nil
+		}
+	}
+	_, err = safetensors.ReadInto(rc, fi.Size, func(in safetensors.Info) ([]float32, error) {
+		upload()
+		s, ok := slots[in.Name]
+		if !ok {
+			return nil, nil
+		}
+		if !slices.Equal(in.Shape, s.ti.Shape) {
+			shapeErr = fmt.Errorf("train: %s: tensor %s has shape %v, want %v", where, in.Name, in.Shape, s.ti.Shape)
+			return nil, shapeErr
+		}
+		s.seen = true
+		if s.dest.host != nil {
+			return s.dest.host[s.ti.Offset : s.ti.Offset+s.ti.Size], nil
+		}
+		if cap(stage) < s.ti.Size {
+			stage = make([]float32, s.ti.Size)
+		}
+		pending = s
+		return stage[:s.ti.Size], nil
+	})
+	if err == nil {
+		upload()
+	}
+	// To the file's end, where its size and sha256 are checked: damage first, as
+	// it is what the hints and resume auto's fallback to an older checkpoint go by.
+	if _, verr := io.Copy(io.Discard, rc); verr != nil {
+		return fmt.Errorf("checkpoint: read %s in %s: %w", name, dir, verr)
+	}
+	switch {
+	case err != nil && err == shapeErr:
+		return err
+	case err != nil:
+		return fmt.Errorf("train: %s: %w", where, err)
+	}
+	for _, prefix := range prefixes {
+		for _, ti := range m.Tensors {
+			if !slots[prefix+ti.Name].seen {
+				return fmt.Errorf("train: %s has no tensor %s", where, prefix+ti.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// loadParams reads the weights of the checkpoint in dir straight into the model's
+// master weights, and refreshes the compute copy.
+func (m *Model) loadParams(ctx context.Context, cm checkpoint.Manager, dir string) error {
+	if err := m.readInto(ctx, cm, dir, ModelFile, []string{""}, destOf(m.be, m.Params)); err != nil {
+		return err
+	}
+	m.SyncWork()
 	return nil
 }
 
@@ -486,19 +585,6 @@ func readState(ctx context.Context, m checkpoint.Manager, dir string) (*State, e
 	return &st, nil
 }
 
-// readTensors reads one safetensors file of a checkpoint.
-func readTensors(ctx context.Context, m checkpoint.Manager, dir, name string) (*safetensors.File, error) {
-	data, err := readCheckpointFile(ctx, m, dir, name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := safetensors.Read(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("train: %s/%s: %w", dir, name, err)
-	}
-	return f, nil
-}
-
 // restore continues from the checkpoint in dir (rank 0): weights, step, sample
 // cursor and loss scale; it returns the AdamW state, laid out like Params
 // (padded), for shareStart to put in place. It refuses a checkpoint of another
@@ -519,26 +605,28 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s (%s)\n---> HINT: resume with the checkpoint's shape (%s; a run started from a --config file needs it again), or start the new run in another out directory", dir, st.Model, t.model.Config, changed, flags)
 	}
 	t.warnOrderChanges(st)
-	mf, err := readTensors(ctx, t.ckpt(), dir, ModelFile)
-	if err != nil {
+	// Each tensor straight into its place: the model's weights, and the AdamW state
+	// with one rank. With more, rank 0 reads the whole state for shareStart to
+	// broadcast: into its own when its host holds all of it, else into one host copy.
+	if err := t.model.loadParams(ctx, t.ckpt(), dir); err != nil {
 		return nil, err
 	}
-	params := make([]float32, t.model.Params.Len())
-	if err := t.model.loadTensors(params, mf, "", dir+"/"+ModelFile); err != nil {
+	full := &fullMoments{}
+	var dm, dv tensorDest
+	switch {
+	case t.coll.World() == 1:
+		full.placed = true
+		dm, dv = destOf(t.be, t.m), destOf(t.be, t.v)
+	case !t.zero() && t.m.IsHost() && t.v.IsHost():
+		full.m, full.v = t.m.Float32s(), t.v.Float32s()
+		dm, dv = tensorDest{host: full.m}, tensorDest{host: full.v}
+	default:
+		full.m, full.v = make([]float32, t.flat.padded), make([]float32, t.flat.padded)
+		dm, dv = tensorDest{host: full.m}, tensorDest{host: full.v}
+	}
+	if err := t.model.readInto(ctx, t.ckpt(), dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, dm, dv); err != nil {
 		return nil, err
 	}
-	of, err := readTensors(ctx, t.ckpt(), dir, OptimizerFile)
-	if err != nil {
-		return nil, err
-	}
-	full := &fullMoments{m: make([]float32, t.flat.padded), v: make([]float32, t.flat.padded)}
-	if err := t.model.loadTensors(full.m, of, "exp_avg.", dir+"/"+OptimizerFile); err != nil {
-		return nil, err
-	}
-	if err := t.model.loadTensors(full.v, of, "exp_avg_sq.", dir+"/"+OptimizerFile); err != nil {
-		return nil, err
-	}
-	t.model.SetParams(params)
 	t.step, t.saved, t.resumed, t.lastCkpt = st.Step, st.Step, dir, dir
 	t.sampler.Cursor = st.Cursor
 	if err := t.sampler.Validate(); err != nil {
@@ -605,10 +693,6 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := readTensors(ctx, cm, dir, ModelFile)
-	if err != nil {
-		return nil, nil, err
-	}
 	dt, err := ResolveDType("auto", be)
 	if err != nil {
 		return nil, nil, err
@@ -617,12 +701,10 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 	if err != nil {
 		return nil, nil, err
 	}
-	params := make([]float32, m.Params.Len())
-	if err := m.loadTensors(params, f, "", dir+"/"+ModelFile); err != nil {
+	if err := m.loadParams(ctx, cm, dir); err != nil {
 		m.Close()
 		return nil, nil, err
 	}
-	m.SetParams(params)
 	return m, st, nil
 }
 

@@ -338,7 +338,7 @@ func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMom
 		}
 		t.model.SyncWork()
 	}
-	if resumed {
+	if resumed && (moments == nil || !moments.placed) {
 		for i, shard := range []kernels.Tensor{t.m, t.v} {
 			var full []float32
 			if moments != nil {

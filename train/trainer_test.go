@@ -21,6 +21,7 @@ import (
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/train/checkpoint"
+	"gptkit/train/safetensors"
 )
 
 // writeTinyDataset writes a dataset of one train and one val document (as prep
@@ -189,6 +190,15 @@ func sameMetrics(t *testing.T, got, want []Metrics) {
 			t.Errorf("step %d: %+v val_loss %v, want %+v val_loss %v", w.Step, g, gv, w, wv)
 		}
 	}
+}
+
+// readTensors reads one safetensors file of a checkpoint whole (verified).
+func readTensors(ctx context.Context, m checkpoint.Manager, dir, name string) (*safetensors.File, error) {
+	data, err := m.ReadFile(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return safetensors.Read(bytes.NewReader(data), int64(len(data)))
 }
 
 // sameCheckpointFiles compares the weights and optimizer state of two checkpoints

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+	"testing/iotest"
 )
 
 // FuzzRead feeds arbitrary bytes to Read: it must not panic or allocate beyond the
@@ -59,6 +60,55 @@ func FuzzRead(f *testing.F) {
 			for j := range tt.Data {
 				if math.Float32bits(a.Data[j]) != math.Float32bits(tt.Data[j]) {
 					t.Fatalf("tensor %q element %d: %v -> %v", tt.Name, j, tt.Data[j], a.Data[j])
+				}
+			}
+		}
+	})
+}
+
+// FuzzReadInto: ReadInto, reading a stream a few bytes at a time, accepts what Read
+// accepts, with the same values, and refuses the rest with Read's error.
+func FuzzReadInto(f *testing.F) {
+	var buf bytes.Buffer
+	Write(&buf, []Tensor{
+		{Name: "a", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}},
+		{Name: "b", Shape: []int{0}, Data: nil},
+		{Name: "c", Shape: []int{}, Data: []float32{-1}},
+	}, map[string]string{"format": "pt"})
+	f.Add(buf.Bytes())
+	f.Add(hfFile(`{"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"d":{"dtype":"F64","shape":[1],"data_offsets":[4,12]}}`, []byte{0, 0x3c, 0, 0xc0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}))
+	f.Add(hfFile(`{"b":{"dtype":"BF16","shape":[1,1],"data_offsets":[0,2]}}`, []byte{0x80, 0x3f}))
+	f.Add(hfFile(`{"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, make([]byte, 8)))
+	f.Add(hfFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, make([]byte, 8)))
+	f.Add(binary.LittleEndian.AppendUint64(nil, math.MaxUint64))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, werr := Read(bytes.NewReader(data), int64(len(data)))
+		got := map[string][]float32{}
+		_, err := ReadInto(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)), func(in Info) ([]float32, error) {
+			if in.Name == "c" { // one skipped
+				return nil, nil
+			}
+			d := make([]float32, in.Size/dtypeSize[in.DType])
+			got[in.Name] = d
+			return d, nil
+		})
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("ReadInto: %v; Read: %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		for _, tt := range want.Tensors {
+			if tt.Name == "c" {
+				continue
+			}
+			d, ok := got[tt.Name]
+			if !ok || len(d) != len(tt.Data) {
+				t.Fatalf("tensor %q: ReadInto gave %v, Read %v", tt.Name, d, tt.Data)
+			}
+			for j := range d {
+				if math.Float32bits(d[j]) != math.Float32bits(tt.Data[j]) {
+					t.Fatalf("tensor %q[%d]: ReadInto %v, Read %v", tt.Name, j, d[j], tt.Data[j])
 				}
 			}
 		}

@@ -1,0 +1,99 @@
+package safetensors
+
+import (
+	"fmt"
+	"io"
+)
+
+// ReadInto reads a safetensors file of size bytes from r in one pass, front to back,
+// putting each tensor's values (converted to float32, as Read does) straight into the
+// slice dst returns for it: no copy of the file or of its tensors is held, only a
+// buffer of 64K elements for the dtypes that need converting. dst is called once per
+// tensor, in file order, with its header entry; it returns a slice of exactly the
+// tensor's element count, or nil to skip the tensor (its bytes are read and dropped),
+// or an error, which ReadInto returns as it is. The file is validated as Read
+// validates it (the whole header before any data), and a tensor whose dtype does not
+// convert to float32 is an error. ReadInto reads exactly size bytes and no more: a
+// reader that checks what it passes at its end (a checkpoint's) is read to io.EOF by
+// the caller.
+func ReadInto(r io.Reader, size int64, dst func(Info) ([]float32, error)) (metadata map[string]string, err error) {
+	sr := &seqReader{r: r}
+	meta, entries, err := readHeader(sr, size)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	var buf []byte
+	for _, e := range entries { // (in data order, contiguous from the header's end)
+		if !floatDTypes[e.dtype] {
+			return nil, fmt.Errorf("safetensors: tensor %q (header byte %d): dtype %s is not supported (only F32, F16, BF16 and F64 convert to float32)", e.name, e.at, e.dtype)
+		}
+		es := dtypeSize[e.dtype]
+		n := (e.end - e.begin) / es
+		d, err := dst(Info{Name: e.name, DType: e.dtype, Shape: e.shape, Offset: e.begin, Size: e.end - e.begin})
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			if err := sr.skip(e.end - e.begin); err != nil {
+				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
+			}
+			continue
+		}
+		if int64(len(d)) != n {
+			return nil, fmt.Errorf("safetensors: ReadInto: a destination of %d values for tensor %q of %d", len(d), e.name, n)
+		}
+		if e.dtype == "F32" && littleEndian {
+			if err := sr.readFull(bytesOf(d)); err != nil {
+				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
+			}
+			continue
+		}
+		const chunk = 1 << 16 // elements per read
+		for j := int64(0); j < n; j += chunk {
+			k := min(chunk, n-j)
+			if int64(cap(buf)) < k*es {
+				buf = make([]byte, chunk*es)
+			}
+			b := buf[:k*es]
+			if err := sr.readFull(b); err != nil {
+				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin+j*es, e.begin+(j+k)*es, err)
+			}
+			decode(d[j:j+k], b, e.dtype)
+		}
+	}
+	return meta, nil
+}
+
+// seqReader serves readHeader's ReadAt calls, which come in file order, from a plain
+// reader; the data is then read through readFull and skip.
+type seqReader struct {
+	r   io.Reader
+	pos int64
+}
+
+func (s *seqReader) ReadAt(p []byte, off int64) (int, error) {
+	if off != s.pos {
+		return 0, fmt.Errorf("safetensors: internal error: read at byte %d of a stream at byte %d", off, s.pos)
+	}
+	n, err := io.ReadFull(s.r, p)
+	s.pos += int64(n)
+	return n, err
+}
+
+func (s *seqReader) readFull(p []byte) error {
+	n, err := io.ReadFull(s.r, p)
+	s.pos += int64(n)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (s *seqReader) skip(n int64) error {
+	m, err := io.CopyN(io.Discard, s.r, n)
+	s.pos += m
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
