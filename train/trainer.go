@@ -16,6 +16,7 @@ import (
 	"gptkit/loader"
 	"gptkit/shards"
 	"gptkit/storage"
+	"gptkit/train/checkpoint"
 	"gptkit/train/tensorboard"
 )
 
@@ -451,7 +452,8 @@ func (t *Trainer) lockOut(ctx context.Context) error {
 		}
 		t.madeOut = append(t.madeOut, dir)
 	}
-	if err := os.MkdirAll(t.cfg.Out, 0o755); err != nil {
+	// Durably (the parents fsynced): the checkpoints saved in it go with it.
+	if err := checkpoint.MkdirAll(t.cfg.Out); err != nil {
 		return fmt.Errorf("train: create the run directory: %w", err)
 	}
 	st, err := storage.Open(ctx, t.cfg.Out, storage.Options{})

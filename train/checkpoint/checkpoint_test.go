@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -348,4 +349,33 @@ func TestLinkedCheckpoint(t *testing.T) {
 		t.Fatalf("complete checkpoints %v after keep 1, want [40]", c)
 	}
 	checkStep(t, elsewhere, 20) // the link went, not what it pointed to
+}
+
+// TestFirstSaveSyncsNewRoot: the first save into a root that does not exist yet
+// (OUT/checkpoints, OUT too) fsyncs the parent of each directory it makes before it
+// returns: the checkpoint's own fsyncs made its files and its entry in the root
+// durable, not the root's entry in OUT, which a power loss could take with the
+// checkpoint (the root was made by a plain os.MkdirAll).
+func TestFirstSaveSyncsNewRoot(t *testing.T) {
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	root := filepath.Join(out, "checkpoints")
+	var synced []string
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	syncDir = func(dir string) error {
+		synced = append(synced, filepath.Clean(dir))
+		return fsyncDir(dir)
+	}
+	saveSteps(t, root, 0, 1)
+	for _, want := range []string{parent, out, root} {
+		if !slices.Contains(synced, want) {
+			t.Errorf("%s was not fsynced (fsynced: %v)", want, synced)
+		}
+	}
+	// A root that exists: its parent is left alone.
+	synced = nil
+	saveSteps(t, root, 0, 2)
+	if slices.Contains(synced, out) {
+		t.Errorf("%s fsynced again for a root that existed: %v", out, synced)
+	}
 }

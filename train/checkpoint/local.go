@@ -36,7 +36,7 @@ func newLocal(root string, create bool, log *slog.Logger) (*localBackend, error)
 		return nil, errors.New("empty checkpoint root (pass a directory or s3://bucket/prefix)")
 	}
 	if create {
-		if err := os.MkdirAll(root, 0o777); err != nil {
+		if err := MkdirAll(root); err != nil {
 			return nil, fmt.Errorf("%w (check the path and its permissions)", err)
 		}
 	} else if fi, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
@@ -160,8 +160,35 @@ func writeLocalFile(path, name string, write func(io.Writer) error) (FileInfo, e
 	return fi, nil
 }
 
-// syncDir fsyncs a directory, making the creations and renames in it durable.
-func syncDir(dir string) error {
+// MkdirAll makes dir and its missing parents (os.MkdirAll), durably: the parent of
+// each directory it made is fsynced, so that a power loss after it returns cannot
+// take the new directory's entry, and the checkpoints saved in it, with it (a first
+// save's checkpoints directory was made without: the checkpoint's own fsyncs made
+// its files and its entry in that directory durable, not the directory's in OUT).
+func MkdirAll(dir string) error {
+	var made []string // deepest first
+	for d := filepath.Clean(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		made = append(made, d)
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	for _, d := range made {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making the creations and renames in it durable (a
+// variable: the tests see the calls).
+var syncDir = fsyncDir
+
+func fsyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
