@@ -130,3 +130,72 @@ func TestHangupStopsInOrder(t *testing.T) {
 		t.Fatalf("under nohup, after SIGHUP: %v, want the run to go on and finish: %s", err, stderr.String())
 	}
 }
+
+// TestQuitStopsInOrder: SIGQUIT (Ctrl-\) stops a run, and a launcher with its ranks,
+// as SIGTERM does (torchrun's meaning): the step under way finishes, a checkpoint is
+// saved, the last line says "interrupted" and the status is 1. Go's own handling
+// dumped every goroutine's stack and ended the process (the ranks: with status 2)
+// without a checkpoint.
+func TestQuitStopsInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	for _, tc := range []struct {
+		name                    string
+		launcher                bool
+		stepPrefix, otherPrefix string
+	}{{"one", false, "", ""}, {"launcher", true, "[rank 0] ", "[rank 1] "}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			args := dpArgs(data, out, 4, 100000, 0)
+			if tc.launcher {
+				args = append(args, "--nproc-per-node", "2", "--master-port", freePort(t))
+			}
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), mainEnv+"=1")
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			ready := func() bool {
+				stepped, other := false, false
+				for line := range strings.SplitSeq(stderr.String(), "\n") {
+					stepped = stepped || strings.HasPrefix(line, tc.stepPrefix) && strings.Contains(line, "msg=step")
+					other = other || strings.HasPrefix(line, tc.otherPrefix)
+				}
+				return stepped && other
+			}
+			for deadline := time.Now().Add(60 * time.Second); !ready(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the run did not finish a step: %s", stderr.String())
+				}
+			}
+			cmd.Process.Signal(syscall.SIGQUIT)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("still running a minute after SIGQUIT: %s", stderr.String())
+			}
+			got := stderr.String()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("after SIGQUIT: %v, want status 1 (an orderly stop): %s", err, got)
+			}
+			if strings.Contains(got, "goroutine ") || strings.Contains(got, "SIGQUIT: quit") {
+				t.Errorf("a stack dump reached stderr: %s", got)
+			}
+			if last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:]); last != interruptedLine {
+				t.Errorf("last line %q, want %q", last, interruptedLine)
+			}
+			if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) == 0 {
+				t.Errorf("no checkpoint after SIGQUIT in %s: %s", out, got)
+			}
+		})
+	}
+}

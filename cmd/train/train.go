@@ -78,9 +78,9 @@ const trainSummary = "Trains a GPT (nanoGPT's GPT-2: token and position embeddin
 	"--tensorboard-dir; tensorboard --logdir OUT) and\n" +
 	"checkpoints/ (weights as safetensors, AdamW state, trainer state; the newest\n" +
 	"--keep-checkpoints kept). --resume auto continues from the newest complete checkpoint, and\n" +
-	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT\n" +
-	"or SIGTERM saves a checkpoint and exits (status 1); a second Ctrl-C exits at once (status\n" +
-	"130; the newest complete checkpoint stays). On a terminal a progress line shows\n" +
+	"the resumed run's metrics and weights are bit-identical to an uninterrupted run's. SIGINT,\n" +
+	"SIGTERM, SIGHUP or SIGQUIT saves a checkpoint and exits (status 1); a second Ctrl-C exits\n" +
+	"at once (status 130; the newest complete checkpoint stays). On a terminal a progress line shows\n" +
 	"the steps; otherwise stderr gets a log line every --log-every steps. When done, stdout gets\n" +
 	"one JSON line: step, loss, val_loss, checkpoint, params, seconds.\n\n" +
 	"Data-parallel: --nproc-per-node N starts N ranks on this node (torchrun's flags and\n" +

@@ -191,8 +191,8 @@ func withoutPrefix(msg, prefix string) string {
 	return msg
 }
 
-// Interrupted replaces err with a plain "interrupted" once ctx is canceled (SIGINT or
-// SIGTERM), whatever the step that noticed.
+// Interrupted replaces err with a plain "interrupted" once ctx is canceled (one of
+// StopSignals), whatever the step that noticed.
 func Interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return errors.New("interrupted")
@@ -215,13 +215,17 @@ func OneLine(s string) string {
 }
 
 // StopSignals are the signals that stop a command in order (a checkpoint saved, a
-// journal a rerun continues from): SIGINT, SIGTERM, and SIGHUP (the terminal or ssh
-// session gone, which would otherwise end the process where it stands) unless the
+// journal a rerun continues from): SIGINT, SIGTERM, SIGHUP (the terminal or ssh
+// session gone, which would otherwise end the process where it stands) and SIGQUIT
+// (Ctrl-\, which torchrun treats as SIGTERM; Go's own handling dumped every
+// goroutine's stack and ended the process without its checkpoint), each unless the
 // process was started with it ignored (nohup: asking for it would undo that).
 func StopSignals() []os.Signal {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
-	if !signal.Ignored(syscall.SIGHUP) {
-		sigs = append(sigs, syscall.SIGHUP)
+	for _, s := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
 	}
 	return sigs
 }

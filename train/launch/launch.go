@@ -390,10 +390,10 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	return out
 }
 
-// interrupt forwards a signal: the first as it is (the ranks checkpoint and exit); a
-// later SIGINT (a second Ctrl-C) as SIGKILL. A repeated SIGTERM or SIGHUP is forwarded
-// again and kills nothing: schedulers repeat SIGTERM, and a save cut by SIGKILL loses
-// the checkpoint.
+// interrupt forwards a signal: the first as it is (the ranks checkpoint and exit), a
+// SIGHUP or SIGQUIT as SIGTERM; a later SIGINT (a second Ctrl-C) as SIGKILL. A
+// repeated SIGTERM, SIGHUP or SIGQUIT is forwarded again and kills nothing: schedulers
+// repeat SIGTERM, and a save cut by SIGKILL loses the checkpoint.
 func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall.Signal, time.Duration)) {
 	out.interrupted = true
 	l.sigs++
@@ -407,8 +407,13 @@ func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall
 		return
 	}
 	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; a second Ctrl-C kills them)", "signal", sig)
-	if sig == syscall.SIGHUP {
+	switch sig {
+	case syscall.SIGHUP:
 		sig = syscall.SIGTERM // the ranks' session is their own: no hangup of theirs
+	case syscall.SIGQUIT:
+		// torchrun's meaning, SIGTERM's, in a form no rank can take for another: a
+		// rank not yet watching for it (still starting) would dump its stacks.
+		sig = syscall.SIGTERM
 	}
 	stop(sig, 0)
 }

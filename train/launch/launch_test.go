@@ -236,6 +236,30 @@ func TestSignalForwarded(t *testing.T) {
 	}
 }
 
+// TestQuitForwardedAsTerm: SIGQUIT (Ctrl-\) reaches the ranks as SIGTERM, torchrun's
+// meaning of it: a rank not watching for SIGQUIT (one still starting) would dump its
+// goroutines' stacks and die without a checkpoint.
+func TestQuitForwardedAsTerm(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "term", 2)
+	sigs := make(chan os.Signal, 1)
+	cfg.Signals = sigs
+	go func() {
+		for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // the ranks' signal handlers are up
+		sigs <- syscall.SIGQUIT
+	}()
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for r := range 2 {
+		if !strings.Contains(stderr.String(), fmt.Sprintf("[rank %d] got terminated", r)) {
+			t.Errorf("rank %d did not get a SIGTERM:\n%s", r, stderr)
+		}
+	}
+}
+
 func TestParseHostfile(t *testing.T) {
 	hosts, err := ParseHostfile([]byte("# nodes\nnode1 slots=4\n\n10.0.0.2  slots=4 # second\nuser@node3 slots=4\n"), "hf")
 	if err != nil || len(hosts) != 3 || hosts[1] != (Host{"10.0.0.2", 4}) || masterHost(hosts[2].Name) != "node3" {
