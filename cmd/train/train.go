@@ -252,7 +252,10 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return dist.ExitInterrupted
 	}
 	if err != nil {
-		return trainFail(ctx, stderr, err)
+		// This rank's own failure, which the store now has and names: its line,
+		// whatever signal comes while it exits (a launcher's SIGTERM to the other
+		// ranks, a Ctrl-C), never a plain "interrupted" that would contradict it.
+		return cli.Fail(stderr, "train", err)
 	}
 	return cli.ExitOK
 }

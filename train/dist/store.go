@@ -77,6 +77,10 @@ type Event struct {
 	Gen    int
 	Rank   int // the rank at fault (-1: none or unknown)
 	Reason string
+	// Exiting (EventAbort) says that Rank reported its own failure (Comm.Close) and
+	// is exiting with it: its launcher leaves it to exit, as a stop signal would
+	// only race its last line, its error, with "interrupted".
+	Exiting bool
 }
 
 // Server is the rendezvous store: it gathers the ranks of each generation, hands
@@ -459,7 +463,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 			s.members = map[int]*peer{}
 			s.kv, s.waiters = nil, nil
 		} else {
-			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank))
+			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank), false)
 		}
 	}
 	if old := s.members[h.Rank]; old != nil {
@@ -526,20 +530,21 @@ func (s *Server) startGen() {
 }
 
 // failGen ends the running generation: every member and launcher hears reason.
-func (s *Server) failGen(rank int, reason string) {
+// exiting says that rank reported its own failure and is exiting (Event.Exiting).
+func (s *Server) failGen(rank int, reason string, exiting bool) {
 	if !s.running {
 		return
 	}
 	if explained := s.explain(reason); explained != reason {
-		reason, rank = explained, -1 // no rank's fault
+		reason, rank, exiting = explained, -1, false // no rank's fault
 	}
 	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
 	for p := range s.peers {
 		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
-			s.send(p, message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason})
+			s.send(p, message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting})
 		}
 	}
-	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason})
+	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting})
 	s.gen++
 	s.running = false
 	s.members = map[int]*peer{}
@@ -566,7 +571,7 @@ func (s *Server) handle(p *peer, m message) {
 			return
 		}
 		if s.running {
-			s.failGen(p.rank, fmt.Sprintf("rank %d failed: %s", p.rank, m.Reason))
+			s.failGen(p.rank, fmt.Sprintf("rank %d failed: %s", p.rank, m.Reason), true)
 		} else {
 			delete(s.members, p.rank)
 			s.tellWaiting()
@@ -631,7 +636,7 @@ func (s *Server) probeLaggards(p *peer, m message) {
 				answered = answered && (q.left || q.lastSeen.After(asked))
 			}
 			if answered || time.Now().After(deadline) {
-				s.failGen(-1, s.laggards(p, m))
+				s.failGen(-1, s.laggards(p, m), false)
 				s.mu.Unlock()
 				return
 			}
@@ -690,9 +695,9 @@ func (s *Server) gone(p *peer, err error) {
 		switch {
 		case p.left:
 		case p.dropped != "":
-			s.failGen(p.rank, fmt.Sprintf("rank %d %s, and the store dropped it: its process is stopped or hung, or its host is unreachable", p.rank, p.dropped))
+			s.failGen(p.rank, fmt.Sprintf("rank %d %s, and the store dropped it: its process is stopped or hung, or its host is unreachable", p.rank, p.dropped), false)
 		default:
-			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)))
+			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)), false)
 		}
 		return
 	}
@@ -752,7 +757,7 @@ func (s *Server) watch() {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]
 				if quiet := time.Since(p.lastSeen); !p.left && quiet > s.cfg.HeartbeatTimeout {
-					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)))
+					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)), false)
 					break
 				}
 			}

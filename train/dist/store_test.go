@@ -138,3 +138,54 @@ func TestReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortSaysExiting: a generation failed by a rank's own report (Comm.Close with
+// its error) tells the launchers, and the ranks, that this rank is exiting with it
+// (Event.Exiting: its launcher leaves it to exit rather than stop it); one failed by
+// a rank that disconnected does not.
+func TestAbortSaysExiting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		exiting bool
+	}{{"fail", true}, {"disconnect", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, port := startStore(t, 2, ServerConfig{})
+			events := s.Subscribe()
+			c0, _ := rawWorker(t, port, 0)
+			c1, w1 := rawWorker(t, port, 1)
+			for ev := range events {
+				if ev.Kind == EventStart {
+					break
+				}
+			}
+			if tc.exiting {
+				w1.write(message{Type: msgFail, Reason: "out of cheese"})
+			} else {
+				c1.Close()
+			}
+			var ev Event
+			select {
+			case ev = <-events:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no event after rank 1's failure")
+			}
+			if ev.Kind != EventAbort || ev.Rank != 1 || ev.Exiting != tc.exiting {
+				t.Errorf("event %+v, want an abort of rank 1 with exiting %t", ev, tc.exiting)
+			}
+			mr := newMsgReader(c0)
+			c0.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				m, err := mr.read()
+				if err != nil {
+					t.Fatalf("rank 0 heard no abort: %v", err)
+				}
+				if m.Type == msgAbort {
+					if m.Exiting != tc.exiting {
+						t.Errorf("rank 0's abort %+v, want exiting %t", m, tc.exiting)
+					}
+					break
+				}
+			}
+		})
+	}
+}

@@ -41,8 +41,9 @@ const (
 	roleAgent  = "agent"
 )
 
-// protocolVersion is the store protocol's version; a hello of another is refused.
-const protocolVersion = 1
+// protocolVersion is the store protocol's version; a hello of another is refused (2:
+// an abort's "exiting", which a reader of 1 would refuse as an unknown field).
+const protocolVersion = 2
 
 // maxMessage bounds one store message (a start message carries World addresses).
 const maxMessage = 4 << 20
@@ -68,6 +69,7 @@ type message struct {
 	Op      string   `json:"op,omitempty"`
 	Key     string   `json:"key,omitempty"`
 	Value   []byte   `json:"value,omitempty"`
+	Exiting bool     `json:"exiting,omitempty"` // abort: Rank reported its own failure and exits (Event.Exiting)
 }
 
 // msgReader reads newline-delimited messages of at most maxMessage bytes.

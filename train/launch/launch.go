@@ -290,11 +290,18 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	var out outcome
 	stopping := false
 	var killTimer <-chan time.Time
+	// spare is a rank that reported its own failure to the store and is exiting with
+	// it: no stop signal for it (one would race its last line, its own error, with
+	// "interrupted"), only the SIGKILL after the grace period should it not exit.
+	spare := -1
 	stop := func(sig syscall.Signal, grace time.Duration) {
 		for _, w := range workers {
 			if !w.exited {
 				if sig == syscall.SIGKILL {
 					kill(w.cmd) // the rank's process group
+					continue
+				}
+				if w.rank == spare {
 					continue
 				}
 				w.cmd.Process.Signal(sig)
@@ -358,6 +365,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			case dist.EventAbort:
 				if ev.Gen == gen && !stopping {
 					out.failure = ev.Reason
+					if ev.Exiting {
+						spare = ev.Rank
+					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
 				}

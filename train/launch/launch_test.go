@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "dist" {
 		os.Exit(distRank())
 	}
+	if mode := os.Getenv(workerEnv); mode == "distfail1" {
+		os.Exit(distFailRank())
+	}
 	if mode := os.Getenv(workerEnv); mode != "" {
 		os.Exit(fakeRank(mode))
 	}

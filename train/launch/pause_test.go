@@ -3,10 +3,12 @@ package launch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,6 +57,63 @@ func distRank() int {
 		return 1
 	case <-time.After(time.Minute):
 		return 9
+	}
+}
+
+// distFailRank joins the group; rank 1 then fails on its own as train's ranks do: it
+// reports its error to the store (Comm.Close) and, on its way out, says it last
+// unless a stop signal comes first (then "interrupted", as train's rank said). The
+// others wait for the stop.
+func distFailRank() int {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	c, err := dist.Init(context.Background(), place, dist.Options{Token: os.Getenv(dist.EnvToken), Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if place.Rank != 1 {
+		select {
+		case s := <-sig:
+			fmt.Fprintf(os.Stderr, "got %v\n", s)
+			return dist.ExitInterrupted
+		case <-time.After(time.Minute):
+			return 9
+		}
+	}
+	c.Close(errors.New("out of cheese"))
+	select {
+	case s := <-sig: // (the exit path of a real rank takes a while: a checkpoint's close, NCCL's)
+		fmt.Fprintf(os.Stderr, "rank 1: interrupted (%v)\n", s)
+	case <-time.After(500 * time.Millisecond):
+		fmt.Fprintln(os.Stderr, "rank 1 gives up: out of cheese")
+	}
+	return 1
+}
+
+// TestFailingRankIsNotStopped: a rank that reported its own failure to the store is
+// left to exit with it: its last line is its error. The launcher sent it the SIGTERM
+// that stops the others too, and train's rank, stopped on its way out, said
+// "interrupted" instead (1 run in 5 of train --nproc-per-node 2 with a missing --data).
+func TestFailingRankIsNotStopped(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "distfail1", 3)
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 failed: out of cheese") {
+		t.Fatalf("%v, want rank 1's failure\n%s", err, stderr)
+	}
+	got := stderr.String()
+	if !strings.Contains(got, "[rank 1] rank 1 gives up: out of cheese") || strings.Contains(got, "[rank 1] rank 1: interrupted") {
+		t.Errorf("rank 1's last line is not its own error:\n%s", got)
+	}
+	for _, r := range []int{0, 2} {
+		if !strings.Contains(got, fmt.Sprintf("[rank %d] got terminated", r)) {
+			t.Errorf("rank %d was not stopped:\n%s", r, got)
+		}
 	}
 }
 
