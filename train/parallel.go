@@ -406,14 +406,14 @@ func (r *bucketRun) wait() error {
 	return err
 }
 
-// ErrCheckpointFailed is in the error of a Train interrupted (SIGINT, SIGTERM) whose
+// ErrCheckpointFailed is in the error of a Train interrupted (a stop signal) whose
 // checkpoint on the way out failed: the steps since the last one are lost, which an
 // "interrupted" alone would hide.
 var ErrCheckpointFailed = errors.New("the checkpoint failed")
 
 // ErrPeerInterrupted ends Train on the ranks that were not signalled themselves
-// when another rank was (SIGINT, SIGTERM): every rank stops after the same step.
-var ErrPeerInterrupted = errors.New("another rank was interrupted (SIGINT or SIGTERM), and all stopped together")
+// when another rank was (a stop signal): every rank stops after the same step.
+var ErrPeerInterrupted = errors.New("another rank was interrupted (a stop signal: SIGINT, SIGTERM, SIGHUP or SIGQUIT), and all stopped together")
 
 // gatherWeights all-gathers the weights ZeRO-1's shards updated. With a
 // compute dtype below float32 on a device that takes it (NCCL), the compute

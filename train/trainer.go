@@ -482,7 +482,7 @@ func (t *Trainer) Memory() MemoryUse {
 }
 
 // Train runs steps until max_steps, evaluating and checkpointing as configured. When
-// ctx is cancelled (SIGINT, SIGTERM) it finishes the step under way, saves a
+// ctx is cancelled (a stop signal) it finishes the step under way, saves a
 // checkpoint and returns an error wrapping ctx's.
 func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 	cfg := t.cfg

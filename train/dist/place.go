@@ -355,7 +355,7 @@ func Token(getenv func(string) string, p Place) (token string, derived bool) {
 
 func tokenEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-// ExitInterrupted is the exit status of a rank that stopped on SIGINT or SIGTERM, its
+// ExitInterrupted is the exit status of a rank that stopped on a stop signal, its
 // own or another rank's (128 + SIGINT, as shells report it): a launcher takes it for
 // an interrupt of the job, not a failure to restart from.
 const ExitInterrupted = 130
