@@ -187,7 +187,7 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 			// The worker's ids, mapped (hugemem.Mapped) and kept: a part
 			// larger than any before maps them again, at least doubled.
 			ids := &hugemem.Mapped[int32]{}
-			defer ids.Unmap()
+			defer func() { ids.Unmap() }() // the last one mapped (not the first)
 			for p := range jobs {
 				if err := ctx.Err(); err != nil {
 					p.out <- result{err: err}

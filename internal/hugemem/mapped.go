@@ -2,8 +2,16 @@ package hugemem
 
 import (
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 )
+
+// mappedBytes is the size of the mappings of MapUnwritten not yet unmapped.
+var mappedBytes atomic.Int64
+
+// MappedBytes is the size of the mappings of MapUnwritten not yet unmapped: for tests
+// that check a command leaves none behind.
+func MappedBytes() int64 { return mappedBytes.Load() }
 
 // Mapped is an array mapped straight from the kernel, outside Go's heap, on huge pages
 // where the kernel gives them, for a buffer that one owner grows and reuses and that is
@@ -37,6 +45,7 @@ func MapUnwritten[T any](n int) *Mapped[T] {
 	size := uintptr(max(n, 0)) * unsafe.Sizeof(zero)
 	if on && size >= MinBytes {
 		if raw, mem := mapHuge(int(size)); mem != nil {
+			mappedBytes.Add(int64(len(raw)))
 			return &Mapped[T]{S: unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n), raw: raw}
 		}
 	}
@@ -52,6 +61,7 @@ func (m *Mapped[T]) Unmap() {
 	m.S = nil
 	if m.raw != nil {
 		unmap(m.raw)
+		mappedBytes.Add(-int64(len(m.raw)))
 		m.raw = nil
 	}
 }

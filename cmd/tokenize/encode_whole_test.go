@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gptkit/internal/hugemem"
+)
+
+// failAfter is a stdout that takes n bytes, then fails (err) or cancels a run (cancel).
+type failAfter struct {
+	n      int
+	got    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+var errStdoutGone = errors.New("stdout gone")
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	if w.got.Len()+len(p) <= w.n {
+		return w.got.Write(p)
+	}
+	if w.cancel != nil {
+		w.cancel()
+		return w.got.Write(p)
+	}
+	k := w.n - w.got.Len()
+	w.got.Write(p[:k])
+	return k, errStdoutGone
+}
+
+// TestEncodeWholeUnmapsAll: `tokenize encode` of one text, finished, failed by a write
+// to stdout, or interrupted, on one worker or several, leaves no mapped memory behind
+// (a worker's array of ids, the pool's blocks): a process that runs it many times (the
+// tests, a server) does not grow. Its output is the ids of the whole, or a prefix of it.
+func TestEncodeWholeUnmapsAll(t *testing.T) {
+	if !hugemem.On() {
+		t.Skip("no mapped memory here")
+	}
+	spec, tok := gpt2File(t)
+	defer func(old int) { wholePartBytes = old }(wholePartBytes)
+	wholePartBytes = 64 << 10
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		fmt.Fprintf(&sb, "Line %d: %s\n", i, strings.Repeat("word ", i%13))
+		if i%500 == 0 {
+			sb.WriteString(strings.Repeat("nocut ", rng.IntN(60_000))) // parts past a worker's array
+			sb.WriteByte(0xff)                                         // invalid UTF-8
+		}
+	}
+	text := sb.String()
+	want := idLines([][]int{tok.Encode(text)})
+	base := hugemem.MappedBytes()
+	check := func(what string) {
+		t.Helper()
+		if got := hugemem.MappedBytes(); got != base {
+			t.Fatalf("%s: %d bytes left mapped (%d before)", what, got-base, base)
+		}
+	}
+	for _, workers := range []string{"1", "3"} {
+		args := []string{"encode", "--tokenizer", spec, "--workers", workers}
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(text), &out, &errOut); code != 0 || out.String() != want {
+			t.Fatalf("%s workers: exit %d, %d bytes out (want %d): %s", workers, code, out.Len(), len(want), errOut.String())
+		}
+		check(workers + " workers")
+		out.Reset()
+		if code := run(context.Background(), args, openAt(t, text, 0), &out, &errOut); code != 0 || out.String() != want {
+			t.Fatalf("%s workers, from a file: exit %d, %d bytes out (want %d): %s", workers, code, out.Len(), len(want), errOut.String())
+		}
+		check(workers + " workers, from a file")
+		for _, n := range []int{0, 1000, 300 << 10, len(want) - 10} {
+			w := &failAfter{n: n}
+			errOut.Reset()
+			if code := run(context.Background(), args, strings.NewReader(text), w, &errOut); code == 0 || !strings.Contains(errOut.String(), "stdout gone") || !strings.HasPrefix(want, w.got.String()) {
+				t.Fatalf("%s workers, stdout failing after %d bytes: exit %d, %d bytes out: %s", workers, n, code, w.got.Len(), errOut.String())
+			}
+			check(fmt.Sprintf("%s workers, stdout failing after %d bytes", workers, n))
+			ctx, cancel := context.WithCancel(context.Background())
+			w = &failAfter{n: n, cancel: cancel}
+			errOut.Reset()
+			// (Interrupted by the last write, the ids are all out: exit 0.)
+			if code := run(ctx, args, strings.NewReader(text), w, &errOut); code == 0 && w.got.String() != want || !strings.HasPrefix(want, w.got.String()) {
+				t.Fatalf("%s workers, interrupted after %d bytes: exit %d, %d bytes out: %s", workers, n, code, w.got.Len(), errOut.String())
+			}
+			cancel()
+			check(fmt.Sprintf("%s workers, interrupted after %d bytes", workers, n))
+		}
+	}
+}
