@@ -14,7 +14,7 @@ const idBlockBytes = 2 << 20
 // are 1-3.7 MB between the places Cut allows), and each was cleared by make over its
 // whole size as the heap reused memory, then faulted in again: 100 MB of that corpus
 // made 19 buffers and 5 arrays of ids; now 18 blocks and 2 arrays, and the command
-// takes 6-20% less CPU (docs/tokenizer-performance.md, "The command line against the
+// takes 17-21% less CPU (docs/tokenizer-performance.md, "The command line against the
 // library").
 type idBlocks struct {
 	free chan *hugemem.Mapped[byte]
