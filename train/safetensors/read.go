@@ -128,29 +128,40 @@ func read(r io.ReaderAt, size int64, skip func(string) bool) (*File, error) {
 		}
 		n := (e.end - e.begin) / dtypeSize[e.dtype]
 		t := Tensor{Name: e.name, Shape: e.shape, Data: make([]float32, n)}
-		if e.dtype == "F32" && littleEndian {
-			if err := readFull(r, bytesOf(t.Data), e.begin); err != nil {
-				return nil, fmt.Errorf("tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
-			}
-		} else {
-			es := dtypeSize[e.dtype]
-			const chunk = 1 << 16 // elements per read
-			for j := int64(0); j < n; j += chunk {
-				k := min(chunk, n-j)
-				if int64(cap(buf)) < k*es {
-					buf = make([]byte, chunk*es)
-				}
-				b := buf[:k*es]
-				if err := readFull(r, b, e.begin+j*es); err != nil {
-					return nil, fmt.Errorf("tensor %q: reading bytes [%d,%d): %w", e.name, e.begin+j*es, e.begin+(j+k)*es, err)
-				}
-				decode(t.Data[j:j+k], b, e.dtype)
-			}
+		if err := readValues(r, t.Data, e, &buf); err != nil {
+			return nil, err
 		}
 		f.Tensors = append(f.Tensors, t)
 	}
 	sort.Slice(f.Tensors, func(a, b int) bool { return f.Tensors[a].Name < f.Tensors[b].Name })
 	return f, nil
+}
+
+// readValues reads the values of tensor e into d (its element count), converted to
+// float32: an F32 tensor straight into d, the others in chunks of 64K elements through
+// *buf (made or grown as needed).
+func readValues(r io.ReaderAt, d []float32, e entry, buf *[]byte) error {
+	if e.dtype == "F32" && littleEndian {
+		if err := readFull(r, bytesOf(d), e.begin); err != nil {
+			return fmt.Errorf("tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
+		}
+		return nil
+	}
+	es := dtypeSize[e.dtype]
+	n := int64(len(d))
+	const chunk = 1 << 16 // elements per read
+	for j := int64(0); j < n; j += chunk {
+		k := min(chunk, n-j)
+		if int64(cap(*buf)) < k*es {
+			*buf = make([]byte, chunk*es)
+		}
+		b := (*buf)[:k*es]
+		if err := readFull(r, b, e.begin+j*es); err != nil {
+			return fmt.Errorf("tensor %q: reading bytes [%d,%d): %w", e.name, e.begin+j*es, e.begin+(j+k)*es, err)
+		}
+		decode(d[j:j+k], b, e.dtype)
+	}
+	return nil
 }
 
 // readFull reads exactly len(b) bytes at off.
@@ -279,7 +290,10 @@ func parseMetadata(raw json.RawMessage) (map[string]string, error) {
 		return nil, fmt.Errorf("want an object of strings: %v", err)
 	}
 	meta := make(map[string]string, len(m))
-	for k, v := range m {
+	// In key order: of several bad values, the message names the same one every time
+	// (map order named any, so two reads of one file could say different things).
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("value of %q is not a string", k)

@@ -211,6 +211,19 @@ func TestReadErrorIsStable(t *testing.T) {
 	}
 }
 
+// TestReadMetadataErrorIsStable: of several __metadata__ values that are not strings,
+// the message names the first key in key order, every time (map order named any: found
+// by FuzzReadInto, whose ReadInto and Read named two different ones).
+func TestReadMetadataErrorIsStable(t *testing.T) {
+	file := hfFile(`{"__metadata__":{"zz":1,"yy":2,"xx":3,"ww":4,"b":5,"a":6}}`, nil)
+	for range 50 {
+		_, err := Read(bytes.NewReader(file), int64(len(file)))
+		if err == nil || !strings.Contains(err.Error(), `value of "a" is not a string`) {
+			t.Fatalf("got %v, want the value of \"a\" named", err)
+		}
+	}
+}
+
 func TestReadRejectsMalformed(t *testing.T) {
 	ok := `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
 	good := hfFile(ok, le32(1, 2))

@@ -42,30 +42,15 @@ func ReadInto(r io.Reader, size int64, dst func(Info) ([]float32, error)) (metad
 		if int64(len(d)) != n {
 			return nil, fmt.Errorf("safetensors: ReadInto: a destination of %d values for tensor %q of %d", len(d), e.name, n)
 		}
-		if e.dtype == "F32" && littleEndian {
-			if err := sr.readFull(bytesOf(d)); err != nil {
-				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
-			}
-			continue
-		}
-		const chunk = 1 << 16 // elements per read
-		for j := int64(0); j < n; j += chunk {
-			k := min(chunk, n-j)
-			if int64(cap(buf)) < k*es {
-				buf = make([]byte, chunk*es)
-			}
-			b := buf[:k*es]
-			if err := sr.readFull(b); err != nil {
-				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin+j*es, e.begin+(j+k)*es, err)
-			}
-			decode(d[j:j+k], b, e.dtype)
+		if err := readValues(sr, d, e, &buf); err != nil { // (sr: at e.begin, in order)
+			return nil, fmt.Errorf("safetensors: %w", err)
 		}
 	}
 	return meta, nil
 }
 
-// seqReader serves readHeader's ReadAt calls, which come in file order, from a plain
-// reader; the data is then read through readFull and skip.
+// seqReader serves the ReadAt calls of readHeader and readValues, which come in file
+// order, from a plain reader; a skipped tensor's bytes are read past with skip.
 type seqReader struct {
 	r   io.Reader
 	pos int64
@@ -78,15 +63,6 @@ func (s *seqReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := io.ReadFull(s.r, p)
 	s.pos += int64(n)
 	return n, err
-}
-
-func (s *seqReader) readFull(p []byte) error {
-	n, err := io.ReadFull(s.r, p)
-	s.pos += int64(n)
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 func (s *seqReader) skip(n int64) error {
