@@ -217,49 +217,35 @@ func TestMaxRestarts(t *testing.T) {
 	}
 }
 
-// TestSignalForwarded: a signal reaches every rank once; a second one kills.
+// TestSignalForwarded: a signal reaches every rank once; a second one kills. SIGQUIT
+// (Ctrl-\\) reaches them as SIGTERM, torchrun's meaning of it: a rank not watching for
+// SIGQUIT (one still starting) would dump its goroutines' stacks and die without a
+// checkpoint.
 func TestSignalForwarded(t *testing.T) {
-	cfg, _, stderr := testConfig(t, "term", 2)
-	sigs := make(chan os.Signal, 1)
-	cfg.Signals = sigs
-	go func() {
-		for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(100 * time.Millisecond) // the ranks' signal handlers are up
-		sigs <- syscall.SIGINT
-	}()
-	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	for r := range 2 {
-		if !strings.Contains(stderr.String(), fmt.Sprintf("[rank %d] got interrupt", r)) {
-			t.Errorf("rank %d did not get the SIGINT:\n%s", r, stderr)
-		}
-	}
-}
-
-// TestQuitForwardedAsTerm: SIGQUIT (Ctrl-\) reaches the ranks as SIGTERM, torchrun's
-// meaning of it: a rank not watching for SIGQUIT (one still starting) would dump its
-// goroutines' stacks and die without a checkpoint.
-func TestQuitForwardedAsTerm(t *testing.T) {
-	cfg, _, stderr := testConfig(t, "term", 2)
-	sigs := make(chan os.Signal, 1)
-	cfg.Signals = sigs
-	go func() {
-		for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(100 * time.Millisecond) // the ranks' signal handlers are up
-		sigs <- syscall.SIGQUIT
-	}()
-	if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	for r := range 2 {
-		if !strings.Contains(stderr.String(), fmt.Sprintf("[rank %d] got terminated", r)) {
-			t.Errorf("rank %d did not get a SIGTERM:\n%s", r, stderr)
-		}
+	for _, tc := range []struct {
+		sent syscall.Signal
+		got  string // as the test rank prints it
+	}{{syscall.SIGINT, "interrupt"}, {syscall.SIGQUIT, "terminated"}} {
+		t.Run(tc.sent.String(), func(t *testing.T) {
+			cfg, _, stderr := testConfig(t, "term", 2)
+			sigs := make(chan os.Signal, 1)
+			cfg.Signals = sigs
+			go func() {
+				for !strings.Contains(stderr.String(), "hello from 1") || !strings.Contains(stderr.String(), "hello from 0") {
+					time.Sleep(10 * time.Millisecond)
+				}
+				time.Sleep(100 * time.Millisecond) // the ranks' signal handlers are up
+				sigs <- tc.sent
+			}()
+			if err := Run(context.Background(), cfg); !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			for r := range 2 {
+				if !strings.Contains(stderr.String(), fmt.Sprintf("[rank %d] got %s", r, tc.got)) {
+					t.Errorf("rank %d did not get a %s:\n%s", r, tc.got, stderr)
+				}
+			}
+		})
 	}
 }
 
