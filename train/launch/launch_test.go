@@ -218,7 +218,7 @@ func TestMaxRestarts(t *testing.T) {
 }
 
 // TestSignalForwarded: a signal reaches every rank once; a second one kills. SIGQUIT
-// (Ctrl-\\) reaches them as SIGTERM, torchrun's meaning of it: a rank not watching for
+// (Ctrl-\) reaches them as SIGTERM, torchrun's meaning of it: a rank not watching for
 // SIGQUIT (one still starting) would dump its goroutines' stacks and die without a
 // checkpoint.
 func TestSignalForwarded(t *testing.T) {
