@@ -38,10 +38,9 @@ func (w *failAfter) Write(p []byte) (int, error) {
 // to stdout, or interrupted, on one worker or several, leaves no mapped memory behind
 // (a worker's array of ids, the pool's blocks): a process that runs it many times (the
 // tests, a server) does not grow. Its output is the ids of the whole, or a prefix of it.
+// Where huge-page tables are off (not Linux, GPTKIT_HUGEPAGES=0) nothing is mapped and
+// only the output is checked.
 func TestEncodeWholeUnmapsAll(t *testing.T) {
-	if !hugemem.On() {
-		t.Skip("no mapped memory here")
-	}
 	spec, tok := gpt2File(t)
 	defer func(old int) { wholePartBytes = old }(wholePartBytes)
 	wholePartBytes = 64 << 10
