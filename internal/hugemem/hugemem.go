@@ -94,16 +94,25 @@ func carve(size int) []byte {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(free) < size {
-		span := (size + chunkBytes - 1) &^ (chunkBytes - 1)
-		raw := make([]byte, span+chunkBytes)
-		at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
-		off := int((at+chunkBytes-1)&^(chunkBytes-1) - at)
-		free = raw[off : off+span : off+span]
+		raw := make([]byte, chunkSpan(size)+chunkBytes)
+		free = alignedSpan(raw, size)
 		advise(raw, free)
 	}
 	b := free[:size:size]
 	free = free[size:]
 	return b
+}
+
+// chunkSpan is size rounded up to whole chunks (2 MB).
+func chunkSpan(size int) int { return (size + chunkBytes - 1) &^ (chunkBytes - 1) }
+
+// alignedSpan is the chunkSpan(size) bytes of raw (chunkSpan(size)+chunkBytes long)
+// that start at a chunk boundary.
+func alignedSpan(raw []byte, size int) []byte {
+	span := chunkSpan(size)
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	off := int((at+chunkBytes-1)&^(chunkBytes-1) - at)
+	return raw[off : off+span : off+span]
 }
 
 // WriteFault writes a zero into each page of b, fresh from make, before any read of it.

@@ -1,10 +1,6 @@
 package hugemem
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // advisable reports whether madvise can ask for transparent huge pages here.
 func advisable() bool { return true }
@@ -21,16 +17,13 @@ func advise(raw, chunk []byte) {
 // mapHuge maps size bytes (rounded up to 2 MB) at a 2 MB boundary, advised
 // MADV_HUGEPAGE; raw is the whole mapping to unmap. nil when mmap fails.
 func mapHuge(size int) (raw, mem []byte) {
-	span := (size + chunkBytes - 1) &^ (chunkBytes - 1)
-	raw, err := unix.Mmap(-1, 0, span+chunkBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	raw, err := unix.Mmap(-1, 0, chunkSpan(size)+chunkBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil, nil
 	}
-	at := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
-	off := int((at+chunkBytes-1)&^(chunkBytes-1) - at)
-	mem = raw[off : off+size : off+span]
-	_ = unix.Madvise(raw[off:off+span], unix.MADV_HUGEPAGE)
-	return raw, mem
+	span := alignedSpan(raw, size)
+	_ = unix.Madvise(span, unix.MADV_HUGEPAGE)
+	return raw, span[:size]
 }
 
 // unmap unmaps a mapping of mapHuge.
