@@ -78,17 +78,24 @@ func (t *Trainer) gradNorm(ctx context.Context) error {
 func (t *Trainer) zero() bool { return t.cfg.Zero == 1 && t.coll.World() > 1 }
 
 // fullMoments is the whole AdamW state in host memory, laid out like Params
-// (padded): what a checkpoint holds. placed says that a resume read it straight
-// into the trainer's own (one rank), m and v then being nil.
+// (padded): what a checkpoint holds, gathered on rank 0 to be written.
 type fullMoments struct {
-	m, v   []float32
+	m, v []float32
+}
+
+// resumeMoments is where a resume's AdamW state is: placed, read straight into the
+// trainer's own by restore (one rank), or else in the optimizer file of the
+// checkpoint in dir, which rank 0 reads and broadcasts (shareStart, streamMoments).
+type resumeMoments struct {
 	placed bool
+	dir    string
 }
 
 // momentChunk is how many floats of its shard each rank contributes to one
-// collective when the AdamW state is gathered for a checkpoint or spread at a
-// resume: the staging buffers are bounded by it, so no rank but rank 0 ever
-// holds the whole state, and rank 0 only in host memory while it writes it.
+// collective when the AdamW state is gathered for a checkpoint, and how many one
+// broadcast carries at a resume: the staging buffers are bounded by it, so no
+// rank but rank 0 ever holds the whole state, and rank 0 only in host memory
+// while it writes it (at a resume it holds one tensor of it at a time).
 const momentChunk = 1 << 20
 
 // gatherMoments returns the whole AdamW state on rank 0 (nil on the others),
@@ -146,30 +153,107 @@ func (t *Trainer) gatherShards(ctx context.Context, full []float32, shard kernel
 	return nil
 }
 
-// scatterMoments puts rank 0's whole AdamW state (full, laid out like Params,
-// padded; nil on the other ranks) into every rank's own part (shard: all of it,
-// or its ZeRO-1 shard), through broadcasts of momentChunk floats.
-func (t *Trainer) scatterMoments(ctx context.Context, full []float32, shard kernels.Tensor) error {
-	if t.coll.World() == 1 {
-		t.be.Upload(shard, kernels.Float32Bytes(full[:shard.Len()]))
-		return nil
-	}
-	lo, hi := t.flat.lo, t.flat.hi
+// What a message of streamMoments says (its header's first value).
+const (
+	momData  = 1 + iota // n floats of moment which (0: exp_avg, 1: exp_avg_sq) at offset off follow
+	momDone             // the state is complete, the file's sha256 checked
+	momAgain            // the file is damaged: rank 0 continues from an older checkpoint, whose start (header, weights, state) follows
+)
+
+// streamMoments puts the AdamW state of a resume into every rank's own part (t.m
+// and t.v: all of them, or its ZeRO-1 shard). Rank 0 reads the optimizer file of
+// the checkpoint in moments.dir tensor by tensor (readInto: one tensor in host
+// memory at a time), and broadcasts each in chunks of momentChunk floats, each
+// behind a header that says where it goes; the others (moments nil) take the
+// parts of their own. The file's sha256 is checked at its end: when it does not
+// match and the run falls back to an older checkpoint (fallBack), rank 0 restores
+// that one and again is true on every rank: the start is shared again. When rank
+// 0 cannot read the state it returns its error, and the others learn it as they
+// learn any rank's failure: the collectives' abort, which carries it (so that what
+// the job reports is rank 0's error, naming the file).
+func (t *Trainer) streamMoments(ctx context.Context, moments *resumeMoments) (again bool, err error) {
+	hdr := t.scratch(8)
 	k := min(t.flat.padded, momentChunk)
 	stage := t.scratch(k)
-	for c := 0; c < t.flat.padded; c += k {
-		n := min(k, t.flat.padded-c)
-		if full != nil {
-			copy(stage[:n], full[c:c+n])
+	place := func(which, off int, vals []float32) {
+		shard := t.m
+		if which == 1 {
+			shard = t.v
 		}
-		if err := t.coll.Broadcast(ctx, stage[:n], 0); err != nil {
-			return err
-		}
-		if a, b := max(c, lo), min(c+n, hi); a < b {
-			t.be.Upload(shard.Slice(a-lo, b-lo), kernels.Float32Bytes(stage[a-c:b-c]))
+		lo, hi := t.flat.lo, t.flat.hi
+		if a, b := max(off, lo), min(off+len(vals), hi); a < b {
+			t.be.Upload(shard.Slice(a-lo, b-lo), kernels.Float32Bytes(vals[a-off:b-off]))
 		}
 	}
-	return nil
+	if t.coll.Rank() != 0 {
+		for {
+			if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
+				return false, fmt.Errorf("train: rank %d: receive the AdamW state from rank 0: %w", t.coll.Rank(), err)
+			}
+			switch code := int(getBits(hdr[0:])); code {
+			case momData:
+				which, off, n := int(getBits(hdr[2:])), int(getBits(hdr[4:])), int(getBits(hdr[6:]))
+				if n > k || off < 0 || off+n > t.flat.padded || which < 0 || which > 1 {
+					return false, fmt.Errorf("train: rank %d: a chunk of the AdamW state from rank 0 for [%d,%d) of moment %d, out of the layout's %d (or over %d floats): another gptkit version on rank 0?", t.coll.Rank(), off, off+n, which, t.flat.padded, k)
+				}
+				if err := t.coll.Broadcast(ctx, stage[:n], 0); err != nil {
+					return false, fmt.Errorf("train: rank %d: receive the AdamW state from rank 0: %w", t.coll.Rank(), err)
+				}
+				place(which, off, stage[:n])
+			case momDone:
+				return false, nil
+			case momAgain:
+				return true, nil
+			default:
+				return false, fmt.Errorf("train: rank %d: a message %d from rank 0 where the AdamW state was expected: another gptkit version on rank 0?", t.coll.Rank(), code)
+			}
+		}
+	}
+	var sendErr error // a collective's: the others cannot be told anything more
+	send := func(code, which, off, n int) error {
+		putBits(hdr[0:], float64(code))
+		putBits(hdr[2:], float64(which))
+		putBits(hdr[4:], float64(off))
+		putBits(hdr[6:], float64(n))
+		if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
+			sendErr = fmt.Errorf("train: broadcast the AdamW state: %w", err)
+		}
+		return sendErr
+	}
+	dest := func(which int) tensorDest {
+		return tensorDest{put: func(off int, vals []float32) error {
+			for c := 0; c < len(vals); c += k {
+				n := min(k, len(vals)-c)
+				if err := send(momData, which, off+c, n); err != nil {
+					return err
+				}
+				copy(stage[:n], vals[c:c+n])
+				if err := t.coll.Broadcast(ctx, stage[:n], 0); err != nil {
+					sendErr = fmt.Errorf("train: broadcast the AdamW state: %w", err)
+					return sendErr
+				}
+				place(which, off+c, stage[:n])
+			}
+			return nil
+		}}
+	}
+	err = t.model.readInto(ctx, t.ckpt(), moments.dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, dest(0), dest(1))
+	if sendErr != nil {
+		return false, sendErr
+	}
+	if err == nil {
+		t.logResumed()
+		return false, send(momDone, 0, 0, 0)
+	}
+	older, err := t.fallBack(ctx, moments.dir, err)
+	if older != "" {
+		var next *resumeMoments
+		if _, next, err = t.restoreNewestIntact(ctx, older); err == nil {
+			*moments = *next
+			return true, send(momAgain, 0, 0, 0)
+		}
+	}
+	return false, err
 }
 
 // agreeStop decides, the same way on every rank, whether to stop before the next

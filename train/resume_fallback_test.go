@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gptkit/kernels"
@@ -86,5 +87,41 @@ func TestResumeFallbackMatchesOlder(t *testing.T) {
 				t.Errorf("final loss %v, want %v", got.Loss, want.Loss)
 			}
 		})
+	}
+}
+
+// TestResumeRanksDamagedNamed: 2 ranks resuming a checkpoint named to them whose
+// AdamW file is damaged at its end (no fallback: it was named) stop, rank 0 with
+// checkpoint.ErrCorrupt naming the file, rank 1 with rank 0's error: rank 0 finds
+// the damage after it has broadcast the state, tensor by tensor, while rank 1 waits
+// for more of it. ZeRO off and on.
+func TestResumeRanksDamagedNamed(t *testing.T) {
+	data := tinyDataset(t)
+	for _, zero := range []int{0, 1} {
+		cfg := tinyConfig(t, data)
+		cfg.Dropout, cfg.EvalSteps, cfg.Zero, cfg.MaxSteps, cfg.LRDecaySteps = 0, 0, zero, 5, 5
+		cfg.BatchSize /= 2
+		if _, errs := runRanks(t, context.Background(), cfg, startComms(t, 2), nil); errors.Join(errs...) != nil {
+			t.Fatal(errors.Join(errs...))
+		}
+		dir := filepath.Join(cfg.Out, CheckpointsDir, checkpoint.DirName(5))
+		file := filepath.Join(dir, OptimizerFile)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-2] ^= 0x40
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		named := cfg
+		named.Resume, named.Out, named.MaxSteps, named.LRDecaySteps = dir, filepath.Join(t.TempDir(), "run"), 7, 7
+		_, errs := runRanks(t, context.Background(), named, startComms(t, 2), nil)
+		if !errors.Is(errs[0], checkpoint.ErrCorrupt) || !strings.Contains(errs[0].Error(), file) {
+			t.Errorf("zero %d: rank 0: %v, want checkpoint.ErrCorrupt naming %s", zero, errs[0], file)
+		}
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), "rank 0") || !strings.Contains(errs[1].Error(), file) {
+			t.Errorf("zero %d: rank 1: %v, want rank 0's error, naming %s", zero, errs[1], file)
+		}
 	}
 }

@@ -210,31 +210,37 @@ func (m *Model) tensorsOf(buf []float32, prefix string) []safetensors.Tensor {
 }
 
 // tensorDest is where readInto puts the tensors of a buffer laid out like Params:
-// host memory, or else a tensor of the backend be, uploaded tensor by tensor.
+// host memory, or else put, which takes each tensor's values (a host buffer of one
+// tensor, reused for the next) and its offset in the layout: an upload to a
+// device's tensor, or a broadcast to the ranks.
 type tensorDest struct {
 	host []float32
-	dev  kernels.Tensor
-	be   kernels.Backend
+	put  func(off int, vals []float32) error
 }
 
-// destOf is the place of x's values: its own memory when the host can address it.
+// destOf is the place of x's values: its own memory when the host can address it,
+// else uploads to it.
 func destOf(be kernels.Backend, x kernels.Tensor) tensorDest {
 	if x.IsHost() {
 		return tensorDest{host: x.Float32s()}
 	}
-	return tensorDest{dev: x, be: be}
+	return tensorDest{put: func(off int, vals []float32) error {
+		be.Upload(x.Slice(off, off+len(vals)), kernels.Float32Bytes(vals))
+		return nil
+	}}
 }
 
 // readInto reads the safetensors file name of the checkpoint in dir with cm, in one
 // pass, straight into dests (each laid out like Params): the tensor prefixes[i]+NAME
 // of each tensor of the layout goes to its place in dests[i]. Every one must be
 // there with its shape; other tensors of the file are read past. Nothing holds the
-// file or a copy of its tensors (a tensor for a device passes through one host
+// file or a copy of its tensors (a tensor for a put passes through one host
 // buffer of the largest one's size): a resume needs the memory of the weights and
 // the AdamW state, not three times that. The file's size and sha256 are checked
 // against checkpoint.json at its end, and a mismatch (errors.Is
 // checkpoint.ErrCorrupt) is the error even when the damage also made the file
-// malformed; dests hold garbage after any error.
+// malformed; a put's error is returned as it is, at once. dests hold garbage after
+// any error (and a put has been given garbage).
 func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name string, prefixes []string, dests ...tensorDest) error {
 	rc, err := readCheckpointStream(ctx, cm, dir, name)
 	if err != nil {
@@ -253,25 +259,33 @@ func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name s
 		seen bool
 	}
 	slots := make(map[string]*slot, len(prefixes)*len(m.Tensors))
+	largest := 0 // the stage's size, made once: a growing one would leave its old sizes to the GC
 	for i, prefix := range prefixes {
 		for _, ti := range m.Tensors {
 			slots[prefix+ti.Name] = &slot{ti: ti, dest: dests[i]}
+			if dests[i].host == nil {
+				largest = max(largest, ti.Size)
+			}
 		}
 	}
 	var (
-		shapeErr error
-		stage    []float32 // a device tensor's values, uploaded at the next tensor or the end
-		pending  *slot
+		shapeErr, putErr error
+		stage            []float32 // a put tensor's values, put at the next tensor or the end
+		pending          *slot
 	)
-	upload := func() {
-		if pending != nil {
-			ti := pending.ti
-			pending.dest.be.Upload(pending.dest.dev.Slice(ti.Offset, ti.Offset+ti.Size), kernels.Float32Bytes(stage[:ti.Size]))
-			pending = nil
+	flush := func() error {
+		if pending == nil {
+			return nil
 		}
+		s := pending
+		pending = nil
+		putErr = s.dest.put(s.ti.Offset, stage[:s.ti.Size])
+		return putErr
 	}
 	_, err = safetensors.ReadInto(rc, fi.Size, func(in safetensors.Info) ([]float32, error) {
-		upload()
+		if err := flush(); err != nil {
+			return nil, err
+		}
 		s, ok := slots[in.Name]
 		if !ok {
 			return nil, nil
@@ -284,14 +298,17 @@ func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name s
 		if s.dest.host != nil {
 			return s.dest.host[s.ti.Offset : s.ti.Offset+s.ti.Size], nil
 		}
-		if cap(stage) < s.ti.Size {
-			stage = make([]float32, s.ti.Size)
+		if stage == nil {
+			stage = make([]float32, largest)
 		}
 		pending = s
 		return stage[:s.ti.Size], nil
 	})
 	if err == nil {
-		upload()
+		err = flush()
+	}
+	if putErr != nil {
+		return putErr // (the ranks: reading on would serve none)
 	}
 	// To the file's end, where its size and sha256 are checked: damage first, as
 	// it is what the hints and resume auto's fallback to an older checkpoint go by.
@@ -456,29 +473,43 @@ func rerunDiffers(was, now map[string]string) string {
 // files do not match its manifest (a disk or copy damaged them after the save), it
 // moves dir aside and falls back to the next older checkpoint, as often as needed,
 // so that one damaged save costs the steps since the one before it, not the run.
-// A checkpoint the user named is never replaced by another.
-func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, *fullMoments, error) {
+// A checkpoint the user named is never replaced by another. (With several ranks
+// the AdamW state is read later, by shareStart, which falls back the same way.)
+func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, *resumeMoments, error) {
 	for {
 		moments, err := t.restore(ctx, dir)
-		if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
-			(t.cfg.Resume != "auto" && t.cfg.Restarts == 0 && !t.ownNewest) {
-			if errors.Is(err, checkpoint.ErrCorrupt) {
-				err = fmt.Errorf("%w%s", err, t.completeBeside(ctx, dir))
-			}
+		older, err := t.fallBack(ctx, dir, err)
+		if older == "" {
 			return dir, moments, err
 		}
-		older, err2 := t.olderCheckpoint(ctx, dir)
-		if err2 != nil {
-			return "", nil, fmt.Errorf("%w\n---> HINT: no older checkpoint to fall back to (%v): delete %s to start afresh, or restore the file from a copy", err, err2, dir)
-		}
-		aside, _, err2 := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, older)
-		if err2 != nil {
-			return "", nil, fmt.Errorf("%w\n---> HINT: move %s out of %s (or delete it), and rerun to continue from %s", err, dir, t.ckptRoot, older)
-		}
-		t.log.Warn("the newest checkpoint is damaged: continuing from the one before it, and the damaged one is moved aside",
-			"damaged", dir, "problem", err.Error(), "continuing_from", older, "moved_to", aside)
 		dir = older
 	}
+}
+
+// fallBack decides what follows err, the error of restoring the checkpoint in dir:
+// the older checkpoint to continue from instead ("" for none), dir being damaged
+// and the run continuing from the newest checkpoint in out by itself (see
+// restoreNewestIntact; dir is then moved aside, with a warning), or else the error
+// to stop with (nil when err is).
+func (t *Trainer) fallBack(ctx context.Context, dir string, err error) (string, error) {
+	if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
+		(t.cfg.Resume != "auto" && t.cfg.Restarts == 0 && !t.ownNewest) {
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			err = fmt.Errorf("%w%s", err, t.completeBeside(ctx, dir))
+		}
+		return "", err
+	}
+	older, err2 := t.olderCheckpoint(ctx, dir)
+	if err2 != nil {
+		return "", fmt.Errorf("%w\n---> HINT: no older checkpoint to fall back to (%v): delete %s to start afresh, or restore the file from a copy", err, err2, dir)
+	}
+	aside, _, err2 := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, older)
+	if err2 != nil {
+		return "", fmt.Errorf("%w\n---> HINT: move %s out of %s (or delete it), and rerun to continue from %s", err, dir, t.ckptRoot, older)
+	}
+	t.log.Warn("the newest checkpoint is damaged: continuing from the one before it, and the damaged one is moved aside",
+		"damaged", dir, "problem", err.Error(), "continuing_from", older, "moved_to", aside)
+	return older, nil
 }
 
 // completeBeside is a hint naming the complete checkpoints beside the checkpoint
@@ -586,10 +617,10 @@ func readState(ctx context.Context, m checkpoint.Manager, dir string) (*State, e
 }
 
 // restore continues from the checkpoint in dir (rank 0): weights, step, sample
-// cursor and loss scale; it returns the AdamW state, laid out like Params
-// (padded), for shareStart to put in place. It refuses a checkpoint of another
-// model shape or tokenizer.
-func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error) {
+// cursor and loss scale, and with one rank the AdamW state; with more it returns
+// where the state is, for shareStart to broadcast it from (streamMoments). It
+// refuses a checkpoint of another model shape or tokenizer.
+func (t *Trainer) restore(ctx context.Context, dir string) (*resumeMoments, error) {
 	st, err := readState(ctx, t.ckpt(), dir)
 	if err != nil {
 		return nil, err
@@ -606,26 +637,17 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 	}
 	t.warnOrderChanges(st)
 	// Each tensor straight into its place: the model's weights, and the AdamW state
-	// with one rank. With more, rank 0 reads the whole state for shareStart to
-	// broadcast: into its own when its host holds all of it, else into one host copy.
+	// with one rank. With more, shareStart reads it tensor by tensor, broadcasting
+	// each as it goes, so that no rank holds more of it than its own part.
 	if err := t.model.loadParams(ctx, t.ckpt(), dir); err != nil {
 		return nil, err
 	}
-	full := &fullMoments{}
-	var dm, dv tensorDest
-	switch {
-	case t.coll.World() == 1:
-		full.placed = true
-		dm, dv = destOf(t.be, t.m), destOf(t.be, t.v)
-	case !t.zero() && t.m.IsHost() && t.v.IsHost():
-		full.m, full.v = t.m.Float32s(), t.v.Float32s()
-		dm, dv = tensorDest{host: full.m}, tensorDest{host: full.v}
-	default:
-		full.m, full.v = make([]float32, t.flat.padded), make([]float32, t.flat.padded)
-		dm, dv = tensorDest{host: full.m}, tensorDest{host: full.v}
-	}
-	if err := t.model.readInto(ctx, t.ckpt(), dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, dm, dv); err != nil {
-		return nil, err
+	moments := &resumeMoments{dir: dir}
+	if t.coll.World() == 1 {
+		if err := t.model.readInto(ctx, t.ckpt(), dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, destOf(t.be, t.m), destOf(t.be, t.v)); err != nil {
+			return nil, err
+		}
+		moments.placed = true
 	}
 	t.step, t.saved, t.resumed, t.lastCkpt = st.Step, st.Step, dir, dir
 	t.sampler.Cursor = st.Cursor
@@ -642,8 +664,15 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*fullMoments, error)
 			t.lastVal = *st.Metrics.ValLoss
 		}
 	}
-	t.log.Info("resumed", "checkpoint", dir, "step", st.Step, "samples_consumed", st.Cursor.Consumed)
-	return full, nil
+	if moments.placed { // (else once streamMoments has read the AdamW state)
+		t.logResumed()
+	}
+	return moments, nil
+}
+
+// logResumed says on the log where the run continues from.
+func (t *Trainer) logResumed() {
+	t.log.Info("resumed", "checkpoint", t.resumed, "step", t.step, "samples_consumed", t.sampler.Cursor.Consumed)
 }
 
 // shapeChanges names the keys whose values differ between a checkpoint's model

@@ -197,7 +197,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 
 	// The starting point: rank 0's checkpoint or initial weights, for every rank.
-	var moments *fullMoments // rank 0's whole AdamW state read from a checkpoint
+	var moments *resumeMoments // where rank 0's checkpoint has the AdamW state
 	switch {
 	case ckpt != "":
 		if ckpt, moments, err = t.restoreNewestIntact(ctx, ckpt); err != nil {
@@ -299,61 +299,56 @@ func (t *Trainer) build(mc ModelConfig) error {
 // every rank start from rank 0's state: whether it resumed (and
 // from which step, sample, loss scale and count of overflow-skipped steps, which
 // AdamW's bias correction counts from), its weights, and its AdamW state when
-// resumed (moments: rank 0's, read from the checkpoint). With one rank it only
-// puts the moments in place.
-func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *fullMoments) error {
+// resumed (moments: on rank 0, where it is; streamMoments broadcasts it). When the
+// state's file turns out damaged and rank 0 falls back to an older checkpoint, all
+// of it is shared again. With one rank the moments are in place already.
+func (t *Trainer) shareStart(ctx context.Context, resumed bool, moments *resumeMoments) error {
 	ctx = context.WithoutCancel(ctx)
 	if err := t.checkSameData(ctx); err != nil {
 		return err
 	}
-	if t.coll.World() > 1 {
-		hdr := t.scratch(12)
-		clear(hdr)
-		if t.coll.Rank() == 0 {
-			var flag float64
-			if resumed {
-				flag = 1
+	for {
+		if t.coll.World() > 1 {
+			hdr := t.scratch(12)
+			clear(hdr)
+			if t.coll.Rank() == 0 {
+				var flag float64
+				if resumed {
+					flag = 1
+				}
+				putBits(hdr[0:], flag)
+				putBits(hdr[2:], float64(t.step))
+				putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
+				putBits(hdr[6:], t.scaler.scale)
+				putBits(hdr[8:], float64(t.scaler.good))
+				putBits(hdr[10:], float64(t.skipped))
 			}
-			putBits(hdr[0:], flag)
-			putBits(hdr[2:], float64(t.step))
-			putBits(hdr[4:], float64(t.sampler.Cursor.Consumed))
-			putBits(hdr[6:], t.scaler.scale)
-			putBits(hdr[8:], float64(t.scaler.good))
-			putBits(hdr[10:], float64(t.skipped))
-		}
-		if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
-			return fmt.Errorf("train: broadcast the starting point: %w", err)
-		}
-		resumed = getBits(hdr[0:]) == 1
-		if t.coll.Rank() != 0 && resumed {
-			t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
-			t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
-			t.scaler.scale, t.scaler.good = getBits(hdr[6:]), int(getBits(hdr[8:]))
-			t.skipped = int(getBits(hdr[10:]))
-			if err := t.sampler.Validate(); err != nil {
-				return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
+			if err := t.coll.Broadcast(ctx, hdr, 0); err != nil {
+				return fmt.Errorf("train: broadcast the starting point: %w", err)
 			}
-		}
-		if err := t.onTensor(ctx, broadcastFrom0, t.model.Params); err != nil {
-			return fmt.Errorf("train: broadcast the initial weights: %w", err)
-		}
-		t.model.SyncWork()
-	}
-	if resumed && (moments == nil || !moments.placed) {
-		for i, shard := range []kernels.Tensor{t.m, t.v} {
-			var full []float32
-			if moments != nil {
-				full = moments.m
-				if i == 1 {
-					full = moments.v
+			resumed = getBits(hdr[0:]) == 1
+			if t.coll.Rank() != 0 && resumed {
+				t.step, t.saved = int(getBits(hdr[2:])), int(getBits(hdr[2:]))
+				t.sampler.Cursor.Consumed = int64(getBits(hdr[4:]))
+				t.scaler.scale, t.scaler.good = getBits(hdr[6:]), int(getBits(hdr[8:]))
+				t.skipped = int(getBits(hdr[10:]))
+				if err := t.sampler.Validate(); err != nil {
+					return fmt.Errorf("train: cannot continue rank 0's checkpoint: %w", err)
 				}
 			}
-			if err := t.scatterMoments(ctx, full, shard); err != nil {
-				return fmt.Errorf("train: broadcast the AdamW state: %w", err)
+			if err := t.onTensor(ctx, broadcastFrom0, t.model.Params); err != nil {
+				return fmt.Errorf("train: broadcast the initial weights: %w", err)
 			}
+			t.model.SyncWork()
+		}
+		if !resumed || moments != nil && moments.placed {
+			return nil
+		}
+		again, err := t.streamMoments(ctx, moments)
+		if err != nil || !again {
+			return err
 		}
 	}
-	return nil
 }
 
 // ConfigName is the resolved configuration's file in the run directory.
