@@ -17,6 +17,10 @@ import (
 
 type ckptFile = checkpoint.File
 
+// syncDir fsyncs a directory, making a rename in it durable (checkpoint.SyncDir; a
+// variable: the tests see the calls).
+var syncDir = checkpoint.SyncDir
+
 // saveCheckpoint writes files as the checkpoint of step under root, keeping the
 // newest keep (0: all); what it removes or replaces gets a line on log.
 func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile, keep int, log *slog.Logger) (string, error) {

@@ -145,7 +145,9 @@ func ReadMetrics(r io.Reader) ([]Metrics, error) {
 	return out, sc.Err()
 }
 
-// writeFileAtomic writes data to path through a temporary file and a rename.
+// writeFileAtomic writes data to path through a temporary file and a rename, durably:
+// the file is fsynced before the rename and its directory after it, so that a crash
+// once it returns leaves the new file, not the old one (or none).
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
@@ -161,6 +163,9 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,52 @@ func TestOpenMetricsKeepsStepsAfterLongLine(t *testing.T) {
 	}
 	if want := `{"step":1,"loss":3}` + "\n" + `{"step":2,"loss":2}` + "\n"; string(got) != want {
 		t.Errorf("kept %.200q, want %q", got, want)
+	}
+}
+
+// recordSyncs makes syncDir record the directories it fsyncs (cleaned) for the rest
+// of the test.
+func recordSyncs(t *testing.T) *[]string {
+	var synced []string
+	old := syncDir
+	t.Cleanup(func() { syncDir = old })
+	syncDir = func(dir string) error {
+		synced = append(synced, filepath.Clean(dir))
+		return old(dir)
+	}
+	return &synced
+}
+
+// TestWriteFileAtomicSyncsDir: config.yaml, and metrics.jsonl cut back to a resumed
+// step, are renamed into the run directory and the directory is fsynced after, so a
+// crash right after cannot take the rename back (it was not: the new file's data was
+// fsynced, its name in the directory was not).
+func TestWriteFileAtomicSyncsDir(t *testing.T) {
+	dir := t.TempDir()
+	synced := recordSyncs(t)
+	if err := writeFileAtomic(filepath.Join(dir, ConfigName), []byte("seed: 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(*synced, dir) {
+		t.Errorf("writing %s fsynced %v, not its directory %s", ConfigName, *synced, dir)
+	}
+
+	*synced = nil
+	if err := os.WriteFile(filepath.Join(dir, MetricsName), []byte(`{"step":1}`+"\n"+`{"step":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := openMetrics(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(*synced, dir) {
+		t.Errorf("cutting %s back fsynced %v, not its directory %s", MetricsName, *synced, dir)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, MetricsName))
+	if string(got) != `{"step":1}`+"\n" {
+		t.Errorf("%s holds %q after the cut to step 1", MetricsName, got)
 	}
 }

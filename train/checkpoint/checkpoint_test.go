@@ -364,7 +364,7 @@ func TestFirstSaveSyncsNewRoot(t *testing.T) {
 	defer func(f func(string) error) { syncDir = f }(syncDir)
 	syncDir = func(dir string) error {
 		synced = append(synced, filepath.Clean(dir))
-		return fsyncDir(dir)
+		return SyncDir(dir)
 	}
 	saveSteps(t, root, 0, 1)
 	for _, want := range []string{parent, out, root} {

@@ -186,9 +186,11 @@ func MkdirAll(dir string) error {
 
 // syncDir fsyncs a directory, making the creations and renames in it durable (a
 // variable: the tests see the calls).
-var syncDir = fsyncDir
+var syncDir = SyncDir
 
-func fsyncDir(dir string) error {
+// SyncDir fsyncs dir, making the creations and renames in it durable (a file
+// system that cannot fsync a directory is not an error).
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
