@@ -21,6 +21,10 @@ type ckptFile = checkpoint.File
 // variable: the tests see the calls).
 var syncDir = checkpoint.SyncDir
 
+// mkdirAll makes a directory and its missing parents durably, as the checkpoint
+// directories are made (checkpoint.MkdirAll; a variable: the tests see the calls).
+var mkdirAll = checkpoint.MkdirAll
+
 // saveCheckpoint writes files as the checkpoint of step under root, keeping the
 // newest keep (0: all); what it removes or replaces gets a line on log.
 func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile, keep int, log *slog.Logger) (string, error) {

@@ -28,6 +28,10 @@ func ExportHF(dir string, m *Model, st *State) error {
 			hc.EOSTokenID = &eod
 		}
 	}
+	// Made durably (hfgpt2.Export would make it with a plain os.MkdirAll).
+	if err := mkdirAll(dir); err != nil {
+		return fmt.Errorf("train: export to %s: %w", dir, err)
+	}
 	if err := hfgpt2.Export(dir, hc, m.tensorsOf(m.ReadParams(), "")); err != nil {
 		return fmt.Errorf("train: export to %s: %w", dir, err)
 	}

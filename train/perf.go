@@ -49,6 +49,10 @@ func (t *Trainer) openTensorBoard() error {
 	if dir == "" {
 		dir = t.cfg.Out
 	}
+	// Made durably: a crash cannot take the directory, and the event file in it.
+	if err := mkdirAll(dir); err != nil {
+		return fmt.Errorf("train: create tensorboard_dir %s: %w", dir, err)
+	}
 	tb, err := tensorboard.Create(dir, int64(t.step+1))
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

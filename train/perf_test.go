@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,38 @@ func TestETAText(t *testing.T) {
 	for secs, want := range map[float64]string{42.4: "42s", 200: "3m20s", 5*3600 + 12*60 + 10: "5h12m", 63_115_200: "730.5d"} {
 		if got := etaText(secs); got != want {
 			t.Errorf("etaText(%v) = %q, want %q", secs, got, want)
+		}
+	}
+}
+
+// TestOutputDirsMadeDurably: tensorboard_dir and an export's directory are made as the
+// checkpoint directories are (checkpoint.MkdirAll: the parent of each directory made
+// is fsynced), so a crash after them cannot take the directory and its files with it
+// (a plain os.MkdirAll made them).
+func TestOutputDirsMadeDurably(t *testing.T) {
+	var made []string
+	old := mkdirAll
+	t.Cleanup(func() { mkdirAll = old })
+	mkdirAll = func(dir string) error {
+		made = append(made, filepath.Clean(dir))
+		return old(dir)
+	}
+	parent := t.TempDir()
+	tb := filepath.Join(parent, "logs", "tb")
+	tr := &Trainer{cfg: Config{TensorboardDir: tb}}
+	if err := tr.openTensorBoard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hf := filepath.Join(parent, "export", "hf")
+	if err := ExportHF(hf, tinyModel(t, ref.New(), true, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{tb, hf} {
+		if !slices.Contains(made, want) {
+			t.Errorf("%s was not made by checkpoint.MkdirAll (it made %v)", want, made)
 		}
 	}
 }
