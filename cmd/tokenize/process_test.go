@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -22,6 +23,8 @@ import (
 	"unicode/utf8"
 
 	"gptkit/internal/testfiles"
+	"gptkit/prep"
+	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
 )
 
@@ -230,7 +233,10 @@ func median(xs []float64) float64 {
 // texts in memory before the clock starts): lib_first_cpu_s, and first_overhead_pct the
 // command's CPU against it. The three go in one order in even rounds and the reverse in
 // odd ones. Each figure is the median of the rounds' (the overheads: of each round's
-// ratio).
+// ratio). floor_pct is the least overhead the mode could have, the work it must do that
+// EncodeBatch does not, timed alone in this process (commandFloor: the ids' text, the
+// JSON strings' decoding, the .bin's sha256, each also as floor_*_pct), and
+// beyond_floor_pct the overhead less it.
 //
 //	go test ./cmd/tokenize -run '^$' -bench CLIVsLibrary -benchtime 6x
 func BenchmarkCLIVsLibrary(b *testing.B) {
@@ -296,6 +302,7 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 	} {
 		b.Run(tc.mode, func(b *testing.B) {
 			buildCLI(b)
+			var runOut string // the last round's output directory (run)
 			// round times the command, the warm library and the library's first call,
 			// in one order in even rounds and the reverse in odd ones: the second of a
 			// pair runs after the first's work (its written files' writeback, say),
@@ -303,7 +310,8 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 			round := func(i int) (cli, lib, first time.Duration) {
 				args := append(slices.Clone(tc.args), "--progress", "off")
 				if tc.mode == "run" {
-					args = append(args, "--output", filepath.Join(b.TempDir(), "out"))
+					runOut = filepath.Join(b.TempDir(), "out")
+					args = append(args, "--output", runOut)
 				}
 				steps := []func(){
 					func() { cli = runCLI(b, tc.in, false, args...).cpu },
@@ -339,9 +347,87 @@ func BenchmarkCLIVsLibrary(b *testing.B) {
 			b.ReportMetric(median(firsts), "lib_first_cpu_s")
 			b.ReportMetric(median(over), "overhead_pct")
 			b.ReportMetric(median(overFirst), "first_overhead_pct")
+			// The least the command could take beyond the library, in percent of the
+			// library's CPU (commandFloor), and what its overhead is beyond that.
+			idText, jsonText, binSum := commandFloor(b, tok, tc.mode, tc.texts, jsonl, runOut)
+			pct := func(d time.Duration) float64 { return 100 * d.Seconds() / median(libs) }
+			floorPct := pct(idText + jsonText + binSum)
+			b.ReportMetric(pct(idText), "floor_idtext_pct")
+			b.ReportMetric(pct(jsonText), "floor_json_pct")
+			b.ReportMetric(pct(binSum), "floor_sha256_pct")
+			b.ReportMetric(floorPct, "floor_pct")
+			b.ReportMetric(median(over)-floorPct, "beyond_floor_pct")
 			b.ReportMetric(float64(len(text))/1e6, "MB")
 		})
 	}
+}
+
+// commandFloor times, in this process and warm (the second of two passes), the work a
+// mode of the command must do that EncodeBatch does not, each part in its fastest form
+// here, one goroutine: the ids' text (encode, encode --jsonl: appendArray into one
+// buffer), decoding the JSON strings of the lines (encode --jsonl, run:
+// prep.AppendTextField into one buffer), and the sha256 of the .bin that the manifest
+// records (run, the contract's bin_sha256: of the file the last round wrote, read into
+// memory first). Reading the input, writing the output, packing the ids and the memory
+// the command faults in are not in it. 100 × its sum / library CPU is the least
+// overhead the command could have (floor_pct): where it is over 15, so is the command.
+func commandFloor(b *testing.B, tok *tokenize.Tokenizer, mode string, texts []string, jsonl, runOut string) (idText, jsonText, binSum time.Duration) {
+	b.Helper()
+	ids := tok.EncodeBatch(texts, libraryWorkers(texts))
+	var lines [][]byte
+	if mode != "encode" {
+		data, err := os.ReadFile(jsonl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines = bytes.SplitAfter(data, []byte("\n"))
+	}
+	var bin []byte
+	if mode == "run" {
+		bins, err := filepath.Glob(filepath.Join(runOut, "*.bin"))
+		if err != nil || len(bins) == 0 {
+			b.Fatalf("run's output %s: no .bin (%v)", runOut, err)
+		}
+		for _, p := range bins {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bin = append(bin, data...)
+		}
+	}
+	format := newIDText(tok.VocabSize())
+	var buf []byte
+	timed := func(work func()) time.Duration {
+		runtime.GC()
+		c0 := processCPU()
+		work()
+		return processCPU() - c0
+	}
+	for range 2 {
+		if mode != "run" {
+			idText = timed(func() {
+				for _, doc := range ids {
+					buf = format.appendArray(buf[:0], doc)
+				}
+			})
+		}
+		jsonText = timed(func() {
+			for _, line := range lines {
+				if len(line) == 0 {
+					continue
+				}
+				var err error
+				if buf, _, _, err = prep.AppendTextField(buf[:0], line, "text"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if bin != nil {
+			binSum = timed(func() { sha256.Sum256(bin) })
+		}
+	}
+	return idText, jsonText, binSum
 }
 
 // processCPU is this process's CPU time so far (user + system).
