@@ -3,12 +3,16 @@ package hfgpt2
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"gptkit/train/safetensors"
 )
+
+// writeSafetensors writes the weights' file (a variable: tests make it fail).
+var writeSafetensors = safetensors.Write
 
 // File names of a Hugging Face model directory.
 const (
@@ -21,7 +25,8 @@ const (
 // "transformer." prefix (as save_pretrained writes them), Conv1D weights transposed to
 // [in, out], wte cut to VocabSize rows, no lm_head (tied), metadata {"format": "pt"}
 // (from_pretrained requires it). Without biases (cfg.Bias false) the HF file gets zero
-// biases and config.json says so. dir is created if missing; files are replaced.
+// biases and config.json says so. dir is created if missing; files are replaced, each
+// whole or not at all (writeAtomic).
 func Export(dir string, cfg Config, tensors []safetensors.Tensor) error {
 	if err := cfg.Check(); err != nil {
 		return err
@@ -66,14 +71,18 @@ func Export(dir string, cfg Config, tensors []safetensors.Tensor) error {
 	if !cfg.Bias {
 		meta["gptkit_bias"] = "false"
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, WeightsName), out, meta); err != nil {
-		return fmt.Errorf("hfgpt2: export: %w", err)
+	// Each file through a temporary one renamed over it once whole and synced: a
+	// failed or interrupted export leaves no file cut short (a plain create and write
+	// left part of model.safetensors, which loaders refuse as corrupt).
+	weights := filepath.Join(dir, WeightsName)
+	if err := writeAtomic(weights, func(w io.Writer) error { return writeSafetensors(w, out, meta) }); err != nil {
+		return fmt.Errorf("hfgpt2: export %s: %w", weights, err)
 	}
 	cj, err := json.MarshalIndent(toHF(cfg), "", "  ")
 	if err != nil {
 		return fmt.Errorf("hfgpt2: export: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigName), append(cj, '\n'), 0o666); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, ConfigName), append(cj, '\n')); err != nil {
 		return fmt.Errorf("hfgpt2: export: %w", err)
 	}
 	return nil

@@ -3,7 +3,9 @@ package hfgpt2
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -281,4 +283,45 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestExportFailsWhole: an export whose weights' write fails part way (a full disk)
+// leaves the directory as it was, the earlier export's model.safetensors whole and no
+// temporary file, where a plain create and write left part of the new file; and a good
+// export syncs the directory after its renames.
+func TestExportFailsWhole(t *testing.T) {
+	cfg := Config{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 8, BlockSize: 16, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	var synced []string
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	syncDir = func(d string) error { synced = append(synced, d); return nil }
+	if err := Export(dir, cfg, randomModel(cfg, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 2 || synced[0] != dir || synced[1] != dir {
+		t.Errorf("an export synced the directories %q, want %s after each of its two files", synced, dir)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func(io.Writer, []safetensors.Tensor, map[string]string) error) { writeSafetensors = f }(writeSafetensors)
+	writeSafetensors = func(w io.Writer, ts []safetensors.Tensor, meta map[string]string) error {
+		w.Write([]byte("half of a header"))
+		return errors.New("no space left on device")
+	}
+	err = Export(dir, cfg, randomModel(cfg, 2))
+	if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), WeightsName) {
+		t.Fatalf("the failed export said %v, want the write's error naming %s", err, WeightsName)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, WeightsName))
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("after a failed export %s is %d bytes (%v), want the earlier %d", WeightsName, len(after), err, len(before))
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != WeightsName && e.Name() != ConfigName {
+			t.Errorf("a failed export left %s", e.Name())
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -66,15 +67,27 @@ func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
 	return nil
 }
 
-// writeFileAtomic writes data to path through a temporary file beside it, renamed over
-// path once whole: a write that fails (a full disk) leaves the earlier file, not part
-// of the new one.
+// writeFileAtomic writes data to path with writeAtomic.
 func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic writes path through a temporary file beside it, filled by write, synced,
+// and renamed over path once whole, the directory synced after: a write that fails (a
+// full disk) or a crash leaves the earlier file or none, never part of the new one, and
+// the new file stays once written.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -86,6 +99,21 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs the directory dir, so that a rename in it stays after a crash (a
+// variable: tests record the calls).
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
