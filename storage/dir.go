@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gptkit/internal/durable"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -221,8 +222,8 @@ func (s *dirStore) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("storage: delete %s: %w", p, err)
 	}
 	if err == nil {
-		if err := syncDir(dir); err != nil {
-			return fmt.Errorf("storage: delete %s: sync directory: %w", p, err)
+		if err := durable.SyncDir(dir); err != nil {
+			return fmt.Errorf("storage: delete %s: %w", p, err)
 		}
 	}
 	return nil

@@ -39,8 +39,6 @@ func lockFile(p string) (unlock func(), err error) {
 	return mu.Unlock, nil
 }
 
-func syncDir(dir string) error { return nil }
-
 // heldLocks are the writer lock files this process holds (there is no flock here: the
 // lock excludes other writers of this process only).
 var heldLocks sync.Map // string → struct{}

@@ -138,19 +138,6 @@ func tryLock(f *os.File) (held bool, err error) {
 // dropLock: closing f drops its flock.
 func dropLock(*os.File) {}
 
-// syncDir fsyncs a directory so that renames and unlinks in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
-	}
-	return nil
-}
-
 // linkUnsupported reports whether link(2) failed because the file system has no hard links.
 func linkUnsupported(err error) bool {
 	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"gptkit/internal/durable"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -188,8 +189,8 @@ func (w *dirWriter) commit() error {
 	if err != nil {
 		return err
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("storage: commit %s: sync directory: %w", w.final, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("storage: commit %s: %w", w.final, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"gptkit/internal/durable"
 	"hash"
 	"io"
 	"math/rand/v2"
@@ -185,7 +186,7 @@ func (c *config) publish(f File, part string, st *partState) error {
 		return permanentError{fmt.Errorf("publish %w", err)}
 	}
 	removePartSource(part)
-	syncDir(filepath.Dir(f.Dest))
+	durable.SyncDir(filepath.Dir(f.Dest)) // best effort: the file is whole either way
 	sum := hex.EncodeToString(st.h.Sum(nil))
 	if !c.NoSidecar {
 		if err := writeSidecar(f.Dest, sum); err != nil {

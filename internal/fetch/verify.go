@@ -156,12 +156,3 @@ func readHead(path string) ([]byte, error) {
 	}
 	return head[:n], nil
 }
-
-// syncDir flushes a directory's entries (a rename) to stable storage; best effort,
-// since some systems cannot sync a directory.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"gptkit/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
@@ -104,16 +105,5 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	return syncDir(filepath.Dir(path))
 }
 
-// syncDir fsyncs the directory dir, so that a rename in it stays after a crash (a
-// variable: tests record the calls).
-var syncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir is durable.SyncDir (a variable: tests record the calls).
+var syncDir = durable.SyncDir
