@@ -107,6 +107,14 @@ func openMetrics(dir string, keep int) (*metricsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: open %s: %w", path, err)
 	}
+	if old == nil {
+		// Made now: its name in the directory is synced once, as its lines are at
+		// each checkpoint (sync), so that a crash keeps the file.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("train: create %s: %w", path, err)
+		}
+	}
 	return &metricsFile{f: f, path: path}, nil
 }
 

@@ -62,11 +62,22 @@ func TestWriteFileAtomicSyncsDir(t *testing.T) {
 		t.Errorf("writing %s fsynced %v, not its directory %s", ConfigName, *synced, dir)
 	}
 
+	// A new metrics.jsonl: its name is synced into the directory.
+	*synced = nil
+	mf, err := openMetrics(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.close()
+	if !slices.Contains(*synced, dir) {
+		t.Errorf("creating %s fsynced %v, not its directory %s", MetricsName, *synced, dir)
+	}
+
 	*synced = nil
 	if err := os.WriteFile(filepath.Join(dir, MetricsName), []byte(`{"step":1}`+"\n"+`{"step":2}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mf, err := openMetrics(dir, 1)
+	mf, err = openMetrics(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
