@@ -3,6 +3,9 @@ package train
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -444,4 +447,90 @@ func TestResumeFromS3Endpoint(t *testing.T) {
 		t.Fatalf("resumed from %q to step %d, loss %v; want from %q to 12, loss %v", got.ResumedFrom, got.Step, got.Loss, dir, want.Loss)
 	}
 	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
+}
+
+// TestResumeOldCheckpointWarnsDataPath: a checkpoint of a build before train_data (its
+// trainer.json without the key) has only the data's path to compare: resuming it on
+// another dataset warns that the data differs, on the same dataset by its path or by a
+// link to it does not, and neither warns that the train data's shards differ (there is
+// no record of them to differ from).
+func TestResumeOldCheckpointWarnsDataPath(t *testing.T) {
+	data := tinyDataset(t)
+	other := writeTinyDataset(t, t.TempDir(), patternDoc(6000, 20, 3), patternDoc(1500, 20, 2), 20, "tiny-fp-1")
+	linked := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(data, linked); err != nil {
+		t.Fatal(err)
+	}
+	base := tinyConfig(t, data)
+	base.MaxSteps, base.LRDecaySteps = 6, 6
+	for _, tc := range []struct {
+		name, data, warn string // warn "" for none
+	}{
+		{"same path", data, ""},
+		{"a link to it", linked, ""},
+		{"another dataset", other, "data differs from the checkpoint's run: if it is another dataset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			cfg.Out = filepath.Join(t.TempDir(), "run")
+			res := trainInterrupted(t, cfg, 3)
+			dropTrainData(t, res.Checkpoint)
+			cfg.Data = tc.data
+			var logs bytes.Buffer
+			if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
+				t.Fatal(err)
+			}
+			w := logs.String()
+			if tc.warn == "" && strings.Contains(w, "differ") || tc.warn != "" && !strings.Contains(w, tc.warn) || strings.Contains(w, "train data differs") {
+				t.Errorf("warnings %q, want %q", w, tc.warn)
+			}
+		})
+	}
+}
+
+// dropTrainData makes the checkpoint in dir look like one of a build before
+// train_data: the key removed from its trainer.json, and checkpoint.json's size and
+// sha256 of the file made to match.
+func dropTrainData(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, StateFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st["train_data"]; !ok {
+		t.Fatalf("%s has no train_data to drop", path)
+	}
+	delete(st, "train_data")
+	if raw, err = json.MarshalIndent(st, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(dir, checkpoint.ManifestName)
+	mraw, err := os.ReadFile(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m checkpoint.Manifest
+	if err := json.Unmarshal(mraw, &m); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	for i := range m.Files {
+		if m.Files[i].Name == StateFile {
+			m.Files[i].Size, m.Files[i].SHA256 = int64(len(raw)), hex.EncodeToString(sum[:])
+		}
+	}
+	if mraw, err = json.MarshalIndent(m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mpath, mraw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
