@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 
@@ -69,16 +68,15 @@ func resolveCheckpoint(ctx context.Context, m checkpoint.Manager, path string) (
 	return m.Resolve(ctx, path)
 }
 
-// readCheckpointFile returns a checkpoint file's contents, verified against the
-// checkpoint's manifest.
-func readCheckpointFile(ctx context.Context, m checkpoint.Manager, dir, name string) ([]byte, error) {
-	return m.ReadFile(ctx, dir, name)
-}
+// ckptDir is a checkpoint directory opened for reading: its checkpoint.json is read
+// once, by openCheckpoint, and its files are read against it.
+type ckptDir = checkpoint.Dir
 
-// readCheckpointStream opens a checkpoint file to read front to back: at its end
-// (io.EOF) the reader checks it against the checkpoint's manifest.
-func readCheckpointStream(ctx context.Context, m checkpoint.Manager, dir, name string) (io.ReadCloser, error) {
-	return m.Open(ctx, dir, name)
+// openCheckpoint reads the checkpoint.json of the checkpoint in dir with m. The
+// files are read with the Dir's ReadFile, or its Open to read front to back: at its
+// end (io.EOF) the reader checks the file against checkpoint.json.
+func openCheckpoint(ctx context.Context, m checkpoint.Manager, dir string) (*ckptDir, error) {
+	return m.OpenDir(ctx, dir)
 }
 
 // ckpt is the trainer's checkpoint.Manager: its S3 settings are the run's (s3_endpoint,

@@ -85,10 +85,11 @@ type fullMoments struct {
 
 // resumeMoments is where a resume's AdamW state is: placed, read straight into the
 // trainer's own by restore (one rank), or else in the optimizer file of the
-// checkpoint in dir, which rank 0 reads and broadcasts (shareStart, streamMoments).
+// checkpoint cd, which rank 0 reads and broadcasts (shareStart, streamMoments)
+// against the checkpoint.json restore read.
 type resumeMoments struct {
 	placed bool
-	dir    string
+	cd     *ckptDir
 }
 
 // momentChunk is how many floats of its shard each rank contributes to one
@@ -162,7 +163,7 @@ const (
 
 // streamMoments puts the AdamW state of a resume into every rank's own part (t.m
 // and t.v: all of them, or its ZeRO-1 shard). Rank 0 reads the optimizer file of
-// the checkpoint in moments.dir tensor by tensor (readInto: one tensor in host
+// the checkpoint moments.cd tensor by tensor (readInto: one tensor in host
 // memory at a time), and broadcasts each in chunks of momentChunk floats, each
 // behind a header that says where it goes; the others (moments nil) take the
 // parts of their own. The file's sha256 is checked at its end: when it does not
@@ -237,7 +238,7 @@ func (t *Trainer) streamMoments(ctx context.Context, moments *resumeMoments) (ag
 			return nil
 		}}
 	}
-	err = t.model.readInto(ctx, t.ckpt(), moments.dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, dest(0), dest(1))
+	err = t.model.readInto(ctx, moments.cd, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, dest(0), dest(1))
 	if sendErr != nil {
 		return false, sendErr
 	}
@@ -245,7 +246,7 @@ func (t *Trainer) streamMoments(ctx context.Context, moments *resumeMoments) (ag
 		t.logResumed()
 		return false, send(momDone, 0, 0, 0)
 	}
-	older, err := t.fallBack(ctx, moments.dir, err)
+	older, err := t.fallBack(ctx, moments.cd.Path(), err)
 	if older != "" {
 		var next *resumeMoments
 		if _, next, err = t.restoreNewestIntact(ctx, older); err == nil {

@@ -230,7 +230,7 @@ func destOf(be kernels.Backend, x kernels.Tensor) tensorDest {
 	}}
 }
 
-// readInto reads the safetensors file name of the checkpoint in dir with cm, in one
+// readInto reads the safetensors file name of the checkpoint cd, in one
 // pass, straight into dests (each laid out like Params): the tensor prefixes[i]+NAME
 // of each tensor of the layout goes to its place in dests[i]. Every one must be
 // there with its shape; other tensors of the file are read past. Nothing holds the
@@ -241,17 +241,14 @@ func destOf(be kernels.Backend, x kernels.Tensor) tensorDest {
 // checkpoint.ErrCorrupt) is the error even when the damage also made the file
 // malformed; a put's error is returned as it is, at once. dests hold garbage after
 // any error (and a put has been given garbage).
-func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name string, prefixes []string, dests ...tensorDest) error {
-	rc, err := readCheckpointStream(ctx, cm, dir, name)
+func (m *Model) readInto(ctx context.Context, cd *ckptDir, name string, prefixes []string, dests ...tensorDest) error {
+	rc, err := cd.Open(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	man, err := cm.ReadManifest(ctx, dir) // (Open checked it lists name, with the file's size)
-	if err != nil {
-		return err
-	}
-	fi, _ := man.File(name)
+	fi, _ := cd.Manifest.File(name) // (Open checked it lists name, with the file's size)
+	dir := cd.Path()
 	where := dir + "/" + name
 	type slot struct {
 		ti   TensorInfo
@@ -331,10 +328,10 @@ func (m *Model) readInto(ctx context.Context, cm checkpoint.Manager, dir, name s
 	return nil
 }
 
-// loadParams reads the weights of the checkpoint in dir straight into the model's
+// loadParams reads the weights of the checkpoint cd straight into the model's
 // master weights, and refreshes the compute copy.
-func (m *Model) loadParams(ctx context.Context, cm checkpoint.Manager, dir string) error {
-	if err := m.readInto(ctx, cm, dir, ModelFile, []string{""}, destOf(m.be, m.Params)); err != nil {
+func (m *Model) loadParams(ctx context.Context, cd *ckptDir) error {
+	if err := m.readInto(ctx, cd, ModelFile, []string{""}, destOf(m.be, m.Params)); err != nil {
 		return err
 	}
 	m.SyncWork()
@@ -406,7 +403,7 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 	if err != nil || !found || sameRoot(dir, t.ckptRoot) && path.Base(filepath.ToSlash(dir)) == checkpoint.DirName(int64(step)) {
 		return "", false, err
 	}
-	st, err := readState(ctx, t.ckpt(), own)
+	st, err := readStateAt(ctx, t.ckpt(), own)
 	if err != nil {
 		// Unreadable (damaged): not known to be this command's; a rollback
 		// past it is what one does then.
@@ -590,15 +587,25 @@ func sameRoot(dir, root string) bool {
 
 // ReadState reads a checkpoint's trainer.json (S3 settings from the environment).
 func ReadState(ctx context.Context, dir string) (*State, error) {
-	return readState(ctx, checkpoint.Manager{}, dir)
+	return readStateAt(ctx, checkpoint.Manager{}, dir)
 }
 
-// readState reads a checkpoint's trainer.json with m.
-func readState(ctx context.Context, m checkpoint.Manager, dir string) (*State, error) {
-	data, err := readCheckpointFile(ctx, m, dir, StateFile)
+// readStateAt reads the trainer.json of the checkpoint in dir with m.
+func readStateAt(ctx context.Context, m checkpoint.Manager, dir string) (*State, error) {
+	cd, err := openCheckpoint(ctx, m, dir)
 	if err != nil {
 		return nil, err
 	}
+	return readState(ctx, cd)
+}
+
+// readState reads the trainer.json of the checkpoint cd.
+func readState(ctx context.Context, cd *ckptDir) (*State, error) {
+	data, err := cd.ReadFile(ctx, StateFile)
+	if err != nil {
+		return nil, err
+	}
+	dir := cd.Path()
 	var st State
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&st); err != nil {
@@ -621,7 +628,13 @@ func readState(ctx context.Context, m checkpoint.Manager, dir string) (*State, e
 // where the state is, for shareStart to broadcast it from (streamMoments). It
 // refuses a checkpoint of another model shape or tokenizer.
 func (t *Trainer) restore(ctx context.Context, dir string) (*resumeMoments, error) {
-	st, err := readState(ctx, t.ckpt(), dir)
+	// checkpoint.json once: trainer.json and both safetensors files are read against
+	// it (the optimizer file, with several ranks, by streamMoments, through moments).
+	cd, err := openCheckpoint(ctx, t.ckpt(), dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := readState(ctx, cd)
 	if err != nil {
 		return nil, err
 	}
@@ -639,12 +652,12 @@ func (t *Trainer) restore(ctx context.Context, dir string) (*resumeMoments, erro
 	// Each tensor straight into its place: the model's weights, and the AdamW state
 	// with one rank. With more, shareStart reads it tensor by tensor, broadcasting
 	// each as it goes, so that no rank holds more of it than its own part.
-	if err := t.model.loadParams(ctx, t.ckpt(), dir); err != nil {
+	if err := t.model.loadParams(ctx, cd); err != nil {
 		return nil, err
 	}
-	moments := &resumeMoments{dir: dir}
+	moments := &resumeMoments{cd: cd}
 	if t.coll.World() == 1 {
-		if err := t.model.readInto(ctx, t.ckpt(), dir, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, destOf(t.be, t.m), destOf(t.be, t.v)); err != nil {
+		if err := t.model.readInto(ctx, cd, OptimizerFile, []string{"exp_avg.", "exp_avg_sq."}, destOf(t.be, t.m), destOf(t.be, t.v)); err != nil {
 			return nil, err
 		}
 		moments.placed = true
@@ -718,7 +731,11 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := readState(ctx, cm, dir)
+	cd, err := openCheckpoint(ctx, cm, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := readState(ctx, cd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -730,7 +747,7 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := m.loadParams(ctx, cm, dir); err != nil {
+	if err := m.loadParams(ctx, cd); err != nil {
 		m.Close()
 		return nil, nil, err
 	}

@@ -336,6 +336,27 @@ func (m Manager) parseLoc(ctx context.Context, dir string) (backend, string, err
 }
 
 func (m Manager) ReadManifest(ctx context.Context, dir string) (*Manifest, error) {
+	d, err := m.OpenDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return d.Manifest, nil
+}
+
+// Dir is a checkpoint directory opened for reading: its checkpoint.json read once,
+// and its files opened against that (Open and ReadFile read it for each file, a GET
+// each on S3).
+type Dir struct {
+	// Manifest is the checkpoint's checkpoint.json, validated.
+	Manifest *Manifest
+	b        backend
+	dir      string // as the caller named it
+	name     string // step_NNNNNNNN
+}
+
+// OpenDir reads and validates the checkpoint.json of the checkpoint in dir, for its
+// files to be opened with the Dir's Open and ReadFile.
+func (m Manager) OpenDir(ctx context.Context, dir string) (*Dir, error) {
 	b, name, err := m.parseLoc(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read %s: %w", dir, err)
@@ -344,8 +365,11 @@ func (m Manager) ReadManifest(ctx context.Context, dir string) (*Manifest, error
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: read %s: %w", dir, err)
 	}
-	return man, nil
+	return &Dir{Manifest: man, b: b, dir: dir, name: name}, nil
 }
+
+// Path is the checkpoint directory, as OpenDir was given it.
+func (d *Dir) Path() string { return d.dir }
 
 func (m Manager) Open(ctx context.Context, dir, name string) (io.ReadCloser, error) {
 	b, dname, err := m.parseLoc(ctx, dir)
@@ -356,23 +380,29 @@ func (m Manager) Open(ctx context.Context, dir, name string) (io.ReadCloser, err
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, dir, err)
 	}
-	fi, ok := man.File(name)
+	return (&Dir{Manifest: man, b: b, dir: dir, name: dname}).Open(ctx, name)
+}
+
+// Open opens the file name of the checkpoint, as Manager.Open does, against the
+// checkpoint.json OpenDir read: the reader checks the size and SHA-256 it lists.
+func (d *Dir) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	fi, ok := d.Manifest.File(name)
 	if !ok {
-		have := make([]string, len(man.Files))
-		for i, f := range man.Files {
+		have := make([]string, len(d.Manifest.Files))
+		for i, f := range d.Manifest.Files {
 			have[i] = f.Name
 		}
-		return nil, fmt.Errorf("checkpoint: open %s in %s: no such file in the checkpoint (it has %s)", name, dir, strings.Join(have, ", "))
+		return nil, fmt.Errorf("checkpoint: open %s in %s: no such file in the checkpoint (it has %s)", name, d.dir, strings.Join(have, ", "))
 	}
-	rc, size, err := b.open(ctx, dname, name)
+	rc, size, err := d.b.open(ctx, d.name, name)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, dir, err)
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w", name, d.dir, err)
 	}
 	if size != fi.Size {
 		rc.Close()
-		return nil, fmt.Errorf("checkpoint: open %s in %s: %w: the file has %d bytes, %s lists %d (truncated or overwritten; use an older checkpoint)", name, dir, ErrCorrupt, size, ManifestName, fi.Size)
+		return nil, fmt.Errorf("checkpoint: open %s in %s: %w: the file has %d bytes, %s lists %d (truncated or overwritten; use an older checkpoint)", name, d.dir, ErrCorrupt, size, ManifestName, fi.Size)
 	}
-	return &verifier{rc: rc, h: sha256.New(), want: fi, where: b.location(dname) + "/" + name}, nil
+	return &verifier{rc: rc, h: sha256.New(), want: fi, where: d.b.location(d.name) + "/" + name}, nil
 }
 
 func (m Manager) ReadFile(ctx context.Context, dir, name string) ([]byte, error) {
@@ -380,6 +410,21 @@ func (m Manager) ReadFile(ctx context.Context, dir, name string) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	return readAllOf(rc, dir, name)
+}
+
+// ReadFile returns the verified contents of the file name of the checkpoint, as
+// Manager.ReadFile does, against the checkpoint.json OpenDir read.
+func (d *Dir) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	rc, err := d.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return readAllOf(rc, d.dir, name)
+}
+
+// readAllOf reads rc, the file name of the checkpoint in dir, to its end and closes it.
+func readAllOf(rc io.ReadCloser, dir, name string) ([]byte, error) {
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
 	if err != nil {
@@ -389,12 +434,12 @@ func (m Manager) ReadFile(ctx context.Context, dir, name string) ([]byte, error)
 }
 
 func (m Manager) Verify(ctx context.Context, dir string) (*Manifest, error) {
-	man, err := m.ReadManifest(ctx, dir)
+	d, err := m.OpenDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range man.Files {
-		rc, err := m.Open(ctx, dir, f.Name)
+	for _, f := range d.Manifest.Files {
+		rc, err := d.Open(ctx, f.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -404,7 +449,7 @@ func (m Manager) Verify(ctx context.Context, dir string) (*Manifest, error) {
 			return nil, fmt.Errorf("checkpoint: verify %s: %w", dir, err)
 		}
 	}
-	return man, nil
+	return d.Manifest, nil
 }
 
 // verifier passes a file through, checking its size and SHA-256 at the end.

@@ -379,3 +379,35 @@ func TestFirstSaveSyncsNewRoot(t *testing.T) {
 		t.Errorf("%s fsynced again for a root that existed: %v", out, synced)
 	}
 }
+
+// TestOpenDirReadsManifestOnce: a Dir's files open against the checkpoint.json
+// OpenDir read (here removed after it, and still not needed), and are checked against
+// it as Manager.Open checks them.
+func TestOpenDirReadsManifestOnce(t *testing.T) {
+	root := t.TempDir()
+	saveSteps(t, root, 0, 3)
+	dir := filepath.Join(root, DirName(3))
+	d, err := Manager{}.OpenDir(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Path() != dir || d.Manifest.Step != 3 {
+		t.Fatalf("OpenDir(%s): path %s, step %d", dir, d.Path(), d.Manifest.Step)
+	}
+	if err := os.Remove(filepath.Join(dir, ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.ReadFile(ctx, "state.json")
+	if err != nil || string(got) != `{"step":3}`+"\n" {
+		t.Fatalf("ReadFile state.json = %q, %v", got, err)
+	}
+	if _, err := d.Open(ctx, "nope.bin"); err == nil || !strings.Contains(err.Error(), "it has model.bin, state.json") {
+		t.Errorf("Open of a file the checkpoint does not list: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"step":4}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadFile(ctx, "state.json"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("ReadFile of a changed file: %v, want ErrCorrupt", err)
+	}
+}

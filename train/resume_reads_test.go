@@ -1,0 +1,128 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gptkit/internal/miniotest"
+	"gptkit/kernels/cpu"
+	"gptkit/storage"
+	"gptkit/train/checkpoint"
+)
+
+// countingProxy passes requests on to the S3 server at endpoint, counting the GETs
+// of each object (by its path's last element).
+type countingProxy struct {
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (p *countingProxy) count(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gets[name]
+}
+
+func (p *countingProxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gets = map[string]int{}
+}
+
+func startCountingProxy(t *testing.T, endpoint string) (*countingProxy, string) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &countingProxy{gets: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			p.mu.Lock()
+			p.gets[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
+			p.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r) // the Host header stays the proxy's, which the request was signed for
+	}))
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+// TestResumeReadsManifestOnce: a resume reads the checkpoint's checkpoint.json once
+// for all the files it reads (one GET on S3), and once before that, when --resume
+// DIR is checked to be a complete checkpoint (checkpoint.Resolve): two GETs. It was
+// read for each file, and for each safetensors file once more for its size: six
+// GETs (LoadCheckpoint, which reads no optimizer.safetensors: four, now two). Two
+// with 2 ranks too, where rank 0 reads optimizer.safetensors later, as it broadcasts
+// it (streamMoments), against the checkpoint.json it read for the other files.
+func TestResumeReadsManifestOnce(t *testing.T) {
+	srv := miniotest.Shared(t)
+	srv.Setenv(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	proxy, endpoint := startCountingProxy(t, srv.Endpoint)
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps = 4, 6
+	first, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []checkpoint.File
+	for _, name := range []string{ModelFile, OptimizerFile, StateFile} {
+		data, err := os.ReadFile(filepath.Join(first.Checkpoint, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, checkpoint.File{Name: name, Write: func(w io.Writer) error { _, err := w.Write(data); return err }})
+	}
+	m := checkpoint.Manager{Storage: storage.Options{S3Endpoint: endpoint}}
+	dir, err := m.Save(context.Background(), "s3://"+srv.NewBucket(t)+"/runs/a/checkpoints", 4, files, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.reset()
+	res := cfg
+	res.Out, res.Resume, res.MaxSteps, res.S3Endpoint = filepath.Join(t.TempDir(), "s3"), dir, 5, endpoint
+	got, err := Run(context.Background(), res, cpu.New(2), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatalf("resume %s: %v", dir, err)
+	}
+	if got.ResumedFrom != dir || got.Step != 5 {
+		t.Fatalf("resumed from %q to step %d; want from %q to 5", got.ResumedFrom, got.Step, dir)
+	}
+	if n := proxy.count(checkpoint.ManifestName); n != 2 {
+		t.Errorf("the resume read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	}
+
+	proxy.reset()
+	ranks := res
+	ranks.Out, ranks.BatchSize = filepath.Join(t.TempDir(), "ranks"), cfg.BatchSize/2
+	got, errs := runRanks(t, context.Background(), ranks, startComms(t, 2), nil)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("2-rank resume %s: %v", dir, err)
+	}
+	if got.ResumedFrom != dir || got.Step != 5 {
+		t.Fatalf("2 ranks resumed from %q to step %d; want from %q to 5", got.ResumedFrom, got.Step, dir)
+	}
+	if n := proxy.count(checkpoint.ManifestName); n != 2 {
+		t.Errorf("the 2-rank resume read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	}
+
+	proxy.reset()
+	if _, _, err := LoadCheckpointFrom(context.Background(), dir, cpu.New(1), storage.Options{S3Endpoint: endpoint}); err != nil {
+		t.Fatal(err)
+	}
+	if n := proxy.count(checkpoint.ManifestName); n != 2 {
+		t.Errorf("LoadCheckpointFrom read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	}
+}
