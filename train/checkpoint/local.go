@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"gptkit/internal/durable"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -189,18 +190,8 @@ func MkdirAll(dir string) error {
 var syncDir = SyncDir
 
 // SyncDir fsyncs dir, making the creations and renames in it durable (a file
-// system that cannot fsync a directory is not an error).
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// system that cannot fsync a directory is not an error): durable.SyncDir.
+func SyncDir(dir string) error { return durable.SyncDir(dir) }
 
 func (b *localBackend) scan(ctx context.Context) ([]Entry, []string, error) {
 	des, err := os.ReadDir(b.root)
