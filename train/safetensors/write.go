@@ -28,15 +28,64 @@ const metadataKey = "__metadata__"
 // when metadata is nil) first, the header padded with spaces to a multiple of 8 bytes.
 // Names must be unique and non-empty, and each tensor's shape must account for its data.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
-	if err := write(w, tensors, metadata); err != nil {
+	if err := writeTensors(w, tensors, metadata); err != nil {
 		return fmt.Errorf("safetensors: write: %w", err)
 	}
 	return nil
 }
 
-// write is Write with errors not yet prefixed by the package and file.
-func write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
-	header, order, err := buildHeader(tensors, metadata)
+// Layout is one tensor of a file WriteFunc writes: its name and shape (stored as F32).
+type Layout struct {
+	Name  string
+	Shape []int
+}
+
+// WriteFunc writes the file Write writes for tensors of these names and shapes
+// (byte for byte: the same header, the tensors in the same order, sorted by name)
+// without holding their values: it asks fill for them one tensor at a time, in
+// file order, with i the tensor's index in tensors and dst a buffer of exactly its
+// element count to fill. dst is one buffer of the largest tensor's size, reused for
+// every tensor: what fill put in it is written before the next call. An error of
+// fill is returned as it is, and nothing more is written (the file is then cut
+// short, as a failed write leaves it).
+func WriteFunc(w io.Writer, tensors []Layout, metadata map[string]string, fill func(i int, dst []float32) error) error {
+	counts := make([]int, len(tensors))
+	largest := 0
+	for i, t := range tensors {
+		n, err := elements(t.Name, t.Shape)
+		if err != nil {
+			return fmt.Errorf("safetensors: write: %w", err)
+		}
+		counts[i] = int(n)
+		largest = max(largest, counts[i])
+	}
+	var buf []float32 // made at the first tensor: a file that fails in its header needs none
+	var fillErr error
+	err := write(w, tensors, counts, metadata, func(i int) ([]float32, error) {
+		if buf == nil {
+			buf = make([]float32, largest)
+		}
+		dst := buf[:counts[i]]
+		if err := fill(i, dst); err != nil {
+			fillErr = err
+			return nil, err
+		}
+		return dst, nil
+	})
+	if err != nil && err == fillErr {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("safetensors: write: %w", err)
+	}
+	return nil
+}
+
+// write writes the file of tensors (their layouts, and counts[i] elements for each)
+// to w, taking each tensor's values from values as it comes to it; errors are not
+// yet prefixed by the package and file, and values' are returned as they are.
+func write(w io.Writer, tensors []Layout, counts []int, metadata map[string]string, values func(i int) ([]float32, error)) error {
+	header, order, err := buildHeader(tensors, counts, metadata)
 	if err != nil {
 		return err
 	}
@@ -47,7 +96,10 @@ func write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	bw.Write(header)
 	var buf []byte
 	for _, i := range order {
-		data := tensors[i].Data
+		data, err := values(i)
+		if err != nil {
+			return err
+		}
 		if littleEndian {
 			if _, err := bw.Write(bytesOf(data)); err != nil {
 				return fmt.Errorf("tensor %q: %w", tensors[i].Name, err)
@@ -69,6 +121,38 @@ func write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	return bw.Flush()
 }
 
+// writeTensors is Write with errors not yet prefixed by the package and file.
+func writeTensors(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	layouts := make([]Layout, len(tensors))
+	counts := make([]int, len(tensors))
+	for i, t := range tensors {
+		n, err := elements(t.Name, t.Shape)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(t.Data)) {
+			return fmt.Errorf("tensor %q: shape %v holds %d elements but Data has %d", t.Name, t.Shape, n, len(t.Data))
+		}
+		layouts[i], counts[i] = Layout{Name: t.Name, Shape: t.Shape}, len(t.Data)
+	}
+	return write(w, layouts, counts, metadata, func(i int) ([]float32, error) { return tensors[i].Data, nil })
+}
+
+// elements is the element count of a tensor of shape (name for the errors).
+func elements(name string, shape []int) (int64, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("tensor %q has a negative dimension in shape %v", name, shape)
+		}
+		if d != 0 && n > math.MaxInt64/8/int64(d) {
+			return 0, fmt.Errorf("tensor %q: shape %v is too large", name, shape)
+		}
+		n *= int64(d)
+	}
+	return n, nil
+}
+
 // WriteFile writes tensors to path with Write (a plain create-and-write: callers wanting
 // an atomic, durable file write elsewhere and rename, as package checkpoint does).
 func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
@@ -76,7 +160,7 @@ func WriteFile(path string, tensors []Tensor, metadata map[string]string) error 
 	if err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
-	if err := write(f, tensors, metadata); err != nil {
+	if err := writeTensors(f, tensors, metadata); err != nil {
 		f.Close()
 		return fmt.Errorf("safetensors: write %s: %w", path, err)
 	}
@@ -86,9 +170,10 @@ func WriteFile(path string, tensors []Tensor, metadata map[string]string) error 
 	return nil
 }
 
-// buildHeader checks tensors and returns the padded JSON header and the order (indexes
-// into tensors, sorted by name) in which their data follows it.
-func buildHeader(tensors []Tensor, metadata map[string]string) ([]byte, []int, error) {
+// buildHeader checks tensors' names (their shapes are checked, and counts[i] is
+// tensor i's element count) and returns the padded JSON header and the order
+// (indexes into tensors, sorted by name) in which their data follows it.
+func buildHeader(tensors []Layout, counts []int, metadata map[string]string) ([]byte, []int, error) {
 	order := make([]int, len(tensors))
 	for i := range order {
 		order[i] = i
@@ -103,19 +188,6 @@ func buildHeader(tensors []Tensor, metadata map[string]string) ([]byte, []int, e
 			return nil, nil, fmt.Errorf("tensor name %q is reserved for the metadata", t.Name)
 		case k > 0 && tensors[order[k-1]].Name == t.Name:
 			return nil, nil, fmt.Errorf("tensor name %q appears twice", t.Name)
-		}
-		n := int64(1)
-		for _, d := range t.Shape {
-			if d < 0 {
-				return nil, nil, fmt.Errorf("tensor %q has a negative dimension in shape %v", t.Name, t.Shape)
-			}
-			if d != 0 && n > math.MaxInt64/8/int64(d) {
-				return nil, nil, fmt.Errorf("tensor %q: shape %v is too large", t.Name, t.Shape)
-			}
-			n *= int64(d)
-		}
-		if n != int64(len(t.Data)) {
-			return nil, nil, fmt.Errorf("tensor %q: shape %v holds %d elements but Data has %d", t.Name, t.Shape, n, len(t.Data))
 		}
 	}
 
@@ -166,7 +238,7 @@ func buildHeader(tensors []Tensor, metadata map[string]string) ([]byte, []int, e
 			}
 			h.WriteString(strconv.Itoa(d))
 		}
-		end := off + 4*int64(len(t.Data))
+		end := off + 4*int64(counts[i])
 		fmt.Fprintf(&h, `],"data_offsets":[%d,%d]}`, off, end)
 		off = end
 	}
