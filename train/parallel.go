@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gptkit/kernels"
+	"gptkit/train/safetensors"
 )
 
 // flat is the geometry of the flat buffers (weights, gradients, AdamW moments)
@@ -77,12 +78,6 @@ func (t *Trainer) gradNorm(ctx context.Context) error {
 // zero reports whether the AdamW state is sharded (ZeRO-1 over several ranks).
 func (t *Trainer) zero() bool { return t.cfg.Zero == 1 && t.coll.World() > 1 }
 
-// fullMoments is the whole AdamW state in host memory, laid out like Params
-// (padded): what a checkpoint holds, gathered on rank 0 to be written.
-type fullMoments struct {
-	m, v []float32
-}
-
 // resumeMoments is where a resume's AdamW state is: placed, read straight into the
 // trainer's own by restore (one rank), or else in the optimizer file of the
 // checkpoint cd, which rank 0 reads and broadcasts (shareStart, streamMoments)
@@ -92,64 +87,81 @@ type resumeMoments struct {
 	cd     *ckptDir
 }
 
-// momentChunk is how many floats of its shard each rank contributes to one
-// collective when the AdamW state is gathered for a checkpoint, and how many one
-// broadcast carries at a resume: the staging buffers are bounded by it, so no
-// rank but rank 0 ever holds the whole state, and rank 0 only in host memory
-// while it writes it (at a resume it holds one tensor of it at a time).
-const momentChunk = 1 << 20
+// momentChunk is how many floats one collective carries when the AdamW state is
+// gathered for a checkpoint (gatherMoment) or broadcast at a resume
+// (streamMoments): the staging buffers are bounded by it, so no rank ever holds
+// the whole state in host memory, and rank 0 one tensor of it at a time. (A
+// variable: the tests make it small, to cut tensors at chunks and shards.)
+var momentChunk = 1 << 20
 
-// gatherMoments returns the whole AdamW state on rank 0 (nil on the others),
-// for a checkpoint. Under ZeRO-1 the shards come to rank 0 chunk by chunk.
-func (t *Trainer) gatherMoments(ctx context.Context) (*fullMoments, error) {
-	rank0 := t.coll.Rank() == 0
-	if !t.zero() {
-		if !rank0 {
-			return nil, nil
-		}
-		return &fullMoments{m: readHost(t.be, t.m), v: readHost(t.be, t.v)}, nil
-	}
-	var full fullMoments
-	if rank0 {
-		full = fullMoments{m: make([]float32, t.flat.padded), v: make([]float32, t.flat.padded)}
-	}
-	for _, p := range []struct {
-		full  []float32
-		shard kernels.Tensor
-	}{{full.m, t.m}, {full.v, t.v}} {
-		if err := t.gatherShards(ctx, p.full, p.shard); err != nil {
-			return nil, fmt.Errorf("train: gather the sharded AdamW state: %w", err)
+// momentLayouts are the tensors of the optimizer file: exp_avg.NAME for each
+// tensor of the layout, then exp_avg_sq.NAME (index i: moment i/len(Tensors),
+// tensor i%len(Tensors)); order is the file's order of them, sorted by name, as
+// safetensors lays them out: the order in which every rank gathers them.
+func (m *Model) momentLayouts() (layouts []safetensors.Layout, order []int) {
+	for _, prefix := range []string{"exp_avg.", "exp_avg_sq."} {
+		for _, ti := range m.Tensors {
+			layouts = append(layouts, safetensors.Layout{Name: prefix + ti.Name, Shape: ti.Shape})
 		}
 	}
-	if !rank0 {
-		return nil, nil
+	order = make([]int, len(layouts))
+	for i := range order {
+		order[i] = i
 	}
-	return &full, nil
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(layouts[a].Name, layouts[b].Name) })
+	return layouts, order
 }
 
-// gatherShards copies every rank's shard (shard.Len() floats at rank·len in the
-// layout) into full on rank 0, through all-gathers of momentChunk floats per
-// rank.
-func (t *Trainer) gatherShards(ctx context.Context, full []float32, shard kernels.Tensor) error {
-	W, r, S := t.coll.World(), t.coll.Rank(), shard.Len()
-	k := min(S, momentChunk)
-	stage := t.scratch(W * k)
-	for c := 0; c < S; c += k {
-		n := min(k, S-c)
-		own := stage[r*k : r*k+n]
+// gatherMoment puts tensor i of momentLayouts, of the AdamW state, into dst on
+// rank 0 (dst nil: nowhere), for a checkpoint. Without ZeRO-1 rank 0 holds the
+// whole state and copies (or downloads) just that tensor, and the others do
+// nothing. Under ZeRO-1 every rank calls it, for the same tensors in the same
+// order: the tensor's parts in the other ranks' shards come to rank 0 through
+// broadcasts, from each part's owner, of at most momentChunk floats.
+func (t *Trainer) gatherMoment(ctx context.Context, i int, dst []float32) error {
+	N := len(t.model.Tensors)
+	ti := t.model.Tensors[i%N]
+	shard := t.m
+	if i >= N {
+		shard = t.v
+	}
+	copyOut := func(off int, out []float32) {
 		if shard.IsHost() {
-			copy(own, shard.Float32s()[c:c+n])
+			copy(out, shard.Float32s()[off:off+len(out)])
 		} else {
-			t.be.Download(kernels.Float32Bytes(own), shard.Slice(c, c+n))
+			t.be.Download(kernels.Float32Bytes(out), shard.Slice(off, off+len(out)))
 		}
-		if err := t.coll.AllGather(ctx, stage); err != nil {
-			return err
+	}
+	rank := t.coll.Rank()
+	if !t.zero() {
+		if rank == 0 && dst != nil {
+			copyOut(ti.Offset, dst)
 		}
-		if full != nil {
-			for q := range W {
-				copy(full[q*S+c:q*S+c+n], stage[q*k:q*k+n])
+		return nil
+	}
+	S := t.flat.hi - t.flat.lo // every rank's shard: rank q's is [q·S, (q+1)·S)
+	k := min(S, momentChunk)
+	stage := t.scratch(k)
+	for c, end := ti.Offset, ti.Offset+ti.Size; c < end; {
+		q := c / S
+		e := min(end, (q+1)*S, c+k)
+		switch {
+		case q == 0 && rank == 0 && dst != nil:
+			copyOut(c, dst[c-ti.Offset:e-ti.Offset])
+		case q == 0: // rank 0's own
+		default:
+			buf := stage[:e-c]
+			if rank == q {
+				copyOut(c-q*S, buf)
+			}
+			if err := t.coll.Broadcast(ctx, buf, q); err != nil {
+				return err
+			}
+			if rank == 0 && dst != nil {
+				copy(dst[c-ti.Offset:e-ti.Offset], buf)
 			}
 		}
+		c = e
 	}
 	return nil
 }

@@ -130,12 +130,32 @@ func (t *Trainer) save(ctx context.Context) error {
 	if err := t.syncMasters(ctx); err != nil {
 		return fmt.Errorf("train: gather the float32 weights: %w", err)
 	}
-	moments, err := t.gatherMoments(ctx)
-	if err != nil {
-		return err
+	// The AdamW state is gathered tensor by tensor as rank 0 writes the optimizer
+	// file (with ZeRO-1 every rank takes part, in the file's order), so that rank 0
+	// holds one tensor of it at a time, never the whole (8 bytes a parameter). When
+	// rank 0 fails before it has gathered all (a full disk, an S3 error), it returns
+	// its error, and the others, waiting in a collective, learn it as they learn any
+	// rank's failure: the collectives' abort, which carries it.
+	layouts, order := t.model.momentLayouts()
+	gathered := 0 // of order
+	gatherNext := func(i int, dst []float32) error {
+		if gathered == len(order) || order[gathered] != i {
+			return fmt.Errorf("train: internal error: the optimizer file asks for its tensor %s out of the order the ranks gather them in (%d of %d gathered)", layouts[i].Name, gathered, len(order))
+		}
+		gathered++
+		if err := t.gatherMoment(ctx, i, dst); err != nil {
+			return fmt.Errorf("train: rank %d: gather the AdamW state's %s for the checkpoint of step %d: %w", t.coll.Rank(), layouts[i].Name, t.step, err)
+		}
+		return nil
+	}
+	if t.coll.Rank() != 0 && t.zero() {
+		for _, i := range order {
+			if err := gatherNext(i, nil); err != nil {
+				return err
+			}
+		}
 	}
 	if t.coll.Rank() == 0 {
-		params := t.model.ReadParams()
 		if err := t.metrics.sync(); err != nil {
 			return fmt.Errorf("train: sync %s: %w", t.metrics.path, err)
 		}
@@ -165,14 +185,16 @@ func (t *Trainer) save(ctx context.Context) error {
 		step := t.step
 		files := []ckptFile{
 			{Name: ModelFile, Write: func(w io.Writer) error {
-				return safetensors.Write(w, t.model.tensorsOf(params, ""), map[string]string{"format": "pt", "step": strconv.Itoa(step)})
+				return t.model.writeParams(w, map[string]string{"format": "pt", "step": strconv.Itoa(step)})
 			}},
 			{Name: OptimizerFile, Write: func(w io.Writer) error {
 				if testHookSave != nil {
 					testHookSave(step)
 				}
-				ts := append(t.model.tensorsOf(moments.m, "exp_avg."), t.model.tensorsOf(moments.v, "exp_avg_sq.")...)
-				return safetensors.Write(w, ts, map[string]string{"step": strconv.Itoa(step), "optimizer": "AdamW"})
+				if testHookOptimizerWriter != nil {
+					w = testHookOptimizerWriter(w)
+				}
+				return safetensors.WriteFunc(w, layouts, map[string]string{"step": strconv.Itoa(step), "optimizer": "AdamW"}, gatherNext)
 			}},
 			{Name: StateFile, Write: func(w io.Writer) error {
 				_, err := w.Write(append(stateJSON, '\n'))
@@ -180,6 +202,16 @@ func (t *Trainer) save(ctx context.Context) error {
 			}},
 		}
 		dir, err := saveCheckpoint(ctx, t.ckptRoot, step, files, t.cfg.KeepCheckpoints, t.log)
+		if (err == nil || errors.Is(err, checkpoint.ErrPrune)) && t.zero() {
+			// (Not reached: a saved optimizer file asked for every tensor. Were one
+			// left, the others would still wait in its collectives: they are served
+			// the rest, and meet rank 0 at the barrier.)
+			for gathered < len(order) {
+				if err := gatherNext(order[gathered], nil); err != nil {
+					return err
+				}
+			}
+		}
 		if errors.Is(err, checkpoint.ErrPrune) {
 			// Saved: the run goes on (a file held open on NFS, say, or one made
 			// read-only, keeps an old checkpoint's directory from going).
@@ -198,6 +230,28 @@ func (t *Trainer) save(ctx context.Context) error {
 	}
 	t.saved = t.step
 	return nil
+}
+
+// testHookOptimizerWriter, if set, wraps the writer of a checkpoint's optimizer
+// file: the tests make it fail midway.
+var testHookOptimizerWriter func(io.Writer) io.Writer
+
+// writeParams writes the master weights as a safetensors file with metadata: from
+// their own memory when the host can address it, else downloaded tensor by tensor
+// (one tensor in host memory at a time).
+func (m *Model) writeParams(w io.Writer, metadata map[string]string) error {
+	if m.Params.IsHost() {
+		return safetensors.Write(w, m.tensorsOf(m.Params.Float32s(), ""), metadata)
+	}
+	layouts := make([]safetensors.Layout, len(m.Tensors))
+	for i, ti := range m.Tensors {
+		layouts[i] = safetensors.Layout{Name: ti.Name, Shape: ti.Shape}
+	}
+	return safetensors.WriteFunc(w, layouts, metadata, func(i int, dst []float32) error {
+		ti := m.Tensors[i]
+		m.be.Download(kernels.Float32Bytes(dst), m.Params.Slice(ti.Offset, ti.Offset+ti.Size))
+		return nil
+	})
 }
 
 // tensorsOf names the views of buf (a buffer laid out like Params) for safetensors.
