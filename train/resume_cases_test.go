@@ -417,14 +417,7 @@ func TestResumeFromS3Endpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files []checkpoint.File
-	for _, name := range []string{ModelFile, OptimizerFile, StateFile} {
-		data, err := os.ReadFile(filepath.Join(first.Checkpoint, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, checkpoint.File{Name: name, Write: func(w io.Writer) error { _, err := w.Write(data); return err }})
-	}
+	files := checkpointFiles(t, first.Checkpoint)
 	m := checkpoint.Manager{Storage: storage.Options{S3Endpoint: srv.Endpoint}}
 	dir, err := m.Save(context.Background(), "s3://"+srv.NewBucket(t)+"/runs/a/checkpoints", 10, files, 0)
 	if err != nil {
@@ -533,4 +526,19 @@ func dropTrainData(t *testing.T, dir string) {
 	if err := os.WriteFile(mpath, mraw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkpointFiles are the files of the local checkpoint in dir, as checkpoint.File
+// values that write them again (to save the same checkpoint elsewhere: S3).
+func checkpointFiles(t *testing.T, dir string) []checkpoint.File {
+	t.Helper()
+	var files []checkpoint.File
+	for _, name := range []string{ModelFile, OptimizerFile, StateFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, checkpoint.File{Name: name, Write: func(w io.Writer) error { _, err := w.Write(data); return err }})
+	}
+	return files
 }

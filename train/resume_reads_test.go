@@ -3,12 +3,10 @@ package train
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -76,14 +74,7 @@ func TestResumeReadsManifestOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files []checkpoint.File
-	for _, name := range []string{ModelFile, OptimizerFile, StateFile} {
-		data, err := os.ReadFile(filepath.Join(first.Checkpoint, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, checkpoint.File{Name: name, Write: func(w io.Writer) error { _, err := w.Write(data); return err }})
-	}
+	files := checkpointFiles(t, first.Checkpoint)
 	m := checkpoint.Manager{Storage: storage.Options{S3Endpoint: endpoint}}
 	dir, err := m.Save(context.Background(), "s3://"+srv.NewBucket(t)+"/runs/a/checkpoints", 4, files, 0)
 	if err != nil {
