@@ -3,7 +3,9 @@ package train
 import (
 	"context"
 	"errors"
+	"hash/crc32"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +155,46 @@ func TestOutOfMemoryOneLine(t *testing.T) {
 	}
 	if n := d.liveBytes(); n != 0 {
 		t.Errorf("%d bytes left allocated after the failed NewTrainer", n)
+	}
+}
+
+// TestParamsCRCInChunks: the weights' checksum that checkWeights compares across ranks
+// is the CRC-32C of all of ReadParams' bytes, on the host and on a device read in
+// chunks of every size, including ones that do not divide the weights; and on a device
+// it holds a chunk of host memory, not a copy of the weights (it did: 4 bytes a
+// parameter at each check).
+func TestParamsCRCInChunks(t *testing.T) {
+	mc := ModelConfig{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 4, NEmbd: 32, BlockSize: 16, Bias: true}
+	host, err := NewModel(ref.New(), mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host.Init(1337)
+	want := crc32.Checksum(kernels.Float32Bytes(host.ReadParams()), crc32.MakeTable(crc32.Castagnoli))
+	if got := host.paramsCRC(); got != want {
+		t.Fatalf("host: %08x, want %08x", got, want)
+	}
+	d := newFakeDevice()
+	m, err := NewModel(d, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(1337)
+	d.Sync()
+	defer func(c int) { crcChunk = c }(crcChunk)
+	n := m.Params.Len()
+	for _, chunk := range []int{1, 7, 1000, n - 1, n, n + 5, 1 << 20} {
+		crcChunk = chunk
+		if got := m.paramsCRC(); got != want {
+			t.Fatalf("device, chunks of %d floats: %08x, want %08x", chunk, got, want)
+		}
+	}
+	crcChunk = n / 8
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m.paramsCRC()
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(n) { // a copy: 4n bytes
+		t.Fatalf("paramsCRC of %d parameters allocated %d bytes, want about a chunk (%d)", n, grew, 4*crcChunk)
 	}
 }

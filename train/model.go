@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -201,6 +202,30 @@ func readHost(be kernels.Backend, t kernels.Tensor) []float32 {
 	be.Download(kernels.Float32Bytes(out), t)
 	return out
 }
+
+// paramsCRC is the CRC-32C of the master weights' bytes, laid out like Params (of
+// ReadParams' values), read from a device in chunks of crcChunk floats into one host
+// buffer: checkWeights runs every few steps and before each save, and a copy of all
+// the weights was 4 bytes a parameter of host memory each time (6 GB at 1.5B).
+func (m *Model) paramsCRC() uint32 {
+	table := crc32.MakeTable(crc32.Castagnoli)
+	if m.Params.IsHost() {
+		return crc32.Checksum(kernels.Float32Bytes(m.Params.Float32s()), table)
+	}
+	n := m.Params.Len()
+	buf := make([]float32, min(n, crcChunk))
+	var sum uint32
+	for off := 0; off < n; off += len(buf) {
+		part := buf[:min(len(buf), n-off)]
+		m.be.Download(kernels.Float32Bytes(part), m.Params.Slice(off, off+len(part)))
+		sum = crc32.Update(sum, table, kernels.Float32Bytes(part))
+	}
+	return sum
+}
+
+// crcChunk is how many floats of the weights paramsCRC reads from a device at a time
+// (4 MB; a variable: tests make it smaller).
+var crcChunk = 1 << 20
 
 // SetParams sets the master weights from host values laid out like Params (a
 // copy of ReadParams, edited) and refreshes the compute copy.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -339,8 +338,7 @@ func (t *Trainer) checkWeights(ctx context.Context) error {
 	if err := t.syncMasters(ctx); err != nil {
 		return fmt.Errorf("train: step %d: gather the float32 weights: %w", t.step, err)
 	}
-	sum := crc32.Checksum(kernels.Float32Bytes(t.model.ReadParams()), crc32.MakeTable(crc32.Castagnoli))
-	all, err := t.gather(ctx, float64(sum))
+	all, err := t.gather(ctx, float64(t.model.paramsCRC()))
 	if err != nil {
 		return fmt.Errorf("train: step %d: compare the ranks' weights: %w", t.step, err)
 	}
