@@ -285,20 +285,30 @@ func (s *skewed) AllReduceSum(ctx context.Context, buf []float32) error {
 }
 
 // TestDivergenceDetected: ranks whose weights drift apart fail with a message
-// naming the rank.
+// naming the rank, on the CPU and on a device (whose weights' checksum is read in
+// chunks: paramsCRC).
 func TestDivergenceDetected(t *testing.T) {
 	data := tinyDataset(t)
-	cfg := dpConfig(t, data, 2, 4, 1)
-	cfg.BucketMB, cfg.EvalSteps = 0, 0
-	comms := startComms(t, 2)
-	comms[1] = &skewed{FullCollectives: Full(comms[1])}
-	_, errs := runRanks(t, context.Background(), cfg, comms, func(r int, tr *Trainer) { tr.checkEveryN = 2 })
-	for r, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "rank(s) 1 differ from rank 0") {
-			t.Errorf("rank %d: %v, want the divergence named", r, err)
-		} else {
-			t.Logf("rank %d: %v", r, err)
-		}
+	for name, backend := range map[string]func(int) kernels.Backend{
+		"cpu":    func(int) kernels.Backend { return cpu.New(1) },
+		"device": func(int) kernels.Backend { return newFakeDevice() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := dpConfig(t, data, 2, 4, 1)
+			cfg.BucketMB, cfg.EvalSteps = 0, 0
+			comms := startComms(t, 2)
+			comms[1] = &skewed{FullCollectives: Full(comms[1])}
+			defer func(c int) { crcChunk = c }(crcChunk)
+			crcChunk = 1000
+			_, errs := runRanksOn(t, context.Background(), cfg, comms, backend, func(r int, tr *Trainer) { tr.checkEveryN = 2 })
+			for r, err := range errs {
+				if err == nil || !strings.Contains(err.Error(), "rank(s) 1 differ from rank 0") {
+					t.Errorf("rank %d: %v, want the divergence named", r, err)
+				} else {
+					t.Logf("rank %d: %v", r, err)
+				}
+			}
+		})
 	}
 }
 
