@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"gptkit/kernels/ref"
@@ -210,6 +211,35 @@ func TestEstimateMemoryMatchesBuffers(t *testing.T) {
 				t.Errorf("dropout %g %s: buffers %+v, estimate %+v", dropout, dt, got, est)
 			}
 		}
+	}
+}
+
+// TestEstimateMemoryMatchesBuffersZero: under ZeRO-1 the estimate is what each rank
+// allocates, its shard of AdamW's m and v. It added the whole m and v again, for rank
+// 0's copies of them while a checkpoint was gathered, after a save had stopped making
+// them (gatherMoment): 8 bytes a parameter on every rank, enough for CheckMemory to
+// refuse a run that fits (12 GB at 1.5B parameters).
+func TestEstimateMemoryMatchesBuffersZero(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.Zero, cfg.Dropout = 1, 0
+	cfg.BatchSize /= 2
+	comms := startComms(t, 2)
+	trs := make([]*Trainer, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range trs {
+		wg.Go(func() { trs[r], errs[r] = NewTrainer(context.Background(), cfg, ref.New(), comms[r], testLogger(t)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for r, tr := range trs {
+		est := EstimateMemory(cfg, tr.model.Config.VocabSize, 2, tr.model.DType())
+		if got := float64(tr.Memory().Optimizer); got != est.Optimizer {
+			t.Errorf("rank %d of 2 with ZeRO-1: AdamW buffers %.0f bytes, estimate %.0f", r, got, est.Optimizer)
+		}
+		tr.Close()
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 //   - parameters: float32 master weights, padded to whole blocks for the collectives
 //     (newFlat), and under mixed precision their bfloat16 or float16 copy;
 //   - gradients: float32, padded alike;
-//   - AdamW: m and v for this rank's share (all of it, or 1/world under ZeRO-1), and
-//     under ZeRO-1 rank 0's host copies of both while a checkpoint is gathered;
+//   - AdamW: m and v for this rank's share (all of it, or 1/world under ZeRO-1; a
+//     checkpoint's save and a resume pass them through one tensor's host buffer, no
+//     whole copy: gatherMoment, streamMoments);
 //   - activations: what Model.Reserve keeps for one micro-batch of batch_size x
 //     block_size tokens with the backward's scratch, in the compute dtype but for
 //     the LayerNorm statistics and attention's logsumexp (float32); the classifier
@@ -35,7 +36,7 @@ import (
 type MemoryEstimate struct {
 	Params      float64 // the weights (and their compute-dtype copy)
 	Grads       float64 // their gradients
-	Optimizer   float64 // AdamW's m and v (with ZeRO-1's checkpoint copies)
+	Optimizer   float64 // AdamW's m and v (this rank's shard of them under ZeRO-1)
 	Activations float64 // one micro-batch's saved activations and backward scratch
 	Batch       float64 // token ids of the micro-batch on the host
 }
@@ -75,9 +76,8 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 	shard := padded
 	if cfg.Zero == 1 && world > 1 {
 		shard = padded / float64(world)
-		e.Optimizer = 2 * f32 * padded // rank 0's whole m and v, gathered for a checkpoint
 	}
-	e.Optimizer += 2 * f32 * shard
+	e.Optimizer = 2 * f32 * shard
 	B, T, C, NH, L := float64(cfg.BatchSize), float64(cfg.BlockSize), float64(mc.NEmbd), float64(mc.NHead), float64(mc.NLayer)
 	N, Vp := B*T, float64(mc.PaddedVocab)
 	rows := float64(classifierRows(cfg.BatchSize*cfg.BlockSize, mc.PaddedVocab, dt))
