@@ -79,3 +79,30 @@ func TestPaired(t *testing.T) {
 		t.Errorf("missing directory: %v %v", runs, err)
 	}
 }
+
+// TestCommandLineFloor: the command line's table shows each command's floor, its
+// overhead beyond it and against the library's first call, says which commands' floors
+// are over the goal, and shows "—" for a run of the benchmark without them.
+func TestCommandLineFloor(t *testing.T) {
+	out := `BenchmarkCLIVsLibrary/encode-2 	6	 1 ns/op	 100 MB	 6.2 beyond_floor_pct	 0.75 cli_cpu_s	 -6.1 first_overhead_pct	 10.1 floor_pct	 0.63 lib_cpu_s	 16.3 overhead_pct
+BenchmarkCLIVsLibrary/encode-jsonl-2 	6	 1 ns/op	 100 MB	 7.4 beyond_floor_pct	 0.82 cli_cpu_s	 -10.5 first_overhead_pct	 16.1 floor_pct	 0.72 lib_cpu_s	 23.4 overhead_pct
+BenchmarkCLIVsLibrary/run-2 	6	 1 ns/op	 100 MB	 0.86 cli_cpu_s	 0.66 lib_cpu_s	 31.1 overhead_pct
+`
+	g, err := parseGoBench(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report
+	commandLine(&r, g)
+	got := r.w.String()
+	for _, want := range []string{
+		"| `tokenize encode` (one text) | 100 | 0.75 | 0.63 | +16% FAIL | 10% | +6% | -6% |",
+		"| `tokenize encode --jsonl` | 100 | 0.82 | 0.72 | +23% FAIL | 16% | +7% | -10% |",
+		"| `tokenize run` (.jsonl to a directory) | 100 | 0.86 | 0.66 | +31% FAIL | — | — | — |",
+		"is over the goal for `tokenize encode --jsonl`: no implementation",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+}
