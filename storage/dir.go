@@ -30,7 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gptkit/internal/durable"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -40,6 +39,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gptkit/internal/durable"
 )
 
 type dirStore struct {

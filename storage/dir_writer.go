@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"gptkit/internal/durable"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"time"
+
+	"gptkit/internal/durable"
 )
 
 func (s *dirStore) Create(ctx context.Context, key string, opts ...WriteOption) (Writer, error) {

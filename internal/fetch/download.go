@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"gptkit/internal/durable"
 	"hash"
 	"io"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"gptkit/internal/durable"
 	"gptkit/internal/redact"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"gptkit/internal/durable"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"gptkit/internal/durable"
 )
 
 // errNoRoot reports a local root that does not exist (when reading).

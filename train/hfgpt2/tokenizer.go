@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"gptkit/internal/durable"
 	"io"
 	"os"
 	"path/filepath"
+
+	"gptkit/internal/durable"
 )
 
 // File names of a Hugging Face tokenizer beside the model.
