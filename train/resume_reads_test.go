@@ -3,6 +3,9 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -115,5 +118,67 @@ func TestResumeReadsManifestOnce(t *testing.T) {
 	}
 	if n := proxy.count(checkpoint.ManifestName); n != 2 {
 		t.Errorf("LoadCheckpointFrom read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	}
+}
+
+// TestLatestOnS3ReadsNewestFirst: finding the newest complete checkpoint of a root
+// that keeps all of them (keep_checkpoints: 0) GETs checkpoint.json newest first up to
+// the first complete one: 1 GET of 20 (it was 20, one per checkpoint, at each resume
+// and each restart of a launched job), 3 when the newest two are incomplete (both
+// still warned about); Resolve of the run directory the same; Scan still reads all.
+func TestLatestOnS3ReadsNewestFirst(t *testing.T) {
+	srv := miniotest.Shared(t)
+	srv.Setenv(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	proxy, endpoint := startCountingProxy(t, srv.Endpoint)
+	var logs strings.Builder
+	m := checkpoint.Manager{Storage: storage.Options{S3Endpoint: endpoint}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx := context.Background()
+	run := "s3://" + srv.NewBucket(t) + "/runs/a"
+	root := run + "/checkpoints"
+	for s := int64(1); s <= 20; s++ {
+		files := []checkpoint.File{{Name: "model.bin", Write: func(w io.Writer) error { _, err := fmt.Fprintf(w, "step %d", s); return err }}}
+		if _, err := m.Save(ctx, root, s, files, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gets := func() int { return proxy.count(checkpoint.ManifestName) }
+
+	proxy.reset()
+	if dir, step, err := m.Latest(ctx, root); err != nil || step != 20 || gets() != 1 {
+		t.Errorf("Latest = %s, %d, %v after %d GETs of %s; want step 20 after 1", dir, step, err, gets(), checkpoint.ManifestName)
+	}
+	proxy.reset()
+	if dir, err := m.Resolve(ctx, run); err != nil || dir != root+"/step_00000020" || gets() != 1 {
+		t.Errorf("Resolve(%s) = %s, %v after %d GETs of %s; want step 20 after 1", run, dir, err, gets(), checkpoint.ManifestName)
+	}
+	proxy.reset()
+	if entries, err := m.Scan(ctx, root); err != nil || len(entries) != 20 || gets() != 20 {
+		t.Errorf("Scan = %d entries, %v after %d GETs of %s; want 20 after 20", len(entries), err, gets(), checkpoint.ManifestName)
+	}
+
+	// The newest two incomplete: 20's model.bin overwritten shorter, 19's checkpoint.json not JSON.
+	st, err := storage.Open(ctx, root, storage.Options{S3Endpoint: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, data := range map[string]string{"step_00000020/model.bin": "x", "step_00000019/" + checkpoint.ManifestName: "{"} {
+		w, err := st.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(data))
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.reset()
+	if dir, step, err := m.Latest(ctx, root); err != nil || step != 18 || gets() != 3 {
+		t.Errorf("Latest = %s, %d, %v after %d GETs of %s; want step 18 after 3", dir, step, err, gets(), checkpoint.ManifestName)
+	}
+	for _, want := range []string{"step_00000020 problem=\"model.bin has 1 bytes", "step_00000019 problem="} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
 	}
 }

@@ -33,7 +33,7 @@ func (m Manager) SetAsideNewer(ctx context.Context, dir string) (string, []int64
 	if err != nil {
 		return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
 	}
-	entries, _, err := b.scan(ctx)
+	entries, _, err := scan(ctx, b)
 	if err != nil {
 		return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
 	}

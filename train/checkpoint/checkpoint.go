@@ -125,13 +125,49 @@ func (m Manager) log() *slog.Logger {
 // backend is where a root lives: a local directory or a storage.Store (S3).
 type backend interface {
 	save(ctx context.Context, step int64, files []File) (dir string, err error)
-	// scan lists the checkpoint directories (complete or not) and stale leftovers.
-	scan(ctx context.Context) (entries []Entry, stale []string, err error)
+	// list lists the checkpoint directories (complete or not), newest step first,
+	// without reading their checkpoint.json, and stale leftovers.
+	list(ctx context.Context) (cands []candidate, stale []string, err error)
 	readManifest(ctx context.Context, dirName string) (*Manifest, error)
 	open(ctx context.Context, dirName, name string) (io.ReadCloser, int64, error)
 	remove(ctx context.Context, dirName string) error
 	removeStale(ctx context.Context, name string) error
 	location(dirName string) string
+}
+
+// candidate is a listed checkpoint directory whose checkpoint.json is not read yet:
+// Latest reads them newest first and stops at the first complete one (reading every
+// one made each resume of a root that keeps all its checkpoints one read per
+// checkpoint, hundreds of GETs on S3).
+type candidate struct {
+	Entry
+	check       func(context.Context) error // why it is not complete, or nil; not called when Problem is set
+	unpublished bool                        // Entry.Unpublished when check fails
+}
+
+// entry reads the candidate's checkpoint.json and checks its files.
+func (c candidate) entry(ctx context.Context) Entry {
+	e := c.Entry
+	if e.Problem == "" && c.check != nil {
+		if err := c.check(ctx); err != nil {
+			e.Problem, e.Unpublished = err.Error(), c.unpublished
+		}
+	}
+	return e
+}
+
+// scan lists the checkpoint directories (complete or not, newest step first),
+// reading every checkpoint.json, and stale leftovers.
+func scan(ctx context.Context, b backend) ([]Entry, []string, error) {
+	cands, stale, err := b.list(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var entries []Entry
+	for _, c := range cands {
+		entries = append(entries, c.entry(ctx))
+	}
+	return entries, stale, nil
 }
 
 func isS3(loc string) bool { return strings.HasPrefix(loc, "s3://") }
@@ -218,7 +254,7 @@ func (m Manager) Save(ctx context.Context, root string, step int64, files []File
 // removed would otherwise keep every later save from pruning): their errors are
 // returned together.
 func (m Manager) prune(ctx context.Context, b backend, step int64, keep int) error {
-	entries, stale, err := b.scan(ctx)
+	entries, stale, err := scan(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -261,7 +297,7 @@ func (m Manager) Scan(ctx context.Context, root string) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
 	}
-	entries, _, err := b.scan(ctx)
+	entries, _, err := scan(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
 	}
@@ -269,29 +305,38 @@ func (m Manager) Scan(ctx context.Context, root string) ([]Entry, error) {
 }
 
 func (m Manager) Latest(ctx context.Context, root string) (string, int64, error) {
+	dir, step, _, err := m.latest(ctx, root)
+	return dir, step, err
+}
+
+// latest is Latest, also returning how many checkpoint directories root lists
+// (complete or not; 0 when it cannot be listed). It reads their checkpoint.json
+// newest first, up to the first complete one.
+func (m Manager) latest(ctx context.Context, root string) (string, int64, int, error) {
 	b, err := m.backendFor(ctx, root, false)
 	if errors.Is(err, errNoRoot) {
-		return "", 0, fmt.Errorf("checkpoint: %s: %w (the directory does not exist)", root, ErrNone)
+		return "", 0, 0, fmt.Errorf("checkpoint: %s: %w (the directory does not exist)", root, ErrNone)
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
+		return "", 0, 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
 	}
-	entries, _, err := b.scan(ctx)
+	cands, _, err := b.list(ctx)
 	if err != nil {
-		return "", 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
+		return "", 0, 0, fmt.Errorf("checkpoint: latest in %s: %w", root, err)
 	}
 	var skipped []string
-	for _, e := range entries {
+	for _, c := range cands {
+		e := c.entry(ctx)
 		if e.Complete() {
-			return e.Dir, e.Step, nil
+			return e.Dir, e.Step, len(cands), nil
 		}
 		m.log().Warn("checkpoint: skipping an incomplete checkpoint", "dir", e.Dir, "problem", e.Problem)
 		skipped = append(skipped, fmt.Sprintf("%s: %s", DirName(e.Step), e.Problem))
 	}
 	if len(skipped) > 0 {
-		return "", 0, fmt.Errorf("checkpoint: %s: %w (skipped %s)", root, ErrNone, strings.Join(skipped, "; "))
+		return "", 0, len(cands), fmt.Errorf("checkpoint: %s: %w (skipped %s)", root, ErrNone, strings.Join(skipped, "; "))
 	}
-	return "", 0, fmt.Errorf("checkpoint: %s: %w", root, ErrNone)
+	return "", 0, 0, fmt.Errorf("checkpoint: %s: %w", root, ErrNone)
 }
 
 func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
@@ -315,8 +360,9 @@ func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
 	if err == nil || !errors.Is(err, ErrNone) {
 		return dir, err
 	}
-	if entries, err2 := m.Scan(ctx, path); err2 == nil && len(entries) > 0 {
-		dir, _, err = m.Latest(ctx, path)
+	// path itself a root (its checkpoint.json read up to the newest complete one:
+	// it was read whole, every checkpoint's, before Latest read them again).
+	if dir, _, n, err := m.latest(ctx, path); n > 0 {
 		return dir, err
 	}
 	return "", fmt.Errorf("checkpoint: resolve %s: %w: it is not a checkpoint directory (step_NNNNNNNN with %s), and neither %s/checkpoints nor %s holds a complete one", path, ErrNone, ManifestName, path, path)
@@ -491,11 +537,12 @@ func (v *verifier) Read(p []byte) (int, error) {
 
 func (v *verifier) Close() error { return v.rc.Close() }
 
-// sortEntries orders entries newest step first.
-func sortEntries(entries []Entry) {
-	sort.Slice(entries, func(a, b int) bool { return entries[a].Step > entries[b].Step })
+// sortCandidates orders candidates newest step first.
+func sortCandidates(cands []candidate) {
+	sort.Slice(cands, func(a, b int) bool { return cands[a].Step > cands[b].Step })
 }
 
-// hook is called at the named points of Save and prune; the crash tests replace it to
-// stop the process there.
+// hook is called at the named points of Save and prune, and as each checkpoint.json is
+// read ("read-manifest"); the crash tests replace it to stop the process there, others
+// to count.
 var hook = func(point string) {}

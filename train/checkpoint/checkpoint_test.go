@@ -411,3 +411,87 @@ func TestOpenDirReadsManifestOnce(t *testing.T) {
 		t.Errorf("ReadFile of a changed file: %v, want ErrCorrupt", err)
 	}
 }
+
+// countManifestReads counts the checkpoint.json reads until the test ends.
+func countManifestReads(t *testing.T) *int {
+	t.Helper()
+	n := new(int)
+	h := hook
+	t.Cleanup(func() { hook = h })
+	hook = func(point string) {
+		if point == "read-manifest" {
+			*n++
+		}
+		h(point)
+	}
+	return n
+}
+
+// TestLatestReadsNewestFirst: Latest reads checkpoint.json newest first and stops at
+// the first complete checkpoint: 1 read of 20 (it read all 20, one per checkpoint a
+// root that keeps all holds), 3 when the newest two are incomplete, both still
+// warned about and named when none is complete. Scan still reads all.
+func TestLatestReadsNewestFirst(t *testing.T) {
+	root := t.TempDir()
+	var all []int64
+	for s := int64(1); s <= 20; s++ {
+		all = append(all, s)
+	}
+	saveSteps(t, root, 0, all...)
+	reads := countManifestReads(t)
+	if _, step, err := Latest(ctx, root); err != nil || step != 20 || *reads != 1 {
+		t.Fatalf("Latest = %d, %v after %d checkpoint.json reads; want 20 after 1", step, err, *reads)
+	}
+	*reads = 0
+	if entries, err := Scan(ctx, root); err != nil || len(entries) != 20 || *reads != 20 {
+		t.Fatalf("Scan = %d entries, %v after %d checkpoint.json reads; want 20 after 20", len(entries), err, *reads)
+	}
+
+	os.Truncate(filepath.Join(root, "step_00000020", "model.bin"), 100)
+	os.WriteFile(filepath.Join(root, "step_00000019", ManifestName), []byte(`{"format":"x"}`), 0o666)
+	var logs bytes.Buffer
+	m := Manager{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	*reads = 0
+	if _, step, err := m.Latest(ctx, root); err != nil || step != 18 || *reads != 3 {
+		t.Fatalf("Latest = %d, %v after %d checkpoint.json reads; want 18 after 3", step, err, *reads)
+	}
+	for _, want := range []string{"step_00000020 problem=\"model.bin has 100 bytes", "step_00000019 problem="} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "step_00000018") {
+		t.Errorf("log warns about the complete step 18:\n%s", logs.String())
+	}
+
+	// None complete: every one is read, warned about and named.
+	for s := int64(1); s <= 18; s++ {
+		os.Remove(filepath.Join(root, DirName(s), ManifestName))
+	}
+	logs.Reset()
+	*reads = 0
+	_, _, err := m.Latest(ctx, root)
+	if !errors.Is(err, ErrNone) || *reads != 20 || !strings.Contains(err.Error(), "step_00000020: model.bin has 100 bytes") ||
+		!strings.Contains(err.Error(), "step_00000019: ") || !strings.Contains(err.Error(), "step_00000001: no checkpoint.json") {
+		t.Fatalf("none complete: %v after %d reads", err, *reads)
+	}
+	if n := strings.Count(logs.String(), "skipping an incomplete checkpoint"); n != 20 {
+		t.Errorf("%d warnings, want 20:\n%s", n, logs.String())
+	}
+}
+
+// TestResolveReadsNewestFirst: Resolve of a root (a run directory's checkpoints given
+// as the run directory's own) reads checkpoint.json up to the newest complete one
+// (it read all of them for Scan, then again for Latest).
+func TestResolveReadsNewestFirst(t *testing.T) {
+	run := t.TempDir()
+	root := filepath.Join(run, "checkpoints")
+	saveSteps(t, root, 0, 1, 2, 3, 4, 5)
+	reads := countManifestReads(t)
+	for _, in := range []string{run, root} {
+		*reads = 0
+		if got, err := Resolve(ctx, in); err != nil || got != filepath.Join(root, "step_00000005") || *reads != 1 {
+			t.Errorf("Resolve(%s) = %s, %v after %d checkpoint.json reads; want step 5 after 1", in, got, err, *reads)
+		}
+	}
+}

@@ -194,12 +194,12 @@ var syncDir = SyncDir
 // system that cannot fsync a directory is not an error): durable.SyncDir.
 func SyncDir(dir string) error { return durable.SyncDir(dir) }
 
-func (b *localBackend) scan(ctx context.Context) ([]Entry, []string, error) {
+func (b *localBackend) list(context.Context) ([]candidate, []string, error) {
 	des, err := os.ReadDir(b.root)
 	if err != nil {
 		return nil, nil, err
 	}
-	var entries []Entry
+	var cands []candidate
 	var stale []string
 	for _, de := range des {
 		name := de.Name()
@@ -229,15 +229,10 @@ func (b *localBackend) scan(ctx context.Context) ([]Entry, []string, error) {
 				continue
 			}
 		}
-		if e.Problem == "" {
-			if err := b.check(ctx, name, step); err != nil {
-				e.Problem = err.Error()
-			}
-		}
-		entries = append(entries, e)
+		cands = append(cands, candidate{Entry: e, check: func(ctx context.Context) error { return b.check(ctx, name, step) }})
 	}
-	sortEntries(entries)
-	return entries, stale, nil
+	sortCandidates(cands)
+	return cands, stale, nil
 }
 
 // check reports why the checkpoint in name is not complete, or nil.
@@ -266,6 +261,7 @@ func (b *localBackend) check(ctx context.Context, name string, step int64) error
 }
 
 func (b *localBackend) readManifest(_ context.Context, name string) (*Manifest, error) {
+	hook("read-manifest")
 	path := filepath.Join(b.root, name, ManifestName)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -77,7 +77,7 @@ func (b *s3Backend) put(ctx context.Context, key, name string, write func(io.Wri
 	return fi, nil
 }
 
-func (b *s3Backend) scan(ctx context.Context) ([]Entry, []string, error) {
+func (b *s3Backend) list(ctx context.Context) ([]candidate, []string, error) {
 	infos, err := b.st.List(ctx, "")
 	if err != nil {
 		return nil, nil, err
@@ -103,17 +103,17 @@ func (b *s3Backend) scan(ctx context.Context) ([]Entry, []string, error) {
 		}
 		g.sizes[file] = in.Size
 	}
-	var entries []Entry
+	var cands []candidate
 	for dir, g := range groups {
-		e := Entry{Dir: b.location(dir), Step: g.step}
-		if err := b.check(ctx, dir, g.step, g.sizes); err != nil {
-			_, hasManifest := g.sizes[ManifestName]
-			e.Problem, e.Unpublished = err.Error(), !hasManifest
-		}
-		entries = append(entries, e)
+		_, hasManifest := g.sizes[ManifestName]
+		cands = append(cands, candidate{
+			Entry:       Entry{Dir: b.location(dir), Step: g.step},
+			check:       func(ctx context.Context) error { return b.check(ctx, dir, g.step, g.sizes) },
+			unpublished: !hasManifest,
+		})
 	}
-	sortEntries(entries)
-	return entries, nil, nil
+	sortCandidates(cands)
+	return cands, nil, nil
 }
 
 func (b *s3Backend) check(ctx context.Context, dir string, step int64, sizes map[string]int64) error {
@@ -140,6 +140,7 @@ func (b *s3Backend) check(ctx context.Context, dir string, step int64, sizes map
 }
 
 func (b *s3Backend) readManifest(ctx context.Context, dir string) (*Manifest, error) {
+	hook("read-manifest")
 	o, err := b.st.Open(ctx, dir+"/"+ManifestName)
 	if errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("no %s (an interrupted upload, or not a checkpoint)", ManifestName)
