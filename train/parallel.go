@@ -98,11 +98,7 @@ var momentChunk = 1 << 20
 // tensor i%len(Tensors)); order is the file's order of them, sorted by name, as
 // safetensors lays them out: the order in which every rank gathers them.
 func (m *Model) momentLayouts() (layouts []safetensors.Layout, order []int) {
-	for _, prefix := range []string{"exp_avg.", "exp_avg_sq."} {
-		for _, ti := range m.Tensors {
-			layouts = append(layouts, safetensors.Layout{Name: prefix + ti.Name, Shape: ti.Shape})
-		}
-	}
+	layouts = append(m.layouts("exp_avg."), m.layouts("exp_avg_sq.")...)
 	order = make([]int, len(layouts))
 	for i := range order {
 		order[i] = i

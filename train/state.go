@@ -243,15 +243,21 @@ func (m *Model) writeParams(w io.Writer, metadata map[string]string) error {
 	if m.Params.IsHost() {
 		return safetensors.Write(w, m.tensorsOf(m.Params.Float32s(), ""), metadata)
 	}
-	layouts := make([]safetensors.Layout, len(m.Tensors))
-	for i, ti := range m.Tensors {
-		layouts[i] = safetensors.Layout{Name: ti.Name, Shape: ti.Shape}
-	}
-	return safetensors.WriteFunc(w, layouts, metadata, func(i int, dst []float32) error {
+	return safetensors.WriteFunc(w, m.layouts(""), metadata, func(i int, dst []float32) error {
 		ti := m.Tensors[i]
 		m.be.Download(kernels.Float32Bytes(dst), m.Params.Slice(ti.Offset, ti.Offset+ti.Size))
 		return nil
 	})
+}
+
+// layouts are the names (prefix+NAME) and shapes of the model's tensors, in Tensors'
+// order, for safetensors.WriteFunc.
+func (m *Model) layouts(prefix string) []safetensors.Layout {
+	ls := make([]safetensors.Layout, len(m.Tensors))
+	for i, ti := range m.Tensors {
+		ls[i] = safetensors.Layout{Name: prefix + ti.Name, Shape: ti.Shape}
+	}
+	return ls
 }
 
 // tensorsOf names the views of buf (a buffer laid out like Params) for safetensors.
