@@ -30,18 +30,20 @@ func saveCheckpoint(ctx context.Context, root string, step int, files []ckptFile
 	return checkpoint.Manager{Logger: log}.Save(ctx, root, int64(step), files, keep)
 }
 
-// latestCheckpoint finds the newest complete checkpoint under root; found is false
-// when there is none (or no root). Every newer checkpoint it skips (incomplete or
-// corrupt) gets a warning on log naming it and why. A root holding checkpoints that
-// are all damaged is an error, not "none": the run that starts afresh would truncate
-// metrics.jsonl and replace them, where their files may still be restored.
-func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (dir string, step int, found bool, err error) {
+// latestCheckpoint finds the newest complete checkpoint under root, opened against
+// the checkpoint.json read to find it (its files are read without reading that
+// again); found is false when there is none (or no root). Every newer checkpoint it
+// skips (incomplete or corrupt) gets a warning on log naming it and why. A root
+// holding checkpoints that are all damaged is an error, not "none": the run that
+// starts afresh would truncate metrics.jsonl and replace them, where their files may
+// still be restored.
+func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (cd *ckptDir, found bool, err error) {
 	m := checkpoint.Manager{Logger: log}
-	dir, s, err := m.Latest(ctx, root)
+	cd, err = m.LatestDir(ctx, root)
 	if errors.Is(err, checkpoint.ErrNone) {
 		entries, err := m.Scan(ctx, root)
 		if err != nil {
-			return "", 0, false, nil // no root
+			return nil, false, nil // no root
 		}
 		var damaged []string
 		for _, e := range entries {
@@ -50,26 +52,27 @@ func latestCheckpoint(ctx context.Context, root string, log *slog.Logger) (dir s
 			}
 		}
 		if len(damaged) > 0 {
-			return "", 0, false, fmt.Errorf("train: %s holds checkpoints, but none is complete (%s): starting afresh would replace them and the run's metrics\n---> HINT: restore the damaged files from a copy (%s lists each file's size and sha256), or move %s aside to start afresh",
+			return nil, false, fmt.Errorf("train: %s holds checkpoints, but none is complete (%s): starting afresh would replace them and the run's metrics\n---> HINT: restore the damaged files from a copy (%s lists each file's size and sha256), or move %s aside to start afresh",
 				root, strings.Join(damaged, "; "), checkpoint.ManifestName, root)
 		}
-		return "", 0, false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return "", 0, false, err
+		return nil, false, err
 	}
-	return dir, int(s), true, nil
+	return cd, true, nil
 }
 
 // resolveCheckpoint turns a checkpoint directory, a run directory or a checkpoint
 // root into a checkpoint directory with m, warning on m's logger about the newer
-// ones it skips.
-func resolveCheckpoint(ctx context.Context, m checkpoint.Manager, path string) (string, error) {
-	return m.Resolve(ctx, path)
+// ones it skips, opened against the checkpoint.json read to find it.
+func resolveCheckpoint(ctx context.Context, m checkpoint.Manager, path string) (*ckptDir, error) {
+	return m.ResolveDir(ctx, path)
 }
 
 // ckptDir is a checkpoint directory opened for reading: its checkpoint.json is read
-// once, by openCheckpoint, and its files are read against it.
+// once, by openCheckpoint, latestCheckpoint or resolveCheckpoint, and its files are
+// read against it.
 type ckptDir = checkpoint.Dir
 
 // openCheckpoint reads the checkpoint.json of the checkpoint in dir with m. The

@@ -246,8 +246,11 @@ func TestElasticResume(t *testing.T) {
 			}
 			st, err := ReadState(context.Background(), filepath.Join(cfg.Out, CheckpointsDir, "step_00000007"))
 			if err != nil {
-				d, _, _, _ := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil)
-				t.Fatalf("%v (newest %s)", err, d)
+				newest := "none"
+				if cd, found, _ := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil); found {
+					newest = cd.Path()
+				}
+				t.Fatalf("%v (newest %s)", err, newest)
 			}
 			if st.Step != 7 || st.Cursor.Consumed != 7*8 || st.World != 2 {
 				t.Fatalf("checkpoint state: step %d cursor %d world %d", st.Step, st.Cursor.Consumed, st.World)

@@ -256,7 +256,7 @@ func (t *Trainer) streamMoments(ctx context.Context, moments *resumeMoments) (ag
 	older, err := t.fallBack(ctx, moments.cd.Path(), err)
 	if older != "" {
 		var next *resumeMoments
-		if _, next, err = t.restoreNewestIntact(ctx, older); err == nil {
+		if next, err = t.restoreNewestIntact(ctx, older, nil); err == nil {
 			*moments = *next
 			return true, send(momAgain, 0, 0, 0)
 		}

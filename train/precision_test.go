@@ -88,11 +88,21 @@ func TestFloat16LossScaling(t *testing.T) {
 
 func mustLatest(t *testing.T, out string) string {
 	t.Helper()
-	dir, err := resolveCheckpoint(context.Background(), checkpoint.Manager{Logger: slog.Default()}, out)
+	cd, err := resolveCheckpoint(context.Background(), checkpoint.Manager{Logger: slog.Default()}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return cd.Path()
+}
+
+// mustLatestIn is latestCheckpoint(root) as a path and a step.
+func mustLatestIn(t *testing.T, root string) (dir string, step int, found bool, err error) {
+	t.Helper()
+	cd, found, err := latestCheckpoint(context.Background(), root, nil)
+	if !found {
+		return "", 0, found, err
+	}
+	return cd.Path(), int(cd.Manifest.Step), found, err
 }
 
 // TestFloat16FirstUpdateAfterSkips: the first update after steps that float16's loss

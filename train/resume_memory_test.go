@@ -92,7 +92,11 @@ func TestResumeMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		peak, allocated := heapPeak(func() { _, rerr = tr.restore(ctx, dir) })
+		cd, err := openCheckpoint(ctx, tr.ckpt(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak, allocated := heapPeak(func() { _, rerr = tr.restore(ctx, cd) })
 		tr.Close()
 		if rerr != nil {
 			t.Fatal(rerr)
@@ -214,7 +218,7 @@ func TestResumeMemoryRanks(t *testing.T) {
 	peak, allocated := heapPeak(func() {
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, moments, err := trs[0].restoreNewestIntact(ctx, dir)
+			moments, err := trs[0].restoreNewestIntact(ctx, dir, nil)
 			if err == nil {
 				err = trs[0].shareStart(ctx, true, moments)
 			}

@@ -60,12 +60,13 @@ func startCountingProxy(t *testing.T, endpoint string) (*countingProxy, string) 
 }
 
 // TestResumeReadsManifestOnce: a resume reads the checkpoint's checkpoint.json once
-// for all the files it reads (one GET on S3), and once before that, when --resume
-// DIR is checked to be a complete checkpoint (checkpoint.Resolve): two GETs. It was
-// read for each file, and for each safetensors file once more for its size: six
-// GETs (LoadCheckpoint, which reads no optimizer.safetensors: four, now two). Two
-// with 2 ranks too, where rank 0 reads optimizer.safetensors later, as it broadcasts
-// it (streamMoments), against the checkpoint.json it read for the other files.
+// (one GET on S3), when --resume DIR is checked to be a complete checkpoint
+// (checkpoint.ResolveDir), and reads all its files against that. It was read for
+// each file, and for each safetensors file once more for its size: six GETs
+// (LoadCheckpoint, which reads no optimizer.safetensors: four), then once to resolve
+// and once more for the files: two. One with 2 ranks too, where rank 0 reads
+// optimizer.safetensors later, as it broadcasts it (streamMoments), against the
+// checkpoint.json it read for the other files.
 func TestResumeReadsManifestOnce(t *testing.T) {
 	srv := miniotest.Shared(t)
 	srv.Setenv(t)
@@ -94,8 +95,8 @@ func TestResumeReadsManifestOnce(t *testing.T) {
 	if got.ResumedFrom != dir || got.Step != 5 {
 		t.Fatalf("resumed from %q to step %d; want from %q to 5", got.ResumedFrom, got.Step, dir)
 	}
-	if n := proxy.count(checkpoint.ManifestName); n != 2 {
-		t.Errorf("the resume read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	if n := proxy.count(checkpoint.ManifestName); n != 1 {
+		t.Errorf("the resume read %s %d times, want once (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
 	}
 
 	proxy.reset()
@@ -108,16 +109,25 @@ func TestResumeReadsManifestOnce(t *testing.T) {
 	if got.ResumedFrom != dir || got.Step != 5 {
 		t.Fatalf("2 ranks resumed from %q to step %d; want from %q to 5", got.ResumedFrom, got.Step, dir)
 	}
-	if n := proxy.count(checkpoint.ManifestName); n != 2 {
-		t.Errorf("the 2-rank resume read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	if n := proxy.count(checkpoint.ManifestName); n != 1 {
+		t.Errorf("the 2-rank resume read %s %d times, want once (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
 	}
 
 	proxy.reset()
 	if _, _, err := LoadCheckpointFrom(context.Background(), dir, cpu.New(1), storage.Options{S3Endpoint: endpoint}); err != nil {
 		t.Fatal(err)
 	}
-	if n := proxy.count(checkpoint.ManifestName); n != 2 {
-		t.Errorf("LoadCheckpointFrom read %s %d times, want twice (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	if n := proxy.count(checkpoint.ManifestName); n != 1 {
+		t.Errorf("LoadCheckpointFrom read %s %d times, want once (to resolve %s, and for its files); GETs %v", checkpoint.ManifestName, n, dir, proxy.gets)
+	}
+	// A run directory, its newest checkpoint found by reading its checkpoint.json.
+	proxy.reset()
+	run := strings.TrimSuffix(dir, "/checkpoints/step_00000004")
+	if _, st, err := LoadCheckpointFrom(context.Background(), run, cpu.New(1), storage.Options{S3Endpoint: endpoint}); err != nil || st.Step != 4 {
+		t.Fatalf("LoadCheckpointFrom(%s): step %v, %v", run, st, err)
+	}
+	if n := proxy.count(checkpoint.ManifestName); n != 1 {
+		t.Errorf("LoadCheckpointFrom(%s) read %s %d times, want once (to find its newest checkpoint, and for its files); GETs %v", run, checkpoint.ManifestName, n, proxy.gets)
 	}
 }
 

@@ -398,40 +398,42 @@ func (m *Model) loadParams(ctx context.Context, cd *ckptDir) error {
 	return nil
 }
 
-// resumeTarget is the checkpoint directory cfg.Resume names ("" to start afresh).
-func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
+// resumeTarget is the checkpoint cfg.Resume names (nil to start afresh), opened
+// against the checkpoint.json read to find it: restoring it reads that no more.
+func (t *Trainer) resumeTarget(ctx context.Context) (*ckptDir, error) {
 	if r := t.cfg.Resume; t.cfg.Restarts > 0 && r != "auto" {
-		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+		cd, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if found {
 			t.log.Info("a restarted job: continuing from the newest checkpoint in out, not resume "+r+" (the first attempt's)",
-				"restarts", t.cfg.Restarts, "checkpoint", dir, "step", step)
-			return dir, nil
+				"restarts", t.cfg.Restarts, "checkpoint", cd.Path(), "step", cd.Manifest.Step)
+			return cd, nil
 		}
 	}
 	switch r := t.cfg.Resume; r {
 	case "none":
-		dir, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+		cd, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if found {
-			return "", fmt.Errorf("train: resume none, but %s already holds checkpoints of a run (the newest %s, step %d)\n---> HINT: resume auto continues it; or choose another out directory", t.ckptRoot, dir, step)
+			return nil, fmt.Errorf("train: resume none, but %s already holds checkpoints of a run (the newest %s, step %d)\n---> HINT: resume auto continues it; or choose another out directory", t.ckptRoot, cd.Path(), cd.Manifest.Step)
 		}
-		return "", nil
+		return nil, nil
 	case "auto":
-		dir, _, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+		cd, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
 		if err != nil || !found {
-			return "", err
+			return nil, err
 		}
-		return dir, nil
+		return cd, nil
 	default:
-		dir, err := resolveCheckpoint(ctx, t.ckpt(), r)
+		cd, err := resolveCheckpoint(ctx, t.ckpt(), r)
 		if err != nil {
-			return "", fmt.Errorf("train: resume %s: %w%s", r, err, t.completeBeside(ctx, r))
+			return nil, fmt.Errorf("train: resume %s: %w%s", r, err, t.completeBeside(ctx, r))
 		}
+		dir := cd.Path()
 		if own, ok, err := t.rerunOfResume(ctx, r, dir); err != nil || ok {
 			return own, err
 		}
@@ -440,14 +442,14 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 			// run it abandons.
 			aside, steps, err := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, dir)
 			if err != nil {
-				return "", fmt.Errorf("train: resume %s: %w\n---> HINT: move the newer checkpoints out of %s, or resume into another out directory", r, err, t.ckptRoot)
+				return nil, fmt.Errorf("train: resume %s: %w\n---> HINT: move the newer checkpoints out of %s, or resume into another out directory", r, err, t.ckptRoot)
 			}
 			if aside != "" {
 				t.log.Warn("resuming from an earlier checkpoint of this run: its later checkpoints are moved aside, so that resume auto and the pruning of old checkpoints follow this run from here (delete them when they are no longer wanted)",
 					"steps", steps, "moved_to", aside)
 			}
 		}
-		return dir, nil
+		return cd, nil
 	}
 }
 
@@ -458,19 +460,20 @@ func (t *Trainer) resumeTarget(ctx context.Context) (string, error) {
 // Made by another run, in another run directory than dir's, it is refused:
 // starting from dir would overwrite that run's checkpoints. Otherwise (a rollback
 // within out) the caller goes on.
-func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, bool, error) {
-	own, step, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
-	if err != nil || !found || sameRoot(dir, t.ckptRoot) && path.Base(filepath.ToSlash(dir)) == checkpoint.DirName(int64(step)) {
-		return "", false, err
+func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (*ckptDir, bool, error) {
+	cd, found, err := latestCheckpoint(ctx, t.ckptRoot, t.log)
+	if err != nil || !found || sameRoot(dir, t.ckptRoot) && path.Base(filepath.ToSlash(dir)) == checkpoint.DirName(cd.Manifest.Step) {
+		return nil, false, err
 	}
-	st, err := readStateAt(ctx, t.ckpt(), own)
+	own, step := cd.Path(), cd.Manifest.Step
+	st, err := readState(ctx, cd)
 	if err != nil {
 		// Unreadable (damaged): not known to be this command's; a rollback
 		// past it is what one does then.
 		if sameRoot(dir, t.ckptRoot) {
-			return "", false, nil
+			return nil, false, nil
 		}
-		return "", false, fmt.Errorf("train: resume %s: %s holds a checkpoint already: %w", r, t.ckptRoot, err)
+		return nil, false, fmt.Errorf("train: resume %s: %s holds a checkpoint already: %w", r, t.ckptRoot, err)
 	}
 	differs := ""
 	if sameResume(st.Config["resume"], r) {
@@ -479,14 +482,14 @@ func (t *Trainer) rerunOfResume(ctx context.Context, r, dir string) (string, boo
 			t.log.Info("continuing this run from its newest checkpoint: a run started from resume "+r+" with these settings made it (this command, interrupted); to start from "+r+" again, move the checkpoints in out aside",
 				"checkpoint", own, "step", step)
 			t.ownNewest = true
-			return own, true, nil
+			return cd, true, nil
 		}
 		differs = " with other settings (" + differs + ")"
 	}
 	if !sameRoot(dir, t.ckptRoot) {
-		return "", false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started%s)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], differs, r)
+		return nil, false, fmt.Errorf("train: resume %s, but %s already holds checkpoints of another run (the newest %s, step %d, which resume %q started%s)\n---> HINT: choose another out directory for a run from %s; resume auto continues the run in out", r, t.ckptRoot, own, step, st.Config["resume"], differs, r)
 	}
-	return "", false, nil
+	return nil, false, nil
 }
 
 // sameResume reports whether resume values a and b name the same place: the same
@@ -532,14 +535,24 @@ func rerunDiffers(was, now map[string]string) string {
 // so that one damaged save costs the steps since the one before it, not the run.
 // A checkpoint the user named is never replaced by another. (With several ranks
 // the AdamW state is read later, by shareStart, which falls back the same way.)
-func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string) (string, *resumeMoments, error) {
+//
+// cd, when not nil, is dir opened against the checkpoint.json read to find it
+// (resumeTarget), which is then not read again.
+func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string, cd *ckptDir) (*resumeMoments, error) {
 	for {
-		moments, err := t.restore(ctx, dir)
+		var moments *resumeMoments
+		var err error
+		if cd == nil {
+			cd, err = openCheckpoint(ctx, t.ckpt(), dir)
+		}
+		if err == nil {
+			moments, err = t.restore(ctx, cd)
+		}
 		older, err := t.fallBack(ctx, dir, err)
 		if older == "" {
-			return dir, moments, err
+			return moments, err
 		}
-		dir = older
+		dir, cd = older, nil
 	}
 }
 
@@ -683,17 +696,15 @@ func readState(ctx context.Context, cd *ckptDir) (*State, error) {
 	return &st, nil
 }
 
-// restore continues from the checkpoint in dir (rank 0): weights, step, sample
-// cursor and loss scale, and with one rank the AdamW state; with more it returns
-// where the state is, for shareStart to broadcast it from (streamMoments). It
-// refuses a checkpoint of another model shape or tokenizer.
-func (t *Trainer) restore(ctx context.Context, dir string) (*resumeMoments, error) {
+// restore continues from the checkpoint cd (rank 0): weights, step, sample cursor
+// and loss scale, and with one rank the AdamW state; with more it returns where the
+// state is, for shareStart to broadcast it from (streamMoments). It refuses a
+// checkpoint of another model shape or tokenizer.
+func (t *Trainer) restore(ctx context.Context, cd *ckptDir) (*resumeMoments, error) {
 	// checkpoint.json once: trainer.json and both safetensors files are read against
-	// it (the optimizer file, with several ranks, by streamMoments, through moments).
-	cd, err := openCheckpoint(ctx, t.ckpt(), dir)
-	if err != nil {
-		return nil, err
-	}
+	// the one read to find the checkpoint (the optimizer file, with several ranks, by
+	// streamMoments, through moments).
+	dir := cd.Path()
 	st, err := readState(ctx, cd)
 	if err != nil {
 		return nil, err
@@ -787,11 +798,7 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 		so.Logger = slog.Default()
 	}
 	cm := checkpoint.Manager{Logger: slog.Default(), Storage: so}
-	dir, err := resolveCheckpoint(ctx, cm, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	cd, err := openCheckpoint(ctx, cm, dir)
+	cd, err := resolveCheckpoint(ctx, cm, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -141,7 +141,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	// Which checkpoint, if any, this run continues from: rank 0 decides (and reads
 	// it), and broadcasts it to the others, which need not see the same disk.
 	rank0 := coll.Rank() == 0
-	var ckpt string
+	var ckpt *ckptDir // (rank 0's)
 	if rank0 {
 		if err := t.lockOut(ctx); err != nil {
 			return nil, err
@@ -199,8 +199,8 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	// The starting point: rank 0's checkpoint or initial weights, for every rank.
 	var moments *resumeMoments // where rank 0's checkpoint has the AdamW state
 	switch {
-	case ckpt != "":
-		if ckpt, moments, err = t.restoreNewestIntact(ctx, ckpt); err != nil {
+	case ckpt != nil:
+		if moments, err = t.restoreNewestIntact(ctx, ckpt.Path(), ckpt); err != nil {
 			return nil, err
 		}
 	case cfg.InitFrom != "" && rank0:
@@ -211,7 +211,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	default:
 		t.model.Init(uint64(cfg.Seed))
 	}
-	if err := t.shareStart(ctx, ckpt != "", moments); err != nil {
+	if err := t.shareStart(ctx, ckpt != nil, moments); err != nil {
 		return nil, err
 	}
 

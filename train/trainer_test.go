@@ -162,7 +162,7 @@ func TestTrainLearns(t *testing.T) {
 	if _, err := back.LoadYAML(data, ConfigName); err != nil || !reflect.DeepEqual(back, cfg) {
 		t.Errorf("config.yaml reads back as %+v (%v), want %+v", back, err, cfg)
 	}
-	dir, step, found, err := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil)
+	dir, step, found, err := mustLatestIn(t, filepath.Join(cfg.Out, CheckpointsDir))
 	if err != nil || !found || step != 80 || dir != res.Checkpoint {
 		t.Errorf("latest checkpoint %s step %d found %t (%v), want step 80 at %s", dir, step, found, err, res.Checkpoint)
 	}
@@ -406,7 +406,7 @@ func TestKillDuringCheckpoint(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child: %v (want killed by SIGKILL); stderr: %s", err, stderr.String())
 	}
-	dir, step, found, err := latestCheckpoint(context.Background(), filepath.Join(cfg.Out, CheckpointsDir), nil)
+	dir, step, found, err := mustLatestIn(t, filepath.Join(cfg.Out, CheckpointsDir))
 	if err != nil || !found || step != 5 {
 		t.Fatalf("after the kill: newest checkpoint %s step %d found %t (%v), want step 5", dir, step, found, err)
 	}

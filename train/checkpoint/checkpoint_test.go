@@ -495,3 +495,60 @@ func TestResolveReadsNewestFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestDirReadsManifestOnce: the checkpoint LatestDir and ResolveDir find is
+// opened against the checkpoint.json read to find it: its files read without reading
+// that again (a resume read it once to find the checkpoint and once more to read its
+// files: one GET more on S3), and checked against it as OpenDir's are.
+func TestLatestDirReadsManifestOnce(t *testing.T) {
+	run := t.TempDir()
+	root := filepath.Join(run, "checkpoints")
+	saveSteps(t, root, 0, 1, 2, 3)
+	os.Truncate(filepath.Join(root, DirName(3), "model.bin"), 1) // skipped: 2 is the newest complete one
+	var logs bytes.Buffer
+	m := Manager{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	reads := countManifestReads(t)
+	want := filepath.Join(root, DirName(2))
+	for _, open := range []struct {
+		name string
+		f    func() (*Dir, error)
+	}{
+		{"LatestDir(root)", func() (*Dir, error) { return m.LatestDir(ctx, root) }},
+		{"ResolveDir(run)", func() (*Dir, error) { return m.ResolveDir(ctx, run) }},
+		{"ResolveDir(root)", func() (*Dir, error) { return m.ResolveDir(ctx, root) }},
+		{"ResolveDir(dir)", func() (*Dir, error) { return m.ResolveDir(ctx, want+"/") }},
+	} {
+		*reads = 0
+		d, err := open.f()
+		if err != nil {
+			t.Fatalf("%s: %v", open.name, err)
+		}
+		if d.Path() != want || d.Manifest.Step != 2 {
+			t.Errorf("%s: %s step %d, want %s step 2", open.name, d.Path(), d.Manifest.Step, want)
+		}
+		if got, err := d.ReadFile(ctx, "state.json"); err != nil || string(got) != `{"step":2}`+"\n" {
+			t.Errorf("%s: ReadFile state.json = %q, %v", open.name, got, err)
+		}
+		n := 2 // 3's and 2's
+		if open.name == "ResolveDir(dir)" {
+			n = 1
+		}
+		if *reads != n {
+			t.Errorf("%s then ReadFile: %d checkpoint.json reads, want %d", open.name, *reads, n)
+		}
+	}
+	if !strings.Contains(logs.String(), "step_00000003 problem=\"model.bin has 1 bytes") {
+		t.Errorf("log lacks the skipped step 3:\n%s", logs.String())
+	}
+	os.WriteFile(filepath.Join(want, "state.json"), []byte(`{"step":9}`+"\n"), 0o644)
+	d, err := m.LatestDir(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadFile(ctx, "state.json"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("ReadFile of a changed file: %v, want ErrCorrupt", err)
+	}
+	if _, err := m.LatestDir(ctx, filepath.Join(run, "nope")); !errors.Is(err, ErrNone) {
+		t.Errorf("LatestDir of no root: %v, want ErrNone", err)
+	}
+}

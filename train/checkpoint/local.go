@@ -229,35 +229,36 @@ func (b *localBackend) list(context.Context) ([]candidate, []string, error) {
 				continue
 			}
 		}
-		cands = append(cands, candidate{Entry: e, check: func(ctx context.Context) error { return b.check(ctx, name, step) }})
+		cands = append(cands, candidate{Entry: e, check: func(ctx context.Context) (*Manifest, error) { return b.check(ctx, name, step) }})
 	}
 	sortCandidates(cands)
 	return cands, stale, nil
 }
 
-// check reports why the checkpoint in name is not complete, or nil.
-func (b *localBackend) check(ctx context.Context, name string, step int64) error {
+// check reads the checkpoint.json of the checkpoint in name and returns it, or why
+// the checkpoint is not complete.
+func (b *localBackend) check(ctx context.Context, name string, step int64) (*Manifest, error) {
 	man, err := b.readManifest(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if man.Step != step {
-		return fmt.Errorf("%s says step %d, its directory step %d", ManifestName, man.Step, step)
+		return nil, fmt.Errorf("%s says step %d, its directory step %d", ManifestName, man.Step, step)
 	}
 	for _, f := range man.Files {
 		fi, err := os.Lstat(filepath.Join(b.root, name, f.Name))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%s is missing", f.Name)
+			return nil, fmt.Errorf("%s is missing", f.Name)
 		case err != nil:
-			return err
+			return nil, err
 		case !fi.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file", f.Name)
+			return nil, fmt.Errorf("%s is not a regular file", f.Name)
 		case fi.Size() != f.Size:
-			return fmt.Errorf("%s has %d bytes, %s lists %d", f.Name, fi.Size(), ManifestName, f.Size)
+			return nil, fmt.Errorf("%s has %d bytes, %s lists %d", f.Name, fi.Size(), ManifestName, f.Size)
 		}
 	}
-	return nil
+	return man, nil
 }
 
 func (b *localBackend) readManifest(_ context.Context, name string) (*Manifest, error) {

@@ -108,7 +108,7 @@ func (b *s3Backend) list(ctx context.Context) ([]candidate, []string, error) {
 		_, hasManifest := g.sizes[ManifestName]
 		cands = append(cands, candidate{
 			Entry:       Entry{Dir: b.location(dir), Step: g.step},
-			check:       func(ctx context.Context) error { return b.check(ctx, dir, g.step, g.sizes) },
+			check:       func(ctx context.Context) (*Manifest, error) { return b.check(ctx, dir, g.step, g.sizes) },
 			unpublished: !hasManifest,
 		})
 	}
@@ -116,27 +116,27 @@ func (b *s3Backend) list(ctx context.Context) ([]candidate, []string, error) {
 	return cands, nil, nil
 }
 
-func (b *s3Backend) check(ctx context.Context, dir string, step int64, sizes map[string]int64) error {
+func (b *s3Backend) check(ctx context.Context, dir string, step int64, sizes map[string]int64) (*Manifest, error) {
 	if _, ok := sizes[ManifestName]; !ok {
-		return fmt.Errorf("no %s (an interrupted upload, or not a checkpoint)", ManifestName)
+		return nil, fmt.Errorf("no %s (an interrupted upload, or not a checkpoint)", ManifestName)
 	}
 	man, err := b.readManifest(ctx, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if man.Step != step {
-		return fmt.Errorf("%s says step %d, its directory step %d", ManifestName, man.Step, step)
+		return nil, fmt.Errorf("%s says step %d, its directory step %d", ManifestName, man.Step, step)
 	}
 	for _, f := range man.Files {
 		size, ok := sizes[f.Name]
 		switch {
 		case !ok:
-			return fmt.Errorf("%s is missing", f.Name)
+			return nil, fmt.Errorf("%s is missing", f.Name)
 		case size != f.Size:
-			return fmt.Errorf("%s has %d bytes, %s lists %d", f.Name, size, ManifestName, f.Size)
+			return nil, fmt.Errorf("%s has %d bytes, %s lists %d", f.Name, size, ManifestName, f.Size)
 		}
 	}
-	return nil
+	return man, nil
 }
 
 func (b *s3Backend) readManifest(ctx context.Context, dir string) (*Manifest, error) {
