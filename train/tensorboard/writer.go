@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"gptkit/internal/durable"
 )
 
 // Event and Summary field numbers (event.proto, summary.proto).
@@ -59,6 +61,10 @@ type Scalar struct {
 	Value float64
 }
 
+// syncDir fsyncs a directory, making a file's creation in it durable (durable.SyncDir;
+// a variable: the tests see the calls).
+var syncDir = durable.SyncDir
+
 // Writer appends events to one event file.
 type Writer struct {
 	f    *os.File
@@ -70,6 +76,8 @@ type Writer struct {
 // Create starts a new event file in dir (made if missing), named as TensorFlow names
 // them, events.out.tfevents.<unix seconds>.<host>.<pid> (with .1, .2, ... for more in
 // the same second), with the file_version event and a SessionLog START at firstStep.
+// The file's name in dir is synced once, as it is made, so that a crash keeps the
+// file (its events are made durable by Sync).
 func Create(dir string, firstStep int64) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
@@ -101,8 +109,14 @@ func Create(dir string, firstStep int64) (*Writer, error) {
 	if err == nil {
 		err = tw.Flush()
 	}
+	if err == nil {
+		if err = syncDir(dir); err != nil {
+			err = fmt.Errorf("tensorboard: create %s: %w", path, err)
+		}
+	}
 	if err != nil {
 		f.Close()
+		os.Remove(path) // (made here: no other writer's)
 		return nil, err
 	}
 	return tw, nil

@@ -1,6 +1,8 @@
 package tensorboard
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +52,37 @@ func TestEventFile(t *testing.T) {
 	}
 	if e := events[3]; e.Step != 12 || e.Scalars["train/loss"] != 2.25 || e.Scalars["val/loss"] != 2.75 {
 		t.Errorf("step 12: %+v", e)
+	}
+}
+
+// TestCreateSyncsDir: the event file's name in its directory is synced as the file is
+// made (it was not: a crash could lose the whole file, where metrics.jsonl, made
+// beside it, survives), and a directory that cannot be synced fails Create, naming the
+// file, and removes the file it made.
+func TestCreateSyncsDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tb")
+	var synced []string
+	old := syncDir
+	t.Cleanup(func() { syncDir = old })
+	syncDir = func(d string) error {
+		synced = append(synced, filepath.Clean(d))
+		return old(d)
+	}
+	w, err := Create(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if len(synced) != 1 || synced[0] != dir {
+		t.Errorf("Create synced %q, want [%s] (the directory of %s)", synced, dir, w.Path())
+	}
+
+	syncDir = func(string) error { return errors.New("fsync directory: input/output error") }
+	if _, err := Create(dir, 2); err == nil || !strings.Contains(err.Error(), "tensorboard: create "+dir+string(os.PathSeparator)+"events.out.tfevents.") ||
+		!strings.Contains(err.Error(), "input/output error") {
+		t.Errorf("Create with a directory that cannot be synced: %v", err)
+	}
+	if des, err := os.ReadDir(dir); err != nil || len(des) != 1 || des[0].Name() != filepath.Base(w.Path()) {
+		t.Errorf("after the failed Create %s holds %v (%v), want only %s", dir, des, err, filepath.Base(w.Path()))
 	}
 }
