@@ -307,3 +307,51 @@ func TestFileRoundTripNamesThePath(t *testing.T) {
 		t.Fatal("WriteFile into a missing directory succeeded")
 	}
 }
+
+// TestReadIntoSkipsAnyDType: a tensor that dst skips may be of any dtype (an I64
+// position-id or BOOL mask buffer beside the weights, as ReadFileExcept leaves out);
+// ReadInto refused an I64 or BOOL tensor before dst could skip it. One dst asks for is
+// refused, naming it and its dtype, and dst is told its dtype first.
+func TestReadIntoSkipsAnyDType(t *testing.T) {
+	file := hfFile(`{"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},"mask":{"dtype":"BOOL","shape":[3],"data_offsets":[16,19]},`+
+		`"w":{"dtype":"F32","shape":[2],"data_offsets":[19,27]},"u":{"dtype":"U8","shape":[1],"data_offsets":[27,28]}}`,
+		append(append(append(make([]byte, 16), 1, 0, 1), le32(1.5, -2)...), 7))
+	var seen []string
+	w := make([]float32, 2)
+	_, err := ReadInto(bytes.NewReader(file), int64(len(file)), func(in Info) ([]float32, error) {
+		seen = append(seen, in.Name+":"+in.DType)
+		if in.Name == "w" {
+			return w, nil
+		}
+		return nil, nil
+	})
+	if err != nil || !reflect.DeepEqual(w, []float32{1.5, -2}) {
+		t.Fatalf("ReadInto skipping I64, BOOL and U8 tensors: %v, w = %v", err, w)
+	}
+	if want := []string{"ids:I64", "mask:BOOL", "w:F32", "u:U8"}; !reflect.DeepEqual(seen, want) {
+		t.Errorf("dst saw %v, want %v", seen, want)
+	}
+	if f, err := ReadFileExcept(writeTemp(t, file), func(name string) bool { return name != "w" }); err != nil || len(f.Tensors) != 1 {
+		t.Errorf("ReadFileExcept of the same file: %v", err)
+	}
+
+	_, err = ReadInto(bytes.NewReader(file), int64(len(file)), func(in Info) ([]float32, error) {
+		if in.Name == "mask" {
+			return make([]float32, 3), nil
+		}
+		return nil, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), `tensor "mask" (header byte`) || !strings.Contains(err.Error(), "dtype BOOL is not supported") {
+		t.Errorf("ReadInto asked for a BOOL tensor: %v, want it and its dtype named", err)
+	}
+}
+
+// writeTemp writes data to a file in a test directory and returns its path.
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -12,10 +12,12 @@ import (
 // tensor, in file order, with its header entry; it returns a slice of exactly the
 // tensor's element count, or nil to skip the tensor (its bytes are read and dropped),
 // or an error, which ReadInto returns as it is. The file is validated as Read
-// validates it (the whole header before any data), and a tensor whose dtype does not
-// convert to float32 is an error. ReadInto reads exactly size bytes and no more: a
-// reader that checks what it passes at its end (a checkpoint's) is read to io.EOF by
-// the caller.
+// validates it (the whole header before any data). A skipped tensor may be of any
+// dtype (an I64 or BOOL buffer beside the weights, as ReadFileExcept leaves out); a
+// tensor dst gives a slice for must be of a dtype that converts to float32, else
+// ReadInto fails naming the tensor and its dtype (dst sees the dtype in Info first).
+// ReadInto reads exactly size bytes and no more: a reader that checks what it passes
+// at its end (a checkpoint's) is read to io.EOF by the caller.
 func ReadInto(r io.Reader, size int64, dst func(Info) ([]float32, error)) (metadata map[string]string, err error) {
 	sr := &seqReader{r: r}
 	meta, entries, err := readHeader(sr, size)
@@ -24,21 +26,20 @@ func ReadInto(r io.Reader, size int64, dst func(Info) ([]float32, error)) (metad
 	}
 	var buf []byte
 	for _, e := range entries { // (in data order, contiguous from the header's end)
-		if !floatDTypes[e.dtype] {
-			return nil, fmt.Errorf("safetensors: tensor %q (header byte %d): dtype %s is not supported (only F32, F16, BF16 and F64 convert to float32)", e.name, e.at, e.dtype)
-		}
-		es := dtypeSize[e.dtype]
-		n := (e.end - e.begin) / es
 		d, err := dst(Info{Name: e.name, DType: e.dtype, Shape: e.shape, Offset: e.begin, Size: e.end - e.begin})
 		if err != nil {
 			return nil, err
 		}
-		if d == nil {
+		if d == nil { // (whatever its dtype: it was refused before dst could skip it)
 			if err := sr.skip(e.end - e.begin); err != nil {
 				return nil, fmt.Errorf("safetensors: tensor %q: reading bytes [%d,%d): %w", e.name, e.begin, e.end, err)
 			}
 			continue
 		}
+		if !floatDTypes[e.dtype] {
+			return nil, fmt.Errorf("safetensors: tensor %q (header byte %d): dtype %s is not supported (only F32, F16, BF16 and F64 convert to float32)", e.name, e.at, e.dtype)
+		}
+		n := (e.end - e.begin) / dtypeSize[e.dtype]
 		if int64(len(d)) != n {
 			return nil, fmt.Errorf("safetensors: ReadInto: a destination of %d values for tensor %q of %d", len(d), e.name, n)
 		}
