@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"gptkit/internal/durable"
 )
 
 // MetricsName is the metrics file in the run directory.
@@ -153,30 +155,11 @@ func ReadMetrics(r io.Reader) ([]Metrics, error) {
 	return out, sc.Err()
 }
 
-// writeFileAtomic writes data to path through a temporary file and a rename, durably:
-// the file is fsynced before the rename and its directory after it, so that a crash
-// once it returns leaves the new file, not the old one (or none).
+// writeFileAtomic replaces the file path with data, whole or not at all, durably
+// (durable.WriteFile): a crash once it returns leaves the new file, not the old one
+// (or none).
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("train: create %s: %w", tmp, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := durable.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("train: write %s: %w", path, err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gptkit/internal/durable"
 )
 
 // TestOpenMetricsKeepsStepsAfterLongLine: a resumed run keeps every step up to its
@@ -35,15 +37,19 @@ func TestOpenMetricsKeepsStepsAfterLongLine(t *testing.T) {
 	}
 }
 
-// recordSyncs makes syncDir record the directories it fsyncs (cleaned) for the rest
-// of the test.
+// recordSyncs makes syncDir, and durable.DirSync (writeFileAtomic's), record the
+// directories they fsync (cleaned) for the rest of the test.
 func recordSyncs(t *testing.T) *[]string {
 	var synced []string
-	old := syncDir
-	t.Cleanup(func() { syncDir = old })
+	old, oldDurable := syncDir, durable.DirSync
+	t.Cleanup(func() { syncDir, durable.DirSync = old, oldDurable })
 	syncDir = func(dir string) error {
 		synced = append(synced, filepath.Clean(dir))
 		return old(dir)
+	}
+	durable.DirSync = func(dir string) error {
+		synced = append(synced, filepath.Clean(dir))
+		return oldDurable(dir)
 	}
 	return &synced
 }

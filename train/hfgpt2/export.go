@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"gptkit/internal/durable"
 	"gptkit/train/safetensors"
 )
 
@@ -26,7 +27,7 @@ const (
 // [in, out], wte cut to VocabSize rows, no lm_head (tied), metadata {"format": "pt"}
 // (from_pretrained requires it). Without biases (cfg.Bias false) the HF file gets zero
 // biases and config.json says so. dir is created if missing; files are replaced, each
-// whole or not at all (writeAtomic).
+// whole or not at all (durable.WriteFunc).
 func Export(dir string, cfg Config, tensors []safetensors.Tensor) error {
 	if err := cfg.Check(); err != nil {
 		return err
@@ -75,14 +76,14 @@ func Export(dir string, cfg Config, tensors []safetensors.Tensor) error {
 	// failed or interrupted export leaves no file cut short (a plain create and write
 	// left part of model.safetensors, which loaders refuse as corrupt).
 	weights := filepath.Join(dir, WeightsName)
-	if err := writeAtomic(weights, func(w io.Writer) error { return writeSafetensors(w, out, meta) }); err != nil {
+	if err := durable.WriteFunc(weights, 0o644, func(w io.Writer) error { return writeSafetensors(w, out, meta) }); err != nil {
 		return fmt.Errorf("hfgpt2: export %s: %w", weights, err)
 	}
 	cj, err := json.MarshalIndent(toHF(cfg), "", "  ")
 	if err != nil {
 		return fmt.Errorf("hfgpt2: export: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ConfigName), append(cj, '\n')); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, ConfigName), append(cj, '\n'), 0o644); err != nil {
 		return fmt.Errorf("hfgpt2: export: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/internal/durable"
 	"gptkit/train/safetensors"
 )
 
@@ -293,8 +294,8 @@ func TestExportFailsWhole(t *testing.T) {
 	cfg := Config{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 8, BlockSize: 16, Bias: true, LayerNormEps: 1e-5}
 	dir := t.TempDir()
 	var synced []string
-	defer func(f func(string) error) { syncDir = f }(syncDir)
-	syncDir = func(d string) error { synced = append(synced, d); return nil }
+	defer func(f func(string) error) { durable.DirSync = f }(durable.DirSync)
+	durable.DirSync = func(d string) error { synced = append(synced, d); return nil }
 	if err := Export(dir, cfg, randomModel(cfg, 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"gptkit/internal/durable"
@@ -49,7 +47,8 @@ type hfTokenizerConfig struct {
 // WriteTokenizer writes dir/tokenizer.json (tokenizerJSON, as tokenize's WriteHFJSON
 // makes it) and dir/tokenizer_config.json, so that transformers'
 // AutoTokenizer.from_pretrained(dir) and pipeline("text-generation", model=dir) find
-// the model's tokenizer. dir must exist; the files are replaced.
+// the model's tokenizer. dir must exist; the files are replaced, each whole or not at
+// all (durable.WriteFile).
 func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
 	tc := hfTokenizerConfig{TokenizerClass: "PreTrainedTokenizerFast", ModelMaxLength: c.ModelMaxLength, AddPrefixSpace: c.AddPrefixSpace,
 		BOSToken: c.EOS, EOSToken: c.EOS, UNKToken: c.EOS}
@@ -60,51 +59,11 @@ func WriteTokenizer(dir string, tokenizerJSON []byte, c TokenizerConfig) error {
 	if err := enc.Encode(tc); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, TokenizerName), tokenizerJSON); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, TokenizerName), tokenizerJSON, 0o644); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, TokenizerConfigName), cj.Bytes()); err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, TokenizerConfigName), cj.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("hfgpt2: tokenizer: %w", err)
 	}
 	return nil
 }
-
-// writeFileAtomic writes data to path with writeAtomic.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomic writes path through a temporary file beside it, filled by write, synced,
-// and renamed over path once whole, the directory synced after: a write that fails (a
-// full disk) or a crash leaves the earlier file or none, never part of the new one, and
-// the new file stays once written.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir is durable.SyncDir (a variable: tests record the calls).
-var syncDir = durable.SyncDir
