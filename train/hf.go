@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"gptkit/kernels"
 	"gptkit/train/hfgpt2"
 	"gptkit/train/safetensors"
 )
@@ -15,8 +17,50 @@ import (
 
 // ExportHF writes the model as a Hugging Face GPT2LMHeadModel directory
 // (model.safetensors and config.json) in dir. st, if not nil, supplies the dropout
-// and the end-of-document id written to config.json.
+// and the end-of-document id written to config.json. The weights are read tensor by
+// tensor as the file is written (from a device, through one host buffer): beyond the
+// model, host memory holds about two of its largest tensor (one transposed), where
+// a copy of all the weights and transposed copies of most of them were made first
+// (12-18 GB at 1.5B parameters).
 func ExportHF(dir string, m *Model, st *State) error {
+	hc := hfConfig(m, st)
+	// Made durably (hfgpt2.Export would make it with a plain os.MkdirAll).
+	if err := mkdirAll(dir); err != nil {
+		return fmt.Errorf("train: export to %s: %w", dir, err)
+	}
+	byName := make(map[string]TensorInfo, len(m.Tensors))
+	for _, ti := range m.Tensors {
+		byName[ti.Name] = ti
+	}
+	for _, p := range hfgpt2.Params(hc) {
+		if ti, ok := byName[p.Name]; !ok || !slices.Equal(ti.Shape, p.Shape) {
+			return fmt.Errorf("train: internal error: export to %s: the model has no tensor %s of shape %v (a GPT-2 of its config has)", dir, p.Name, p.Shape)
+		}
+	}
+	if n := len(hfgpt2.Params(hc)); n != len(m.Tensors) {
+		return fmt.Errorf("train: internal error: export to %s: the model has %d tensors, a GPT-2 of its config %d", dir, len(m.Tensors), n)
+	}
+	read := func(name string, dst []float32) error {
+		ti := byName[name]
+		if len(dst) > ti.Size {
+			return fmt.Errorf("train: internal error: %d values asked of tensor %s, which has %d", len(dst), name, ti.Size)
+		}
+		if m.Params.IsHost() {
+			copy(dst, m.Params.Float32s()[ti.Offset:ti.Offset+len(dst)])
+		} else {
+			m.be.Download(kernels.Float32Bytes(dst), m.Params.Slice(ti.Offset, ti.Offset+len(dst)))
+		}
+		return nil
+	}
+	if err := hfgpt2.ExportFunc(dir, hc, read); err != nil {
+		return fmt.Errorf("train: export to %s: %w", dir, err)
+	}
+	return nil
+}
+
+// hfConfig is the Hugging Face config of m (st, if not nil, supplying the dropout and
+// the end-of-document id).
+func hfConfig(m *Model, st *State) hfgpt2.Config {
 	mc := m.Config
 	hc := hfgpt2.Config{VocabSize: mc.VocabSize, PaddedVocab: mc.PaddedVocab, NLayer: mc.NLayer, NHead: mc.NHead,
 		NEmbd: mc.NEmbd, BlockSize: mc.BlockSize, Bias: mc.Bias, LayerNormEps: 1e-5}
@@ -28,14 +72,7 @@ func ExportHF(dir string, m *Model, st *State) error {
 			hc.EOSTokenID = &eod
 		}
 	}
-	// Made durably (hfgpt2.Export would make it with a plain os.MkdirAll).
-	if err := mkdirAll(dir); err != nil {
-		return fmt.Errorf("train: export to %s: %w", dir, err)
-	}
-	if err := hfgpt2.Export(dir, hc, m.tensorsOf(m.ReadParams(), "")); err != nil {
-		return fmt.Errorf("train: export to %s: %w", dir, err)
-	}
-	return nil
+	return hc
 }
 
 // InitShape reads the model shape of a Hugging Face GPT-2 directory (for init_from:

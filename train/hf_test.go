@@ -1,13 +1,18 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gptkit/kernels"
+	"gptkit/kernels/cpu"
 	"gptkit/kernels/ref"
+	"gptkit/train/hfgpt2"
 )
 
 // TestExportInitFrom: a model exported as a Hugging Face directory starts a run
@@ -65,5 +70,70 @@ func TestInitFromNanoGPTValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "nanoGPT's init_from") || !strings.Contains(err.Error(), want) {
 			t.Errorf("init_from %s: %v, want a hint with %q", value, err, want)
 		}
+	}
+}
+
+// TestExportHFMatchesWhole: ExportHF, which reads the weights tensor by tensor as
+// model.safetensors is written (from a device, each downloaded into one buffer),
+// writes the directory that hfgpt2.Export writes from all the weights read first (as
+// it did): byte for byte, on the CPU and on the fake device, with and without biases
+// (wte's padding rows, not zero here, left out).
+func TestExportHFMatchesWhole(t *testing.T) {
+	for _, fake := range []bool{false, true} {
+		for _, bias := range []bool{true, false} {
+			var be kernels.Backend = cpu.New(1)
+			if fake {
+				be = newFakeDevice()
+			}
+			m := tinyModel(t, be, bias, 3)
+			streamed, whole := filepath.Join(t.TempDir(), "hf"), t.TempDir()
+			if err := ExportHF(streamed, m, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := hfgpt2.Export(whole, hfConfig(m, nil), m.tensorsOf(m.ReadParams(), "")); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{hfgpt2.WeightsName, hfgpt2.ConfigName} {
+				a, errA := os.ReadFile(filepath.Join(streamed, name))
+				b, errB := os.ReadFile(filepath.Join(whole, name))
+				if errA != nil || errB != nil || !bytes.Equal(a, b) {
+					t.Errorf("fake device %v, bias %v: ExportHF's %s (%d bytes, %v) is not the whole weights' (%d bytes, %v)", fake, bias, name, len(a), errA, len(b), errB)
+				}
+			}
+		}
+	}
+}
+
+// TestExportHFMemory: ExportHF holds about two of the model's largest tensor beyond
+// the model (the file's buffer and a Conv1D weight's transpose): the heap grows by
+// under a sixth of the weights' size, on the CPU and on the fake device. It grew by
+// the weights' size on the CPU (transposed copies of the Conv1D weights, most of
+// them) and twice that on a device (a copy of all the weights downloaded first).
+// 25M parameters.
+func TestExportHFMemory(t *testing.T) {
+	for _, fake := range []bool{false, true} {
+		var be kernels.Backend = cpu.New(1)
+		if fake {
+			be = newFakeDevice()
+		}
+		mc := ModelConfig{VocabSize: 65, PaddedVocab: PaddedVocab(65), NLayer: 8, NHead: 8, NEmbd: 512, BlockSize: 64, Bias: true}
+		m, err := NewModel(be, mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Init(1)
+		be.Sync()
+		dir := t.TempDir()
+		peak, allocated := heapPeak(func() { err = ExportHF(dir, m, nil) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		weights := uint64(4 * m.Params.Len())
+		t.Logf("export of %d parameters, fake device %v (weights %d MB): heap grew %d MB at most, %d MB allocated",
+			m.Params.Len(), fake, weights>>20, peak>>20, allocated>>20)
+		if peak > weights/6 {
+			t.Errorf("export, fake device %v: the heap grew by %d MB, over a sixth of the %d MB of weights", fake, peak>>20, weights>>20)
+		}
+		m.Close()
 	}
 }

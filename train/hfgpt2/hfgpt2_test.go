@@ -1,6 +1,7 @@
 package hfgpt2
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -306,8 +307,10 @@ func TestExportFailsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func(io.Writer, []safetensors.Tensor, map[string]string) error) { writeSafetensors = f }(writeSafetensors)
-	writeSafetensors = func(w io.Writer, ts []safetensors.Tensor, meta map[string]string) error {
+	defer func(f func(io.Writer, []safetensors.Layout, map[string]string, func(int, []float32) error) error) {
+		writeSafetensors = f
+	}(writeSafetensors)
+	writeSafetensors = func(w io.Writer, ts []safetensors.Layout, meta map[string]string, fill func(int, []float32) error) error {
 		w.Write([]byte("half of a header"))
 		return errors.New("no space left on device")
 	}
@@ -324,5 +327,115 @@ func TestExportFailsWhole(t *testing.T) {
 		if e.Name() != WeightsName && e.Name() != ConfigName {
 			t.Errorf("a failed export left %s", e.Name())
 		}
+	}
+}
+
+// oldExportWeights is model.safetensors as Export wrote it before it was written
+// tensor by tensor (ExportFunc): every HF tensor made whole in memory (the Conv1D
+// weights transposed into copies), then safetensors.Write. Kept for
+// TestExportMatchesOlder.
+func oldExportWeights(cfg Config, tensors []safetensors.Tensor) []byte {
+	byName := make(map[string]safetensors.Tensor, len(tensors))
+	for _, t := range tensors {
+		byName[t.Name] = t
+	}
+	var out []safetensors.Tensor
+	for _, p := range Params(cfg) {
+		t := byName[p.Name]
+		switch {
+		case p.Name == "transformer.wte.weight":
+			t = safetensors.Tensor{Name: p.Name, Shape: []int{cfg.VocabSize, cfg.NEmbd}, Data: t.Data[:cfg.VocabSize*cfg.NEmbd]}
+		case conv1D(p.Name):
+			t = safetensors.Tensor{Name: p.Name, Shape: []int{p.Shape[1], p.Shape[0]}, Data: transpose(t.Data, p.Shape[0], p.Shape[1])}
+		}
+		out = append(out, t)
+		if !cfg.Bias && strings.HasSuffix(p.Name, ".weight") && p.Name != "transformer.wte.weight" && p.Name != "transformer.wpe.weight" {
+			n := p.Shape[0]
+			out = append(out, safetensors.Tensor{Name: strings.TrimSuffix(p.Name, ".weight") + ".bias", Shape: []int{n}, Data: make([]float32, n)})
+		}
+	}
+	meta := map[string]string{"format": "pt"}
+	if !cfg.Bias {
+		meta["gptkit_bias"] = "false"
+	}
+	var b bytes.Buffer
+	if err := safetensors.Write(&b, out, meta); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// TestExportMatchesOlder: model.safetensors, now written tensor by tensor
+// (ExportFunc: each Conv1D weight transposed through one buffer, the zero biases of a
+// bias-free model through the file's reused one), is byte for byte the file of the
+// whole tensors written at once; with and without biases, through Export and through
+// ExportFunc reading our tensors by name.
+func TestExportMatchesOlder(t *testing.T) {
+	for _, cfg := range []Config{
+		{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 8, BlockSize: 16, Bias: true, LayerNormEps: 1e-5},
+		{VocabSize: 100, PaddedVocab: 128, NLayer: 3, NHead: 4, NEmbd: 16, BlockSize: 8, Bias: false, LayerNormEps: 1e-5},
+	} {
+		ts := randomModel(cfg, 5)
+		for i := range ts { // padding rows that are not zero: they must not be written
+			if ts[i].Name == "transformer.wte.weight" {
+				for j := cfg.VocabSize * cfg.NEmbd; j < len(ts[i].Data); j++ {
+					ts[i].Data[j] = 7
+				}
+			}
+		}
+		want := oldExportWeights(cfg, ts)
+		byName := map[string][]float32{}
+		for _, tt := range ts {
+			byName[tt.Name] = tt.Data
+		}
+		for _, how := range []string{"Export", "ExportFunc"} {
+			dir := t.TempDir()
+			var err error
+			if how == "Export" {
+				err = Export(dir, cfg, ts)
+			} else {
+				err = ExportFunc(dir, cfg, func(name string, dst []float32) error {
+					if len(dst) > len(byName[name]) {
+						t.Fatalf("%s asked for %d values of %s, which has %d", how, len(dst), name, len(byName[name]))
+					}
+					copy(dst, byName[name])
+					return nil
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, WeightsName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("bias %v, %s: %s is %d bytes, not the %d bytes of the whole-tensor export", cfg.Bias, how, WeightsName, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestExportFuncReadFails: an error of ExportFunc's read comes back naming the
+// weights' file, and leaves the earlier export as it was.
+func TestExportFuncReadFails(t *testing.T) {
+	cfg := Config{VocabSize: 65, PaddedVocab: 128, NLayer: 2, NHead: 2, NEmbd: 8, BlockSize: 16, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	if err := Export(dir, cfg, randomModel(cfg, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, WeightsName))
+	errRead := errors.New("device lost (test)")
+	err := ExportFunc(dir, cfg, func(name string, dst []float32) error {
+		if name == "transformer.h.1.mlp.c_fc.weight" {
+			return errRead
+		}
+		return nil
+	})
+	if !errors.Is(err, errRead) || !strings.Contains(err.Error(), WeightsName) {
+		t.Fatalf("ExportFunc with a failing read: %v, want its error naming %s", err, WeightsName)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, WeightsName)); !bytes.Equal(after, before) {
+		t.Errorf("a failed export changed %s", WeightsName)
 	}
 }
