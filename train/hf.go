@@ -9,7 +9,6 @@ import (
 
 	"gptkit/kernels"
 	"gptkit/train/hfgpt2"
-	"gptkit/train/safetensors"
 )
 
 // The bridge to Hugging Face GPT-2 directories (train/hfgpt2): export writes one,
@@ -76,9 +75,10 @@ func hfConfig(m *Model, st *State) hfgpt2.Config {
 }
 
 // InitShape reads the model shape of a Hugging Face GPT-2 directory (for init_from:
-// a command fills the shape keys a user did not set from it).
+// a command fills the shape keys a user did not set from it): its config.json and
+// the header of its model.safetensors, not its weights.
 func InitShape(dir string) (ModelConfig, error) {
-	hc, _, err := importInit(dir)
+	hc, err := importInit(dir)
 	if err != nil {
 		return ModelConfig{}, err
 	}
@@ -88,35 +88,56 @@ func InitShape(dir string) (ModelConfig, error) {
 
 // initFrom loads the weights of a Hugging Face GPT-2 directory. Its shape must be
 // the run's, except that a longer context is cropped to block_size (nanoGPT's
-// crop_block_size: the first block_size rows of wpe).
+// crop_block_size: the first block_size rows of wpe). Each tensor goes into its
+// place in the weights as it is read (hfgpt2.ImportFunc; to a device through one
+// host buffer): beyond the model, the host holds about two of its largest tensor,
+// where it held three copies of the weights at the peak (all the tensors read, the
+// Conv1D weights transposed into copies, a copy laid out like the weights: 18 GB at
+// 1.5B parameters).
 func (t *Trainer) initFrom(dir string) error {
-	hc, tensors, err := importInit(dir)
+	hc, err := importInit(dir)
 	if err != nil {
 		return err
 	}
-	mc := t.model.Config
+	m := t.model
+	mc := m.Config
 	got := ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
 		NEmbd: hc.NEmbd, BlockSize: mc.BlockSize, Bias: hc.Bias}
 	if got != mc || hc.BlockSize < mc.BlockSize {
 		got.BlockSize = hc.BlockSize
 		return fmt.Errorf("train: init_from %s: its model is %s, this run's is %s\n---> HINT: leave the shape keys unset to take them from %s (block_size may be smaller: wpe is cropped)", dir, got, mc, dir)
 	}
-	byName := map[string][]float32{}
-	for _, ts := range tensors {
-		byName[ts.Name] = ts.Data
+	byName := make(map[string]TensorInfo, len(m.Tensors))
+	for _, ti := range m.Tensors {
+		byName[ti.Name] = ti
 	}
-	host := make([]float32, t.model.Params.Len())
-	for _, ti := range t.model.Tensors {
-		src, ok := byName[ti.Name]
+	seen := make(map[string]bool, len(m.Tensors))
+	dest := destOf(m.be, m.Params)
+	err = hfgpt2.ImportFunc(dir, hc, func(name string, vals []float32) error {
+		ti, ok := byName[name]
 		if !ok {
+			return nil // (none: the shapes are the same)
+		}
+		if len(vals) < ti.Size {
+			return fmt.Errorf("train: init_from %s: tensor %s has %d values, want %d", dir, name, len(vals), ti.Size)
+		}
+		vals = vals[:ti.Size] // wpe: the first block_size rows
+		seen[name] = true
+		if dest.host != nil {
+			copy(dest.host[ti.Offset:ti.Offset+ti.Size], vals)
+			return nil
+		}
+		return dest.put(ti.Offset, vals)
+	})
+	if err != nil {
+		return fmt.Errorf("train: init_from: %w", err)
+	}
+	for _, ti := range m.Tensors {
+		if !seen[ti.Name] {
 			return fmt.Errorf("train: init_from %s: no tensor %s", dir, ti.Name)
 		}
-		if len(src) < ti.Size {
-			return fmt.Errorf("train: init_from %s: tensor %s has %d values, want %d", dir, ti.Name, len(src), ti.Size)
-		}
-		copy(host[ti.Offset:ti.Offset+ti.Size], src[:ti.Size]) // wpe: the first block_size rows
 	}
-	t.model.SetParams(host)
+	m.SyncWork()
 	return nil
 }
 
@@ -134,23 +155,23 @@ func init() {
 	}
 }
 
-// importInit reads init_from's Hugging Face directory; when dir is a train run or
-// one of its checkpoints instead, the error says how to continue it (resume) or
-// start from its weights (export first).
-func importInit(dir string) (hfgpt2.Config, []safetensors.Tensor, error) {
-	hc, tensors, err := hfgpt2.Import(dir)
+// importInit reads the shape of init_from's Hugging Face directory; when dir is a
+// train run or one of its checkpoints instead, the error says how to continue it
+// (resume) or start from its weights (export first).
+func importInit(dir string) (hfgpt2.Config, error) {
+	hc, err := hfgpt2.ReadConfig(dir)
 	if err == nil {
-		return hc, tensors, nil
+		return hc, nil
 	}
 	if _, serr := os.Stat(dir); serr != nil {
 		if hint, ok := nanoGPTInit[dir]; ok {
-			return hc, nil, fmt.Errorf("train: init_from %s is nanoGPT's init_from %q, and no directory here\n---> HINT: %s", dir, dir, hint)
+			return hc, fmt.Errorf("train: init_from %s is nanoGPT's init_from %q, and no directory here\n---> HINT: %s", dir, dir, hint)
 		}
 	}
 	for _, marker := range []string{CheckpointsDir, StateFile, ConfigName} {
 		if _, serr := os.Stat(filepath.Join(dir, marker)); serr == nil {
-			return hc, nil, fmt.Errorf("train: init_from: %w\n---> HINT: %s is a train run or checkpoint: --resume %s continues it; to start a new run from its weights, export them first (train export --ckpt %s --out HF_DIR) and give --init-from HF_DIR", err, dir, dir, dir)
+			return hc, fmt.Errorf("train: init_from: %w\n---> HINT: %s is a train run or checkpoint: --resume %s continues it; to start a new run from its weights, export them first (train export --ckpt %s --out HF_DIR) and give --init-from HF_DIR", err, dir, dir, dir)
 		}
 	}
-	return hc, nil, fmt.Errorf("train: init_from: %w", err)
+	return hc, fmt.Errorf("train: init_from: %w", err)
 }

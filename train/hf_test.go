@@ -137,3 +137,58 @@ func TestExportHFMemory(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestInitFromMemory: init_from puts each tensor into its place as it is read: on the
+// CPU the heap grows by under a sixth of the weights (the file's buffer of its
+// largest tensor and a transposed one), on the fake device by about the weights
+// (its Upload keeps a copy of each until the host waits) and a sixth; the weights
+// are the exported ones, bit for bit. It grew by 3 times the weights on the CPU (all
+// the tensors read, the Conv1D weights transposed into copies, and a copy laid out
+// like the weights), 4 times on the device. 25M parameters. (wte's padding rows,
+// which an export leaves out, come back zero.)
+func TestInitFromMemory(t *testing.T) {
+	data := tinyDataset(t)
+	for _, fake := range []bool{false, true} {
+		cfg := tinyConfig(t, data)
+		cfg.NLayer, cfg.NHead, cfg.NEmbd = 8, 8, 512 // 25M parameters
+		cfg.BatchSize, cfg.GradAccum, cfg.EvalSteps, cfg.Dropout = 1, 1, 0, 0
+		var be kernels.Backend = cpu.New(1)
+		if fake {
+			be = newFakeDevice()
+		}
+		tr := newRanks(t, cfg, 1, func() kernels.Backend { return be })[0]
+		hf := filepath.Join(t.TempDir(), "hf")
+		if err := ExportHF(hf, tr.model, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]float32(nil), tr.model.ReadParams()...)
+		tr.model.Init(99) // other weights, which init_from replaces
+		be.Sync()
+		var err error
+		peak, allocated := heapPeak(func() { err = tr.initFrom(hf) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		weights := uint64(4 * tr.model.Params.Len())
+		t.Logf("init_from of %d parameters, fake device %v (weights %d MB): heap grew %d MB at most, %d MB allocated",
+			tr.model.Params.Len(), fake, weights>>20, peak>>20, allocated>>20)
+		limit := weights / 6
+		if fake {
+			limit += weights
+		}
+		if peak > limit {
+			t.Errorf("init_from, fake device %v: the heap grew by %d MB, over %d MB", fake, peak>>20, limit>>20)
+		}
+		got := tr.model.ReadParams()
+		for _, ti := range tr.model.Tensors {
+			for i := ti.Offset; i < ti.Offset+ti.Size; i++ {
+				if ti.Name == "transformer.wte.weight" && i-ti.Offset >= tr.model.Config.VocabSize*tr.model.Config.NEmbd {
+					want[i] = 0 // (the padding rows: not exported, zero)
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("fake device %v: %s[%d] = %g after init_from, want %g", fake, ti.Name, i-ti.Offset, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -261,7 +262,11 @@ func writeWithMasks(t *testing.T, path string, tensors []safetensors.Tensor, mas
 		begin := len(data)
 		for r := range 8 {
 			for c := range 8 {
-				data = append(data, byte(boolInt(c <= r)))
+				if dt == "F32" { // (the hub's gpt2 file: float masks)
+					data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(boolInt(c <= r))))
+				} else {
+					data = append(data, byte(boolInt(c <= r)))
+				}
 			}
 		}
 		header[fmt.Sprintf("h.%d.attn.bias", i)] = map[string]any{"dtype": dt, "shape": []int{1, 1, 8, 8}, "data_offsets": []int{begin, len(data)}}
@@ -437,5 +442,245 @@ func TestExportFuncReadFails(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, WeightsName)); !bytes.Equal(after, before) {
 		t.Errorf("a failed export changed %s", WeightsName)
+	}
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// oldImport is Import as it was before ImportFunc: the whole file read, every tensor
+// converted into a new one. Kept for TestImportMatchesOlder.
+func oldImport(dir string) (Config, []safetensors.Tensor, error) {
+	fail := func(err error) (Config, []safetensors.Tensor, error) {
+		return Config{}, nil, fmt.Errorf("hfgpt2: import %s: %w", dir, err)
+	}
+	cj, err := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err != nil {
+		return fail(fmt.Errorf("%w (want a Hugging Face model directory with %s and %s)", err, ConfigName, WeightsName))
+	}
+	cfg, extra, err := fromHF(cj)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", ConfigName, err))
+	}
+	// The mask buffers are skipped before any conversion: older transformers saved
+	// them as uint8 or bool, which no float conversion takes.
+	f, err := safetensors.ReadFileExcept(filepath.Join(dir, WeightsName), isMaskBuffer)
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, WeightsName+".index.json")); serr == nil {
+			err = fmt.Errorf("%s holds a sharded checkpoint (%s.index.json and its model-NNNNN-of-NNNNN.safetensors files), which is not read here: save it as one file (transformers: save_pretrained(dir, max_shard_size=\"100GB\"))", dir, WeightsName)
+		}
+		return fail(err)
+	}
+
+	hf := map[string]*safetensors.Tensor{}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		name := t.Name
+		if !strings.HasPrefix(name, "transformer.") && name != "lm_head.weight" {
+			name = "transformer." + name
+		}
+		if isMaskBuffer(name) {
+			continue // causal-mask buffers, not parameters
+		}
+		if hf[name] != nil {
+			return fail(fmt.Errorf("%s: tensor %s appears with and without the transformer. prefix", WeightsName, t.Name))
+		}
+		hf[name] = t
+	}
+
+	full := cfg // with biases: what the HF file must hold
+	full.Bias = true
+	var out []safetensors.Tensor
+	for _, p := range Params(full) {
+		t := hf[p.Name]
+		if t == nil {
+			return fail(fmt.Errorf("%s has no tensor %s (nor without the transformer. prefix)", WeightsName, p.Name))
+		}
+		delete(hf, p.Name)
+		hfShape := p.Shape
+		switch {
+		case p.Name == "transformer.wte.weight":
+			hfShape = []int{cfg.VocabSize, cfg.NEmbd}
+		case conv1D(p.Name):
+			hfShape = []int{p.Shape[1], p.Shape[0]}
+		}
+		if !sameShape(t.Shape, hfShape) {
+			return fail(fmt.Errorf("%s: tensor %s has shape %v, %s implies %v", WeightsName, t.Name, t.Shape, ConfigName, hfShape))
+		}
+		data := t.Data
+		switch {
+		case p.Name == "transformer.wte.weight":
+			data = make([]float32, cfg.PaddedVocab*cfg.NEmbd)
+			copy(data, t.Data)
+		case conv1D(p.Name):
+			data = transpose(t.Data, hfShape[0], hfShape[1])
+		}
+		out = append(out, safetensors.Tensor{Name: p.Name, Shape: p.Shape, Data: data})
+	}
+	if lm := hf["lm_head.weight"]; lm != nil {
+		delete(hf, "lm_head.weight")
+		wte := out[0].Data[:cfg.VocabSize*cfg.NEmbd]
+		if !sameShape(lm.Shape, []int{cfg.VocabSize, cfg.NEmbd}) || !sameBits(lm.Data, wte) {
+			return fail(fmt.Errorf("%s: lm_head.weight differs from wte: an untied output layer, which gptkit (tied, as GPT-2) cannot represent", WeightsName))
+		}
+	}
+	if len(hf) > 0 {
+		var extraNames []string
+		for _, t := range hf {
+			extraNames = append(extraNames, t.Name)
+		}
+		sort.Strings(extraNames)
+		return fail(fmt.Errorf("%s: unexpected tensors %s (not part of a GPT2LMHeadModel with %d layers)", WeightsName, strings.Join(extraNames, ", "), cfg.NLayer))
+	}
+
+	// A bias-free model Export wrote: drop the zero biases again.
+	if extra != nil && !extra.Bias {
+		allZero := true
+		for _, t := range out {
+			if strings.HasSuffix(t.Name, ".bias") {
+				for _, x := range t.Data {
+					allZero = allZero && x == 0
+				}
+			}
+		}
+		if allZero {
+			cfg.Bias = false
+			kept := out[:0]
+			for _, t := range out {
+				if !strings.HasSuffix(t.Name, ".bias") {
+					kept = append(kept, t)
+				}
+			}
+			out = kept
+		}
+	}
+	return cfg, out, nil
+}
+
+// TestImportMatchesOlder: Import, now ReadConfig and ImportFunc reading tensor by
+// tensor (safetensors.ReadInto, or the whole file where the mask buffers are uint8 or
+// bool), gives the shape, tensors and errors the whole-file Import gave: an export
+// with and without biases, a bias-free export whose biases are not zero, hub-style
+// files with float or byte mask buffers and a tied lm_head, and an untied one.
+func TestImportMatchesOlder(t *testing.T) {
+	withBias := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 2, NHead: 2, NEmbd: 4, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	noBias := withBias
+	noBias.Bias = false
+	hubStyle := func(masks []string, untie bool) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := Export(dir, withBias, randomModel(withBias, 3)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, WeightsName)
+			f, err := safetensors.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hub []safetensors.Tensor
+			for _, tt := range f.Tensors {
+				tt.Name = strings.TrimPrefix(tt.Name, "transformer.")
+				hub = append(hub, tt)
+				if tt.Name == "wte.weight" {
+					lm := append([]float32(nil), tt.Data...)
+					if untie {
+						lm[len(lm)-1]++
+					}
+					hub = append(hub, safetensors.Tensor{Name: "lm_head.weight", Shape: tt.Shape, Data: lm})
+				}
+			}
+			writeWithMasks(t, path, hub, masks)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		make func(t *testing.T, dir string)
+	}{
+		{"export with biases", func(t *testing.T, dir string) {
+			if err := Export(dir, withBias, randomModel(withBias, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"export without biases", func(t *testing.T, dir string) {
+			if err := Export(dir, noBias, randomModel(noBias, 2)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"bias-free export with a bias not zero", func(t *testing.T, dir string) {
+			if err := Export(dir, noBias, randomModel(noBias, 2)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, WeightsName)
+			f, _ := safetensors.ReadFile(path)
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == "transformer.h.1.mlp.c_fc.bias" {
+					f.Tensors[i].Data[3] = 0.5
+				}
+			}
+			if err := safetensors.WriteFile(path, f.Tensors, f.Metadata); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"hub, float masks", hubStyle([]string{"F32", "F32"}, false)},
+		{"hub, byte masks", hubStyle([]string{"U8", "BOOL"}, false)},
+		{"hub, untied lm_head", hubStyle([]string{"F32"}, true)},
+		{"hub, untied lm_head, byte masks", hubStyle([]string{"U8"}, true)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.make(t, dir)
+			wantCfg, want, wantErr := oldImport(dir)
+			gotCfg, got, err := Import(dir)
+			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+				t.Fatalf("error %v, want %v", err, wantErr)
+			}
+			if !reflect.DeepEqual(gotCfg, wantCfg) {
+				t.Fatalf("config %+v, want %+v", gotCfg, wantCfg)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d tensors, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Name != want[i].Name || !sameShape(got[i].Shape, want[i].Shape) || !sameBits(got[i].Data, want[i].Data) {
+					t.Fatalf("tensor %d: %s %v, want %s %v with the same values", i, got[i].Name, got[i].Shape, want[i].Name, want[i].Shape)
+				}
+			}
+			if wantErr == nil {
+				if cfg, err := ReadConfig(dir); err != nil || !reflect.DeepEqual(cfg, wantCfg) {
+					t.Errorf("ReadConfig: %+v (%v), want %+v", cfg, err, wantCfg)
+				}
+			}
+		})
+	}
+}
+
+// TestImportFuncErrors: put's error comes back as it is, at once; a config that is
+// not the directory's (replaced since ReadConfig) is refused before any put.
+func TestImportFuncErrors(t *testing.T) {
+	cfg := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 2, NHead: 2, NEmbd: 4, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	if err := Export(dir, cfg, randomModel(cfg, 1)); err != nil {
+		t.Fatal(err)
+	}
+	errFull := errors.New("out of device memory (test)")
+	puts := 0
+	err := ImportFunc(dir, cfg, func(string, []float32) error { puts++; return errFull })
+	if err != errFull || puts != 1 {
+		t.Errorf("a failing put: %v after %d puts, want its error after 1", err, puts)
+	}
+	other := cfg
+	other.NLayer = 3
+	puts = 0
+	err = ImportFunc(dir, other, func(string, []float32) error { puts++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "replaced") || puts != 0 {
+		t.Errorf("another config: %v after %d puts, want a refusal before any", err, puts)
 	}
 }

@@ -1,7 +1,11 @@
 package hfgpt2
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"hash"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,10 +20,197 @@ import (
 // order. It accepts keys with or without the "transformer." prefix, F32, F16 or BF16
 // weights, and ignores the attn.bias / attn.masked_bias buffers of older files; an
 // lm_head.weight must equal wte (tied). wte gets zero rows up to a multiple of 64. A
-// directory Export wrote for a bias-free model comes back bias-free.
+// directory Export wrote for a bias-free model comes back bias-free. It holds all the
+// tensors: ReadConfig and ImportFunc read the same without them.
 func Import(dir string) (Config, []safetensors.Tensor, error) {
-	fail := func(err error) (Config, []safetensors.Tensor, error) {
-		return Config{}, nil, fmt.Errorf("hfgpt2: import %s: %w", dir, err)
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	shapes := map[string][]int{}
+	for _, p := range Params(cfg) {
+		shapes[p.Name] = p.Shape
+	}
+	var out []safetensors.Tensor
+	err = ImportFunc(dir, cfg, func(name string, vals []float32) error {
+		out = append(out, safetensors.Tensor{Name: name, Shape: shapes[name], Data: append([]float32(nil), vals...)})
+		return nil
+	})
+	if err != nil {
+		return Config{}, nil, err
+	}
+	order := map[string]int{}
+	for i, p := range Params(cfg) {
+		order[p.Name] = i
+	}
+	sort.Slice(out, func(a, b int) bool { return order[out[a].Name] < order[out[b].Name] })
+	return cfg, out, nil
+}
+
+// ReadConfig returns the shape Import returns for dir, and checks what Import checks
+// but for the values (an untied lm_head): config.json, and model.safetensors' header
+// (every tensor there, with its shape; none other). Of the weights it reads only the
+// biases of a directory whose config.json says it was exported bias-free, to tell
+// whether they are all zero (then Bias is false).
+func ReadConfig(dir string) (Config, error) {
+	pl, err := planImport(dir)
+	if err != nil {
+		return Config{}, err
+	}
+	return pl.cfg, nil
+}
+
+// ImportFunc reads the weights of dir, whose shape ReadConfig returned as cfg, tensor
+// by tensor in the file's order, handing put each of Params(cfg) in our layout (our
+// name, Conv1D weights transposed back, wte with its zero rows up to PaddedVocab):
+// vals is valid only during the call. Beside the one tensor being read and its
+// transpose, nothing holds the weights (an lm_head is compared with wte by a
+// SHA-256 of each), so that the caller can put each straight into its place: the
+// weights are in memory once, where Import's tensors and the caller's copy made two
+// of them. (A file whose mask buffers are not floats, uint8 or bool as older
+// transformers saved them, is read whole first: safetensors.ReadInto converts every
+// tensor it passes, and these do not convert.) An error of put is returned as it is;
+// after any error, what put was given may be incomplete or from an untied lm_head.
+func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) error) error {
+	fail := func(err error) error { return fmt.Errorf("hfgpt2: import %s: %w", dir, err) }
+	pl, err := planImport(dir)
+	if err != nil {
+		return err
+	}
+	if !sameModel(pl.cfg, cfg) {
+		return fail(fmt.Errorf("its model is now %+v, not the %+v read before: was it replaced meanwhile?", pl.cfg, cfg))
+	}
+	// out is our tensor being made from the file's (wte padded, a Conv1D weight
+	// transposed): one buffer of the largest such one.
+	largest := cfg.PaddedVocab * cfg.NEmbd
+	for _, p := range Params(cfg) {
+		if conv1D(p.Name) {
+			largest = max(largest, numel(p.Shape))
+		}
+	}
+	var (
+		out           []float32
+		wteSum, lmSum []byte
+		putErr        error
+	)
+	putOne := func(file string, vals []float32) error {
+		if file == pl.lmHead {
+			lmSum = sumOf(vals)
+			return nil
+		}
+		p, ok := pl.tensors[file]
+		if !ok || (!cfg.Bias && strings.HasSuffix(p.Name, ".bias")) {
+			return nil // (a mask buffer, a bias-free export's zero bias)
+		}
+		switch {
+		case p.Name == "transformer.wte.weight":
+			wteSum = sumOf(vals)
+			if out == nil {
+				out = make([]float32, largest)
+			}
+			n := numel(p.Shape)
+			copy(out[:n], vals)
+			clear(out[len(vals):n])
+			vals = out[:n]
+		case conv1D(p.Name):
+			if out == nil {
+				out = make([]float32, largest)
+			}
+			n := numel(p.Shape)
+			transposeInto(out[:n], vals, p.Shape[1], p.Shape[0])
+			vals = out[:n]
+		}
+		putErr = put(p.Name, vals)
+		return putErr
+	}
+	path := filepath.Join(dir, WeightsName)
+	if pl.floatsOnly {
+		err = streamTensors(path, pl.size, pl.largest, putOne)
+	} else {
+		var f *safetensors.File
+		if f, err = safetensors.ReadFileExcept(path, isMaskBuffer); err == nil {
+			for _, t := range f.Tensors {
+				if err = putOne(t.Name, t.Data); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if putErr != nil {
+		return putErr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if pl.lmHead != "" && !bytes.Equal(lmSum, wteSum) {
+		return fail(fmt.Errorf("%s: lm_head.weight differs from wte: an untied output layer, which gptkit (tied, as GPT-2) cannot represent", WeightsName))
+	}
+	return nil
+}
+
+// streamTensors reads the safetensors file path (of size bytes) in one pass with
+// safetensors.ReadInto, through one buffer of largest values (its largest tensor but
+// the mask buffers, which are read past), handing each tensor's values to put once
+// read; put's error is returned as it is.
+func streamTensors(path string, size int64, largest int, put func(file string, vals []float32) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	defer f.Close()
+	var (
+		buf     []float32
+		pending string // the tensor read into buf, put at the next one or the end
+		n       int
+	)
+	flush := func() error {
+		if pending == "" {
+			return nil
+		}
+		name := pending
+		pending = ""
+		return put(name, buf[:n])
+	}
+	_, err = safetensors.ReadInto(f, size, func(in safetensors.Info) ([]float32, error) {
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		if isMaskBuffer(in.Name) {
+			return nil, nil
+		}
+		n = numel(in.Shape)
+		if buf == nil {
+			buf = make([]float32, largest)
+		}
+		if n > len(buf) {
+			return nil, fmt.Errorf("internal error: tensor %s of %d values, over the %d planned", in.Name, n, len(buf))
+		}
+		pending = in.Name
+		return buf[:n], nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return err
+}
+
+// importPlan is what planImport learned of a directory from its config.json and the
+// header of its model.safetensors.
+type importPlan struct {
+	cfg        Config
+	tensors    map[string]Param // ours, by the file's name: all of Params, with biases
+	lmHead     string           // the file's lm_head.weight, if it has one
+	size       int64            // model.safetensors' bytes
+	largest    int              // values of its largest tensor but the mask buffers
+	floatsOnly bool             // every tensor of the file converts to float32
+}
+
+// planImport reads dir's config.json and model.safetensors' header and checks that
+// they make a GPT2LMHeadModel (the checks, in the order and the words Import always
+// gave them), reading the biases of a bias-free export to tell its shape.
+func planImport(dir string) (*importPlan, error) {
+	fail := func(err error) (*importPlan, error) {
+		return nil, fmt.Errorf("hfgpt2: import %s: %w", dir, err)
 	}
 	cj, err := os.ReadFile(filepath.Join(dir, ConfigName))
 	if err != nil {
@@ -29,19 +220,23 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", ConfigName, err))
 	}
-	// The mask buffers are skipped before any conversion: older transformers saved
-	// them as uint8 or bool, which no float conversion takes.
-	f, err := safetensors.ReadFileExcept(filepath.Join(dir, WeightsName), isMaskBuffer)
+	path := filepath.Join(dir, WeightsName)
+	size, infos, err := readHeader(path)
 	if err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, WeightsName+".index.json")); serr == nil {
 			err = fmt.Errorf("%s holds a sharded checkpoint (%s.index.json and its model-NNNNN-of-NNNNN.safetensors files), which is not read here: save it as one file (transformers: save_pretrained(dir, max_shard_size=\"100GB\"))", dir, WeightsName)
 		}
 		return fail(err)
 	}
-
-	hf := map[string]*safetensors.Tensor{}
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
+	pl := &importPlan{tensors: map[string]Param{}, size: size, floatsOnly: true}
+	// The mask buffers are skipped before any conversion: older transformers saved
+	// them as uint8 or bool, which no float conversion takes.
+	hf := map[string]*safetensors.Info{}
+	for i := range infos {
+		t := &infos[i]
+		if !floatDType(t.DType) {
+			pl.floatsOnly = false
+		}
 		name := t.Name
 		if !strings.HasPrefix(name, "transformer.") && name != "lm_head.weight" {
 			name = "transformer." + name
@@ -49,6 +244,7 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 		if isMaskBuffer(name) {
 			continue // causal-mask buffers, not parameters
 		}
+		pl.largest = max(pl.largest, numel(t.Shape))
 		if hf[name] != nil {
 			return fail(fmt.Errorf("%s: tensor %s appears with and without the transformer. prefix", WeightsName, t.Name))
 		}
@@ -57,7 +253,6 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 
 	full := cfg // with biases: what the HF file must hold
 	full.Bias = true
-	var out []safetensors.Tensor
 	for _, p := range Params(full) {
 		t := hf[p.Name]
 		if t == nil {
@@ -74,22 +269,14 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 		if !sameShape(t.Shape, hfShape) {
 			return fail(fmt.Errorf("%s: tensor %s has shape %v, %s implies %v", WeightsName, t.Name, t.Shape, ConfigName, hfShape))
 		}
-		data := t.Data
-		switch {
-		case p.Name == "transformer.wte.weight":
-			data = make([]float32, cfg.PaddedVocab*cfg.NEmbd)
-			copy(data, t.Data)
-		case conv1D(p.Name):
-			data = transpose(t.Data, hfShape[0], hfShape[1])
-		}
-		out = append(out, safetensors.Tensor{Name: p.Name, Shape: p.Shape, Data: data})
+		pl.tensors[t.Name] = p
 	}
 	if lm := hf["lm_head.weight"]; lm != nil {
 		delete(hf, "lm_head.weight")
-		wte := out[0].Data[:cfg.VocabSize*cfg.NEmbd]
-		if !sameShape(lm.Shape, []int{cfg.VocabSize, cfg.NEmbd}) || !sameBits(lm.Data, wte) {
+		if !sameShape(lm.Shape, []int{cfg.VocabSize, cfg.NEmbd}) {
 			return fail(fmt.Errorf("%s: lm_head.weight differs from wte: an untied output layer, which gptkit (tied, as GPT-2) cannot represent", WeightsName))
 		}
+		pl.lmHead = lm.Name
 	}
 	if len(hf) > 0 {
 		var extraNames []string
@@ -102,38 +289,81 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 
 	// A bias-free model Export wrote: drop the zero biases again.
 	if extra != nil && !extra.Bias {
+		f, err := safetensors.ReadFileExcept(path, func(name string) bool {
+			p, ok := pl.tensors[name]
+			return !ok || !strings.HasSuffix(p.Name, ".bias")
+		})
+		if err != nil {
+			return fail(err)
+		}
 		allZero := true
-		for _, t := range out {
-			if strings.HasSuffix(t.Name, ".bias") {
-				for _, x := range t.Data {
-					allZero = allZero && x == 0
-				}
+		for _, t := range f.Tensors {
+			for _, x := range t.Data {
+				allZero = allZero && x == 0
 			}
 		}
 		if allZero {
 			cfg.Bias = false
-			kept := out[:0]
-			for _, t := range out {
-				if !strings.HasSuffix(t.Name, ".bias") {
-					kept = append(kept, t)
-				}
-			}
-			out = kept
 		}
 	}
-	return cfg, out, nil
+	pl.cfg = cfg
+	return pl, nil
 }
 
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
+// readHeader reads the header of the safetensors file path.
+func readHeader(path string) (size int64, infos []safetensors.Info, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("safetensors: %w", err)
 	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, nil, fmt.Errorf("safetensors: %w", err)
+	}
+	_, infos, err = safetensors.ReadHeader(f, fi.Size())
+	if err != nil {
+		return 0, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return fi.Size(), infos, nil
+}
+
+// floatDType reports whether safetensors reads tensors of dtype as float32.
+func floatDType(dtype string) bool {
+	switch dtype {
+	case "F32", "F16", "BF16", "F64":
+		return true
+	}
+	return false
+}
+
+// sameModel reports whether a and b are the same model shape.
+func sameModel(a, b Config) bool {
+	return a.VocabSize == b.VocabSize && a.PaddedVocab == b.PaddedVocab && a.NLayer == b.NLayer &&
+		a.NHead == b.NHead && a.NEmbd == b.NEmbd && a.BlockSize == b.BlockSize && a.Bias == b.Bias
+}
+
+// sumOf is the SHA-256 of vals' bits: lm_head and wte are compared by theirs, so that
+// neither is held to compare them (a collision, 2^-128 likely, would take an untied
+// lm_head for a tied one).
+func sumOf(vals []float32) []byte {
+	h := sha256.New()
+	hashFloats(h, vals)
+	return h.Sum(nil)
+}
+
+// hashFloats writes vals' little-endian bits to h, 64K values at a time.
+func hashFloats(h hash.Hash, vals []float32) {
+	var b []byte
+	for len(vals) > 0 {
+		k := min(len(vals), 1<<16)
+		b = b[:0]
+		for _, x := range vals[:k] {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 		}
+		h.Write(b)
+		vals = vals[k:]
 	}
-	return true
 }
 
 // isMaskBuffer reports whether a tensor name is one of GPT-2's causal-mask buffers
