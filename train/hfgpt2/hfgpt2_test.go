@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -567,8 +568,7 @@ func oldImport(dir string) (Config, []safetensors.Tensor, error) {
 }
 
 // TestImportMatchesOlder: Import, now ReadConfig and ImportFunc reading tensor by
-// tensor (safetensors.ReadInto, or the whole file where the mask buffers are uint8 or
-// bool), gives the shape, tensors and errors the whole-file Import gave: an export
+// tensor (safetensors.ReadInto, mask buffers of any dtype read past), gives the shape, tensors and errors the whole-file Import gave: an export
 // with and without biases, a bias-free export whose biases are not zero, hub-style
 // files with float or byte mask buffers and a tied lm_head, and an untied one.
 func TestImportMatchesOlder(t *testing.T) {
@@ -682,5 +682,48 @@ func TestImportFuncErrors(t *testing.T) {
 	err = ImportFunc(dir, other, func(string, []float32) error { puts++; return nil })
 	if err == nil || !strings.Contains(err.Error(), "replaced") || puts != 0 {
 		t.Errorf("another config: %v after %d puts, want a refusal before any", err, puts)
+	}
+}
+
+// TestImportFuncStreamsByteMasks: a file whose mask buffers are uint8 and bool, as
+// older transformers saved them, is streamed tensor by tensor like any other (it was
+// read whole first, all its weights in memory at once).
+func TestImportFuncStreamsByteMasks(t *testing.T) {
+	cfg := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 8, NHead: 2, NEmbd: 64, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	if err := Export(dir, cfg, randomModel(cfg, 5)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, WeightsName)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := 0
+	for _, tt := range f.Tensors {
+		weights += 4 * len(tt.Data)
+	}
+	writeWithMasks(t, path, f.Tensors, []string{"U8", "BOOL"})
+	f = nil
+	got, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := 0
+	err = ImportFunc(dir, got, func(string, []float32) error { n++; return nil })
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(Params(cfg)); n != want {
+		t.Fatalf("put called %d times, want %d", n, want)
+	}
+	allocated := int(after.TotalAlloc - before.TotalAlloc)
+	t.Logf("weights %d KB, allocated %d KB", weights>>10, allocated>>10)
+	if allocated > weights/2 {
+		t.Errorf("ImportFunc allocated %d KB for %d KB of weights: read whole, not streamed", allocated>>10, weights>>10)
 	}
 }

@@ -67,10 +67,9 @@ func ReadConfig(dir string) (Config, error) {
 // transpose, nothing holds the weights (an lm_head is compared with wte by a
 // SHA-256 of each), so that the caller can put each straight into its place: the
 // weights are in memory once, where Import's tensors and the caller's copy made two
-// of them. (A file whose mask buffers are not floats, uint8 or bool as older
-// transformers saved them, is read whole first: safetensors.ReadInto converts every
-// tensor it passes, and these do not convert.) An error of put is returned as it is;
-// after any error, what put was given may be incomplete or from an untied lm_head.
+// of them (mask buffers of any dtype, uint8 or bool as older transformers saved
+// them, are read past). An error of put is returned as it is; after any error,
+// what put was given may be incomplete or from an untied lm_head.
 func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) error) error {
 	fail := func(err error) error { return fmt.Errorf("hfgpt2: import %s: %w", dir, err) }
 	pl, err := planImport(dir)
@@ -124,18 +123,7 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 		return putErr
 	}
 	path := filepath.Join(dir, WeightsName)
-	if pl.floatsOnly {
-		err = streamTensors(path, pl.size, pl.largest, putOne)
-	} else {
-		var f *safetensors.File
-		if f, err = safetensors.ReadFileExcept(path, isMaskBuffer); err == nil {
-			for _, t := range f.Tensors {
-				if err = putOne(t.Name, t.Data); err != nil {
-					break
-				}
-			}
-		}
-	}
+	err = streamTensors(path, pl.size, pl.largest, putOne)
 	if putErr != nil {
 		return putErr
 	}
@@ -197,12 +185,11 @@ func streamTensors(path string, size int64, largest int, put func(file string, v
 // importPlan is what planImport learned of a directory from its config.json and the
 // header of its model.safetensors.
 type importPlan struct {
-	cfg        Config
-	tensors    map[string]Param // ours, by the file's name: all of Params, with biases
-	lmHead     string           // the file's lm_head.weight, if it has one
-	size       int64            // model.safetensors' bytes
-	largest    int              // values of its largest tensor but the mask buffers
-	floatsOnly bool             // every tensor of the file converts to float32
+	cfg     Config
+	tensors map[string]Param // ours, by the file's name: all of Params, with biases
+	lmHead  string           // the file's lm_head.weight, if it has one
+	size    int64            // model.safetensors' bytes
+	largest int              // values of its largest tensor but the mask buffers
 }
 
 // planImport reads dir's config.json and model.safetensors' header and checks that
@@ -228,15 +215,12 @@ func planImport(dir string) (*importPlan, error) {
 		}
 		return fail(err)
 	}
-	pl := &importPlan{tensors: map[string]Param{}, size: size, floatsOnly: true}
+	pl := &importPlan{tensors: map[string]Param{}, size: size}
 	// The mask buffers are skipped before any conversion: older transformers saved
 	// them as uint8 or bool, which no float conversion takes.
 	hf := map[string]*safetensors.Info{}
 	for i := range infos {
 		t := &infos[i]
-		if !floatDType(t.DType) {
-			pl.floatsOnly = false
-		}
 		name := t.Name
 		if !strings.HasPrefix(name, "transformer.") && name != "lm_head.weight" {
 			name = "transformer." + name
@@ -326,15 +310,6 @@ func readHeader(path string) (size int64, infos []safetensors.Info, err error) {
 		return 0, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return fi.Size(), infos, nil
-}
-
-// floatDType reports whether safetensors reads tensors of dtype as float32.
-func floatDType(dtype string) bool {
-	switch dtype {
-	case "F32", "F16", "BF16", "F64":
-		return true
-	}
-	return false
 }
 
 // sameModel reports whether a and b are the same model shape.
