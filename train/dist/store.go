@@ -345,6 +345,11 @@ func (s *Server) serve(conn net.Conn) {
 		w.write(message{Type: msgError, Reason: err.Error()})
 		return
 	}
+	// From here on a write to the client fails only once it has taken none of
+	// it for the heartbeat timeout (msgWriter.timeout): a slow client that
+	// reads all along gets a large answer (a Lookup's value, up to maxMessage)
+	// however long it takes.
+	w.setTimeout(s.cfg.HeartbeatTimeout)
 	done := make(chan struct{})
 	defer close(done)
 	s.wg.Add(1)
@@ -381,8 +386,11 @@ func (s *Server) send(p *peer, m message) {
 }
 
 // writeTo writes p's queued messages until done (or until they are all written
-// once Close closed p.out); it drops a client that takes no message for the
-// heartbeat timeout.
+// once Close closed p.out); it drops a client that takes none of them for the
+// heartbeat timeout (*stalledError). A client that takes some all along is not
+// dropped, however long a message takes it: a deadline for the whole message
+// dropped a rank alive but slow (a 4 MB value over a link under 270 KB/s, with
+// the default 15s) as if it were gone.
 func (s *Server) writeTo(p *peer, done <-chan struct{}) {
 	defer s.wg.Done()
 	defer close(p.flushed)
@@ -397,13 +405,12 @@ func (s *Server) writeTo(p *peer, done <-chan struct{}) {
 				return
 			}
 		}
-		p.conn.SetWriteDeadline(time.Now().Add(s.cfg.HeartbeatTimeout))
 		if err := p.w.write(m); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			var st *stalledError
+			if errors.As(err, &st) {
 				s.mu.Lock()
 				if p.dropped == "" {
-					p.dropped = fmt.Sprintf("took no store message for %s", s.cfg.HeartbeatTimeout)
+					p.dropped = fmt.Sprintf("took no store message for %s", readable(st.after))
 				}
 				s.mu.Unlock()
 				s.log.Warn("store: dropping a client that does not read its messages", "remote", p.conn.RemoteAddr(), "role", p.role, "rank", p.rank)
