@@ -32,7 +32,7 @@ type storeClient struct {
 	lost     chan struct{} // closed when the store is gone or silent
 	lostErr  error
 	closing  atomic.Bool
-	heard    atomic.Int64 // unix nanoseconds of the last message
+	heard    atomic.Int64 // unix nanoseconds of the last bytes from the store (heardReader)
 	state    func() (seq int64, in bool)
 	paused   atomic.Bool // tests: a hung process sends no heartbeats
 	done     chan struct{}
@@ -78,7 +78,7 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 		conn.Close()
 		return nil, message{}, fmt.Errorf("dist: say hello to the rendezvous store at %s: %w", addr, err)
 	}
-	mr := newMsgReader(conn)
+	mr := newMsgReader(heardReader{sc})
 	ok, err := mr.read()
 	if err != nil {
 		conn.Close()
@@ -169,6 +169,22 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 			}
 		}
 	}()
+}
+
+// heardReader reads the store's connection, noting in sc.heard each time some
+// bytes arrive: a store that sends a large message (a Lookup's value, up to
+// maxMessage) slowly but steadily is heard from all along, not only once the
+// message is complete. (A rank on a link under 270 KB/s took the store for
+// silent, and lost, in the middle of a 4 MB answer, the heartbeats' answers
+// queued behind it.)
+type heardReader struct{ sc *storeClient }
+
+func (r heardReader) Read(p []byte) (int, error) {
+	n, err := r.sc.conn.Read(p)
+	if n > 0 {
+		r.sc.heard.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (sc *storeClient) read(mr *msgReader) {

@@ -3,6 +3,7 @@ package dist
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -288,4 +289,128 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	return c.got.Write(p)
+}
+
+// slowValueStore serves one client at a loopback address: it answers the
+// hello, reads the client's messages (answering none), and once asked for a key
+// sends a value of size bytes in pieces of 4 KB every 20ms, the first n of
+// them only when n > 0 (then nothing more). It returns a client whose
+// heartbeats go every 20ms with heartbeat timeout timeout.
+func slowValueStore(t *testing.T, timeout time.Duration, size, n int) *storeClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	t.Cleanup(func() { <-served })
+	t.Cleanup(func() { close(stop) }) // (runs before the wait for served)
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		mr := newMsgReader(conn)
+		if _, err := mr.read(); err != nil {
+			return
+		}
+		(&msgWriter{w: conn}).write(message{Type: msgOK})
+		asked := make(chan string, 1)
+		go func() {
+			for {
+				m, err := mr.read()
+				if err != nil {
+					return
+				}
+				if m.Type == msgGet {
+					asked <- m.Key
+				}
+			}
+		}()
+		var key string
+		select {
+		case key = <-asked:
+		case <-stop:
+			return
+		}
+		b, _ := json.Marshal(message{Type: msgValue, Key: key, Value: bytes.Repeat([]byte{7}, size)})
+		b = append(b, '\n')
+		for i := 0; len(b) > 0 && (n <= 0 || i < n); i++ {
+			k := min(len(b), 4<<10)
+			if _, err := conn.Write(b[:k]); err != nil {
+				return
+			}
+			b = b[k:]
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-stop:
+				return
+			}
+		}
+		<-stop // (the connection stays open until the test ends)
+	}()
+	sc, _, err := dialStore(context.Background(), ln.Addr().String(), "rank 0", message{Token: testToken, Role: roleWorker, World: 2, Addr: "127.0.0.1:1"}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.close)
+	sc.startHeartbeats(20*time.Millisecond, timeout, nil)
+	return sc
+}
+
+// TestLookupSlowLargeValue: a Lookup whose value (large) the store sends slowly
+// but steadily, taking longer than the heartbeat timeout, gets it, and the
+// store is not taken for lost: bytes from the store are hearing from it. (A
+// rank heard the store only once a message was complete: on a link under 270
+// KB/s it took the store for silent, and lost, in the middle of a 4 MB value,
+// the answers to its heartbeats queued behind it.)
+func TestLookupSlowLargeValue(t *testing.T) {
+	const timeout = time.Second
+	// About 350 KB of JSON: 4 KB every 20ms takes about 1.8s. (A larger value
+	// takes longer to parse under -race than the timeout.)
+	const size = 256 << 10
+	sc := slowValueStore(t, timeout, size, 0)
+	c := &Comm{rank: 1, world: 2, store: sc, log: testLogger(t), aborted: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	v, err := c.Lookup(ctx, "big")
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("lookup of a value the store sends slowly (after %s, heartbeat timeout %s): %v", took.Round(time.Millisecond), timeout, err)
+	}
+	t.Logf("the value took %s, heartbeat timeout %s", took.Round(time.Millisecond), timeout)
+	if len(v) != size {
+		t.Errorf("value of %d bytes, want %d", len(v), size)
+	}
+	select {
+	case <-sc.lost:
+		t.Errorf("lost: %v", sc.lostErr)
+	default:
+	}
+}
+
+// TestStoreLostMidValue: a store that stops in the middle of a value (hung,
+// after some of it) is still taken for lost about the heartbeat timeout after
+// its last bytes.
+func TestStoreLostMidValue(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	sc := slowValueStore(t, timeout, 256<<10, 4)
+	c := &Comm{rank: 1, world: 2, store: sc, log: testLogger(t), aborted: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Lookup(ctx, "big")
+	took := time.Since(start)
+	t.Logf("after %s: %v", took.Round(time.Millisecond), err)
+	if want := "has not answered for"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("lookup from a store that stopped mid-value: %v, want %q", err, want)
+	}
+	if took < timeout {
+		t.Errorf("lost after %s, before the heartbeat timeout %s", took, timeout)
+	}
 }
