@@ -32,7 +32,7 @@ type storeClient struct {
 	lost     chan struct{} // closed when the store is gone or silent
 	lostErr  error
 	closing  atomic.Bool
-	heard    atomic.Int64 // unix nanoseconds of the last bytes from the store (heardReader)
+	heard    atomic.Int64 // unix nanoseconds of the last bytes from the store (progressReader)
 	state    func() (seq int64, in bool)
 	paused   atomic.Bool // tests: a hung process sends no heartbeats
 	done     chan struct{}
@@ -72,13 +72,19 @@ func dialStore(ctx context.Context, addr, host string, hello message, log *slog.
 	tuneConn(conn)
 	sc := &storeClient{conn: conn, w: &msgWriter{w: conn, timeout: helloTimeout}, addr: addr, host: host, events: make(chan message, 256), waiters: map[string][]chan []byte{},
 		lost: make(chan struct{}), done: make(chan struct{}), log: log}
+	// A store that takes some of a write (a large Publish, slowly) is heard
+	// from: the answers to the heartbeats wait behind it.
+	sc.w.progress = func() { sc.heard.Store(time.Now().UnixNano()) }
 	hello.Type, hello.Version = msgHello, protocolVersion
 	conn.SetDeadline(time.Now().Add(helloTimeout))
 	if err := sc.w.write(hello); err != nil {
 		conn.Close()
 		return nil, message{}, fmt.Errorf("dist: say hello to the rendezvous store at %s: %w", addr, err)
 	}
-	mr := newMsgReader(heardReader{sc})
+	// Any bytes from the store are hearing from it: a rank reading a large answer
+	// slowly (a 4 MB value over a link under 270 KB/s) took the store for silent,
+	// and lost, in the middle of it, the answers to its heartbeats behind it.
+	mr := newMsgReader(progressReader{r: conn, at: &sc.heard})
 	ok, err := mr.read()
 	if err != nil {
 		conn.Close()
@@ -169,22 +175,6 @@ func (sc *storeClient) startHeartbeats(interval, timeout time.Duration, state fu
 			}
 		}
 	}()
-}
-
-// heardReader reads the store's connection, noting in sc.heard each time some
-// bytes arrive: a store that sends a large message (a Lookup's value, up to
-// maxMessage) slowly but steadily is heard from all along, not only once the
-// message is complete. (A rank on a link under 270 KB/s took the store for
-// silent, and lost, in the middle of a 4 MB answer, the heartbeats' answers
-// queued behind it.)
-type heardReader struct{ sc *storeClient }
-
-func (r heardReader) Read(p []byte) (int, error) {
-	n, err := r.sc.conn.Read(p)
-	if n > 0 {
-		r.sc.heard.Store(time.Now().UnixNano())
-	}
-	return n, err
 }
 
 func (sc *storeClient) read(mr *msgReader) {

@@ -396,7 +396,9 @@ func TestLookupSlowLargeValue(t *testing.T) {
 
 // TestStoreLostMidValue: a store that stops in the middle of a value (hung,
 // after some of it) is still taken for lost about the heartbeat timeout after
-// its last bytes.
+// its last bytes, though it takes the rank's heartbeats (small writes the
+// sockets' buffers would take from a hung store too do not count as hearing
+// from it).
 func TestStoreLostMidValue(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	sc := slowValueStore(t, timeout, 256<<10, 4)
@@ -412,5 +414,83 @@ func TestStoreLostMidValue(t *testing.T) {
 	}
 	if took < timeout {
 		t.Errorf("lost after %s, before the heartbeat timeout %s", took, timeout)
+	}
+}
+
+// TestPublishSlowLargeValue: a Publish of a large value that the store reads
+// slowly but steadily, taking longer than the heartbeat timeout (the store
+// answers the rank's heartbeats, which wait behind it, only after), succeeds
+// and the store is not taken for lost: a store that takes bytes is heard
+// from. (A rank on a link under 270 KB/s publishing 4 MB took the store for
+// silent, and lost.)
+func TestPublishSlowLargeValue(t *testing.T) {
+	const timeout = time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan message, 1)
+	stop := make(chan struct{})
+	served := make(chan struct{})
+	defer func() { close(stop); <-served }()
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+		mr := newMsgReader(&slowReader{r: conn, n: 4 << 10, every: 20 * time.Millisecond})
+		if _, err := mr.read(); err != nil {
+			return
+		}
+		w := &msgWriter{w: conn}
+		w.write(message{Type: msgOK})
+		go func() { <-stop; conn.Close() }()
+		for {
+			m, err := mr.read()
+			if err != nil {
+				return
+			}
+			switch m.Type {
+			case msgHB:
+				w.write(message{Type: msgHB})
+			case msgSet:
+				got <- m
+			}
+		}
+	}()
+	sc, _, err := dialStore(context.Background(), ln.Addr().String(), "rank 0", message{Token: testToken, Role: roleWorker, World: 2, Addr: "127.0.0.1:1"}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.close()
+	sc.conn.(*net.TCPConn).SetWriteBuffer(16 << 10)
+	sc.startHeartbeats(20*time.Millisecond, timeout, nil)
+	c := &Comm{rank: 1, world: 2, store: sc, log: testLogger(t), aborted: make(chan struct{})}
+	value := make([]byte, 256<<10) // about 350 KB of JSON: 4 KB every 20ms takes about 1.8s
+	start := time.Now()
+	if err := c.Publish(context.Background(), "big", value); err != nil {
+		t.Fatalf("publish to a slow store (after %s, heartbeat timeout %s): %v", time.Since(start).Round(time.Millisecond), timeout, err)
+	}
+	select {
+	case m := <-got:
+		t.Logf("the store had the value %s on, heartbeat timeout %s", time.Since(start).Round(time.Millisecond), timeout)
+		if len(m.Value) != len(value) {
+			t.Errorf("the store read %d bytes, want %d", len(m.Value), len(value))
+		}
+	case <-sc.lost:
+		t.Fatalf("lost %s on: %v", time.Since(start).Round(time.Millisecond), sc.lostErr)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the store has not had the value 20s on")
+	}
+	// The store answers the heartbeats again: it stays heard.
+	time.Sleep(2 * timeout)
+	select {
+	case <-sc.lost:
+		t.Errorf("lost: %v", sc.lostErr)
+	default:
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -120,7 +121,8 @@ type peer struct {
 	addr     string
 	local    string
 	gen      int
-	lastSeen time.Time
+	lastSeen time.Time     // its last heartbeat (or the generation's start)
+	heard    *atomic.Int64 // unix nanoseconds of its last bytes (progressReader)
 	seq      int64
 	in       bool
 	left     bool
@@ -329,7 +331,8 @@ func (s *Server) serve(conn net.Conn) {
 	defer s.wg.Done()
 	defer conn.Close()
 	tuneConn(conn)
-	mr := newMsgReader(conn)
+	heard := new(atomic.Int64)
+	mr := newMsgReader(progressReader{r: conn, at: heard})
 	w := &msgWriter{w: conn}
 	conn.SetReadDeadline(time.Now().Add(helloTimeout))
 	hello, err := mr.read()
@@ -338,7 +341,7 @@ func (s *Server) serve(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
-	p, err := s.admit(conn, w, hello)
+	p, err := s.admit(conn, w, heard, hello)
 	if err != nil {
 		s.log.Warn("store: refused a connection", "remote", conn.RemoteAddr(), "err", err)
 		conn.SetWriteDeadline(time.Now().Add(helloTimeout))
@@ -422,7 +425,7 @@ func (s *Server) writeTo(p *peer, done <-chan struct{}) {
 }
 
 // admit checks a hello and registers the peer.
-func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
+func (s *Server) admit(conn net.Conn, w *msgWriter, heard *atomic.Int64, h message) (*peer, error) {
 	if h.Type != msgHello {
 		return nil, fmt.Errorf("first message %q, want hello", h.Type)
 	}
@@ -432,7 +435,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, h message) (*peer, error) {
 	if h.Version != protocolVersion {
 		return nil, fmt.Errorf("protocol version %d, this store speaks %d (mixed gptkit versions?)", h.Version, protocolVersion)
 	}
-	p := &peer{conn: conn, w: w, out: make(chan message, sendQueue), flushed: make(chan struct{}), role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now()}
+	p := &peer{conn: conn, w: w, out: make(chan message, sendQueue), flushed: make(chan struct{}), role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now(), heard: heard}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -763,7 +766,7 @@ func (s *Server) watch() {
 		if s.running {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]
-				if quiet := time.Since(p.lastSeen); !p.left && quiet > s.cfg.HeartbeatTimeout {
+				if quiet := p.quiet(); !p.left && quiet > s.cfg.HeartbeatTimeout {
 					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)), false)
 					break
 				}
@@ -771,6 +774,17 @@ func (s *Server) watch() {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// quiet is how long p has sent nothing: no heartbeat, and no byte of another
+// message (a large Publish a slow link takes long over, its heartbeats waiting
+// behind it). The caller holds s.mu.
+func (p *peer) quiet() time.Duration {
+	last := p.lastSeen
+	if h := time.Unix(0, p.heard.Load()); h.After(last) {
+		last = h
+	}
+	return time.Since(last)
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {

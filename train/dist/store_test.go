@@ -2,6 +2,7 @@ package dist
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"strconv"
@@ -343,5 +344,98 @@ func TestStoreStoppedClientDropped(t *testing.T) {
 			t.Errorf("dropped %s after the client stopped reading, before the heartbeat timeout %s", after, timeout)
 		}
 		return
+	}
+}
+
+// TestStoreSlowPublishNotHung: a rank whose large Publish reaches the store
+// slowly but steadily, taking longer than the heartbeat timeout (its
+// heartbeats wait behind it), is not failed as hung: bytes from a rank count
+// as hearing from it. (The store heard a rank only at a heartbeat's end: a
+// rank on a link under 270 KB/s publishing 4 MB "sent no heartbeat".) One that
+// stops in the middle of its message still is, after the heartbeat timeout.
+func TestStoreSlowPublishNotHung(t *testing.T) {
+	const timeout = time.Second
+	for _, stops := range []bool{false, true} {
+		t.Run(map[bool]string{false: "steady", true: "stops"}[stops], func(t *testing.T) {
+			s, port := startStore(t, 1, ServerConfig{HeartbeatTimeout: timeout})
+			events := s.Subscribe()
+			conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			w := &msgWriter{w: conn}
+			if err := w.write(message{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleWorker, Rank: 0, World: 1, Addr: "127.0.0.1:1"}); err != nil {
+				t.Fatal(err)
+			}
+			if ev := <-events; ev.Kind != EventStart {
+				t.Fatalf("event %+v, want the start", ev)
+			}
+			// About 350 KB of JSON in pieces of 4 KB every 20ms: about 1.8s;
+			// the first 8 pieces only when it stops. (A larger value takes
+			// the store longer to parse under -race than the timeout.)
+			b, _ := json.Marshal(message{Type: msgSet, Key: "big", Value: bytes.Repeat([]byte{7}, 256<<10)})
+			b = append(b, '\n')
+			start := time.Now()
+			for i := 0; len(b) > 0 && (!stops || i < 8); i++ {
+				k := min(len(b), 4<<10)
+				if _, err := conn.Write(b[:k]); err != nil {
+					t.Fatal(err)
+				}
+				b = b[k:]
+				time.Sleep(20 * time.Millisecond)
+			}
+			if stops {
+				select {
+				case ev := <-events:
+					t.Logf("%s after the first piece: %s", time.Since(start).Round(time.Millisecond), ev.Reason)
+					if want := "rank 0 sent no heartbeat for"; ev.Kind != EventAbort || !strings.Contains(ev.Reason, want) {
+						t.Errorf("event %+v, want an abort saying %q", ev, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("a rank that stopped in the middle of a message is not failed %s on, heartbeat timeout %s", time.Since(start).Round(time.Millisecond), timeout)
+				}
+				return
+			}
+			t.Logf("the publish took %s, heartbeat timeout %s", time.Since(start).Round(time.Millisecond), timeout)
+			// The rank beats again, as its heartbeats waited behind the publish.
+			stop := make(chan struct{})
+			beating := make(chan struct{})
+			defer func() { close(stop); <-beating }()
+			go func() {
+				defer close(beating)
+				tick := time.NewTicker(timeout / 6)
+				defer tick.Stop()
+				for {
+					w.write(message{Type: msgHB})
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			}()
+			// The store has the value: a get is answered.
+			w.write(message{Type: msgGet, Key: "big"})
+			mr := newMsgReader(conn)
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				m, err := mr.read()
+				if err != nil {
+					t.Fatalf("after a slow publish: %v", err)
+				}
+				if m.Type == msgAbort {
+					t.Fatalf("the generation failed: %s", m.Reason)
+				}
+				if m.Type == msgValue {
+					break
+				}
+			}
+			select {
+			case ev := <-events:
+				t.Errorf("event %+v during a slow publish", ev)
+			default:
+			}
+		})
 	}
 }

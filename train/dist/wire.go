@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,23 @@ type message struct {
 	Key     string   `json:"key,omitempty"`
 	Value   []byte   `json:"value,omitempty"`
 	Exiting bool     `json:"exiting,omitempty"` // abort: Rank reported its own failure and exits (Event.Exiting)
+}
+
+// progressReader notes in at (unix nanoseconds) each time some bytes arrive:
+// a peer that sends a large message (a Publish's or a Lookup's value, up to
+// maxMessage) slowly but steadily is heard from all along, not only at the
+// message's end (its heartbeats, or the answers to ours, wait behind it).
+type progressReader struct {
+	r  io.Reader
+	at *atomic.Int64
+}
+
+func (r progressReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.at.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // msgReader reads newline-delimited messages of at most maxMessage bytes.
@@ -135,7 +153,20 @@ type msgWriter struct {
 	// two timeouts after the peer last took some). Nor is a peer blamed for a
 	// deadline that passed while this process did not run.
 	timeout time.Duration
+	// progress, when set, is called each time the peer takes some of a large
+	// write (over writeChunk bytes) that has a timeout: a peer that takes a
+	// large message slowly is heard from all along (a rank takes a store that
+	// reads its Publish for alive, though the answers to its heartbeats wait
+	// behind it). Small writes do not count: the sockets' buffers take the
+	// heartbeats of a hung peer for a long while.
+	progress func()
 }
+
+// writeChunk is the most a write with a timeout hands the connection at once,
+// so that its progress is seen while a large message goes (a link that takes
+// less than this per heartbeat timeout, about 4 KB/s with the default 15s, is
+// seen to progress too late: the store is taken as lost during a large Publish).
+const writeChunk = 64 << 10
 
 // stalledError is a write the peer took none of for after.
 type stalledError struct{ after time.Duration }
@@ -165,14 +196,18 @@ func (mw *msgWriter) write(m message) error {
 		_, err = mw.w.Write(b)
 		return err
 	}
-	for {
+	large := len(b) > writeChunk
+	for len(b) > 0 {
 		start := time.Now()
 		conn.SetWriteDeadline(start.Add(mw.timeout))
-		n, err := mw.w.Write(b)
+		n, err := mw.w.Write(b[:min(len(b), writeChunk)])
 		b = b[n:]
+		if n > 0 && large && mw.progress != nil {
+			mw.progress()
+		}
 		switch {
 		case err == nil:
-			return nil
+			continue
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return err
 		case n == 0 && time.Since(start) < mw.timeout*3/2:
@@ -183,4 +218,5 @@ func (mw *msgWriter) write(m message) error {
 		// machine suspended), and the peer may have read all along. Either way
 		// it has the timeout anew.
 	}
+	return nil
 }
