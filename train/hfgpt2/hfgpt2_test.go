@@ -727,3 +727,79 @@ func TestImportFuncStreamsByteMasks(t *testing.T) {
 		t.Errorf("ImportFunc allocated %d KB for %d KB of weights: read whole, not streamed", allocated>>10, weights>>10)
 	}
 }
+
+// TestImportFuncFileChanged: model.safetensors replaced or rewritten while ImportFunc
+// reads it, by a file of the same size whose header gives tensors other shapes (here
+// c_fc.weight 8 values shorter, c_fc.bias 8 longer), made it index past the end of
+// a tensor's values (a panic) or put values of the wrong shape. Now the file read is
+// the one whose header was read (one open: a file renamed over it, as an export
+// replaces it, changes nothing), and a tensor whose shape is not the one its header
+// gave when read (the file rewritten in place) is an error naming it.
+func TestImportFuncFileChanged(t *testing.T) {
+	cfg := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 1, NHead: 2, NEmbd: 8, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	want := randomModel(cfg, 3)
+	for _, replace := range []string{"renamed", "rewritten"} {
+		t.Run(replace, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := Export(dir, cfg, want); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, WeightsName)
+			f, err := safetensors.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Tensors {
+				tt := &f.Tensors[i]
+				switch tt.Name {
+				case "transformer.h.0.mlp.c_fc.weight":
+					tt.Shape, tt.Data = []int{8, 31}, tt.Data[:8*31]
+				case "transformer.h.0.mlp.c_fc.bias":
+					tt.Shape, tt.Data = []int{40}, append(tt.Data, make([]float32, 8)...)
+				}
+			}
+			var changed bytes.Buffer
+			if err := safetensors.Write(&changed, f.Tensors, map[string]string{"format": "pt"}); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(path); err != nil || fi.Size() != int64(changed.Len()) {
+				t.Fatalf("the changed file has %d bytes, the file %v: the test needs the same size", changed.Len(), fi.Size())
+			}
+			got, err := ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func(p func(string)) { planned = p }(planned)
+			planned = func(string) {
+				if replace == "renamed" {
+					err = durable.WriteFile(path, changed.Bytes(), 0o644)
+				} else {
+					err = os.WriteFile(path, changed.Bytes(), 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			byName := map[string][]float32{}
+			err = ImportFunc(dir, got, func(name string, vals []float32) error {
+				byName[name] = append([]float32(nil), vals...)
+				return nil
+			})
+			if replace == "rewritten" {
+				if err == nil || !strings.Contains(err.Error(), "h.0.mlp.c_f") || !strings.Contains(err.Error(), WeightsName) {
+					t.Fatalf("a file rewritten while read: %v, want an error naming the tensor and the file", err)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range want {
+				if !sameBits(byName[w.Name], w.Data) {
+					t.Errorf("%s: not the values of the file whose header was read", w.Name)
+				}
+			}
+		})
+	}
+}

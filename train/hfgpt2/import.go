@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,6 +58,7 @@ func ReadConfig(dir string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	pl.f.Close()
 	return pl.cfg, nil
 }
 
@@ -76,6 +78,8 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 	if err != nil {
 		return err
 	}
+	defer pl.f.Close()
+	planned(dir)
 	if !sameModel(pl.cfg, cfg) {
 		return fail(fmt.Errorf("its model is now %+v, not the %+v read before: was it replaced meanwhile?", pl.cfg, cfg))
 	}
@@ -122,8 +126,7 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 		putErr = put(p.Name, vals)
 		return putErr
 	}
-	path := filepath.Join(dir, WeightsName)
-	err = streamTensors(path, pl.size, pl.largest, putOne)
+	err = streamTensors(pl, putOne)
 	if putErr != nil {
 		return putErr
 	}
@@ -136,16 +139,17 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 	return nil
 }
 
-// streamTensors reads the safetensors file path (of size bytes) in one pass with
-// safetensors.ReadInto, through one buffer of largest values (its largest tensor but
-// the mask buffers, which are read past), handing each tensor's values to put once
-// read; put's error is returned as it is.
-func streamTensors(path string, size int64, largest int, put func(file string, vals []float32) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
-	defer f.Close()
+// planned is called by ImportFunc once it has read the directory's config.json and
+// the header of its model.safetensors (a variable: tests change the files then).
+var planned = func(dir string) {}
+
+// streamTensors reads the model.safetensors pl planned, from the file planImport
+// opened (a file renamed over it since is not read), in one pass with
+// safetensors.ReadInto, through one buffer of its largest tensor but the mask
+// buffers (which are read past), handing each tensor's values to put once read; put's
+// error is returned as it is. A tensor that is not the one planned (the file
+// rewritten in place since its header was read) is an error naming it.
+func streamTensors(pl *importPlan, put func(file string, vals []float32) error) error {
 	var (
 		buf     []float32
 		pending string // the tensor read into buf, put at the next one or the end
@@ -159,16 +163,23 @@ func streamTensors(path string, size int64, largest int, put func(file string, v
 		pending = ""
 		return put(name, buf[:n])
 	}
-	_, err = safetensors.ReadInto(f, size, func(in safetensors.Info) ([]float32, error) {
-		if err := flush(); err != nil {
-			return nil, err
+	var putErr error
+	_, err := safetensors.ReadInto(io.NewSectionReader(pl.f, 0, pl.size), pl.size, func(in safetensors.Info) ([]float32, error) {
+		if putErr = flush(); putErr != nil {
+			return nil, putErr
 		}
 		if isMaskBuffer(in.Name) {
 			return nil, nil
 		}
+		switch shape, ok := pl.shapes[in.Name]; {
+		case !ok:
+			return nil, fmt.Errorf("tensor %s, which its header did not list when read: was the file changed meanwhile?", in.Name)
+		case !sameShape(in.Shape, shape):
+			return nil, fmt.Errorf("tensor %s of shape %v, where its header gave %v when read: was the file changed meanwhile?", in.Name, in.Shape, shape)
+		}
 		n = numel(in.Shape)
 		if buf == nil {
-			buf = make([]float32, largest)
+			buf = make([]float32, pl.largest)
 		}
 		if n > len(buf) {
 			return nil, fmt.Errorf("internal error: tensor %s of %d values, over the %d planned", in.Name, n, len(buf))
@@ -177,7 +188,11 @@ func streamTensors(path string, size int64, largest int, put func(file string, v
 		return buf[:n], nil
 	})
 	if err == nil {
-		err = flush()
+		putErr = flush()
+		err = putErr
+	}
+	if err != nil && err != putErr {
+		err = fmt.Errorf("read %s: %w", pl.f.Name(), err)
 	}
 	return err
 }
@@ -187,15 +202,18 @@ func streamTensors(path string, size int64, largest int, put func(file string, v
 type importPlan struct {
 	cfg     Config
 	tensors map[string]Param // ours, by the file's name: all of Params, with biases
+	shapes  map[string][]int // the file's tensors' shapes (not the mask buffers')
 	lmHead  string           // the file's lm_head.weight, if it has one
-	size    int64            // model.safetensors' bytes
+	f       *os.File         // model.safetensors, open: the file the header is of
+	size    int64            // its bytes
 	largest int              // values of its largest tensor but the mask buffers
 }
 
 // planImport reads dir's config.json and model.safetensors' header and checks that
 // they make a GPT2LMHeadModel (the checks, in the order and the words Import always
-// gave them), reading the biases of a bias-free export to tell its shape.
-func planImport(dir string) (*importPlan, error) {
+// gave them), reading the biases of a bias-free export to tell its shape. The plan
+// holds model.safetensors open (the caller closes pl.f); none is open after an error.
+func planImport(dir string) (pl *importPlan, err error) {
 	fail := func(err error) (*importPlan, error) {
 		return nil, fmt.Errorf("hfgpt2: import %s: %w", dir, err)
 	}
@@ -208,14 +226,19 @@ func planImport(dir string) (*importPlan, error) {
 		return fail(fmt.Errorf("%s: %w", ConfigName, err))
 	}
 	path := filepath.Join(dir, WeightsName)
-	size, infos, err := readHeader(path)
+	f, size, infos, err := readHeader(path)
 	if err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, WeightsName+".index.json")); serr == nil {
 			err = fmt.Errorf("%s holds a sharded checkpoint (%s.index.json and its model-NNNNN-of-NNNNN.safetensors files), which is not read here: save it as one file (transformers: save_pretrained(dir, max_shard_size=\"100GB\"))", dir, WeightsName)
 		}
 		return fail(err)
 	}
-	pl := &importPlan{tensors: map[string]Param{}, size: size}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	pl = &importPlan{tensors: map[string]Param{}, shapes: map[string][]int{}, f: f, size: size}
 	// The mask buffers are skipped before any conversion: older transformers saved
 	// them as uint8 or bool, which no float conversion takes.
 	hf := map[string]*safetensors.Info{}
@@ -229,6 +252,7 @@ func planImport(dir string) (*importPlan, error) {
 			continue // causal-mask buffers, not parameters
 		}
 		pl.largest = max(pl.largest, numel(t.Shape))
+		pl.shapes[t.Name] = t.Shape
 		if hf[name] != nil {
 			return fail(fmt.Errorf("%s: tensor %s appears with and without the transformer. prefix", WeightsName, t.Name))
 		}
@@ -273,15 +297,15 @@ func planImport(dir string) (*importPlan, error) {
 
 	// A bias-free model Export wrote: drop the zero biases again.
 	if extra != nil && !extra.Bias {
-		f, err := safetensors.ReadFileExcept(path, func(name string) bool {
+		biases, err := safetensors.ReadExcept(f, size, func(name string) bool {
 			p, ok := pl.tensors[name]
 			return !ok || !strings.HasSuffix(p.Name, ".bias")
 		})
 		if err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("read %s: %w", path, err))
 		}
 		allZero := true
-		for _, t := range f.Tensors {
+		for _, t := range biases.Tensors {
 			for _, x := range t.Data {
 				allZero = allZero && x == 0
 			}
@@ -294,22 +318,24 @@ func planImport(dir string) (*importPlan, error) {
 	return pl, nil
 }
 
-// readHeader reads the header of the safetensors file path.
-func readHeader(path string) (size int64, infos []safetensors.Info, err error) {
-	f, err := os.Open(path)
+// readHeader opens the safetensors file path and reads its header; the file is
+// left open for its tensors to be read (closed after an error).
+func readHeader(path string) (f *os.File, size int64, infos []safetensors.Info, err error) {
+	f, err = os.Open(path)
 	if err != nil {
-		return 0, nil, fmt.Errorf("safetensors: %w", err)
+		return nil, 0, nil, fmt.Errorf("safetensors: %w", err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, nil, fmt.Errorf("safetensors: %w", err)
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("safetensors: %w", err)
 	}
 	_, infos, err = safetensors.ReadHeader(f, fi.Size())
 	if err != nil {
-		return 0, nil, fmt.Errorf("read %s: %w", path, err)
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return fi.Size(), infos, nil
+	return f, fi.Size(), infos, nil
 }
 
 // sameModel reports whether a and b are the same model shape.

@@ -63,6 +63,16 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 	return f, nil
 }
 
+// ReadExcept is Read leaving out the tensors skip names, whatever their dtype (their
+// bytes are not read).
+func ReadExcept(r io.ReaderAt, size int64, skip func(name string) bool) (*File, error) {
+	f, err := read(r, size, skip)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	return f, nil
+}
+
 // ReadFile reads the safetensors file at path (see Read).
 func ReadFile(path string) (*File, error) { return ReadFileExcept(path, nil) }
 
