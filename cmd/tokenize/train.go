@@ -38,7 +38,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"Trains a byte-level BPE tokenizer (Hugging Face BpeTrainer semantics, GPT-2 pre-tokenizer) and writes\n"+
 			"its tokenizer.json. A plain text file is one document, read in chunks; a .jsonl file (or any file\n"+
 			"with --jsonl) holds one JSON object per line whose --text-key field is a document; .gz files are\n"+
-			"decompressed. Progress is logged to stderr; nothing is written to stdout.")
+			"decompressed (.json.gz is JSONL, as C4 names it); .zip and .parquet files are refused. Progress\n"+
+			"is logged to stderr; nothing is written to stdout.")
 	inputs := cli.ListFlag{Comma: true}
 	specials := cli.ListFlag{Values: []string{defaultSpecial}}
 	c.Flags.Var(&inputs, "input", "comma-separated input `FILES` (required; may be repeated)")
@@ -47,7 +48,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	c.Flags.Var(&specials, "special", "special `TOKEN`, given the next id from 0 (may be repeated; the first --special replaces the default; --special '' for none)")
 	minFreq := c.Flags.Int("min-frequency", tokenize.DefaultMinFrequency, "merge only pairs that occur at least `N` times (0 and 1: any pair)")
 	workers := c.Flags.Int("workers", runtime.GOMAXPROCS(0), "count words on `N` cores")
-	jsonl := c.Flags.Bool("jsonl", false, "read every input as JSONL (files ending in .jsonl or .jsonl.gz always are)")
+	jsonl := c.Flags.Bool("jsonl", false, "read every input as JSONL (files ending in .jsonl, .jsonl.gz or .json.gz always are)")
 	textKey := c.Flags.String("text-key", "text", "with JSONL input, the `FIELD` holding the text")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
@@ -142,7 +143,15 @@ func newTrainInput(path string, jsonl bool) (trainInput, error) {
 			return in, fmt.Errorf("%s: %s compression is not supported; decompress it first (or use gzip)", path, ext)
 		}
 	}
-	if strings.HasSuffix(name, ".jsonl") {
+	// Archives and Parquet, which `tokenize run` and `prep custom` read, would be
+	// trained on as their raw bytes here: refused.
+	for _, ext := range []string{".zip", ".parquet"} {
+		if strings.HasSuffix(strings.ToLower(name), ext) {
+			return in, fmt.Errorf("%s: tokenize train does not read %s files (it would learn their raw bytes): give the text as .txt or .jsonl (.gz) files", path, ext)
+		}
+	}
+	// .json.gz is JSONL, as C4 names it and as `tokenize run` reads it.
+	if strings.HasSuffix(name, ".jsonl") || (in.gzip && strings.HasSuffix(name, ".json")) {
 		in.jsonl = true
 	}
 	fi, err := os.Stat(path)

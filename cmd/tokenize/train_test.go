@@ -173,6 +173,7 @@ func TestTrainUsageAndFailures(t *testing.T) {
 	bad := writeTrainFile(t, filepath.Join(dir, "bad.jsonl"), []byte("{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"text\": 3}\n"))
 	// A line of a form feed is not blank (JSON whitespace is space, tab, CR and LF).
 	formFeed := writeTrainFile(t, filepath.Join(dir, "ff.jsonl"), []byte("{\"text\": \"ok\"}\n\f\n \t\r\n{\"text\": \"ok\"}\n"))
+	zipFile := writeTrainFile(t, filepath.Join(dir, "docs.zip"), []byte("PK\x03\x04 some member bytes"))
 	out := filepath.Join(dir, "tok.json")
 	for _, tc := range []struct {
 		name string
@@ -192,6 +193,9 @@ func TestTrainUsageAndFailures(t *testing.T) {
 		{"missing file", []string{"--input", filepath.Join(dir, "nope.txt"), "--vocab-size", "300", "--out", out}, 1, []string{"nope.txt"}},
 		{"zstd", []string{"--input", filepath.Join(dir, "x.jsonl.zst"), "--vocab-size", "300", "--out", out}, 1, []string{"x.jsonl.zst", "not supported"}},
 		{"directory input", []string{"--input", dir, "--vocab-size", "300", "--out", out}, 1, []string{"is a directory"}},
+		// tokenize run reads these; here they would have been trained on as raw bytes.
+		{"zip", []string{"--input", zipFile, "--vocab-size", "300", "--out", out}, 1, []string{"docs.zip", "does not read .zip"}},
+		{"parquet", []string{"--input", filepath.Join(dir, "docs.parquet"), "--vocab-size", "300", "--out", out}, 1, []string{"docs.parquet", "does not read .parquet"}},
 		{"bad jsonl", []string{"--input", bad, "--vocab-size", "300", "--out", out}, 1, []string{"bad.jsonl: line 3:", `field "text"`}},
 		{"form feed line", []string{"--input", formFeed, "--vocab-size", "300", "--out", out}, 1, []string{"ff.jsonl: line 2:", "not JSON whitespace"}},
 		{"out in missing dir", []string{"--input", text, "--vocab-size", "300", "--out", filepath.Join(dir, "no", "tok.json")}, 1, []string{"cannot create it in"}},
@@ -221,8 +225,8 @@ func TestTrainUsageAndFailures(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a failed run left an output file")
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
-		t.Errorf("directory holds %d entries, want the 3 inputs (no temporary files)", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
+		t.Errorf("directory holds %d entries, want the 4 inputs (no temporary files)", len(entries))
 	}
 }
 
@@ -313,5 +317,28 @@ func TestTrainOutNotRegular(t *testing.T) {
 	code, _, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "300", "--out", target, "--workers", "1")
 	if data := readTrainOut(t, target); code != 0 || !bytes.HasPrefix(data, []byte("{")) {
 		t.Errorf("regular --out: exit %d, file %.20q; stderr:\n%s", code, data, stderr)
+	}
+}
+
+// TestTrainJSONGzIsJSONL: a .json.gz file (C4's name for gzipped JSONL) is JSONL, as
+// `tokenize run` and `prep custom` read it, not a text whose JSON syntax is learned.
+func TestTrainJSONGzIsJSONL(t *testing.T) {
+	dir := t.TempDir()
+	docs := trainDocs(200)
+	var jsonl bytes.Buffer
+	for _, d := range docs {
+		fmt.Fprintf(&jsonl, `{"text": %q}`+"\n", d)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(jsonl.Bytes())
+	zw.Close()
+	in := writeTrainFile(t, filepath.Join(dir, "c4-train.00000-of-01024.json.gz"), gz.Bytes())
+	out := filepath.Join(dir, "tok.json")
+	if code, _, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "300", "--out", out, "--special", ""); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, want := readTrainOut(t, out), trainLib(t, docs, tokenize.TrainOptions{VocabSize: 300}); !bytes.Equal(got, want) {
+		t.Error("a .json.gz file was not read as JSONL: command and library disagree")
 	}
 }
