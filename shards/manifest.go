@@ -176,7 +176,11 @@ func (m *Manifest) Validate() error {
 		bad("format is %q, want %q", m.Format, ManifestFormat)
 	}
 	if m.Version != ManifestVersion {
-		bad("version is %d; this gptkit reads version %d (a newer gptkit wrote it? upgrade)", m.Version, ManifestVersion)
+		if m.Version > ManifestVersion {
+			bad("version is %d; this gptkit reads version %d (a newer gptkit wrote it? upgrade)", m.Version, ManifestVersion)
+		} else {
+			bad("version is %d, want %d (not a manifest a gptkit wrote?)", m.Version, ManifestVersion)
+		}
 	}
 	t := m.Tokenizer
 	if t.Name == "" {
@@ -316,6 +320,13 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		var te *json.UnmarshalTypeError
 		off, hint := int64(-1), "a field of the manifest has a value it cannot hold: restore it, or re-run the stage that wrote the dataset"
 		switch {
+		case len(bytes.TrimSpace(data)) == 0:
+			// An empty file is no field's fault: a copy or write cut short.
+			return nil, formatErr(ErrBadManifest, name, 0, "", "the manifest is truncated (an interrupted copy or write): restore it, or re-run the stage that wrote the dataset",
+				"the manifest is empty (%d bytes)", len(data))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, formatErr(ErrBadManifest, name, int64(len(data)), "", "the manifest is truncated (an interrupted copy or write): restore it, or re-run the stage that wrote the dataset",
+				"the manifest's JSON ends in the middle (%d bytes)", len(data))
 		case errors.As(err, &se):
 			off, hint = se.Offset, "the manifest is not valid JSON: restore it, or re-run the stage that wrote the dataset"
 		case errors.As(err, &te):

@@ -107,6 +107,23 @@ func TestManifestValidation(t *testing.T) {
 	if _, err := ParseManifest("m.json", []byte(`{"format": "gptkit-shards",`)); !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), "m.json") {
 		t.Fatalf("bad JSON: %v", err)
 	}
+	// An empty or cut manifest says so (it said "EOF: a field of the manifest has a
+	// value it cannot hold"); version 0 is no newer gptkit's.
+	for _, tc := range []struct{ data, want string }{
+		{"", "the manifest is empty (0 bytes)"},
+		{" \n", "the manifest is empty (2 bytes)"},
+		{`{"format": "gptkit-shards",`, "byte 27: the manifest's JSON ends in the middle (27 bytes)"},
+		{`{"format": "gptkit-shards", "version": 0}`, "version is 0, want 1 (not a manifest a gptkit wrote?)"},
+		{`{"format": "gptkit-shards", "version": 7}`, "a newer gptkit wrote it? upgrade"},
+	} {
+		_, err := ParseManifest("m.json", []byte(tc.data))
+		if !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("manifest %q: %v, want %q", tc.data, err, tc.want)
+		}
+		if len(tc.data) < 30 && err != nil && !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("manifest %q: %v does not say it is truncated", tc.data, err)
+		}
+	}
 	if _, err := ReadManifest(context.Background(), newTestStore(t), "nothing"); !errors.Is(err, ErrMissing) {
 		t.Fatalf("missing manifest: %v", err)
 	}
