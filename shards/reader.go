@@ -80,7 +80,7 @@ func OpenStore(ctx context.Context, st storage.Store, prefix, cacheDir, binSHA, 
 func localCopy(ctx context.Context, st storage.Store, key, cacheDir, sha string) (string, error) {
 	p, err := storage.Fetch(ctx, st, key, cacheDir, sha)
 	if errors.Is(err, storage.ErrNotExist) {
-		return "", &FormatError{File: keyName(st, key), Offset: -1, Msg: "does not exist", Err: ErrMissing,
+		return "", &FormatError{File: keyName(st, key), Offset: -1, Msg: missingMsg(st, key), Err: ErrMissing,
 			Hint: "a shard is two files, PREFIX.idx and PREFIX.bin: restore the missing one, or re-run the stage that wrote the dataset"}
 	}
 	if errors.Is(err, storage.ErrChecksum) {
@@ -91,6 +91,25 @@ func localCopy(ctx context.Context, st storage.Store, key, cacheDir, sha string)
 		return "", fmt.Errorf("shards: fetch %s: %w", keyName(st, key), err)
 	}
 	return p, nil
+}
+
+// missingMsg says why key of st, which the store does not hold as a file, is missing:
+// a local directory (or other non-file) in its place is named as such, not as absent.
+func missingMsg(st storage.Store, key string) string {
+	if p, ok := st.LocalPath(key); ok {
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			return notRegularMsg(fi)
+		}
+	}
+	return "does not exist"
+}
+
+// notRegularMsg says what a path that should be a shard file is instead.
+func notRegularMsg(fi os.FileInfo) string {
+	if fi.IsDir() {
+		return "is a directory, not a file"
+	}
+	return fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type())
 }
 
 // keyName names a key of st in messages.
@@ -141,6 +160,11 @@ func mapFile(path string) (mmap.MMap, int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("shards: stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		// mmap would fail with "no such device" (a directory).
+		return nil, 0, &FormatError{File: path, Offset: -1, Msg: notRegularMsg(fi), Err: ErrMissing,
+			Hint: "a shard is two files, PREFIX.idx and PREFIX.bin: put the file in its place, or re-run the stage that writes them"}
 	}
 	size := fi.Size()
 	if size == 0 {

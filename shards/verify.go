@@ -91,7 +91,7 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 		switch {
 		case errors.Is(err, storage.ErrNotExist):
 			missing = true
-			add(keyName(st, key), false, &FormatError{File: keyName(st, key), Offset: -1, Msg: "does not exist", Err: ErrMissing,
+			add(keyName(st, key), false, &FormatError{File: keyName(st, key), Offset: -1, Msg: missingMsg(st, key), Err: ErrMissing,
 				Hint: "the shard is incomplete: restore the file, or re-run the stage that wrote the dataset"})
 		case err != nil:
 			return probs, fmt.Errorf("shards: stat %s: %w", keyName(st, key), err)

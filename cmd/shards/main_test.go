@@ -275,6 +275,23 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	// A directory where the .bin should be (a cp -r gone wrong) is named as one:
+	// verify called it "does not exist", cat and train "mmap ...: no such device".
+	t.Run("directory in place of the bin", func(t *testing.T) {
+		os.Remove(bin)
+		os.Mkdir(bin, 0o755)
+		defer os.WriteFile(bin, good, 0o644)
+		defer os.Remove(bin)
+		out, _ := wantFailure(t, 1, []string{bin, "is a directory"}, "verify", dir)
+		if !strings.HasPrefix(out, "error: "+bin+": file missing: is a directory, not a file") {
+			t.Errorf("verify stdout: %q", out)
+		}
+		_, errOut := wantFailure(t, 1, []string{bin, "is a directory, not a file", "HINT"}, "cat", dir, "--doc", "0")
+		if strings.Contains(errOut, "no such device") {
+			t.Errorf("cat: %q", errOut)
+		}
+	})
+
 	t.Run("truncated idx", func(t *testing.T) {
 		os.WriteFile(idx, goodIdx[:len(goodIdx)-5], 0o644)
 		defer os.WriteFile(idx, goodIdx, 0o644)
