@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -13,6 +14,10 @@ var errNotFound = errors.New("library not found")
 
 // openLib dlopens the first of names that loads and returns its handle and name.
 func openLib(names ...string) (uintptr, string, error) {
+	// purego calls dlopen, then dlerror, whose message is the calling thread's: on
+	// another thread it is another call's, or empty.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var msgs []string
 	for _, n := range names {
 		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
@@ -33,6 +38,8 @@ type binding struct {
 // bindAll binds every function of bs in the library h (named lib in errors); a
 // missing symbol is an error, not a panic.
 func bindAll(h uintptr, lib string, bs []binding) error {
+	runtime.LockOSThread() // dlsym's dlerror, as in openLib
+	defer runtime.UnlockOSThread()
 	for _, b := range bs {
 		sym, err := purego.Dlsym(h, b.name)
 		if err != nil {
