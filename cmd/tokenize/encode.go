@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"gptkit/internal/cli"
@@ -56,10 +57,11 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	bar := pf.start(c.Name, stdin, stderr)
 	ft := newIDText(tok.VocabSize())
 	var badUTF8 badUTF8Lines
+	badByte := -1 // without --jsonl: the first byte of invalid UTF-8 in stdin
 	if *jsonl {
 		err = encodeLines(ctx, tok, stdin, out, *textKey, *workers, bar, ft, &badUTF8)
 	} else {
-		err = encodeWhole(ctx, tok, stdin, out, *workers, bar, ft)
+		err = encodeWhole(ctx, tok, stdin, out, *workers, bar, ft, &badByte)
 	}
 	// Flush even after an error: the lines before the bad one are good output.
 	if ferr := out.Flush(); err == nil && ferr != nil {
@@ -71,6 +73,9 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	bar.Done()
 	badUTF8.warn(stderr, "tokenize "+c.Name)
+	if badByte >= 0 {
+		fmt.Fprintf(stderr, "tokenize %s: warning: stdin held invalid UTF-8 (the first at byte %d), encoded with U+FFFD in its place (as --jsonl and tokenize run read it)\n", c.Name, badByte)
+	}
 	return exitOK
 }
 
@@ -96,7 +101,10 @@ const wholeQueue = 2
 // was ~5% of the command's CPU), and each part's bytes count on bar once written; a
 // fault on the mapping (the file cut short meanwhile) fails the command, naming the
 // part's first byte.
-func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, workers int, bar *progress.Bar, ft *idText) (err error) {
+//
+// *badByte is set to the offset of the first invalid UTF-8 in the text (encoded as
+// U+FFFD, which the ids do not tell), when there is any.
+func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer, workers int, bar *progress.Bar, ft *idText, badByte *int) (err error) {
 	var text string
 	mapped := mapStdin(in)
 	if mapped != nil {
@@ -137,6 +145,7 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		var ids []int
 		if err := guard(0, func() (err error) {
 			ids, err = tok.EncodeChecked(text)
+			*badByte = firstInvalidUTF8(text)
 			return err
 		}); err != nil {
 			return fmt.Errorf("stdin: %w", err)
@@ -149,8 +158,9 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 	}
 
 	type result struct {
-		blocks []idBlock // the part's ids as text: ",id,id..."
-		err    error
+		blocks  []idBlock // the part's ids as text: ",id,id..."
+		badByte int       // the first invalid UTF-8 in the text, or -1
+		err     error
 	}
 	type part struct {
 		start int // the part's first byte in text
@@ -203,11 +213,15 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 					ids = hugemem.MapUnwritten[int32](n)
 				}
 				var got []int32
+				bad := -1
 				err := guard(p.start, func() error {
 					got, _ = tok.AppendEncodeInt32(ids.S[:0], p.text, false)
+					if i := firstInvalidUTF8(p.text); i >= 0 {
+						bad = p.start + i
+					}
 					return nil
 				})
-				p.out <- result{pool.format(ft, got), err}
+				p.out <- result{pool.format(ft, got), bad, err}
 			}
 		}()
 	}
@@ -261,6 +275,9 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		if mapped != nil {
 			bar.Add(int64(len(p.text)), 0)
 		}
+		if *badByte < 0 {
+			*badByte = res.badByte
+		}
 		for i, b := range res.blocks {
 			if first {
 				b.text[0] = '['
@@ -282,6 +299,21 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		_, err = out.WriteString("]\n")
 	}
 	return err
+}
+
+// firstInvalidUTF8 is the offset of the first byte of s that is not valid UTF-8, or -1.
+func firstInvalidUTF8(s string) int {
+	if utf8.ValidString(s) { // the fast path: no decoding rune by rune
+		return -1
+	}
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // readAll reads all of in, in one read into a buffer of the right size when in is a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -90,6 +91,52 @@ func TestEncodeWholeUnmapsAll(t *testing.T) {
 			}
 			cancel()
 			check(fmt.Sprintf("%s workers, interrupted after %d bytes", workers, n))
+		}
+	}
+}
+
+// TestEncodeWholeWarnsInvalidUTF8: without --jsonl, invalid UTF-8 in stdin is encoded
+// as U+FFFD (as --jsonl does), and the command says so in one warning naming the first
+// bad byte, piped or mapped, in one part or many; valid text of many-byte characters
+// cut into parts gets none. The ids alone cannot tell: it warned only with --jsonl.
+func TestEncodeWholeWarnsInvalidUTF8(t *testing.T) {
+	spec, tok := gpt2File(t)
+	defer func(part int, min int64) { wholePartBytes, mapStdinMin = part, min }(wholePartBytes, mapStdinMin)
+	wholePartBytes = 4 << 10
+	mapStdinMin = 1
+	var sb strings.Builder
+	for i := 0; sb.Len() < 64<<10; i++ {
+		fmt.Fprintf(&sb, "Grüße %d, 世界 — ünïcödé %s\n", i, strings.Repeat("é", i%7))
+	}
+	good := sb.String()
+	at := 40<<10 + strings.IndexByte(good[40<<10:], '\n') + 1 // a line's start: no character cut
+	bad := good[:at] + "\xff" + good[at:]
+	for _, tc := range []struct {
+		name, text, warn string
+	}{
+		{"valid", good, ""},
+		{"invalid", bad, fmt.Sprintf("tokenize encode: warning: stdin held invalid UTF-8 (the first at byte %d), encoded with U+FFFD in its place", at)},
+		{"invalid first byte", "\xfehello", "(the first at byte 0)"},
+	} {
+		want := idLines([][]int{tok.Encode(tc.text)})
+		for _, workers := range []string{"1", "3"} {
+			args := []string{"encode", "--tokenizer", spec, "--workers", workers}
+			for _, in := range []struct {
+				how string
+				r   io.Reader
+			}{{"piped", strings.NewReader(tc.text)}, {"mapped", openAt(t, tc.text, 0)}} {
+				var out, errOut bytes.Buffer
+				code := run(context.Background(), args, in.r, &out, &errOut)
+				if code != 0 || out.String() != want {
+					t.Fatalf("%s, %s workers, %s: exit %d, %d bytes out (want %d): %s", tc.name, workers, in.how, code, out.Len(), len(want), errOut.String())
+				}
+				switch {
+				case tc.warn == "" && errOut.Len() > 0:
+					t.Errorf("%s, %s workers, %s: stderr %q, want nothing", tc.name, workers, in.how, errOut.String())
+				case tc.warn != "" && (!strings.Contains(errOut.String(), tc.warn) || strings.Count(errOut.String(), "\n") != 1):
+					t.Errorf("%s, %s workers, %s: stderr %q, want one line with %q", tc.name, workers, in.how, errOut.String(), tc.warn)
+				}
+			}
 		}
 	}
 }
