@@ -90,3 +90,33 @@ func TestRunMissingInputMakesNoOutput(t *testing.T) {
 		t.Errorf("%s was made", out)
 	}
 }
+
+// TestRunNoEODMakesNoOutput: a tokenizer without an end-of-document id (a character
+// vocabulary, prep shakespeare's chars.json) and the default --append-eod fail before
+// the output directory is made, which was left behind empty.
+func TestRunNoEODMakesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	chars := filepath.Join(dir, "chars")
+	if err := os.Mkdir(chars, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(chars, "chars.json"), []byte(`{"type": "char", "chars": ["\n", " ", "a", "b", "c"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte("abc cab\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", chars, "--progress", "off")
+	if code != 1 || !strings.Contains(errOut, "no end-of-document token; pass --append-eod=false") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
+	}
+	// With --append-eod=false it runs.
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", chars, "--progress", "off", "--append-eod=false"); code != 0 {
+		t.Fatalf("--append-eod=false: exit %d: %s", code, errOut)
+	}
+}

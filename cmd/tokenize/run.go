@@ -93,6 +93,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
+	// So does a tokenizer without the end-of-document id --append-eod asks for.
+	if *appendEOD && tok.EOD() < 0 {
+		return fail(stderr, "run", fmt.Errorf("tokenizer %s has no end-of-document token; pass --append-eod=false", tok.Name()))
+	}
 	// A local input that is not there fails before the output directory is made (it
 	// was left behind, empty).
 	for _, in := range inputs.Values {
