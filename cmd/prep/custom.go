@@ -35,6 +35,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	inputs := cli.ListFlag{Comma: true}
 	c.Flags.Var(&inputs, "input", "input `PATHS_OR_URLS`, comma-separated or following the flag (required; may be repeated)")
 	name := c.Flags.String("name", "", "dataset `NAME` (required)")
+	appendEOD := c.Flags.Bool("append-eod", true, "append the tokenizer's end-of-document id after every document (false for a tokenizer without one, such as a chars.json)")
 	if code, ok := c.Parse(cli.ExpandListArgs(args, "input"), stderr); !ok {
 		return code
 	}
@@ -48,7 +49,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, msg)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: true,
+	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: *appendEOD,
 		sub: "custom", flagSet: c.Flags}
 	local := make([]string, len(inputs.Values))
 	var s3Inputs []int

@@ -141,3 +141,30 @@ func TestCustomS3(t *testing.T) {
 		}
 	})
 }
+
+// TestCustomNoEOD: a tokenizer without an end-of-document id (a character vocabulary)
+// fails at once, before any download, saying what to do: prep's message named
+// --append-eod=false, which prep custom lacked (and prep NAME lacks). prep custom now
+// takes it, and writes the documents without one.
+func TestCustomNoEOD(t *testing.T) {
+	t.Parallel()
+	in := t.TempDir()
+	chars := filepath.Join(in, "chars")
+	os.Mkdir(chars, 0o755)
+	writeFile(t, chars, "chars.json", []byte(`{"type": "char", "chars": ["\n", " ", "a", "b", "c"]}`))
+	text := writeFile(t, in, "t.txt", []byte("abc cab\nbac\n"))
+	dir := t.TempDir()
+	code, out, errOut := runPrep(t, "custom", "--input", text, "--name", "c", "-d", dir, "--tokenizer", chars)
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	hasAll(t, "stderr", errOut, "prep c: tokenizer", "has no end-of-document token", "pass --append-eod=false")
+	out, _ = mustPrep(t, "custom", "--input", text, "--name", "c", "-d", dir, "--tokenizer", chars, "--append-eod=false", "--progress", "off")
+	hasAll(t, "stdout", out, "1 documents, 12 tokens")
+	// prep NAME has no --append-eod: it is not named (and nothing is downloaded).
+	code, out, errOut = runPrep(t, "pile-00", "-d", dir, "--tokenizer", chars, "--mirror", "http://127.0.0.1:9/")
+	if code != 1 || out != "" || strings.Contains(errOut, "--append-eod") {
+		t.Fatalf("pile-00: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	hasAll(t, "stderr", errOut, "has no end-of-document token", "choose a --tokenizer")
+}

@@ -135,6 +135,15 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
+	if j.appendEOD && tok.EOD() < 0 {
+		// Before anything is downloaded. (The pipeline's own message names
+		// --append-eod, which only prep custom has.)
+		hint := "choose a --tokenizer that has one (gpt2, neox-20b, ...)"
+		if j.sub == "custom" {
+			hint = "pass --append-eod=false to write the documents without one, or choose a --tokenizer that has one"
+		}
+		return cli.Fail(j.stderr, who, fmt.Errorf("tokenizer %s has no end-of-document token to put after each document: %s", tok.Name(), hint))
+	}
 	// A finished dataset of this job (tokenizer and settings), still whole: nothing to
 	// do, and its downloads may be gone. Made with other settings: refused, as `tokenize
 	// run` refuses. Damaged (a shard missing or cut short): made again.

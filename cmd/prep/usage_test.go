@@ -115,7 +115,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}{
 		{[]string{"pile", "-h"}, "usage: prep pile -d DIR [flags]", map[string]string{"--mirror": "", "--checksums": ""}},
 		{[]string{"shakespeare", "--help"}, "usage: prep shakespeare -d DIR [flags]", map[string]string{"--mirror": "", "--checksums": "", "--download": ""}},
-		{[]string{"custom", "-h"}, "usage: prep custom --input", map[string]string{"--input": "", "--name": ""}},
+		{[]string{"custom", "-h"}, "usage: prep custom --input", map[string]string{"--input": "", "--name": "", "--append-eod": "true"}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, out, errOut := runPrep(t, tt.args...)
