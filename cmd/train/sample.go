@@ -53,6 +53,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, "--temperature must be >= 0")
 	case *topK < 0:
 		return c.UsageError(stderr, "--top-k must be >= 0")
+	case *threads < 0: // as train refuses it (a negative count ran as one thread per CPU)
+		return c.UsageError(stderr, fmt.Sprintf("--threads %d: want >= 0 (0: one per CPU)", *threads))
 	case tf.Spec != "" && *data != "":
 		return c.UsageError(stderr, "--tokenizer SPEC and --data DIR both name the tokenizer: give one")
 	}

@@ -38,6 +38,8 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return c.UsageError(stderr, "--ckpt DIR is required")
 	case *tokens == "":
 		return c.UsageError(stderr, "--tokens FILE is required")
+	case *threads < 0: // as train refuses it (a negative count ran as one thread per CPU)
+		return c.UsageError(stderr, fmt.Sprintf("--threads %d: want >= 0 (0: one per CPU)", *threads))
 	}
 	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {

@@ -390,6 +390,9 @@ func TestTrainUsage(t *testing.T) {
 		{[]string{"sample", "--ckpt", out}, 2, "--prompt"},
 		{[]string{"sample", "--ckpt", out, "--prompt", "x", "--device", "ref"}, 1, "train sample: "},
 		{[]string{"score", "--ckpt", out}, 2, "--tokens"},
+		// --threads -1 ran as 0 (one per CPU) where train refuses it
+		{[]string{"sample", "--ckpt", out, "--prompt", "x", "--threads", "-1"}, 2, "--threads -1: want >= 0"},
+		{[]string{"score", "--ckpt", out, "--tokens", "-", "--threads", "-2"}, 2, "--threads -2: want >= 0"},
 		{[]string{"export", "--ckpt", out, "--out", out, "--format", "onnx"}, 2, "want hf"},
 		// launcher flags out of range: usage errors naming the flag (--nnodes 0 ran as 1; the others exited 1)
 		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "0"}, 2, "--nnodes 0: want >= 1"},
