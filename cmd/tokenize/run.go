@@ -19,7 +19,8 @@ import (
 // runRun implements `tokenize run`: documents from files -> a shards dataset.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("tokenize", "run", "--input FILE... --output DIR --name NAME --tokenizer SPEC [flags]",
-		"Tokenizes JSONL (.jsonl, .jsonl.zst, .jsonl.gz) and .txt files (one document each) in parallel,\n"+
+		"Tokenizes JSONL (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz), text (.txt, .txt.zst, .txt.gz: one\n"+
+			"document each), .zip (one document per member) and .parquet files in parallel,\n"+
 			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
 			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
 			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.\n\n"+
