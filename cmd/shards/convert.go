@@ -377,6 +377,9 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 		// a shard of no tokens made a dataset of nothing, reported as success.
 		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			return fmt.Errorf("%s is empty: no tokens to import (a failed copy or download?)", f)
+		} else if err == nil && fi.IsDir() {
+			// It failed with "import: read DIR: is a directory".
+			return fmt.Errorf("%s is a directory: name the files in it (%s)", f, filepath.Join(f, "*.bin"))
 		}
 	}
 	cleanup := removeIfCreated(cf.out)

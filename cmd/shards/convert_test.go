@@ -335,6 +335,20 @@ func TestConvertImportEmptyFile(t *testing.T) {
 	}
 }
 
+// TestConvertImportDirectory: a directory given as a file to import (nanoGPT's data/NAME
+// directory) is refused naming it and saying what to pass; it failed with
+// "import: read DIR: is a directory".
+func TestConvertImportDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ng := filepath.Join(dir, "shakespeare_char")
+	os.Mkdir(ng, 0o755)
+	out := filepath.Join(dir, "ds")
+	wantFailure(t, 1, []string{ng + " is a directory", filepath.Join(ng, "*.bin")}, "convert", "--from", "nanogpt", ng, "--out", out, "--tokenizer", "gpt2")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was made", out)
+	}
+}
+
 // TestConvertImportTooLargeForOneDocument: without --split-at-eod a file is one
 // document, and one of more tokens than an .idx keeps for a document is refused up
 // front, naming the file, the limit and --split-at-eod, and no dataset is made (the
