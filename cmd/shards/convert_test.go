@@ -372,3 +372,35 @@ func TestConvertImportTooLargeForOneDocument(t *testing.T) {
 		t.Errorf("%s was made", out)
 	}
 }
+
+// TestConvertImportCharVocab: a dataset imported with a character vocabulary (prep
+// shakespeare's chars.json, the nanoGPT shakespeare_char round trip) keeps it beside the
+// data, as prep does, so that cat --decode (and train sample) find it without
+// --tokenizer; they failed: "no tokenizer with the fingerprint ...".
+func TestConvertImportCharVocab(t *testing.T) {
+	dir := t.TempDir()
+	chars := filepath.Join(dir, "chars")
+	os.Mkdir(chars, 0o755)
+	os.WriteFile(filepath.Join(chars, "chars.json"), []byte(`{"type": "char", "chars": ["\n", " ", "a", "b", "c"]}`), 0o644)
+	ids := []uint16{2, 3, 4, 1, 4, 2, 3, 0} // "abc cab\n"
+	bin := make([]byte, 2*len(ids))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint16(bin[2*i:], id)
+	}
+	train := filepath.Join(dir, "train.bin")
+	os.WriteFile(train, bin, 0o644)
+	out := filepath.Join(dir, "ds")
+	mustRun(t, "convert", "--from", "nanogpt", train, "--out", out, "--tokenizer", chars)
+	if _, err := os.Stat(filepath.Join(out, "chars.json")); err != nil {
+		t.Errorf("no chars.json beside the data: %v", err)
+	}
+	if got := mustRun(t, "cat", out, "--doc", "0", "--decode"); got != "\"abc cab\\n\"\n" {
+		t.Errorf("cat --decode: %q", got)
+	}
+	// A failed import leaves no chars.json (nor the directory).
+	out2 := filepath.Join(dir, "ds2")
+	wantFailure(t, 1, []string{"train.bin"}, "convert", "--from", "llmc", train, "--out", out2, "--tokenizer", chars)
+	if _, err := os.Stat(out2); err == nil {
+		t.Errorf("a failed import left %s", out2)
+	}
+}

@@ -149,10 +149,20 @@ func removeIfCreated(location string) func() {
 		return func() {}
 	}
 	return func() {
-		// The writer lock file stays after its Release (storage.LockDir): a directory
-		// that holds nothing else is still the one this command made.
-		if des, err := os.ReadDir(local); err == nil && len(des) == 1 && des[0].Name() == ".gptkit-writer.lock" {
-			os.Remove(filepath.Join(local, des[0].Name()))
+		// The writer lock file stays after its Release (storage.LockDir), and the
+		// commit lock after a file's Commit or Delete (a chars.json written and removed
+		// again): a directory that holds nothing else is still the one this command made.
+		des, err := os.ReadDir(local)
+		if err != nil {
+			return
+		}
+		for _, de := range des {
+			if n := de.Name(); n != ".gptkit-writer.lock" && n != ".gptkit.lock" {
+				return
+			}
+		}
+		for _, de := range des {
+			os.Remove(filepath.Join(local, de.Name()))
 		}
 		os.Remove(local) // refuses, harmlessly, unless empty
 	}
