@@ -135,7 +135,6 @@ func corpusSplits(c prep.Corpus, files []fetch.File) []pipelines.SplitInputs {
 func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 	input := j.fetches[0].Dest
 	j.appendEOD = false
-	var chars *tokenize.Tokenizer
 	const charSpec = "char (nanoGPT shakespeare_char: chars.json beside the data)"
 	j.tokenizer = func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error) {
 		if f.tok.Spec != "" && f.tok.Spec != "char" {
@@ -156,8 +155,7 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 		if err != nil {
 			return nil, "", err
 		}
-		chars = tokenize.NewCharsFromText(string(text), "shakespeare-char")
-		return chars, charSpec, nil
+		return tokenize.NewCharsFromText(string(text), "shakespeare-char"), charSpec, nil
 	}
 	j.splits = func(context.Context) ([]pipelines.SplitInputs, error) {
 		text, err := os.ReadFile(input)
@@ -178,24 +176,25 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 		}
 		return []pipelines.SplitInputs{{Inputs: []string{train}}, {Split: "val", Inputs: []string{val}}}, nil
 	}
-	j.beforeRun = func(ctx context.Context, st storage.Store) error {
-		if chars == nil {
-			return nil
-		}
-		data, err := chars.MarshalChars()
-		if err != nil {
-			return err
-		}
-		w, err := st.Create(ctx, "chars.json")
-		if err != nil {
-			return err
-		}
-		defer w.Abort()
-		if _, err := w.Write(append(data, '\n')); err != nil {
-			return err
-		}
-		return w.Commit()
+}
+
+// storeChars stores a character vocabulary beside the data as chars.json (job.run, for
+// every job whose tokenizer is one): it has no name that a reader (shards cat --decode,
+// train sample, train export) could load it by.
+func storeChars(ctx context.Context, st storage.Store, tok *tokenize.Tokenizer) error {
+	data, err := tok.MarshalChars()
+	if err != nil {
+		return err
 	}
+	w, err := st.Create(ctx, "chars.json")
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	return w.Commit()
 }
 
 // readChars loads the character vocabulary a shakespeare run stored in st.

@@ -161,6 +161,11 @@ func TestCustomNoEOD(t *testing.T) {
 	hasAll(t, "stderr", errOut, "prep c: tokenizer", "has no end-of-document token", "pass --append-eod=false")
 	out, _ = mustPrep(t, "custom", "--input", text, "--name", "c", "-d", dir, "--tokenizer", chars, "--append-eod=false", "--progress", "off")
 	hasAll(t, "stdout", out, "1 documents, 12 tokens")
+	// The vocabulary is kept beside the data, as prep shakespeare keeps its own, for
+	// shards cat --decode and train sample (it was not).
+	if data, err := os.ReadFile(filepath.Join(dir, "c", "chars.json")); err != nil || !strings.Contains(string(data), `"char"`) {
+		t.Errorf("chars.json beside the data: %q, %v", data, err)
+	}
 	// prep NAME has no --append-eod: it is not named (and nothing is downloaded).
 	code, out, errOut = runPrep(t, "pile-00", "-d", dir, "--tokenizer", chars, "--mirror", "http://127.0.0.1:9/")
 	if code != 1 || out != "" || strings.Contains(errOut, "--append-eod") {

@@ -52,9 +52,6 @@ type job struct {
 	// dataset).
 	tokenizer func(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, string, error)
 	appendEOD bool
-	// beforeRun stores files beside the data (the character vocabulary) before the
-	// tokenizing, so that the manifest is still written last.
-	beforeRun func(ctx context.Context, st storage.Store) error
 	// inputs name the job's inputs as the user gave them (a local file with its size
 	// and modification time), for settings.
 	inputs []string
@@ -176,8 +173,9 @@ func (j *job) run(ctx context.Context) int {
 		return cli.Fail(j.stderr, who, err)
 	}
 	shardBytes, _ := cli.ParseSize(f.shardSize)
-	if j.beforeRun != nil {
-		if err := j.beforeRun(ctx, st); err != nil {
+	// Before the tokenizing, so that the manifest is still written last.
+	if tok.Kind() == tokenize.KindChar { // prep shakespeare's, or a --tokenizer chars.json
+		if err := storeChars(ctx, st, tok); err != nil {
 			return cli.Fail(j.stderr, who, err)
 		}
 	}

@@ -115,8 +115,13 @@ func TestRunNoEODMakesNoOutput(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("%s was made", out)
 	}
-	// With --append-eod=false it runs.
+	// With --append-eod=false it runs, and keeps the vocabulary beside the data (as
+	// prep does), where shards cat --decode and train sample look: it had no name
+	// they could load it by.
 	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "a", "--tokenizer", chars, "--progress", "off", "--append-eod=false"); code != 0 {
 		t.Fatalf("--append-eod=false: exit %d: %s", code, errOut)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "chars.json")); err != nil || !strings.Contains(string(data), `"char"`) {
+		t.Errorf("chars.json beside the data: %q, %v", data, err)
 	}
 }
