@@ -195,7 +195,9 @@ func (m *Manifest) Validate() error {
 	if t.EODID < -1 || (t.VocabSize > 0 && t.EODID >= t.VocabSize) {
 		bad("tokenizer.eod_id %d is outside the vocabulary [0,%d) (-1 means none)", t.EODID, t.VocabSize)
 	}
-	if !m.DType.writable() {
+	if m.DType == 0 {
+		bad("dtype is missing, want uint16 or int32")
+	} else if !m.DType.writable() {
 		bad("dtype is %s, want uint16 or int32", m.DType)
 	} else if int64(t.VocabSize)-1 > m.DType.MaxID() {
 		bad("dtype %s cannot hold a vocabulary of %d ids", m.DType, t.VocabSize)

@@ -115,6 +115,7 @@ func TestManifestValidation(t *testing.T) {
 		{`{"format": "gptkit-shards",`, "byte 27: the manifest's JSON ends in the middle (27 bytes)"},
 		{`{"format": "gptkit-shards", "version": 0}`, "version is 0, want 1 (not a manifest a gptkit wrote?)"},
 		{`{"format": "gptkit-shards", "version": 7}`, "a newer gptkit wrote it? upgrade"},
+		{`{"format": "gptkit-shards", "version": 1}`, "dtype is missing, want uint16 or int32"}, // was "dtype is dtype(0)"
 	} {
 		_, err := ParseManifest("m.json", []byte(tc.data))
 		if !errors.Is(err, ErrBadManifest) || !strings.Contains(err.Error(), tc.want) {
