@@ -43,12 +43,20 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	out, ins := pos[0], pos[1:]
 	inputs := make([]shards.Input, len(ins))
+	first := map[string]int{} // an input's location -> its first argument
 	for i, in := range ins {
 		st, err := sf.openDatasetStore(ctx, in)
 		if err != nil {
 			return fail(ctx, stderr, c.Name, err)
 		}
 		inputs[i] = shards.Input{Store: st}
+		// Merged twice, its documents are twice in the result: a slip of the shell
+		// (a glob and a name) as often as a wish, and nothing said it.
+		if j, ok := first[st.String()]; ok {
+			sf.log.Warn("an input is given twice: its documents are merged twice", "input", st.String(), "arguments", fmt.Sprintf("%d and %d", j+1, i+1))
+		} else {
+			first[st.String()] = i
+		}
 	}
 	cleanup := removeIfCreated(out)
 	st, err := sf.open(ctx, out)

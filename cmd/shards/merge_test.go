@@ -45,6 +45,17 @@ func TestMerge(t *testing.T) {
 		t.Error(err)
 	}
 
+	// An input given twice is merged twice, with a warning naming it (there was none);
+	// distinct inputs get none.
+	if _, _, errOut := runShards(t, "merge", filepath.Join(root, "ab2"), a, b); strings.Contains(errOut, "twice") {
+		t.Errorf("merge of distinct inputs warned: %q", errOut)
+	}
+	code, got, errOut := runShards(t, "merge", filepath.Join(root, "aba"), a, b, a+"/")
+	if code != 0 || !strings.Contains(got, fmt.Sprintf(": %d documents", 2*len(wantA)+len(wantB))) ||
+		!strings.Contains(errOut, "an input is given twice") || !strings.Contains(errOut, "arguments=\"1 and 3\"") {
+		t.Errorf("merge a b a: exit %d, stdout %q, stderr %q", code, got, errOut)
+	}
+
 	// Refusals.
 	wantFailure(t, 1, []string{"already has a manifest.json"}, "merge", out, a)
 	char := filepath.Join(root, "char")
