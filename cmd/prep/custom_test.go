@@ -173,3 +173,18 @@ func TestCustomNoEOD(t *testing.T) {
 	}
 	hasAll(t, "stderr", errOut, "has no end-of-document token", "choose a --tokenizer")
 }
+
+// TestCustomRepeatedInputWarns: an input given twice is read twice, with a warning
+// naming it (there was none).
+func TestCustomRepeatedInputWarns(t *testing.T) {
+	t.Parallel()
+	in := t.TempDir()
+	a := writeFile(t, in, "a.jsonl", []byte("{\"text\": \"one\"}\n"))
+	dir := t.TempDir()
+	code, out, errOut := runPrep(t, "custom", "--input", a, a, "--name", "c", "-d", dir, "--progress", "off")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	hasAll(t, "stdout", out, ": 2 documents")
+	hasAll(t, "stderr", errOut, "an input is given twice", `inputs="1 and 2"`)
+}

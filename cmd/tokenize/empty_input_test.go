@@ -125,3 +125,21 @@ func TestRunNoEODMakesNoOutput(t *testing.T) {
 		t.Errorf("chars.json beside the data: %q, %v", data, err)
 	}
 }
+
+// TestRunRepeatedInputWarns: an input given twice (./a.jsonl and a.jsonl) is read twice
+// with a warning naming it (there was none); distinct inputs get none.
+func TestRunRepeatedInputWarns(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.jsonl")
+	b := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte("{\"text\": \"one\"}\n"), 0o644)
+	os.WriteFile(b, []byte("{\"text\": \"two\"}\n"), 0o644)
+	code, out, errOut := runTokenize(t, "", "run", "--input", a+","+b, "--output", filepath.Join(dir, "ab"), "--name", "x", "--tokenizer", "gpt2", "--progress", "off")
+	if code != 0 || strings.Contains(errOut, "twice") {
+		t.Fatalf("distinct inputs: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut = runTokenize(t, "", "run", "--input", a, "--input", b+","+filepath.Join(dir, ".", "a.jsonl"), "--output", filepath.Join(dir, "aba"), "--name", "x", "--tokenizer", "gpt2", "--progress", "off")
+	if code != 0 || !strings.Contains(out, ": 3 documents") || !strings.Contains(errOut, "an input is given twice") || !strings.Contains(errOut, `inputs="1 and 3"`) {
+		t.Fatalf("a, b, ./a: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
