@@ -178,25 +178,6 @@ func shakespeare(j *job, f *jobFlags, log *slog.Logger) {
 	}
 }
 
-// storeChars stores a character vocabulary beside the data as chars.json (job.run, for
-// every job whose tokenizer is one): it has no name that a reader (shards cat --decode,
-// train sample, train export) could load it by.
-func storeChars(ctx context.Context, st storage.Store, tok *tokenize.Tokenizer) error {
-	data, err := tok.MarshalChars()
-	if err != nil {
-		return err
-	}
-	w, err := st.Create(ctx, "chars.json")
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	return w.Commit()
-}
-
 // readChars loads the character vocabulary a shakespeare run stored in st.
 func readChars(ctx context.Context, st storage.Store) (*tokenize.Tokenizer, error) {
 	obj, err := st.Open(ctx, "chars.json")

@@ -173,11 +173,12 @@ func (j *job) run(ctx context.Context) int {
 		return cli.Fail(j.stderr, who, err)
 	}
 	shardBytes, _ := cli.ParseSize(f.shardSize)
-	// Before the tokenizing, so that the manifest is still written last.
-	if tok.Kind() == tokenize.KindChar { // prep shakespeare's, or a --tokenizer chars.json
-		if err := storeChars(ctx, st, tok); err != nil {
-			return cli.Fail(j.stderr, who, err)
-		}
+	// A tokenizer of local files (prep shakespeare's chars.json, a --tokenizer
+	// tokenizer.json) has no name that shards cat --decode, train sample or export
+	// could load it by: its files go beside the data, before the tokenizing, so that
+	// the manifest is still written last.
+	if _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok); err != nil {
+		return cli.Fail(j.stderr, who, err)
 	}
 	run := &pipelines.TokenizeRun{
 		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"gptkit/internal/cli"
 	"gptkit/shards"
 	"gptkit/storage"
-	"gptkit/tokenize"
 )
 
 // convertFlags are `shards convert`'s flags; some apply to one direction only.
@@ -389,11 +387,14 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 	if err != nil {
 		return err
 	}
-	// A character vocabulary has no name a reader could load it by: it is stored
-	// beside the data, as prep shakespeare stores it, for cat --decode, train sample
-	// and export (they failed to find it).
-	wroteChars, err := writeCharVocab(ctx, st, tok)
+	// A tokenizer of local files (a chars.json, tokenize train's tokenizer.json) has
+	// no name a reader could load it by: its files are stored beside the data, as prep
+	// stores them, for cat --decode, train sample and export (they failed to find it).
+	wrote, err := cli.StoreTokenizerBeside(ctx, st, cf.tf.Spec, tok)
 	if err != nil {
+		for _, key := range wrote {
+			st.Delete(context.WithoutCancel(ctx), key)
+		}
 		cleanup()
 		return err
 	}
@@ -404,41 +405,14 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 		Source:     map[string]any{"command": commandLine("convert", args), "tokenizer_spec": cf.tf.Spec},
 	})
 	if err != nil {
-		if wroteChars {
-			st.Delete(context.WithoutCancel(ctx), charVocabName)
+		for _, key := range wrote {
+			st.Delete(context.WithoutCancel(ctx), key)
 		}
 		cleanup()
 		return err
 	}
 	printDatasetSummary(stdout, st.String(), m)
 	return nil
-}
-
-// writeCharVocab stores tok's character vocabulary as chars.json in st, unless tok is
-// no character vocabulary or st holds one already; it reports whether it wrote one.
-func writeCharVocab(ctx context.Context, st storage.Store, tok *tokenize.Tokenizer) (bool, error) {
-	if tok.Kind() != tokenize.KindChar {
-		return false, nil
-	}
-	if r, err := st.Open(ctx, charVocabName); err == nil {
-		r.Close()
-		return false, nil
-	} else if !errors.Is(err, storage.ErrNotExist) {
-		return false, err
-	}
-	data, err := tok.MarshalChars()
-	if err != nil {
-		return false, err
-	}
-	w, err := st.Create(ctx, charVocabName)
-	if err != nil {
-		return false, err
-	}
-	defer w.Abort()
-	if _, err := w.Write(append(data, '\n')); err != nil {
-		return false, err
-	}
-	return true, w.Commit()
 }
 
 // storeKeyName names key of st for output: the file's path or s3:// URL.

@@ -12,6 +12,7 @@ import (
 	"gptkit/internal/cli"
 	"gptkit/shards"
 	"gptkit/storage"
+	"gptkit/tokenize/spec"
 )
 
 // runMerge implements `shards merge`: datasets concatenated into a new one.
@@ -63,8 +64,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
-	copied, err := copyCharVocab(ctx, inputs[0].Store, st)
+	copied, err := copyTokenizerFiles(ctx, inputs[0].Store, st)
 	if err != nil {
+		for _, key := range copied {
+			st.Delete(context.WithoutCancel(ctx), key)
+		}
 		cleanup()
 		return fail(ctx, stderr, c.Name, err)
 	}
@@ -74,8 +78,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Options: allow.options(),
 	})
 	if err != nil {
-		if copied {
-			st.Delete(context.WithoutCancel(ctx), charVocabName)
+		for _, key := range copied {
+			st.Delete(context.WithoutCancel(ctx), key)
 		}
 		cleanup()
 		return fail(ctx, stderr, c.Name, err)
@@ -107,38 +111,45 @@ func commandLine(cmd string, args []string) string {
 	return "shards " + cmd + " " + strings.Join(args, " ")
 }
 
-// charVocabName is the character vocabulary prep writes beside a dataset of the char
-// tokenizer, which `shards cat --decode` reads.
-const charVocabName = "chars.json"
-
-// copyCharVocab copies from's chars.json, if it has one, to to (before the manifest: the
-// merged dataset is never visible without it). The inputs share a tokenizer
-// fingerprint, so the first one's is every one's.
+// copyTokenizerFiles copies from's tokenizer files beside its data (spec.DatasetFiles:
+// prep's chars.json, the tokenizer.json tokenize run stores for a tokenizer of local
+// files), those it has, to to (before the manifest: the merged dataset is never
+// visible without them), and returns the keys it wrote. The inputs share a tokenizer
+// fingerprint, so the first one's are every one's.
 //
-// A chars.json OUT already holds is left as it is (and so never removed when the merge
+// A file OUT already holds is left as it is (and so never removed when the merge
 // fails): OUT may be a dataset the merge refuses, or one of the inputs.
-func copyCharVocab(ctx context.Context, from, to storage.Store) (bool, error) {
-	if r, err := to.Open(ctx, charVocabName); err == nil {
+func copyTokenizerFiles(ctx context.Context, from, to storage.Store) ([]string, error) {
+	var copied []string
+	for _, key := range spec.DatasetFiles {
+		if r, err := to.Open(ctx, key); err == nil {
+			r.Close()
+			continue
+		} else if !errors.Is(err, storage.ErrNotExist) {
+			return copied, err
+		}
+		r, err := from.Open(ctx, key)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return copied, err
+		}
+		w, err := to.Create(ctx, key)
+		if err != nil {
+			r.Close()
+			return copied, err
+		}
+		_, err = io.Copy(w, r)
 		r.Close()
-		return false, nil
-	} else if !errors.Is(err, storage.ErrNotExist) {
-		return false, err
+		if err == nil {
+			err = w.Commit()
+		}
+		if err != nil {
+			w.Abort()
+			return copied, err
+		}
+		copied = append(copied, key)
 	}
-	r, err := from.Open(ctx, charVocabName)
-	if errors.Is(err, storage.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer r.Close()
-	w, err := to.Create(ctx, charVocabName)
-	if err != nil {
-		return false, err
-	}
-	defer w.Abort()
-	if _, err := io.Copy(w, r); err != nil {
-		return false, err
-	}
-	return true, w.Commit()
+	return copied, nil
 }

@@ -40,3 +40,26 @@ func TestMergeIntoInputKeepsCharsJSON(t *testing.T) {
 		t.Fatalf("the input's chars.json after a refused merge: %v", err)
 	}
 }
+
+// TestMergeCopiesTokenizerJSON: the tokenizer files beside the first input (a
+// tokenizer.json, as tokenize run stores one of local files) come along into OUT, as
+// chars.json did alone; a refused merge leaves none behind.
+func TestMergeCopiesTokenizerJSON(t *testing.T) {
+	root := t.TempDir()
+	a, out := filepath.Join(root, "a"), filepath.Join(root, "out")
+	info := tokenizerInfo(tokenize.NewNeoXChar())
+	writeDataset(t, a, info, [][]int{{104, 105, 0}})
+	tj := []byte(`{"model": {"type": "BPE"}}` + "\n") // copied as it is, not read
+	os.WriteFile(filepath.Join(a, "tokenizer.json"), tj, 0o644)
+	mustRun(t, "merge", out, a)
+	if got, err := os.ReadFile(filepath.Join(out, "tokenizer.json")); err != nil || string(got) != string(tj) {
+		t.Fatalf("OUT's tokenizer.json: %q, %v; want %q", got, err, tj)
+	}
+	other := filepath.Join(root, "other")
+	writeDataset(t, other, tokenizerInfo(gpt2(t)), [][]int{{1, 2, 50256}})
+	bad := filepath.Join(root, "bad")
+	wantFailure(t, 1, []string{"incompatible"}, "merge", bad, a, other)
+	if _, err := os.Stat(bad); err == nil {
+		t.Errorf("a refused merge left %s", bad)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,5 +142,34 @@ func TestRunRepeatedInputWarns(t *testing.T) {
 	code, out, errOut = runTokenize(t, "", "run", "--input", a, "--input", b+","+filepath.Join(dir, ".", "a.jsonl"), "--output", filepath.Join(dir, "aba"), "--name", "x", "--tokenizer", "gpt2", "--progress", "off")
 	if code != 0 || !strings.Contains(out, ": 3 documents") || !strings.Contains(errOut, "an input is given twice") || !strings.Contains(errOut, `inputs="1 and 3"`) {
 		t.Fatalf("a, b, ./a: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestRunStoresTokenizerBeside: a dataset made with `tokenize train`'s tokenizer.json
+// keeps a copy beside it (DIR/tokenizer.json), where shards cat --decode, train sample
+// and train export look; they found it nowhere and asked for --tokenizer.
+func TestRunStoresTokenizerBeside(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte(strings.Repeat("the cat sat on the mat. ", 200)), 0o644)
+	tok := filepath.Join(dir, "my-bpe.json")
+	if code, _, errOut := runTokenize(t, "", "train", "--input", in, "--vocab-size", "280", "--out", tok); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, errOut)
+	}
+	out := filepath.Join(dir, "ds")
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "x", "--tokenizer", tok, "--progress", "off"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	want, _ := os.ReadFile(tok)
+	if got, err := os.ReadFile(filepath.Join(out, "tokenizer.json")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("tokenizer.json beside the data: %d bytes (%v), want the %d of %s", len(got), err, len(want), tok)
+	}
+	// A built-in tokenizer stores nothing.
+	out2 := filepath.Join(dir, "ds2")
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out2, "--name", "x", "--tokenizer", "gpt2", "--progress", "off"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "tokenizer.json")); err == nil {
+		t.Error("gpt2: a tokenizer.json beside the data")
 	}
 }

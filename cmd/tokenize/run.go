@@ -15,26 +15,7 @@ import (
 
 	progressbar "gptkit/internal/progress"
 	"gptkit/pipelines"
-	"gptkit/storage"
-	"gptkit/tokenize"
 )
-
-// storeChars writes tok's character vocabulary to st as chars.json.
-func storeChars(ctx context.Context, st storage.Store, tok *tokenize.Tokenizer) error {
-	data, err := tok.MarshalChars()
-	if err != nil {
-		return err
-	}
-	w, err := st.Create(ctx, "chars.json")
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	return w.Commit()
-}
 
 // runRun implements `tokenize run`: documents from files -> a shards dataset.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -175,13 +156,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", cli.InterruptedResumable(ctx, err))
 	}
-	if tok.Kind() == tokenize.KindChar {
-		// A character vocabulary has no name that shards cat --decode, train sample
-		// or export could load it by: stored beside the data, as prep stores it
-		// (after the run, which refuses a directory of another job's dataset).
-		if err := storeChars(ctx, st, tok); err != nil {
-			return fail(stderr, "run", fmt.Errorf("store the character vocabulary beside the data: %w", err))
-		}
+	// A tokenizer of local files (a chars.json, tokenize train's tokenizer.json) has no
+	// name that shards cat --decode, train sample or export could load it by: its
+	// files are stored beside the data, as prep stores them (after the run, which
+	// refuses a directory of another job's dataset).
+	if _, err := cli.StoreTokenizerBeside(ctx, st, tf.Spec, tok); err != nil {
+		return fail(stderr, "run", err)
 	}
 	if stats.Truncated > 0 { // (the summary says it too, unless --progress off)
 		if stats.UnreadUnknown { // (a finished dataset's: its manifest does not keep them)

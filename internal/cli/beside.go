@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gptkit/storage"
+	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
+)
+
+// StoreTokenizerBeside stores in st, beside a dataset, the tokenizer files that its
+// readers (shards cat --decode, train sample, train export: spec.ForDataset) find the
+// tokenizer by when no built-in name loads it: chars.json for a character vocabulary;
+// the tokenizer.json, or the vocab.json and merges.txt, of a tokenizer loaded from a
+// local file or directory (specString). A built-in name, a download or a .tiktoken
+// file stores nothing: readers load those by name. The other tokenizer files already
+// in st (an earlier dataset's) that readers would try before the new ones are removed
+// once those are written. It returns the keys it wrote.
+func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer) ([]string, error) {
+	files := map[string]func() ([]byte, error){} // key in st -> its content
+	switch {
+	case tok.Kind() == tokenize.KindChar:
+		files["chars.json"] = func() ([]byte, error) {
+			data, err := tok.MarshalChars()
+			return append(data, '\n'), err
+		}
+	case tok.Kind() == tokenize.KindBPE:
+		fi, err := os.Stat(specString)
+		if err != nil { // a name, a URL, a Hugging Face id
+			return nil, nil
+		}
+		read := func(path string) func() ([]byte, error) { return func() ([]byte, error) { return os.ReadFile(path) } }
+		has := func(path string) bool { fi, err := os.Stat(path); return err == nil && fi.Mode().IsRegular() }
+		dir, base := specString, ""
+		if !fi.IsDir() {
+			dir, base = filepath.Dir(specString), filepath.Base(specString)
+		}
+		switch {
+		case strings.HasSuffix(base, ".tiktoken"):
+			return nil, nil
+		case base == "vocab.json" || base == "merges.txt" || (base == "" && !has(filepath.Join(dir, "tokenizer.json")) && has(filepath.Join(dir, "vocab.json"))):
+			// As spec.Load reads them: the pair, side by side.
+			files["vocab.json"] = read(filepath.Join(dir, "vocab.json"))
+			files["merges.txt"] = read(filepath.Join(dir, "merges.txt"))
+		case base == "":
+			files["tokenizer.json"] = read(filepath.Join(dir, "tokenizer.json"))
+		default: // a tokenizer.json by any name
+			files["tokenizer.json"] = read(specString)
+		}
+	default: // GPT-NeoX's byte tokenizer: the name char loads it
+		return nil, nil
+	}
+	var wrote []string
+	for _, key := range spec.DatasetFiles {
+		content, ok := files[key]
+		if !ok {
+			continue
+		}
+		data, err := content()
+		if err != nil {
+			return wrote, fmt.Errorf("store the tokenizer beside the data: %w", err)
+		}
+		if err := putFile(ctx, st, key, data); err != nil {
+			return wrote, fmt.Errorf("store the tokenizer beside the data: %s: %w", key, err)
+		}
+		wrote = append(wrote, key)
+	}
+	// spec.DatasetFiles is in the order readers try them: those before the first
+	// written would be found instead.
+	for _, key := range spec.DatasetFiles {
+		if slices.Contains(wrote, key) {
+			break
+		}
+		if err := st.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotExist) {
+			return wrote, fmt.Errorf("remove the earlier tokenizer file %s beside the data: %w", key, err)
+		}
+	}
+	return wrote, nil
+}
+
+// putFile writes data to key of st, atomically.
+func putFile(ctx context.Context, st storage.Store, key string, data []byte) error {
+	w, err := st.Create(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	return w.Commit()
+}

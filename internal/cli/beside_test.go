@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gptkit/storage"
+	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
+)
+
+// gpt2ByteChars is GPT-2's bytes_to_unicode: the character that stands for each byte in
+// vocab.json and merges.txt.
+func gpt2ByteChars() []string {
+	var bs []int
+	for b := '!'; b <= '~'; b++ {
+		bs = append(bs, int(b))
+	}
+	for b := 0xA1; b <= 0xAC; b++ {
+		bs = append(bs, b)
+	}
+	for b := 0xAE; b <= 0xFF; b++ {
+		bs = append(bs, b)
+	}
+	chars := make([]string, 256)
+	n := 0
+	for b := range 256 {
+		if slices.Contains(bs, b) {
+			chars[b] = string(rune(b))
+		} else {
+			chars[b] = string(rune(256 + n))
+			n++
+		}
+	}
+	return chars
+}
+
+// TestStoreTokenizerBeside: a dataset's tokenizer of local files is stored beside it,
+// where spec.ForDataset (shards cat --decode, train sample, train export) finds it by
+// the manifest's name and fingerprint without --tokenizer: chars.json; a tokenizer.json
+// by any name (tokenize train's output); vocab.json + merges.txt. Earlier tokenizer
+// files that readers would try first are removed; a built-in name stores nothing.
+// (Only prep shakespeare stored its chars.json; the others were found nowhere.)
+func TestStoreTokenizerBeside(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+
+	chars := tokenize.NewCharsFromText("abc cab\n", "mychars")
+
+	m, err := tokenize.Train(ctx, tokenize.TrainTexts([]string{strings.Repeat("the cat sat on the mat. ", 50)}),
+		tokenize.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf bytes.Buffer
+	if err := m.WriteHFJSON(&hf); err != nil {
+		t.Fatal(err)
+	}
+	hfPath := filepath.Join(src, "my-bpe.json")
+	os.WriteFile(hfPath, hf.Bytes(), 0o644)
+
+	vmDir := filepath.Join(src, "vm")
+	os.Mkdir(vmDir, 0o755)
+	vocab := map[string]int{}
+	for b, c := range gpt2ByteChars() {
+		vocab[c] = b
+	}
+	vocab["ab"] = 256
+	vocab["<|endoftext|>"] = 257
+	vj, _ := json.Marshal(vocab)
+	os.WriteFile(filepath.Join(vmDir, "vocab.json"), vj, 0o644)
+	os.WriteFile(filepath.Join(vmDir, "merges.txt"), []byte("#version: 0.2\na b\n"), 0o644)
+
+	for _, tc := range []struct {
+		name, spec string
+		tok        func(t *testing.T, s string) *tokenize.Tokenizer
+		want       []string
+	}{
+		{"chars", "", func(*testing.T, string) *tokenize.Tokenizer { return chars }, []string{"chars.json"}},
+		{"tokenizer.json by another name", hfPath, nil, []string{"tokenizer.json"}},
+		{"vocab and merges directory", vmDir, nil, []string{"vocab.json", "merges.txt"}},
+		{"vocab.json named", filepath.Join(vmDir, "vocab.json"), nil, []string{"vocab.json", "merges.txt"}},
+		{"built-in", "char", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tok *tokenize.Tokenizer
+			if tc.tok != nil {
+				tok = tc.tok(t, tc.spec)
+			} else if tok, err = spec.Load(ctx, tc.spec, spec.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			// An earlier dataset's tokenizer.json, which readers try first.
+			os.WriteFile(filepath.Join(dir, "tokenizer.json"), hf.Bytes(), 0o644)
+			if tc.name == "tokenizer.json by another name" {
+				os.Remove(filepath.Join(dir, "tokenizer.json"))
+				os.WriteFile(filepath.Join(dir, "chars.json"), []byte(`{"type": "char", "chars": ["x"]}`), 0o644)
+			}
+			st, err := storage.Open(ctx, dir, storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok)
+			if err != nil || !slices.Equal(wrote, tc.want) {
+				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.want)
+			}
+			if tc.want == nil {
+				return
+			}
+			got, err := spec.ForDataset(ctx, dir, tok.Name(), tok.Fingerprint(), spec.Options{})
+			if err != nil {
+				t.Fatalf("the dataset's tokenizer is not found beside it: %v", err)
+			}
+			if got.Fingerprint() != tok.Fingerprint() {
+				t.Fatalf("found fingerprint %s, want %s", got.Fingerprint(), tok.Fingerprint())
+			}
+		})
+	}
+}
