@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -51,6 +52,11 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.ExitOK
 	}
 	m, err := shards.ReadManifest(ctx, t.store, "")
+	if errors.Is(err, shards.ErrMissing) {
+		if hint := noManifestHint(ctx, t, "info"); hint != "" {
+			err = fmt.Errorf("%s: no manifest.json%s", t, hint)
+		}
+	}
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}

@@ -328,6 +328,8 @@ func TestVerify(t *testing.T) {
 		if !strings.HasPrefix(out, "error: "+neox+"/manifest.json: file missing: does not exist") {
 			t.Errorf("verify stdout: %q", out)
 		}
+		// info says so too, with its own command.
+		wantFailure(t, 1, []string{"no manifest.json", "1 GPT-NeoX shard without a manifest", "shards info " + neox + "/neox_text_document"}, "info", neox)
 	})
 
 	t.Run("merged doc_idx", func(t *testing.T) {

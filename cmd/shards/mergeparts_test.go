@@ -46,6 +46,10 @@ func TestMergeParts(t *testing.T) {
 	if info := mustRun(t, "info", filepath.Join(dir, shards.PartDir(2, 3))); !strings.Contains(info, "part       2 of 3 of a partitioned run") {
 		t.Errorf("info on a part:\n%s", info)
 	}
+	// info and verify of the unmerged directory say what it holds and what to run
+	// (they said only that the stage making the manifest did not complete: re-run it).
+	wantFailure(t, 1, []string{"2 finished parts of a partitioned run", "not yet merged", "`shards merge-parts " + dir + "`"}, "info", dir)
+	wantFailure(t, 1, []string{"2 finished parts of a partitioned run", "`shards merge-parts " + dir + "`"}, "verify", dir)
 	wantFailure(t, 1, []string{"1 of 3 parts are not finished", "part 1 (parts/part-00001-of-00003: not started)",
 		"--num-workers 3 --worker-index I, for I in 1", "(part 0 ran: tokenize run --worker-index 0)"}, "merge-parts", dir)
 	part(1)

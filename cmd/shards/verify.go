@@ -99,21 +99,37 @@ func bareShardsHint(ctx context.Context, t target, probs []shards.Problem) strin
 	if t.bare() || len(probs) != 1 || !errors.Is(probs[0].Err, shards.ErrMissing) || !strings.HasSuffix(probs[0].File, shards.ManifestName) {
 		return ""
 	}
+	return noManifestHint(ctx, t, "verify")
+}
+
+// noManifestHint says what a dataset directory without a manifest holds, when that
+// tells the next step: GPT-NeoX shards (shards cmd one as a bare prefix) or the parts
+// of a partitioned run (merge them); "" otherwise.
+func noManifestHint(ctx context.Context, t target, cmd string) string {
 	infos, err := t.store.List(ctx, "")
 	if err != nil {
 		return ""
 	}
 	var prefixes []string
+	parts := map[string]bool{}
 	for _, in := range infos {
 		if p, ok := strings.CutSuffix(in.Key, ".idx"); ok && !strings.Contains(p, "/") {
 			prefixes = append(prefixes, p)
 		}
+		if rest, ok := strings.CutPrefix(in.Key, shards.PartsDir+"/"); ok && strings.HasSuffix(rest, "/"+shards.ManifestName) {
+			parts[strings.TrimSuffix(rest, "/"+shards.ManifestName)] = true
+		}
 	}
-	if len(prefixes) == 0 {
-		return ""
+	dir := strings.TrimSuffix(t.String(), "/")
+	switch {
+	case len(prefixes) > 0:
+		return fmt.Sprintf(" (it holds %s without a manifest: check one with `shards %s %s/%s`)",
+			plural(len(prefixes), "GPT-NeoX shard"), cmd, dir, prefixes[0])
+	case len(parts) > 0:
+		return fmt.Sprintf(" (it holds %s of a partitioned run in %s/%s/, not yet merged: once every part is done, `shards merge-parts %s` writes the manifest)",
+			plural(len(parts), "finished part"), dir, shards.PartsDir, dir)
 	}
-	return fmt.Sprintf(" (it holds %s without a manifest: check one with `shards verify %s/%s`)",
-		plural(len(prefixes), "GPT-NeoX shard"), strings.TrimSuffix(t.String(), "/"), prefixes[0])
+	return ""
 }
 
 // verifiedSummary says what a clean verify covered.
