@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"gptkit/internal/cli"
@@ -40,13 +41,13 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return c.UsageError(stderr, "--tokens FILE is required")
 	case *threads < 0: // as train refuses it (a negative count ran as one thread per CPU)
 		return c.UsageError(stderr, fmt.Sprintf("--threads %d: want >= 0 (0: one per CPU)", *threads))
-	}
-	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
-	if err != nil {
-		return backendFailed(ctx, c, stderr, err)
+	case !slices.Contains([]string{"auto", "cpu", "ref", "cuda", "cuda-sim"}, *device): // before the tokens are read
+		return c.UsageError(stderr, (&deviceNameError{*device}).Error())
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train score", cli.Interrupted(ctx, err)) }
+	// The tokens first: a wrong --tokens fails before a device is probed (and logged).
 	var data []byte
+	var err error
 	if *tokens == "-" {
 		data, err = io.ReadAll(stdin)
 	} else {
@@ -55,9 +56,16 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(err)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fail(fmt.Errorf("%s is empty: want a JSON array of token-id arrays ([[1,2,3],[4,5]])", *tokens))
+	}
 	seqs, err := parseTokenArrays(data)
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", *tokens, err))
+	}
+	be, err := openBackend(*device, *threads, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return backendFailed(ctx, c, stderr, err)
 	}
 	m, _, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,5 +21,27 @@ func TestParseTokenArraysTrailing(t *testing.T) {
 		if _, err := parseTokenArrays([]byte(s)); err != nil {
 			t.Errorf("%q: %v", s, err)
 		}
+	}
+}
+
+// TestScoreBadTokensFirst: a --tokens file that is missing or empty fails with one line
+// naming it, before a device is probed (--device auto logged its fallback to the CPU
+// first, and an empty file said "...: EOF").
+func TestScoreBadTokensFirst(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, []byte(" \n"), 0o644)
+	for _, tc := range []struct{ tokens, want string }{
+		{filepath.Join(dir, "missing.json"), "train score: open " + filepath.Join(dir, "missing.json")},
+		{empty, "train score: " + empty + " is empty"},
+	} {
+		code, stdout, stderr := runTrain(t, "score", "--ckpt", dir, "--tokens", tc.tokens)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("--tokens %s: exit %d, stdout %q, stderr %q; want one line %q...", tc.tokens, code, stdout, stderr, tc.want)
+		}
+	}
+	// A name that is no device is still a usage error, before the tokens are read.
+	if code, _, stderr := runTrain(t, "score", "--ckpt", dir, "--tokens", empty, "--device", "tpu"); code != 2 || !strings.Contains(stderr, `--device "tpu"`) {
+		t.Errorf("--device tpu: exit %d, stderr %q", code, stderr)
 	}
 }
