@@ -372,6 +372,10 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 	if err != nil {
 		return err
 	}
+	if cf.splitAtEOD && tok.EOD() < 0 {
+		// It said "import: splitting at EOD needs the tokenizer's eod_id".
+		return fmt.Errorf("--split-at-eod: tokenizer %s has no end-of-document id to split at: drop --split-at-eod (each file is then one document), or give the tokenizer that made the files", tok.Name())
+	}
 	for _, f := range files {
 		// An empty file (a failed download, a wrong path's placeholder) imported as
 		// a shard of no tokens made a dataset of nothing, reported as success.

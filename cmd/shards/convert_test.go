@@ -397,6 +397,13 @@ func TestConvertImportCharVocab(t *testing.T) {
 	if got := mustRun(t, "cat", out, "--doc", "0", "--decode"); got != "\"abc cab\\n\"\n" {
 		t.Errorf("cat --decode: %q", got)
 	}
+	// --split-at-eod with a tokenizer that has no end-of-document id says so, naming
+	// the flag, before anything is made.
+	out3 := filepath.Join(dir, "ds3")
+	wantFailure(t, 1, []string{"--split-at-eod: tokenizer chars has no end-of-document id", "drop --split-at-eod"}, "convert", "--from", "nanogpt", train, "--out", out3, "--tokenizer", chars, "--split-at-eod")
+	if _, err := os.Stat(out3); err == nil {
+		t.Errorf("a refused import left %s", out3)
+	}
 	// A failed import leaves no chars.json (nor the directory).
 	out2 := filepath.Join(dir, "ds2")
 	wantFailure(t, 1, []string{"train.bin"}, "convert", "--from", "llmc", train, "--out", out2, "--tokenizer", chars)
