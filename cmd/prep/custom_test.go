@@ -166,6 +166,11 @@ func TestCustomNoEOD(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(dir, "c", "chars.json")); err != nil || !strings.Contains(string(data), `"char"`) {
 		t.Errorf("chars.json beside the data: %q, %v", data, err)
 	}
+	// --slurm: refused before the jobs are written (every task failed on it), even a dry run.
+	code, out, errOut = runPrep(t, "custom", "--input", text, "--name", "c2", "-d", dir, "--tokenizer", chars, "--slurm", "--dry-run")
+	if code != 1 || out != "" || !strings.Contains(errOut, "pass --append-eod=false") {
+		t.Fatalf("--slurm --dry-run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	// prep NAME has no --append-eod: it is not named (and nothing is downloaded).
 	code, out, errOut = runPrep(t, "pile-00", "-d", dir, "--tokenizer", chars, "--mirror", "http://127.0.0.1:9/")
 	if code != 1 || out != "" || strings.Contains(errOut, "--append-eod") {

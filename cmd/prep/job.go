@@ -114,6 +114,19 @@ func (j *job) output() string {
 	return j.workDir()
 }
 
+// checkEOD refuses a tokenizer without the end-of-document id the job appends to every
+// document. (The pipeline's own message names --append-eod, which only prep custom has.)
+func (j *job) checkEOD(tok *tokenize.Tokenizer) error {
+	if !j.appendEOD || tok.EOD() >= 0 {
+		return nil
+	}
+	hint := "choose a --tokenizer that has one (gpt2, neox-20b, ...)"
+	if j.sub == "custom" {
+		hint = "pass --append-eod=false to write the documents without one, or choose a --tokenizer that has one"
+	}
+	return fmt.Errorf("tokenizer %s has no end-of-document token to put after each document: %s", tok.Name(), hint)
+}
+
 // run fetches, tokenizes, reports; it returns the exit status.
 func (j *job) run(ctx context.Context) int {
 	f := j.flags
@@ -132,14 +145,8 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
-	if j.appendEOD && tok.EOD() < 0 {
-		// Before anything is downloaded. (The pipeline's own message names
-		// --append-eod, which only prep custom has.)
-		hint := "choose a --tokenizer that has one (gpt2, neox-20b, ...)"
-		if j.sub == "custom" {
-			hint = "pass --append-eod=false to write the documents without one, or choose a --tokenizer that has one"
-		}
-		return cli.Fail(j.stderr, who, fmt.Errorf("tokenizer %s has no end-of-document token to put after each document: %s", tok.Name(), hint))
+	if err := j.checkEOD(tok); err != nil { // before anything is downloaded
+		return cli.Fail(j.stderr, who, err)
 	}
 	// A finished dataset of this job (tokenizer and settings), still whole: nothing to
 	// do, and its downloads may be gone. Made with other settings: refused, as `tokenize

@@ -143,6 +143,18 @@ exec %[10]s
 // how to follow them. With --dry-run it only prints the scripts.
 func (j *job) submitSlurm(ctx context.Context) int {
 	who := "prep " + j.name
+	if j.sub == "custom" {
+		// A tokenizer without the end-of-document id every task would fail on, found
+		// before the jobs are written and submitted. (prep NAME's tokenizer may need
+		// its corpus downloaded first: its tasks say so.)
+		tok, _, err := j.tokenizer(ctx, nil)
+		if err != nil {
+			return cli.Fail(j.stderr, who, err)
+		}
+		if err := j.checkEOD(tok); err != nil {
+			return cli.Fail(j.stderr, who, err)
+		}
+	}
 	tokScript, mergeScript, err := j.scripts()
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
