@@ -410,6 +410,12 @@ func TestTrainUsage(t *testing.T) {
 	if code != 0 || !strings.Contains(help, "--n-layer N") || !strings.Contains(help, "--resume MODE") {
 		t.Errorf("-h: exit %d: %s", code, help)
 	}
+	// One default a flag ("(default: MASTER_PORT, else 29500) (default 29500)").
+	for _, line := range strings.Split(help, "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("-h gives two defaults: %q", strings.TrimSpace(line))
+		}
+	}
 	// The flags, and the ones users expect.
 	for _, f := range strings.Fields("config data out device n-layer n-head n-embd block-size batch-size grad-accum max-steps lr " +
 		"min-lr warmup-steps lr-decay-steps weight-decay grad-clip eval-every eval-steps checkpoint-every seed resume " +
