@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gptkit/internal/cli"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"gptkit/internal/cli"
+	"gptkit/internal/durable"
 	"gptkit/internal/inflate"
 	"gptkit/prep"
 	"gptkit/tokenize"
@@ -364,6 +365,9 @@ func commitTemp(tmp *os.File, path string, write func(io.Writer) error) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		err = durable.DirSync(filepath.Dir(path)) // the rename too survives a crash
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -10,10 +10,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"gptkit/internal/durable"
 	"gptkit/tokenize"
 )
 
@@ -83,9 +85,15 @@ func TestTrainPlainText(t *testing.T) {
 	}
 	in := writeTrainFile(t, filepath.Join(dir, "corpus.txt"), []byte(text))
 	out := filepath.Join(dir, "tokenizer.json")
+	var synced []string
+	defer func(old func(string) error) { durable.DirSync = old }(durable.DirSync)
+	durable.DirSync = func(d string) error { synced = append(synced, d); return nil }
 	code, stdout, stderr := runTokenize(t, "", "train", "--input", in, "--vocab-size", "600", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !slices.Contains(synced, dir) {
+		t.Errorf("the directory of --out was not synced after the rename (synced %q)", synced)
 	}
 	if stdout != "" {
 		t.Errorf("stdout %q, want nothing", stdout)

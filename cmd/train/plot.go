@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gptkit/internal/cli"
+	"gptkit/internal/durable"
 	"gptkit/train/plot"
 )
 
@@ -46,41 +47,9 @@ func runPlot(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("%s: %w", metricsPath, err))
 	}
 	dst := filepath.Join(*out, "loss.png")
-	if err := writeFileAtomic(dst, png.Bytes()); err != nil {
+	if err := durable.WriteFile(dst, png.Bytes(), 0o644); err != nil {
 		return fail(err)
 	}
 	fmt.Fprintln(stdout, dst)
 	return cli.ExitOK
-}
-
-// writeFileAtomic writes data to a temp file beside path, fsyncs it and renames it over
-// path, so that readers see the old file or the new one, never a partial one.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }

@@ -6,8 +6,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"gptkit/internal/durable"
 )
 
 func runPlotArgs(args ...string) (code int, stdout, stderr string) {
@@ -23,9 +26,15 @@ func TestPlot(t *testing.T) {
 {"step":2,"loss":3.5,"lr":0.001,"grad_norm":1.1,"tokens_per_s":9050,"val_loss":3.6}
 `
 	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(metrics), 0o666)
+	var synced []string
+	defer func(old func(string) error) { durable.DirSync = old }(durable.DirSync)
+	durable.DirSync = func(d string) error { synced = append(synced, d); return nil }
 	code, out, errOut := runPlotArgs("--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !slices.Contains(synced, dir) {
+		t.Errorf("the directory of loss.png was not synced after the rename (synced %q)", synced)
 	}
 	want := filepath.Join(dir, "loss.png")
 	if strings.TrimSpace(out) != want {
