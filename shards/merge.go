@@ -21,10 +21,16 @@ type Input struct {
 // String names the dataset for messages.
 func (in Input) String() string { return keyName(in.Store, cleanDir(in.Dir)) }
 
+// textDocument ends every shard name of a dataset directory (docs/formats.md).
+const textDocument = "_text_document"
+
 // MergeOptions adjust Merge.
 type MergeOptions struct {
-	// Prefix is the merged shard's name in the output directory; default
-	// "<base of out>_text_document" ("merged_text_document" at a store's root).
+	// Prefix names the merged shards in the output directory, as `--name NAME` and
+	// Megatron's --output-prefix do: NAME_text_document for the train shard,
+	// NAME_val_text_document for the val split, and so on. A Prefix already ending in
+	// "_text_document" is the train shard's whole name. Default: the base of out
+	// ("merged" at a store's root).
 	Prefix string
 	// Source is extra provenance for the output manifest (the inputs are always listed).
 	Source map[string]any
@@ -70,7 +76,12 @@ func Merge(ctx context.Context, st storage.Store, outDir string, inputs []Input,
 		if base == "." || base == "/" {
 			base = "merged"
 		}
-		prefix = base + "_text_document"
+		prefix = base
+	}
+	// "sh2" once named the train shard sh2 and the val shard sh2_val_text_document:
+	// every split's shard is NAME[_SPLIT]_text_document, as in any dataset directory.
+	if !strings.HasSuffix(prefix, textDocument) {
+		prefix += textDocument
 	}
 	// One shard per split the inputs have (train first, then in the order met), each
 	// the inputs' documents of that split in order: a val split merged into the train
@@ -101,7 +112,7 @@ func Merge(ctx context.Context, st storage.Store, outDir string, inputs []Input,
 	for _, split := range splits {
 		p := prefix
 		if split != "" {
-			p = strings.TrimSuffix(prefix, "_text_document") + "_" + split + "_text_document"
+			p = strings.TrimSuffix(prefix, textDocument) + "_" + split + textDocument
 		}
 		info, err := mergeSplit(ctx, st, join(outDir, p), ms, inputs, split, o.Options)
 		if err != nil {

@@ -214,4 +214,20 @@ func TestMergeKeepsSplits(t *testing.T) {
 	if probs, err := Verify(ctx, st, "out"); err != nil || len(probs) != 0 {
 		t.Fatalf("verify merged: %v %v", probs, err)
 	}
+
+	// Prefix NAME names every split's shard NAME[_SPLIT]_text_document, as --name does
+	// (Prefix "sh2" once gave sh2 and sh2_val_text_document); a NAME ending in
+	// _text_document is the train shard's whole name.
+	for prefix, want := range map[string][2]string{
+		"sh2":               {"sh2_text_document", "sh2_val_text_document"},
+		"mix_text_document": {"mix_text_document", "mix_val_text_document"},
+	} {
+		m, err := Merge(ctx, st, "p-"+prefix, []Input{{st, "a"}, {st, "c"}}, MergeOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Shards) != 2 || m.Shards[0].Prefix != want[0] || m.Shards[1].Prefix != want[1] {
+			t.Errorf("Prefix %q: shards %+v, want %s and %s", prefix, m.Shards, want[0], want[1])
+		}
+	}
 }

@@ -19,7 +19,7 @@ import (
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("shards", "merge", "OUT IN... [flags]",
 		"Concatenates the datasets IN..., in the order given, into a new dataset in OUT with one\n"+
-			"shard per split (BASE_text_document, BASE being OUT's last element, unless --prefix;\n"+
+			"shard per split (BASE_text_document, BASE being --prefix, else OUT's last element;\n"+
 			"BASE_val_text_document for the val split, ...) and a correct doc_idx (GPT-NeoX\n"+
 			"merge_datasets.py leaves it [0]); a character vocabulary (chars.json) comes along. The inputs must share a\n"+
 			"tokenizer fingerprint and a dtype; every input byte is checked against its manifest's\n"+
@@ -27,7 +27,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"OUT and IN are directories or s3://bucket/prefix; OUT must not hold a dataset yet. Its\n"+
 			"manifest is written last, so a failed merge leaves no dataset. Prints\n"+
 			"\"OUT/manifest.json: D documents, T tokens, N shards\".")
-	prefix := c.Flags.String("prefix", "", "`NAME` of the merged shard's files in OUT (empty: the base name of OUT + \"_text_document\")")
+	prefix := c.Flags.String("prefix", "", "the merged shards' files in OUT are `NAME`_text_document, NAME_val_text_document, ... (as --name elsewhere; a NAME ending in _text_document is the train shard's whole name; empty: the base name of OUT)")
 	var allow allowMergedFlag
 	allow.register(c.Flags)
 	sf := storageFlags{log: newLogger(stderr)}
@@ -88,8 +88,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return cli.ExitOK
 }
 
-// mergePrefix is the merged shard's name: --prefix, else the base name of OUT's store
-// (a directory's absolute path, or s3://bucket/prefix) + "_text_document".
+// mergePrefix is the merged shards' NAME (shards.Merge adds _text_document): --prefix,
+// else the base name of OUT's store (a directory's absolute path, or s3://bucket/prefix).
 func mergePrefix(flagValue, out string) string {
 	if flagValue != "" {
 		return flagValue
@@ -98,7 +98,7 @@ func mergePrefix(flagValue, out string) string {
 	if base == "" || base == "." || base == "/" || base == ":" {
 		base = "merged"
 	}
-	return base + "_text_document"
+	return base
 }
 
 // printDatasetSummary prints the line merge and convert --from end with, as `tokenize run` does.
