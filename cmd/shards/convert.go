@@ -59,7 +59,9 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			"Each split of the dataset goes to its own files (--split picks one). --to nanogpt writes\n"+
 			"PATH/train.bin, PATH/val.bin (and test.bin): every token of the split, documents in order,\n"+
 			"as nanoGPT's headerless uint16 (int32 datasets only if every id fits); a PATH ending in .bin\n"+
-			"is that one file, for --split (default train). --to llmc writes llm.c shards\n"+
+			"is that one file, for --split (default train). A character vocabulary (chars.json) also\n"+
+			"gets nanoGPT's meta.pkl beside the files (vocab_size, itos, stoi); GPT-2's needs none; any\n"+
+			"other is warned about (nanoGPT assumes GPT-2 without a meta.pkl). --to llmc writes llm.c shards\n"+
 			"NAME_SPLIT_NNNNNN.bin under the directory PATH, --shard-tokens each (GPT-2 header and\n"+
 			"uint16 tokens; llama-3 header and uint32 tokens for int32 datasets), val numbered from 0 and\n"+
 			"train from 1 as llm.c's fineweb.py does, with the end-of-text id before each document as\n"+
@@ -187,6 +189,14 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 	if oneFile && len(splits) > 1 {
 		splits = []string{shards.TrainSplit}
 	}
+	src, err := cf.sf.openDatasetStore(ctx, dir)
+	if err != nil {
+		return err
+	}
+	meta, err := nanoGPTMeta(ctx, src, d.Manifest.Tokenizer, cf.sf.log)
+	if err != nil {
+		return err
+	}
 	// A split that fails takes the files of the splits before it with it (as --to llmc
 	// does): no train.bin without the val.bin asked for beside it.
 	type done struct {
@@ -211,10 +221,34 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 		written = append(written, done{st, key})
 		lines = append(lines, fmt.Sprintf("%s: %d tokens\n", storeKeyName(st, key), n))
 	}
+	// meta.pkl beside the .bin files: nanoGPT's data_dir holds both.
+	if meta != nil {
+		w := written[0]
+		if err := writeFile(ctx, w.st, nanoGPTMetaName, meta); err != nil {
+			for _, w := range written {
+				w.st.Delete(context.WithoutCancel(ctx), w.key)
+			}
+			return err
+		}
+		lines = append(lines, fmt.Sprintf("%s: vocab_size %d (character vocabulary)\n", storeKeyName(w.st, nanoGPTMetaName), d.Manifest.Tokenizer.VocabSize))
+	}
 	for _, l := range lines {
 		io.WriteString(stdout, l)
 	}
 	return nil
+}
+
+// writeFile writes data to key of st, committed only when complete.
+func writeFile(ctx context.Context, st storage.Store, key string, data []byte) error {
+	w, err := st.Create(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	return w.Commit()
 }
 
 // exportSplits are the splits of d to export: --split, which d must have, or all of d's.

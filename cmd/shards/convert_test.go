@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -75,6 +76,14 @@ func TestConvertNanoGPTSplits(t *testing.T) {
 		if got := uint16s(data); !slices.Equal(got, slices.Concat(want...)) {
 			t.Errorf("%s holds %d tokens, want its split's %d", file, len(got), countTokens(want))
 		}
+	}
+
+	// GPT-2's vocabulary is nanoGPT's default: no meta.pkl, no warning.
+	if _, err := os.Stat(filepath.Join(nano, "meta.pkl")); !os.IsNotExist(err) {
+		t.Errorf("a GPT-2 export wrote a meta.pkl: %v", err)
+	}
+	if _, _, errOut := runShards(t, "convert", "--to", "nanogpt", dir, "--out", filepath.Join(root, "nano2")); errOut != "" {
+		t.Errorf("a GPT-2 export warned: %q", errOut)
 	}
 
 	// One split to one file.
@@ -409,5 +418,96 @@ func TestConvertImportCharVocab(t *testing.T) {
 	wantFailure(t, 1, []string{"train.bin"}, "convert", "--from", "llmc", train, "--out", out2, "--tokenizer", chars)
 	if _, err := os.Stat(out2); err == nil {
 		t.Errorf("a failed import left %s", out2)
+	}
+}
+
+// TestConvertNanoGPTMeta: --to nanogpt of a character dataset writes nanoGPT's meta.pkl
+// ({'vocab_size', 'itos', 'stoi'}, as shakespeare_char/prepare.py does) beside the .bin
+// files (there was none: nanoGPT trained a 50304-wide model and sampled with GPT-2's
+// encoding); another BPE vocabulary than GPT-2's gets a warning and no meta.pkl.
+func TestConvertNanoGPTMeta(t *testing.T) {
+	dir := t.TempDir()
+	chars := filepath.Join(dir, "chars")
+	os.Mkdir(chars, 0o755)
+	vocab := []string{"\n", " ", "'", "a", "b", "é", "😀"}
+	cj, _ := json.Marshal(map[string]any{"type": "char", "chars": vocab})
+	os.WriteFile(filepath.Join(chars, "chars.json"), cj, 0o644)
+	ids := []uint16{3, 4, 5, 1, 6, 2, 0}
+	bin := make([]byte, 2*len(ids))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint16(bin[2*i:], id)
+	}
+	train := filepath.Join(dir, "train.bin")
+	os.WriteFile(train, bin, 0o644)
+	ds := filepath.Join(dir, "ds")
+	mustRun(t, "convert", "--from", "nanogpt", train, "--out", ds, "--tokenizer", chars)
+
+	nano := filepath.Join(dir, "nano")
+	out := mustRun(t, "convert", "--to", "nanogpt", ds, "--out", nano)
+	meta := filepath.Join(nano, "meta.pkl")
+	if want := fmt.Sprintf("%s: %d tokens\n%s: vocab_size %d (character vocabulary)\n", filepath.Join(nano, "train.bin"), len(ids), meta, len(vocab)); out != want {
+		t.Errorf("printed %q, want %q", out, want)
+	}
+	data := readFile(t, meta)
+	if want := nanoGPTCharMeta(vocab); !bytes.Equal(data, want) {
+		t.Errorf("meta.pkl is not nanoGPTCharMeta(vocab)")
+	}
+	// One file (--out FILE.bin) gets it beside too.
+	mustRun(t, "convert", "--to", "nanogpt", ds, "--out", filepath.Join(dir, "one", "train.bin"))
+	if !bytes.Equal(readFile(t, filepath.Join(dir, "one", "meta.pkl")), data) {
+		t.Error("--out FILE.bin: no meta.pkl beside it")
+	}
+
+	// Python's pickle reads it back as prepare.py's dict.
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 is needed to check meta.pkl: %v", err)
+		}
+		t.Log("no python3: meta.pkl checked in Go only")
+	} else {
+		script := `import json, pickle, sys
+chars = json.load(open(sys.argv[2]))["chars"]
+want = {"vocab_size": len(chars), "itos": {i: c for i, c in enumerate(chars)}, "stoi": {c: i for i, c in enumerate(chars)}}
+got = pickle.load(open(sys.argv[1], "rb"))
+assert got == want and list(got) == ["vocab_size", "itos", "stoi"], (got, want)
+`
+		if out, err := exec.Command(python, "-c", script, meta, filepath.Join(chars, "chars.json")).CombinedOutput(); err != nil {
+			t.Errorf("python3 pickle.load(meta.pkl): %v\n%s", err, out)
+		}
+	}
+
+	// Another BPE vocabulary: nanoGPT would assume GPT-2's; a warning, no meta.pkl.
+	gpt2DS := filepath.Join(dir, "gpt2")
+	splitDataset(t, gpt2DS)
+	neox := filepath.Join(dir, "neox")
+	mustRun(t, "convert", "--to", "nanogpt", gpt2DS, "--out", filepath.Join(dir, "g"))
+	mustRun(t, "convert", "--from", "nanogpt", filepath.Join(dir, "g", "train.bin"), "--out", neox, "--tokenizer", testfiles.Path(t, "tokenizers/neox-20b"))
+	code, _, errOut := runShards(t, "convert", "--to", "nanogpt", neox, "--out", filepath.Join(dir, "neoxnano"))
+	if code != 0 || !strings.Contains(errOut, "no meta.pkl written") || !strings.Contains(errOut, "assumes GPT-2") {
+		t.Errorf("export of a neox-20b dataset: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "neoxnano", "meta.pkl")); !os.IsNotExist(err) {
+		t.Errorf("a neox-20b export wrote a meta.pkl: %v", err)
+	}
+}
+
+// TestNanoGPTCharMetaBytes: the pickle's opcodes, byte for byte (protocol 2, no memo),
+// and ints in each width.
+func TestNanoGPTCharMetaBytes(t *testing.T) {
+	got := nanoGPTCharMeta([]string{"\n", "é"})
+	want := "\x80\x02}(" +
+		"X\x0a\x00\x00\x00vocab_size" + "K\x02" +
+		"X\x04\x00\x00\x00itos}(" + "K\x00X\x01\x00\x00\x00\n" + "K\x01X\x02\x00\x00\x00\xc3\xa9" + "u" +
+		"X\x04\x00\x00\x00stoi}(" + "X\x01\x00\x00\x00\nK\x00" + "X\x02\x00\x00\x00\xc3\xa9K\x01" + "u" +
+		"u."
+	if string(got) != want {
+		t.Errorf("nanoGPTCharMeta = %q\nwant            %q", got, want)
+	}
+	for n, want := range map[int]string{0: "K\x00", 255: "K\xff", 256: "M\x00\x01", 65535: "M\xff\xff", 65536: "J\x00\x00\x01\x00"} {
+		var b bytes.Buffer
+		if pickleInt(&b, n); b.String() != want {
+			t.Errorf("pickleInt(%d) = %q, want %q", n, b.String(), want)
+		}
 	}
 }
