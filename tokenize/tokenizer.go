@@ -226,6 +226,9 @@ func (t *Tokenizer) AppendEncodeValidInt32(dst []int32, text string, checked boo
 // encode appends the ids of text to dst; valid says the caller has checked that text
 // is valid UTF-8.
 func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) ([]T, error) {
+	if t.kind == KindChar {
+		return encodeChars(t, text, dst, strict)
+	}
 	skip := 0 // no raw added token starts before skip
 	if !valid {
 		c := byte(0x80)
@@ -239,20 +242,7 @@ func encode[T tokenID](t *Tokenizer, text string, dst []T, strict, valid bool) (
 			skip = noC
 		}
 	}
-	switch t.kind {
-	case KindChar:
-		for off, r := range text {
-			id, ok := t.charIDs[r]
-			if !ok {
-				if strict {
-					return dst, fmt.Errorf("tokenize: character %q at byte offset %d is not in the %d-character vocabulary %s", r, off, len(t.chars), t.name)
-				}
-				continue
-			}
-			dst = append(dst, T(id))
-		}
-		return dst, nil
-	case KindByteChar:
+	if t.kind == KindByteChar {
 		for i := 0; i < len(text); i++ {
 			dst = append(dst, T(text[i]))
 		}
@@ -303,6 +293,37 @@ func (t *Tokenizer) DecodeBytes(ids []int) []byte {
 // subpart replaced by U+FFFD (as HF's ByteLevel decoder does).
 func (t *Tokenizer) Decode(ids []int) string {
 	return ReplaceInvalidUTF8(string(t.DecodeBytes(ids)))
+}
+
+// encodeChars is encode for a character vocabulary. Each maximal ill-formed subpart of
+// text is U+FFFD, as ReplaceInvalidUTF8 makes it; the text is read as it is, not
+// replaced first, so that an error names the input's own bytes and offsets (an 0xff
+// byte was once reported as the character '\uFFFD', at offsets shifted by earlier
+// replacements).
+func encodeChars[T tokenID](t *Tokenizer, text string, dst []T, strict bool) ([]T, error) {
+	for off := 0; off < len(text); {
+		r, n := utf8.DecodeRuneInString(text[off:])
+		invalid := r == utf8.RuneError && n == 1
+		if invalid {
+			n = maximalSubpart(text[off:])
+		}
+		id, ok := t.charIDs[r]
+		switch {
+		case ok:
+			dst = append(dst, T(id))
+		case strict && invalid:
+			s := ""
+			if n > 1 {
+				s = "s"
+			}
+			return dst, fmt.Errorf("tokenize: invalid UTF-8 byte%s % #x at byte offset %d (the %d-character vocabulary %s has no U+FFFD to stand for it)\n---> HINT: the input is not UTF-8 text: convert it (iconv -f ENCODING -t UTF-8)",
+				s, text[off:off+n], off, len(t.chars), t.name)
+		case strict:
+			return dst, fmt.Errorf("tokenize: character %q at byte offset %d is not in the %d-character vocabulary %s", r, off, len(t.chars), t.name)
+		}
+		off += n
+	}
+	return dst, nil
 }
 
 // ReplaceInvalidUTF8 replaces each maximal ill-formed subpart of s with U+FFFD (Unicode

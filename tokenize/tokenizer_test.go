@@ -149,6 +149,33 @@ func TestCharTokenizers(t *testing.T) {
 	if _, err := c.EncodeChecked("hello!"); err == nil || !strings.Contains(err.Error(), "byte offset 5") {
 		t.Fatalf("EncodeChecked on an unknown character: %v", err)
 	}
+	// Invalid UTF-8 is named as the input's bytes at their own offsets (an 0xff byte was
+	// the character '\uFFFD', and offsets after a replacement were shifted).
+	for _, tc := range []struct{ text, want string }{
+		{"h\xffe", "invalid UTF-8 byte 0xff at byte offset 1"},
+		{"h\xe2\x82e", "invalid UTF-8 bytes 0xe2 0x82 at byte offset 1"},
+		{"\xffh\xffe!", "invalid UTF-8 byte 0xff at byte offset 0"},
+		{"h\uFFFDe", "character '\uFFFD' at byte offset 1"}, // the character itself
+	} {
+		if _, err := c.EncodeChecked(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("EncodeChecked(%q): %v, want %q", tc.text, err, tc.want)
+		}
+	}
+	// Unchecked, invalid bytes are skipped; a vocabulary with U+FFFD encodes each maximal
+	// ill-formed subpart as it, as ReplaceInvalidUTF8 would.
+	if got := c.Encode("h\xff\xe2\x82e"); !slices.Equal(got, c.Encode("he")) {
+		t.Errorf("Encode skipping invalid bytes: %v", got)
+	}
+	r := NewCharsFromText("ab\uFFFD", "r")
+	if _, err := r.EncodeChecked("a\xff\xffb!"); err == nil || !strings.Contains(err.Error(), "character '!' at byte offset 4 ") {
+		t.Errorf("EncodeChecked after invalid bytes: %v, want offset 4 (the input's)", err)
+	}
+	for _, text := range []string{"a\xffb\xe2\x82\xe2\x82a", "\xf0\x9f\x98"} {
+		want := r.Encode(ReplaceInvalidUTF8(text))
+		if got, err := r.EncodeChecked(text); err != nil || !slices.Equal(got, want) {
+			t.Errorf("EncodeChecked(%q) = %v, %v, want %v", text, got, err, want)
+		}
+	}
 	data, err := c.MarshalChars()
 	if err != nil {
 		t.Fatal(err)
