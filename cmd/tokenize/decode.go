@@ -11,12 +11,14 @@ import (
 	"io"
 	"unsafe"
 
+	"gptkit/prep"
 	"gptkit/tokenize"
 )
 
 func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("tokenize", "decode", "--tokenizer SPEC < ids.jsonl",
-		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line.")
+		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line\n"+
+			"(blank lines are skipped, as encode --jsonl skips them; an empty document is [], decoded to \"\").")
 	var tf tokenizerFlags
 	tf.Register(c.Flags, "the tokenizer (required)")
 	if code, ok := c.Parse(args, stderr); !ok {
@@ -40,7 +42,8 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return exitOK
 }
 
-// decodeLines decodes each line of in, a JSON array of ids, to a JSON string on out.
+// decodeLines decodes each line of in, a JSON array of ids, to a JSON string on out;
+// blank lines (prep.BlankLine) are skipped.
 func decodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out *bufio.Writer) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
@@ -59,6 +62,12 @@ func decodeLines(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 		}
 		if !more {
 			return nil
+		}
+		// A blank line has no document, as encode --jsonl (and tokenize run, train)
+		// read one: it gets no string. It once failed ("empty line"), though encode
+		// skips it; an empty document is "[]", decoded to "".
+		if prep.BlankLine(line) {
+			continue
 		}
 		ids = ids[:0]
 		if err := parseIDs(line, &ids, tok); err != nil {

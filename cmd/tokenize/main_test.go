@@ -333,7 +333,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"float id", "[1.5]\n", "", []string{"stdin line 1:"}},
 		{"id past the vocabulary", "[2]\n[2,28]\n", "\"a\"\n", []string{"stdin line 2: id 28 is outside the vocabulary", "0..27"}},
 		{"negative id", "[-1]\n", "", []string{"stdin line 1: id -1"}},
-		{"empty line", "[2]\n\n[3]\n", "\"a\"\n", []string{"stdin line 2: empty line"}},
+		// Blank lines are skipped, but counted in the line numbers.
+		{"after blank lines", "[2]\n\n \t\r\n[3\n", "\"a\"\n", []string{"stdin line 4: not a JSON array"}},
 		// json keeps an int it is given null for as it was: the previous line's id.
 		{"null id", "[2]\n[null]\n", "\"a\"\n", []string{"stdin line 2:", "null is not an id"}},
 		{"null among ids", "[2,3]\n[2,null]\n", "\"ab\"\n", []string{"stdin line 2:", "null is not an id"}},
@@ -358,6 +359,35 @@ func TestDecodeErrors(t *testing.T) {
 	code, _, errOut := runTokenize(t, "[50256]\n[50257]\n", "decode", "--tokenizer", testfiles.Path(t, "tokenizers/gpt2"))
 	if code != 1 || !strings.Contains(errOut, "stdin line 2: id 50257 is outside the vocabulary of gpt2 (ids 0..50256)") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestDecodeBlankLines: a blank line (empty, or spaces, tabs, CR) gets no string, as
+// encode --jsonl gives it no array (decode once failed: "empty line"), so that
+// encode --jsonl | decode keeps every document, the empty one as "".
+func TestDecodeBlankLines(t *testing.T) {
+	alphabet := alphabetSpec(t)
+	for _, tt := range []struct{ name, stdin, stdout string }{
+		{"empty line", "[2]\n\n[3]\n", "\"a\"\n\"b\"\n"},
+		{"spaces, tabs, CRLF", "[2]\r\n \t\r\n\r\n[3]\r\n", "\"a\"\n\"b\"\n"},
+		{"blank last line without a newline", "[2]\n  ", "\"a\"\n"},
+		{"only blank lines", "\n\n", ""},
+		{"empty document", "[]\n\n[]\n", "\"\"\n\"\"\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runTokenize(t, tt.stdin, "decode", "--tokenizer", alphabet)
+			if code != 0 || out != tt.stdout {
+				t.Errorf("exit %d, stdout %q, want %q; stderr %q", code, out, tt.stdout, errOut)
+			}
+		})
+	}
+	// encode --jsonl | decode: every document, in order, the empty one too.
+	code, ids, errOut := runTokenize(t, `{"text":"a"}`+"\n\n"+`{"text":""}`+"\n \n"+`{"text":"b a"}`+"\n", "encode", "--tokenizer", alphabet, "--jsonl")
+	if code != 0 {
+		t.Fatalf("encode: exit %d, stderr %q", code, errOut)
+	}
+	if code, out, errOut := runTokenize(t, ids, "decode", "--tokenizer", alphabet); code != 0 || out != "\"a\"\n\"\"\n\"b a\"\n" {
+		t.Errorf("encode | decode: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
