@@ -175,3 +175,54 @@ func TestInterruptedCheckpointFails(t *testing.T) {
 		t.Fatalf("Train = %v, want ErrCheckpointFailed at step 3", err)
 	}
 }
+
+// TestInterruptedBeforeAStep: a stop before the first step of a run saves nothing
+// and says so (InterruptedError.Taken 0; Stepping false until a step begins), naming
+// the checkpoint a resumed run continued from; after a step, its checkpoint.
+func TestInterruptedBeforeAStep(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.CheckpointEvery, cfg.MaxSteps = 1000, 20
+	stopped := func(cancelAt int) (*InterruptedError, string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tr, err := NewTrainer(ctx, cfg, cpu.New(1), Single{}, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		if tr.Stepping() {
+			t.Errorf("Stepping before Train")
+		}
+		tr.OnStep = func(m Metrics) {
+			if m.Step == cancelAt {
+				cancel()
+			}
+		}
+		if cancelAt == 0 {
+			cancel()
+		}
+		_, err = tr.Train(ctx)
+		ie, ok := errors.AsType[*InterruptedError](err)
+		if !ok || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Train = %v, want an InterruptedError of context.Canceled", err)
+		}
+		if tr.Stepping() != (ie.Taken > 0) {
+			t.Errorf("Stepping %v after %d steps taken", tr.Stepping(), ie.Taken)
+		}
+		return ie, err.Error()
+	}
+	ie, msg := stopped(0)
+	if ie.Taken != 0 || ie.Step != 0 || ie.Checkpoint != "" || !strings.Contains(msg, "nothing saved") {
+		t.Errorf("stopped before the first step: %+v: %s", ie, msg)
+	}
+	ie, msg = stopped(2)
+	ckpt := filepath.Join(cfg.Out, CheckpointsDir, "step_00000002")
+	if ie.Taken != 2 || ie.Step != 2 || ie.Checkpoint != ckpt || !strings.Contains(msg, "interrupted after step 2 (checkpoint "+ckpt+")") {
+		t.Errorf("stopped after step 2: %+v: %s", ie, msg)
+	}
+	ie, msg = stopped(0) // resumed at step 2
+	if ie.Taken != 0 || ie.Step != 2 || ie.Checkpoint != ckpt || !strings.Contains(msg, "nothing saved (checkpoint "+ckpt+" is still the newest)") {
+		t.Errorf("resumed, then stopped before a step: %+v: %s", ie, msg)
+	}
+}

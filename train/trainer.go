@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"gptkit/kernels"
@@ -85,6 +87,11 @@ type Trainer struct {
 	lastCkpt    string
 	ckptRoot    string
 	startTime   time.Time
+
+	// stepping: Train has begun a step (Stepping); stepMu makes, with one rank, the
+	// check for a stop and the mark one decision.
+	stepMu   sync.Mutex
+	stepping atomic.Bool
 
 	tb   *tensorboard.Writer // rank 0's event file
 	peak float64             // the device's peak FLOP/s (0: unknown, no MFU)
@@ -476,6 +483,57 @@ func (t *Trainer) Memory() MemoryUse {
 	return u
 }
 
+// InterruptedError is Train's error when a stop (a signal to this rank or, with
+// ErrPeerInterrupted as the cause, to another) ended the run between steps, after a
+// checkpoint of the step it stopped after was saved, unless no step was taken.
+type InterruptedError struct {
+	Step  int // the step the run stopped after
+	Taken int // the steps this run took (0: it saved nothing)
+	// Checkpoint holds Step: the one saved on the stop, or, where no step was
+	// taken, the one the run resumed from ("" for none, and on the ranks other
+	// than 0, which do not write it).
+	Checkpoint string
+	Cause      error
+}
+
+func (e *InterruptedError) Error() string {
+	switch {
+	case e.Taken == 0 && e.Checkpoint != "":
+		return fmt.Sprintf("train: interrupted before the first step after resuming at step %d: nothing saved (checkpoint %s is still the newest): %v", e.Step, e.Checkpoint, e.Cause)
+	case e.Taken == 0:
+		return fmt.Sprintf("train: interrupted at step %d, before any step was taken: nothing saved: %v", e.Step, e.Cause)
+	case e.Checkpoint == "":
+		return fmt.Sprintf("train: interrupted after step %d (checkpoint written by rank 0): %v", e.Step, e.Cause)
+	}
+	return fmt.Sprintf("train: interrupted after step %d (checkpoint %s): %v", e.Step, e.Checkpoint, e.Cause)
+}
+
+func (e *InterruptedError) Unwrap() error { return e.Cause }
+
+// beginStep is agreeStop that marks the step, when the run goes on, as begun
+// (Stepping). With one rank the two make one decision against Stepping's read: a
+// stop signal's cancellation is either seen here or finds the step begun.
+func (t *Trainer) beginStep(ctx context.Context) (stop bool, err error) {
+	if t.coll.World() == 1 {
+		t.stepMu.Lock()
+		defer t.stepMu.Unlock()
+	}
+	stop, err = t.agreeStop(ctx)
+	if err == nil && !stop {
+		t.stepping.Store(true)
+	}
+	return stop, err
+}
+
+// Stepping reports whether Train has begun a step: a stop signal from now on finishes
+// the step under way and saves a checkpoint; before, it saves nothing. Safe to call
+// from any goroutine, from before Train to after it.
+func (t *Trainer) Stepping() bool {
+	t.stepMu.Lock()
+	defer t.stepMu.Unlock()
+	return t.stepping.Load()
+}
+
 // Train runs steps until max_steps, evaluating and checkpointing as configured. When
 // ctx is cancelled (a stop signal) it finishes the step under way, saves a
 // checkpoint and returns an error wrapping ctx's.
@@ -490,8 +548,9 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 		t.log.Warn("the run has already done its max_steps: nothing to train (raise max_steps, --max-steps, to train on)", "step", t.step, "max_steps", cfg.MaxSteps, "checkpoint", t.lastCkpt)
 		return res(), nil
 	}
+	start := t.step
 	for t.step < cfg.MaxSteps {
-		stop, err := t.agreeStop(ctx)
+		stop, err := t.beginStep(ctx)
 		if err != nil {
 			return res(), err
 		}
@@ -505,14 +564,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if cause == nil {
 				cause = ErrPeerInterrupted
 			}
-			where := "checkpoint " + t.lastCkpt
-			switch {
-			case t.lastCkpt == "" && t.step == 0:
-				where = "no checkpoint: no step was taken"
-			case t.lastCkpt == "":
-				where = "checkpoint written by rank 0"
-			}
-			return res(), fmt.Errorf("train: interrupted after step %d (%s): %w", t.step, where, cause)
+			return res(), &InterruptedError{Step: t.step, Taken: t.step - start, Checkpoint: t.lastCkpt, Cause: cause}
 		}
 		m, err := t.guardedStep(ctx)
 		if err != nil {

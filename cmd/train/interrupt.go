@@ -18,8 +18,10 @@ import (
 // stays. SIGTERM never forces the exit (a scheduler, or a launcher forwarding its
 // own, may send it more than once). stop ends the watch. At the first it says what
 // happens, in one write to the process's stderr (a file: the trainer's logger and live
-// line write there too, a line a write), unless a launcher started the process.
-func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer) (stop func()) {
+// line write there too, a line a write), unless a launcher started the process:
+// the step under way finishes and a checkpoint is saved where stepping reports a
+// step begun (train.Trainer.Stepping), else nothing is saved.
+func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer, stepping func() bool) (stop func()) {
 	done := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	go func() {
@@ -36,7 +38,11 @@ func exitOnSecondInterrupt(ctx context.Context, stderr io.Writer) (stop func()) 
 			// and live line write there too, each line in one write): the step
 			// under way may take a while, and silence invites the second Ctrl-C.
 			// (Not to any other writer: a test's buffer is not safe for that.)
-			f.WriteString("\ntrain: stopping: finishing the step under way and saving a checkpoint (Ctrl-C again exits at once, without it)\n")
+			if stepping() {
+				f.WriteString("\ntrain: stopping: finishing the step under way and saving a checkpoint (Ctrl-C again exits at once, without it)\n")
+			} else {
+				f.WriteString("\ntrain: stopping before the first step: nothing to save (Ctrl-C again exits at once)\n")
+			}
 		}
 		select {
 		case <-sigs:

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -197,5 +200,77 @@ func TestQuitStopsInOrder(t *testing.T) {
 				t.Errorf("no checkpoint after SIGQUIT in %s: %s", out, got)
 			}
 		})
+	}
+}
+
+// TestInterruptBeforeFirstStep: Ctrl-C while a run starts (here: while it opens a
+// large dataset) saves nothing, and says so: the first Ctrl-C's word said it was
+// "saving a checkpoint", and the last line to "continue from the newest
+// checkpoint", of which there was none (the trainer's "no step was taken" was
+// dropped). A run resumed from a checkpoint and stopped before its first step names
+// that checkpoint as where a rerun continues.
+func TestInterruptBeforeFirstStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDatasetOf(t, charText(4<<20)) // a moment to check and index
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"--data", data, "--out", out, "--device", "cpu", "--threads", "1", "--n-layer", "2", "--n-head", "2", "--n-embd", "64",
+		"--block-size", "64", "--batch-size", "4", "--max-steps", "50", "--eval-steps", "0", "--cache-dir", out + "-cache"}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The run directory is made (and locked) first, before the data is opened.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(out); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run made no %s: %s", out, stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	got := stderr.String()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("after Ctrl-C: %v, want status 1: %s", err, got)
+	}
+	if strings.Contains(got, "msg=step") {
+		t.Skipf("the Ctrl-C came after the first step (a slow machine): %s", got)
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) != 0 {
+		t.Fatalf("checkpoints %v of a run stopped before its first step: %s", ckpts, got)
+	}
+	if strings.Contains(got, "saving a checkpoint") || !strings.Contains(got, "stopping before the first step: nothing to save") {
+		t.Errorf("the first Ctrl-C's word, where nothing is saved: %s", got)
+	}
+	last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:])
+	if !strings.Contains(last, "nothing was saved") || strings.Contains(last, "continue from") {
+		t.Errorf("last line %q, want that nothing was saved and a rerun starts over", last)
+	}
+
+	// Resumed from a checkpoint, then stopped before a step: a rerun continues from it.
+	maxSteps := slices.Index(args, "--max-steps") + 1
+	args[maxSteps] = "2"
+	if code, _, errOut := runTrain(t, args...); code != 0 {
+		t.Fatalf("2 steps: exit %d: %s", code, errOut)
+	}
+	args[maxSteps] = "50"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var buf bytes.Buffer
+	if code := run(ctx, args, strings.NewReader(""), io.Discard, &buf); code != 1 {
+		t.Fatalf("interrupted: exit %d: %s", code, buf.String())
+	}
+	ckpt := filepath.Join(out, train.CheckpointsDir, "step_00000002")
+	want := "nothing was saved (rerun the same command to continue from the newest checkpoint, " + ckpt + ")"
+	if got := buf.String(); !strings.Contains(got, want) {
+		t.Errorf("resumed, then interrupted: %s; want %q", got, want)
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"gptkit/internal/cli"
 	"gptkit/internal/progress"
@@ -19,6 +21,7 @@ import (
 	"gptkit/kernels/cuda"
 	"gptkit/shards"
 	"gptkit/train"
+	"gptkit/train/checkpoint"
 	"gptkit/train/dist"
 )
 
@@ -154,7 +157,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	if cfg.InitFrom != "" {
 		if err := shapeFromInit(&cfg, explicit); err != nil {
-			return trainFail(ctx, stderr, err)
+			return startFail(ctx, stderr, &cfg, err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -174,10 +177,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 
 	// One rank: this process (alone, or one of a job's ranks).
 	rankLog := slog.New(slog.NewTextHandler(stderr, nil))
-	defer exitOnSecondInterrupt(ctx, stderr)()
+	var trainer atomic.Pointer[train.Trainer] // (for the first Ctrl-C's word on what happens)
+	defer exitOnSecondInterrupt(ctx, stderr, func() bool { t := trainer.Load(); return t != nil && t.Stepping() })()
 	place, err := rankPlace(&df, set)
 	if err != nil {
-		return trainFail(ctx, stderr, err)
+		return startFail(ctx, stderr, &cfg, err)
 	}
 	if place.World == 1 {
 		// Not a rank of a job: one whose launcher died (torchrun, which sets no
@@ -189,11 +193,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		if _, ok := errors.AsType[*deviceNameError](err); ok {
 			return usage(err.Error())
 		}
-		return trainFail(ctx, stderr, err) // a device that cannot be used is a failure, not a usage error
+		return startFail(ctx, stderr, &cfg, err) // a device that cannot be used is a failure, not a usage error
 	}
 	comm, err := joinJob(ctx, place, &df, rankLog)
 	if err != nil {
-		return trainFail(ctx, stderr, err)
+		return startFail(ctx, stderr, &cfg, err)
 	}
 	var coll train.Collectives = train.Single{}
 	var nccl *cuda.NCCL
@@ -202,7 +206,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		nccl, err = deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
 		if err != nil {
 			comm.Close(err)
-			return trainFail(ctx, stderr, err)
+			return startFail(ctx, stderr, &cfg, err)
 		}
 		if nccl != nil {
 			defer nccl.Close()
@@ -222,8 +226,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	cfg.Restarts = place.RestartCount
 	cfg.CheckInitTokenizer = func(dir string, data shards.TokenizerInfo) error { return checkInitTokenizer(ctx, dir, data) }
-	err = trainRank(ctx, cfg, be, coll, stdout, stderr)
+	err = trainRank(ctx, cfg, be, coll, &trainer, stdout, stderr)
 	if comm == nil {
+		if t := trainer.Load(); err != nil && (t == nil || !t.Stepping()) {
+			return startFail(ctx, stderr, &cfg, err)
+		}
 		if err != nil {
 			return trainFail(ctx, stderr, err)
 		}
@@ -260,8 +267,9 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return cli.ExitOK
 }
 
-// trainRank trains on one rank (rank 0 prints the summary).
-func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, stdout, stderr io.Writer) (err error) {
+// trainRank trains on one rank (rank 0 prints the summary); cur holds the trainer
+// once made.
+func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, cur *atomic.Pointer[train.Trainer], stdout, stderr io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = deviceError(r)
@@ -279,6 +287,7 @@ func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll t
 		return err
 	}
 	defer t.Close()
+	cur.Store(t)
 	if live != nil {
 		t.OnStep = live.step
 	}
@@ -333,14 +342,57 @@ func trainFail(ctx context.Context, stderr io.Writer, err error) int {
 		return cli.Fail(stderr, "train", err) // not just "interrupted": work was lost
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, interruptedLine)
+		fmt.Fprintln(stderr, interruptedLineOf(err))
 		return cli.ExitFailure
 	}
 	return cli.Fail(stderr, "train", err)
 }
 
-// interruptedLine ends a run stopped by a signal: what happened and the next step.
+// startFail is trainFail for a run whose training had not begun when err ended it
+// (or Train's own error): stopped by a signal, its last line says that nothing was
+// saved and where a rerun starts, which cfg.Resume decides.
+func startFail(ctx context.Context, stderr io.Writer, cfg *train.Config, err error) int {
+	if _, ok := errors.AsType[*train.InterruptedError](err); ok || ctx.Err() == nil || errors.Is(err, train.ErrCheckpointFailed) {
+		return trainFail(ctx, stderr, err)
+	}
+	from := "start from the beginning"
+	switch cfg.Resume {
+	case "auto":
+		root := filepath.Join(cfg.Out, train.CheckpointsDir)
+		if dir, _, err := checkpoint.Latest(context.WithoutCancel(ctx), root); err == nil {
+			from = "continue from the newest checkpoint, " + dir
+		}
+	case "none":
+	default:
+		from = "start it again, as resume " + cfg.Resume + " says"
+	}
+	fmt.Fprintf(stderr, "train: interrupted while starting, before the first step: nothing was saved (rerun the same command to %s)\n", from)
+	return cli.ExitFailure
+}
+
+// interruptedLine ends a run stopped by a signal after a step: what happened and
+// the next step.
 const interruptedLine = "train: interrupted (rerun the same command to continue from the newest checkpoint; a --resume none command with --resume auto)"
+
+// interruptedLineOf is the last line of a run stopped by a signal that ended it with
+// err: interruptedLine after a step (Train saved a checkpoint of it), else that
+// nothing was saved and where a rerun starts.
+func interruptedLineOf(err error) string {
+	ie, ok := errors.AsType[*train.InterruptedError](err)
+	switch {
+	case ok && ie.Taken > 0:
+		return interruptedLine
+	case ok && ie.Checkpoint != "":
+		return "train: interrupted before the first step: nothing was saved (no step was taken; rerun the same command to continue from " + ie.Checkpoint + ", the checkpoint it resumed from)"
+	case ok && ie.Step == 0:
+		return "train: interrupted before the first step: nothing was saved (no step was taken; rerun the same command to start from the beginning)"
+	case ok:
+		return fmt.Sprintf("train: interrupted before the first step: nothing was saved (no step was taken; rerun the same command to continue from the checkpoint of step %d)", ie.Step)
+	}
+	// Stopped while starting (opening the data, building the model...): Train
+	// had not begun.
+	return "train: interrupted while starting, before the first step: nothing was saved (rerun the same command to start it again)"
+}
 
 // trainCommand is the trainer's command line (its usage line reads
 // "train --data DATA ...").
