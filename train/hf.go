@@ -1,13 +1,19 @@
 package train
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gptkit/kernels"
+	"gptkit/loader"
+	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/train/hfgpt2"
 )
 
@@ -70,6 +76,7 @@ func hfConfig(m *Model, st *State) hfgpt2.Config {
 		if eod := st.Tokenizer.EODID; eod >= 0 && st.Tokenizer.Fingerprint != "" {
 			hc.EOSTokenID = &eod
 		}
+		hc.Tokenizer, hc.TokenizerFingerprint = st.Tokenizer.Name, st.Tokenizer.Fingerprint
 	}
 	return hc
 }
@@ -174,4 +181,64 @@ func importInit(dir string) (hfgpt2.Config, error) {
 		}
 	}
 	return hc, fmt.Errorf("train: init_from: %w", err)
+}
+
+// checkInitData refuses, before the data is opened, data tokenized otherwise than
+// the weights of init_from were trained: opening it checks every token id against
+// init_from's vocabulary, and failed at the first id outside it, naming neither
+// tokenizer. The data's tokenizer (its manifest's) is compared with the one
+// init_from holds (its tokenizer.json, through cfg.CheckInitTokenizer), the one
+// gptkit's export records in its config.json, and, where neither is there, with its
+// vocabulary size. Data whose manifest cannot be read here is left to openData.
+func (t *Trainer) checkInitData(ctx context.Context) error {
+	cfg := t.cfg
+	data, ok := dataTokenizer(ctx, cfg)
+	if !ok || data.Fingerprint == "" {
+		return nil
+	}
+	if cfg.CheckInitTokenizer != nil {
+		if err := cfg.CheckInitTokenizer(cfg.InitFrom, data); err != nil {
+			return err
+		}
+	}
+	hc, err := importInit(cfg.InitFrom)
+	if err != nil {
+		return nil // initFrom says why
+	}
+	hint := "\n---> HINT: tokenize the data with the tokenizer the weights were trained with (the one of their training data), or train without init_from"
+	switch {
+	case hc.TokenizerFingerprint != "" && hc.TokenizerFingerprint != data.Fingerprint:
+		return fmt.Errorf("train: init_from %s was trained on the ids of tokenizer %s (fingerprint %.12s, vocabulary %d), but %s holds ids of tokenizer %s (fingerprint %.12s, vocabulary %d): the same ids are other text to these weights%s",
+			cfg.InitFrom, hc.Tokenizer, hc.TokenizerFingerprint, hc.VocabSize, cfg.Data, data.Name, data.Fingerprint, data.VocabSize, hint)
+	case hc.TokenizerFingerprint == "" && data.VocabSize > hc.VocabSize:
+		return fmt.Errorf("train: init_from %s was trained on a tokenizer of %d tokens (which one it does not record: no tokenizer.json), but %s holds ids of tokenizer %s, of %d: the weights were trained on another tokenizer's ids%s",
+			cfg.InitFrom, hc.VocabSize, cfg.Data, data.Name, data.VocabSize, hint)
+	}
+	return nil
+}
+
+// dataTokenizer is the tokenizer cfg.Data's manifest records (its first dataset's:
+// the loader refuses a blend of several), read without opening the data; ok is
+// false where there is no manifest (bare GPT-NeoX shards) or it cannot be read.
+func dataTokenizer(ctx context.Context, cfg Config) (_ shards.TokenizerInfo, ok bool) {
+	spec, err := loader.ParseData(cfg.Data)
+	if err != nil || len(spec.Train) == 0 {
+		return shards.TokenizerInfo{}, false
+	}
+	p := spec.Train[0].Path
+	if !strings.HasPrefix(p, "s3://") {
+		p = strings.TrimPrefix(p, "file://")
+		if _, err := os.Stat(filepath.Join(p, shards.ManifestName)); err != nil {
+			return shards.TokenizerInfo{}, false
+		}
+	}
+	st, err := storage.Open(ctx, p, storage.Options{S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3PathStyle, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return shards.TokenizerInfo{}, false
+	}
+	m, err := shards.ReadManifest(ctx, st, "")
+	if err != nil {
+		return shards.TokenizerInfo{}, false
+	}
+	return m.Tokenizer, true
 }

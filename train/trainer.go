@@ -167,6 +167,11 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	if cfg.EvalSteps > 0 {
 		t.numSamples[loader.Valid] = int64(cfg.EvalSteps) * int64(B) * world
 	}
+	if cfg.InitFrom != "" {
+		if err := t.checkInitData(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.openData(ctx); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,5 +52,59 @@ func TestInitFromOtherCharacters(t *testing.T) {
 	same, _ := makeCharDataset(t)
 	if code, _, stderr := runTrain(t, append(args, "--data", same, "--out", out2+"b")...); code != 0 {
 		t.Errorf("--init-from on data of the same characters: exit %d: %s", code, stderr)
+	}
+}
+
+// TestInitFromCharWeightsOnGPT2Data: weights trained on a byte-level character
+// tokenizer (the built-in char: export writes no tokenizer.json for it) do not start a
+// run on data of GPT-2 ids, and the refusal names both tokenizers and what to do
+// (it failed at the first token id outside the weights' vocabulary, naming neither).
+// An export that does not record its tokenizer (an older one) is refused by its
+// vocabulary, naming the data's tokenizer.
+func TestInitFromCharWeightsOnGPT2Data(t *testing.T) {
+	ctx := context.Background()
+	text := charText(8000)
+	char, err := spec.Load(ctx, "char", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpt2, err := spec.Load(ctx, "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hf := trainAndExport(t, makeTokenDataset(t, char, text))
+	if _, err := os.Stat(filepath.Join(hf, "tokenizer.json")); err == nil {
+		t.Fatalf("export wrote a tokenizer.json for %s: the case is not tested", char.Name())
+	}
+	data := makeTokenDataset(t, gpt2, text)
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"--data", data, "--out", out, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
+		"--warmup-steps", "0", "--lr-decay-steps", "2", "--eval-steps", "2", "--init-from", hf, "--cache-dir", out + "-cache"}
+	code, _, stderr := runTrain(t, args...)
+	for _, want := range []string{"init_from " + hf + " was trained on the ids of tokenizer " + char.Name(), "holds ids of tokenizer " + gpt2.Name(), "---> HINT: tokenize the data with the tokenizer the weights were trained with"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--init-from char weights on gpt2 data: exit %d, want 1 and %q: %s", code, want, stderr)
+		}
+	}
+
+	// Without the record (config.json's gptkit.tokenizer): by the vocabulary.
+	cj, err := os.ReadFile(filepath.Join(hf, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.SplitSeq(string(cj), "\n") {
+		if !strings.Contains(line, `"tokenizer`) {
+			lines = append(lines, line)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(hf, "config.json"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runTrain(t, append(args, "--out", out+"2")...)
+	for _, want := range []string{"init_from " + hf + " was trained on a tokenizer of " + strconv.Itoa(char.VocabSize()) + " tokens", "holds ids of tokenizer " + gpt2.Name(), "---> HINT: "} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--init-from char weights (tokenizer not recorded) on gpt2 data: exit %d, want 1 and %q: %s", code, want, stderr)
+		}
 	}
 }

@@ -271,7 +271,7 @@ func TestTrainCommand(t *testing.T) {
 		t.Errorf("--init-from a run directory: exit %d, want 1 and a hint to --resume: %s", code, stderr)
 	}
 	wider, _ := makeCharDatasetOf(t, charText(8000)+"XYZ#@")
-	if code, _, stderr := runTrain(t, append(args, "--resume", "none", "--out", out2+"z", "--data", wider)...); code != 1 || !strings.Contains(stderr, "weights of init_from "+hf) {
+	if code, _, stderr := runTrain(t, append(args, "--resume", "none", "--out", out2+"z", "--data", wider)...); code != 1 || !strings.Contains(stderr, "init_from "+hf+" was trained on the ids of tokenizer test-chars") {
 		t.Errorf("--init-from weights of a smaller vocabulary: exit %d, want 1 naming both: %s", code, stderr)
 	}
 }

@@ -21,6 +21,11 @@ type Config struct {
 	Dropout float64
 	// EOSTokenID, when set, is written as bos_token_id and eos_token_id (GPT-2: 50256).
 	EOSTokenID *int
+	// Tokenizer and TokenizerFingerprint name the tokenizer whose ids the model was
+	// trained on, as the training data's manifest did: gptkit's export records them
+	// in config.json's gptkit section (a tokenizer.json cannot always say it: a
+	// chars.json or byte tokenizer has none); empty for other directories.
+	Tokenizer, TokenizerFingerprint string
 }
 
 // PadVocab rounds a vocabulary size up to a multiple of 64, the padded vocabulary gptkit
@@ -135,9 +140,11 @@ type hfConfig struct {
 }
 
 type gptkitExtra struct {
-	Bias        bool   `json:"bias"`
-	PaddedVocab int    `json:"padded_vocab"`
-	Note        string `json:"note,omitempty"`
+	Bias                 bool   `json:"bias"`
+	PaddedVocab          int    `json:"padded_vocab"`
+	Tokenizer            string `json:"tokenizer,omitempty"`
+	TokenizerFingerprint string `json:"tokenizer_fingerprint,omitempty"`
+	Note                 string `json:"note,omitempty"`
 }
 
 func toHF(c Config) hfConfig {
@@ -156,7 +163,7 @@ func toHF(c Config) hfConfig {
 		TorchDType:        "float32",
 		UseCache:          true,
 		VocabSize:         c.VocabSize,
-		Gptkit:            &gptkitExtra{Bias: c.Bias, PaddedVocab: c.PaddedVocab},
+		Gptkit:            &gptkitExtra{Bias: c.Bias, PaddedVocab: c.PaddedVocab, Tokenizer: c.Tokenizer, TokenizerFingerprint: c.TokenizerFingerprint},
 	}
 	if !c.Bias {
 		h.Gptkit.Note = "trained without biases: the bias tensors are zeros"
@@ -193,6 +200,9 @@ func fromHF(data []byte) (Config, *gptkitExtra, error) {
 		VocabSize: h.VocabSize, PaddedVocab: PadVocab(h.VocabSize),
 		NLayer: h.NLayer, NHead: h.NHead, NEmbd: h.NEmbd, BlockSize: pos,
 		Bias: true, LayerNormEps: h.LayerNormEpsilon, Dropout: h.ResidPdrop, EOSTokenID: h.EOSTokenID,
+	}
+	if h.Gptkit != nil {
+		c.Tokenizer, c.TokenizerFingerprint = h.Gptkit.Tokenizer, h.Gptkit.TokenizerFingerprint
 	}
 	if err := c.check(); err != nil {
 		return Config{}, nil, err
