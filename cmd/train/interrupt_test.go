@@ -195,8 +195,12 @@ func TestQuitStopsInOrder(t *testing.T) {
 			if strings.Contains(got, "goroutine ") || strings.Contains(got, "SIGQUIT: quit") {
 				t.Errorf("a stack dump reached stderr: %s", got)
 			}
-			if last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:]); last != interruptedLine {
-				t.Errorf("last line %q, want %q", last, interruptedLine)
+			want := interruptedLine
+			if tc.launcher { // (it names the checkpoint the ranks left)
+				want = "train: interrupted (rerun the same command to continue from the newest checkpoint, " + filepath.Join(out, train.CheckpointsDir, "step_")
+			}
+			if last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:]); !strings.HasPrefix(last, want) {
+				t.Errorf("last line %q, want %q", last, want)
 			}
 			if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) == 0 {
 				t.Errorf("no checkpoint after SIGQUIT in %s: %s", out, got)
@@ -231,36 +235,45 @@ func TestInterruptBeforeFirstStep(t *testing.T) {
 	childArgs := slices.Clone(args)
 	childArgs[slices.Index(childArgs, "--data")+1] = "s3://bucket/data"
 	childArgs = append(childArgs, "--s3-endpoint", srv.URL)
-	cmd := exec.Command(os.Args[0], childArgs...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	interrupt := func(t *testing.T, args []string, launcher bool) {
+		t.Helper()
+		asked = make(chan struct{})
+		once = sync.Once{}
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), mainEnv+"=1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		select {
+		case <-asked:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the run asked the S3 endpoint for nothing in 60s: %s", stderr.String())
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		got := stderr.String()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("after Ctrl-C: %v, want status 1: %s", err, got)
+		}
+		if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) != 0 {
+			t.Fatalf("checkpoints %v of a run stopped before its first step: %s", ckpts, got)
+		}
+		if !launcher && (strings.Contains(got, "saving a checkpoint") || !strings.Contains(got, "stopping before the first step: nothing to save")) {
+			t.Errorf("the first Ctrl-C's word, where nothing is saved: %s", got)
+		}
+		last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:])
+		if !strings.Contains(last, "nothing was saved") || strings.Contains(last, "continue from") {
+			t.Errorf("last line %q, want that nothing was saved and a rerun starts over", last)
+		}
 	}
-	defer cmd.Process.Kill()
-	select {
-	case <-asked:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the run asked the S3 endpoint for nothing in 60s: %s", stderr.String())
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
-	got := stderr.String()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("after Ctrl-C: %v, want status 1: %s", err, got)
-	}
-	if ckpts, _ := filepath.Glob(filepath.Join(out, train.CheckpointsDir, "step_*")); len(ckpts) != 0 {
-		t.Fatalf("checkpoints %v of a run stopped before its first step: %s", ckpts, got)
-	}
-	if strings.Contains(got, "saving a checkpoint") || !strings.Contains(got, "stopping before the first step: nothing to save") {
-		t.Errorf("the first Ctrl-C's word, where nothing is saved: %s", got)
-	}
-	last := strings.TrimSpace(got[strings.LastIndex(strings.TrimRight(got, "\n"), "\n")+1:])
-	if !strings.Contains(last, "nothing was saved") || strings.Contains(last, "continue from") {
-		t.Errorf("last line %q, want that nothing was saved and a rerun starts over", last)
-	}
+	interrupt(t, childArgs, false)
+	// Through the launcher (2 ranks): its last line said to continue from the
+	// newest checkpoint, of which there was none.
+	interrupt(t, append(slices.Clone(childArgs), "--nproc-per-node", "2", "--master-port", freePort(t)), true)
 
 	// Resumed from a checkpoint, then stopped before a step: a rerun continues from it.
 	maxSteps := slices.Index(args, "--max-steps") + 1

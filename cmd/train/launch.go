@@ -167,7 +167,7 @@ func launcherMasterAddr(d *distFlags) string {
 }
 
 // runLauncher implements --nproc-per-node: this process starts the node's ranks.
-func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runLauncher(ctx context.Context, d *distFlags, cfg *train.Config, fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	self, err := os.Executable()
 	if err != nil {
@@ -202,7 +202,7 @@ func runLauncher(ctx context.Context, d *distFlags, fs *flag.FlagSet, args []str
 		Timeout: d.timeout, HeartbeatTimeout: d.heartbeat, Logger: log,
 	})
 	if errors.Is(err, launch.ErrInterrupted) {
-		fmt.Fprintln(stderr, interruptedLine)
+		fmt.Fprintln(stderr, launcherInterruptedLine(ctx, cfg, d.nodeRank))
 		return cli.ExitFailure
 	}
 	if err != nil {

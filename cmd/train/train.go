@@ -172,7 +172,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	case df.hostfile != "":
 		return runHostfile(ctx, &df, c.Flags, args, stdout, stderr)
 	case df.nprocPerNode > 0:
-		return runLauncher(ctx, &df, c.Flags, args, stdin, stdout, stderr)
+		return runLauncher(ctx, &df, &cfg, c.Flags, args, stdin, stdout, stderr)
 	}
 
 	// One rank: this process (alone, or one of a job's ranks).
@@ -392,6 +392,26 @@ func interruptedLineOf(err error) string {
 	// Stopped while starting (opening the data, building the model...): Train
 	// had not begun.
 	return "train: interrupted while starting, before the first step: nothing was saved (rerun the same command to start it again)"
+}
+
+// launcherInterruptedLine is the last line of a launcher whose ranks a signal
+// stopped. The launcher does not know whether a rank took a step, so it looks for
+// what they left: node 0's launcher (where a local out is) names the newest
+// checkpoint under cfg.Out, or says that there is none and a rerun starts over;
+// another node's, or one whose look failed, gives interruptedLine.
+func launcherInterruptedLine(ctx context.Context, cfg *train.Config, nodeRank int) string {
+	if nodeRank != 0 {
+		return interruptedLine
+	}
+	root := filepath.Join(cfg.Out, train.CheckpointsDir)
+	dir, _, err := checkpoint.Latest(context.WithoutCancel(ctx), root)
+	switch {
+	case err == nil:
+		return "train: interrupted (rerun the same command to continue from the newest checkpoint, " + dir + "; a --resume none command with --resume auto)"
+	case errors.Is(err, checkpoint.ErrNone):
+		return "train: interrupted: nothing was saved (no checkpoint in " + root + "; rerun the same command to start from the beginning)"
+	}
+	return interruptedLine
 }
 
 // trainCommand is the trainer's command line (its usage line reads
