@@ -193,7 +193,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 		for c, wp := range list {
 			set, err := open(wp.Path)
 			if err != nil {
-				return nil, err
+				return nil, blendEntryErr(o.Data, separate, k, c, wp.Path, err)
 			}
 			if spec.Blended {
 				fmt.Fprintf(dataKey, "weight=%s\n", strconv.FormatFloat(weights[c], 'g', -1, 64))
@@ -631,3 +631,30 @@ func cached(ctx context.Context, o Options, next storage.Store, nextName, name s
 	}
 	return filepath.Join(fb.String(), cacheDirName, name), nil
 }
+
+// blendEntryErr names the blend file and entry of a dataset that did not open
+// (err alone names only the path, joined with the file's directory): for data that
+// is not a blend file it returns err as it is.
+func blendEntryErr(data string, separate bool, split, entry int, path string, err error) error {
+	if !strings.HasSuffix(data, ".yaml") && !strings.HasSuffix(data, ".yml") {
+		return err
+	}
+	key := "datasets"
+	if separate {
+		key = [3]string{"datasets", "valid", "test"}[split]
+	}
+	where := ""
+	if dir := filepath.Dir(data); dir != "." && strings.HasPrefix(path, dir+string(filepath.Separator)) {
+		where = " (relative paths in a blend file are relative to its directory, " + filepath.Dir(data) + ")"
+	}
+	return &wrapped{msg: fmt.Sprintf("loader: blend file %s: %s[%d]%s: %s", data, key, entry, where, strings.TrimPrefix(err.Error(), "loader: ")), err: err}
+}
+
+// wrapped is err with another message (its own, rewritten), still matching err.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }

@@ -444,3 +444,28 @@ func TestOpenEveryTokenOncePerEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestBlendFileMissingDataset: a blend file's dataset that does not open is named
+// with the file and its entry (the error named only the path, joined with the file's
+// directory, so a path written relative to the working directory was a puzzle).
+func TestBlendFileMissingDataset(t *testing.T) {
+	dir := t.TempDir()
+	good := writeDataset(t, filepath.Join(dir, "good"), randomDocs(rand.New(rand.NewPCG(1, 2)), 20), 1, shards.Uint16, nil, "fp")
+	blend := filepath.Join(dir, "blend.yaml")
+	if err := os.WriteFile(blend, []byte("datasets:\n  - {path: "+good+", weight: 0.7}\n  - {path: data/nope, weight: 0.3}\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(ctx, Options{Data: blend, SeqLen: 4, NumSamples: [3]int64{10, 0, 0}, CacheDir: t.TempDir()})
+	want := "loader: blend file " + blend + ": datasets[1] (relative paths in a blend file are relative to its directory, " + dir + "): " + filepath.Join(dir, "data/nope") + ": no such dataset"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v\nwant %s...", err, want)
+	}
+	if err := os.WriteFile(blend, []byte("datasets: [{path: "+good+"}]\nvalid: [{path: /nonexistent/val}]\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, Options{Data: blend, SeqLen: 4, NumSamples: [3]int64{10, 2, 0}, CacheDir: t.TempDir()})
+	want = "loader: blend file " + blend + ": valid[0]: /nonexistent/val: no such dataset"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v\nwant %s...", err, want)
+	}
+}
