@@ -192,6 +192,8 @@ func Run(ctx context.Context, cfg Config) error {
 			reason := out.failure
 			if cfg.MaxRestarts > 0 {
 				reason = fmt.Sprintf("%s (no restarts left after %d)", out.failure, cfg.MaxRestarts)
+			} else if out.killed {
+				reason += "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
 			}
 			l.giveUp(reason)
 			return fmt.Errorf("launch: %s", reason)
@@ -264,6 +266,7 @@ func (l *launcher) giveUp(reason string) {
 // outcome is how an attempt ended.
 type outcome struct {
 	failure     string // the first failure ("" none)
+	killed      bool   // a rank of this node's was SIGKILLed from outside (rerun: the next step)
 	fatal       string // the job is over (given up elsewhere, store lost)
 	interrupted bool
 }
@@ -294,7 +297,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// it: no stop signal for it (one would race its last line, its own error, with
 	// "interrupted"), only the SIGKILL after the grace period should it not exit.
 	spare := -1
+	sentKill := false // this launcher has SIGKILLed its ranks
 	stop := func(sig syscall.Signal, grace time.Duration) {
+		if sig == syscall.SIGKILL {
+			sentKill = true
+		}
 		for _, w := range workers {
 			if !w.exited {
 				if sig == syscall.SIGKILL {
@@ -337,6 +344,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				if w.rank == ex.rank {
 					w.exited = true
 				}
+			}
+			if ex.err != nil && !sentKill && killedBySignal(ex.err, syscall.SIGKILL) {
+				// Killed from outside (the OOM killer, kill -9): whether its exit or
+				// the store's "disconnected" came first, the next step is a rerun.
+				out.killed = true
 			}
 			if ex.err != nil && !stopping && interruptedExit(ex.err) {
 				// Stopped with the others on an interrupt another node's launcher
@@ -438,8 +450,10 @@ func interruptedExit(err error) bool {
 func describeExit(ex exit) string {
 	var msg string
 	var ee *exec.ExitError
+	killed := false
 	if errors.As(ex.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed = true
 			msg = fmt.Sprintf("rank %d was killed by signal %d (%s)", ex.rank, ws.Signal(), ws.Signal())
 			if ws.Signal() == syscall.SIGKILL {
 				// Not this launcher's (describeExit is for a rank that failed first).
@@ -451,10 +465,25 @@ func describeExit(ex exit) string {
 	} else {
 		msg = fmt.Sprintf("rank %d: %v", ex.rank, ex.err)
 	}
-	if ex.last != "" {
-		msg += ": " + ex.last
+	switch {
+	case ex.last == "":
+	case killed:
+		// Its last line is no reason: it was cut off wherever it was (a log line).
+		msg += " (its last line: " + ex.last + ")"
+	default:
+		msg += ": " + ex.last // its own last words, e.g. "train: ..."
 	}
 	return msg
+}
+
+// killedBySignal reports whether a rank's Wait error is its death by signal sig.
+func killedBySignal(err error, sig syscall.Signal) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
 // start starts one rank with torchrun's environment.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gptkit/internal/freeport"
+	"gptkit/train/dist"
 )
 
 // workerEnv makes the test binary a fake rank: it runs the behaviour the variable
@@ -31,6 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	if mode := os.Getenv(workerEnv); mode == "distfail1" {
 		os.Exit(distFailRank())
+	}
+	if mode := os.Getenv(workerEnv); mode == "distkill1" {
+		os.Exit(distKillRank())
 	}
 	if mode := os.Getenv(workerEnv); mode != "" {
 		os.Exit(fakeRank(mode))
@@ -196,6 +200,61 @@ func TestFailureNamesOOMKill(t *testing.T) {
 	err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "rank 1 was killed by signal 9 (killed) from outside the launcher: the kernel's OOM killer") {
 		t.Fatalf("%v\n%s", err, stderr)
+	}
+}
+
+// distKillRank joins the group; rank 1 then is SIGKILLed, leaving behind a child
+// that holds its stderr, so that the store's "rank 1 disconnected" reaches the
+// launcher well before rank 1's exit (pipeDrainWait). The others wait for the stop.
+func distKillRank() int {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	c, err := dist.Init(context.Background(), place, dist.Options{Token: os.Getenv(dist.EnvToken), Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if place.Rank == 1 {
+		child := exec.Command("sleep", "10")
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "level=INFO msg=step step=7")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	select {
+	case <-c.Aborted():
+		fmt.Fprintln(os.Stderr, c.Err())
+		return 1
+	case <-time.After(time.Minute):
+		return 9
+	}
+}
+
+// TestKilledRankNextStep: a rank SIGKILLed from outside fails the job with the next
+// step named (rerun, or --max-restarts), whether the launcher learns it from the
+// rank's exit or first from the store ("rank 1 disconnected"); its last line is
+// not given as the reason.
+func TestKilledRankNextStep(t *testing.T) {
+	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+	cfg, _, stderr := testConfig(t, "distkill1", 2)
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 disconnected from the store") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("store first: %v, want rank 1 named and %q\n%s", err, next, stderr)
+	}
+	cfg, _, stderr = testConfig(t, "kill1", 2)
+	err = Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "or a user or scheduler killed it (its last line: hello from 1 of 2") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("exit first: %v, want its last line as such and %q\n%s", err, next, stderr)
+	}
+	cfg, _, _ = testConfig(t, "fail1", 2)
+	if err := Run(context.Background(), cfg); err == nil || strings.Contains(err.Error(), "rerun") {
+		t.Errorf("a rank's own failure: %v, want no rerun hint", err)
 	}
 }
 
