@@ -73,7 +73,7 @@ func Fetch(ctx context.Context, st Store, key, cacheDir, wantSHA256 string) (str
 	}
 	c := newCacheEntry(st, key, cacheDir)
 	if err := os.MkdirAll(filepath.Dir(c.meta), 0o777); err != nil {
-		return "", fmt.Errorf("storage: fetch %s: cache: %w (check the cache directory, $GPTKIT_CACHE)", c.name, err)
+		return "", fmt.Errorf("storage: fetch %s: cache: %w (%s)", c.name, err, c.dirHint())
 	}
 	unlock, err := lockFile(strings.TrimSuffix(c.meta, ".json") + ".lock")
 	if err != nil {
@@ -103,6 +103,12 @@ type cacheEntry struct {
 	name  string // s3://bucket/key, for messages
 	data  string // the cached copy
 	meta  string // its sidecar
+	root  string // the cache directory given to Fetch (or DefaultCacheDir)
+}
+
+// dirHint names the cache directory and where it came from, for errors making it.
+func (c cacheEntry) dirHint() string {
+	return "check the cache directory " + c.root + ": --cache-dir, by default $GPTKIT_CACHE/storage, else ~/.cache/gptkit/storage"
 }
 
 // cacheMeta is the sidecar, written after a verified download.
@@ -138,6 +144,7 @@ func newCacheEntry(st Store, key, cacheDir string) cacheEntry {
 		name:  strings.TrimSuffix(st.String(), "/") + "/" + key,
 		data:  filepath.Join(dir, rel),
 		meta:  filepath.Join(dir+".meta", rel+".json"),
+		root:  cacheDir,
 	}
 }
 
@@ -188,7 +195,7 @@ func hashFile(p string) (string, int64, error) {
 func (c cacheEntry) download(ctx context.Context, st Store, wantSHA256 string, stat Info) error {
 	dir := filepath.Dir(c.data)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return fmt.Errorf("storage: fetch %s: cache: %w (check the cache directory, $GPTKIT_CACHE)", c.name, err)
+		return fmt.Errorf("storage: fetch %s: cache: %w (%s)", c.name, err, c.dirHint())
 	}
 	// A download killed part way (SIGKILL, the OOM killer, preemption) left its temp
 	// file: removed here, under the entry's lock, or each such kill would keep a

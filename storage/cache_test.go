@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -196,5 +197,23 @@ func TestDefaultCacheDir(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/y")
 	if got := DefaultCacheDir(); got != "/y/gptkit/storage" {
 		t.Fatalf("DefaultCacheDir = %s", got)
+	}
+}
+
+// TestFetchCacheDirError: a cache directory that cannot be made is named, with where
+// it comes from (the error said "check the cache directory, $GPTKIT_CACHE" to a user
+// who had passed --cache-dir, naming neither the directory nor the flag).
+func TestFetchCacheDirError(t *testing.T) {
+	st := minioStore(t, Options{})
+	put(t, st, "shards/0.bin", []byte("abc"))
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(file, "cache") // under a file: mkdir fails, even as root
+	_, err := Fetch(ctx, st, "shards/0.bin", cache, "")
+	want := "(check the cache directory " + cache + ": --cache-dir, by default $GPTKIT_CACHE/storage, else ~/.cache/gptkit/storage)"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("got %v, want ...%s", err, want)
 	}
 }
