@@ -100,5 +100,5 @@ func fromOpenMPI(getenv func(string) string) (Place, error) {
 	if err := errors.Join(errs...); err != nil {
 		return p, err
 	}
-	return p, p.Validate()
+	return p, validateEnv(p, getenv, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 }

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -85,6 +86,24 @@ func Detect(getenv func(string) string) (p Place, found bool, err error) {
 	return Place{Rank: 0, World: 1, LocalWorld: 1}, false, nil
 }
 
+// validateEnv is p.Validate for a place read from the environment: its error names
+// the variables it was read from ("dist: rank 2 is not in [0,2)" alone did not say
+// where the 2s came from, nor what to change).
+func validateEnv(p Place, getenv func(string) string, names ...string) error {
+	err := p.Validate()
+	if err == nil {
+		return nil
+	}
+	var set []string
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			set = append(set, n+"="+strconv.Quote(v))
+		}
+	}
+	who := map[string]string{"torchrun": "torchrun's", "launcher": "the launcher's", "slurm": "SLURM's", "openmpi": "Open MPI's"}[p.Source]
+	return fmt.Errorf("%w, read from %s environment (%s): fix or unset them", err, cmp.Or(who, "the"), strings.Join(set, " "))
+}
+
 func envInt(getenv func(string) string, name string, def int) (int, error) {
 	s := getenv(name)
 	if s == "" {
@@ -136,7 +155,7 @@ func fromTorchrun(getenv func(string) string) (Place, error) {
 	if err := errors.Join(errs...); err != nil {
 		return p, err
 	}
-	return p, p.Validate()
+	return p, validateEnv(p, getenv, "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 }
 
 func fromSLURM(getenv func(string) string) (Place, error) {
@@ -194,7 +213,7 @@ func fromSLURM(getenv func(string) string) (Place, error) {
 	if err := errors.Join(errs...); err != nil {
 		return p, err
 	}
-	return p, p.Validate()
+	return p, validateEnv(p, getenv, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_ID")
 }
 
 // ParseNodeList expands a SLURM hostlist expression ("node[01-03,7],gpu5" →

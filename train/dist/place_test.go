@@ -37,7 +37,16 @@ func TestDetect(t *testing.T) {
 		{"slurm step world", envFunc("SLURM_PROCID", "0", "SLURM_STEP_ID", "0", "SLURM_NTASKS", "8", "SLURM_STEP_NUM_TASKS", "2", "SLURM_NODELIST", "n1", "MASTER_PORT", "4000"),
 			Place{Rank: 0, World: 2, LocalWorld: 1, MasterAddr: "n1", MasterPort: 4000, Source: "slurm", HostStore: true}, true, ""},
 		{"slurm batch script", envFunc("SLURM_PROCID", "0", "SLURM_NTASKS", "4", "SLURM_NODELIST", "n1"), Place{World: 1, LocalWorld: 1}, false, ""},
-		{"bad rank", envFunc("RANK", "4", "WORLD_SIZE", "4", "MASTER_ADDR", "h"), Place{}, false, "rank 4 is not in [0,4)"},
+		{"bad rank", envFunc("RANK", "4", "WORLD_SIZE", "4", "MASTER_ADDR", "h"), Place{}, false,
+			`dist: rank 4 is not in [0,4), read from torchrun's environment (RANK="4" WORLD_SIZE="4" MASTER_ADDR="h"): fix or unset them`},
+		// The variables a value came from are named (the error said "master port
+		// 70000 is not in [1,65535]", naming neither MASTER_PORT nor where it was set).
+		{"bad port", envFunc("RANK", "0", "WORLD_SIZE", "2", "MASTER_PORT", "70000"), Place{}, false,
+			`dist: master port 70000 is not in [1,65535], read from torchrun's environment (RANK="0" WORLD_SIZE="2" MASTER_PORT="70000"): fix or unset them`},
+		{"slurm bad port", envFunc("SLURM_PROCID", "0", "SLURM_STEP_ID", "0", "SLURM_NTASKS", "2", "SLURM_NODELIST", "n1", "MASTER_PORT", "99999"), Place{}, false,
+			`dist: master port 99999 is not in [1,65535], read from SLURM's environment (SLURM_PROCID="0" SLURM_NTASKS="2" MASTER_PORT="99999"): fix or unset them`},
+		{"openmpi bad port", envFunc("OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_LOCAL_SIZE", "2", "MASTER_PORT", "0"), Place{}, false,
+			`dist: master port 0 is not in [1,65535], read from Open MPI's environment (OMPI_COMM_WORLD_RANK="1" OMPI_COMM_WORLD_SIZE="2" MASTER_PORT="0"): fix or unset them`},
 		{"not a number", envFunc("RANK", "x", "WORLD_SIZE", "4"), Place{}, false, "RANK"},
 		{"bad node list", envFunc("SLURM_PROCID", "0", "SLURM_STEP_ID", "0", "SLURM_NTASKS", "2", "SLURM_NODELIST", "n[1-"), Place{}, false, "node list"},
 	} {
