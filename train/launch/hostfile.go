@@ -39,16 +39,19 @@ func ParseHostfile(data []byte, name string) ([]Host, error) {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("launch: %s:%d: %s (want \"HOST slots=N\")", name, n, fmt.Sprintf(format, args...))
 		}
-		if len(fields) != 2 {
-			return nil, bad("%d fields", len(fields))
-		}
-		host, slots := fields[0], fields[1]
+		host := fields[0]
 		if err := checkHost(host); err != nil {
 			return nil, bad("%v", err)
 		}
-		v, ok := strings.CutPrefix(slots, "slots=")
+		if len(fields) == 1 {
+			return nil, bad("host %s has no slots=N", host)
+		}
+		v, ok := strings.CutPrefix(fields[1], "slots=")
 		if !ok {
-			return nil, bad("%q is not slots=N", slots)
+			return nil, bad("%q is not slots=N", strings.Join(fields[1:], " "))
+		}
+		if len(fields) > 2 {
+			return nil, bad("%q after slots=%s: a line is a host and its slots, nothing else", strings.Join(fields[2:], " "), v)
 		}
 		k, err := strconv.Atoi(v)
 		if err != nil || k < 1 || k > maxSlots {

@@ -319,6 +319,19 @@ func TestParseHostfile(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+	// What is wrong is said ("hf:1: 1 fields", "3 fields").
+	for bad, want := range map[string]string{
+		"n1":                     `launch: hf:1: host n1 has no slots=N (want "HOST slots=N")`,
+		"n1 slots=2 max_slots=4": `launch: hf:1: "max_slots=4" after slots=2: a line is a host and its slots, nothing else (want "HOST slots=N")`,
+		"n1 gpus=2":              `launch: hf:1: "gpus=2" is not slots=N (want "HOST slots=N")`,
+		"n1 slots=":              `launch: hf:1: slots "": want an integer in [1,1024] (want "HOST slots=N")`,
+		"n1 slots = 2":           `launch: hf:1: "slots = 2" is not slots=N (want "HOST slots=N")`,
+		"n1 slots=2x":            `launch: hf:1: slots "2x": want an integer in [1,1024] (want "HOST slots=N")`,
+	} {
+		if _, err := ParseHostfile([]byte(bad), "hf"); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", bad, err, want)
+		}
+	}
 }
 
 // TestShellQuote: a quoted command line reaches the program word for word through
