@@ -59,6 +59,10 @@ func ParseData(data string) (*DataSpec, error) {
 	case data == "":
 		return nil, errors.New("loader: no data given (want a dataset directory, s3://bucket/prefix, a PREFIX of PREFIX.bin/.idx, a blend FILE.yaml or W1:PATH1,W2:PATH2)")
 	case strings.HasSuffix(data, ".yaml") || strings.HasSuffix(data, ".yml"):
+		if strings.Contains(data, "://") {
+			// os.ReadFile would say "open s3://b/x.yaml: no such file or directory".
+			return nil, fmt.Errorf("loader: blend file %s: a blend file is read from a local path, not a URL: copy it to this machine and pass its path (the datasets it lists may be s3:// locations)", data)
+		}
 		b, err := os.ReadFile(data)
 		if err != nil {
 			return nil, fmt.Errorf("loader: read blend file %s: %w", data, err)

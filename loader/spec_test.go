@@ -53,6 +53,12 @@ func TestParseData(t *testing.T) {
 	if _, err := ParseData("0.7:a,0:b"); err == nil || !strings.Contains(err.Error(), "remove it from the blend") || !strings.Contains(err.Error(), "b") {
 		t.Errorf("ParseData(0.7:a,0:b): %v; want the error to say to remove b from the blend", err)
 	}
+	// A blend file in a bucket is read from the local disk only: it said "open
+	// s3://b/blend.yaml: no such file or directory".
+	want := "loader: blend file s3://b/blend.yaml: a blend file is read from a local path, not a URL: copy it to this machine and pass its path (the datasets it lists may be s3:// locations)"
+	if _, err := ParseData("s3://b/blend.yaml"); err == nil || err.Error() != want {
+		t.Errorf("ParseData(s3://b/blend.yaml): %v, want %s", err, want)
+	}
 }
 
 // FuzzParseData checks that any data string parses or fails without panicking,
