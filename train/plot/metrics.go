@@ -35,7 +35,8 @@ const maxLine = 1 << 20
 // grad_norm, tokens_per_s, ...) are ignored and blank lines skipped. A step logged twice
 // (a run resumed from an earlier checkpoint logs those steps again) keeps the later
 // line's values. A last line cut short (no newline at its end: a run writing it, or
-// killed while it did) is left out. Points come sorted by step. Errors are *LineError.
+// killed while it did; or zero bytes, what a crash can leave of a file's last blocks)
+// is left out. Points come sorted by step. Errors are *LineError.
 func ReadMetrics(r io.Reader) ([]Point, error) {
 	tail := &lastByteReader{r: r}
 	sc := bufio.NewScanner(tail)
@@ -56,7 +57,10 @@ func ReadMetrics(r io.Reader) ([]Point, error) {
 		}
 		p, err := parseLine(b)
 		if err != nil {
-			bad, torn = &LineError{Line: line, Err: err}, cutShort(b)
+			// Cut short, or ending in zero bytes: a crash can leave the file's
+			// last blocks allocated but never written (ext4, XFS after a power loss).
+			unwritten := bytes.TrimRight(b, "\x00")
+			bad, torn = &LineError{Line: line, Err: err}, len(unwritten) == 0 || cutShort(unwritten)
 			continue
 		}
 		if i, ok := byStep[p.Step]; ok {

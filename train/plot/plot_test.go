@@ -187,7 +187,7 @@ func BenchmarkLossPNG(b *testing.B) {
 }
 
 // TestReadMetricsTornLastLine: a last line cut short (a run writing it, or one killed
-// while it did) is left out, so a running run plots; the same line with its newline,
+// while it did) or of zero bytes (a crash's unwritten blocks) is left out, so a running run plots; the same line with its newline,
 // or a bad line before others, is an error.
 func TestReadMetricsTornLastLine(t *testing.T) {
 	whole := `{"step":1,"loss":2}` + "\n" + `{"step":2,"loss":1.5}` + "\n"
@@ -195,7 +195,14 @@ func TestReadMetricsTornLastLine(t *testing.T) {
 	if err != nil || len(points) != 2 {
 		t.Fatalf("torn last line: %v, %d points", err, len(points))
 	}
-	for _, in := range []string{whole + `{"step":3,"lo` + "\n", `{"step":3,"lo` + "\n" + whole} {
+	// A crash's unwritten last blocks: zero bytes, after a whole line or a part of one.
+	for _, tail := range []string{"\x00\x00\x00\x00", `{"step":3,"lo` + "\x00\x00"} {
+		points, err := ReadMetrics(strings.NewReader(whole + tail))
+		if err != nil || len(points) != 2 {
+			t.Errorf("last line %q: %v, %d points", tail, err, len(points))
+		}
+	}
+	for _, in := range []string{whole + `{"step":3,"lo` + "\n", `{"step":3,"lo` + "\n" + whole, "\x00\x00\n" + whole, whole + `{"step":3,"loss":1}x` + "\x00"} {
 		if _, err := ReadMetrics(strings.NewReader(in)); err == nil {
 			t.Errorf("%q: no error", in)
 		}
