@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gptkit/internal/redact"
+	"gptkit/loader"
 	"gptkit/shards"
 )
 
@@ -239,6 +240,11 @@ func (c *Config) Validate() error {
 			add("out %s: give the run directory as a path (%s), not a file:// URL", redact.String(c.Out), strings.TrimPrefix(c.Out, "file://"))
 		} else {
 			add("out %s: the run directory must be a local directory (config.yaml, metrics.jsonl, the TensorBoard files and the checkpoints are written there); give a local path (a network mount will do) and copy it to the bucket afterwards; --resume takes an s3:// checkpoint", redact.String(c.Out))
+		}
+	}
+	if c.Split != "" {
+		if _, err := loader.ParseSplit(c.Split); err != nil {
+			add("%v", err) // (it names the split)
 		}
 	}
 	switch c.Order {

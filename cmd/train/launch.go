@@ -121,6 +121,8 @@ func (d *distFlags) validate(set map[string]bool) error {
 		return fmt.Errorf("--node-rank %d is not in [0,%d): the nodes of --nnodes %d are numbered from 0", d.nodeRank, d.nnodes, d.nnodes)
 	case d.maxRestarts < 0:
 		return fmt.Errorf("--max-restarts %d: want >= 0", d.maxRestarts)
+	case set["master-port"] && (d.masterPort < 1 || d.masterPort > 65535):
+		return fmt.Errorf("--master-port %d: want a port in [1,65535]", d.masterPort)
 	case (d.rank >= 0) != (d.worldSize > 0):
 		return errors.New("--rank and --world-size go together")
 	case d.rank >= 0 && d.nprocPerNode > 0:

@@ -398,6 +398,9 @@ func TestTrainUsage(t *testing.T) {
 		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "0"}, 2, "--nnodes 0: want >= 1"},
 		{[]string{"--data", data, "--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "2"}, 2, "--node-rank 2 is not in [0,2)"},
 		{[]string{"--data", data, "--nproc-per-node", "2", "--max-restarts", "-1"}, 2, "--max-restarts -1: want >= 0"},
+		// --master-port out of range and a malformed --split exited 1, found by the launcher or the loader
+		{[]string{"--data", data, "--nproc-per-node", "2", "--master-port", "70000"}, 2, "--master-port 70000: want a port in [1,65535]"},
+		{[]string{"--data", data, "--split", "abc"}, 2, `split "abc": part "abc" is not a non-negative number`},
 		// --nnodes beside --hostfile was ignored without a word
 		{[]string{"--data", data, "--hostfile", bad, "--nnodes", "3"}, 2, "the hostfile's lines are the nodes"},
 	} {
