@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,6 +172,10 @@ func launcherMasterAddr(d *distFlags) string {
 // runLauncher implements --nproc-per-node: this process starts the node's ranks.
 func runLauncher(ctx context.Context, d *distFlags, cfg *train.Config, fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if n := d.nprocPerNode * cfg.Threads; cfg.Threads > 0 && n > runtime.NumCPU() && cfg.Device != "cuda" && cfg.Device != "cuda-sim" {
+		// (torchrun warns too, and sets OMP_NUM_THREADS=1.)
+		log.Warn(fmt.Sprintf("--threads %d for each of %d ranks: %d threads on %d CPUs, which slow each other down; leave --threads unset to divide the CPUs among the ranks", cfg.Threads, d.nprocPerNode, n, runtime.NumCPU()))
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return trainFail(ctx, stderr, err)

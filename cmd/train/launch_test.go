@@ -391,3 +391,28 @@ func TestMasterFromEnvironment(t *testing.T) {
 		t.Errorf("--heartbeat-timeout 900ms: %v, want a usage error", err)
 	}
 }
+
+// TestLauncherWarnsOversubscribed: --threads N for each of several ranks beyond the
+// machine's CPUs was run without a word (torchrun warns); the ranks then slow each
+// other down.
+func TestLauncherWarnsOversubscribed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	threads := runtime.NumCPU() // two ranks: twice the CPUs
+	cmd := exec.Command(os.Args[0], "--data", filepath.Join(t.TempDir(), "missing"), "--out", filepath.Join(t.TempDir(), "run"),
+		"--device", "cpu", "--threads", fmt.Sprint(threads), "--nproc-per-node", "2", "--master-port", freePort(t))
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	got, _ := cmd.CombinedOutput()
+	want := fmt.Sprintf("--threads %d for each of 2 ranks: %d threads on %d CPUs", threads, 2*threads, runtime.NumCPU())
+	if !strings.Contains(string(got), want) {
+		t.Errorf("no warning %q: %s", want, got)
+	}
+	// Within the CPUs: no warning.
+	cmd = exec.Command(os.Args[0], "--data", filepath.Join(t.TempDir(), "missing"), "--out", filepath.Join(t.TempDir(), "run"),
+		"--device", "cpu", "--threads", "1", "--nproc-per-node", "2", "--master-port", freePort(t))
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	if got, _ := cmd.CombinedOutput(); strings.Contains(string(got), "slow each other down") {
+		t.Errorf("a warning within the CPUs: %s", got)
+	}
+}
