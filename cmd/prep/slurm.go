@@ -69,19 +69,91 @@ func shellQuote(s string) string {
 }
 
 // sbatchLines turns --sbatch-args into #SBATCH lines: "--partition=cpu -t 60" is
-// "#SBATCH --partition=cpu" and "#SBATCH -t 60".
-func sbatchLines(args string) []string {
+// "#SBATCH --partition=cpu" and "#SBATCH -t 60". The arguments are split as a shell
+// splits them ("--comment='a b'" is one), and each value is written as sbatch reads
+// an #SBATCH line (sbatchQuote).
+func sbatchLines(args string) ([]string, error) {
+	fields, err := shellWords(args)
+	if err != nil {
+		return nil, fmt.Errorf("--sbatch-args %q: %w", args, err)
+	}
 	var lines []string
-	fields := strings.Fields(args)
 	for i := 0; i < len(fields); i++ {
-		line := fields[i]
-		if strings.HasPrefix(line, "-") && !strings.Contains(line, "=") && i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-") {
-			line += " " + fields[i+1]
+		opt, val, hasVal := strings.Cut(fields[i], "=")
+		line := opt
+		switch {
+		case !strings.HasPrefix(opt, "-"):
+			line = sbatchQuote(fields[i]) // (sbatch will say what it makes of it)
+		case hasVal:
+			line += "=" + sbatchQuote(val)
+		case i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-"):
+			line += " " + sbatchQuote(fields[i+1])
 			i++
 		}
 		lines = append(lines, "#SBATCH "+line)
 	}
-	return lines
+	return lines, nil
+}
+
+// shellWords splits s into words as a POSIX shell does, without expansions: blanks
+// separate words, '...' and "..." quote (in "...", \ escapes ", \, $ and `), a
+// backslash outside quotes escapes the next character.
+func shellWords(s string) ([]string, error) {
+	var (
+		words  []string
+		word   strings.Builder
+		inWord bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words, inWord = append(words, word.String()), false
+				word.Reset()
+			}
+			continue
+		case c == '\\' && i+1 < len(s):
+			i++
+			word.WriteByte(s[i])
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("a ' at byte %d is not closed", i)
+			}
+			word.WriteString(s[i+1 : i+1+end])
+			i += 1 + end
+		case c == '"':
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`", s[j+1]) >= 0 {
+					j++
+				}
+				word.WriteByte(s[j])
+			}
+			if j == len(s) {
+				return nil, fmt.Errorf("a \" at byte %d is not closed", i)
+			}
+			i = j
+		default:
+			word.WriteByte(c)
+		}
+		inWord = true
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, nil
+}
+
+// sbatchQuote writes v as sbatch reads a value on an #SBATCH line: as it is when it
+// has no blank, quote, backslash or # (an unquoted # starts a comment there), else in
+// double quotes with " and \ escaped by a backslash.
+func sbatchQuote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n'\"\\#") {
+		return v
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
 // scripts returns the array job's and the merge job's scripts.
@@ -105,7 +177,11 @@ func (j *job) scripts() (tokenize, merge string, err error) {
 		return strings.Join(q, " ")
 	}
 	command := cli.OneLine(j.command) // a comment line
-	user := strings.Join(sbatchLines(j.flags.sbatchArgs), "\n")
+	lines, err := sbatchLines(j.flags.sbatchArgs)
+	if err != nil {
+		return "", "", err
+	}
+	user := strings.Join(lines, "\n")
 	if user != "" {
 		user += "\n"
 	}
@@ -117,22 +193,22 @@ func (j *job) scripts() (tokenize, merge string, err error) {
 # A finished task is not redone. Then merge: sbatch %[7]s
 #SBATCH --job-name=prep-%[1]s
 #SBATCH --array=0-%[8]d
-#SBATCH --output=%[9]s/tokenize-%%A_%%a.out
+#SBATCH --output=%[9]s
 #SBATCH --chdir=%[10]s
 %[11]sset -eu
 exec %[12]s
-`, j.name, command, w, j.output(), shards.PartsDir, tokPath, mergePath, w-1, logs, cwd, user,
+`, j.name, command, w, j.output(), shards.PartsDir, shellQuote(tokPath), shellQuote(mergePath), w-1, sbatchQuote(logs+"/tokenize-%A_%a.out"), sbatchQuote(cwd), user,
 		quote(j.jobArgs("--num-workers="+strconv.Itoa(w))))
 	merge = fmt.Sprintf(`#!/bin/bash
 # prep %[1]s: merges the %[2]d parts of the array job into %[3]s/manifest.json, written by: %[4]s
 # It fails, naming them, while parts are missing: rerun those tasks
 # (sbatch --array=I,J %[5]s), then this script again (sbatch %[6]s).
 #SBATCH --job-name=prep-%[1]s-merge
-#SBATCH --output=%[7]s/merge-%%j.out
+#SBATCH --output=%[7]s
 #SBATCH --chdir=%[8]s
 %[9]sset -eu
 exec %[10]s
-`, j.name, w, j.output(), command, tokPath, mergePath, logs, cwd, user,
+`, j.name, w, j.output(), command, shellQuote(tokPath), shellQuote(mergePath), sbatchQuote(logs+"/merge-%j.out"), sbatchQuote(cwd), user,
 		quote(j.jobArgs("--num-workers="+strconv.Itoa(w), "--merge-parts")))
 	return tokenize, merge, nil
 }
@@ -162,7 +238,7 @@ func (j *job) submitSlurm(ctx context.Context) int {
 	tokPath, mergePath := j.scriptPaths()
 	if j.flags.dryRun {
 		fmt.Fprintf(j.stdout, "# %s\n%s\n# %s\n%s\n# submit with:\nsbatch --parsable %s\nsbatch --parsable --dependency=afterany:ARRAY_JOB_ID %s\n",
-			tokPath, tokScript, mergePath, mergeScript, tokPath, mergePath)
+			tokPath, tokScript, mergePath, mergeScript, shellQuote(tokPath), shellQuote(mergePath))
 		return cli.ExitOK
 	}
 	// Download here first: compute nodes often have no way out, and the tasks would all
@@ -195,7 +271,7 @@ func (j *job) submitSlurm(ctx context.Context) int {
 	}
 	merge, err := sbatch(ctx, "--dependency=afterany:"+array, mergePath)
 	if err != nil {
-		return cli.Fail(j.stderr, who, fmt.Errorf("%w (the array job %s was submitted: scancel it, or submit the merge yourself once it is done: sbatch %s)", err, array, mergePath))
+		return cli.Fail(j.stderr, who, fmt.Errorf("%w (the array job %s was submitted: scancel it, or submit the merge yourself once it is done: sbatch %s)", err, array, shellQuote(mergePath)))
 	}
 	w := j.flags.arraySize
 	fmt.Fprintf(j.stdout, "array job %s: %d tasks (%s)\nmerge job %s: runs after it (%s)\nfollow: squeue -j %s,%s; logs in %s\n",
@@ -274,7 +350,7 @@ func (j *job) merge(ctx context.Context, st storage.Store) int {
 				ids[i] = strconv.Itoa(m)
 			}
 			return fmt.Sprintf("rerun those tasks, each keeping the shards it had finished (sbatch --array=%s %s), then merge again (sbatch --dependency=afterany:JOBID %s)",
-				strings.Join(ids, ","), tokPath, mergePath)
+				strings.Join(ids, ","), shellQuote(tokPath), shellQuote(mergePath))
 		}
 	}
 	res, err := shards.MergeParts(ctx, st, "", opt)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,4 +167,80 @@ func readLog(t *testing.T, path string) string {
 		t.Fatalf("a job's log: %v", err)
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// TestSlurmQuoting: a data directory whose path has a blank and a # in it, and
+// --sbatch-args with a quoted value: the #SBATCH lines split them ("#SBATCH
+// --output=DIR 7/..." wrote the logs elsewhere, "--comment='a b'" became two
+// lines), and the comments and printed commands left the paths unquoted.
+func TestSlurmQuoting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a SLURM cluster")
+	}
+	c := slurmtest.Start(t)
+	c.Setenv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	inputs, want := partsCorpus(t, t.TempDir())
+	data := filepath.Join(t.TempDir(), "data 7#x")
+	t.Setenv(prepMainEnv, "1")
+	stdout, _ := mustPrep(t, "custom", "--input", inputs[0], inputs[1], "--name", "c", "-d", data, "--tokenizer", gpt2Dir(t),
+		"--shard-size", "2KiB", "--progress", "off", "--workers", "1", "--slurm", "--array-size", "2", "--sbatch-args", `--comment='a b' --time "0:10:00"`)
+	ids := regexp.MustCompile(`(?m)^array job (\d+): 2 tasks .*\nmerge job (\d+): runs after it`).FindStringSubmatch(stdout)
+	if ids == nil {
+		t.Fatalf("--slurm printed %q", stdout)
+	}
+	script, err := os.ReadFile(filepath.Join(data, "c", "slurm", "tokenize.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAll(t, "the array job's script", string(script), "#SBATCH --comment=\"a b\"\n", "#SBATCH --time 0:10:00\n",
+		`#SBATCH --output="`+filepath.Join(data, "c", "slurm", "logs")+`/tokenize-%A_%a.out"`, "sbatch --array=I '"+filepath.Join(data, "c", "slurm", "tokenize.sbatch")+"'")
+	show, err := c.Command(ctx, "scontrol", "show", "job", ids[1]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasAll(t, "scontrol show job", string(show), "Comment=a b")
+	for _, j := range wait(t, ctx, c, ids[1], ids[2]) {
+		if j.State != "COMPLETED" {
+			t.Errorf("job %s (task %q): %s (%s)\n%s", j.ID, j.ArrayTaskID, j.State, j.ExitCode, c.Logs())
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(data, "c", "slurm", "logs", "*.out"))
+	if len(logs) != 3 {
+		t.Errorf("logs %q, want the 2 tasks' and the merge's", logs)
+	}
+	d, err := shards.OpenDataset(ctx, dirStore(t, filepath.Join(data, "c")), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got := make([][]int, d.Len())
+	for i := range got {
+		got[i] = d.Tokens(int64(i))
+	}
+	compareDocs(t, "the array job's dataset", got, want)
+}
+
+// TestSbatchLines: --sbatch-args split as a shell splits them, each value written as
+// sbatch reads an #SBATCH line.
+func TestSbatchLines(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"--partition=cpu -t 60", []string{"#SBATCH --partition=cpu", "#SBATCH -t 60"}},
+		{`--comment='a b' -J "x y" --mail-user=me@x.org`, []string{`#SBATCH --comment="a b"`, `#SBATCH -J "x y"`, "#SBATCH --mail-user=me@x.org"}},
+		{`--comment="say \"hi\" #1" --exclusive`, []string{`#SBATCH --comment="say \"hi\" #1"`, "#SBATCH --exclusive"}},
+		{`--comment=a\ b`, []string{`#SBATCH --comment="a b"`}},
+		{"", nil},
+	} {
+		got, err := sbatchLines(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := sbatchLines(`--comment='a b`); err == nil || !strings.Contains(err.Error(), "is not closed") {
+		t.Errorf("an unclosed quote: %v", err)
+	}
 }
