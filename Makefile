@@ -45,7 +45,8 @@ FUZZ_TARGETS := tokenize:FuzzEncodeMatchesReference tokenize:FuzzMergeRanksMediu
 	train/safetensors:FuzzRead train/checkpoint:FuzzParseManifest train/plot:FuzzReadMetrics \
 	cmd/train:FuzzParseTokenArrays train/dist:FuzzParseNodeList train/dist:FuzzParseTasksPerNode \
 	train/dist:FuzzParseMessage train/launch:FuzzParseHostfile internal/redact:FuzzString storage:FuzzProcStartTime train:FuzzParseMemAvailable kernels/cuda/sim:FuzzParse \
-	kernels/cuda:FuzzSimVisibleDevices internal/fetch:FuzzParseContentRange internal/fetch:FuzzParseSHA256SUMS internal/inflate:FuzzMatchesStdlib internal/inflate:FuzzDeflateMatchesStdlib
+	kernels/cuda:FuzzSimVisibleDevices internal/fetch:FuzzParseContentRange internal/fetch:FuzzParseSHA256SUMS internal/inflate:FuzzMatchesStdlib internal/inflate:FuzzDeflateMatchesStdlib \
+	cmd/prep:FuzzShellWords internal/cli:FuzzParseSize train/safetensors:FuzzReadInto
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$pkg $$fn"; \

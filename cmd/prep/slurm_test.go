@@ -244,3 +244,25 @@ func TestSbatchLines(t *testing.T) {
 		t.Errorf("an unclosed quote: %v", err)
 	}
 }
+
+// FuzzShellWords: the splitter never panics, and the words it gives, shell-quoted and
+// joined, split into the same words again.
+func FuzzShellWords(f *testing.F) {
+	for _, s := range []string{"--partition=cpu -t 60", `--comment='a b' -J "x \"y\""`, `a\ b\\c`, `'unclosed`, `"`, "\t\n x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := shellWords(s)
+		if err != nil {
+			return
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		again, err := shellWords(strings.Join(quoted, " "))
+		if err != nil || !slices.Equal(again, words) {
+			t.Fatalf("%q: %q, quoted %q, split again %q, %v", s, words, quoted, again, err)
+		}
+	})
+}
