@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -313,7 +314,11 @@ func openDataSet(ctx context.Context, p string, o Options) (*dataSet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loader: open %s: %w", p, err)
 		}
-		return openManifestSet(ctx, p, st, nil, o)
+		set, err := openManifestSet(ctx, p, st, nil, o)
+		if errors.Is(err, shards.ErrMissing) {
+			err = fmt.Errorf("%w%s", err, subdirHint(ctx, p, st))
+		}
+		return set, err
 	}
 	local := strings.TrimPrefix(p, "file://")
 	if strings.Contains(local, "://") {
@@ -348,6 +353,25 @@ func openDataSet(ctx context.Context, p string, o Options) (*dataSet, error) {
 		return nil, fmt.Errorf("loader: %s: a bare shard needs both %s.bin and %s.idx", p, prefix, prefix)
 	}
 	return openBareSet(ctx, p, prefix, sopts, o)
+}
+
+// subdirHint says which datasets are one level below p (`prep NAME -d s3://B/P` makes
+// s3://B/P/NAME), as a directory's error does: "" when none is, or the listing fails.
+func subdirHint(ctx context.Context, p string, st storage.Store) string {
+	infos, err := st.List(ctx, "")
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, in := range infos {
+		if dir, file := path.Split(in.Key); file == shards.ManifestName && strings.Count(dir, "/") == 1 && len(names) < 3 {
+			names = append(names, strings.TrimSuffix(p, "/")+"/"+strings.TrimSuffix(dir, "/"))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "\n---> HINT: the datasets are in its subfolders: pass one of them, e.g. --data " + strings.Join(names, " or ")
 }
 
 func openManifestSet(ctx context.Context, p string, st, next storage.Store, o Options) (*dataSet, error) {

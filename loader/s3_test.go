@@ -64,3 +64,23 @@ func TestOpenS3(t *testing.T) {
 		t.Fatalf("blend of %d samples", b.Train.Len())
 	}
 }
+
+// TestOpenS3ParentHint: --data of the folder above S3 datasets (prep NAME -d
+// s3://B/P makes s3://B/P/NAME) names them, as a local directory's error does (it said
+// only that the stage making the dataset did not complete).
+func TestOpenS3ParentHint(t *testing.T) {
+	srv := miniotest.Shared(t)
+	srv.Setenv(t)
+	docs := randomDocs(rand.New(rand.NewPCG(53, 54)), 20)
+	parent := "s3://" + srv.NewBucket(t) + "/sets"
+	writeDataset(t, parent+"/one", docs, 1, shards.Uint16, nil, "fp")
+	_, err := Open(t.Context(), Options{Data: parent, SeqLen: 7, Split: "9,1,0", NumSamples: [3]int64{10, 0, 0}, CacheDir: t.TempDir(), S3Endpoint: srv.Endpoint})
+	if err == nil || !strings.Contains(err.Error(), "pass one of them, e.g. --data "+parent+"/one") {
+		t.Fatalf("--data %s: %v", parent, err)
+	}
+	// A folder with nothing below: no hint.
+	_, err = Open(t.Context(), Options{Data: parent + "/none", SeqLen: 7, Split: "9,1,0", NumSamples: [3]int64{10, 0, 0}, CacheDir: t.TempDir(), S3Endpoint: srv.Endpoint})
+	if err == nil || strings.Contains(err.Error(), "pass one of them") {
+		t.Fatalf("--data %s/none: %v", parent, err)
+	}
+}
