@@ -502,9 +502,11 @@ func (r *bucketRun) wait() error {
 // "interrupted" alone would hide.
 var ErrCheckpointFailed = errors.New("the checkpoint failed")
 
-// ErrPeerInterrupted ends Train on the ranks that were not signalled themselves
-// when another rank was (a stop signal): every rank stops after the same step.
-var ErrPeerInterrupted = errors.New("another rank was interrupted (a stop signal: SIGINT, SIGTERM, SIGHUP or SIGQUIT), and all stopped together")
+// ErrPeerInterrupted ends Train on the ranks whose own stop signal had not arrived
+// when the ranks agreed to stop (another rank's had, or only another rank got one):
+// every rank stops after the same step. A launcher signals every rank, so its words
+// do not say that the signal went to another rank only.
+var ErrPeerInterrupted = errors.New("the ranks stopped together on a stop signal (SIGINT, SIGTERM, SIGHUP or SIGQUIT) to the launcher or to one of them")
 
 // gatherWeights all-gathers the weights ZeRO-1's shards updated. With a
 // compute dtype below float32 on a device that takes it (NCCL), the compute
