@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -231,6 +232,18 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 			return err
 		}
 		lines = append(lines, fmt.Sprintf("%s: vocab_size %d (character vocabulary)\n", storeKeyName(w.st, nanoGPTMetaName), d.Manifest.Tokenizer.VocabSize))
+	} else {
+		// An earlier export's meta.pkl (a character vocabulary's) would be read for
+		// these ids: nanoGPT takes its vocab_size and sample.py its characters.
+		w := written[0]
+		if _, err := w.st.Stat(ctx, nanoGPTMetaName); err == nil {
+			if err := w.st.Delete(ctx, nanoGPTMetaName); err != nil {
+				return fmt.Errorf("remove the earlier export's %s (nanoGPT would read its vocabulary for these ids): %w", storeKeyName(w.st, nanoGPTMetaName), err)
+			}
+			cf.sf.log.Warn("removed an earlier export's meta.pkl: nanoGPT would have read its vocabulary for these ids", "file", storeKeyName(w.st, nanoGPTMetaName))
+		} else if !errors.Is(err, storage.ErrNotExist) {
+			return fmt.Errorf("%s: %w", storeKeyName(w.st, nanoGPTMetaName), err)
+		}
 	}
 	for _, l := range lines {
 		io.WriteString(stdout, l)

@@ -484,11 +484,21 @@ assert got == want and list(got) == ["vocab_size", "itos", "stoi"], (got, want)
 	mustRun(t, "convert", "--to", "nanogpt", gpt2DS, "--out", filepath.Join(dir, "g"))
 	mustRun(t, "convert", "--from", "nanogpt", filepath.Join(dir, "g", "train.bin"), "--out", neox, "--tokenizer", testfiles.Path(t, "tokenizers/neox-20b"))
 	code, _, errOut := runShards(t, "convert", "--to", "nanogpt", neox, "--out", filepath.Join(dir, "neoxnano"))
-	if code != 0 || !strings.Contains(errOut, "no meta.pkl written") || !strings.Contains(errOut, "assumes GPT-2") {
+	if code != 0 || !strings.Contains(errOut, "no meta.pkl written") || !strings.Contains(errOut, "assumes GPT-2") || strings.Contains(errOut, "removed") {
 		t.Errorf("export of a neox-20b dataset: exit %d, stderr %q", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "neoxnano", "meta.pkl")); !os.IsNotExist(err) {
 		t.Errorf("a neox-20b export wrote a meta.pkl: %v", err)
+	}
+
+	// A GPT-2 export into the directory of the character one: its meta.pkl is removed
+	// (nanoGPT would read its vocab_size, 7, for GPT-2's ids).
+	code, _, errOut = runShards(t, "convert", "--to", "nanogpt", gpt2DS, "--out", nano)
+	if code != 0 || !strings.Contains(errOut, "meta.pkl") {
+		t.Errorf("GPT-2 export over a character one: exit %d, stderr %q (want the removed meta.pkl named)", code, errOut)
+	}
+	if _, err := os.Stat(meta); !os.IsNotExist(err) {
+		t.Errorf("a GPT-2 export left the character export's meta.pkl beside its train.bin: %v", err)
 	}
 }
 
