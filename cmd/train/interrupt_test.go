@@ -294,3 +294,20 @@ func TestInterruptBeforeFirstStep(t *testing.T) {
 		t.Errorf("resumed, then interrupted: %s; want %q", got, want)
 	}
 }
+
+// TestLauncherInterruptedLineResumePath: node 0's launcher stopped before any
+// checkpoint was written under out, on a run given --resume PATH: a rerun of the same
+// command starts from PATH again, not from the beginning.
+func TestLauncherInterruptedLineResumePath(t *testing.T) {
+	ctx := context.Background()
+	cfg := train.Default()
+	cfg.Out = t.TempDir()
+	if line := launcherInterruptedLine(ctx, &cfg, 0); !strings.Contains(line, "nothing was saved") || !strings.Contains(line, "from the beginning") {
+		t.Errorf("--resume %s, no checkpoint: %q", cfg.Resume, line)
+	}
+	cfg.Resume = filepath.Join(t.TempDir(), "run1", "checkpoints", "step_00000100")
+	line := launcherInterruptedLine(ctx, &cfg, 0)
+	if !strings.Contains(line, "nothing was saved") || !strings.Contains(line, cfg.Resume) || strings.Contains(line, "from the beginning") {
+		t.Errorf("--resume PATH, no checkpoint under out: %q, want it to name %s, where a rerun starts", line, cfg.Resume)
+	}
+}

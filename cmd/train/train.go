@@ -397,7 +397,8 @@ func interruptedLineOf(err error) string {
 // launcherInterruptedLine is the last line of a launcher whose ranks a signal
 // stopped. The launcher does not know whether a rank took a step, so it looks for
 // what they left: node 0's launcher (where a local out is) names the newest
-// checkpoint under cfg.Out, or says that there is none and a rerun starts over;
+// checkpoint under cfg.Out, or says that there is none and a rerun starts over
+// (from the checkpoint --resume PATH names, where given);
 // another node's, or one whose look failed, gives interruptedLine.
 func launcherInterruptedLine(ctx context.Context, cfg *train.Config, nodeRank int) string {
 	if nodeRank != 0 {
@@ -408,6 +409,9 @@ func launcherInterruptedLine(ctx context.Context, cfg *train.Config, nodeRank in
 	switch {
 	case err == nil:
 		return "train: interrupted (rerun the same command to continue from the newest checkpoint, " + dir + "; a --resume none command with --resume auto)"
+	case errors.Is(err, checkpoint.ErrNone) && cfg.Resume != "auto" && cfg.Resume != "none":
+		// --resume PATH: the rerun starts from PATH again (as startFail says).
+		return "train: interrupted: nothing was saved (no checkpoint in " + root + "; rerun the same command to start again from " + cfg.Resume + ", as --resume says)"
 	case errors.Is(err, checkpoint.ErrNone):
 		return "train: interrupted: nothing was saved (no checkpoint in " + root + "; rerun the same command to start from the beginning)"
 	}
