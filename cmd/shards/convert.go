@@ -438,6 +438,16 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 	if err != nil {
 		return err
 	}
+	// OUT holding a dataset is refused (by Import too) before the tokenizer files
+	// below: they replaced that dataset's, and were removed on the refusal, leaving
+	// it without its own (cat --decode, train sample failed on it).
+	if _, err := st.Stat(ctx, shards.ManifestKey("")); err == nil {
+		cleanup()
+		return fmt.Errorf("import into %s: %w: it already has a %s (choose another --out, or remove it first)", st.String(), shards.ErrExists, shards.ManifestName)
+	} else if !errors.Is(err, storage.ErrNotExist) {
+		cleanup()
+		return fmt.Errorf("import into %s: %w", st.String(), err)
+	}
 	// A tokenizer of local files (a chars.json, tokenize train's tokenizer.json) has
 	// no name a reader could load it by: its files are stored beside the data, as prep
 	// stores them, for cat --decode, train sample and export (they failed to find it).

@@ -521,3 +521,39 @@ func TestNanoGPTCharMetaBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertImportKeepsExistingTokenizer: an import refused because OUT already holds
+// a dataset leaves that dataset's tokenizer files as they were (they were replaced by
+// the new tokenizer's, then removed with them, before the refusal).
+func TestConvertImportKeepsExistingTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	chars := filepath.Join(dir, "chars")
+	os.Mkdir(chars, 0o755)
+	cj, _ := json.Marshal(map[string]any{"type": "char", "chars": []string{"\n", "a", "b"}})
+	os.WriteFile(filepath.Join(chars, "chars.json"), cj, 0o644)
+	bin := []byte{1, 0, 2, 0, 0, 0}
+	train := filepath.Join(dir, "train.bin")
+	os.WriteFile(train, bin, 0o644)
+	ds := filepath.Join(dir, "ds")
+	mustRun(t, "convert", "--from", "nanogpt", train, "--out", ds, "--tokenizer", chars)
+	want := readFile(t, filepath.Join(ds, "chars.json"))
+
+	for _, spec := range []string{chars, testfiles.Path(t, "tokenizers/neox-20b")} {
+		code, _, errOut := runShards(t, "convert", "--from", "nanogpt", train, "--out", ds, "--tokenizer", spec)
+		if code == 0 || !strings.Contains(errOut, "already") {
+			t.Errorf("import into a dataset (--tokenizer %s): exit %d, stderr %q, want a refusal", spec, code, errOut)
+		}
+		got, err := os.ReadFile(filepath.Join(ds, "chars.json"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("a refused import (--tokenizer %s) changed the dataset's chars.json: %v", spec, err)
+		}
+		for _, f := range []string{"tokenizer.json", "vocab.json", "merges.txt"} {
+			if _, err := os.Stat(filepath.Join(ds, f)); err == nil {
+				t.Errorf("a refused import (--tokenizer %s) left %s in the dataset", spec, f)
+			}
+		}
+	}
+	if out := mustRun(t, "cat", ds, "--doc", "0", "--decode"); !strings.Contains(out, "ab") {
+		t.Errorf("cat --decode after the refused imports: %q", out)
+	}
+}
