@@ -64,7 +64,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
-	copied, err := copyTokenizerFiles(ctx, inputs[0].Store, st)
+	copied, err := copyTokenizerFiles(ctx, tokenizerSource(ctx, inputs), st)
 	if err != nil {
 		for _, key := range copied {
 			st.Delete(context.WithoutCancel(ctx), key)
@@ -111,11 +111,26 @@ func commandLine(cmd string, args []string) string {
 	return "shards " + cmd + " " + strings.Join(args, " ")
 }
 
+// tokenizerSource is the store of the first input holding a tokenizer file beside its
+// data (spec.DatasetFiles): the inputs share a tokenizer fingerprint, but an input
+// made before tokenize run stored them, or with a built-in name, has none, and OUT
+// got none when it came first. The first input's store if none has one.
+func tokenizerSource(ctx context.Context, inputs []shards.Input) storage.Store {
+	for _, in := range inputs {
+		for _, key := range spec.DatasetFiles {
+			if _, err := in.Store.Stat(ctx, key); err == nil {
+				return in.Store
+			}
+		}
+	}
+	return inputs[0].Store
+}
+
 // copyTokenizerFiles copies from's tokenizer files beside its data (spec.DatasetFiles:
 // prep's chars.json, the tokenizer.json tokenize run stores for a tokenizer of local
 // files), those it has, to to (before the manifest: the merged dataset is never
-// visible without them), and returns the keys it wrote. The inputs share a tokenizer
-// fingerprint, so the first one's are every one's.
+// visible without them), and returns the keys it wrote. from is tokenizerSource's: the
+// inputs share a tokenizer fingerprint, so one input's files are every one's.
 //
 // A file OUT already holds is left as it is (and so never removed when the merge
 // fails): OUT may be a dataset the merge refuses, or one of the inputs.

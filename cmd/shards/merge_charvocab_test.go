@@ -63,3 +63,20 @@ func TestMergeCopiesTokenizerJSON(t *testing.T) {
 		t.Errorf("a refused merge left %s", bad)
 	}
 }
+
+// TestMergeCopiesTokenizerOfALaterInput: the first input has no tokenizer file beside
+// it (made before they were stored, or with its tokenizer given by name elsewhere) and
+// a later one, of the same fingerprint, does: OUT gets that one's.
+func TestMergeCopiesTokenizerOfALaterInput(t *testing.T) {
+	root := t.TempDir()
+	a, b, out := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "out")
+	info := tokenizerInfo(tokenize.NewNeoXChar())
+	writeDataset(t, a, info, [][]int{{104, 105, 0}})
+	writeDataset(t, b, info, [][]int{{106, 0}})
+	tj := []byte(`{"model": {"type": "BPE"}}` + "\n")
+	os.WriteFile(filepath.Join(b, "tokenizer.json"), tj, 0o644)
+	mustRun(t, "merge", out, a, b)
+	if got, err := os.ReadFile(filepath.Join(out, "tokenizer.json")); err != nil || string(got) != string(tj) {
+		t.Errorf("OUT's tokenizer.json: %q, %v; want the second input's %q", got, err, tj)
+	}
+}
