@@ -318,6 +318,11 @@ func encodeChars[T tokenID](t *Tokenizer, text string, dst []T, strict bool) ([]
 			}
 			return dst, fmt.Errorf("tokenize: invalid UTF-8 byte%s % #x at byte offset %d (the %d-character vocabulary %s has no U+FFFD to stand for it)\n---> HINT: the input is not UTF-8 text: convert it (iconv -f ENCODING -t UTF-8)",
 				s, text[off:off+n], off, len(t.chars), t.name)
+		case strict && r == utf8.RuneError:
+			// Most often invalid UTF-8 that a reader replaced before the text came
+			// here (a JSON line's, as tokenize run and encode --jsonl read it).
+			return dst, fmt.Errorf("tokenize: character %q at byte offset %d is not in the %d-character vocabulary %s: this U+FFFD is most often invalid UTF-8 replaced when the input was read (a JSON line's text)\n---> HINT: the input is not UTF-8 text: convert it (iconv -f ENCODING -t UTF-8)",
+				r, off, len(t.chars), t.name)
 		case strict:
 			return dst, fmt.Errorf("tokenize: character %q at byte offset %d is not in the %d-character vocabulary %s", r, off, len(t.chars), t.name)
 		}

@@ -156,6 +156,9 @@ func TestCharTokenizers(t *testing.T) {
 		{"h\xe2\x82e", "invalid UTF-8 bytes 0xe2 0x82 at byte offset 1"},
 		{"\xffh\xffe!", "invalid UTF-8 byte 0xff at byte offset 0"},
 		{"h\uFFFDe", "character '\uFFFD' at byte offset 1"}, // the character itself
+		// which a JSON line's invalid UTF-8 became when it was read (tokenize run,
+		// encode --jsonl): the message says so, and what to do.
+		{"h\uFFFDe", "invalid UTF-8 replaced when the input was read"},
 	} {
 		if _, err := c.EncodeChecked(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("EncodeChecked(%q): %v, want %q", tc.text, err, tc.want)
