@@ -20,8 +20,10 @@ import (
 // the tokenizer.json, or the vocab.json and merges.txt, of a tokenizer loaded from a
 // local file or directory (specString). A built-in name, a download or a .tiktoken
 // file stores nothing: readers load those by name. The other tokenizer files already
-// in st (an earlier dataset's) that readers would try before the new ones are removed
-// once those are written. It returns the keys it wrote.
+// in st (an earlier dataset's, which --overwrite replaced) that readers would try
+// before the new ones are removed once those are written; where nothing is stored,
+// all of them (a stale file that no longer loads would stop the readers before they
+// try the name). It returns the keys it wrote.
 func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer) ([]string, error) {
 	files := map[string]func() ([]byte, error){} // key in st -> its content
 	switch {
@@ -33,7 +35,7 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 	case tok.Kind() == tokenize.KindBPE:
 		fi, err := os.Stat(specString)
 		if err != nil { // a name, a URL, a Hugging Face id
-			return nil, nil
+			break
 		}
 		read := func(path string) func() ([]byte, error) { return func() ([]byte, error) { return os.ReadFile(path) } }
 		has := func(path string) bool { fi, err := os.Stat(path); return err == nil && fi.Mode().IsRegular() }
@@ -43,7 +45,6 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		}
 		switch {
 		case strings.HasSuffix(base, ".tiktoken"):
-			return nil, nil
 		case base == "vocab.json" || base == "merges.txt" || (base == "" && !has(filepath.Join(dir, "tokenizer.json")) && has(filepath.Join(dir, "vocab.json"))):
 			// As spec.Load reads them: the pair, side by side.
 			files["vocab.json"] = read(filepath.Join(dir, "vocab.json"))
@@ -54,7 +55,6 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 			files["tokenizer.json"] = read(specString)
 		}
 	default: // GPT-NeoX's byte tokenizer: the name char loads it
-		return nil, nil
 	}
 	var wrote []string
 	for _, key := range spec.DatasetFiles {

@@ -45,7 +45,8 @@ func gpt2ByteChars() []string {
 // where spec.ForDataset (shards cat --decode, train sample, train export) finds it by
 // the manifest's name and fingerprint without --tokenizer: chars.json; a tokenizer.json
 // by any name (tokenize train's output); vocab.json + merges.txt. Earlier tokenizer
-// files that readers would try first are removed; a built-in name stores nothing.
+// files that readers would try first are removed; a built-in name stores nothing and
+// removes them all.
 // (Only prep shakespeare stored its chars.json; the others were found nowhere.)
 func TestStoreTokenizerBeside(t *testing.T) {
 	ctx := context.Background()
@@ -111,6 +112,11 @@ func TestStoreTokenizerBeside(t *testing.T) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.want)
 			}
 			if tc.want == nil {
+				// Nothing stored: the earlier dataset's files go (one that no longer
+				// loaded stopped the readers before they tried the name).
+				if left, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(left) != 0 {
+					t.Fatalf("left %v beside a dataset whose tokenizer loads by name", left)
+				}
 				return
 			}
 			got, err := spec.ForDataset(ctx, dir, tok.Name(), tok.Fingerprint(), spec.Options{})
