@@ -267,7 +267,7 @@ func BenchmarkValidUTF8(b *testing.B) {
 	for _, f := range []struct {
 		name  string
 		valid func(string) bool
-	}{{"validRest", validRest}, {"utf8.ValidString", utf8.ValidString}} {
+	}{{"validRest", validRest}, {"ValidUTF8", ValidUTF8}, {"utf8.ValidString", utf8.ValidString}} {
 		b.Run(f.name, func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
@@ -350,6 +350,9 @@ func TestValidRest(t *testing.T) {
 		if got, want := validRest(s), utf8.ValidString(s); got != want {
 			t.Fatalf("validRest(%q) = %v, utf8.ValidString = %v", s, got, want)
 		}
+		if got, want := ValidUTF8(s), utf8.ValidString(s); got != want {
+			t.Fatalf("ValidUTF8(%q) = %v, utf8.ValidString = %v", s, got, want)
+		}
 	}
 	for _, n := range []int{0, 31, 32, 63, 64, 65, 95, 96, 97, 130} {
 		for _, fill := range []string{"a", "é", "日", "😀"} {
@@ -376,7 +379,7 @@ func TestValidRest(t *testing.T) {
 	}
 }
 
-// FuzzValidUTF8: validRest agrees with utf8.ValidString on any bytes.
+// FuzzValidUTF8: validRest and ValidUTF8 agree with utf8.ValidString on any bytes.
 func FuzzValidUTF8(f *testing.F) {
 	for _, p := range utf8Pieces {
 		f.Add(strings.Repeat("é日", 11) + p + strings.Repeat("x", 40))

@@ -303,7 +303,7 @@ func encodeWhole(ctx context.Context, tok *tokenize.Tokenizer, in io.Reader, out
 
 // firstInvalidUTF8 is the offset of the first byte of s that is not valid UTF-8, or -1.
 func firstInvalidUTF8(s string) int {
-	if utf8.ValidString(s) { // the fast path: no decoding rune by rune
+	if tokenize.ValidUTF8(s) { // the fast path (SIMD): no decoding rune by rune
 		return -1
 	}
 	for i, r := range s {
