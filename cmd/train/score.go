@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,13 +83,29 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return cli.ExitOK
 }
 
+// jsonErrorAt is "line L, byte B: " for a JSON syntax or type error at byte B of data
+// (B counted from 0, as the shards tools count), "" for other errors.
+func jsonErrorAt(data []byte, err error) string {
+	var off int64 = -1
+	// (Offset counts the bytes read, the bad one included.)
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		off = max(se.Offset-1, 0)
+	} else if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		off = max(te.Offset-1, 0)
+	}
+	if off < 0 || off > int64(len(data)) {
+		return ""
+	}
+	return fmt.Sprintf("line %d, byte %d: ", 1+bytes.Count(data[:off], []byte("\n")), off)
+}
+
 // parseTokenArrays reads a JSON array of arrays of token ids.
 func parseTokenArrays(data []byte) ([][]int32, error) {
 	var raw [][]json.Number
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("want a JSON array of token-id arrays ([[1,2,3],[4,5]]): %w", err)
+		return nil, fmt.Errorf("%swant a JSON array of token-id arrays ([[1,2,3],[4,5]]): %w", jsonErrorAt(data, err), err)
 	}
 	// Decoder.More is false before a stray ']' or '}': check the rest byte by byte.
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {

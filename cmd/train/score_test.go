@@ -24,6 +24,21 @@ func TestParseTokenArraysTrailing(t *testing.T) {
 	}
 }
 
+// TestParseTokenArraysErrorAt: bad JSON is named by its line and byte (it said only
+// "invalid character 'x' ...").
+func TestParseTokenArraysErrorAt(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"[[1,2],\n [3,x]]", "line 2, byte 12: "},
+		{"[[1,2],{}]", "line 1, byte 7: "},
+		{"[[1,2]", ""}, // (unexpected EOF: no offset)
+	} {
+		_, err := parseTokenArrays([]byte(tc.in))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want+"want a JSON array") {
+			t.Errorf("%q: %v, want it to begin %q", tc.in, err, tc.want)
+		}
+	}
+}
+
 // TestScoreBadTokensFirst: a --tokens file that is missing or empty fails with one line
 // naming it, before a device is probed (--device auto logged its fallback to the CPU
 // first, and an empty file said "...: EOF").
