@@ -49,7 +49,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.UsageError(stderr, msg)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	warnRepeatedInputs(log, inputs.Values)
+	cli.WarnRepeatedInputs(log, inputs.Values)
 	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: *appendEOD,
 		sub: "custom", flagSet: c.Flags}
 	local := make([]string, len(inputs.Values))
@@ -153,21 +153,4 @@ func copyFromS3(ctx context.Context, uri, dest string, f *jobFlags, log *slog.Lo
 		return err
 	}
 	return os.WriteFile(etagFile, []byte(info.ETag), 0o666)
-}
-
-// warnRepeatedInputs warns about each input given more than once (a glob and a name):
-// its documents go into the dataset that many times, which nothing said.
-func warnRepeatedInputs(log *slog.Logger, inputs []string) {
-	first := map[string]int{}
-	for i, in := range inputs {
-		key := in
-		if !strings.Contains(in, "://") {
-			key = filepath.Clean(in)
-		}
-		if j, ok := first[key]; ok {
-			log.Warn("an input is given twice: its documents are read twice", "input", in, "inputs", fmt.Sprintf("%d and %d", j+1, i+1))
-			continue
-		}
-		first[key] = i
-	}
 }

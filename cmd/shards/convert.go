@@ -225,7 +225,7 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 	// meta.pkl beside the .bin files: nanoGPT's data_dir holds both.
 	if meta != nil {
 		w := written[0]
-		if err := writeFile(ctx, w.st, nanoGPTMetaName, meta); err != nil {
+		if err := cli.PutFile(ctx, w.st, nanoGPTMetaName, meta); err != nil {
 			for _, w := range written {
 				w.st.Delete(context.WithoutCancel(ctx), w.key)
 			}
@@ -249,19 +249,6 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 		io.WriteString(stdout, l)
 	}
 	return nil
-}
-
-// writeFile writes data to key of st, committed only when complete.
-func writeFile(ctx context.Context, st storage.Store, key string, data []byte) error {
-	w, err := st.Create(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	return w.Commit()
 }
 
 // exportSplits are the splits of d to export: --split, which d must have, or all of d's.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"runtime"
@@ -91,7 +90,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.UsageError(stderr, "--parts runs a partitioned run in this process: not with --num-workers or an array job's task (--num-workers 0 turns that off)")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	warnRepeatedInputs(log, inputs.Values)
+	cli.WarnRepeatedInputs(log, inputs.Values)
 	tok, err := tf.load(ctx, stderr)
 	if err != nil {
 		return fail(stderr, "run", err)
@@ -180,21 +179,4 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d documents, %d tokens, %d shards\n", where+"/manifest.json", m.Documents, m.Tokens, len(m.Shards))
 	return exitOK
-}
-
-// warnRepeatedInputs warns about each input given more than once (a glob and a name):
-// its documents go into the dataset that many times, which nothing said.
-func warnRepeatedInputs(log *slog.Logger, inputs []string) {
-	first := map[string]int{}
-	for i, in := range inputs {
-		key := in
-		if !strings.Contains(in, "://") {
-			key = filepath.Clean(in)
-		}
-		if j, ok := first[key]; ok {
-			log.Warn("an input is given twice: its documents are read twice", "input", in, "inputs", fmt.Sprintf("%d and %d", j+1, i+1))
-			continue
-		}
-		first[key] = i
-	}
 }

@@ -66,7 +66,7 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		if err != nil {
 			return wrote, fmt.Errorf("store the tokenizer beside the data: %w", err)
 		}
-		if err := putFile(ctx, st, key, data); err != nil {
+		if err := PutFile(ctx, st, key, data); err != nil {
 			return wrote, fmt.Errorf("store the tokenizer beside the data: %s: %w", key, err)
 		}
 		wrote = append(wrote, key)
@@ -84,8 +84,8 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 	return wrote, nil
 }
 
-// putFile writes data to key of st, atomically.
-func putFile(ctx context.Context, st storage.Store, key string, data []byte) error {
+// PutFile writes data to key of st, committed only when complete.
+func PutFile(ctx context.Context, st storage.Store, key string, data []byte) error {
 	w, err := st.Create(ctx, key)
 	if err != nil {
 		return err
