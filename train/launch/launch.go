@@ -428,7 +428,7 @@ func (l *launcher) interrupt(out *outcome, sig syscall.Signal, stop func(syscall
 		l.log.Warn("signal again: the ranks are already stopping (a second Ctrl-C kills them)", "signal", sig)
 		return
 	}
-	l.log.Warn("signal: forwarding it to the ranks (they save a checkpoint and exit; a second Ctrl-C kills them)", "signal", sig)
+	l.log.Warn("signal: forwarding it to the ranks (each finishes its step and exits, saving a checkpoint if it took a step; a second Ctrl-C kills them)", "signal", sig)
 	switch sig {
 	case syscall.SIGHUP:
 		sig = syscall.SIGTERM // the ranks' session is their own: no hangup of theirs
