@@ -54,7 +54,7 @@ func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	m, err := shards.ReadManifest(ctx, t.store, "")
 	if errors.Is(err, shards.ErrMissing) {
 		if hint := noManifestHint(ctx, t, "info"); hint != "" {
-			err = fmt.Errorf("%s: no manifest.json%s", t, hint)
+			err = fmt.Errorf("%s: no manifest.json (%s)", t, hint)
 		}
 	}
 	if err != nil {

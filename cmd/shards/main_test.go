@@ -325,7 +325,7 @@ func TestVerify(t *testing.T) {
 	t.Run("shards without a manifest", func(t *testing.T) {
 		neox := filepath.Dir(writeMergedNeoX(t))
 		out, _ := wantFailure(t, 1, []string{"manifest.json", "1 GPT-NeoX shard without a manifest", "shards verify " + neox + "/neox_text_document"}, "verify", neox)
-		if !strings.HasPrefix(out, "error: "+neox+"/manifest.json: file missing: does not exist") {
+		if !strings.HasPrefix(out, "error: "+neox+"/manifest.json: file missing: does not exist ---> HINT: it holds 1 GPT-NeoX shard without a manifest") || strings.Contains(out, "re-run") {
 			t.Errorf("verify stdout: %q", out)
 		}
 		// info says so too, with its own command.

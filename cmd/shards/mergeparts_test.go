@@ -49,7 +49,13 @@ func TestMergeParts(t *testing.T) {
 	// info and verify of the unmerged directory say what it holds and what to run
 	// (they said only that the stage making the manifest did not complete: re-run it).
 	wantFailure(t, 1, []string{"2 finished parts of a partitioned run", "not yet merged", "`shards merge-parts " + dir + "`"}, "info", dir)
-	wantFailure(t, 1, []string{"2 finished parts of a partitioned run", "`shards merge-parts " + dir + "`"}, "verify", dir)
+	// verify's problem line on stdout says so too, in place of the manifest's own hint
+	// (it kept "the stage that makes it did not complete (re-run it)").
+	vout, _ := wantFailure(t, 1, []string{"2 finished parts of a partitioned run", "`shards merge-parts " + dir + "`"}, "verify", dir)
+	if line, _, _ := strings.Cut(vout, "\n"); !strings.Contains(line, "---> HINT: it holds 2 finished parts of a partitioned run") ||
+		!strings.Contains(line, "`shards merge-parts "+dir+"`") || strings.Contains(vout, "re-run") {
+		t.Errorf("verify stdout:\n%s", vout)
+	}
 	wantFailure(t, 1, []string{"1 of 3 parts are not finished", "part 1 (parts/part-00001-of-00003: not started)",
 		"--num-workers 3 --worker-index I, for I in 1", "(part 0 ran: tokenize run --worker-index 0)"}, "merge-parts", dir)
 	part(1)

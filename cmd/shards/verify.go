@@ -59,6 +59,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
+	// A directory without a manifest that holds GPT-NeoX shards or a partitioned run's
+	// parts needs another command, not a re-run of the stage: say so in the problem's own
+	// hint, so that stdout and the summary on stderr agree.
+	if hint := noManifestOnly(ctx, t, probs); hint != "" {
+		fe := *probs[0].Err.(*shards.FormatError)
+		fe.Hint = hint
+		probs[0].Err = &fe
+	}
 	var errs, warns int
 	var first string
 	for _, p := range probs {
@@ -79,7 +87,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "shards verify: %s: %s and --strict (listed on stdout)\n", t, plural(warns, "warning"))
 			return cli.ExitFailure
 		}
-		fmt.Fprintf(stderr, "shards verify: %s failed: %s (listed on stdout); the first: %s%s\n", t, plural(errs, "error"), first, bareShardsHint(ctx, t, probs))
+		fmt.Fprintf(stderr, "shards verify: %s failed: %s (listed on stdout); the first: %s\n", t, plural(errs, "error"), first)
 		return cli.ExitFailure
 	}
 	summary, err := verifiedSummary(ctx, t, allow.options())
@@ -93,10 +101,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return cli.ExitOK
 }
 
-// bareShardsHint points at `shards verify DIR/PREFIX` when the only problem is a missing
-// manifest in a directory that holds GPT-NeoX shards.
-func bareShardsHint(ctx context.Context, t target, probs []shards.Problem) string {
+// noManifestOnly is noManifestHint's "verify" hint when the only problem is a missing
+// manifest (a *shards.FormatError) in a directory that holds GPT-NeoX shards or the
+// parts of a partitioned run; "" otherwise.
+func noManifestOnly(ctx context.Context, t target, probs []shards.Problem) string {
 	if t.bare() || len(probs) != 1 || !errors.Is(probs[0].Err, shards.ErrMissing) || !strings.HasSuffix(probs[0].File, shards.ManifestName) {
+		return ""
+	}
+	if _, ok := probs[0].Err.(*shards.FormatError); !ok {
 		return ""
 	}
 	return noManifestHint(ctx, t, "verify")
@@ -104,7 +116,7 @@ func bareShardsHint(ctx context.Context, t target, probs []shards.Problem) strin
 
 // noManifestHint says what a dataset directory without a manifest holds, when that
 // tells the next step: GPT-NeoX shards (shards cmd one as a bare prefix) or the parts
-// of a partitioned run (merge them); "" otherwise.
+// of a partitioned run (merge them); "" otherwise. It is a clause ("it holds ...").
 func noManifestHint(ctx context.Context, t target, cmd string) string {
 	infos, err := t.store.List(ctx, "")
 	if err != nil {
@@ -123,10 +135,10 @@ func noManifestHint(ctx context.Context, t target, cmd string) string {
 	dir := strings.TrimSuffix(t.String(), "/")
 	switch {
 	case len(prefixes) > 0:
-		return fmt.Sprintf(" (it holds %s without a manifest: check one with `shards %s %s/%s`)",
+		return fmt.Sprintf("it holds %s without a manifest: check one with `shards %s %s/%s`",
 			plural(len(prefixes), "GPT-NeoX shard"), cmd, dir, prefixes[0])
 	case len(parts) > 0:
-		return fmt.Sprintf(" (it holds %s of a partitioned run in %s/%s/, not yet merged: once every part is done, `shards merge-parts %s` writes the manifest)",
+		return fmt.Sprintf("it holds %s of a partitioned run in %s/%s/, not yet merged: once every part is done, `shards merge-parts %s` writes the manifest",
 			plural(len(parts), "finished part"), dir, shards.PartsDir, dir)
 	}
 	return ""
