@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -38,6 +39,26 @@ func PartDir(i, w int) string { return fmt.Sprintf("%s/part-%05d-of-%05d", Parts
 
 // partDirRE matches a key under the dataset directory that lies in a part's directory.
 var partDirRE = regexp.MustCompile(`^` + PartsDir + `/part-(\d{5,})-of-(\d{5,})/`)
+
+// PartParent returns the dataset directory that the part directory dir lies in: DIR for
+// DIR/parts/part-00003-of-00004 (a local path or an s3:// location, with or without a
+// trailing slash), where the run keeps what its parts share (the tokenizer files beside
+// the data). ok is false for any other dir.
+func PartParent(dir string) (parent string, ok bool) {
+	d := strings.TrimRight(dir, "/")
+	up, part := path.Split(d)
+	parent, parts := path.Split(strings.TrimSuffix(up, "/"))
+	if d == "" || parts != PartsDir || !partDirRE.MatchString(PartsDir+"/"+part+"/") {
+		return "", false
+	}
+	switch {
+	case parent == "":
+		return ".", true
+	case parent == "/":
+		return "/", true
+	}
+	return strings.TrimSuffix(parent, "/"), true
+}
 
 // StripeInfo says which stripe of which input a part's shard holds: the documents of
 // the lines that start in bytes [Stripe·S, (Stripe+1)·S) of the input's uncompressed

@@ -167,3 +167,29 @@ func TestPartManifestValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestPartParent: the dataset directory of a part's directory, and no other layout.
+func TestPartParent(t *testing.T) {
+	for dir, want := range map[string]string{
+		"/data/c/parts/part-00001-of-00004":     "/data/c",
+		"/data/c/parts/part-00001-of-00004/":    "/data/c",
+		"s3://b/x/parts/part-00000-of-00002/":   "s3://b/x",
+		"c/" + PartDir(3, 4):                    "c",
+		PartDir(0, 2):                           ".",
+		"/parts/part-00000-of-00002":            "/",
+		"/data/c/parts/part-123456-of-200000":   "/data/c",
+		"/data/c":                               "",
+		"/data/c/parts":                         "",
+		"/data/c/part-00001-of-00004":           "",
+		"/data/c/other/part-00001-of-00004":     "",
+		"/data/c/parts/part-00001-of-00004/x":   "",
+		"/data/c/parts/part-1-of-4":             "",
+		"/data/c/parts/part-00001-of-00004-old": "",
+		"":                                      "",
+	} {
+		got, ok := PartParent(dir)
+		if got != want || ok != (want != "") {
+			t.Errorf("PartParent(%q) = %q, %v; want %q", dir, got, ok, want)
+		}
+	}
+}

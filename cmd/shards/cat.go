@@ -22,9 +22,10 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"numbered from 0 across the shards in manifest order) as one JSON array of token ids, or\n"+
 			"with --decode its text as one JSON string. The tokenizer for --decode is --tokenizer or,\n"+
 			"without it, the dataset's own, found offline: the tokenizer file stored beside the data\n"+
-			"(chars.json, tokenizer.json, ...) or the built-in tokenizer the manifest names, whichever\n"+
-			"has the manifest's fingerprint. Only the shard holding K is opened (from S3: fetched into\n"+
-			"--cache-dir). DIR may also be a bare GPT-NeoX shard PREFIX.")
+			"(chars.json, tokenizer.json, ...; for a part DIR/parts/part-*, beside the run's in DIR)\n"+
+			"or the built-in tokenizer the manifest names, whichever has the manifest's fingerprint.\n"+
+			"Only the shard holding K is opened (from S3: fetched into --cache-dir). DIR may also be a\n"+
+			"bare GPT-NeoX shard PREFIX.")
 	doc := c.Flags.Int64("doc", -1, "the document `K` to print, 0-based (required)")
 	decode := c.Flags.Bool("decode", false, "print the document's text as a JSON string instead of its ids")
 	var tf tokenizerFlags
@@ -64,7 +65,7 @@ func runCat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return cli.ExitOK
 	}
-	tok, err := catTokenizer(ctx, &tf, t, info, stderr)
+	tok, err := catTokenizer(ctx, &tf, t, info, sf.open, stderr)
 	if err != nil {
 		return fail(ctx, stderr, c.Name, err)
 	}
@@ -146,16 +147,16 @@ func outOfRange(k int64, t target, n int64) error {
 // catTokenizer resolves the tokenizer for --decode: --tokenizer (used even when its
 // fingerprint differs from the manifest's; the caller warns), or the dataset's own, as
 // its manifest records it (spec.ForDataset): the tokenizer file stored beside the data
-// (chars.json, tokenizer.json; from S3, fetched into a temporary directory), else the
-// embedded tokenizer of that name. Neither needs the network.
-func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shards.TokenizerInfo, stderr io.Writer) (*tokenize.Tokenizer, error) {
+// (chars.json, tokenizer.json; a part's, the run's: besideFiles; from S3, fetched into a
+// temporary directory), else the embedded tokenizer of that name. Neither needs the network.
+func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shards.TokenizerInfo, open func(context.Context, string) (storage.Store, error), stderr io.Writer) (*tokenize.Tokenizer, error) {
 	if tf.Spec != "" {
 		return tf.load(ctx, tf.Spec, stderr)
 	}
 	if info == nil {
 		return nil, fmt.Errorf("a bare shard does not say which tokenizer made it\n---> HINT: pass --tokenizer SPEC")
 	}
-	dir, cleanup, err := besideFiles(ctx, t.store)
+	dir, cleanup, err := besideFiles(ctx, t.store, open)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +170,48 @@ func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shard
 
 // besideFiles returns a local directory holding the tokenizer files stored beside a
 // dataset (spec.DatasetFiles): the dataset's own directory when st is local, else a
-// temporary copy that cleanup removes ("" when there are none).
-func besideFiles(ctx context.Context, st storage.Store) (dir string, cleanup func(), err error) {
+// temporary copy that cleanup removes ("" when there are none). A part of a partitioned
+// run (DIR/parts/part-00000-of-00004: shards.PartParent) has none of its own, the run
+// keeps them at DIR: when the part has none, DIR's are taken (an s3:// DIR opened with
+// open; nil: local only).
+func besideFiles(ctx context.Context, st storage.Store, open func(context.Context, string) (storage.Store, error)) (dir string, cleanup func(), err error) {
+	dir, cleanup, err = besideFilesIn(ctx, st)
+	if err != nil || hasDatasetFiles(dir) {
+		return dir, cleanup, err
+	}
+	if p, ok := st.LocalPath(shards.ManifestName); ok {
+		if parent, ok := shards.PartParent(filepath.ToSlash(filepath.Dir(p))); ok && hasDatasetFiles(filepath.FromSlash(parent)) {
+			return filepath.FromSlash(parent), cleanup, nil
+		}
+		return dir, cleanup, nil
+	}
+	parent, ok := shards.PartParent(st.String())
+	if !ok || open == nil {
+		return dir, cleanup, nil
+	}
+	pst, err := open(ctx, parent)
+	if err != nil {
+		return dir, cleanup, nil // as if none were there: the tokenizer of the manifest's name is tried next
+	}
+	cleanup()
+	return besideFilesIn(ctx, pst)
+}
+
+// hasDatasetFiles reports whether the local directory dir holds one of spec.DatasetFiles.
+func hasDatasetFiles(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	for _, name := range spec.DatasetFiles {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// besideFilesIn is besideFiles for st alone.
+func besideFilesIn(ctx context.Context, st storage.Store) (dir string, cleanup func(), err error) {
 	cleanup = func() {}
 	if p, ok := st.LocalPath(shards.ManifestName); ok {
 		return filepath.Dir(p), cleanup, nil

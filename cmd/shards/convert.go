@@ -194,7 +194,7 @@ func exportNanoGPT(ctx context.Context, cf *convertFlags, dir string, stdout io.
 	if err != nil {
 		return err
 	}
-	meta, err := nanoGPTMeta(ctx, src, d.Manifest.Tokenizer, cf.sf.log)
+	meta, err := nanoGPTMeta(ctx, src, d.Manifest.Tokenizer, cf.sf.open, cf.sf.log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/internal/cli"
 	"gptkit/pipelines"
 	"gptkit/shards"
 	"gptkit/tokenize"
@@ -126,5 +127,58 @@ func TestMergePartsOverwriteRemovesReplaced(t *testing.T) {
 	}
 	if v := mustRun(t, "verify", dir); !strings.Contains(v, "ok") {
 		t.Errorf("verify:\n%s", v)
+	}
+}
+
+// TestCatDecodePart: cat --decode of one part of a partitioned run with a character
+// vocabulary (kept once, in chars.json at the run's directory, not in each part) finds
+// it two levels up, with no --tokenizer; it said "no tokenizer with the fingerprint ...
+// pass --tokenizer SPEC". convert --to nanogpt of the part writes meta.pkl from it too.
+func TestCatDecodePart(t *testing.T) {
+	offline(t)
+	dir := t.TempDir()
+	charsPartitionedRun(t, dir)
+	part := filepath.Join(dir, shards.PartDir(0, 2))
+	if got := catText(t, part, "--doc", "0"); got != "doc a" {
+		t.Errorf("cat --decode %s --doc 0 = %q", part, got)
+	}
+	out := filepath.Join(t.TempDir(), "nano", "train.bin")
+	mustRun(t, "convert", "--to", "nanogpt", part, "--out", out)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(out), "meta.pkl")); err != nil {
+		t.Errorf("convert --to nanogpt of a part: no meta.pkl: %v", err)
+	}
+	// Its own chars.json, if a part has one, comes first (and is named when it is not the manifest's).
+	other, _ := tokenize.NewCharsFromText("xyz", "x").MarshalChars()
+	os.WriteFile(filepath.Join(part, "chars.json"), other, 0o644)
+	wantFailure(t, 1, []string{filepath.Join(part, "chars.json") + " has fingerprint", "pass --tokenizer SPEC"}, "cat", part, "--doc", "0", "--decode")
+}
+
+// charsPartitionedRun runs tokenize run --num-workers 2 into location with a character
+// vocabulary (not a built-in name) and stores chars.json beside the data, as tokenize run
+// does: at location, not in the parts. Part 0's document 0 is "doc a".
+func charsPartitionedRun(t *testing.T, location string) {
+	t.Helper()
+	chars := tokenize.NewCharsFromText("abcdefghijo \n", "my-chars")
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	var jsonl bytes.Buffer
+	for i := range 6 {
+		line, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("doc %c", 'a'+i)})
+		jsonl.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(in, jsonl.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(t.TempDir(), "chars.json")
+	data, _ := chars.MarshalChars()
+	os.WriteFile(specPath, data, 0o644)
+	for i := range 2 {
+		job := &pipelines.TokenizeRun{Inputs: []string{in}, Store: openStore(t, location), Name: "c", Tokenizer: chars,
+			TokSpec: specPath, Workers: 1, NumWorkers: 2, WorkerIndex: i}
+		if _, _, err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.StoreTokenizerBeside(context.Background(), openStore(t, location), specPath, chars); err != nil {
+		t.Fatal(err)
 	}
 }

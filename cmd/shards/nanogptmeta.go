@@ -22,8 +22,8 @@ const nanoGPTMetaName = "meta.pkl"
 // wide and sampled garbage. A character vocabulary gets meta.pkl as nanoGPT's
 // shakespeare_char/prepare.py writes it; GPT-2's vocabulary needs none; any other gets a
 // warning, as does a tokenizer that cannot be found offline.
-func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInfo, log *slog.Logger) ([]byte, error) {
-	dir, cleanup, err := besideFiles(ctx, st)
+func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInfo, open func(context.Context, string) (storage.Store, error), log *slog.Logger) ([]byte, error) {
+	dir, cleanup, err := besideFiles(ctx, st, open)
 	if err != nil {
 		return nil, err
 	}

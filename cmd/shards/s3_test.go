@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gptkit/internal/miniotest"
+	"gptkit/shards"
 	"gptkit/tokenize"
 )
 
@@ -105,5 +106,23 @@ func TestS3(t *testing.T) {
 	}
 	if got := catText(t, append([]string{charsLoc, "--doc", "0", "--cache-dir", cache}, s3...)...); got != "not to be" {
 		t.Errorf("cat --decode from S3 with chars.json beside the data = %q", got)
+	}
+}
+
+// TestS3CatDecodePart: cat --decode of one part of a partitioned run in S3 finds the
+// run's chars.json two levels up, as it does locally (TestCatDecodePart).
+func TestS3CatDecodePart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a MinIO server")
+	}
+	offline(t)
+	srv := miniotest.Shared(t)
+	srv.Setenv(t)
+	s3 := []string{"--s3-endpoint", srv.Endpoint, "--s3-path-style", "--cache-dir", t.TempDir()}
+	loc := "s3://" + srv.NewBucket(t) + "/run"
+	charsPartitionedRun(t, loc)
+	part := loc + "/" + shards.PartDir(0, 2)
+	if got := catText(t, append([]string{part, "--doc", "0"}, s3...)...); got != "doc a" {
+		t.Errorf("cat --decode %s --doc 0 = %q", part, got)
 	}
 }
