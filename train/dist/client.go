@@ -391,7 +391,7 @@ func eventOf(m message) (Event, bool) {
 	case msgStart:
 		return Event{Kind: EventStart, Gen: m.Gen, Rank: -1}, true
 	case msgAbort:
-		return Event{Kind: EventAbort, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason, Exiting: m.Exiting}, true
+		return Event{Kind: EventAbort, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason, Exiting: m.Exiting, Rerun: m.Rerun}, true
 	case msgFatal:
 		return Event{Kind: EventFatal, Gen: m.Gen, Rank: -1, Reason: m.Reason}, true
 	}

@@ -545,9 +545,11 @@ func (r *recordingWriter) has(typ string) bool {
 
 // TestLeftRankNamedAsLeft: a rank that finished and left the job while the
 // others go on to a collective is named as having left, not as alive but stuck
-// before the collective (its heartbeats had stopped with its leave).
+// before the collective (its heartbeats had stopped with its leave), and the abort
+// says no restart cures it (Event.Rerun false: the ranks run different collectives).
 func TestLeftRankNamedAsLeft(t *testing.T) {
 	comms, s := startGroupStore(t, 3, Options{Timeout: 500 * time.Millisecond}, ServerConfig{})
+	events := s.Subscribe()
 	closed := make(chan error, 1)
 	go func() { closed <- comms[2].Close(nil) }() // waits for no one: rank 2 hosts no store
 	for left, deadline := false, time.Now().Add(10*time.Second); !left; time.Sleep(time.Millisecond) {
@@ -564,5 +566,13 @@ func TestLeftRankNamedAsLeft(t *testing.T) {
 	})
 	if err := <-closed; err != nil {
 		t.Errorf("rank 2's Close: %v", err)
+	}
+	for ev := range events {
+		if ev.Kind == EventAbort {
+			if !strings.Contains(ev.Reason, want) || ev.Rerun {
+				t.Errorf("abort %+v, want %q and no rerun", ev, want)
+			}
+			break
+		}
 	}
 }

@@ -82,6 +82,11 @@ type Event struct {
 	// is exiting with it: its launcher leaves it to exit, as a stop signal would
 	// only race its last line, its error, with "interrupted".
 	Exiting bool
+	// Rerun (EventAbort) says that a restart from the newest checkpoint can cure the
+	// failure: a rank hung, stopped, disconnected or was restarted, or a collective
+	// timed out with every rank still in the job. Not for a rank's own error, nor
+	// for a rank that left before a collective the others ran (a program bug).
+	Rerun bool
 }
 
 // Server is the rendezvous store: it gathers the ranks of each generation, hands
@@ -473,7 +478,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, heard *atomic.Int64, h messa
 			s.members = map[int]*peer{}
 			s.kv, s.waiters = nil, nil
 		} else {
-			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank), false)
+			s.failGen(h.Rank, fmt.Sprintf("rank %d joined again: its previous process is gone (restarted)", h.Rank), false, true)
 		}
 	}
 	if old := s.members[h.Rank]; old != nil {
@@ -540,21 +545,22 @@ func (s *Server) startGen() {
 }
 
 // failGen ends the running generation: every member and launcher hears reason.
-// exiting says that rank reported its own failure and is exiting (Event.Exiting).
-func (s *Server) failGen(rank int, reason string, exiting bool) {
+// exiting says that rank reported its own failure and is exiting (Event.Exiting);
+// rerun, that a restart can cure it (Event.Rerun).
+func (s *Server) failGen(rank int, reason string, exiting, rerun bool) {
 	if !s.running {
 		return
 	}
 	if explained := s.explain(reason); explained != reason {
-		reason, rank, exiting = explained, -1, false // no rank's fault
+		reason, rank, exiting, rerun = explained, -1, false, true // no rank's fault
 	}
 	s.log.Error("store: generation failed", "gen", s.gen, "rank", rank, "reason", reason)
 	for p := range s.peers {
 		if p.role == roleAgent || (p.gen == s.gen && s.members[p.rank] == p) {
-			s.send(p, message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting})
+			s.send(p, message{Type: msgAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting, Rerun: rerun})
 		}
 	}
-	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting})
+	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting, Rerun: rerun})
 	s.gen++
 	s.running = false
 	s.members = map[int]*peer{}
@@ -581,7 +587,7 @@ func (s *Server) handle(p *peer, m message) {
 			return
 		}
 		if s.running {
-			s.failGen(p.rank, fmt.Sprintf("rank %d failed: %s", p.rank, m.Reason), true)
+			s.failGen(p.rank, fmt.Sprintf("rank %d failed: %s", p.rank, m.Reason), true, false)
 		} else {
 			delete(s.members, p.rank)
 			s.tellWaiting()
@@ -646,7 +652,8 @@ func (s *Server) probeLaggards(p *peer, m message) {
 				answered = answered && (q.left || q.lastSeen.After(asked))
 			}
 			if answered || time.Now().After(deadline) {
-				s.failGen(-1, s.laggards(p, m), false)
+				reason, rerun := s.laggards(p, m)
+				s.failGen(-1, reason, false, rerun)
 				s.mu.Unlock()
 				return
 			}
@@ -665,7 +672,7 @@ func (s *Server) probeLaggards(p *peer, m message) {
 // whether it has reached it (is in it or has finished it), so a rank that has
 // finished the collective is not among them. Ranks that have left the job (they
 // finished their run) are named as such, not as alive but stuck.
-func (s *Server) laggards(p *peer, m message) string {
+func (s *Server) laggards(p *peer, m message) (reason string, rerun bool) {
 	var behind, left []int
 	for r, q := range s.members {
 		switch {
@@ -685,9 +692,9 @@ func (s *Server) laggards(p *peer, m message) string {
 		why = append(why, fmt.Sprintf("%s finished and left the job before collective #%d (%s), which the others waited in for %s: every rank must run the same collectives (the same steps, evaluations and checkpoints)", ranksText(left), m.Seq, m.Op, m.Reason))
 	}
 	if len(why) == 0 {
-		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank has reached it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank)
+		return fmt.Sprintf("collective #%d (%s) did not finish within %s on rank %d, though every rank has reached it: the links between the ranks are stuck (network? with NCCL, NCCL_DEBUG=INFO says more)", m.Seq, m.Op, m.Reason, p.rank), true
 	}
-	return strings.Join(why, "; ")
+	return strings.Join(why, "; "), len(left) == 0
 }
 
 // gone handles a closed connection.
@@ -705,9 +712,9 @@ func (s *Server) gone(p *peer, err error) {
 		switch {
 		case p.left:
 		case p.dropped != "":
-			s.failGen(p.rank, fmt.Sprintf("rank %d %s, and the store dropped it: its process is stopped or hung, or its host is unreachable", p.rank, p.dropped), false)
+			s.failGen(p.rank, fmt.Sprintf("rank %d %s, and the store dropped it: its process is stopped or hung, or its host is unreachable", p.rank, p.dropped), false, true)
 		default:
-			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)), false)
+			s.failGen(p.rank, fmt.Sprintf("rank %d disconnected from the store (%s): its process died or its host went away", p.rank, cutErr(err)), false, true)
 		}
 		return
 	}
@@ -767,7 +774,7 @@ func (s *Server) watch() {
 			for _, r := range slices.Sorted(mapKeys(s.members)) {
 				p := s.members[r]
 				if quiet := p.quiet(); !p.left && quiet > s.cfg.HeartbeatTimeout {
-					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)), false)
+					s.failGen(r, fmt.Sprintf("rank %d sent no heartbeat for %s (hung, stopped, or its host is unreachable)", r, readable(quiet)), false, true)
 					break
 				}
 			}

@@ -149,7 +149,8 @@ func TestReadable(t *testing.T) {
 // TestAbortSaysExiting: a generation failed by a rank's own report (Comm.Close with
 // its error) tells the launchers, and the ranks, that this rank is exiting with it
 // (Event.Exiting: its launcher leaves it to exit rather than stop it); one failed by
-// a rank that disconnected does not.
+// a rank that disconnected does not, and says instead that a restart can cure it
+// (Event.Rerun: the launcher that gives up names a rerun as the next step).
 func TestAbortSaysExiting(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -176,8 +177,8 @@ func TestAbortSaysExiting(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("no event after rank 1's failure")
 			}
-			if ev.Kind != EventAbort || ev.Rank != 1 || ev.Exiting != tc.exiting {
-				t.Errorf("event %+v, want an abort of rank 1 with exiting %t", ev, tc.exiting)
+			if ev.Kind != EventAbort || ev.Rank != 1 || ev.Exiting != tc.exiting || ev.Rerun == tc.exiting {
+				t.Errorf("event %+v, want an abort of rank 1 with exiting %t and rerun %t", ev, tc.exiting, !tc.exiting)
 			}
 			mr := newMsgReader(c0)
 			c0.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -187,8 +188,8 @@ func TestAbortSaysExiting(t *testing.T) {
 					t.Fatalf("rank 0 heard no abort: %v", err)
 				}
 				if m.Type == msgAbort {
-					if m.Exiting != tc.exiting {
-						t.Errorf("rank 0's abort %+v, want exiting %t", m, tc.exiting)
+					if m.Exiting != tc.exiting || m.Rerun == tc.exiting {
+						t.Errorf("rank 0's abort %+v, want exiting %t and rerun %t", m, tc.exiting, !tc.exiting)
 					}
 					break
 				}

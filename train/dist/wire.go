@@ -71,6 +71,7 @@ type message struct {
 	Key     string   `json:"key,omitempty"`
 	Value   []byte   `json:"value,omitempty"`
 	Exiting bool     `json:"exiting,omitempty"` // abort: Rank reported its own failure and exits (Event.Exiting)
+	Rerun   bool     `json:"rerun,omitempty"`   // abort: a restart can cure it (Event.Rerun)
 }
 
 // progressReader notes in at (unix nanoseconds) each time some bytes arrive:

@@ -192,7 +192,7 @@ func Run(ctx context.Context, cfg Config) error {
 			reason := out.failure
 			if cfg.MaxRestarts > 0 {
 				reason = fmt.Sprintf("%s (no restarts left after %d)", out.failure, cfg.MaxRestarts)
-			} else if out.killed {
+			} else if out.killed || out.rerun {
 				reason += "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
 			}
 			l.giveUp(reason)
@@ -267,6 +267,7 @@ func (l *launcher) giveUp(reason string) {
 type outcome struct {
 	failure     string // the first failure ("" none)
 	killed      bool   // a rank of this node's was SIGKILLed from outside (rerun: the next step)
+	rerun       bool   // the store's failure is one a restart can cure (dist.Event.Rerun): rerun too
 	fatal       string // the job is over (given up elsewhere, store lost)
 	interrupted bool
 }
@@ -377,6 +378,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			case dist.EventAbort:
 				if ev.Gen == gen && !stopping {
 					out.failure = ev.Reason
+					out.rerun = ev.Rerun
 					if ev.Exiting {
 						spare = ev.Rank
 					}

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "distkill1" {
 		os.Exit(distKillRank())
 	}
+	if mode := os.Getenv(workerEnv); mode == "diststop1" {
+		os.Exit(distStopRank())
+	}
 	if mode := os.Getenv(workerEnv); mode != "" {
 		os.Exit(fakeRank(mode))
 	}
@@ -236,6 +239,32 @@ func distKillRank() int {
 	}
 }
 
+// distStopRank joins the group; rank 1 then stops itself (SIGSTOP), as a hung rank
+// falls silent: the store fails the group on its missing heartbeats.
+func distStopRank() int {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	c, err := dist.Init(context.Background(), place, dist.Options{Token: os.Getenv(dist.EnvToken), HeartbeatInterval: 200 * time.Millisecond,
+		HeartbeatTimeout: pauseHeartbeat, Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if place.Rank == 1 {
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	}
+	select {
+	case <-c.Aborted():
+		fmt.Fprintln(os.Stderr, c.Err())
+		return 1
+	case <-time.After(time.Minute):
+		return 9
+	}
+}
+
 // TestKilledRankNextStep: a rank SIGKILLed from outside fails the job with the next
 // step named (rerun, or --max-restarts), whether the launcher learns it from the
 // rank's exit or first from the store ("rank 1 disconnected"); its last line is
@@ -255,6 +284,22 @@ func TestKilledRankNextStep(t *testing.T) {
 	cfg, _, _ = testConfig(t, "fail1", 2)
 	if err := Run(context.Background(), cfg); err == nil || strings.Contains(err.Error(), "rerun") {
 		t.Errorf("a rank's own failure: %v, want no rerun hint", err)
+	}
+	cfg, _, _ = testConfig(t, "distfail1", 2)
+	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "rank 1 failed: out of cheese") || strings.Contains(err.Error(), "rerun") {
+		t.Errorf("a rank's own failure through the store: %v, want it and no rerun hint", err)
+	}
+}
+
+// TestHungRankNextStep: a group the store fails on a rank's missing heartbeats (hung
+// or stopped) names the same next step as a killed rank: a restart can cure it.
+func TestHungRankNextStep(t *testing.T) {
+	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+	cfg, _, stderr := testConfig(t, "diststop1", 2)
+	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 200*time.Millisecond, pauseHeartbeat
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 sent no heartbeat") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("%v, want rank 1's missing heartbeats and %q\n%s", err, next, stderr)
 	}
 }
 
