@@ -265,6 +265,10 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// closeFlush is the most Close waits for its clients to take what was queued for
+// them, however steadily they read.
+const closeFlush = time.Minute
+
 // Close stops the store and closes every connection.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -284,9 +288,12 @@ func (s *Server) Close() error {
 	}
 	s.subs = nil
 	s.mu.Unlock()
-	// The clients get what was queued for them (a GiveUp's fatal, say), within
-	// a second.
-	flushed := time.After(time.Second)
+	// The clients get what was queued for them (a GiveUp's fatal, say, queued
+	// behind a large value). Each writer goes on while its client takes some
+	// within the heartbeat timeout (writeTo drops one that takes none), up to
+	// closeFlush in all; one that has written all ends at once. (A second in all
+	// cut off a slow client's fatal behind a 4 MB value.)
+	flushed := time.After(closeFlush)
 	for _, p := range peers {
 		select {
 		case <-p.flushed:

@@ -219,6 +219,13 @@ func (l smallBufListener) Accept() (net.Conn, error) {
 // value), its writer, and the store's port.
 func bigValueClient(t *testing.T, timeout time.Duration, size int) (net.Conn, *msgWriter, int) {
 	t.Helper()
+	_, conn, w, port := bigValueStore(t, timeout, size)
+	return conn, w, port
+}
+
+// bigValueStore is bigValueClient with the store.
+func bigValueStore(t *testing.T, timeout time.Duration, size int) (*Server, net.Conn, *msgWriter, int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +251,62 @@ func bigValueClient(t *testing.T, timeout time.Duration, size int) (net.Conn, *m
 			t.Fatal(err)
 		}
 	}
-	return conn, w, ln.Addr().(*net.TCPAddr).Port
+	return s, conn, w, ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestStoreCloseFlushesSlowClient: a client that reads slowly but steadily gets
+// a GiveUp's fatal queued behind a large value, though the value takes it longer
+// than a second (Close gave the clients a second in all, and cut the fatal off).
+func TestStoreCloseFlushesSlowClient(t *testing.T) {
+	const size = 2 << 20 // about 2.8 MB of JSON: 16 KB every 20ms takes about 3.5s
+	s, conn, w, _ := bigValueStore(t, time.Second, size)
+	// A heartbeat after the get: once the store has handled it (its seq), the
+	// value is queued.
+	if err := w.write(message{Type: msgHB, Seq: 42}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not handle the heartbeat within 10s")
+		}
+		s.mu.Lock()
+		handled := false
+		for p := range s.peers {
+			handled = handled || p.seq == 42
+		}
+		s.mu.Unlock()
+		if handled {
+			break
+		}
+	}
+	s.GiveUp("node 0: out of restarts")
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	mr := newMsgReader(&slowReader{r: conn, n: 16 << 10, every: 20 * time.Millisecond})
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	start, gotValue := time.Now(), false
+	for {
+		m, err := mr.read()
+		if err != nil {
+			t.Fatalf("after %s (value read: %t): %v, want the fatal message", time.Since(start).Round(time.Millisecond), gotValue, err)
+		}
+		gotValue = gotValue || (m.Type == msgValue && len(m.Value) == size)
+		if m.Type == msgFatal {
+			break
+		}
+	}
+	t.Logf("the value and the fatal took %s to read", time.Since(start).Round(time.Millisecond))
+	if !gotValue {
+		t.Error("the fatal came without the value before it")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Error("Close still waiting 10s after the client took everything")
+	}
 }
 
 // TestStoreSlowClientNotDropped: a client that reads a large answer (a
