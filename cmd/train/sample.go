@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"gptkit/internal/cli"
+	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
@@ -23,8 +25,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"likely tokens, with the context cropped to block_size. It prints the prompt and its\n"+
 			"continuation on stdout. DIR is a checkpoint directory or a run directory (its newest\n"+
 			"checkpoint). The tokenizer is the training data's: the tokenizer files beside the dataset\n"+
-			"(chars.json for prep shakespeare, tokenizer.json, vocab.json + merges.txt), else the\n"+
-			"tokenizer the dataset's manifest names (gpt2, neox-20b, ...); --tokenizer SPEC overrides it.\n"+
+			"(chars.json for prep shakespeare, tokenizer.json, vocab.json + merges.txt; for a part\n"+
+			"DIR/parts/part-* of a partitioned run, beside the run's in DIR), else the tokenizer the\n"+
+			"dataset's manifest names (gpt2, neox-20b, ...); --tokenizer SPEC overrides it.\n"+
 			"Its fingerprint must match the one the model was trained with.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
 	prompt := c.Flags.String("prompt", "", "the `TEXT` to continue (required; \"\" starts from the end-of-document token, if the tokenizer has one)")
@@ -102,9 +105,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // checkpointTokenizer resolves the tokenizer of a checkpoint's training data:
 // --tokenizer, else the dataset's own (spec.ForDataset: the tokenizer files in the
-// dataset directory, data or the run's data key, else the tokenizer the manifest
-// names). Its fingerprint must be the checkpoint's (an override that differs gets a
-// warning).
+// dataset directory, data or the run's data key, or for a part of a partitioned run
+// the run's directory (tokenizerDir), else the tokenizer the manifest names). Its
+// fingerprint must be the checkpoint's (an override that differs gets a warning).
 func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, log *slog.Logger) (*tokenize.Tokenizer, error) {
 	want := st.Tokenizer
 	if tf.Spec != "" {
@@ -123,9 +126,31 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 			data = st.DataDir // config's data is relative to where train ran
 		}
 	}
-	tok, err := spec.ForDataset(ctx, data, want.Name, want.Fingerprint, tf.Options(log))
+	tok, err := spec.ForDataset(ctx, tokenizerDir(data), want.Name, want.Fingerprint, tf.Options(log))
 	if err != nil {
 		return nil, fmt.Errorf("the model's tokenizer: %w\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)", err)
 	}
 	return tok, nil
+}
+
+// tokenizerDir is the directory holding the tokenizer files of the local dataset dir:
+// dir itself, or for a part of a partitioned run (DIR/parts/part-00000-of-00004:
+// shards.PartParent) that has none of its own, DIR, where tokenize run keeps them once
+// for all its parts (as shards cat --decode finds them).
+func tokenizerDir(dir string) string {
+	has := func(dir string) bool {
+		for _, f := range spec.DatasetFiles {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	if dir == "" || has(dir) {
+		return dir
+	}
+	if parent, ok := shards.PartParent(filepath.ToSlash(dir)); ok && has(filepath.FromSlash(parent)) {
+		return filepath.FromSlash(parent)
+	}
+	return dir
 }
