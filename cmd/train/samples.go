@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,10 +28,14 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			"blends), --order default per epoch (every token once per epoch). The index is built for\n"+
 			"--num-samples samples (GPT-NeoX: train_iters x train_batch_size) and cached beside the\n"+
 			"data (else under --cache-dir) under a hash of its inputs.\n\n"+
-			"Without --rank it prints samples K..K+C-1. With --rank it prints what that data-parallel\n"+
-			"rank receives, micro-batch by micro-batch: each global micro-batch is M x W consecutive\n"+
-			"samples and rank R takes [R*M, (R+1)*M); --first is then the resume cursor (samples\n"+
-			"consumed by all ranks, a multiple of M x W) and --count the number of lines to print.")
+			"Without --rank it prints samples K..K+C-1; without --count, those of the N a run reads\n"+
+			"from K on: K..N-1 (up to the index's last sample, if it holds fewer; an index holds\n"+
+			"whole epochs, often many more than N: --count -1 prints them all). With --rank it\n"+
+			"prints what that data-parallel rank receives, micro-batch by micro-batch: each global\n"+
+			"micro-batch is M x W consecutive samples and rank R takes [R*M, (R+1)*M); --first is\n"+
+			"then the resume cursor (samples consumed by all ranks, a multiple of M x W) and --count\n"+
+			"the number of lines to print (without it, the rank's share of the global micro-batches\n"+
+			"within the first N samples; -1: within the index).")
 	dataFlag := c.Flags.String("data", "", "the `DATA`: a dataset directory, s3://bucket/prefix, a bare PREFIX, FILE.yaml or 0.7:dirA,0.3:dirB (required)")
 	seqLen := c.Flags.Int("seq-len", 0, "the sequence length `L`; every sample has L+1 tokens (required)")
 	seed := c.Flags.Uint("seed", 1234, "the shuffle `SEED` (GPT-NeoX's seed)")
@@ -38,7 +43,9 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	order := c.Flags.String("order", loader.OrderDefault, "the sample order: default (shuffled per epoch) or neox (GPT-NeoX's, sample for sample)")
 	splitStr := c.Flags.String("split", "969,30,1", "the train,valid,test `WEIGHTS` dividing the documents (GPT-NeoX's split)")
 	first := c.Flags.Int64("first", 0, "the first sample `K` (with --rank: the global cursor)")
-	count := c.Flags.Int64("count", -1, "print `C` samples (-1: up to the last sample)")
+	countFlag := countValue{n: -1}
+	c.Flags.Var(&countFlag, "count", "print `C` samples (-1: up to the index's last sample; not given: up to sample N-1, the last of the --num-samples N a run reads)")
+	count := &countFlag.n
 	rank := c.Flags.Int("rank", -1, "print the samples data-parallel rank `R` receives")
 	world := c.Flags.Int("world", 0, "--rank: the data-parallel world size `W`")
 	micro := c.Flags.Int("micro-batch", 1, "--rank: the per-rank micro-batch size `M`")
@@ -99,6 +106,15 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	defer data.Close()
 	s := data.Train
+	// limit is where the samples printed without --count end: the N a run reads (the
+	// index's own length, if shorter), or with --count -1 the index's end.
+	limit := s.Len()
+	if !set["count"] {
+		limit = min(*numSamples, s.Len())
+		if *first > limit && limit == *numSamples { // past the index's end: said below
+			return fail(ctx, stderr, fmt.Errorf("--first %d is past the %d samples a run of --num-samples %d reads (0..%d): pass --count C to print samples beyond them (the index holds %d)", *first, *numSamples, *numSamples, *numSamples-1, s.Len()))
+		}
+	}
 
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	var line []byte
@@ -119,7 +135,7 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if *first > s.Len() {
 			return fail(ctx, stderr, fmt.Errorf("--first %d is past the last sample: the index holds %d samples (0..%d)", *first, s.Len(), s.Len()-1))
 		}
-		end := s.Len()
+		end := limit
 		if *count >= 0 {
 			if *count > s.Len()-*first {
 				return fail(ctx, stderr, fmt.Errorf("samples %d..%d are past the last sample: the index holds %d samples (raise --num-samples)", *first, *first+*count-1, s.Len()))
@@ -142,8 +158,8 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			if ctx.Err() != nil {
 				return fail(ctx, stderr, ctx.Err())
 			}
-			if *count < 0 && sm.Cursor.Consumed+sm.GlobalMicro() > s.Len() {
-				break // all complete global micro-batches printed
+			if *count < 0 && sm.Cursor.Consumed+sm.GlobalMicro() > limit {
+				break // all complete global micro-batches up to limit printed
 			}
 			if batch, err = sm.Next(batch); err != nil {
 				return fail(ctx, stderr, err)
@@ -169,4 +185,27 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // ctx is canceled) and returns cli.ExitFailure.
 func fail(ctx context.Context, stderr io.Writer, err error) int {
 	return cli.Fail(stderr, "train samples", cli.Interrupted(ctx, err))
+}
+
+// countValue is --count: an int64 given or not (then -h shows no default: without it,
+// the samples of --num-samples are printed).
+type countValue struct {
+	n   int64 // -1 until given
+	set bool
+}
+
+func (v *countValue) String() string {
+	if v == nil || !v.set {
+		return ""
+	}
+	return strconv.FormatInt(v.n, 10)
+}
+
+func (v *countValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	v.n, v.set = n, true
+	return nil
 }

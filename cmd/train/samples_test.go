@@ -121,16 +121,36 @@ func TestSamples(t *testing.T) {
 	dir := makeDataset(t)
 	all := want(t, dir, 6, 30, 7, loader.OrderDefault)
 	neox := want(t, dir, 6, 30, 7, loader.OrderNeoX)
-	if len(all) < 30 {
-		t.Fatalf("%d samples", len(all))
+	if len(all) <= 30 {
+		t.Fatalf("%d samples: the test wants an index of more than --num-samples", len(all))
 	}
 	base := []string{"samples", "--data", dir, "--seq-len", "6", "--seed", "7", "--num-samples", "30"}
+	// Without --count: the --num-samples a run reads (the index holds whole epochs: more).
 	code, out, errOut := runTrain(t, base...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	if got := parseLines(t, out); !equal(got, all[:30]) {
+		t.Fatalf("the first 30 samples differ (%d printed):\n%v\nwant\n%v", len(got), got, all[:30])
+	}
+	code, out, errOut = runTrain(t, append(base, "--count", "-1")...)
+	if code != 0 {
+		t.Fatalf("--count -1: exit %d: %s", code, errOut)
+	}
 	if got := parseLines(t, out); !equal(got, all) {
-		t.Fatalf("all samples differ:\n%v\nwant\n%v", got, all)
+		t.Fatalf("--count -1: all samples differ:\n%v\nwant\n%v", got, all)
+	}
+	code, out, errOut = runTrain(t, append(base, "--first", "25")...)
+	if code != 0 || !equal(parseLines(t, out), all[25:30]) {
+		t.Fatalf("--first 25: exit %d %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = runTrain(t, append(base, "--first", "31")...)
+	if code != 1 || out != "" || !strings.Contains(errOut, "--count C") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("--first 31 of --num-samples 30: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runTrain(t, append(base, "--first", "31", "--count", "2")...)
+	if code != 0 || !equal(parseLines(t, out), all[31:33]) {
+		t.Fatalf("--first 31 --count 2: exit %d %s\n%s", code, errOut, out)
 	}
 	for _, ids := range parseLines(t, out) {
 		if len(ids) != 7 {
@@ -152,12 +172,19 @@ func TestSamples(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("rank %d: exit %d: %s", r, code, errOut)
 		}
-		var exp [][]int
+		var exp, expAll [][]int
 		for g := 0; (g+1)*M*W <= len(all); g++ {
-			exp = append(exp, all[g*M*W+r*M:g*M*W+(r+1)*M]...)
+			if (g+1)*M*W <= 30 {
+				exp = append(exp, all[g*M*W+r*M:g*M*W+(r+1)*M]...)
+			}
+			expAll = append(expAll, all[g*M*W+r*M:g*M*W+(r+1)*M]...)
 		}
 		if !equal(parseLines(t, out), exp) {
 			t.Fatalf("rank %d differs", r)
+		}
+		code, out, errOut = runTrain(t, append(base, "--rank", fmt.Sprint(r), "--world", fmt.Sprint(W), "--micro-batch", fmt.Sprint(M), "--count", "-1")...)
+		if code != 0 || !equal(parseLines(t, out), expAll) {
+			t.Fatalf("rank %d --count -1: exit %d: %s", r, code, errOut)
 		}
 		code, out, _ = runTrain(t, append(base, "--rank", fmt.Sprint(r), "--world", fmt.Sprint(W), "--micro-batch", fmt.Sprint(M), "--first", "12", "--count", "3")...)
 		if code != 0 || !equal(parseLines(t, out), append(append([][]int{}, all[12+r*M:12+(r+1)*M]...), all[18+r*M])) {
@@ -182,7 +209,7 @@ func TestUsage(t *testing.T) {
 	if code, _, _ := runTrain(t, "-h"); code != 0 {
 		t.Fatalf("-h: exit %d", code)
 	}
-	if code, _, errOut := runTrain(t, "samples", "-h"); code != 0 || !strings.Contains(errOut, "--num-samples") {
+	if code, _, errOut := runTrain(t, "samples", "-h"); code != 0 || !strings.Contains(errOut, "--num-samples") || strings.Contains(errOut, "(default )") {
 		t.Fatalf("samples -h: exit %d, %q", code, errOut)
 	}
 	base := []string{"samples", "--data", dir, "--seq-len", "6", "--num-samples", "30"}
@@ -227,7 +254,7 @@ func TestSamplesDataForms(t *testing.T) {
 				t.Fatal(err)
 			}
 			var exp [][]int
-			for i := range d.Train.Len() {
+			for i := range min(d.Train.Len(), 25) { // without --count: the --num-samples a run reads
 				exp = append(exp, d.Train.Sample(i, nil))
 			}
 			d.Close()
@@ -285,7 +312,7 @@ func TestSamplesNeoXGolden(t *testing.T) {
 				}
 			}
 			dir := writeDocs(t, docs, shards.Int32)
-			code, out, errOut := runTrain(t, "samples", "--data", dir, "--split", "1,0,0", "--order", "neox",
+			code, out, errOut := runTrain(t, "samples", "--data", dir, "--split", "1,0,0", "--order", "neox", "--count", "-1",
 				"--seq-len", fmt.Sprint(g.SeqLen), "--seed", fmt.Sprint(g.Seed), "--num-samples", fmt.Sprint(g.NumSamples))
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)

@@ -145,8 +145,12 @@ func (c *Command) PrintHelp(w io.Writer) {
 			typ = " " + typ
 		}
 		// The default, except an empty string's or a switch's off (as Go's flag
-		// package prints them): "(required) (default \"\")" said nothing.
+		// package prints them): "(required) (default \"\")" said nothing; nor does a
+		// flag.Value whose default prints as nothing ("(default )").
 		def := " (default " + f.DefValue + ")"
+		if f.DefValue == "" {
+			def = ""
+		}
 		if getter, ok := f.Value.(flag.Getter); ok {
 			switch v := getter.Get().(type) {
 			case string:
