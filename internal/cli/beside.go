@@ -17,13 +17,14 @@ import (
 // StoreTokenizerBeside stores in st, beside a dataset, the tokenizer files that its
 // readers (shards cat --decode, train sample, train export: spec.ForDataset) find the
 // tokenizer by when no built-in name loads it: chars.json for a character vocabulary;
-// the tokenizer.json, or the vocab.json and merges.txt, of a tokenizer loaded from a
-// local file or directory (specString). A built-in name, a download or a .tiktoken
-// file stores nothing: readers load those by name. The other tokenizer files already
-// in st (an earlier dataset's, which --overwrite replaced) that readers would try
-// before the new ones are removed once those are written; where nothing is stored,
-// all of them (a stale file that no longer loads would stop the readers before they
-// try the name). It returns the keys it wrote.
+// the tokenizer.json, the vocab.json and merges.txt, or the .tiktoken rank file
+// (ENCODING.tiktoken: a vocabulary of its own has the built-in encoding's name but not
+// its fingerprint) of a tokenizer loaded from a local file or directory (specString).
+// A built-in name or a download (a URL, a Hugging Face id) stores nothing: readers
+// load a built-in by name. The other tokenizer files already in st (an earlier
+// dataset's, which --overwrite replaced) are removed once the new ones are written
+// (where nothing is stored, all of them: a stale file that no longer loads would stop
+// the readers before they try the name). It returns the keys it wrote.
 func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer) ([]string, error) {
 	files := map[string]func() ([]byte, error){} // key in st -> its content
 	switch {
@@ -44,7 +45,8 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 			dir, base = filepath.Dir(specString), filepath.Base(specString)
 		}
 		switch {
-		case strings.HasSuffix(base, ".tiktoken"):
+		case strings.HasSuffix(base, ".tiktoken"): // its name tells the encoding: kept
+			files[base] = read(specString)
 		case base == "vocab.json" || base == "merges.txt" || (base == "" && !has(filepath.Join(dir, "tokenizer.json")) && has(filepath.Join(dir, "vocab.json"))):
 			// As spec.Load reads them: the pair, side by side.
 			files["vocab.json"] = read(filepath.Join(dir, "vocab.json"))
@@ -71,11 +73,11 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		}
 		wrote = append(wrote, key)
 	}
-	// spec.DatasetFiles is in the order readers try them: those before the first
-	// written would be found instead.
+	// Those readers try first would be found instead; the others would travel with
+	// the data (shards merge, cat from S3) as if they were its tokenizer.
 	for _, key := range spec.DatasetFiles {
 		if slices.Contains(wrote, key) {
-			break
+			continue
 		}
 		if err := st.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotExist) {
 			return wrote, fmt.Errorf("remove the earlier tokenizer file %s beside the data: %w", key, err)

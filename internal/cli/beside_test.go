@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,6 +80,17 @@ func TestStoreTokenizerBeside(t *testing.T) {
 	os.WriteFile(filepath.Join(vmDir, "vocab.json"), vj, 0o644)
 	os.WriteFile(filepath.Join(vmDir, "merges.txt"), []byte("#version: 0.2\na b\n"), 0o644)
 
+	// A rank file of its own for cl100k_base's encoding: its name, not its fingerprint.
+	tkDir := filepath.Join(src, "tk")
+	os.Mkdir(tkDir, 0o755)
+	var ranks bytes.Buffer
+	for b := range 256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(b)}), b)
+	}
+	fmt.Fprintf(&ranks, "%s 256\n", base64.StdEncoding.EncodeToString([]byte("ab")))
+	tkPath := filepath.Join(tkDir, "cl100k_base.tiktoken")
+	os.WriteFile(tkPath, ranks.Bytes(), 0o644)
+
 	for _, tc := range []struct {
 		name, spec string
 		tok        func(t *testing.T, s string) *tokenize.Tokenizer
@@ -87,6 +100,7 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		{"tokenizer.json by another name", hfPath, nil, []string{"tokenizer.json"}},
 		{"vocab and merges directory", vmDir, nil, []string{"vocab.json", "merges.txt"}},
 		{"vocab.json named", filepath.Join(vmDir, "vocab.json"), nil, []string{"vocab.json", "merges.txt"}},
+		{".tiktoken file", tkPath, nil, []string{"cl100k_base.tiktoken"}},
 		{"built-in", "char", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,8 +111,10 @@ func TestStoreTokenizerBeside(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			// An earlier dataset's tokenizer.json, which readers try first.
+			// An earlier dataset's tokenizer.json, which readers try first, and
+			// another's rank file, which they try last.
 			os.WriteFile(filepath.Join(dir, "tokenizer.json"), hf.Bytes(), 0o644)
+			os.WriteFile(filepath.Join(dir, "o200k_base.tiktoken"), ranks.Bytes(), 0o644)
 			if tc.name == "tokenizer.json by another name" {
 				os.Remove(filepath.Join(dir, "tokenizer.json"))
 				os.WriteFile(filepath.Join(dir, "chars.json"), []byte(`{"type": "char", "chars": ["x"]}`), 0o644)
@@ -111,12 +127,19 @@ func TestStoreTokenizerBeside(t *testing.T) {
 			if err != nil || !slices.Equal(wrote, tc.want) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.want)
 			}
-			if tc.want == nil {
-				// Nothing stored: the earlier dataset's files go (one that no longer
-				// loaded stopped the readers before they tried the name).
-				if left, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(left) != 0 {
-					t.Fatalf("left %v beside a dataset whose tokenizer loads by name", left)
+			// The earlier datasets' files go: where nothing is stored, one that no
+			// longer loaded stopped the readers before they tried the name; the others
+			// travelled with the data (shards merge) as if they were its tokenizer.
+			var left []string
+			for _, key := range spec.DatasetFiles {
+				if _, err := os.Stat(filepath.Join(dir, key)); err == nil {
+					left = append(left, key)
 				}
+			}
+			if !slices.Equal(left, tc.want) {
+				t.Fatalf("beside the data: %v, want %v", left, tc.want)
+			}
+			if tc.want == nil {
 				return
 			}
 			got, err := spec.ForDataset(ctx, dir, tok.Name(), tok.Fingerprint(), spec.Options{})

@@ -11,10 +11,21 @@ import (
 	"gptkit/tokenize"
 )
 
-// DatasetFiles are the tokenizer files Load finds in a directory, in its order of
-// preference; a dataset may keep one of them beside its shards (prep shakespeare
-// stores chars.json).
-var DatasetFiles = []string{hfFile, vocabFile, mergesFile, charsFile}
+// DatasetFiles are the tokenizer files a dataset may keep beside its shards (prep
+// shakespeare stores chars.json; tokenize run the files of a tokenizer loaded from a
+// path), in the order ForDataset tries them: those Load finds in a directory, in its
+// order of preference, then the .tiktoken rank files of the known encodings (each
+// named after its encoding, which Load reads as a file: cl100k_base.tiktoken).
+var DatasetFiles = append([]string{hfFile, vocabFile, mergesFile, charsFile}, tiktokenFiles()...)
+
+// tiktokenFiles are the names of the .tiktoken files of the known encodings.
+func tiktokenFiles() []string {
+	var files []string
+	for _, enc := range tokenize.TiktokenEncodings() {
+		files = append(files, enc+tiktokenExt)
+	}
+	return files
+}
 
 // ForDataset finds the tokenizer a dataset was made with, given what its manifest (or
 // a checkpoint) records: the tokenizer's name and fingerprint. It tries, in order, the
@@ -30,7 +41,11 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 				if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 					continue
 				}
-				tok, err := Load(ctx, dir, Options{})
+				path := dir // Load's choice among the files it finds in a directory
+				if strings.HasSuffix(file, tiktokenExt) {
+					path = filepath.Join(dir, file)
+				}
+				tok, err := Load(ctx, path, Options{})
 				if err != nil {
 					return nil, fmt.Errorf("spec: the tokenizer beside the data: %w", err)
 				}

@@ -1,8 +1,13 @@
 package spec
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,5 +45,30 @@ func TestForDataset(t *testing.T) {
 	}
 	if _, err := ForDataset(ctx, "", "mine", "abc", offline); err == nil || !strings.Contains(err.Error(), `"mine" is not a known tokenizer name`) {
 		t.Errorf("unknown name: %v", err)
+	}
+}
+
+// TestForDatasetTiktoken: a .tiktoken rank file of its own stored beside the data
+// (ENCODING.tiktoken: the built-in encoding's name, not its fingerprint) is found
+// there; only the built-in of that name was tried.
+func TestForDatasetTiktoken(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var ranks bytes.Buffer
+	for b := range 256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(b)}), b)
+	}
+	fmt.Fprintf(&ranks, "%s 256\n", base64.StdEncoding.EncodeToString([]byte("th")))
+	path := filepath.Join(dir, "cl100k_base.tiktoken")
+	if err := os.WriteFile(path, ranks.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own, err := Load(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ForDataset(ctx, dir, own.Name(), own.Fingerprint(), Options{})
+	if err != nil || tok.Fingerprint() != own.Fingerprint() {
+		t.Fatalf("cl100k_base.tiktoken beside the data: %v", err)
 	}
 }

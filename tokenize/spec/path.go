@@ -20,6 +20,8 @@ const (
 	vocabFile  = "vocab.json"
 	mergesFile = "merges.txt"
 	charsFile  = "chars.json"
+
+	tiktokenExt = ".tiktoken" // a tiktoken rank file, named after its encoding
 )
 
 // loadPath loads the tokenizer at an existing path.
@@ -56,7 +58,7 @@ func loadDir(dir string) (*tokenize.Tokenizer, error) {
 func loadFile(path string) (*tokenize.Tokenizer, error) {
 	base := filepath.Base(path)
 	switch {
-	case strings.HasSuffix(base, ".tiktoken"):
+	case strings.HasSuffix(base, tiktokenExt):
 		return loadTiktoken(path)
 	case base == vocabFile:
 		return loadVocabMerges(path, filepath.Join(filepath.Dir(path), mergesFile), tokenizerName(path))
@@ -112,7 +114,7 @@ func loadChars(path, name string) (*tokenize.Tokenizer, error) {
 
 // loadTiktoken loads a .tiktoken rank file named after its encoding.
 func loadTiktoken(path string) (*tokenize.Tokenizer, error) {
-	encoding := strings.TrimSuffix(filepath.Base(path), ".tiktoken")
+	encoding := strings.TrimSuffix(filepath.Base(path), tiktokenExt)
 	if known := tokenize.TiktokenEncodings(); !slices.Contains(known, encoding) {
 		return nil, fmt.Errorf("spec: %s: cannot tell the tiktoken encoding from the file name; known encodings are %s: rename the file to <encoding>.tiktoken (e.g. cl100k_base.tiktoken)", path, strings.Join(known, ", "))
 	}
