@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"gptkit/loader"
 	"gptkit/shards"
@@ -30,7 +32,7 @@ func (t *Trainer) openData(ctx context.Context) error {
 			if fe := (*shards.FormatError)(nil); cfg.InitFrom != "" && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) {
 				// The vocabulary is init_from's: the data is not what is wrong.
 				named := *fe
-				named.Hint = fmt.Sprintf("the weights of init_from %s (vocab_size %d) were trained on another tokenizer's ids than %s holds: tokenize the data with the tokenizer the weights were trained with, or train without init_from", cfg.InitFrom, cfg.VocabSize, cfg.Data)
+				named.Hint = initVocabHint(ctx, cfg)
 				return fmt.Errorf("train: open the data: %w", &named)
 			}
 			if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
@@ -65,4 +67,38 @@ func (t *Trainer) openData(ctx context.Context) error {
 		}
 		d.Close()
 	}
+}
+
+// initVocabHint is the next step when cfg.Data holds an id outside the vocabulary of
+// init_from's weights. Data whose manifest records its tokenizer was compared with
+// init_from's before it was opened (checkInitData); data that records none (bare
+// GPT-NeoX shards: no manifest) could not be, and the hint says so, naming the
+// tokenizer init_from records (config.json's gptkit.tokenizer, its tokenizer.json)
+// and how to tokenize the text with it.
+func initVocabHint(ctx context.Context, cfg Config) string {
+	if data, ok := dataTokenizer(ctx, cfg); ok && data.Fingerprint != "" {
+		return fmt.Sprintf("the weights of init_from %s (vocab_size %d) were trained on another tokenizer's ids than %s holds: tokenize the data with the tokenizer the weights were trained with, or train without init_from", cfg.InitFrom, cfg.VocabSize, cfg.Data)
+	}
+	file := filepath.Join(cfg.InitFrom, "tokenizer.json")
+	fi, err := os.Stat(file)
+	hasFile := err == nil && fi.Mode().IsRegular()
+	name := ""
+	if hc, err := importInit(cfg.InitFrom); err == nil {
+		name = hc.Tokenizer
+	}
+	var theirs, spec string
+	switch {
+	case name != "" && hasFile:
+		theirs, spec = fmt.Sprintf("tokenizer %s (vocab_size %d: %s)", name, cfg.VocabSize, file), cfg.InitFrom
+	case name != "":
+		theirs, spec = fmt.Sprintf("tokenizer %s (vocab_size %d)", name, cfg.VocabSize), name
+	case hasFile:
+		theirs, spec = fmt.Sprintf("the tokenizer of %s (vocab_size %d)", file, cfg.VocabSize), cfg.InitFrom
+	default:
+		theirs, spec = fmt.Sprintf("a tokenizer of vocab_size %d that it does not name", cfg.VocabSize), "SPEC"
+	}
+	return fmt.Sprintf("%s records no tokenizer (no manifest.json: bare GPT-NeoX shards?), so it could not be checked against init_from's before it was opened: "+
+		"init_from %s was trained on %s, whose ids these are not. "+
+		"Tokenize the text with that tokenizer (tokenize run --tokenizer %s ..., which writes a manifest naming it), or train without init_from (--vocab-size N, as bare shards need)",
+		cfg.Data, cfg.InitFrom, theirs, spec)
 }

@@ -108,3 +108,37 @@ func TestInitFromCharWeightsOnGPT2Data(t *testing.T) {
 		}
 	}
 }
+
+// TestInitFromOnBareShards: bare GPT-NeoX shards (no manifest: no tokenizer recorded)
+// of GPT-2 ids under weights exported from a character run fail at the first id
+// outside the weights' vocabulary, and the hint says that the data's tokenizer is
+// unknown, names init_from's tokenizer and its vocabulary, and how to tokenize the text
+// with it (it said the weights "were trained on another tokenizer's ids", naming
+// neither and no way on).
+func TestInitFromOnBareShards(t *testing.T) {
+	ctx := context.Background()
+	chars, tok := makeCharDataset(t)
+	_, hf := trainAndExport(t, chars)
+	gpt2, err := spec.Load(ctx, "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := makeTokenDataset(t, gpt2, charText(8000))
+	if err := os.Remove(filepath.Join(dir, shards.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "c_text_document")
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runTrain(t, "--data", data, "--out", out, "--device", "ref", "--batch-size", "4", "--max-steps", "2",
+		"--warmup-steps", "0", "--lr-decay-steps", "2", "--eval-steps", "0", "--init-from", hf, "--cache-dir", out+"-cache")
+	for _, want := range []string{
+		"is outside the vocabulary",
+		data + " records no tokenizer (no manifest.json",
+		"init_from " + hf + " was trained on tokenizer " + tok.Name() + " (vocab_size " + strconv.Itoa(tok.VocabSize()),
+		"tokenize run --tokenizer " + hf,
+	} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--init-from char weights on bare gpt2 shards: exit %d, want 1 and %q: %s", code, want, stderr)
+		}
+	}
+}
