@@ -266,8 +266,8 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 }
 
 // closeFlush is the most Close waits for its clients to take what was queued for
-// them, however steadily they read.
-const closeFlush = time.Minute
+// them, however steadily they read (a variable for the tests).
+var closeFlush = time.Minute
 
 // Close stops the store and closes every connection.
 func (s *Server) Close() error {
@@ -292,12 +292,15 @@ func (s *Server) Close() error {
 	// behind a large value). Each writer goes on while its client takes some
 	// within the heartbeat timeout (writeTo drops one that takes none), up to
 	// closeFlush in all; one that has written all ends at once. (A second in all
-	// cut off a slow client's fatal behind a 4 MB value.)
-	flushed := time.After(closeFlush)
+	// cut off a slow client's fatal behind a 4 MB value.) The timer's channel is
+	// closed, not ticked once: a tick ended the wait for one client only, and
+	// Close waited for each other stuck one until its writer gave up on it.
+	flushed, cancel := context.WithTimeout(context.Background(), closeFlush)
+	defer cancel()
 	for _, p := range peers {
 		select {
 		case <-p.flushed:
-		case <-flushed:
+		case <-flushed.Done():
 		}
 		p.conn.Close()
 	}

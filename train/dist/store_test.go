@@ -502,3 +502,72 @@ func TestStoreSlowPublishNotHung(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreCloseBoundedWithStuckClients: Close waits for the clients to take what
+// was queued for them up to closeFlush in all, however many of them take nothing
+// (one timer's single tick ended the wait for the first such client only, and
+// Close waited for each other one until its writer gave up on it, a heartbeat
+// timeout or two later).
+func TestStoreCloseBoundedWithStuckClients(t *testing.T) {
+	old := closeFlush
+	t.Cleanup(func() { closeFlush = old }) // after the store's Close (cleanups run last first)
+	closeFlush = 300 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(smallBufListener{ln}, ServerConfig{Token: testToken, World: 4, HeartbeatTimeout: time.Minute, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const size = 2 << 20
+	for rank := range 3 {
+		conn, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+		w := &msgWriter{w: conn}
+		msgs := []message{{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleWorker, Rank: rank, World: 4, Addr: "127.0.0.1:1"}}
+		if rank == 0 {
+			msgs = append(msgs, message{Type: msgSet, Key: "big", Value: bytes.Repeat([]byte{7}, size)})
+		}
+		msgs = append(msgs, message{Type: msgGet, Key: "big"}, message{Type: msgHB, Seq: 42})
+		for _, m := range msgs {
+			if err := w.write(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Every client's value is queued once the store has handled its heartbeat.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not handle the heartbeats within 10s")
+		}
+		s.mu.Lock()
+		handled := 0
+		for p := range s.peers {
+			if p.seq == 42 {
+				handled++
+			}
+		}
+		s.mu.Unlock()
+		if handled == 3 {
+			break
+		}
+	}
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Logf("Close took %s", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Close still waiting after 10s for clients that take nothing, with closeFlush %s", closeFlush)
+	}
+}
