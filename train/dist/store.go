@@ -102,8 +102,9 @@ type Server struct {
 	running bool
 	members map[int]*peer // the current generation's workers
 	peers   map[*peer]struct{}
-	kv      map[string][]byte  // the current generation's published values (Comm.Publish)
-	waiters map[string][]*peer // workers waiting for a key (Comm.Lookup)
+	hellos  map[net.Conn]struct{} // connections whose hello has not come yet
+	kv      map[string][]byte     // the current generation's published values (Comm.Publish)
+	waiters map[string][]*peer    // workers waiting for a key (Comm.Lookup)
 	subs    []chan Event
 	fatal   string
 	closed  bool
@@ -154,7 +155,7 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, stop: make(chan struct{}),
+	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, hellos: map[net.Conn]struct{}{}, stop: make(chan struct{}),
 		clock: newPauseClock(cfg.HeartbeatTimeout / 2)}
 	s.idle = sync.NewCond(&s.mu)
 	s.wg.Add(2)
@@ -269,7 +270,9 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 // them, however steadily they read (a variable for the tests).
 var closeFlush = time.Minute
 
-// Close stops the store and closes every connection.
+// Close stops the store and closes every connection, once each client has taken
+// what was queued for it (at most closeFlush, a minute, in all; a connection whose
+// hello has not come is closed at once).
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -282,6 +285,9 @@ func (s *Server) Close() error {
 	peers := slices.Collect(mapKeys(s.peers))
 	for _, p := range peers {
 		close(p.out)
+	}
+	for c := range s.hellos {
+		c.Close() // (waited for up to helloSilence, or longer while a client trickled)
 	}
 	for _, ch := range s.subs {
 		close(ch)
@@ -347,14 +353,32 @@ func (s *Server) serve(conn net.Conn) {
 	defer conn.Close()
 	tuneConn(conn)
 	heard := new(atomic.Int64)
-	mr := newMsgReader(progressReader{r: conn, at: heard})
+	// The hello may take as long as it takes while bytes come: the client is
+	// dropped only once none came for helloSilence (or the heartbeat timeout,
+	// where longer), as for its other messages. (One deadline for the whole
+	// hello, of up to maxMessage bytes, cut off a slow link's.)
+	hr := &idleReader{conn: conn, silence: max(helloSilence, s.cfg.HeartbeatTimeout)}
+	mr := newMsgReader(progressReader{r: hr, at: heard})
 	w := &msgWriter{w: conn}
-	conn.SetReadDeadline(time.Now().Add(helloTimeout))
-	hello, err := mr.read()
-	if err != nil {
-		s.log.Warn("store: a connection sent no hello", "remote", conn.RemoteAddr(), "err", err)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
 		return
 	}
+	s.hellos[conn] = struct{}{} // Close closes it: no waiting for its hello
+	s.mu.Unlock()
+	hello, err := mr.read()
+	s.mu.Lock()
+	delete(s.hellos, conn)
+	closed := s.closed
+	s.mu.Unlock()
+	if err != nil {
+		if !closed {
+			s.log.Warn("store: a connection sent no hello", "remote", conn.RemoteAddr(), "err", err)
+		}
+		return
+	}
+	hr.silence = 0
 	conn.SetReadDeadline(time.Time{})
 	p, err := s.admit(conn, w, heard, hello)
 	if err != nil {
@@ -380,6 +404,24 @@ func (s *Server) serve(conn net.Conn) {
 		}
 		s.handle(p, m)
 	}
+}
+
+// helloSilence is the most a client's hello may go without a byte arriving (the
+// heartbeat timeout where longer; a variable for the tests).
+var helloSilence = helloTimeout
+
+// idleReader reads conn with a deadline silence from each read's start (none once
+// silence is 0): a read fails only once no byte came for that long.
+type idleReader struct {
+	conn    net.Conn
+	silence time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	if r.silence > 0 {
+		r.conn.SetReadDeadline(time.Now().Add(r.silence))
+	}
+	return r.conn.Read(p)
 }
 
 // sendQueue bounds the messages waiting for one client's writer: a client this far

@@ -3,8 +3,10 @@ package dist
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -569,5 +571,75 @@ func TestStoreCloseBoundedWithStuckClients(t *testing.T) {
 		t.Logf("Close took %s", time.Since(start).Round(time.Millisecond))
 	case <-time.After(10 * time.Second):
 		t.Fatalf("Close still waiting after 10s for clients that take nothing, with closeFlush %s", closeFlush)
+	}
+}
+
+// TestStoreSlowHello: a hello that comes slowly but steadily is taken, however
+// long it takes in all (one deadline for the whole hello cut off a slow link's);
+// one that stops coming is dropped once no byte came for the silence allowed.
+func TestStoreSlowHello(t *testing.T) {
+	old := helloSilence
+	t.Cleanup(func() { helloSilence = old }) // after the store's Close (cleanups run last first)
+	helloSilence = 300 * time.Millisecond
+	_, port := startStore(t, 2, ServerConfig{HeartbeatTimeout: 300 * time.Millisecond})
+	b, err := json.Marshal(message{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleWorker, Rank: 0, World: 2, Addr: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	dial := func() net.Conn {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	conn := dial()
+	start := time.Now()
+	for rest := b; len(rest) > 0; rest = rest[min(len(rest), 10):] {
+		if _, err := conn.Write(rest[:min(len(rest), 10)]); err != nil {
+			t.Fatalf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if m, err := newMsgReader(conn).read(); err != nil || m.Type != msgOK {
+		t.Fatalf("a hello sent over %s: answer %+v, %v; want ok", time.Since(start).Round(time.Millisecond), m, err)
+	}
+
+	conn = dial()
+	conn.Write(b[:len(b)/2])
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start = time.Now()
+	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("half a hello, then nothing: %v after %s; want the store to close the connection", err, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestStoreCloseHelloPending: Close does not wait for a connection that has not
+// sent its hello (it waited for the hello's timeout, 10s).
+func TestStoreCloseHelloPending(t *testing.T) {
+	s, port := startStore(t, 2, ServerConfig{})
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		n := len(s.hellos)
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not take the connection within 5s")
+		}
+	}
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Close took %s with a connection that sent no hello", took.Round(time.Millisecond))
 	}
 }
