@@ -299,6 +299,18 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// "interrupted"), only the SIGKILL after the grace period should it not exit.
 	spare := -1
 	sentKill := false // this launcher has SIGKILLed its ranks
+	// blamed is a rank of this node's that the store blamed for a failure a restart
+	// can cure (it disconnected, sent no heartbeat...) and whose exit has not come:
+	// should its exit come within exitGrace, its own status says what happened and
+	// whether a rerun is the next step (a panic's exit comes after the store's
+	// "disconnected", behind the rank's output). It gets no stop signal meanwhile,
+	// which would make its exit the launcher's doing.
+	blamed := -1
+	var blameTimer <-chan time.Time
+	signal := func(w *worker, sig syscall.Signal) {
+		w.cmd.Process.Signal(sig)
+		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
+	}
 	stop := func(sig syscall.Signal, grace time.Duration) {
 		if sig == syscall.SIGKILL {
 			sentKill = true
@@ -309,13 +321,10 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					kill(w.cmd) // the rank's process group
 					continue
 				}
-				if w.rank == spare {
+				if w.rank == spare || w.rank == blamed {
 					continue
 				}
-				w.cmd.Process.Signal(sig)
-				if sig != syscall.SIGKILL {
-					w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
-				}
+				signal(w, sig)
 			}
 		}
 		if !stopping && grace > 0 {
@@ -351,6 +360,15 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				// the store's "disconnected" came first, the next step is a rerun.
 				out.killed = true
 			}
+			if ex.rank == blamed {
+				blamed, blameTimer = -1, nil
+				if ex.err != nil && !sentKill && !interruptedExit(ex.err) {
+					// Its own end, which the store saw as a disconnection: a panic
+					// (no rerun cures it), or a kill from outside (out.killed).
+					out.failure, out.rerun = describeExit(ex), false
+					l.log.Error("the rank the store named has exited", "rank", ex.rank, "failure", out.failure)
+				}
+			}
 			if ex.err != nil && !stopping && interruptedExit(ex.err) {
 				// Stopped with the others on an interrupt another node's launcher
 				// forwarded: the job was interrupted, nothing failed.
@@ -382,6 +400,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					if ev.Exiting {
 						spare = ev.Rank
 					}
+					if w := l.worker(workers, ev.Rank); ev.Rerun && w != nil && !w.exited {
+						blamed, blameTimer = ev.Rank, time.After(exitGrace)
+					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
 				}
@@ -406,12 +427,36 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			// as it takes, so no kill timer, as for a signal forwarded here (a save
 			// of a large model cut by SIGKILL after StopGrace lost the checkpoint).
 			stop(syscall.SIGTERM, 0)
+		case <-blameTimer:
+			// The rank the store blamed has not exited: hung or stopped, not
+			// crashed. It is stopped with the others, and a rerun stays the hint.
+			blameTimer = nil
+			if w := l.worker(workers, blamed); w != nil && !w.exited && !sentKill {
+				signal(w, syscall.SIGTERM)
+			}
+			blamed = -1
 		case <-killTimer:
 			l.log.Warn("ranks still running after the grace period; killing them")
 			stop(syscall.SIGKILL, 0)
 		}
 	}
 	return out
+}
+
+// exitGrace is how long after the store blamed a rank of this node's for a failure
+// a restart can cure the launcher waits for that rank's exit, whose status tells its
+// own crash from a hang or a kill: longer than its output takes to end
+// (pipeDrainWait) once it has exited.
+var exitGrace = pipeDrainWait + time.Second
+
+// worker is this node's worker of rank, or nil.
+func (l *launcher) worker(workers []*worker, rank int) *worker {
+	for _, w := range workers {
+		if w.rank == rank {
+			return w
+		}
+	}
+	return nil
 }
 
 // interrupt forwards a signal: the first as it is (the ranks checkpoint and exit), a

@@ -33,8 +33,8 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "distfail1" {
 		os.Exit(distFailRank())
 	}
-	if mode := os.Getenv(workerEnv); mode == "distkill1" {
-		os.Exit(distKillRank())
+	if mode := os.Getenv(workerEnv); mode == "distkill1" || mode == "distpanic1" {
+		os.Exit(distKillRank(mode == "distpanic1"))
 	}
 	if mode := os.Getenv(workerEnv); mode == "diststop1" {
 		os.Exit(distStopRank())
@@ -206,10 +206,11 @@ func TestFailureNamesOOMKill(t *testing.T) {
 	}
 }
 
-// distKillRank joins the group; rank 1 then is SIGKILLed, leaving behind a child
-// that holds its stderr, so that the store's "rank 1 disconnected" reaches the
-// launcher well before rank 1's exit (pipeDrainWait). The others wait for the stop.
-func distKillRank() int {
+// distKillRank joins the group; rank 1 then is SIGKILLed (or, with panics, crashes
+// with a Go panic), leaving behind a child that holds its stderr, so that the store's
+// "rank 1 disconnected" reaches the launcher well before rank 1's exit
+// (pipeDrainWait). The others wait for the stop.
+func distKillRank(panics bool) int {
 	place, _, err := dist.Detect(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -228,6 +229,10 @@ func distKillRank() int {
 			return 1
 		}
 		fmt.Fprintln(os.Stderr, "level=INFO msg=step step=7")
+		if panics {
+			go func() { panic("out of cheese") }()
+			time.Sleep(time.Minute)
+		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	select {
@@ -271,10 +276,18 @@ func distStopRank() int {
 // not given as the reason.
 func TestKilledRankNextStep(t *testing.T) {
 	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+	defer func(d time.Duration) { exitGrace = d }(exitGrace)
+	exitGrace = 200 * time.Millisecond // its exit comes after pipeDrainWait: the store's word stays
 	cfg, _, stderr := testConfig(t, "distkill1", 2)
 	err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "rank 1 disconnected from the store") || !strings.HasSuffix(err.Error(), next) {
 		t.Errorf("store first: %v, want rank 1 named and %q\n%s", err, next, stderr)
+	}
+	exitGrace = pipeDrainWait + 5*time.Second // its exit comes within it (after pipeDrainWait): its status is the word
+	cfg, _, stderr = testConfig(t, "distkill1", 2)
+	err = Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 was killed by signal 9 (killed) from outside the launcher") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("store first, then the exit: %v, want rank 1's kill and %q\n%s", err, next, stderr)
 	}
 	cfg, _, stderr = testConfig(t, "kill1", 2)
 	err = Run(context.Background(), cfg)
@@ -288,6 +301,21 @@ func TestKilledRankNextStep(t *testing.T) {
 	cfg, _, _ = testConfig(t, "distfail1", 2)
 	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "rank 1 failed: out of cheese") || strings.Contains(err.Error(), "rerun") {
 		t.Errorf("a rank's own failure through the store: %v, want it and no rerun hint", err)
+	}
+}
+
+// TestCrashedRankNoRerun: a rank that crashes on its own (a Go panic) without a word
+// to the store gets no rerun hint, though the store's "disconnected" (a failure a
+// restart can cure) reached the launcher before its exit (a child holds its stderr:
+// its exit comes after pipeDrainWait): its exit status, which comes within
+// exitGrace, is the word, with the panic's line.
+func TestCrashedRankNoRerun(t *testing.T) {
+	defer func(d time.Duration) { exitGrace = d }(exitGrace)
+	exitGrace = pipeDrainWait + 5*time.Second // its exit comes after pipeDrainWait: room for a slow machine
+	cfg, _, stderr := testConfig(t, "distpanic1", 2)
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+		t.Errorf("%v, want rank 1's panic and no rerun hint\n%s", err, stderr)
 	}
 }
 
