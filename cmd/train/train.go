@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"gptkit/internal/cli"
 	"gptkit/internal/progress"
@@ -226,7 +227,11 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	cfg.Restarts = place.RestartCount
 	cfg.CheckInitTokenizer = func(dir string, data shards.TokenizerInfo) error { return checkInitTokenizer(ctx, dir, data) }
-	err = trainRank(ctx, cfg, be, coll, &trainer, stdout, stderr)
+	var groupFailure func() error
+	if comm != nil {
+		groupFailure = func() error { return groupFailed(comm) }
+	}
+	err = trainRank(ctx, cfg, be, coll, &trainer, groupFailure, stdout, stderr)
 	if comm == nil {
 		if t := trainer.Load(); err != nil && (t == nil || !t.Stepping()) {
 			return startFail(ctx, stderr, &cfg, err)
@@ -267,9 +272,23 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return cli.ExitOK
 }
 
+// groupFailed is the failure of the job's group the store reported to comm (a rank
+// that failed, died or hung elsewhere, named in it), waiting up to a second for the
+// store's word, which may come after this rank's own collective failed; nil when
+// none came.
+func groupFailed(comm *dist.Comm) error {
+	select {
+	case <-comm.Aborted():
+		return comm.Err()
+	case <-time.After(time.Second):
+		return nil
+	}
+}
+
 // trainRank trains on one rank (rank 0 prints the summary); cur holds the trainer
-// once made.
-func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, cur *atomic.Pointer[train.Trainer], stdout, stderr io.Writer) (err error) {
+// once made. groupFailure (nil for a run of one) is the failure of the job's group,
+// if any (groupFailed).
+func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll train.Collectives, cur *atomic.Pointer[train.Trainer], groupFailure func() error, stdout, stderr io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = deviceError(r)
@@ -297,7 +316,19 @@ func trainRank(ctx context.Context, cfg train.Config, be kernels.Backend, coll t
 	}
 	if err != nil {
 		if res != nil && res.Checkpoint != "" && (ctx.Err() != nil || errors.Is(err, context.Canceled)) && !errors.Is(err, train.ErrCheckpointFailed) {
-			log.Info("interrupted", "step", res.Step, "checkpoint", res.Checkpoint)
+			// A stop signal came. Not a plain interrupt where the group failed
+			// (the launcher stops the other ranks of a failed one with a SIGTERM):
+			// the ranks did not stop together (InterruptedError), and the
+			// checkpoint is the newest one saved, not one of this step.
+			var failed error
+			if _, ok := errors.AsType[*train.InterruptedError](err); !ok && groupFailure != nil {
+				failed = groupFailure()
+			}
+			if failed != nil {
+				log.Warn("stopped by the launcher: the group failed", "reason", failed, "step", res.Step, "newest_checkpoint", res.Checkpoint)
+			} else {
+				log.Info("interrupted", "step", res.Step, "checkpoint", res.Checkpoint)
+			}
 		}
 		return err
 	}
