@@ -254,9 +254,9 @@ func (t *Trainer) streamMoments(ctx context.Context, moments *resumeMoments) (ag
 		return false, send(momDone, 0, 0, 0)
 	}
 	older, err := t.fallBack(ctx, moments.cd.Path(), err)
-	if older != "" {
+	if older != nil {
 		var next *resumeMoments
-		if next, err = t.restoreNewestIntact(ctx, older, nil); err == nil {
+		if next, err = t.restoreNewestIntact(ctx, older.Path(), older); err == nil {
 			*moments = *next
 			return true, send(momAgain, 0, 0, 0)
 		}

@@ -537,7 +537,7 @@ func rerunDiffers(was, now map[string]string) string {
 // the AdamW state is read later, by shareStart, which falls back the same way.)
 //
 // cd, when not nil, is dir opened against the checkpoint.json read to find it
-// (resumeTarget), which is then not read again.
+// (resumeTarget, or fallBack for an older one), which is then not read again.
 func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string, cd *ckptDir) (*resumeMoments, error) {
 	for {
 		var moments *resumeMoments
@@ -549,36 +549,36 @@ func (t *Trainer) restoreNewestIntact(ctx context.Context, dir string, cd *ckptD
 			moments, err = t.restore(ctx, cd)
 		}
 		older, err := t.fallBack(ctx, dir, err)
-		if older == "" {
+		if older == nil {
 			return moments, err
 		}
-		dir, cd = older, nil
+		dir, cd = older.Path(), older
 	}
 }
 
 // fallBack decides what follows err, the error of restoring the checkpoint in dir:
-// the older checkpoint to continue from instead ("" for none), dir being damaged
-// and the run continuing from the newest checkpoint in out by itself (see
-// restoreNewestIntact; dir is then moved aside, with a warning), or else the error
-// to stop with (nil when err is).
-func (t *Trainer) fallBack(ctx context.Context, dir string, err error) (string, error) {
+// the older checkpoint to continue from instead (nil for none; opened against the
+// checkpoint.json read to find it), dir being damaged and the run continuing from
+// the newest checkpoint in out by itself (see restoreNewestIntact; dir is then
+// moved aside, with a warning), or else the error to stop with (nil when err is).
+func (t *Trainer) fallBack(ctx context.Context, dir string, err error) (*ckptDir, error) {
 	if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) || !sameRoot(dir, t.ckptRoot) ||
 		(t.cfg.Resume != "auto" && t.cfg.Restarts == 0 && !t.ownNewest) {
 		if errors.Is(err, checkpoint.ErrCorrupt) {
 			err = fmt.Errorf("%w%s", err, t.completeBeside(ctx, dir))
 		}
-		return "", err
+		return nil, err
 	}
 	older, err2 := t.olderCheckpoint(ctx, dir)
 	if err2 != nil {
-		return "", fmt.Errorf("%w\n---> HINT: no older checkpoint to fall back to (%v): delete %s to start afresh, or restore the file from a copy", err, err2, dir)
+		return nil, fmt.Errorf("%w\n---> HINT: no older checkpoint to fall back to (%v): delete %s to start afresh, or restore the file from a copy", err, err2, dir)
 	}
-	aside, _, err2 := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, older)
+	aside, _, err2 := checkpoint.Manager{Logger: t.log}.SetAsideNewer(ctx, older.Path())
 	if err2 != nil {
-		return "", fmt.Errorf("%w\n---> HINT: move %s out of %s (or delete it), and rerun to continue from %s", err, dir, t.ckptRoot, older)
+		return nil, fmt.Errorf("%w\n---> HINT: move %s out of %s (or delete it), and rerun to continue from %s", err, dir, t.ckptRoot, older.Path())
 	}
 	t.log.Warn("the newest checkpoint is damaged: continuing from the one before it, and the damaged one is moved aside",
-		"damaged", dir, "problem", err.Error(), "continuing_from", older, "moved_to", aside)
+		"damaged", dir, "problem", err.Error(), "continuing_from", older.Path(), "moved_to", aside)
 	return older, nil
 }
 
@@ -611,24 +611,21 @@ func (t *Trainer) completeBeside(ctx context.Context, dir string) string {
 	return "\n---> HINT: resume from another checkpoint; the complete ones beside it, newest first: " + strings.Join(good, ", ")
 }
 
-// olderCheckpoint is the newest complete checkpoint in out before dir.
-func (t *Trainer) olderCheckpoint(ctx context.Context, dir string) (string, error) {
-	entries, err := checkpoint.Manager{Logger: t.log}.Scan(ctx, t.ckptRoot)
-	if err != nil {
-		return "", err
+// olderCheckpoint is the newest complete checkpoint in out before dir (a checkpoint
+// directory in it), opened against the checkpoint.json read to find it. Those
+// below dir's step are read newest first, up to the first complete one: it read
+// every checkpoint's checkpoint.json, hundreds in a run that keeps them all.
+func (t *Trainer) olderCheckpoint(ctx context.Context, dir string) (*ckptDir, error) {
+	name := path.Base(filepath.ToSlash(strings.TrimRight(dir, "/")))
+	step, err := strconv.ParseInt(strings.TrimPrefix(name, "step_"), 10, 64)
+	if err != nil || !strings.HasPrefix(name, "step_") || checkpoint.DirName(step) != name {
+		return nil, fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
 	}
-	var step int64 = -1
-	for _, e := range entries {
-		if e.Dir == dir {
-			step = e.Step
-		}
+	cd, err := checkpoint.Manager{Logger: t.log}.LatestBefore(ctx, t.ckptRoot, step)
+	if errors.Is(err, checkpoint.ErrNone) {
+		return nil, fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
 	}
-	for _, e := range entries {
-		if step >= 0 && e.Step < step && e.Complete() {
-			return e.Dir, nil
-		}
-	}
-	return "", fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
+	return cd, err
 }
 
 // sameDir reports whether the local directories a and b are one (another spelling,

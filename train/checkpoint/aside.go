@@ -33,13 +33,15 @@ func (m Manager) SetAsideNewer(ctx context.Context, dir string) (string, []int64
 	if err != nil {
 		return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
 	}
-	entries, _, err := scan(ctx, b)
+	// Listed, not read: their checkpoint.json says nothing the move needs (it read
+	// every one, one GET each on S3, at each fallback from a damaged checkpoint).
+	cands, _, err := b.list(ctx)
 	if err != nil {
 		return "", nil, fmt.Errorf("checkpoint: set aside the checkpoints after %s: %w", dir, err)
 	}
 	var newer []int64
 	var names []string
-	for _, e := range entries {
+	for _, e := range cands {
 		if e.Step > step {
 			newer = append(newer, e.Step)
 			names = append(names, DirName(e.Step))

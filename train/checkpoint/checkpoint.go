@@ -357,6 +357,32 @@ func (m Manager) latest(ctx context.Context, root string) (*Dir, int, error) {
 	return nil, 0, fmt.Errorf("checkpoint: %s: %w", root, ErrNone)
 }
 
+// LatestBefore is the newest complete checkpoint of root whose step is below step,
+// opened as OpenDir opens it: what a run falls back to when the checkpoint of step
+// is damaged. Like LatestDir it reads checkpoint.json newest first (below step) up
+// to the first complete one, not every checkpoint's (one GET each on S3), but it
+// warns about none it skips: the caller says why it looks. None: an error matching
+// ErrNone.
+func (m Manager) LatestBefore(ctx context.Context, root string, step int64) (*Dir, error) {
+	b, err := m.backendFor(ctx, root, false)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
+	}
+	cands, _, err := b.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: scan %s: %w", root, err)
+	}
+	for _, c := range cands { // newest first
+		if c.Step >= step {
+			continue
+		}
+		if e, man := c.entry(ctx); e.Complete() {
+			return &Dir{Manifest: man, b: b, dir: e.Dir, name: DirName(e.Step)}, nil
+		}
+	}
+	return nil, fmt.Errorf("checkpoint: %s: %w before step %d", root, ErrNone, step)
+}
+
 func (m Manager) Resolve(ctx context.Context, path string) (string, error) {
 	d, err := m.ResolveDir(ctx, path)
 	if err != nil {

@@ -480,6 +480,51 @@ func TestLatestReadsNewestFirst(t *testing.T) {
 	}
 }
 
+// TestFallbackReadsNewestFirst: what a run does when its newest checkpoint is
+// damaged reads checkpoint.json only as far as it must: LatestBefore the newest
+// complete one below a step (1 read of 19; 3 when the two before it are
+// incomplete, which it does not warn about, as Scan did not), and SetAsideNewer
+// none (both read every checkpoint's, one GET each on S3).
+func TestFallbackReadsNewestFirst(t *testing.T) {
+	root := t.TempDir()
+	var all []int64
+	for s := int64(1); s <= 20; s++ {
+		all = append(all, s)
+	}
+	saveSteps(t, root, 0, all...)
+	var logs bytes.Buffer
+	m := Manager{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	reads := countManifestReads(t)
+	d, err := m.LatestBefore(ctx, root, 20)
+	if err != nil || d.Path() != filepath.Join(root, DirName(19)) || d.Manifest.Step != 19 || *reads != 1 {
+		t.Fatalf("LatestBefore(20) = %v, %v after %d checkpoint.json reads; want step 19 after 1", d, err, *reads)
+	}
+	if b, err := d.ReadFile(ctx, "state.json"); err != nil || string(b) != `{"step":19}`+"\n" || *reads != 1 {
+		t.Fatalf("its state.json %q, %v after %d checkpoint.json reads in all; want step 19's after 1", b, err, *reads)
+	}
+	os.Truncate(filepath.Join(root, DirName(19), "model.bin"), 100)
+	os.WriteFile(filepath.Join(root, DirName(18), ManifestName), []byte(`{"format":"x"}`), 0o666)
+	*reads = 0
+	if d, err := m.LatestBefore(ctx, root, 20); err != nil || d.Manifest.Step != 17 || *reads != 3 {
+		t.Fatalf("LatestBefore(20) = %v, %v after %d checkpoint.json reads; want step 17 after 3", d, err, *reads)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("LatestBefore logged:\n%s", logs.String())
+	}
+	*reads = 0
+	if _, err := m.LatestBefore(ctx, root, 1); !errors.Is(err, ErrNone) || *reads != 0 {
+		t.Errorf("LatestBefore(1) = %v after %d reads; want ErrNone after 0", err, *reads)
+	}
+	*reads = 0
+	aside, steps, err := m.SetAsideNewer(ctx, filepath.Join(root, DirName(17)))
+	if err != nil || len(steps) != 3 || *reads != 0 {
+		t.Fatalf("SetAsideNewer(17) = %s, %v, %v after %d checkpoint.json reads; want steps 20, 19, 18 after 0", aside, steps, err, *reads)
+	}
+	if _, step, err := Latest(ctx, root); err != nil || step != 17 {
+		t.Errorf("after SetAsideNewer(17), Latest = %d, %v", step, err)
+	}
+}
+
 // TestResolveReadsNewestFirst: Resolve of a root (a run directory's checkpoints given
 // as the run directory's own) reads checkpoint.json up to the newest complete one
 // (it read all of them for Scan, then again for Latest).
