@@ -85,10 +85,12 @@ func hfConfig(m *Model, st *State) hfgpt2.Config {
 // a command fills the shape keys a user did not set from it): its config.json and
 // the header of its model.safetensors, not its weights.
 func InitShape(dir string) (ModelConfig, error) {
-	hc, err := importInit(dir)
+	d, err := openInit(dir)
 	if err != nil {
 		return ModelConfig{}, err
 	}
+	d.Close()
+	hc := d.Config()
 	return ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
 		NEmbd: hc.NEmbd, BlockSize: hc.BlockSize, Bias: hc.Bias}, nil
 }
@@ -100,12 +102,14 @@ func InitShape(dir string) (ModelConfig, error) {
 // host buffer): beyond the model, the host holds about two of its largest tensor,
 // where it held three copies of the weights at the peak (all the tensors read, the
 // Conv1D weights transposed into copies, a copy laid out like the weights: 18 GB at
-// 1.5B parameters).
+// 1.5B parameters). The directory's config.json and header are those checkInitData
+// read (initDir).
 func (t *Trainer) initFrom(dir string) error {
-	hc, err := importInit(dir)
+	src, err := t.initDir(dir)
 	if err != nil {
 		return err
 	}
+	hc := src.Config()
 	m := t.model
 	mc := m.Config
 	got := ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
@@ -120,7 +124,7 @@ func (t *Trainer) initFrom(dir string) error {
 	}
 	seen := make(map[string]bool, len(m.Tensors))
 	dest := destOf(m.be, m.Params)
-	err = hfgpt2.ImportFunc(dir, hc, func(name string, vals []float32) error {
+	err = src.Import(func(name string, vals []float32) error {
 		ti, ok := byName[name]
 		if !ok {
 			return nil // (none: the shapes are the same)
@@ -162,25 +166,46 @@ func init() {
 	}
 }
 
-// importInit reads the shape of init_from's Hugging Face directory; when dir is a
-// train run or one of its checkpoints instead, the error says how to continue it
-// (resume) or start from its weights (export first).
-func importInit(dir string) (hfgpt2.Config, error) {
-	hc, err := hfgpt2.ReadConfig(dir)
+// initDir is init_from's directory dir, opened once (openInit) for the run: the
+// check of its tokenizer (checkInitData) and the reading of its weights (initFrom)
+// read its config.json and model.safetensors' header once, where each read them
+// (and initFrom twice). Closed once the weights are read, or by Close.
+func (t *Trainer) initDir(dir string) (*hfgpt2.Dir, error) {
+	if t.initPath != dir || (t.init == nil && t.initErr == nil) {
+		t.closeInit()
+		t.initPath = dir
+		t.init, t.initErr = openInit(dir)
+	}
+	return t.init, t.initErr
+}
+
+// closeInit closes init_from's directory, if initDir opened it.
+func (t *Trainer) closeInit() {
+	if t.init != nil {
+		t.init.Close()
+	}
+	t.init, t.initErr, t.initPath = nil, nil, ""
+}
+
+// openInit opens init_from's Hugging Face directory (hfgpt2.OpenDir: its shape
+// read); when dir is a train run or one of its checkpoints instead, the error says
+// how to continue it (resume) or start from its weights (export first).
+func openInit(dir string) (*hfgpt2.Dir, error) {
+	d, err := hfgpt2.OpenDir(dir)
 	if err == nil {
-		return hc, nil
+		return d, nil
 	}
 	if _, serr := os.Stat(dir); serr != nil {
 		if hint, ok := nanoGPTInit[dir]; ok {
-			return hc, fmt.Errorf("train: init_from %s is nanoGPT's init_from %q, and no directory here\n---> HINT: %s", dir, dir, hint)
+			return nil, fmt.Errorf("train: init_from %s is nanoGPT's init_from %q, and no directory here\n---> HINT: %s", dir, dir, hint)
 		}
 	}
 	for _, marker := range []string{CheckpointsDir, StateFile, ConfigName} {
 		if _, serr := os.Stat(filepath.Join(dir, marker)); serr == nil {
-			return hc, fmt.Errorf("train: init_from: %w\n---> HINT: %s is a train run or checkpoint: --resume %s continues it; to start a new run from its weights, export them first (train export --ckpt %s --out HF_DIR) and give --init-from HF_DIR", err, dir, dir, dir)
+			return nil, fmt.Errorf("train: init_from: %w\n---> HINT: %s is a train run or checkpoint: --resume %s continues it; to start a new run from its weights, export them first (train export --ckpt %s --out HF_DIR) and give --init-from HF_DIR", err, dir, dir, dir)
 		}
 	}
-	return hc, fmt.Errorf("train: init_from: %w", err)
+	return nil, fmt.Errorf("train: init_from: %w", err)
 }
 
 // checkInitData refuses, before the data is opened, data tokenized otherwise than
@@ -200,11 +225,13 @@ func (t *Trainer) checkInitData(ctx context.Context) error {
 		if err := cfg.CheckInitTokenizer(cfg.InitFrom, data); err != nil {
 			return err
 		}
+		t.initTokChecked = data.Fingerprint
 	}
-	hc, err := importInit(cfg.InitFrom)
+	src, err := t.initDir(cfg.InitFrom)
 	if err != nil {
 		return nil // initFrom says why
 	}
+	hc := src.Config()
 	hint := "\n---> HINT: tokenize the data with the tokenizer the weights were trained with (the one of their training data), or train without init_from"
 	switch {
 	case hc.TokenizerFingerprint != "" && hc.TokenizerFingerprint != data.Fingerprint:

@@ -19,6 +19,7 @@ import (
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/train/checkpoint"
+	"gptkit/train/hfgpt2"
 	"gptkit/train/tensorboard"
 )
 
@@ -71,6 +72,14 @@ type Trainer struct {
 	numSamples [3]int64
 	outLock    *storage.Lock // rank 0's hold on cfg.Out
 	madeOut    []string      // the directories lockOut made for cfg.Out, cfg.Out first
+	// init and initErr: init_from's directory initPath, opened once (initDir).
+	init     *hfgpt2.Dir
+	initErr  error
+	initPath string
+	// initTokChecked is the fingerprint of the data's tokenizer that checkInitData
+	// checked init_from's tokenizer files against ("" none): the check after the
+	// data is opened is then not made again (each reads the files).
+	initTokChecked string
 	// ownNewest: resume named another run's checkpoint, and this run continues
 	// from the newest of its own in out (resumeElsewhere).
 	ownNewest bool
@@ -187,7 +196,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	case vocab < t.tok.VocabSize:
 		return nil, fmt.Errorf("train: vocab_size %d is smaller than the dataset tokenizer's %d", vocab, t.tok.VocabSize)
 	}
-	if cfg.InitFrom != "" && cfg.CheckInitTokenizer != nil {
+	if cfg.InitFrom != "" && cfg.CheckInitTokenizer != nil && (t.initTokChecked == "" || t.initTokChecked != t.tok.Fingerprint) {
 		if err := cfg.CheckInitTokenizer(cfg.InitFrom, t.tok); err != nil {
 			return nil, err
 		}
@@ -223,6 +232,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	default:
 		t.model.Init(uint64(cfg.Seed))
 	}
+	t.closeInit()
 	if err := t.shareStart(ctx, ckpt != nil, moments); err != nil {
 		return nil, err
 	}
@@ -378,6 +388,7 @@ func (t *Trainer) Step() int { return t.step }
 // Close releases the data, the metrics file, the model's and the optimizer's
 // memory and the shared buffers (the model is unusable afterwards).
 func (t *Trainer) Close() error {
+	t.closeInit()
 	if t.model != nil {
 		t.model.Close()
 	}

@@ -803,3 +803,49 @@ func TestImportFuncFileChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenDirImport: a directory opened once (OpenDir) gives ReadConfig's shape and,
+// its config.json and header not read again, ImportFunc's tensors, from the file
+// whose header it read: another model renamed over it, as an export replaces one,
+// and config.json removed, change nothing.
+func TestOpenDirImport(t *testing.T) {
+	cfg := Config{VocabSize: 50, PaddedVocab: 64, NLayer: 2, NHead: 2, NEmbd: 4, BlockSize: 8, Bias: true, LayerNormEps: 1e-5}
+	dir := t.TempDir()
+	want := randomModel(cfg, 1)
+	if err := Export(dir, cfg, want); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := ReadConfig(dir); err != nil || !reflect.DeepEqual(d.Config(), got) {
+		t.Fatalf("OpenDir's config %+v, ReadConfig's %+v (%v)", d.Config(), got, err)
+	}
+	other := t.TempDir()
+	if err := Export(other, cfg, randomModel(cfg, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(other, WeightsName), filepath.Join(dir, WeightsName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, ConfigName)); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]float32{}
+	if err := d.Import(func(name string, vals []float32) error {
+		byName[name] = append([]float32(nil), vals...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(byName) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(byName), len(want))
+	}
+	for _, w := range want {
+		if !sameBits(byName[w.Name], w.Data) {
+			t.Errorf("%s: not the values of the file whose header was read", w.Name)
+		}
+	}
+}

@@ -54,12 +54,43 @@ func Import(dir string) (Config, []safetensors.Tensor, error) {
 // biases of a directory whose config.json says it was exported bias-free, to tell
 // whether they are all zero (then Bias is false).
 func ReadConfig(dir string) (Config, error) {
-	pl, err := planImport(dir)
+	d, err := OpenDir(dir)
 	if err != nil {
 		return Config{}, err
 	}
-	pl.f.Close()
-	return pl.cfg, nil
+	d.Close()
+	return d.Config(), nil
+}
+
+// Dir is a Hugging Face GPT-2 directory read as ReadConfig reads it (config.json
+// and model.safetensors' header), its model.safetensors held open: its weights are
+// then read (Import) without reading those again, and from the file the header is
+// of, though another be renamed over it meanwhile.
+type Dir struct {
+	dir string
+	pl  *importPlan
+}
+
+// OpenDir reads dir as ReadConfig does, keeping its model.safetensors open until
+// Close.
+func OpenDir(dir string) (*Dir, error) {
+	pl, err := planImport(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{dir: dir, pl: pl}, nil
+}
+
+// Config is the directory's shape, as ReadConfig returns it.
+func (d *Dir) Config() Config { return d.pl.cfg }
+
+// Close closes the directory's model.safetensors.
+func (d *Dir) Close() error { return d.pl.f.Close() }
+
+// Import reads the weights as ImportFunc does, for the shape Config returns,
+// without reading config.json or the file's header again.
+func (d *Dir) Import(put func(name string, vals []float32) error) error {
+	return d.pl.importAll(d.dir, put)
 }
 
 // ImportFunc reads the weights of dir, whose shape ReadConfig returned as cfg, tensor
@@ -73,7 +104,6 @@ func ReadConfig(dir string) (Config, error) {
 // them, are read past). An error of put is returned as it is; after any error,
 // what put was given may be incomplete or from an untied lm_head.
 func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) error) error {
-	fail := func(err error) error { return fmt.Errorf("hfgpt2: import %s: %w", dir, err) }
 	pl, err := planImport(dir)
 	if err != nil {
 		return err
@@ -81,8 +111,15 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 	defer pl.f.Close()
 	planned(dir)
 	if !sameModel(pl.cfg, cfg) {
-		return fail(fmt.Errorf("its model is now %+v, not the %+v read before: was it replaced meanwhile?", pl.cfg, cfg))
+		return fmt.Errorf("hfgpt2: import %s: its model is now %+v, not the %+v read before: was it replaced meanwhile?", dir, pl.cfg, cfg)
 	}
+	return pl.importAll(dir, put)
+}
+
+// importAll is ImportFunc's reading of the weights pl planned (dir's).
+func (pl *importPlan) importAll(dir string, put func(name string, vals []float32) error) error {
+	fail := func(err error) error { return fmt.Errorf("hfgpt2: import %s: %w", dir, err) }
+	cfg := pl.cfg
 	// out is our tensor being made from the file's (wte padded, a Conv1D weight
 	// transposed): one buffer of the largest such one.
 	largest := cfg.PaddedVocab * cfg.NEmbd
@@ -126,7 +163,7 @@ func ImportFunc(dir string, cfg Config, put func(name string, vals []float32) er
 		putErr = put(p.Name, vals)
 		return putErr
 	}
-	err = streamTensors(pl, putOne)
+	err := streamTensors(pl, putOne)
 	if putErr != nil {
 		return putErr
 	}
