@@ -9,6 +9,7 @@ import (
 
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/train/hfgpt2"
 )
 
 // openData opens cfg.Data for t.numSamples. GPT-NeoX's order serves one sample fewer
@@ -83,7 +84,7 @@ func initVocabHint(ctx context.Context, cfg Config) string {
 	fi, err := os.Stat(file)
 	hasFile := err == nil && fi.Mode().IsRegular()
 	name := ""
-	if hc, err := importInit(cfg.InitFrom); err == nil {
+	if hc, err := hfgpt2.ReadConfig(cfg.InitFrom); err == nil {
 		name = hc.Tokenizer
 	}
 	var theirs, spec string
