@@ -36,7 +36,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	out := c.Flags.String("out", "", "the output `DIR2` (created if missing; its files are replaced) (required)")
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer to write instead of the dataset's")
-	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to write, when it moved since training")
+	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://...) whose tokenizer to write, when it moved since training")
 	noTokenizer := c.Flags.Bool("no-tokenizer", false, "write the model only (no "+hfgpt2.TokenizerName+")")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code
@@ -67,7 +67,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var tokJSON []byte
 	var tokCfg hfgpt2.TokenizerConfig
 	if !*noTokenizer {
-		if tokJSON, tokCfg, err = exportTokenizer(ctx, st, &tf, *data, m.Config, log); err != nil {
+		if tokJSON, tokCfg, err = exportTokenizer(ctx, st, &tf, *data, s3, m.Config, log); err != nil {
 			return fail(fmt.Errorf("%w\n---> HINT: --no-tokenizer exports the model alone", err))
 		}
 	}
@@ -90,12 +90,12 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // exportTokenizer is the tokenizer.json of the checkpoint's tokenizer (found as train
 // sample finds it) and what tokenizer_config.json says of it; nil, with a warning, when
 // the tokenizer has no Hugging Face form or the checkpoint names none.
-func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, mc train.ModelConfig, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
+func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, s3 cli.S3Flags, mc train.ModelConfig, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
 	if tf.Spec == "" && st.Tokenizer.Fingerprint == "" {
 		log.Warn("the checkpoint does not record its tokenizer: writing the model without " + hfgpt2.TokenizerName + " (--tokenizer SPEC writes one)")
 		return nil, hfgpt2.TokenizerConfig{}, nil
 	}
-	tok, err := checkpointTokenizer(ctx, st, tf, data, log)
+	tok, err := checkpointTokenizer(ctx, st, tf, data, s3, log)
 	if err != nil {
 		return nil, hfgpt2.TokenizerConfig{}, err
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/shards"
@@ -26,7 +28,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"continuation on stdout. DIR is a checkpoint directory or a run directory (its newest\n"+
 			"checkpoint). The tokenizer is the training data's: the tokenizer files beside the dataset\n"+
 			"(chars.json for prep shakespeare, tokenizer.json, vocab.json + merges.txt; for a part\n"+
-			"DIR/parts/part-* of a partitioned run, beside the run's in DIR), else the tokenizer the\n"+
+			"DIR/parts/part-* of a partitioned run, beside the run's in DIR; an s3:// dataset's from S3:\n"+
+			"--s3-endpoint, else the run's s3_endpoint), else the tokenizer the\n"+
 			"dataset's manifest names (gpt2, neox-20b, ...); --tokenizer SPEC overrides it.\n"+
 			"Its fingerprint must match the one the model was trained with.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
@@ -37,7 +40,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	seed := c.Flags.Uint64("seed", 1337, "the `SEED` of the draws")
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer instead of the dataset's")
-	data := c.Flags.String("data", "", "the dataset `DIR` whose tokenizer to use, when it moved since training")
+	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://...) whose tokenizer to use, when it moved since training")
 	var s3 cli.S3Flags // an s3:// --ckpt
 	s3.Register(c.Flags)
 	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
@@ -71,7 +74,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	tok, err := checkpointTokenizer(ctx, st, &tf, *data, log)
+	tok, err := checkpointTokenizer(ctx, st, &tf, *data, s3, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -106,9 +109,12 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // checkpointTokenizer resolves the tokenizer of a checkpoint's training data:
 // --tokenizer, else the dataset's own (spec.ForDataset: the tokenizer files in the
 // dataset directory, data or the run's data key, or for a part of a partitioned run
-// the run's directory (tokenizerDir), else the tokenizer the manifest names). Its
-// fingerprint must be the checkpoint's (an override that differs gets a warning).
-func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, log *slog.Logger) (*tokenize.Tokenizer, error) {
+// the run's directory (tokenizerDir); for an s3:// dataset, those files fetched from
+// S3: cli.FetchTokenizerBeside; else the tokenizer the manifest names). Its fingerprint
+// must be the checkpoint's (an override that differs gets a warning). s3 are the
+// command's S3 flags: a dataset on S3 is read from --s3-endpoint when given, else from
+// the server the run read it from (its s3_endpoint).
+func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, s3 cli.S3Flags, log *slog.Logger) (*tokenize.Tokenizer, error) {
 	want := st.Tokenizer
 	if tf.Spec != "" {
 		tok, err := tf.Load(ctx, "", log)
@@ -126,8 +132,29 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 			data = st.DataDir // config's data is relative to where train ran
 		}
 	}
-	tok, err := spec.ForDataset(ctx, tokenizerDir(data), want.Name, want.Fingerprint, tf.Options(log))
+	dir, from := tokenizerDir(data), "" // from: the S3 location dir is a copy of
+	if strings.HasPrefix(data, "s3://") {
+		// The files beside an S3 dataset, fetched through the storage layer from the
+		// server --s3-endpoint names, else the one the run read its data from.
+		opt := storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle}
+		if rc, err := st.RunConfig(); err == nil && opt.S3Endpoint == "" {
+			opt.S3Endpoint, opt.S3PathStyle = rc.S3Endpoint, opt.S3PathStyle || rc.S3PathStyle
+		}
+		var cleanup func()
+		var err error
+		if dir, from, cleanup, err = cli.FetchTokenizerBeside(ctx, data, opt, log); err != nil {
+			return nil, err
+		}
+		defer cleanup()
+	}
+	tok, err := spec.ForDataset(ctx, dir, want.Name, want.Fingerprint, tf.Options(log))
 	if err != nil {
+		switch {
+		case from != "" && dir != "": // the files where they are, not in the temporary copy
+			err = errors.New(strings.ReplaceAll(err.Error(), dir, from))
+		case from != "":
+			err = fmt.Errorf("%w; there are no tokenizer files beside %s", err, data)
+		}
 		return nil, fmt.Errorf("the model's tokenizer: %w\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)", err)
 	}
 	return tok, nil

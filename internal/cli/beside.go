@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
 	"gptkit/tokenize/spec"
@@ -97,4 +100,71 @@ func PutFile(ctx context.Context, st storage.Store, key string, data []byte) err
 		return err
 	}
 	return w.Commit()
+}
+
+// FetchTokenizerBeside copies the tokenizer files stored beside the dataset at loc (an
+// s3:// location: spec.DatasetFiles, as StoreTokenizerBeside writes them) into a new
+// temporary directory, where spec.ForDataset, which reads local files, finds them;
+// cleanup removes it. dir is "" when there are none; from is where they were (loc, or
+// its run's directory), for messages. A part of a partitioned run
+// (DIR/parts/part-00000-of-00004: shards.PartParent) without files of its own takes
+// DIR's, where tokenize run keeps them once for all its parts (as shards cat --decode
+// finds them). A store that cannot be reached or a file that cannot be read is taken as
+// absent, with a warning on log: the tokenizer the manifest names is tried next.
+func FetchTokenizerBeside(ctx context.Context, loc string, opt storage.Options, log *slog.Logger) (dir, from string, cleanup func(), err error) {
+	dir, cleanup, err = fetchTokenizerFiles(ctx, loc, opt, log)
+	if err != nil || dir != "" {
+		return dir, loc, cleanup, err
+	}
+	if parent, ok := shards.PartParent(loc); ok {
+		dir, cleanup, err = fetchTokenizerFiles(ctx, parent, opt, log)
+		return dir, parent, cleanup, err
+	}
+	return dir, loc, cleanup, nil
+}
+
+// fetchTokenizerFiles is FetchTokenizerBeside for loc alone.
+func fetchTokenizerFiles(ctx context.Context, loc string, opt storage.Options, log *slog.Logger) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	st, err := storage.Open(ctx, loc, opt)
+	if err != nil {
+		log.Warn("cannot look for the tokenizer files beside the data", "data", loc, "err", err)
+		return "", cleanup, nil
+	}
+	for _, name := range spec.DatasetFiles {
+		data, err := readAll(ctx, st, name)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", cleanup, ctx.Err()
+			}
+			log.Warn("cannot read the tokenizer file beside the data", "data", loc, "file", name, "err", err)
+			continue
+		}
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "gptkit-tokenizer-"); err != nil {
+				return "", cleanup, fmt.Errorf("copy the tokenizer files beside %s: %w", loc, err)
+			}
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return "", cleanup, fmt.Errorf("copy the tokenizer file %s beside %s: %w", name, loc, err)
+		}
+	}
+	return dir, cleanup, nil
+}
+
+// readAll is the content of key in st.
+func readAll(ctx context.Context, st storage.Store, key string) ([]byte, error) {
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	return io.ReadAll(obj)
 }
