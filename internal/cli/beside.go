@@ -23,11 +23,12 @@ import (
 // the tokenizer.json, the vocab.json and merges.txt, or the .tiktoken rank file
 // (ENCODING.tiktoken: a vocabulary of its own has the built-in encoding's name but not
 // its fingerprint) of a tokenizer loaded from a local file or directory (specString).
-// A built-in name or a download (a URL, a Hugging Face id) stores nothing: readers
-// load a built-in by name. The other tokenizer files already in st (an earlier
-// dataset's, which --overwrite replaced) are removed once the new ones are written
-// (where nothing is stored, all of them: a stale file that no longer loads would stop
-// the readers before they try the name). It returns the keys it wrote.
+// A built-in name, a download (a URL, a Hugging Face id) or a copy of a built-in
+// encoding's rank file (its fingerprint) stores nothing: readers load a built-in by
+// name. The other tokenizer files already in st (an earlier dataset's, which
+// --overwrite replaced) are removed once the new ones are written (where nothing is
+// stored, all of them: a stale file that no longer loads would stop the readers before
+// they try the name). It returns the keys it wrote.
 func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer) ([]string, error) {
 	files := map[string]func() ([]byte, error){} // key in st -> its content
 	switch {
@@ -48,7 +49,14 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 			dir, base = filepath.Dir(specString), filepath.Base(specString)
 		}
 		switch {
-		case strings.HasSuffix(base, ".tiktoken"): // its name tells the encoding: kept
+		case strings.HasSuffix(base, ".tiktoken"): // its name tells the encoding
+			// The built-in encoding of that name (its fingerprint: a copy of
+			// cl100k_base.tiktoken) is loaded by the manifest's name: 1.6-3.6 MB
+			// beside every dataset for nothing. A vocabulary of its own is kept.
+			builtin, err := spec.LoadName(ctx, strings.TrimSuffix(base, ".tiktoken"), spec.Options{})
+			if err == nil && builtin.Fingerprint() == tok.Fingerprint() {
+				break
+			}
 			files[base] = read(specString)
 		case base == "vocab.json" || base == "merges.txt" || (base == "" && !has(filepath.Join(dir, "tokenizer.json")) && has(filepath.Join(dir, "vocab.json"))):
 			// As spec.Load reads them: the pair, side by side.

@@ -14,6 +14,7 @@ import (
 
 	"gptkit/storage"
 	"gptkit/tokenize"
+	"gptkit/tokenize/embedded"
 	"gptkit/tokenize/spec"
 )
 
@@ -47,8 +48,9 @@ func gpt2ByteChars() []string {
 // where spec.ForDataset (shards cat --decode, train sample, train export) finds it by
 // the manifest's name and fingerprint without --tokenizer: chars.json; a tokenizer.json
 // by any name (tokenize train's output); vocab.json + merges.txt. Earlier tokenizer
-// files that readers would try first are removed; a built-in name stores nothing and
-// removes them all.
+// files that readers would try first are removed; a built-in name, or a copy of a
+// built-in encoding's .tiktoken file (which stored 1.6-3.6 MB beside every dataset that
+// the name loads), stores nothing and removes them all.
 // (Only prep shakespeare stored its chars.json; the others were found nowhere.)
 func TestStoreTokenizerBeside(t *testing.T) {
 	ctx := context.Background()
@@ -90,6 +92,13 @@ func TestStoreTokenizerBeside(t *testing.T) {
 	fmt.Fprintf(&ranks, "%s 256\n", base64.StdEncoding.EncodeToString([]byte("ab")))
 	tkPath := filepath.Join(tkDir, "cl100k_base.tiktoken")
 	os.WriteFile(tkPath, ranks.Bytes(), 0o644)
+	// A copy of the publisher's cl100k_base.tiktoken: the built-in's fingerprint.
+	canon, err := embedded.Read("cl100k_base", "cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonPath := filepath.Join(src, "cl100k_base.tiktoken")
+	os.WriteFile(canonPath, canon, 0o644)
 
 	for _, tc := range []struct {
 		name, spec string
@@ -101,6 +110,7 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		{"vocab and merges directory", vmDir, nil, []string{"vocab.json", "merges.txt"}},
 		{"vocab.json named", filepath.Join(vmDir, "vocab.json"), nil, []string{"vocab.json", "merges.txt"}},
 		{".tiktoken file", tkPath, nil, []string{"cl100k_base.tiktoken"}},
+		{"built-in encoding's .tiktoken file", canonPath, nil, nil},
 		{"built-in", "char", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +125,9 @@ func TestStoreTokenizerBeside(t *testing.T) {
 			// another's rank file, which they try last.
 			os.WriteFile(filepath.Join(dir, "tokenizer.json"), hf.Bytes(), 0o644)
 			os.WriteFile(filepath.Join(dir, "o200k_base.tiktoken"), ranks.Bytes(), 0o644)
+			if tc.spec == canonPath { // an earlier vocabulary of its own by that name
+				os.WriteFile(filepath.Join(dir, "cl100k_base.tiktoken"), ranks.Bytes(), 0o644)
+			}
 			if tc.name == "tokenizer.json by another name" {
 				os.Remove(filepath.Join(dir, "tokenizer.json"))
 				os.WriteFile(filepath.Join(dir, "chars.json"), []byte(`{"type": "char", "chars": ["x"]}`), 0o644)
@@ -139,9 +152,7 @@ func TestStoreTokenizerBeside(t *testing.T) {
 			if !slices.Equal(left, tc.want) {
 				t.Fatalf("beside the data: %v, want %v", left, tc.want)
 			}
-			if tc.want == nil {
-				return
-			}
+			// Readers find it: the files beside the data, else the built-in by name.
 			got, err := spec.ForDataset(ctx, dir, tok.Name(), tok.Fingerprint(), spec.Options{})
 			if err != nil {
 				t.Fatalf("the dataset's tokenizer is not found beside it: %v", err)

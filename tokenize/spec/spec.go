@@ -96,6 +96,16 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 	return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory, a built-in name (%s), a Hugging Face id (ORG/NAME) nor an http(s) URL", spec, strings.Join(Names(), ", "))
 }
 
+// LoadName is Load of a built-in name (Names) alone: never a file or directory of that
+// name in the working directory.
+func LoadName(ctx context.Context, name string, opt Options) (*tokenize.Tokenizer, error) {
+	named, ok := lookupName(name)
+	if !ok {
+		return nil, fmt.Errorf("spec: %q is not a known tokenizer name (%s)", name, strings.Join(Names(), ", "))
+	}
+	return loadNamed(ctx, named, opt)
+}
+
 // loadNamed builds named from the files embedded in the binary or, when opt gives a URL
 // or a sha256, from files fetched into the cache (when they are not there yet).
 func loadNamed(ctx context.Context, named namedTokenizer, opt Options) (*tokenize.Tokenizer, error) {

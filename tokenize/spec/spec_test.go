@@ -260,6 +260,13 @@ func TestPathWinsOverName(t *testing.T) {
 	if tok.VocabSize() != 3 {
 		t.Errorf("vocab size %d: the name won over the directory ./gpt2", tok.VocabSize())
 	}
+	// LoadName takes the name alone (the built-in a manifest's name means).
+	if tok, err := LoadName(context.Background(), "gpt2", Options{}); err != nil || tok.VocabSize() != 50257 {
+		t.Errorf("LoadName(gpt2) beside a directory ./gpt2: %v", err)
+	}
+	if _, err := LoadName(context.Background(), "chars.json", Options{}); err == nil || !strings.Contains(err.Error(), "not a known tokenizer name") {
+		t.Errorf("LoadName of a path: %v, want not a known name", err)
+	}
 }
 
 // tokenizerServer serves the shared tokenizer files on 127.0.0.1 and counts requests.
