@@ -10,6 +10,7 @@ import (
 
 	"gptkit/internal/testfiles"
 	"gptkit/shards"
+	"gptkit/tokenize/embedded"
 	"gptkit/tokenize/spec"
 )
 
@@ -34,6 +35,28 @@ func TestCheckInitTokenizer(t *testing.T) {
 	}
 	if err := checkInitTokenizer(ctx, t.TempDir(), data); err != nil {
 		t.Errorf("a directory without tokenizer files: %v", err)
+	}
+	// A directory holding cl100k_base's rank file alone (which spec.Load does not read
+	// as a directory: it was not checked) is checked as that file.
+	ranks, err := embedded.Read("cl100k_base", "cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := t.TempDir()
+	file := filepath.Join(tk, "cl100k_base.tiktoken")
+	if err := os.WriteFile(file, ranks, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = checkInitTokenizer(ctx, tk, data)
+	if err == nil || !strings.Contains(err.Error(), "holds the tokenizer cl100k_base.tiktoken") || !strings.Contains(err.Error(), "ids of tokenizer gpt2") || !strings.Contains(err.Error(), "--tokenizer "+file) {
+		t.Errorf("cl100k_base.tiktoken alone against data of gpt2: %v, want a refusal naming the file", err)
+	}
+	cl100k, err := spec.Load(ctx, "cl100k_base", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkInitTokenizer(ctx, tk, shards.TokenizerInfo{Name: cl100k.Name(), Fingerprint: cl100k.Fingerprint()}); err != nil {
+		t.Errorf("cl100k_base.tiktoken alone against data of cl100k_base: %v", err)
 	}
 }
 
