@@ -30,8 +30,8 @@ func tiktokenFiles() []string {
 // ForDataset finds the tokenizer a dataset was made with, given what its manifest (or
 // a checkpoint) records: the tokenizer's name and fingerprint. It tries, in order, the
 // tokenizer files stored beside the data in the local directory dir ("" for none), then
-// the tokenizer known by that name (embedded: no network unless opt asks for a
-// download), and returns the first whose fingerprint is fingerprint. The error says
+// the tokenizer known by that name (LoadName: never a file or directory of that name in
+// the working directory; embedded: no network unless opt asks for a download), and returns the first whose fingerprint is fingerprint. The error says
 // what each candidate was.
 func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options) (*tokenize.Tokenizer, error) {
 	var tried []string
@@ -60,7 +60,7 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 		}
 	}
 	if slices.Contains(Names(), name) {
-		tok, err := Load(ctx, name, opt)
+		tok, err := LoadName(ctx, name, opt)
 		if err != nil {
 			return nil, err
 		}

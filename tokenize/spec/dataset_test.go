@@ -72,3 +72,24 @@ func TestForDatasetTiktoken(t *testing.T) {
 		t.Fatalf("cl100k_base.tiktoken beside the data: %v", err)
 	}
 }
+
+// TestForDatasetNameNotPath: the manifest's name means the built-in tokenizer, even
+// where the working directory holds a file or directory of that name (a dataset
+// directory ./gpt2, which holds no tokenizer): ForDataset read it as the tokenizer's
+// path and failed ("directory gpt2 holds no tokenizer").
+func TestForDatasetNameNotPath(t *testing.T) {
+	ctx := context.Background()
+	gpt2, err := Load(ctx, "gpt2", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(wd, "gpt2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	tok, err := ForDataset(ctx, "", "gpt2", gpt2.Fingerprint(), Options{})
+	if err != nil || tok.Fingerprint() != gpt2.Fingerprint() {
+		t.Fatalf("gpt2 by name beside a directory ./gpt2: %v", err)
+	}
+}
