@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +29,11 @@ import (
 // name. The other tokenizer files already in st (an earlier dataset's, which
 // --overwrite replaced) are removed once the new ones are written (where nothing is
 // stored, all of them: a stale file that no longer loads would stop the readers before
-// they try the name). It returns the keys it wrote.
+// they try the name), except the files the tokenizer is read from (--tokenizer naming
+// a file in the data's own directory) and a copy of a built-in encoding's rank file,
+// which this function never stores (a user's own). A key that already holds the same
+// bytes is left as it is. It returns the keys it created or changed, which a caller
+// that fails afterwards removes (never the user's file it was given).
 func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer) ([]string, error) {
 	files := map[string]func() ([]byte, error){} // key in st -> its content
 	switch {
@@ -69,7 +74,7 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		}
 	default: // GPT-NeoX's byte tokenizer: the name char loads it
 	}
-	var wrote []string
+	var wrote, kept []string
 	for _, key := range spec.DatasetFiles {
 		content, ok := files[key]
 		if !ok {
@@ -79,6 +84,10 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		if err != nil {
 			return wrote, fmt.Errorf("store the tokenizer beside the data: %w", err)
 		}
+		if sameFile(st, key, specString) || holds(ctx, st, key, data) { // (the very file --tokenizer named, or a rerun's)
+			kept = append(kept, key)
+			continue
+		}
 		if err := PutFile(ctx, st, key, data); err != nil {
 			return wrote, fmt.Errorf("store the tokenizer beside the data: %s: %w", key, err)
 		}
@@ -87,7 +96,7 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 	// Those readers try first would be found instead; the others would travel with
 	// the data (shards merge, cat from S3) as if they were its tokenizer.
 	for _, key := range spec.DatasetFiles {
-		if slices.Contains(wrote, key) {
+		if slices.Contains(wrote, key) || slices.Contains(kept, key) || isSource(st, key, specString) || builtinCopy(ctx, st, key) {
 			continue
 		}
 		if err := st.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotExist) {
@@ -95,6 +104,79 @@ func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString stri
 		}
 	}
 	return wrote, nil
+}
+
+// holds reports whether key of st holds exactly data.
+func holds(ctx context.Context, st storage.Store, key string, data []byte) bool {
+	info, err := st.Stat(ctx, key)
+	if err != nil || info.Size != int64(len(data)) {
+		return false
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return false
+	}
+	defer obj.Close()
+	got, err := io.ReadAll(io.LimitReader(obj, int64(len(data))+1))
+	return err == nil && bytes.Equal(got, data)
+}
+
+// sameFile reports whether key of st is the local file specString.
+func sameFile(st storage.Store, key, specString string) bool {
+	path, ok := st.LocalPath(key)
+	if !ok {
+		return false
+	}
+	a, err1 := os.Stat(path)
+	b, err2 := os.Stat(specString)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// isSource reports whether key of st is, or lies in the directory of, the local
+// tokenizer file or directory specString: the user's own files, which the tokenizer
+// was read from, whatever they are named.
+func isSource(st storage.Store, key, specString string) bool {
+	path, ok := st.LocalPath(key)
+	if !ok {
+		return false
+	}
+	fi, err := os.Stat(specString)
+	if err != nil {
+		return false
+	}
+	dir := specString
+	if !fi.IsDir() {
+		dir = filepath.Dir(specString)
+	}
+	a, err1 := filepath.Abs(filepath.Dir(path))
+	b, err2 := filepath.Abs(dir)
+	return err1 == nil && err2 == nil && a == b
+}
+
+// builtinCopy reports whether key of st is a .tiktoken rank file with the fingerprint
+// of the built-in encoding it is named after (the publisher's file): never stored by
+// StoreTokenizerBeside, so a user's, and harmless to readers (spec.ForDataset tries the
+// manifest's name after it).
+func builtinCopy(ctx context.Context, st storage.Store, key string) bool {
+	enc, ok := strings.CutSuffix(key, ".tiktoken")
+	if !ok {
+		return false
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(obj, 64<<20))
+	obj.Close()
+	if err != nil {
+		return false
+	}
+	builtin, err := spec.LoadName(ctx, enc, spec.Options{})
+	if err != nil {
+		return false
+	}
+	tok, err := tokenize.LoadTiktoken(data, enc)
+	return err == nil && tok.Fingerprint() == builtin.Fingerprint()
 }
 
 // PutFile writes data to key of st, committed only when complete.

@@ -163,3 +163,83 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreTokenizerBesideKeepsUsersFiles: the files --tokenizer was read from, when
+// they lie in the data's own directory, and a copy of a built-in encoding's rank file
+// (which is never stored, so a user's) stay; a file that already holds what would be
+// stored is not reported as written, so a caller that fails afterwards and removes
+// what it wrote (shards convert) leaves the user's file.
+func TestStoreTokenizerBesideKeepsUsersFiles(t *testing.T) {
+	ctx := context.Background()
+	canon, err := embedded.Read("cl100k_base", "cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranks bytes.Buffer
+	for b := range 256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString([]byte{byte(b)}), b)
+	}
+	m, err := tokenize.Train(ctx, tokenize.TrainTexts([]string{strings.Repeat("the cat sat on the mat. ", 50)}),
+		tokenize.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf bytes.Buffer
+	if err := m.WriteHFJSON(&hf); err != nil {
+		t.Fatal(err)
+	}
+	vocab := map[string]int{}
+	for b, c := range gpt2ByteChars() {
+		vocab[c] = b
+	}
+	vj, _ := json.Marshal(vocab)
+
+	for _, tc := range []struct {
+		name  string
+		files map[string][]byte // in the data's directory before
+		spec  string            // relative to it, or a name
+		wrote []string
+	}{
+		{"a copy of a built-in rank file, another tokenizer by name",
+			map[string][]byte{"cl100k_base.tiktoken": canon}, "gpt2", nil},
+		{"--tokenizer is a rank file in the data's directory",
+			map[string][]byte{"cl100k_base.tiktoken": ranks.Bytes()}, "cl100k_base.tiktoken", nil},
+		{"--tokenizer is a chars.json in the data's directory, written otherwise",
+			map[string][]byte{"chars.json": []byte("{\"type\": \"char\",\n \"chars\": [\"a\", \"b\", \"c\"]}\n")}, "chars.json", nil},
+		{"--tokenizer is a Hugging Face directory that is the data's",
+			map[string][]byte{"tokenizer.json": hf.Bytes(), "vocab.json": vj, "merges.txt": []byte("#version: 0.2\n")}, ".", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, data := range tc.files {
+				os.WriteFile(filepath.Join(dir, name), data, 0o644)
+			}
+			specString := tc.spec
+			if specString == "." || strings.Contains(specString, ".") {
+				specString = filepath.Join(dir, tc.spec)
+			}
+			tok, err := spec.Load(ctx, specString, spec.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := storage.Open(ctx, dir, storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrote, err := StoreTokenizerBeside(ctx, st, specString, tok)
+			if err != nil || !slices.Equal(wrote, tc.wrote) {
+				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.wrote)
+			}
+			for name, data := range tc.files {
+				got, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("the user's %s was removed or changed (%v)", name, err)
+				}
+			}
+			got, err := spec.ForDataset(ctx, dir, tok.Name(), tok.Fingerprint(), spec.Options{})
+			if err != nil || got.Fingerprint() != tok.Fingerprint() {
+				t.Fatalf("the dataset's tokenizer is not found beside it: %v", err)
+			}
+		})
+	}
+}

@@ -37,6 +37,7 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 	var tried []string
 	if dir != "" {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			triedDir := false
 			for _, file := range DatasetFiles {
 				if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 					continue
@@ -44,6 +45,10 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 				path := dir // Load's choice among the files it finds in a directory
 				if strings.HasSuffix(file, tiktokenExt) {
 					path = filepath.Join(dir, file)
+				} else if triedDir {
+					continue
+				} else {
+					triedDir = true
 				}
 				tok, err := Load(ctx, path, Options{})
 				if err != nil {
@@ -52,8 +57,9 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 				if tok.Fingerprint() == fingerprint {
 					return tok, nil
 				}
+				// A rank file of another encoding (a user's copy of a built-in one,
+				// which is never stored) may lie beside the one stored: each is tried.
 				tried = append(tried, fmt.Sprintf("%s has fingerprint %s", filepath.Join(dir, file), shortFingerprint(tok.Fingerprint())))
-				break
 			}
 		} else {
 			tried = append(tried, fmt.Sprintf("the dataset directory %s is not there", dir))

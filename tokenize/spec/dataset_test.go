@@ -71,6 +71,20 @@ func TestForDatasetTiktoken(t *testing.T) {
 	if err != nil || tok.Fingerprint() != own.Fingerprint() {
 		t.Fatalf("cl100k_base.tiktoken beside the data: %v", err)
 	}
+	// Stored as o200k_base.tiktoken beside a user's copy of another encoding's file
+	// (kept: never stored, so not a stale one), which readers try first: each is
+	// tried (the first's fingerprint ended the search, and the built-in o200k_base's
+	// did not match either).
+	os.Rename(path, filepath.Join(dir, "o200k_base.tiktoken"))
+	own, err = Load(ctx, filepath.Join(dir, "o200k_base.tiktoken"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, bytes.Replace(ranks.Bytes(), []byte(" 256\n"), []byte(" 257\n"), 1), 0o644)
+	tok, err = ForDataset(ctx, dir, own.Name(), own.Fingerprint(), Options{})
+	if err != nil || tok.Fingerprint() != own.Fingerprint() {
+		t.Fatalf("o200k_base.tiktoken beside cl100k_base.tiktoken: %v", err)
+	}
 }
 
 // TestForDatasetNameNotPath: the manifest's name means the built-in tokenizer, even
