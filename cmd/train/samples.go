@@ -96,13 +96,34 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 
-	data, err := loader.Open(ctx, loader.Options{
-		Data: *dataFlag, SeqLen: *seqLen, Seed: uint32(*seed), Order: *order, Split: *splitStr,
-		NumSamples: [3]int64{max(*numSamples, 1), 0, 0}, CacheDir: cacheDir, S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	open := func(n int64) (*loader.Data, error) {
+		return loader.Open(ctx, loader.Options{
+			Data: *dataFlag, SeqLen: *seqLen, Seed: uint32(*seed), Order: *order, Split: *splitStr,
+			NumSamples: [3]int64{max(n, 1), 0, 0}, CacheDir: cacheDir, S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle,
+			Logger: log,
+		})
+	}
+	data, err := open(*numSamples)
 	if err != nil {
 		return fail(ctx, stderr, err)
+	}
+	// GPT-NeoX's order serves one sample fewer than its index holds (a blend: one
+	// fewer per dataset); a run that needs every one builds the index for that many
+	// more (train's openData), and without --count these are the samples it reads.
+	// (--count prints the index built for exactly N, GPT-NeoX's own.)
+	if n := data.Train.Len(); !set["count"] && *order == loader.OrderNeoX && n < *numSamples {
+		more := int64(1)
+		if b, ok := data.Train.(*loader.Blend); ok {
+			more = int64(len(b.Sources))
+		}
+		if *numSamples-n <= more {
+			data.Close()
+			log.Warn("GPT-NeoX's order serves one sample fewer than its index holds (a blend: one fewer per dataset): the index is built for more, as a run of --num-samples N does", "samples", *numSamples, "index_for", *numSamples+more)
+			if data, err = open(*numSamples + more); err != nil {
+				return fail(ctx, stderr, err)
+			}
+		}
 	}
 	defer data.Close()
 	s := data.Train

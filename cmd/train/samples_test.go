@@ -248,10 +248,22 @@ func TestSamplesDataForms(t *testing.T) {
 		yamlPath,
 	} {
 		for _, order := range []string{loader.OrderDefault, loader.OrderNeoX} {
-			d, err := loader.Open(context.Background(), loader.Options{Data: data, SeqLen: 5, Seed: 3, Order: order, Split: "969,30,1",
-				NumSamples: [3]int64{25, 0, 0}, CacheDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
+			open := func(n int64) *loader.Data {
+				d, err := loader.Open(context.Background(), loader.Options{Data: data, SeqLen: 5, Seed: 3, Order: order, Split: "969,30,1",
+					NumSamples: [3]int64{n, 0, 0}, CacheDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			d := open(25)
+			if order == loader.OrderNeoX && d.Train.Len() < 25 { // the index a run builds (TestSamplesNeoXShortIndex)
+				more := int64(1)
+				if b, ok := d.Train.(*loader.Blend); ok {
+					more = int64(len(b.Sources))
+				}
+				d.Close()
+				d = open(25 + more)
 			}
 			var exp [][]int
 			for i := range min(d.Train.Len(), 25) { // without --count: the --num-samples a run reads
@@ -423,5 +435,33 @@ func TestSamplesS3(t *testing.T) {
 	code, got, errOut := runTrain(t, append(args, "--data", loc, "--s3-endpoint", srv.Endpoint, "--cache-dir", t.TempDir())...)
 	if code != 0 || got != want {
 		t.Fatalf("s3: exit %d: %s", code, errOut)
+	}
+}
+
+// TestSamplesNeoXShortIndex: with GPT-NeoX's order an index built for exactly N can
+// serve N-1 samples, and a run of N builds it for N+1 (train's openData); without
+// --count, samples prints what that run reads (it printed N-1 samples of the index
+// for N, which the run never reads, without a word).
+func TestSamplesNeoXShortIndex(t *testing.T) {
+	dir := makeDataset(t)
+	var n int64
+	for n = 2; n < 400; n++ { // an N whose index serves N-1
+		if int64(len(want(t, dir, 6, n, 7, loader.OrderNeoX))) < n {
+			break
+		}
+	}
+	if n == 400 {
+		t.Fatal("no --num-samples with a short GPT-NeoX index: the test's dataset changed")
+	}
+	code, out, errOut := runTrain(t, "samples", "--data", dir, "--seq-len", "6", "--seed", "7", "--num-samples", fmt.Sprint(n), "--order", "neox")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	run := want(t, dir, 6, n+1, 7, loader.OrderNeoX)
+	if got := parseLines(t, out); !equal(got, run[:n]) {
+		t.Fatalf("--num-samples %d: %d samples printed, want the %d of the index a run builds (for %d)", n, len(got), n, n+1)
+	}
+	if !strings.Contains(errOut, "index_for="+fmt.Sprint(n+1)) {
+		t.Fatalf("no warning that the index is built for more: %s", errOut)
 	}
 }
