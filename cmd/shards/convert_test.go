@@ -557,3 +557,21 @@ func TestConvertImportKeepsExistingTokenizer(t *testing.T) {
 		t.Errorf("cat --decode after the refused imports: %q", out)
 	}
 }
+
+// TestConvertNanoGPTMetaGPT2NotPath: --to nanogpt of a GPT-2 dataset run where the
+// working directory holds a directory named gpt2 (here the dataset itself) writes no
+// meta.pkl and no warning: GPT-2's vocabulary is nanoGPT's default. The built-in was
+// loaded with spec.Load, where the path ./gpt2 wins: "directory gpt2 holds no
+// tokenizer", so the export warned that nanoGPT would assume GPT-2's vocabulary.
+func TestConvertNanoGPTMetaGPT2NotPath(t *testing.T) {
+	dir := t.TempDir()
+	splitDataset(t, filepath.Join(dir, "gpt2"))
+	t.Chdir(dir)
+	code, _, errOut := runShards(t, "convert", "--to", "nanogpt", "gpt2", "--out", "nano")
+	if code != 0 || strings.Contains(errOut, "meta.pkl") {
+		t.Errorf("export of a GPT-2 dataset beside ./gpt2: exit %d, stderr %q (want no meta.pkl warning)", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nano", "meta.pkl")); !os.IsNotExist(err) {
+		t.Errorf("a GPT-2 export wrote a meta.pkl: %v", err)
+	}
+}

@@ -41,7 +41,7 @@ func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInf
 		}
 		return nanoGPTCharMeta(chars), nil
 	}
-	if gpt2, err := spec.Load(ctx, "gpt2", spec.Options{}); err == nil && gpt2.Fingerprint() == tok.Fingerprint() {
+	if gpt2, err := spec.LoadName(ctx, "gpt2", spec.Options{}); err == nil && gpt2.Fingerprint() == tok.Fingerprint() {
 		return nil, nil // nanoGPT's default
 	}
 	log.Warn("no meta.pkl written: nanoGPT reads only character vocabularies from it and assumes GPT-2's otherwise (train.py: vocab_size 50304; sample.py: GPT-2's encoding); set the model's vocab_size and decode samples with this tokenizer yourself",
