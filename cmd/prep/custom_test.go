@@ -193,3 +193,20 @@ func TestCustomRepeatedInputWarns(t *testing.T) {
 	hasAll(t, "stdout", out, ": 2 documents")
 	hasAll(t, "stderr", errOut, "an input is given twice", `inputs="1 and 2"`)
 }
+
+// TestCustomDefaultTokenizerNotPath: `prep custom` without --tokenizer, run where the
+// working directory holds a directory named gpt2 (an earlier dataset), tokenizes with the
+// built-in gpt2, its default; spec.Load took the name for the path: "directory gpt2
+// holds no tokenizer".
+func TestCustomDefaultTokenizerNotPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "gpt2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, dir, "a.txt", []byte("A plain text document.\n"))
+	t.Chdir(dir)
+	mustPrep(t, "custom", "--name", "mine", "-d", "data", "--progress", "off", "--input", in)
+	if got, want := readManifest(t, filepath.Join(dir, "data", "mine")).Tokenizer.Fingerprint, gpt2(t).Fingerprint(); got != want {
+		t.Errorf("the dataset's tokenizer fingerprint is %.12s, want gpt2's %.12s", got, want)
+	}
+}

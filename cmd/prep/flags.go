@@ -10,6 +10,7 @@ import (
 	"gptkit/internal/cli"
 	"gptkit/pipelines"
 	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
 )
 
 // jobFlags are the flags `prep NAME` and `prep custom` share.
@@ -121,12 +122,14 @@ func (f *jobFlags) check() string {
 	return ""
 }
 
-// loadTokenizer resolves --tokenizer (or def), logging downloads.
+// loadTokenizer resolves --tokenizer, else def: the built-in of that name (the
+// catalog's default), never a file or directory of that name in the working directory
+// (a dataset directory ./gpt2). Downloads are logged.
 func (f *jobFlags) loadTokenizer(ctx context.Context, def string, log *slog.Logger) (*tokenize.Tokenizer, string, error) {
-	s := f.tok.Spec
-	if s == "" {
-		s = def
+	if f.tok.Spec == "" && def != "" {
+		tok, err := spec.LoadName(ctx, def, f.tok.Options(log))
+		return tok, def, err
 	}
-	tok, err := f.tok.Load(ctx, def, log)
-	return tok, s, err
+	tok, err := f.tok.Load(ctx, "", log)
+	return tok, f.tok.Spec, err
 }
