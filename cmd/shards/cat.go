@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"gptkit/internal/cli"
 	"gptkit/shards"
@@ -147,8 +145,9 @@ func outOfRange(k int64, t target, n int64) error {
 // catTokenizer resolves the tokenizer for --decode: --tokenizer (used even when its
 // fingerprint differs from the manifest's; the caller warns), or the dataset's own, as
 // its manifest records it (spec.ForDataset): the tokenizer file stored beside the data
-// (chars.json, tokenizer.json; a part's, the run's: besideFiles; from S3, fetched into a
-// temporary directory), else the embedded tokenizer of that name. Neither needs the network.
+// (chars.json, tokenizer.json; a part's, the run's; from S3, fetched into a temporary
+// directory: cli.TokenizerBeside, which warns of one it cannot read), else the embedded
+// tokenizer of that name. Neither needs the network.
 func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shards.TokenizerInfo, open func(context.Context, string) (storage.Store, error), stderr io.Writer) (*tokenize.Tokenizer, error) {
 	if tf.Spec != "" {
 		return tf.load(ctx, tf.Spec, stderr)
@@ -156,7 +155,7 @@ func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shard
 	if info == nil {
 		return nil, fmt.Errorf("a bare shard does not say which tokenizer made it\n---> HINT: pass --tokenizer SPEC")
 	}
-	dir, cleanup, err := besideFiles(ctx, t.store, open)
+	dir, _, cleanup, err := cli.TokenizerBeside(ctx, t.store, open, newLogger(stderr))
 	if err != nil {
 		return nil, err
 	}
@@ -166,75 +165,4 @@ func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shard
 		return nil, fmt.Errorf("%w\n---> HINT: pass --tokenizer SPEC: the tokenizer the dataset was made with", err)
 	}
 	return tok, nil
-}
-
-// besideFiles returns a local directory holding the tokenizer files stored beside a
-// dataset (spec.DatasetFiles): the dataset's own directory when st is local, else a
-// temporary copy that cleanup removes ("" when there are none). A part of a partitioned
-// run (DIR/parts/part-00000-of-00004: shards.PartParent) has none of its own, the run
-// keeps them at DIR: when the part has none, DIR's are taken (an s3:// DIR opened with
-// open; nil: local only).
-func besideFiles(ctx context.Context, st storage.Store, open func(context.Context, string) (storage.Store, error)) (dir string, cleanup func(), err error) {
-	dir, cleanup, err = besideFilesIn(ctx, st)
-	if err != nil || hasDatasetFiles(dir) {
-		return dir, cleanup, err
-	}
-	if p, ok := st.LocalPath(shards.ManifestName); ok {
-		if parent, ok := shards.PartParent(filepath.ToSlash(filepath.Dir(p))); ok && hasDatasetFiles(filepath.FromSlash(parent)) {
-			return filepath.FromSlash(parent), cleanup, nil
-		}
-		return dir, cleanup, nil
-	}
-	parent, ok := shards.PartParent(st.String())
-	if !ok || open == nil {
-		return dir, cleanup, nil
-	}
-	pst, err := open(ctx, parent)
-	if err != nil {
-		return dir, cleanup, nil // as if none were there: the tokenizer of the manifest's name is tried next
-	}
-	cleanup()
-	return besideFilesIn(ctx, pst)
-}
-
-// hasDatasetFiles reports whether the local directory dir holds one of spec.DatasetFiles.
-func hasDatasetFiles(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	for _, name := range spec.DatasetFiles {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// besideFilesIn is besideFiles for st alone.
-func besideFilesIn(ctx context.Context, st storage.Store) (dir string, cleanup func(), err error) {
-	cleanup = func() {}
-	if p, ok := st.LocalPath(shards.ManifestName); ok {
-		return filepath.Dir(p), cleanup, nil
-	}
-	for _, name := range spec.DatasetFiles {
-		obj, err := st.Open(ctx, name)
-		if err != nil {
-			continue // not there (or unreadable: the known name is tried next)
-		}
-		data, err := io.ReadAll(obj)
-		obj.Close()
-		if err != nil {
-			return "", cleanup, fmt.Errorf("read %s beside the data: %w", name, err)
-		}
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "shards-tokenizer-"); err != nil {
-				return "", cleanup, err
-			}
-			cleanup = func() { os.RemoveAll(dir) }
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return "", cleanup, err
-		}
-	}
-	return dir, cleanup, nil
 }

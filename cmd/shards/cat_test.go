@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,7 @@ import (
 
 	"gptkit/internal/testfiles"
 	"gptkit/shards"
+	"gptkit/storage"
 	"gptkit/tokenize"
 )
 
@@ -161,4 +165,73 @@ func TestCatDecodeRejectsForeignIDs(t *testing.T) {
 	dir := t.TempDir()
 	writeDataset(t, dir, shards.TokenizerInfo{Name: "big", Fingerprint: strings.Repeat("a", 64), VocabSize: 100, EODID: -1}, [][]int{{0, 1, 99}})
 	wantFailure(t, 1, []string{"token 2: id 99 is not a token of", "not the dataset's tokenizer big"}, "cat", dir, "--doc", "0", "--decode", "--tokenizer", path)
+}
+
+// unreadableStore is a remote-like store (no local paths) whose key bad cannot be
+// opened (openErr) or read (readErr).
+type unreadableStore struct {
+	storage.Store
+	bad              string
+	openErr, readErr error
+}
+
+func (s unreadableStore) LocalPath(string) (string, bool) { return "", false }
+
+func (s unreadableStore) Open(ctx context.Context, key string) (storage.Object, error) {
+	if key != s.bad {
+		return s.Store.Open(ctx, key)
+	}
+	if s.openErr != nil {
+		return nil, s.openErr
+	}
+	obj, err := s.Store.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return failingObject{obj, s.readErr}, nil
+}
+
+type failingObject struct {
+	storage.Object
+	err error
+}
+
+func (o failingObject) Read([]byte) (int, error) { return 0, o.err }
+
+// TestCatDecodeUnreadableTokenizerFile: a tokenizer file stored beside a remote dataset
+// that cannot be opened or read is named in a warning, and the tokenizer the manifest
+// names is tried next; an unopenable one was skipped silently (a read failure failed
+// the command), so a decode with the wrong tokenizer, or a failure naming the built-in
+// only, gave no hint of the file.
+func TestCatDecodeUnreadableTokenizerFile(t *testing.T) {
+	ctx := context.Background()
+	char := tokenize.NewNeoXChar()
+	dir := t.TempDir()
+	writeDataset(t, dir, tokenizerInfo(char), [][]int{char.Encode("hi")})
+	data, _ := char.MarshalChars()
+	os.WriteFile(filepath.Join(dir, "chars.json"), data, 0o644)
+	info := tokenizerInfo(char)
+	for _, tt := range []struct {
+		name             string
+		openErr, readErr error
+	}{
+		{"open", fmt.Errorf("open chars.json: %w", fs.ErrPermission), nil},
+		{"read", nil, errors.New("connection reset by peer")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := unreadableStore{openStore(t, dir), "chars.json", tt.openErr, tt.readErr}
+			var stderr strings.Builder
+			tok, err := catTokenizer(ctx, &tokenizerFlags{}, target{store: st}, &info, nil, &stderr)
+			if err != nil {
+				t.Fatalf("catTokenizer: %v (want the name's tokenizer)", err)
+			}
+			if tok.Fingerprint() != info.Fingerprint {
+				t.Errorf("tokenizer %s, want the manifest's %s", tok.Name(), info.Name)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "WARN") || !strings.Contains(lines[0], "file=chars.json") || !strings.Contains(lines[0], dir) {
+				t.Errorf("stderr %q, want one warning naming chars.json and %s", stderr.String(), dir)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 
+	"gptkit/internal/cli"
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
@@ -23,7 +24,7 @@ const nanoGPTMetaName = "meta.pkl"
 // shakespeare_char/prepare.py writes it; GPT-2's vocabulary needs none; any other gets a
 // warning, as does a tokenizer that cannot be found offline.
 func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInfo, open func(context.Context, string) (storage.Store, error), log *slog.Logger) ([]byte, error) {
-	dir, cleanup, err := besideFiles(ctx, st, open)
+	dir, _, cleanup, err := cli.TokenizerBeside(ctx, st, open, log)
 	if err != nil {
 		return nil, err
 	}

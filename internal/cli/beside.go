@@ -202,28 +202,69 @@ func PutFile(ctx context.Context, st storage.Store, key string, data []byte) err
 // finds them). A store that cannot be reached or a file that cannot be read is taken as
 // absent, with a warning on log: the tokenizer the manifest names is tried next.
 func FetchTokenizerBeside(ctx context.Context, loc string, opt storage.Options, log *slog.Logger) (dir, from string, cleanup func(), err error) {
-	dir, cleanup, err = fetchTokenizerFiles(ctx, loc, opt, log)
-	if err != nil || dir != "" {
-		return dir, loc, cleanup, err
-	}
-	if parent, ok := shards.PartParent(loc); ok {
-		dir, cleanup, err = fetchTokenizerFiles(ctx, parent, opt, log)
-		return dir, parent, cleanup, err
-	}
-	return dir, loc, cleanup, nil
-}
-
-// fetchTokenizerFiles is FetchTokenizerBeside for loc alone.
-func fetchTokenizerFiles(ctx context.Context, loc string, opt storage.Options, log *slog.Logger) (dir string, cleanup func(), err error) {
-	cleanup = func() {}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	st, err := storage.Open(ctx, loc, opt)
+	open := func(ctx context.Context, loc string) (storage.Store, error) { return storage.Open(ctx, loc, opt) }
+	st, err := open(ctx, loc)
 	if err != nil {
 		log.Warn("cannot look for the tokenizer files beside the data", "data", loc, "err", err)
-		return "", cleanup, nil
+		return "", loc, func() {}, nil
 	}
+	return tokenizerBeside(ctx, st, loc, open, log)
+}
+
+// TokenizerBeside is FetchTokenizerBeside for the dataset in st, its parts' run
+// directory opened with open (nil: a part's run directory is not looked at), except that
+// a local store's files are read where they are: dir is the dataset's directory (even
+// when it holds none: spec.ForDataset then tries the name), or a part's run directory
+// that holds them; cleanup removes nothing.
+func TokenizerBeside(ctx context.Context, st storage.Store, open func(context.Context, string) (storage.Store, error), log *slog.Logger) (dir, from string, cleanup func(), err error) {
+	return tokenizerBeside(ctx, st, st.String(), open, log)
+}
+
+// tokenizerBeside is TokenizerBeside, naming st loc.
+func tokenizerBeside(ctx context.Context, st storage.Store, loc string, open func(context.Context, string) (storage.Store, error), log *slog.Logger) (dir, from string, cleanup func(), err error) {
+	if p, ok := st.LocalPath(shards.ManifestName); ok {
+		dir = filepath.Dir(p)
+		if !hasDatasetFiles(dir) {
+			if parent, ok := shards.PartParent(filepath.ToSlash(dir)); ok && hasDatasetFiles(filepath.FromSlash(parent)) {
+				dir = filepath.FromSlash(parent)
+			}
+		}
+		return dir, dir, func() {}, nil
+	}
+	dir, cleanup, err = fetchTokenizerFiles(ctx, st, loc, log)
+	if err != nil || dir != "" {
+		return dir, loc, cleanup, err
+	}
+	parent, ok := shards.PartParent(loc)
+	if !ok || open == nil {
+		return dir, loc, cleanup, nil
+	}
+	pst, err := open(ctx, parent)
+	if err != nil {
+		log.Warn("cannot look for the tokenizer files beside the data", "data", parent, "err", err)
+		return "", loc, cleanup, nil
+	}
+	dir, cleanup, err = fetchTokenizerFiles(ctx, pst, parent, log)
+	return dir, parent, cleanup, err
+}
+
+// hasDatasetFiles reports whether the local directory dir holds one of spec.DatasetFiles.
+func hasDatasetFiles(dir string) bool {
+	for _, name := range spec.DatasetFiles {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchTokenizerFiles copies the tokenizer files in st (named loc) into a new temporary
+// directory ("" when there are none), which cleanup removes (on an error, already removed).
+func fetchTokenizerFiles(ctx context.Context, st storage.Store, loc string, log *slog.Logger) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
 	for _, name := range spec.DatasetFiles {
 		data, err := readAll(ctx, st, name)
 		if errors.Is(err, storage.ErrNotExist) {
@@ -231,7 +272,8 @@ func fetchTokenizerFiles(ctx context.Context, loc string, opt storage.Options, l
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return "", cleanup, ctx.Err()
+				cleanup()
+				return "", func() {}, ctx.Err()
 			}
 			log.Warn("cannot read the tokenizer file beside the data", "data", loc, "file", name, "err", err)
 			continue
@@ -243,7 +285,8 @@ func fetchTokenizerFiles(ctx context.Context, loc string, opt storage.Options, l
 			cleanup = func() { os.RemoveAll(dir) }
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return "", cleanup, fmt.Errorf("copy the tokenizer file %s beside %s: %w", name, loc, err)
+			cleanup()
+			return "", func() {}, fmt.Errorf("copy the tokenizer file %s beside %s: %w", name, loc, err)
 		}
 	}
 	return dir, cleanup, nil
