@@ -36,7 +36,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	out := c.Flags.String("out", "", "the output `DIR2` (created if missing; its files are replaced) (required)")
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer to write instead of the dataset's")
-	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://...) whose tokenizer to write, when it moved since training")
+	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://..., or a blend: FILE.yaml, W1:DIR1,W2:DIR2) whose tokenizer to write, when it moved since training")
 	noTokenizer := c.Flags.Bool("no-tokenizer", false, "write the model only (no "+hfgpt2.TokenizerName+")")
 	if code, ok := c.Parse(args, stderr); !ok {
 		return code

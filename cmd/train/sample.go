@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gptkit/internal/cli"
+	"gptkit/loader"
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
@@ -29,8 +30,8 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"checkpoint). The tokenizer is the training data's: the tokenizer files beside the dataset\n"+
 			"(chars.json for prep shakespeare, tokenizer.json, vocab.json + merges.txt; for a part\n"+
 			"DIR/parts/part-* of a partitioned run, beside the run's in DIR; an s3:// dataset's from S3:\n"+
-			"--s3-endpoint, else the run's s3_endpoint), else the tokenizer the\n"+
-			"dataset's manifest names (gpt2, neox-20b, ...); --tokenizer SPEC overrides it.\n"+
+			"--s3-endpoint, else the run's s3_endpoint; for a blend, beside its datasets), else the\n"+
+			"tokenizer the dataset's manifest names (gpt2, neox-20b, ...); --tokenizer SPEC overrides it.\n"+
 			"Its fingerprint must match the one the model was trained with.")
 	ckpt := c.Flags.String("ckpt", "", "the checkpoint or run `DIR` (required)")
 	prompt := c.Flags.String("prompt", "", "the `TEXT` to continue (required; \"\" starts from the end-of-document token, if the tokenizer has one)")
@@ -40,7 +41,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	seed := c.Flags.Uint64("seed", 1337, "the `SEED` of the draws")
 	var tf cli.TokenizerFlags
 	tf.Register(c.Flags, "the tokenizer instead of the dataset's")
-	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://...) whose tokenizer to use, when it moved since training")
+	data := c.Flags.String("data", "", "the dataset `DIR` (or s3://..., or a blend: FILE.yaml, W1:DIR1,W2:DIR2) whose tokenizer to use, when it moved since training")
 	var s3 cli.S3Flags // an s3:// --ckpt
 	s3.Register(c.Flags)
 	device := c.Flags.String("device", "auto", "the `DEVICE`: auto, cpu, ref, cuda or cuda-sim")
@@ -110,10 +111,13 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // --tokenizer, else the dataset's own (spec.ForDataset: the tokenizer files in the
 // dataset directory, data or the run's data key, or for a part of a partitioned run
 // the run's directory (tokenizerDir); for an s3:// dataset, those files fetched from
-// S3: cli.FetchTokenizerBeside; else the tokenizer the manifest names). Its fingerprint
-// must be the checkpoint's (an override that differs gets a warning). s3 are the
-// command's S3 flags: a dataset on S3 is read from --s3-endpoint when given, else from
-// the server the run read it from (its s3_endpoint).
+// S3: cli.FetchTokenizerBeside; else the tokenizer the manifest names). For a blend (a
+// blend file, "W1:PATH1,W2:PATH2"), the files beside its datasets, which must agree
+// (the loader refused datasets of different tokenizers when the run trained): the
+// model's, with a warning, where they no longer do. Its fingerprint must be the
+// checkpoint's (an override that differs gets a warning). s3 are the command's S3
+// flags: a dataset on S3 is read from --s3-endpoint when given, else from the server
+// the run read it from (its s3_endpoint).
 func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, s3 cli.S3Flags, log *slog.Logger) (*tokenize.Tokenizer, error) {
 	want := st.Tokenizer
 	if tf.Spec != "" {
@@ -132,32 +136,142 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 			data = st.DataDir // config's data is relative to where train ran
 		}
 	}
-	dir, from := tokenizerDir(data), "" // from: the S3 location dir is a copy of
-	if strings.HasPrefix(data, "s3://") {
-		// The files beside an S3 dataset, fetched through the storage layer from the
-		// server --s3-endpoint names, else the one the run read its data from.
-		opt := storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle}
-		if rc, err := st.RunConfig(); err == nil && opt.S3Endpoint == "" {
-			opt.S3Endpoint, opt.S3PathStyle = rc.S3Endpoint, opt.S3PathStyle || rc.S3PathStyle
-		}
-		var cleanup func()
-		var err error
-		if dir, from, cleanup, err = cli.FetchTokenizerBeside(ctx, data, opt, log); err != nil {
+	const hint = "\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)"
+	datasets := []string{data}
+	if ds, err := loader.ParseData(data); err == nil && ds.Blended {
+		datasets = blendDatasets(ds)
+	}
+	var all []besideData
+	for _, d := range datasets {
+		b, cleanup, err := tokenizerBeside(ctx, st, d, s3, log)
+		if err != nil {
 			return nil, err
 		}
 		defer cleanup()
+		all = append(all, b)
 	}
-	tok, err := spec.ForDataset(ctx, dir, want.Name, want.Fingerprint, tf.Options(log))
+	use, err := agreeingTokenizer(ctx, all, want, log)
 	if err != nil {
-		switch {
-		case from != "" && dir != "": // the files where they are, not in the temporary copy
-			err = errors.New(strings.ReplaceAll(err.Error(), dir, from))
-		case from != "":
-			err = fmt.Errorf("%w; there are no tokenizer files beside %s", err, data)
+		return nil, fmt.Errorf("the model's tokenizer: %w%s", err, hint)
+	}
+	tok, err := spec.ForDataset(ctx, use.dir, want.Name, want.Fingerprint, tf.Options(log))
+	if err != nil {
+		err = use.named(err)
+		if use.from != "" && use.dir == "" {
+			err = fmt.Errorf("%w; there are no tokenizer files beside %s", err, use.data)
 		}
-		return nil, fmt.Errorf("the model's tokenizer: %w\n---> HINT: pass --tokenizer SPEC (the tokenizer the dataset was made with) or --data DIR (the dataset)", err)
+		return nil, fmt.Errorf("the model's tokenizer: %w%s", err, hint)
 	}
 	return tok, nil
+}
+
+// besideData says where the tokenizer files of one dataset of the training data are:
+// in the local directory dir, or for an s3:// dataset data in a temporary copy dir of
+// from's ("" when there are none).
+type besideData struct {
+	data, dir, from string
+}
+
+// named is err with the temporary copy's path replaced by where its files are.
+func (b besideData) named(err error) error {
+	if b.from == "" || b.dir == "" {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), b.dir, b.from))
+}
+
+// tokenizerBeside finds the tokenizer files of the dataset data: tokenizerDir for a
+// local one; for an s3:// one, its files fetched through the storage layer from the
+// server --s3-endpoint names, else the one the run read its data from (cleanup removes
+// the copy).
+func tokenizerBeside(ctx context.Context, st *train.State, data string, s3 cli.S3Flags, log *slog.Logger) (besideData, func(), error) {
+	if !strings.HasPrefix(data, "s3://") {
+		return besideData{data: data, dir: tokenizerDir(data)}, func() {}, nil
+	}
+	opt := storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle}
+	if rc, err := st.RunConfig(); err == nil && opt.S3Endpoint == "" {
+		opt.S3Endpoint, opt.S3PathStyle = rc.S3Endpoint, opt.S3PathStyle || rc.S3PathStyle
+	}
+	dir, from, cleanup, err := cli.FetchTokenizerBeside(ctx, data, opt, log)
+	if err != nil {
+		return besideData{}, nil, err
+	}
+	return besideData{data: data, dir: dir, from: from}, cleanup, nil
+}
+
+// blendDatasets are the datasets of a blend, each once: the training datasets, then
+// the validation and test ones.
+func blendDatasets(ds *loader.DataSpec) []string {
+	var out []string
+	for _, list := range [][]loader.WeightedPath{ds.Train, ds.Valid, ds.Test} {
+		for _, wp := range list {
+			if !slices.Contains(out, wp.Path) {
+				out = append(out, wp.Path)
+			}
+		}
+	}
+	return out
+}
+
+// agreeingTokenizer picks, among the datasets of the training data, the one whose
+// tokenizer files spec.ForDataset is to read: the first that has any (the first dataset
+// when none has). The datasets' files must hold one tokenizer: where two differ, the
+// one with the model's fingerprint is taken, with a warning naming the two; where none
+// has it, the error names two that differ.
+func agreeingTokenizer(ctx context.Context, all []besideData, want shards.TokenizerInfo, log *slog.Logger) (besideData, error) {
+	if len(all) == 1 {
+		return all[0], nil
+	}
+	type found struct {
+		b    besideData
+		tok  *tokenize.Tokenizer
+		path string
+	}
+	var beside []found
+	for _, b := range all {
+		if b.dir == "" {
+			continue
+		}
+		if fi, err := os.Stat(b.dir); err != nil || !fi.IsDir() {
+			continue // ForDataset says so, if it is the one
+		}
+		tok, path, err := spec.Beside(ctx, b.dir)
+		if err != nil {
+			return besideData{}, b.named(err)
+		}
+		if tok != nil {
+			if b.from != "" {
+				path = strings.Replace(path, b.dir, b.from, 1)
+			}
+			beside = append(beside, found{b, tok, path})
+		}
+	}
+	if len(beside) == 0 {
+		return all[0], nil
+	}
+	describe := func(f found) string {
+		return fmt.Sprintf("%s (fingerprint %.12s)", f.path, f.tok.Fingerprint())
+	}
+	first := beside[0]
+	for _, other := range beside[1:] {
+		if other.tok.Fingerprint() == first.tok.Fingerprint() {
+			continue
+		}
+		for _, f := range beside {
+			if f.tok.Fingerprint() != want.Fingerprint {
+				continue
+			}
+			differs := first
+			if first.tok.Fingerprint() == want.Fingerprint {
+				differs = other
+			}
+			log.Warn("the blend's datasets hold different tokenizers: using the model's", "tokenizer", describe(f), "other", describe(differs))
+			return f.b, nil
+		}
+		return besideData{}, fmt.Errorf("the blend's datasets hold different tokenizers, %s and %s, and the model was trained with %s (fingerprint %.12s)",
+			describe(first), describe(other), want.Name, want.Fingerprint)
+	}
+	return first.b, nil
 }
 
 // tokenizerDir is the directory holding the tokenizer files of the local dataset dir:

@@ -133,3 +133,62 @@ func TestSampleS3Dataset(t *testing.T) {
 	}
 	checkExportedChars(t, hf, tok)
 }
+
+// TestSampleBlend: a model trained on a blend of two datasets ("W1:DIR1,W2:DIR2", or a
+// blend file) with a character tokenizer (chars.json beside each) samples and exports
+// without --tokenizer, finding the files beside either dataset: the whole blend string
+// was taken for one directory ("the dataset directory 0.5:... is not there"). Datasets
+// whose files no longer agree are named: the model's tokenizer is used with a
+// warning, or, where neither is the model's, the command fails naming the two.
+func TestSampleBlend(t *testing.T) {
+	a, tok := makeCharDataset(t)
+	b, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runTrain(t, tinyArgs("0.5:"+a+",0.5:"+b, out, "10")...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	sample := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runTrain(t, append([]string{"sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "4", "--device", "ref"}, args...)...)
+	}
+	if code, stdout, stderr := sample(); code != 0 || !strings.HasPrefix(stdout, "to be") || strings.Contains(stderr, "WARN") {
+		t.Fatalf("sample: exit %d, %q: %s", code, stdout, stderr)
+	}
+	hf := filepath.Join(t.TempDir(), "hf")
+	if code, _, stderr := runTrain(t, "export", "--ckpt", out, "--out", hf); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	checkExportedChars(t, hf, tok)
+
+	// A blend file naming the datasets relative to itself; the files beside the
+	// second dataset only.
+	dir := t.TempDir()
+	blend := filepath.Join(dir, "blend.yaml")
+	relA, _ := filepath.Rel(dir, a)
+	relB, _ := filepath.Rel(dir, b)
+	if err := os.WriteFile(blend, []byte("datasets:\n  - {path: "+relA+", weight: 0.5}\n  - {path: "+relB+", weight: 0.5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(a, "chars.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := sample("--data", blend); code != 0 || !strings.HasPrefix(stdout, "to be") {
+		t.Fatalf("sample --data %s: exit %d, %q: %s", blend, code, stdout, stderr)
+	}
+
+	// The datasets' files differ: the model's is used, and both are named.
+	other := []byte(`{"type": "char", "chars": ["x", "y"]}`)
+	os.WriteFile(filepath.Join(a, "chars.json"), other, 0o644)
+	code, stdout, stderr := sample()
+	if code != 0 || !strings.HasPrefix(stdout, "to be") || !strings.Contains(stderr, "different tokenizers") ||
+		!strings.Contains(stderr, filepath.Join(a, "chars.json")) || !strings.Contains(stderr, filepath.Join(b, "chars.json")) {
+		t.Fatalf("sample with another chars.json beside the first dataset: exit %d, %q: %s (want a warning naming both)", code, stdout, stderr)
+	}
+	// Neither is the model's: refused, naming both.
+	os.WriteFile(filepath.Join(b, "chars.json"), []byte(`{"type": "char", "chars": ["x", "y", "z"]}`), 0o644)
+	code, _, stderr = sample()
+	if code != 1 || !strings.Contains(stderr, "different tokenizers") || !strings.Contains(stderr, filepath.Join(a, "chars.json")) ||
+		!strings.Contains(stderr, filepath.Join(b, "chars.json")) || !strings.Contains(stderr, "--tokenizer SPEC") {
+		t.Errorf("sample with two other chars.json: exit %d, want 1 naming both: %s", code, stderr)
+	}
+}

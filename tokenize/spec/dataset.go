@@ -87,3 +87,26 @@ func shortFingerprint(fp string) string {
 	}
 	return fp
 }
+
+// Beside loads the tokenizer stored beside the data in the local directory dir, as
+// ForDataset tries it first (ForDataset goes on to any other .tiktoken rank file): the
+// first of DatasetFiles there (a tokenizer.json, vocab.json
+// with merges.txt, or chars.json as Load reads dir; a .tiktoken rank file by itself).
+// path is that file; tok is nil when dir holds none.
+func Beside(ctx context.Context, dir string) (tok *tokenize.Tokenizer, path string, err error) {
+	for _, file := range DatasetFiles {
+		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+			continue
+		}
+		load := dir // Load's choice among the files it finds in a directory
+		if strings.HasSuffix(file, tiktokenExt) {
+			load = filepath.Join(dir, file)
+		}
+		tok, err := Load(ctx, load, Options{})
+		if err != nil {
+			return nil, "", fmt.Errorf("spec: the tokenizer beside the data: %w", err)
+		}
+		return tok, filepath.Join(dir, file), nil
+	}
+	return nil, "", nil
+}
