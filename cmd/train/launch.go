@@ -322,7 +322,8 @@ func joinJob(ctx context.Context, place dist.Place, d *distFlags, log *slog.Logg
 const abortGrace = 20 * time.Second
 
 // faultEnv makes a rank fail on purpose, for the tests of failure handling:
-// "ACTION:RANK:N" with ACTION kill (SIGKILL), stop (SIGSTOP: a hang), term
+// "ACTION:RANK:N" with ACTION kill (SIGKILL), panic (a Go panic: the rank's own
+// crash, with no word to the store), stop (SIGSTOP: a hang), term
 // (SIGTERM: an orderly stop, as from a scheduler), fail (an error), hang (the
 // rank stops before the collective but lives on: heartbeats go on, as in a
 // deadlock or a stuck data loader), gpuhang (cuda-sim: the simulated GPU
@@ -390,6 +391,8 @@ func (f *faulty) count() error {
 	switch f.action {
 	case "kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case "panic":
+		panic(fmt.Sprintf("%s: injected panic at collective %d", faultEnv, f.n))
 	case "term":
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		return nil // the step goes on; the ranks stop together after it

@@ -162,6 +162,37 @@ func TestRanksByHand(t *testing.T) {
 
 }
 
+// TestLaunchNodesRankPanics: two node launchers (--nnodes 2 on 127.0.0.1) and a
+// rank of node 1 that panics mid-step: both end with that panic, "rank 3 on node 1
+// exited with status 2: panic: ...", and no hint to rerun (node 0's said "rank 3
+// disconnected from the store" and to rerun the same command, as the store saw it).
+func TestLaunchNodesRankPanics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "panicked")
+	port := freePort(t)
+	env := []string{faultEnv + "=panic:3:20", "GPTKIT_JOB_TOKEN=nodes-panic-" + port}
+	res := make([]procResult, 2)
+	var wg sync.WaitGroup
+	for node := range 2 {
+		wg.Go(func() {
+			res[node] = trainProc(t, 2*time.Minute, env, append(dpArgs(data, out, 4, 12, 4), "--nproc-per-node", "2", "--nnodes", "2",
+				"--node-rank", fmt.Sprint(node), "--master-addr", "127.0.0.1", "--master-port", port)...)
+		})
+	}
+	wg.Wait()
+	for node, r := range res {
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		last := lines[len(lines)-1]
+		t.Logf("node %d: %s", node, last)
+		if r.code != 1 || !strings.Contains(last, "rank 3 on node 1 exited with status 2: panic: "+faultEnv+": injected panic") || strings.Contains(last, "rerun") {
+			t.Errorf("node %d: exit %d, last line %q; want 1, rank 3's panic and no rerun hint:\n%s", node, r.code, last, r.stderr)
+		}
+	}
+}
+
 // TestLaunchRankKilled: a rank killed in the middle of a step brings the whole
 // job down within seconds, with a message naming it; with --max-restarts 1 the job
 // finishes from the last checkpoint with the metrics of an uninterrupted run.

@@ -394,6 +394,8 @@ func eventOf(m message) (Event, bool) {
 		return Event{Kind: EventAbort, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason, Exiting: m.Exiting, Rerun: m.Rerun}, true
 	case msgFatal:
 		return Event{Kind: EventFatal, Gen: m.Gen, Rank: -1, Reason: m.Reason}, true
+	case msgExit:
+		return Event{Kind: EventExit, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason, Rerun: m.Rerun}, true
 	}
 	return Event{}, false
 }
@@ -404,6 +406,17 @@ func (a *Agent) Events() <-chan Event { return a.events }
 // GiveUp tells the store the job cannot go on (this launcher has no restarts
 // left): every rank and launcher stops.
 func (a *Agent) GiveUp(reason string) { a.sc.send(message{Type: msgGiveUp, Reason: reason}) }
+
+// ReportExit tells the store how rank, of this launcher's node, ended in generation
+// gen: reason is its own exit ("rank 3 on node 1 exited with status 2: panic: ..."),
+// rerun whether a restart can cure it; an empty reason, that it had not exited
+// within the launcher's wait. The other launchers hear it (EventExit) when the
+// store's abort blamed that rank for a failure a restart can cure (it
+// disconnected): without it they named the store's guess, and a rerun as the next
+// step, for a rank's own crash.
+func (a *Agent) ReportExit(gen, rank int, reason string, rerun bool) {
+	a.sc.send(message{Type: msgExit, Gen: gen, Rank: rank, Reason: reason, Rerun: rerun})
+}
 
 // Close disconnects.
 func (a *Agent) Close() error {

@@ -56,6 +56,13 @@ const (
 	EventAbort                      // generation Gen failed: Rank (or -1) and Reason say why
 	EventFatal                      // the job failed for good (a launcher gave up)
 	EventLost                       // the store is gone or stopped answering (client side)
+	// EventExit: the launcher of the rank that an abort of generation Gen blamed for
+	// a failure a restart can cure (Rank disconnected, sent no heartbeat) has seen
+	// how it ended: Reason is its own exit ("rank 3 on node 1 exited with status 2:
+	// panic: ..."), and Rerun whether a restart can cure that (a kill from outside);
+	// an empty Reason says that it had not exited within its launcher's wait (hung or
+	// stopped): the abort's reason stands.
+	EventExit
 )
 
 func (k EventKind) String() string {
@@ -68,6 +75,8 @@ func (k EventKind) String() string {
 		return "fatal"
 	case EventLost:
 		return "lost"
+	case EventExit:
+		return "exit"
 	}
 	return fmt.Sprintf("event(%d)", int(k))
 }
@@ -82,7 +91,7 @@ type Event struct {
 	// is exiting with it: its launcher leaves it to exit, as a stop signal would
 	// only race its last line, its error, with "interrupted".
 	Exiting bool
-	// Rerun (EventAbort) says that a restart from the newest checkpoint can cure the
+	// Rerun (EventAbort, EventExit) says that a restart from the newest checkpoint can cure the
 	// failure: a rank hung, stopped, disconnected or was restarted, or a collective
 	// timed out with every rank still in the job. Not for a rank's own error, nor
 	// for a rank that left before a collective the others ran (a program bug).
@@ -107,9 +116,13 @@ type Server struct {
 	waiters map[string][]*peer    // workers waiting for a key (Comm.Lookup)
 	subs    []chan Event
 	fatal   string
-	closed  bool
-	idle    *sync.Cond
-	clock   *pauseClock // the watcher's ticks: was this process itself stopped?
+	// blamed is the generation and rank of the latest abort that blamed a rank for
+	// a failure a restart can cure, whose launcher's word on its exit (msgExit) the
+	// other launchers wait for (gen -1: none).
+	blamed struct{ gen, rank int }
+	closed bool
+	idle   *sync.Cond
+	clock  *pauseClock // the watcher's ticks: was this process itself stopped?
 
 	wg   sync.WaitGroup
 	stop chan struct{}
@@ -158,6 +171,7 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg, ln: ln, log: log, members: map[int]*peer{}, peers: map[*peer]struct{}{}, hellos: map[net.Conn]struct{}{}, stop: make(chan struct{}),
 		clock: newPauseClock(cfg.HeartbeatTimeout / 2)}
 	s.idle = sync.NewCond(&s.mu)
+	s.blamed.gen = -1
 	s.wg.Add(2)
 	go s.accept()
 	go s.watch()
@@ -613,6 +627,9 @@ func (s *Server) failGen(rank int, reason string, exiting, rerun bool) {
 		}
 	}
 	s.emit(Event{Kind: EventAbort, Gen: s.gen, Rank: rank, Reason: reason, Exiting: exiting, Rerun: rerun})
+	if rerun && !exiting && rank >= 0 {
+		s.blamed.gen, s.blamed.rank = s.gen, rank
+	}
 	s.gen++
 	s.running = false
 	s.members = map[int]*peer{}
@@ -652,6 +669,10 @@ func (s *Server) handle(p *peer, m message) {
 		if p.role == roleAgent {
 			s.giveUp(m.Reason)
 		}
+	case msgExit:
+		if p.role == roleAgent {
+			s.exited(m.Gen, m.Rank, m.Reason, m.Rerun)
+		}
 	case msgSet:
 		if !s.member(p) {
 			return
@@ -678,6 +699,34 @@ func (s *Server) handle(p *peer, m message) {
 		s.waiters[m.Key] = append(s.waiters[m.Key], p)
 	default:
 		s.log.Warn("store: unexpected message", "type", m.Type, "remote", p.conn.RemoteAddr())
+	}
+}
+
+// ReportExit is Agent.ReportExit for the launcher hosting the store.
+func (s *Server) ReportExit(gen, rank int, reason string, rerun bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exited(gen, rank, reason, rerun)
+}
+
+// exited handles a launcher's word on how a rank of its node ended (reason; empty:
+// it had not exited within the launcher's wait). Where the latest abort blamed that
+// rank for a failure a restart can cure ("disconnected"), every launcher hears it
+// (EventExit): the rank's own end (a panic) is what to say, not the store's guess.
+// Where the store has not noticed yet, the generation fails with it. The caller
+// holds s.mu.
+func (s *Server) exited(gen, rank int, reason string, rerun bool) {
+	switch {
+	case s.running && gen == s.gen && reason != "" && s.members[rank] != nil && !s.members[rank].left:
+		s.failGen(rank, reason, true, rerun) // its launcher saw it exit: no stop signal for it
+	case gen >= 0 && gen == s.blamed.gen && rank == s.blamed.rank:
+		s.log.Info("store: the blamed rank's launcher says how it ended", "gen", gen, "rank", rank, "reason", reason, "rerun", rerun)
+		for p := range s.peers {
+			if p.role == roleAgent {
+				s.send(p, message{Type: msgExit, Gen: gen, Rank: rank, Reason: reason, Rerun: rerun})
+			}
+		}
+		s.emit(Event{Kind: EventExit, Gen: gen, Rank: rank, Reason: reason, Rerun: rerun})
 	}
 }
 

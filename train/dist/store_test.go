@@ -2,6 +2,7 @@ package dist
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -641,5 +642,63 @@ func TestStoreCloseHelloPending(t *testing.T) {
 	s.Close()
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Close took %s with a connection that sent no hello", took.Round(time.Millisecond))
+	}
+}
+
+// TestStoreExitWord: the word of a launcher on how a rank of its node ended
+// (Agent.ReportExit) reaches every launcher (EventExit) where the store's abort
+// blamed that rank for a failure a restart can cure ("disconnected"), and only
+// there; one that comes before the store noticed fails the generation with it.
+func TestStoreExitWord(t *testing.T) {
+	srv, port := startStore(t, 2, ServerConfig{})
+	sub := srv.Subscribe()
+	agent, err := DialAgent(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), AgentOptions{Token: testToken, Node: 1, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	next := func(ch <-chan Event, want EventKind) Event {
+		t.Helper()
+		for {
+			select {
+			case ev := <-ch:
+				if ev.Kind == want {
+					return ev
+				}
+				if ev.Kind != EventStart {
+					t.Fatalf("event %+v, want %v", ev, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no %v event", want)
+			}
+		}
+	}
+	rawWorker(t, port, 0)
+	c1, _ := rawWorker(t, port, 1)
+	next(sub, EventStart)
+	c1.Close()
+	if ev := next(sub, EventAbort); ev.Rank != 1 || !ev.Rerun || ev.Exiting {
+		t.Fatalf("abort %+v, want rank 1 blamed, a rerun", ev)
+	}
+	next(agent.Events(), EventAbort)
+	agent.ReportExit(0, 0, "rank 0 on node 1 exited with status 1: not the blamed one", false) // no word for anyone
+	const word = "rank 1 on node 1 exited with status 2: panic: out of cheese"
+	agent.ReportExit(0, 1, word, false)
+	for name, ch := range map[string]<-chan Event{"store's host": sub, "agent": agent.Events()} {
+		if ev := next(ch, EventExit); ev.Gen != 0 || ev.Rank != 1 || ev.Reason != word || ev.Rerun {
+			t.Errorf("%s: %+v, want rank 1's word, no rerun", name, ev)
+		}
+	}
+
+	// The next generation: a word before the store noticed the rank gone.
+	rawWorker(t, port, 0)
+	rawWorker(t, port, 1)
+	if ev := next(sub, EventStart); ev.Gen != 1 {
+		t.Fatalf("start %+v, want generation 1", ev)
+	}
+	const own = "rank 0 on node 0 exited with status 3: boom"
+	srv.ReportExit(1, 0, own, false)
+	if ev := next(sub, EventAbort); ev.Gen != 1 || ev.Rank != 0 || ev.Reason != own || ev.Rerun || !ev.Exiting {
+		t.Errorf("abort %+v, want generation 1 failed with rank 0's word, no rerun", ev)
 	}
 }

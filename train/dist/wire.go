@@ -34,6 +34,7 @@ const (
 	msgSet     = "set"     // worker → store: keep value under key for this generation
 	msgGet     = "get"     // worker → store: send the value of key (once it is set)
 	msgValue   = "value"   // store → worker: key's value
+	msgExit    = "exit"    // launcher → store → launchers: how the rank an abort blamed exited (rank, gen, reason, rerun)
 )
 
 // Roles of a store client.
@@ -43,8 +44,9 @@ const (
 )
 
 // protocolVersion is the store protocol's version; a hello of another is refused (2:
-// an abort's "exiting", which a reader of 1 would refuse as an unknown field).
-const protocolVersion = 2
+// an abort's "exiting", which a reader of 1 would refuse as an unknown field; 3: the
+// launchers' "exit", which a launcher of 2 would neither send nor wait for).
+const protocolVersion = 3
 
 // maxMessage bounds one store message (a start message carries World addresses).
 const maxMessage = 4 << 20
@@ -71,7 +73,7 @@ type message struct {
 	Key     string   `json:"key,omitempty"`
 	Value   []byte   `json:"value,omitempty"`
 	Exiting bool     `json:"exiting,omitempty"` // abort: Rank reported its own failure and exits (Event.Exiting)
-	Rerun   bool     `json:"rerun,omitempty"`   // abort: a restart can cure it (Event.Rerun)
+	Rerun   bool     `json:"rerun,omitempty"`   // abort, exit: a restart can cure it (Event.Rerun)
 }
 
 // progressReader notes in at (unix nanoseconds) each time some bytes arrive:

@@ -307,6 +307,15 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// which would make its exit the launcher's doing.
 	blamed := -1
 	var blameTimer <-chan time.Time
+	// abortGen and abortRank are the generation and rank of the store's abort that
+	// this launcher took as the failure. Where it blamed a rank of another node for a
+	// failure a restart can cure, that node's launcher says how the rank ended
+	// (dist.EventExit): awaiting holds the attempt open for its word, for at most
+	// remoteExitGrace (its launcher may be gone too).
+	abortGen, abortRank := -1, -1
+	awaiting := false
+	var awaitTimer <-chan time.Time
+	endAwait := func() { awaiting, awaitTimer = false, nil }
 	signal := func(w *worker, sig syscall.Signal) {
 		w.cmd.Process.Signal(sig)
 		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
@@ -346,7 +355,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	gen := -1
 	ctxDone := ctx.Done()
 	stopCh := l.cfg.Stop
-	for running > 0 {
+	for running > 0 || awaiting {
 		select {
 		case ex := <-exits:
 			running--
@@ -365,8 +374,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				if ex.err != nil && !sentKill && !interruptedExit(ex.err) {
 					// Its own end, which the store saw as a disconnection: a panic
 					// (no rerun cures it), or a kill from outside (out.killed).
-					out.failure, out.rerun = describeExit(ex), false
+					out.failure, out.rerun = l.describeExit(ex), false
 					l.log.Error("the rank the store named has exited", "rank", ex.rank, "failure", out.failure)
+					l.reportExit(abortGen, ex.rank, out.failure, killedBySignal(ex.err, syscall.SIGKILL))
+				} else {
+					l.reportExit(abortGen, ex.rank, "", true) // the store's word stands
 				}
 			}
 			if ex.err != nil && !stopping && interruptedExit(ex.err) {
@@ -378,16 +390,20 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				continue
 			}
 			if ex.err != nil && !stopping {
-				out.failure = describeExit(ex)
+				out.failure = l.describeExit(ex)
 				if l.srv != nil {
 					out.failure = l.srv.Explain(out.failure) // this launcher was stopped: the cause
 				}
 				l.log.Error("a rank failed; stopping the others", "rank", ex.rank, "failure", out.failure)
+				// The store may blame it for a disconnection meanwhile: the other
+				// nodes' launchers hear its own end.
+				l.reportExit(gen, ex.rank, out.failure, out.killed)
 				stop(syscall.SIGTERM, cfg.StopGrace)
 			}
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
+				endAwait()
 				continue
 			}
 			switch ev.Kind {
@@ -397,16 +413,30 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				if ev.Gen == gen && !stopping {
 					out.failure = ev.Reason
 					out.rerun = ev.Rerun
+					abortGen, abortRank = ev.Gen, ev.Rank
 					if ev.Exiting {
 						spare = ev.Rank
 					}
-					if w := l.worker(workers, ev.Rank); ev.Rerun && w != nil && !w.exited {
+					w := l.worker(workers, ev.Rank)
+					if ev.Rerun && w != nil && !w.exited {
 						blamed, blameTimer = ev.Rank, time.After(exitGrace)
+					}
+					if ev.Rerun && !ev.Exiting && ev.Rank >= 0 && w == nil && cfg.NNodes > 1 {
+						awaiting, awaitTimer = true, time.After(remoteExitGrace)
 					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
 				}
+			case dist.EventExit:
+				if ev.Gen == abortGen && ev.Rank == abortRank && l.worker(workers, ev.Rank) == nil {
+					if ev.Reason != "" && out.fatal == "" {
+						out.failure, out.rerun = ev.Reason, ev.Rerun
+						l.log.Error("the rank the store named has exited", "rank", ev.Rank, "failure", ev.Reason)
+					}
+					endAwait()
+				}
 			case dist.EventFatal, dist.EventLost:
+				endAwait() // the job is over: what its end says is what to say
 				if out.fatal == "" {
 					out.fatal = ev.Reason
 					l.log.Error("the job is over", "reason", ev.Reason)
@@ -414,12 +444,15 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				}
 			}
 		case sig := <-l.cfg.Signals:
+			endAwait()
 			l.interrupt(&out, sig.(syscall.Signal), stop)
 		case <-ctxDone:
 			ctxDone = nil
+			endAwait()
 			l.interrupt(&out, syscall.SIGTERM, stop)
 		case <-stopCh:
 			stopCh = nil
+			endAwait()
 			l.log.Warn("stopping: the launcher that started this one went away")
 			out.interrupted = true
 			// An interrupt of the job (the hostfile launcher closes its ssh sessions
@@ -434,7 +467,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			if w := l.worker(workers, blamed); w != nil && !w.exited && !sentKill {
 				signal(w, syscall.SIGTERM)
 			}
+			l.reportExit(abortGen, blamed, "", true) // the store's word stands
 			blamed = -1
+		case <-awaitTimer:
+			l.log.Warn("no word from the launcher of the rank the store named on how it ended; the store's word stands", "rank", abortRank, "node", abortRank/cfg.NProcPerNode)
+			endAwait()
 		case <-killTimer:
 			l.log.Warn("ranks still running after the grace period; killing them")
 			stop(syscall.SIGKILL, 0)
@@ -448,6 +485,37 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 // own crash from a hang or a kill: longer than its output takes to end
 // (pipeDrainWait) once it has exited.
 var exitGrace = pipeDrainWait + time.Second
+
+// remoteExitGrace is how long a launcher waits, after the store blamed a rank of
+// another node for a failure a restart can cure, for that node's launcher's word on
+// how the rank ended (it waits up to exitGrace for the rank's exit, then reports):
+// past it (that launcher is gone too), the store's word stands.
+var remoteExitGrace = exitGrace + 2*time.Second
+
+// reportExit tells the other nodes' launchers, through the store, how a rank of this
+// node ended in generation gen (reason "": it had not exited within exitGrace; the
+// store's word stands). Only with several nodes: a single node's launcher saw it.
+func (l *launcher) reportExit(gen, rank int, reason string, rerun bool) {
+	if l.cfg.NNodes < 2 || gen < 0 {
+		return
+	}
+	switch {
+	case l.srv != nil:
+		l.srv.ReportExit(gen, rank, reason, rerun)
+	case l.agent != nil:
+		l.agent.ReportExit(gen, rank, reason, rerun)
+	}
+}
+
+// describeExit is describeExit naming this node with several ("rank 3 on node 1
+// exited ..."), where the other nodes' launchers say it too.
+func (l *launcher) describeExit(ex exit) string {
+	where := ""
+	if l.cfg.NNodes > 1 {
+		where = fmt.Sprintf(" on node %d", l.cfg.NodeRank)
+	}
+	return describeExit(ex, where)
+}
 
 // worker is this node's worker of rank, or nil.
 func (l *launcher) worker(workers []*worker, rank int) *worker {
@@ -494,23 +562,24 @@ func interruptedExit(err error) bool {
 	return errors.As(err, &ee) && ee.ExitCode() == dist.ExitInterrupted
 }
 
-func describeExit(ex exit) string {
+// describeExit says how a rank ended; where follows its rank (" on node 1").
+func describeExit(ex exit, where string) string {
 	var msg string
 	var ee *exec.ExitError
 	killed := false
 	if errors.As(ex.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			killed = true
-			msg = fmt.Sprintf("rank %d was killed by signal %d (%s)", ex.rank, ws.Signal(), ws.Signal())
+			msg = fmt.Sprintf("rank %d%s was killed by signal %d (%s)", ex.rank, where, ws.Signal(), ws.Signal())
 			if ws.Signal() == syscall.SIGKILL {
 				// Not this launcher's (describeExit is for a rank that failed first).
 				msg += " from outside the launcher: the kernel's OOM killer does this when memory runs out (see `dmesg | grep -i oom`; lower the batch size or the ranks per node), or a user or scheduler killed it"
 			}
 		} else {
-			msg = fmt.Sprintf("rank %d exited with status %d", ex.rank, ee.ExitCode())
+			msg = fmt.Sprintf("rank %d%s exited with status %d", ex.rank, where, ee.ExitCode())
 		}
 	} else {
-		msg = fmt.Sprintf("rank %d: %v", ex.rank, ex.err)
+		msg = fmt.Sprintf("rank %d%s: %v", ex.rank, where, ex.err)
 	}
 	switch {
 	case ex.last == "":

@@ -1,0 +1,127 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gptkit/train/dist"
+)
+
+// rerunHint is the next step a failure a restart can cure ends with.
+const rerunHint = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+
+// runTwoNodes runs two node launchers of nproc ranks each on 127.0.0.1 (node 0
+// hosting the store), their ranks in mode, and returns each launcher's outcome and
+// stderr.
+func runTwoNodes(t *testing.T, mode string, nproc int) ([2]error, [2]*syncBuffer) {
+	t.Helper()
+	port := freePort(t)
+	var errs [2]error
+	var stderrs [2]*syncBuffer
+	done := make(chan int, 2)
+	for node := range 2 {
+		cfg, _, stderr := testConfig(t, mode, nproc)
+		cfg.NNodes, cfg.NodeRank, cfg.MasterAddr, cfg.MasterPort, cfg.Token = 2, node, "127.0.0.1", port, "two-nodes"
+		cfg.Timeout = time.Minute
+		stderrs[node] = stderr
+		go func() {
+			errs[node] = Run(context.Background(), cfg)
+			done <- node
+		}()
+	}
+	for range 2 {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("the launchers did not end:\nnode 0:\n%s\nnode 1:\n%s", stderrs[0], stderrs[1])
+		}
+	}
+	return errs, stderrs
+}
+
+// TestRemoteCrashedRankNoRerun: a rank on node 1 that crashes on its own (a Go panic,
+// which the store sees as "rank 1 disconnected", a failure a restart can cure) is
+// named as such by both launchers, node 0's (which the user watches, and whose
+// status a scheduler sees) included, with no rerun hint: node 1's launcher, which saw
+// the rank's exit, tells the store (dist.EventExit). Node 0's named the store's
+// "disconnected" and "rerun the same command". A rank killed from outside keeps the
+// hint on both. The same for a rank on node 0, whose launcher hosts the store.
+func TestRemoteCrashedRankNoRerun(t *testing.T) {
+	defer func(d, r time.Duration) { exitGrace, remoteExitGrace = d, r }(exitGrace, remoteExitGrace)
+	exitGrace = pipeDrainWait + 5*time.Second // its exit comes after pipeDrainWait: room for a slow machine
+	remoteExitGrace = exitGrace + 5*time.Second
+
+	errs, stderrs := runTwoNodes(t, "distpanic1", 1)
+	for node, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 1 on node 1 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+			t.Errorf("panic, node %d: %v, want rank 1's panic on node 1 and no rerun hint\n%s", node, err, stderrs[node])
+		}
+	}
+	// Node 0 says it as its own failure, from node 1's word on the exit, not as
+	// node 1's giving up ("node 1: ..."), which comes only once node 1's ranks
+	// have all stopped.
+	if err := errs[0]; err != nil && !strings.HasPrefix(err.Error(), "launch: rank 1 on node 1 exited") {
+		t.Errorf("panic, node 0: %v, want its own line for rank 1's exit", err)
+	}
+
+	errs, stderrs = runTwoNodes(t, "distkill1", 1)
+	for node, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 1 on node 1 was killed by signal 9 (killed) from outside the launcher") || !strings.HasSuffix(err.Error(), rerunHint) {
+			t.Errorf("kill, node %d: %v, want rank 1's kill on node 1 and %q\n%s", node, err, rerunHint, stderrs[node])
+		}
+	}
+
+	// Rank 1 on node 0, whose launcher hosts the store: node 1's hears of it too.
+	errs, stderrs = runTwoNodes(t, "distpanic1", 2)
+	for node, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 1 on node 0 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+			t.Errorf("panic on node 0, node %d: %v, want rank 1's panic on node 0 and no rerun hint\n%s", node, err, stderrs[node])
+		}
+	}
+}
+
+// TestRemoteExitWordBounded: node 0's launcher waits for the word of a blamed rank's
+// launcher for remoteExitGrace at most: with that launcher gone too (here rank 1 runs
+// with no launcher and is SIGKILLed), the store's "disconnected" stands, with the
+// rerun hint, once the wait is over.
+func TestRemoteExitWordBounded(t *testing.T) {
+	defer func(r time.Duration) { remoteExitGrace = r }(remoteExitGrace)
+	remoteExitGrace = 2 * time.Second
+	cfg, _, stderr := testConfig(t, "dist", 1)
+	cfg.NNodes, cfg.MasterAddr, cfg.Token, cfg.Timeout = 2, "127.0.0.1", "two-nodes", time.Minute
+	rank1 := exec.Command(os.Args[0], "-test.run=^$")
+	rank1.Env = append(os.Environ(), workerEnv+"=dist", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
+		"GROUP_RANK=1", "GROUP_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(cfg.MasterPort),
+		dist.EnvToken+"="+cfg.Token, dist.EnvLauncherStore+"=1")
+	var rank1Err syncBuffer
+	rank1.Stderr = &rank1Err
+	if err := rank1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { rank1.Process.Kill(); rank1.Wait() }()
+	killed := make(chan time.Time, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); !strings.Contains(rank1Err.String(), "rank joined") && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		killed <- time.Now()
+		rank1.Process.Signal(syscall.SIGKILL)
+	}()
+	err := Run(context.Background(), cfg)
+	took := time.Since(<-killed)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 disconnected from the store") || !strings.HasSuffix(err.Error(), rerunHint) {
+		t.Errorf("%v, want the store's word and %q\n%s", err, rerunHint, stderr)
+	}
+	if !strings.Contains(stderr.String(), "no word from the launcher of the rank the store named") {
+		t.Errorf("no word of the wait's end:\n%s", stderr)
+	}
+	if took < remoteExitGrace || took > remoteExitGrace+5*time.Second {
+		t.Errorf("Run ended %s after the kill, want about remoteExitGrace (%s)", took, remoteExitGrace)
+	}
+}
