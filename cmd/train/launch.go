@@ -172,9 +172,9 @@ func launcherMasterAddr(d *distFlags) string {
 // runLauncher implements --nproc-per-node: this process starts the node's ranks.
 func runLauncher(ctx context.Context, d *distFlags, cfg *train.Config, fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if n := d.nprocPerNode * cfg.Threads; cfg.Threads > 0 && n > runtime.NumCPU() && cfg.Device != "cuda" && cfg.Device != "cuda-sim" {
+	if msg := oversubscribed(cfg.Device, cfg.Threads, d.nprocPerNode, runtime.NumCPU()); msg != "" {
 		// (torchrun warns too, and sets OMP_NUM_THREADS=1.)
-		log.Warn(fmt.Sprintf("--threads %d for each of %d ranks: %d threads on %d CPUs, which slow each other down; leave --threads unset to divide the CPUs among the ranks", cfg.Threads, d.nprocPerNode, n, runtime.NumCPU()))
+		log.Warn(msg)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -217,6 +217,33 @@ func runLauncher(ctx context.Context, d *distFlags, cfg *train.Config, fs *flag.
 	}
 	return cli.ExitOK
 }
+
+// oversubscribed is the warning for --threads threads for each of nproc ranks beyond
+// the node's cpus, where the ranks train on the CPU ("" none): --device cpu, or auto
+// where the ranks find no GPU (openRankBackend's fallback). Ranks on GPUs (cuda,
+// cuda-sim, auto with a GPU) run few threads of their own, and ref one: no warning
+// (auto with a GPU was warned about as if on the CPU).
+func oversubscribed(device string, threads, nproc, cpus int) string {
+	n := nproc * threads
+	if threads <= 0 || n <= cpus {
+		return ""
+	}
+	switch device {
+	case "cpu":
+	case "auto":
+		if _, err := gpuCount(); err == nil {
+			return "" // the ranks take the GPUs
+		}
+	default:
+		return ""
+	}
+	return fmt.Sprintf("--threads %d for each of %d ranks: %d threads on %d CPUs, which slow each other down; leave --threads unset to divide the CPUs among the ranks", threads, nproc, n, cpus)
+}
+
+// gpuCount is the number of GPUs the ranks of --device auto see (they see what this
+// process does: the same environment, CUDA_VISIBLE_DEVICES included), or why none
+// (a variable for the tests).
+var gpuCount = func() (int, error) { return cuda.DeviceCount(cuda.Options{}) }
 
 // surviveBrokenPipe keeps a launcher or a training process alive when its stdout or
 // stderr is a pipe whose reader is gone: "train ... 2>&1 | tee log" and Ctrl-C, which

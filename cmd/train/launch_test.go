@@ -18,6 +18,7 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/internal/freeport"
+	"gptkit/kernels/cuda"
 	"gptkit/train"
 )
 
@@ -477,5 +478,52 @@ func TestLauncherWarnsOversubscribed(t *testing.T) {
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	if got, _ := cmd.CombinedOutput(); strings.Contains(string(got), "slow each other down") {
 		t.Errorf("a warning within the CPUs: %s", got)
+	}
+	// --device auto (the default): on the CPU where the ranks find no GPU (here no
+	// driver), so the warning; with a GPU none (TestOversubscribedDevices).
+	cmd = exec.Command(os.Args[0], "--data", filepath.Join(t.TempDir(), "missing"), "--out", filepath.Join(t.TempDir(), "run"),
+		"--threads", fmt.Sprint(threads), "--nproc-per-node", "2", "--master-port", freePort(t))
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	got, _ = cmd.CombinedOutput()
+	if _, err := cuda.DeviceCount(cuda.Options{}); err == nil {
+		if strings.Contains(string(got), "slow each other down") {
+			t.Errorf("--device auto with a GPU: a warning: %s", got)
+		}
+	} else if !strings.Contains(string(got), want) {
+		t.Errorf("--device auto without a GPU (%v): no warning %q: %s", err, want, got)
+	}
+}
+
+// TestOversubscribedDevices: the warning on --threads × ranks beyond the CPUs is for
+// ranks that train on the CPU: --device cpu, and auto where they find no GPU; not
+// cuda, cuda-sim or ref, nor auto where they take the GPUs (it warned there, though
+// the ranks ran on the GPUs).
+func TestOversubscribedDevices(t *testing.T) {
+	defer func(f func() (int, error)) { gpuCount = f }(gpuCount)
+	noGPU := func() (int, error) { return 0, cuda.ErrNoDriver }
+	twoGPUs := func() (int, error) { return 2, nil }
+	for _, tc := range []struct {
+		device string
+		gpus   bool
+		warns  bool
+	}{
+		{"cpu", true, true},
+		{"auto", false, true},
+		{"auto", true, false},
+		{"cuda", false, false},
+		{"cuda-sim", false, false},
+		{"ref", false, false},
+	} {
+		gpuCount = noGPU
+		if tc.gpus {
+			gpuCount = twoGPUs
+		}
+		got := oversubscribed(tc.device, 4, 2, 4)
+		if (got != "") != tc.warns || tc.warns && !strings.Contains(got, "--threads 4 for each of 2 ranks: 8 threads on 4 CPUs") {
+			t.Errorf("--device %s (GPUs: %t): %q, want a warning: %t", tc.device, tc.gpus, got, tc.warns)
+		}
+		if got := oversubscribed(tc.device, 2, 2, 4); got != "" {
+			t.Errorf("--device %s within the CPUs: %q", tc.device, got)
+		}
 	}
 }
