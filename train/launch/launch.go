@@ -371,9 +371,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			}
 			if ex.rank == blamed {
 				blamed, blameTimer = -1, nil
-				if ex.err != nil && !sentKill && !interruptedExit(ex.err) {
+				if ex.err != nil && !sentKill && !interruptedExit(ex.err) && !failedExit(ex.err) {
 					// Its own end, which the store saw as a disconnection: a panic
-					// (no rerun cures it), or a kill from outside (out.killed).
+					// (no rerun cures it), or a kill from outside (out.killed). Not
+					// an exit on an error (failedExit): the group's failure, read
+					// once it resumed or lost the store, of a rank hung or cut off.
 					out.failure, out.rerun = l.describeExit(ex), false
 					l.log.Error("the rank the store named has exited", "rank", ex.rank, "failure", out.failure)
 					l.reportExit(abortGen, ex.rank, out.failure, killedBySignal(ex.err, syscall.SIGKILL))
@@ -590,6 +592,15 @@ func describeExit(ex exit, where string) string {
 		msg += ": " + ex.last // its own last words, e.g. "train: ..."
 	}
 	return msg
+}
+
+// failedExit reports whether a rank exited with status 1, a failure it returned: a
+// rank's own error goes to the store first (an abort naming it as exiting, never
+// blamed); after a blame, one that exits so read the group's failure (it resumed
+// after a hang, or lost the store), which a restart can cure. (A Go panic exits 2.)
+func failedExit(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 1
 }
 
 // killedBySignal reports whether a rank's Wait error is its death by signal sig.

@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "distkill1" || mode == "distpanic1" {
 		os.Exit(distKillRank(mode == "distpanic1"))
 	}
-	if mode := os.Getenv(workerEnv); mode == "diststop1" {
-		os.Exit(distStopRank())
+	if mode := os.Getenv(workerEnv); mode == "diststop1" || mode == "diststopresume1" {
+		os.Exit(distStopRank(mode == "diststopresume1"))
 	}
 	if mode := os.Getenv(workerEnv); mode != "" {
 		os.Exit(fakeRank(mode))
@@ -245,8 +245,10 @@ func distKillRank(panics bool) int {
 }
 
 // distStopRank joins the group; rank 1 then stops itself (SIGSTOP), as a hung rank
-// falls silent: the store fails the group on its missing heartbeats.
-func distStopRank() int {
+// falls silent: the store fails the group on its missing heartbeats. With resumes, a
+// child continues it a second after the heartbeat timeout: it reads the group's
+// failure and exits with status 1, as a train rank does.
+func distStopRank(resumes bool) int {
 	place, _, err := dist.Detect(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -259,6 +261,9 @@ func distStopRank() int {
 		return 1
 	}
 	if place.Rank == 1 {
+		if resumes {
+			exec.Command("sh", "-c", fmt.Sprintf("sleep %g; kill -CONT %d", (pauseHeartbeat+time.Second).Seconds(), os.Getpid())).Start()
+		}
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 	select {
@@ -324,6 +329,19 @@ func TestCrashedRankNoRerun(t *testing.T) {
 func TestHungRankNextStep(t *testing.T) {
 	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
 	cfg, _, stderr := testConfig(t, "diststop1", 2)
+	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 200*time.Millisecond, pauseHeartbeat
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 sent no heartbeat") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("%v, want rank 1's missing heartbeats and %q\n%s", err, next, stderr)
+	}
+}
+
+// TestHungRankResumesNextStep: a rank the store blamed for its missing heartbeats
+// that resumes within exitGrace and exits on the group's failure it then reads
+// (status 1) keeps the rerun hint: its exit is no crash of its own.
+func TestHungRankResumesNextStep(t *testing.T) {
+	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+	cfg, _, stderr := testConfig(t, "diststopresume1", 2)
 	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 200*time.Millisecond, pauseHeartbeat
 	err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "rank 1 sent no heartbeat") || !strings.HasSuffix(err.Error(), next) {
