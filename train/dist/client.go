@@ -344,31 +344,55 @@ func DialAgent(ctx context.Context, addr string, o AgentOptions) (*Agent, error)
 	sc.startHeartbeats(o.HeartbeatInterval, o.HeartbeatTimeout, nil)
 	a := &Agent{sc: sc, events: make(chan Event, 256)}
 	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer close(a.events)
-		for {
+	go a.relay()
+	return a, nil
+}
+
+// relay turns the store's messages into Events until the store is lost (EventLost,
+// last) or the agent closes.
+func (a *Agent) relay() {
+	defer a.wg.Done()
+	defer close(a.events)
+	sc := a.sc
+	deliver := func(m message) bool {
+		if ev, ok := eventOf(m); ok {
 			select {
-			case m := <-sc.events:
-				if ev, ok := eventOf(m); ok {
-					select {
-					case a.events <- ev:
-					case <-sc.done:
-						return
-					}
-				}
-			case <-sc.lost:
-				select {
-				case a.events <- Event{Kind: EventLost, Rank: -1, Reason: sc.lostErr.Error()}:
-				case <-sc.done:
-				}
-				return
+			case a.events <- ev:
 			case <-sc.done:
-				return
+				return false
 			}
 		}
-	}()
-	return a, nil
+		return true
+	}
+	for {
+		select {
+		case m := <-sc.events:
+			if !deliver(m) {
+				return
+			}
+		case <-sc.lost:
+			// What the store said before it went comes first (a select picks
+			// among ready cases at random): its fatal, sent as it gave up and
+			// closed, says why the job ended; "lost the store" does not.
+			for drained := false; !drained; {
+				select {
+				case m := <-sc.events:
+					if !deliver(m) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+			select {
+			case a.events <- Event{Kind: EventLost, Rank: -1, Reason: sc.lostErr.Error()}:
+			case <-sc.done:
+			}
+			return
+		case <-sc.done:
+			return
+		}
+	}
 }
 
 func (o *AgentOptions) defaults() {

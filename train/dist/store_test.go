@@ -702,3 +702,27 @@ func TestStoreExitWord(t *testing.T) {
 		t.Errorf("abort %+v, want generation 1 failed with rank 0's word, no rerun", ev)
 	}
 }
+
+// TestAgentFatalBeforeLost: a store that gives up and closes (node 0's launcher
+// ending the job) sends its fatal before the connection ends; the agent hands on
+// that fatal first, then EventLost. Its relay picked at random between the queued
+// fatal and the lost connection, and a launcher of node 1 whose own rank had
+// panicked ended with "lost the rendezvous store ... it died" instead.
+func TestAgentFatalBeforeLost(t *testing.T) {
+	for i := range 20 {
+		sc := &storeClient{events: make(chan message, 256), lost: make(chan struct{}), done: make(chan struct{})}
+		sc.events <- message{Type: msgFatal, Reason: "node 0: rank 3 on node 1 exited with status 2: panic: boom"}
+		sc.lostErr = errors.New("lost the rendezvous store at 127.0.0.1:1 (the launcher of node 0: it died, or its host went away): connection closed")
+		close(sc.lost)
+		a := &Agent{sc: sc, events: make(chan Event, 256)}
+		a.wg.Add(1)
+		go a.relay()
+		var kinds []EventKind
+		for ev := range a.events {
+			kinds = append(kinds, ev.Kind)
+		}
+		if len(kinds) != 2 || kinds[0] != EventFatal || kinds[1] != EventLost {
+			t.Fatalf("try %d: events %v, want [fatal lost]", i, kinds)
+		}
+	}
+}
