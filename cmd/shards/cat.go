@@ -155,14 +155,14 @@ func catTokenizer(ctx context.Context, tf *tokenizerFlags, t target, info *shard
 	if info == nil {
 		return nil, fmt.Errorf("a bare shard does not say which tokenizer made it\n---> HINT: pass --tokenizer SPEC")
 	}
-	dir, _, cleanup, err := cli.TokenizerBeside(ctx, t.store, open, newLogger(stderr))
+	dir, from, cleanup, err := cli.TokenizerBeside(ctx, t.store, open, newLogger(stderr))
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
 	tok, err := spec.ForDataset(ctx, dir, info.Name, info.Fingerprint, tf.options(stderr))
 	if err != nil {
-		return nil, fmt.Errorf("%w\n---> HINT: pass --tokenizer SPEC: the tokenizer the dataset was made with", err)
+		return nil, fmt.Errorf("%w\n---> HINT: pass --tokenizer SPEC: the tokenizer the dataset was made with", cli.NamedBeside(err, dir, from))
 	}
 	return tok, nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,5 +235,34 @@ func TestCatDecodeUnreadableTokenizerFile(t *testing.T) {
 				t.Errorf("stderr %q, want one warning naming chars.json and %s", stderr.String(), dir)
 			}
 		})
+	}
+}
+
+// TestCatDecodeRemoteTokenizerFileNamed: a tokenizer file beside a remote dataset that
+// is not the manifest's tokenizer is named where it is (the store's location) in the
+// error of cat --decode and the warning of convert --to nanogpt; both named the
+// temporary copy it was fetched into (/tmp/gptkit-tokenizer-N/chars.json), gone once
+// the command ended.
+func TestCatDecodeRemoteTokenizerFileNamed(t *testing.T) {
+	ctx := context.Background()
+	char := tokenize.NewNeoXChar()
+	dir := t.TempDir()
+	info := tokenizerInfo(char)
+	info.Name = "mychars" // no built-in of that name: the file beside the data alone
+	writeDataset(t, dir, info, [][]int{char.Encode("hi")})
+	os.WriteFile(filepath.Join(dir, "chars.json"), []byte(`{"type": "char", "chars": ["x", "y"]}`), 0o644)
+	st := unreadableStore{openStore(t, dir), "", nil, nil}
+	want := filepath.Join(dir, "chars.json")
+
+	_, err := catTokenizer(ctx, &tokenizerFlags{}, target{store: st}, &info, nil, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "gptkit-tokenizer-") || !strings.Contains(err.Error(), want) {
+		t.Errorf("catTokenizer: %v, want an error naming %s", err, want)
+	}
+	var log strings.Builder
+	if _, err := nanoGPTMeta(ctx, st, info, nil, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "gptkit-tokenizer-") || !strings.Contains(log.String(), want) {
+		t.Errorf("nanoGPTMeta warned %q, want it to name %s", log.String(), want)
 	}
 }

@@ -24,7 +24,7 @@ const nanoGPTMetaName = "meta.pkl"
 // shakespeare_char/prepare.py writes it; GPT-2's vocabulary needs none; any other gets a
 // warning, as does a tokenizer that cannot be found offline.
 func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInfo, open func(context.Context, string) (storage.Store, error), log *slog.Logger) ([]byte, error) {
-	dir, _, cleanup, err := cli.TokenizerBeside(ctx, st, open, log)
+	dir, from, cleanup, err := cli.TokenizerBeside(ctx, st, open, log)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func nanoGPTMeta(ctx context.Context, st storage.Store, info shards.TokenizerInf
 	tok, err := spec.ForDataset(ctx, dir, info.Name, info.Fingerprint, spec.Options{})
 	if err != nil {
 		log.Warn("no meta.pkl written: the dataset's tokenizer was not found offline; nanoGPT will assume GPT-2's vocabulary (vocab_size 50304, GPT-2's encoding in sample.py)",
-			"tokenizer", info.Name, "error", err)
+			"tokenizer", info.Name, "error", cli.NamedBeside(err, dir, from))
 		return nil, nil
 	}
 	if tok.Kind() == tokenize.KindChar {

@@ -251,6 +251,17 @@ func tokenizerBeside(ctx context.Context, st storage.Store, loc string, open fun
 	return dir, parent, cleanup, err
 }
 
+// NamedBeside is err with dir, the temporary copy of the tokenizer files that
+// FetchTokenizerBeside or TokenizerBeside made, replaced by from, where the files are
+// (an s3:// location): a message that names the copy names a path that is gone once
+// the command ends. err as it is when the files were read in place (dir is from).
+func NamedBeside(err error, dir, from string) error {
+	if err == nil || dir == "" || from == "" || dir == from || !strings.Contains(err.Error(), dir) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), dir, strings.TrimSuffix(from, "/")))
+}
+
 // hasDatasetFiles reports whether the local directory dir holds one of spec.DatasetFiles.
 func hasDatasetFiles(dir string) bool {
 	for _, name := range spec.DatasetFiles {
