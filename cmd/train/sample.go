@@ -235,7 +235,7 @@ func agreeingTokenizer(ctx context.Context, all []besideData, want shards.Tokeni
 		if fi, err := os.Stat(b.dir); err != nil || !fi.IsDir() {
 			continue // ForDataset says so, if it is the one
 		}
-		tok, path, err := spec.Beside(ctx, b.dir)
+		tok, path, err := spec.Beside(ctx, b.dir, want.Fingerprint)
 		if err != nil {
 			return besideData{}, b.named(err)
 		}

@@ -29,37 +29,28 @@ func tiktokenFiles() []string {
 
 // ForDataset finds the tokenizer a dataset was made with, given what its manifest (or
 // a checkpoint) records: the tokenizer's name and fingerprint. It tries, in order, the
-// tokenizer files stored beside the data in the local directory dir ("" for none), then
-// the tokenizer known by that name (LoadName: never a file or directory of that name in
-// the working directory; embedded: no network unless opt asks for a download), and returns the first whose fingerprint is fingerprint. The error says
-// what each candidate was.
+// tokenizer files stored beside the data in the local directory dir ("" for none), each
+// by itself (besideFiles: a tokenizer.json, vocab.json with merges.txt, chars.json, each
+// .tiktoken rank file; a user's own file kept there, such as another tokenizer.json in
+// the directory --tokenizer named, or a copy of a built-in rank file, may lie beside
+// the one stored), then the tokenizer known by that name (LoadName: never a file or
+// directory of that name in the working directory; embedded: no network unless opt
+// asks for a download), and returns the first whose fingerprint is fingerprint. The
+// error says what each candidate was.
 func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options) (*tokenize.Tokenizer, error) {
 	var tried []string
 	if dir != "" {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			triedDir := false
-			for _, file := range DatasetFiles {
-				if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
-					continue
-				}
-				path := dir // Load's choice among the files it finds in a directory
-				if strings.HasSuffix(file, tiktokenExt) {
-					path = filepath.Join(dir, file)
-				} else if triedDir {
-					continue
-				} else {
-					triedDir = true
-				}
+			for _, path := range besideFiles(dir) {
 				tok, err := Load(ctx, path, Options{})
 				if err != nil {
-					return nil, fmt.Errorf("spec: the tokenizer beside the data: %w", err)
+					tried = append(tried, fmt.Sprintf("the tokenizer beside the data: %v", err))
+					continue
 				}
 				if tok.Fingerprint() == fingerprint {
 					return tok, nil
 				}
-				// A rank file of another encoding (a user's copy of a built-in one,
-				// which is never stored) may lie beside the one stored: each is tried.
-				tried = append(tried, fmt.Sprintf("%s has fingerprint %s", filepath.Join(dir, file), shortFingerprint(tok.Fingerprint())))
+				tried = append(tried, fmt.Sprintf("%s has fingerprint %s", path, shortFingerprint(tok.Fingerprint())))
 			}
 		} else {
 			tried = append(tried, fmt.Sprintf("the dataset directory %s is not there", dir))
@@ -80,6 +71,25 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 	return nil, fmt.Errorf("spec: no tokenizer with the fingerprint %s of %s: %s", shortFingerprint(fingerprint), name, strings.Join(tried, "; "))
 }
 
+// besideFiles are the tokenizer files (DatasetFiles) in the local directory dir, in
+// their order, each a path Load reads as one tokenizer: vocab.json stands for the pair
+// with merges.txt (merges.txt is named alone only without a vocab.json, which Load
+// then reports missing).
+func besideFiles(dir string) []string {
+	has := func(file string) bool {
+		fi, err := os.Stat(filepath.Join(dir, file))
+		return err == nil && !fi.IsDir()
+	}
+	var paths []string
+	for _, file := range DatasetFiles {
+		if !has(file) || (file == mergesFile && has(vocabFile)) {
+			continue
+		}
+		paths = append(paths, filepath.Join(dir, file))
+	}
+	return paths
+}
+
 // shortFingerprint is the first 12 hex digits of a fingerprint, as messages show it.
 func shortFingerprint(fp string) string {
 	if len(fp) > 12 {
@@ -89,24 +99,28 @@ func shortFingerprint(fp string) string {
 }
 
 // Beside loads the tokenizer stored beside the data in the local directory dir, as
-// ForDataset tries it first (ForDataset goes on to any other .tiktoken rank file): the
-// first of DatasetFiles there (a tokenizer.json, vocab.json
-// with merges.txt, or chars.json as Load reads dir; a .tiktoken rank file by itself).
-// path is that file; tok is nil when dir holds none.
-func Beside(ctx context.Context, dir string) (tok *tokenize.Tokenizer, path string, err error) {
-	for _, file := range DatasetFiles {
-		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+// ForDataset finds it there: the first of besideFiles whose fingerprint is
+// fingerprint, else the first there that loads (a user's own file may lie beside the
+// one stored). path is that file; tok is nil when dir holds none.
+func Beside(ctx context.Context, dir, fingerprint string) (tok *tokenize.Tokenizer, path string, err error) {
+	var loadErr error // the first file's that did not load: the error when none did
+	for _, p := range besideFiles(dir) {
+		t, err := Load(ctx, p, Options{})
+		if err != nil {
+			if loadErr == nil {
+				loadErr = fmt.Errorf("spec: the tokenizer beside the data: %w", err)
+			}
 			continue
 		}
-		load := dir // Load's choice among the files it finds in a directory
-		if strings.HasSuffix(file, tiktokenExt) {
-			load = filepath.Join(dir, file)
+		if t.Fingerprint() == fingerprint {
+			return t, p, nil
 		}
-		tok, err := Load(ctx, load, Options{})
-		if err != nil {
-			return nil, "", fmt.Errorf("spec: the tokenizer beside the data: %w", err)
+		if tok == nil {
+			tok, path = t, p
 		}
-		return tok, filepath.Join(dir, file), nil
 	}
-	return nil, "", nil
+	if tok == nil && loadErr != nil {
+		return nil, "", loadErr
+	}
+	return tok, path, nil
 }

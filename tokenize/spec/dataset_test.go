@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/internal/testfiles"
 	"gptkit/tokenize"
 )
 
@@ -105,5 +106,36 @@ func TestForDatasetNameNotPath(t *testing.T) {
 	tok, err := ForDataset(ctx, "", "gpt2", gpt2.Fingerprint(), Options{})
 	if err != nil || tok.Fingerprint() != gpt2.Fingerprint() {
 		t.Fatalf("gpt2 by name beside a directory ./gpt2: %v", err)
+	}
+}
+
+// TestForDatasetEachFile: the tokenizer stored beside the data (chars.json) is found
+// beside a tokenizer.json of the user's (the directory --tokenizer DIR/chars.json
+// named, kept as the user's own), one that loads as another tokenizer or one that
+// does not load: ForDataset loaded the directory as Load does, which takes
+// tokenizer.json first, so chars.json was never tried ("no tokenizer with the
+// fingerprint ...: DIR/tokenizer.json has fingerprint ..."), and Beside (train sample
+// of a blend) took tokenizer.json for the data's.
+func TestForDatasetEachFile(t *testing.T) {
+	ctx := context.Background()
+	gpt2, err := os.ReadFile(testfiles.Path(t, "tokenizers/gpt2/tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range [][]byte{gpt2, []byte(`{"model": {"type": "WordPiece", "vocab": {}}}`)} {
+		dir := t.TempDir()
+		chars, err := Load(ctx, writeChars(t, dir, "hello world"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "tokenizer.json"), other, 0o644)
+		tok, err := ForDataset(ctx, dir, "mine", chars.Fingerprint(), Options{})
+		if err != nil || tok.Fingerprint() != chars.Fingerprint() {
+			t.Errorf("chars.json beside a tokenizer.json (%.30s...): %v", other, err)
+		}
+		tok, path, err := Beside(ctx, dir, chars.Fingerprint())
+		if err != nil || tok == nil || tok.Fingerprint() != chars.Fingerprint() || filepath.Base(path) != "chars.json" {
+			t.Errorf("Beside: %s, %v (want chars.json)", path, err)
+		}
 	}
 }
