@@ -148,9 +148,10 @@ func isSource(st storage.Store, key, specString string) bool {
 	if !fi.IsDir() {
 		dir = filepath.Dir(specString)
 	}
-	a, err1 := filepath.Abs(filepath.Dir(path))
-	b, err2 := filepath.Abs(dir)
-	return err1 == nil && err2 == nil && a == b
+	// The same directory however it is named (a symbolic link, a relative path).
+	a, err1 := os.Stat(filepath.Dir(path))
+	b, err2 := os.Stat(dir)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // builtinCopy reports whether key of st is a .tiktoken rank file with the fingerprint

@@ -243,3 +243,34 @@ func TestStoreTokenizerBesideKeepsUsersFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreTokenizerBesideSourceThroughLink: --tokenizer LINK/chars.json, LINK a
+// symbolic link to the data's directory, which also holds a tokenizer.json of the
+// user's: that file was removed as an earlier dataset's, as the tokenizer's directory
+// was compared by name; now it is kept, as with --tokenizer DIR/chars.json.
+func TestStoreTokenizerBesideSourceThroughLink(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skip("no symbolic links:", err)
+	}
+	users := []byte(`{"type": "char", "chars": ["x", "y"]}`) // another tokenizer, as tokenizer.json
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), users, 0o644)
+	os.WriteFile(filepath.Join(dir, "chars.json"), []byte(`{"type": "char", "chars": ["a", "b", "c"]}`), 0o644)
+	given := filepath.Join(link, "chars.json")
+	tok, err := spec.Load(ctx, given, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StoreTokenizerBeside(ctx, st, given, tok); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err != nil || !bytes.Equal(got, users) {
+		t.Errorf("the user's tokenizer.json was removed or changed (%v)", err)
+	}
+}
