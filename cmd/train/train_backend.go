@@ -116,9 +116,20 @@ func backendFailed(ctx context.Context, c *cli.Command, stderr io.Writer, err er
 
 // logFallback says why --device auto runs on the CPU.
 func logFallback(log *slog.Logger, why error) {
-	// (The reason's own "use --device cpu" is what auto does: left out.)
-	reason := strings.TrimSuffix(strings.TrimSuffix(why.Error(), "; use --device cpu"), ", or use --device cpu")
-	log.Info("device auto: no usable GPU, running on the CPU", "reason", reason)
+	log.Info("device auto: no usable GPU, running on the CPU", "reason", fallbackReason(why))
+}
+
+// fallbackReason is why without its own advice to use --device cpu, which is
+// what auto does: kernels/cuda ends its reasons "; use --device cpu", ", or use
+// --device cpu" or, the commonest (no driver), " or use --device cpu".
+func fallbackReason(why error) string {
+	reason := why.Error()
+	for _, tail := range []string{"; use --device cpu", ", or use --device cpu", " or use --device cpu"} {
+		if r, ok := strings.CutSuffix(reason, tail); ok {
+			return r
+		}
+	}
+	return reason
 }
 
 // simOptions is cuda-sim's machine as the environment describes it.
