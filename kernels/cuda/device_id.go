@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -93,7 +94,25 @@ func DeviceCount(o Options) (int, error) {
 		return 0, fmt.Errorf("cuda: %w: %v", ErrNoDevice, err)
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("cuda: %w: the driver (%s) shows no GPU to this process (CUDA_VISIBLE_DEVICES?); use --device cpu", ErrNoDevice, drv.name())
+		return 0, fmt.Errorf("cuda: %w: the driver (%s) shows no GPU to this process%s; use --device cpu", ErrNoDevice, drv.name(), visibleNote(drv))
 	}
 	return n, nil
+}
+
+// visibleNote is, when CUDA_VISIBLE_DEVICES is set (on the simulator,
+// SimOptions.VisibleDevices), what to say of it where the driver shows no GPU:
+// its value, which hides every GPU it does not name (an empty one, an index past
+// the machine's, a UUID of another machine), and what to do. "" when unset.
+func visibleNote(d driverAPI) string {
+	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if sd, ok := d.(*simDriver); ok {
+		set = sd.opts.VisibleDevices != nil
+		if set {
+			v = *sd.opts.VisibleDevices
+		}
+	}
+	if !set {
+		return ""
+	}
+	return fmt.Sprintf(" (CUDA_VISIBLE_DEVICES=%q hides every GPU it does not name: unset it, or name GPUs by index or UUID, as nvidia-smi -L lists them)", v)
 }

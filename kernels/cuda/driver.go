@@ -158,7 +158,7 @@ func initDevice(d driverAPI, ordinal int) (Info, error) {
 	if err := d.init(); err != nil {
 		switch {
 		case errors.Is(err, Result(errNoDevice)):
-			return info, fmt.Errorf("cuda: %w: the driver (%s, CUDA %d.%d) sees no GPU; use --device cpu", ErrNoDevice, d.name(), ver/1000, ver%1000/10)
+			return info, fmt.Errorf("cuda: %w: the driver (%s, CUDA %d.%d) sees no GPU%s; use --device cpu", ErrNoDevice, d.name(), ver/1000, ver%1000/10, visibleNote(d))
 		case errors.Is(err, Result(errStubLibrary)):
 			return info, fmt.Errorf("cuda: %w: %s is the toolkit's stub, not a driver; install the NVIDIA driver or use --device cpu", ErrNoDriver, d.name())
 		case errors.Is(err, Result(803)): // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,26 @@ func TestNCCLInitHint(t *testing.T) {
 	sysErr := ncclCheck("ncclCommInitRank", 2)
 	if got := ncclInitHint(sysErr, "libnccl.so.2", 12040); got != sysErr {
 		t.Errorf("a system error got a hint: %v", got)
+	}
+}
+
+// TestNoGPUNamesVisibleDevices: a driver that shows no GPU while CUDA_VISIBLE_DEVICES
+// is set names its value and what to do (it said "sees no GPU", or "CUDA_VISIBLE_DEVICES?",
+// without the value that hid them); unset, the message does not blame it.
+func TestNoGPUNamesVisibleDevices(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "7")
+	_, err := initDevice(initFailDriver{code: 100}, 0)
+	if err == nil || !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), `CUDA_VISIBLE_DEVICES="7"`) || !strings.Contains(err.Error(), "nvidia-smi -L") {
+		t.Errorf("cuInit 100 with CUDA_VISIBLE_DEVICES=7: %v", err)
+	}
+	for _, v := range []string{"", "9", "GPU-ffff"} {
+		_, err := DeviceCount(Options{Sim: &SimOptions{GPUs: 4, VisibleDevices: &v}})
+		if err == nil || !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", v)) {
+			t.Errorf("cuda-sim with CUDA_VISIBLE_DEVICES=%q: %v", v, err)
+		}
+	}
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
+	if _, err := initDevice(initFailDriver{code: 100}, 0); err == nil || strings.Contains(err.Error(), "CUDA_VISIBLE_DEVICES") {
+		t.Errorf("cuInit 100, CUDA_VISIBLE_DEVICES unset: %v", err)
 	}
 }
