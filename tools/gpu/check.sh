@@ -148,6 +148,28 @@ run() {
 # skip NAME WHY: a stage that does not apply here.
 skip() { record "$1" skipped 0 "$2"; }
 
+# finish [WHY]: the final report (printed, then its head and stage table again) and the
+# logs into $out; exits with report.py's status (non-zero when a stage failed, timed out or
+# missed its tolerance). WHY, a check stopped early, is said first and again last.
+finish() {
+  [ -n "${1:-}" ] && echo "check.sh: $1" >&2
+  fact elapsed "$(elapsed)"
+  "${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS" --summary "$work/summary.md"
+  local status=$?
+  tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs facts.tsv stages.tsv \
+    $(cd "$work" && ls -d */metrics.jsonl 2>/dev/null) 2>/dev/null
+  echo
+  cat "$out/gpu-check.md"
+  echo
+  echo "== the report's head and stage table again (the end of a long output is what a device tool keeps)"
+  cat "$work/summary.md" 2>/dev/null
+  echo
+  echo "check.sh: report $out/gpu-check.md, logs $out/gpu-check-logs.tar.gz; $( [ $status = 0 ] && echo passed || echo FAILED ) in $(elapsed)s"
+  [ -n "${1:-}" ] && echo "check.sh: $1" >&2
+  rm -rf "$work"
+  exit $status
+}
+
 echo "== GPU check ($([ $dry = 1 ] && echo 'dry run: cuda-sim stands in for the GPU' || echo 'on the GPU')), budget ${budget}s, work in $work"
 fact date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 fact build "$(head -1 "$pkg/BUILD" 2>/dev/null)"
@@ -218,6 +240,12 @@ if [ $dry = 0 ]; then
   if [ -n "$missing" ]; then record libraries failed 0 "not found: $missing"; else record libraries ok 0 "libcuda, cuBLAS$(grep -q '^lib libnccl.so	/' "$work/facts.tsv" && echo ', NCCL')"; fi
 else
   record libraries ok 0 "dry run: looked for them ($(awk -F'\t' '$1 ~ /^lib / && $2 ~ /^\// { n++ } END { print n + 0 }' "$work/facts.tsv") of 4 found)"
+fi
+# No GPU here at all (nvidia-smi lists none and the driver's libcuda is nowhere): every
+# stage would fail, the CPU half of the loss curves taking minutes to do so; stop now,
+# saying what to run instead.
+if [ $dry = 0 ] && [ "$ngpu" = 0 ] && grep -q '^lib libcuda.so.1	not found' "$work/facts.tsv"; then
+  finish "no GPU here: nvidia-smi lists none and there is no libcuda.so.1 (the NVIDIA driver), so every stage would fail; on a machine without a GPU, make gpu-check-dry (check.sh --dry) runs the check with cuda-sim standing in for the GPU; on a GPU machine, install the NVIDIA driver (nvidia-smi must list the GPUs)"
 fi
 
 train=$pkg/bin/train
@@ -372,17 +400,4 @@ fi
 
 
 # --- the report
-fact elapsed "$(elapsed)"
-"${py:-python3}" "$root/tools/gpu/report.py" --work "$work" --out "$out/gpu-check.md" --steps "$STEPS" --summary "$work/summary.md"
-status=$?
-tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs facts.tsv stages.tsv \
-  $(cd "$work" && ls -d */metrics.jsonl 2>/dev/null) 2>/dev/null
-echo
-cat "$out/gpu-check.md"
-echo
-echo "== the report's head and stage table again (the end of a long output is what a device tool keeps)"
-cat "$work/summary.md" 2>/dev/null
-echo
-echo "check.sh: report $out/gpu-check.md, logs $out/gpu-check-logs.tar.gz; $( [ $status = 0 ] && echo passed || echo FAILED ) in $(elapsed)s"
-rm -rf "$work"
-exit $status
+finish
