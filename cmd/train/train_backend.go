@@ -114,9 +114,18 @@ func backendFailed(ctx context.Context, c *cli.Command, stderr io.Writer, err er
 	return cli.Fail(stderr, c.Prog+" "+c.Name, cli.Interrupted(ctx, err))
 }
 
-// logFallback says why --device auto runs on the CPU.
+// logFallback says why --device auto runs on the CPU: as information where the
+// machine has no NVIDIA driver or shows no GPU, as a warning where a GPU is there
+// but cannot be used (a driver too old, cuBLAS not found, the kernels not loading):
+// most likely a setup the user meant to train on the GPU with, at a hundredth of its
+// speed on the CPU.
 func logFallback(log *slog.Logger, why error) {
-	log.Info("device auto: no usable GPU, running on the CPU", "reason", fallbackReason(why))
+	if errors.Is(why, cuda.ErrNoDriver) || errors.Is(why, cuda.ErrNoDevice) {
+		log.Info("device auto: no usable GPU, running on the CPU", "reason", fallbackReason(why))
+		return
+	}
+	log.Warn("device auto: a GPU is here but cannot be used, running on the CPU (--device cuda fails instead; fix what the reason says to train on the GPU)",
+		"reason", fallbackReason(why))
 }
 
 // fallbackReason is why without its own advice to use --device cpu, which is

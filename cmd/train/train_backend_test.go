@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -25,6 +28,32 @@ func TestFallbackReason(t *testing.T) {
 		}
 		if got := fallbackReason(err); strings.Contains(got, "--device cpu") || !strings.HasPrefix(err.Error(), got) || got == "" {
 			t.Errorf("%s: reason %q (from %q)", name, got, err)
+		}
+	}
+}
+
+// TestFallbackWarnsWithAGPU: --device auto falling back to the CPU on a machine with a
+// GPU it cannot use (cuBLAS not on the library path, a driver too old) warns; it was
+// the same INFO line as on a machine without a GPU, so a GPU node whose LD_LIBRARY_PATH
+// lacked cuBLAS trained on the CPU with nothing but an information line to say so.
+func TestFallbackWarnsWithAGPU(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		warn bool
+	}{
+		{fmt.Errorf("cuda: %w: library not found: libcublas.so.13; install cuBLAS", cuda.ErrNoCUBLAS), true},
+		{fmt.Errorf("cuda: %w: the driver supports CUDA 11.4; update the NVIDIA driver", cuda.ErrDriverTooOld), true},
+		{fmt.Errorf("cuda: load module attention.ptx: CUDA_ERROR_INVALID_PTX"), true},
+		{fmt.Errorf("cuda: %w: cannot load the driver library; install the NVIDIA driver or use --device cpu", cuda.ErrNoDriver), false},
+		{fmt.Errorf("cuda: %w: the driver sees no GPU; use --device cpu", cuda.ErrNoDevice), false},
+	} {
+		var buf bytes.Buffer
+		logFallback(slog.New(slog.NewTextHandler(&buf, nil)), tc.err)
+		if got := strings.Contains(buf.String(), "level=WARN"); got != tc.warn {
+			t.Errorf("%v: warned %v, want %v: %s", tc.err, got, tc.warn, buf.String())
+		}
+		if !strings.Contains(buf.String(), "running on the CPU") {
+			t.Errorf("%v: %s", tc.err, buf.String())
 		}
 	}
 }
