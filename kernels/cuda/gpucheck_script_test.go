@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,5 +59,89 @@ func TestGPUCheckWithoutGPU(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "gpu-check.md")); err != nil {
 		t.Errorf("no report: %v", err)
+	}
+}
+
+// TestGPUCheckInterrupt: Ctrl-C (SIGINT) to tools/gpu/check.sh stops the stage under
+// way and the CPU half running beside it, and ends the check with its report, saying it
+// was interrupted. Each stage's timeout has a process group of its own, which the
+// terminal's Ctrl-C does not reach, and bash runs a trap only once a foreground command
+// ends: the check went on, stage after stage, and the CPU run outlived it.
+func TestGPUCheckInterrupt(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if _, err := exec.LookPath("timeout"); err != nil {
+		t.Skip("no timeout")
+	}
+	dir := t.TempDir()
+	pkg, out := filepath.Join(dir, "pkg"), filepath.Join(dir, "out")
+	if err := os.MkdirAll(filepath.Join(pkg, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// a stand-in for the build's trainer that records its pid and then trains "forever":
+	// the CPU half in the background, then the cuda-sim run in the foreground
+	pids := filepath.Join(dir, "pids")
+	stub := "#!/bin/sh\necho $$ >> " + pids + "\nexec sleep 120\n"
+	if err := os.WriteFile(filepath.Join(pkg, "bin", "train"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "tools", "gpu", "check.sh"), "--dry", "--pkg", pkg)
+	cmd.Env = append(os.Environ(), "OUT="+out, "TMPDIR="+dir)
+	cmd.WaitDelay = 5 * time.Second // (a stage left running holds the output open)
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := func() []string {
+		b, _ := os.ReadFile(pids)
+		return strings.Fields(string(b))
+	}
+	defer func() { // the stubs the check left running (and only they: pids are reused)
+		for _, pid := range started() {
+			argv, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			if n, err := strconv.Atoi(pid); err == nil && string(argv) == "sleep\x00120\x00" {
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); len(started()) < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the stub trainer did not start twice (the CPU half, then the cuda-sim run):\n%s", output.String())
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // (the foreground stage under way)
+	begin := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("check.sh exited 0 after an interrupt:\n%s", output.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("check.sh still running 30 s after SIGINT:\n%s", output.String())
+	}
+	t.Logf("ended %v after SIGINT", time.Since(begin).Round(time.Millisecond))
+	if !strings.Contains(output.String(), "interrupted (SIGINT)") {
+		t.Errorf("check.sh does not say it was interrupted:\n%s", output.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "gpu-check.md")); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+	for _, pid := range started() {
+		if argv, _ := os.ReadFile("/proc/" + pid + "/cmdline"); string(argv) == "sleep\x00120\x00" {
+			t.Errorf("the stub trainer %s outlived the check", pid)
+		}
 	}
 }

@@ -133,8 +133,14 @@ run() {
   echo "== $name (at most ${t}s): $*" | cut -c1-300
   local s rc status
   s=$(now)
-  timeout --kill-after=10 "$t" "$@" > "$logs/$name.log" 2>&1
+  # in the background and waited for, so that a signal to the check is handled at once
+  # (bash runs a trap only once a foreground command ends, and timeout's process group
+  # does not get the terminal's Ctrl-C)
+  timeout --kill-after=10 "$t" "$@" > "$logs/$name.log" 2>&1 &
+  stage_pid=$! stage_name=$name stage_start=$s
+  wait "$stage_pid"
   rc=$?
+  stage_pid=""
   case $rc in
     0) status=ok ;;
     124|137) status=timeout ;;
@@ -147,6 +153,25 @@ run() {
 
 # skip NAME WHY: a stage that does not apply here.
 skip() { record "$1" skipped 0 "$2"; }
+
+# interrupted SIGNAL: Ctrl-C or a SIGTERM stops the stage under way and the CPU half
+# running beside it (each a timeout, which passes the signal on), records the stage, and
+# finishes the report with what was done. Without it a Ctrl-C went unheeded (the stage's
+# timeout has a process group of its own) and the check ran on.
+stage_pid="" stage_name="" stage_start="" cpu_pid=""
+interrupted() {
+  trap '' INT TERM
+  local cpu_child=""
+  [ -n "$cpu_pid" ] && cpu_child=$(cat "$work/shakespeare-cpu.pid" 2>/dev/null)
+  [ -n "$stage_pid" ] && kill -TERM "$stage_pid" 2>/dev/null
+  [ -n "$cpu_child" ] && kill -TERM "$cpu_child" 2>/dev/null
+  [ -n "$stage_pid" ] && wait "$stage_pid" 2>/dev/null
+  [ -n "$cpu_child" ] && wait "$cpu_pid" 2>/dev/null
+  [ -n "$stage_pid" ] && record "$stage_name" failed "$(since "$stage_start")" "interrupted ($1)"
+  finish "interrupted ($1): the report has the stages done before it"
+}
+trap 'interrupted SIGINT' INT
+trap 'interrupted SIGTERM' TERM
 
 # finish [WHY]: the final report (printed, then its head and stage table again) and the
 # logs into $out; exits with report.py's status (non-zero when a stage failed, timed out or
@@ -316,7 +341,9 @@ if selected shakespeare-gpu; then
   (
     s=$(now)
     timeout --kill-after=10 "$cpu_cap" nice -n 10 "$train" "${shakes[@]}" --device cpu --threads "$cpu_threads" \
-      --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1
+      --out "$work/shakespeare-cpu" --cache-dir "$work/cache-cpu" > "$logs/shakespeare-cpu.log" 2>&1 &
+    echo $! > "$work/shakespeare-cpu.pid" # (for interrupted)
+    wait $!
     echo "$? $(since "$s")" > "$work/shakespeare-cpu.status"
   ) &
   cpu_pid=$!
