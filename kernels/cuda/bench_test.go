@@ -21,7 +21,7 @@ import (
 // from $GPTKIT_BENCH_B (default 16), dtype from $GPTKIT_BENCH_DTYPE (default
 // bfloat16). It reports tokens/s and MFU against $GPTKIT_PEAK_TFLOPS (default
 // 989, an H100/H200 SXM's dense bf16), with nanoGPT's FLOP count (6N +
-// 12·L·T·C per token). Skips without a GPU. With $GPTKIT_PROFILE set to a file
+// 12·L·T·C per token). Skips without a GPU (fails with GPTKIT_REQUIRE_GPU set). With $GPTKIT_PROFILE set to a file
 // it then writes there where one more step's GPU time goes, kernel by kernel
 // (Profile).
 //
@@ -29,6 +29,9 @@ import (
 func BenchmarkGPT2Step(b *testing.B) {
 	be, err := Open(Options{Device: LocalRank(), Precision: os.Getenv("GPTKIT_BENCH_PRECISION")})
 	if err != nil {
+		if os.Getenv("GPTKIT_REQUIRE_GPU") != "" { // the GPU check: a skip printed PASS and "ok"
+			b.Fatalf("GPTKIT_REQUIRE_GPU is set: %v", err)
+		}
 		b.Skipf("no GPU: %v", err)
 	}
 	// A cleanup, not a defer: the model's and stepper's buffers are freed by cleanups,

@@ -145,3 +145,20 @@ func TestGPUCheckInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestGPT2StepBenchRequiresGPU: with GPTKIT_REQUIRE_GPU set (the GPU check sets it)
+// BenchmarkGPT2Step fails where it cannot open a GPU, as the GPU tests do; it skipped,
+// the test binary printed PASS, and the check's gpt2-ours and ptx-ab stages said "ok"
+// on a machine whose GPU could not be used.
+func TestGPT2StepBenchRequiresGPU(t *testing.T) {
+	if be, err := Open(Options{Device: LocalRank()}); err == nil {
+		be.Close()
+		t.Skip("a GPU is here")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^$", "-test.bench", "^BenchmarkGPT2Step$", "-test.benchtime", "1x")
+	cmd.Env = append(os.Environ(), "GPTKIT_REQUIRE_GPU=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "GPTKIT_REQUIRE_GPU is set") {
+		t.Errorf("BenchmarkGPT2Step without a GPU under GPTKIT_REQUIRE_GPU: %v\n%s", err, out)
+	}
+}
