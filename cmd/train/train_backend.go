@@ -145,11 +145,11 @@ func fallbackReason(why error) string {
 func simOptions(getenv func(string) string, lookup func(string) (string, bool)) (cuda.SimOptions, error) {
 	so := cuda.SimOptions{GPUs: 8}
 	if v := getenv(envSimMemory); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n == 0 {
-			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of bytes", envSimMemory, v)
+		n, err := cli.ParseSize(v)
+		if err != nil || n <= 0 {
+			return so, fmt.Errorf("--device cuda-sim: %s=%q: want a number of bytes (8589934592, 8GiB, 500MB)", envSimMemory, v)
 		}
-		so.Memory = n
+		so.Memory = uint64(n)
 	}
 	if v := getenv(envSimGPUs); v != "" {
 		n, err := strconv.Atoi(v)
@@ -174,8 +174,8 @@ func simOptions(getenv func(string) string, lookup func(string) (string, bool)) 
 }
 
 // envPrecision overrides the CUDA backends' matmul precision; envSimMemory sets
-// the simulated GPU's memory in bytes (default 16 GiB), to try what a smaller
-// card would say.
+// the simulated GPU's memory in bytes, with a unit or without (default 16 GiB), to
+// try what a smaller card would say.
 const (
 	envPrecision = "GPTKIT_CUDA_PRECISION"
 	envSimMemory = "GPTKIT_SIM_MEMORY"

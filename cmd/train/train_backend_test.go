@@ -57,3 +57,21 @@ func TestFallbackWarnsWithAGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestSimMemorySizes: GPTKIT_SIM_MEMORY takes a size with a unit (8GiB, 500MB) as well
+// as bytes; "8GiB" was refused ("want a number of bytes"). Nonsense is still refused.
+func TestSimMemorySizes(t *testing.T) {
+	for v, want := range map[string]uint64{"8589934592": 8 << 30, "8GiB": 8 << 30, "500MB": 500e6, "64kib": 64 << 10} {
+		env := map[string]string{envSimMemory: v}
+		so, err := simOptions(func(k string) string { return env[k] }, func(string) (string, bool) { return "", false })
+		if err != nil || so.Memory != want {
+			t.Errorf("%s=%s: %d %v, want %d", envSimMemory, v, so.Memory, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-1", "8G", "1.5GB", "lots"} {
+		env := map[string]string{envSimMemory: v}
+		if _, err := simOptions(func(k string) string { return env[k] }, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), "8GiB") {
+			t.Errorf("%s=%s: %v, want an error showing a size", envSimMemory, v, err)
+		}
+	}
+}
