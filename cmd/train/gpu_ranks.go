@@ -64,7 +64,7 @@ func deviceCollectives(ctx context.Context, be kernels.Backend, comm *dist.Comm,
 		}
 		switch {
 		case shared != "" && !o.share:
-			return nil, fmt.Errorf("train: %s; give each rank its own GPU (as many ranks per node as GPUs: --nproc-per-node, srun --ntasks-per-node or --gpus-per-task; CUDA_VISIBLE_DEVICES), or allow it with --share-gpus (collectives then go through the host, not NCCL)", shared)
+			return nil, sharedGPUError(shared)
 		case shared != "":
 			log.Warn("ranks share a GPU (--share-gpus): the collectives go through gptkit's ring on the host, not NCCL", "sharing", shared)
 			plan = "ring"
@@ -108,6 +108,13 @@ func deviceCollectives(ctx context.Context, be kernels.Backend, comm *dist.Comm,
 	}
 	log.Info("collectives", "via", via, "rank", comm.Rank(), "world", comm.World(), "collective_timeout", o.timeout)
 	return c, nil
+}
+
+// sharedGPUError is the error of ranks that share a GPU without --share-gpus: the
+// ranks and the GPU (shared, from sharedGPUs) and how to give each its own, ranks
+// started by hand (--rank, whose local rank is 0 without LOCAL_RANK) included.
+func sharedGPUError(shared string) error {
+	return fmt.Errorf("train: %s; give each rank its own GPU (as many ranks per node as GPUs: --nproc-per-node, srun --ntasks-per-node or --gpus-per-task; CUDA_VISIBLE_DEVICES; ranks started by hand with --rank: LOCAL_RANK, each one's place on its node), or allow it with --share-gpus (collectives then go through the host, not NCCL)", shared)
 }
 
 // sharedGPUs gathers every rank's GPU (rank 0) and describes the ranks that

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,6 +220,39 @@ func TestSharedGPU(t *testing.T) {
 	r = trainProc(t, time.Minute, []string{"CUDA_VISIBLE_DEVICES=3"}, args...)
 	if r.code != 0 || !strings.Contains(r.stderr, "ranks share a GPU (--share-gpus)") || !strings.Contains(r.stderr, "cuda_visible_devices=3") {
 		t.Fatalf("--share-gpus: exit %d:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSharedGPUByHand: two cuda-sim ranks started by hand (--rank, no LOCAL_RANK) both
+// take GPU 0; the refusal names LOCAL_RANK, what such ranks lack (it named the
+// launchers and CUDA_VISIBLE_DEVICES only).
+func TestSharedGPUByHand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "byhand")
+	port := freePort(t)
+	for _, k := range []string{"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "RANK", "WORLD_SIZE"} {
+		if _, ok := os.LookupEnv(k); ok {
+			t.Skipf("%s is set here", k)
+		}
+	}
+	env := []string{"GPTKIT_JOB_TOKEN=s3cret", "MASTER_ADDR=127.0.0.1"}
+	var wg sync.WaitGroup
+	results := make([]procResult, 2)
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[r] = trainProc(t, time.Minute, env, append(simDPArgs(data, out, 4, 3, 0), "--rank", fmt.Sprint(r), "--world-size", "2", "--master-port", port)...)
+		}()
+	}
+	wg.Wait()
+	r := results[0]
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if last := lines[len(lines)-1]; r.code != 1 || !strings.Contains(last, "ranks 0 and 1 use one GPU") || !strings.Contains(last, "--rank: LOCAL_RANK") {
+		t.Fatalf("rank 0: exit %d, want 1 and the shared GPU refused naming LOCAL_RANK for ranks started by hand:\n%s", r.code, r.stderr)
 	}
 }
 
