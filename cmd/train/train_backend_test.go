@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gptkit/kernels/cuda"
 )
@@ -73,5 +75,31 @@ func TestSimMemorySizes(t *testing.T) {
 		if _, err := simOptions(func(k string) string { return env[k] }, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), "8GiB") {
 			t.Errorf("%s=%s: %v, want an error showing a size", envSimMemory, v, err)
 		}
+	}
+}
+
+// TestHeadSizeTooLargeForGPU: a model whose head size (n_embd / n_head) is more than the
+// GPU's attention kernels take (256) ends on cuda-sim with one line naming the head
+// size and the way out, exit 1; it was a panic with a stack dump at the first forward.
+func TestHeadSizeTooLargeForGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a process")
+	}
+	data, _ := makeCharDataset(t)
+	args := tinyArgs(data, filepath.Join(t.TempDir(), "run"), "2")
+	for i := range args {
+		if i > 0 && args[i-1] == "--device" {
+			args[i] = "cuda-sim"
+		}
+		if i > 0 && args[i-1] == "--n-head" {
+			args[i] = "1"
+		}
+		if i > 0 && args[i-1] == "--n-embd" {
+			args[i] = "320"
+		}
+	}
+	r := trainProc(t, time.Minute, nil, args...)
+	if r.code != 1 || strings.Contains(r.stderr, "goroutine") || !strings.Contains(r.stderr, "head size 320") || !strings.Contains(r.stderr, "n_head") {
+		t.Fatalf("exit %d, want 1 and one line naming the head size:\n%s", r.code, r.stderr)
 	}
 }

@@ -26,6 +26,21 @@ func flashSize(dt kernels.DType, hs, C int, ts ...kernels.Tensor) int {
 	return hs
 }
 
+// maxHeadSize is the largest head size (C/NH) the attention kernels take.
+const maxHeadSize = 256
+
+// headSize is C/NH, or a panic with an error, not a string, where the kernels cannot
+// take it: a limit of this backend that a model's shape meets (the CPU backends have
+// none), which the trainer reports in one line (cmd/train's deviceError) where a
+// string's panic reached the user as a stack dump.
+func headSize(op string, C, NH int) int {
+	hs := C / NH
+	if hs > maxHeadSize {
+		panic(fmt.Errorf("cuda: %s: head size %d (n_embd %d / n_head %d) is more than the GPU's attention kernels take (%d): use more heads (n_head), or --device cpu", op, hs, C, NH, maxHeadSize))
+	}
+	return hs
+}
+
 // simtRows is the launch shape of the warp-per-row kernels (4 warps a block).
 func simtRows(rows int) dims { return dims{gx: uint32((rows + 3) / 4), bx: 128} }
 
@@ -35,10 +50,7 @@ func (b *Backend) AttentionForward(out, lse, qkv kernels.Tensor, B, T, C, NH int
 	check.Attention(op, out, lse, qkv, B, T, C, NH)
 	b.owned(op, out, lse, qkv)
 	dt := sameType(op, out, qkv)
-	hs := C / NH
-	if hs > 256 {
-		panic(fmt.Sprintf("kernels: %s: head size %d > 256", op, hs))
-	}
+	hs := headSize(op, C, NH)
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	b.enter()
 	defer b.leave()
@@ -58,10 +70,7 @@ func (b *Backend) AttentionBackward(dqkv, dout, qkv, out, lse kernels.Tensor, B,
 	check.AttentionBackward(dqkv, dout, qkv, out, lse, B, T, C, NH)
 	b.owned(op, dqkv, dout, qkv, out, lse)
 	dt := sameType(op, dqkv, dout, qkv, out)
-	hs := C / NH
-	if hs > 256 {
-		panic(fmt.Sprintf("kernels: %s: head size %d > 256", op, hs))
-	}
+	hs := headSize(op, C, NH)
 	scale := float32(1 / math.Sqrt(float64(hs)))
 	b.enter()
 	defer b.leave()
