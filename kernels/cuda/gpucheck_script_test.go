@@ -22,6 +22,9 @@ import (
 func TestGPUCheckWithoutGPU(t *testing.T) {
 	for _, tool := range []string{"bash", "python3"} { // (python3: the report)
 		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" { // .ci/run installs them
+				t.Fatalf("no %s", tool)
+			}
 			t.Skipf("no %s", tool)
 		}
 	}
@@ -71,9 +74,15 @@ func TestGPUCheckWithoutGPU(t *testing.T) {
 // ends: the check went on, stage after stage, and the CPU run outlived it.
 func TestGPUCheckInterrupt(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no bash")
+		}
 		t.Skip("no bash")
 	}
 	if _, err := exec.LookPath("timeout"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no timeout")
+		}
 		t.Skip("no timeout")
 	}
 	dir := t.TempDir()
