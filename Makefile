@@ -95,7 +95,7 @@ demo: build
 gpu-check:
 	bash tools/gpu/build.sh
 
-# The GPU check end to end on this machine, cuda-sim standing in for the GPU (seconds).
+# The GPU check end to end on this machine, cuda-sim standing in for the GPU (1.5-4 minutes on 2 vCPUs).
 gpu-check-dry: gpu-check
 	bash tools/gpu/check.sh --dry
 

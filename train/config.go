@@ -29,7 +29,7 @@ type Config struct {
 	// Where it runs.
 	Device  string `key:"device" help:"the {DEVICE}: auto (cuda when a GPU is usable, else cpu), cpu, ref (the reference kernels: slow, for checking), cuda, or cuda-sim (the CUDA backend on a simulated GPU: very slow, for tests and for checking a change without a GPU)"`
 	Threads int    `key:"threads" help:"CPU threads {N} for the kernels (0: one per CPU, shared among the ranks of a node: SLURM_CPUS_PER_TASK under srun)"`
-	Dtype   string `key:"dtype" help:"the compute {DTYPE}: float32, bfloat16 (mixed precision: float32 master weights and AdamW, bfloat16 activations) or float16 (the same with dynamic loss scaling, for GPUs without bfloat16); auto: bfloat16 on cuda, float32 on cpu"`
+	Dtype   string `key:"dtype" help:"the compute {DTYPE}: float32, bfloat16 (mixed precision: float32 master weights and AdamW, bfloat16 activations) or float16 (the same with GPT-NeoX's dynamic loss scaling); auto: bfloat16 on cuda, float32 on cpu"`
 	// Data parallelism (with several ranks: see train/dist and the launcher flags).
 	Zero     int     `key:"zero" help:"ZeRO {STAGE}: 0 (every rank holds the whole AdamW state) or 1 (the AdamW state sharded over the ranks: gradients reduce-scattered, each rank updates its shard, weights all-gathered; same results)"`
 	BucketMB float64 `key:"bucket_mb" help:"gradient bucket size {MB}: the all-reduce of a bucket starts as soon as the backward pass has finished it, overlapping the rest of the backward (0: one all-reduce after the backward; with zero 1 on GPUs each bucket is reduced to the ranks owning its shards, on the CPU one reduce-scatter after the backward)"`
