@@ -145,6 +145,89 @@ func (d *jobDesc) inputsChanged(recorded any) string {
 	return strings.Join(changes, "; ")
 }
 
+// settings is the job without its inputs and part: what a manifest records as
+// source.job_settings, the same in every part of a run and in its merged manifest, so
+// that a rerun refused over a finished dataset of another job can say what changed.
+func (d *jobDesc) settings() *jobDesc {
+	c := *d
+	c.Splits, c.Partition = nil, nil
+	return &c
+}
+
+// changedFrom says how d (with tokenizer tokName) differs from the job that made the
+// finished dataset m: the settings its source.job_settings records (before they were:
+// its tokenizer, dtype and append_eod), and its inputs (source.job_inputs; with
+// ignoreMTime, by name and size only, as the parts of one run may see other copies).
+// "" when nothing can be told.
+func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bool) string {
+	var out []string
+	if m.Tokenizer.Fingerprint != d.Tokenizer || m.Tokenizer.EODID != d.EOD {
+		out = append(out, fmt.Sprintf("the tokenizer changed (%s, fingerprint %s, eod %d → %s, fingerprint %s, eod %d)",
+			m.Tokenizer.Name, short(m.Tokenizer.Fingerprint), m.Tokenizer.EODID, tokName, short(d.Tokenizer), d.EOD))
+	}
+	var old *jobDesc
+	if raw, ok := m.Source["job_settings"]; ok {
+		if data, err := json.Marshal(raw); err == nil {
+			old = new(jobDesc)
+			if json.Unmarshal(data, old) != nil {
+				old = nil
+			}
+		}
+	}
+	if old != nil {
+		now := d.settings()
+		old.Tokenizer, old.EOD = now.Tokenizer, now.EOD // named above, with the names
+		if c := old.changes(now); c != "the job fingerprint differs" {
+			out = append(out, c)
+		}
+	} else {
+		if m.DType.String() != d.DType {
+			out = append(out, fmt.Sprintf("dtype %s → %s", m.DType, d.DType))
+		}
+		if eod, ok := m.Source["append_eod"].(bool); ok && eod != d.AppendEOD {
+			out = append(out, fmt.Sprintf("append-eod %v → %v", eod, d.AppendEOD))
+		}
+	}
+	recorded := m.Source["job_inputs"]
+	now := d
+	if ignoreMTime {
+		recorded = withoutMTimes(recorded)
+		c := *d
+		c.Splits = make([]jobSplit, len(d.Splits))
+		for i, s := range d.Splits {
+			c.Splits[i] = jobSplit{Split: s.Split, Inputs: slices.Clone(s.Inputs)}
+			for j := range c.Splits[i].Inputs {
+				if c.Splits[i].Inputs[j].SHA256 == "" {
+					c.Splits[i].Inputs[j].ModTime = "-"
+				}
+			}
+		}
+		now = &c
+	}
+	if c := now.inputsChanged(recorded); c != "" {
+		out = append(out, "its inputs changed ("+c+")")
+	}
+	return strings.Join(out, "; ")
+}
+
+// withoutMTimes is a recorded source.job_inputs with every modification time as "-".
+func withoutMTimes(recorded any) any {
+	list, ok := recorded.([]any)
+	if !ok {
+		return recorded
+	}
+	out := make([]any, len(list))
+	for i, v := range list {
+		if s, ok := v.(string); ok {
+			if k := strings.LastIndex(s, ", modified "); k >= 0 && strings.HasSuffix(s, ")") {
+				v = s[:k] + ", modified -)"
+			}
+		}
+		out[i] = v
+	}
+	return out
+}
+
 // fingerprint is the sha256 of the description (encoding/json sorts Params' keys).
 func (d *jobDesc) fingerprint() string {
 	data, err := json.Marshal(d)

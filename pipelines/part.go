@@ -53,7 +53,14 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		log.Info("already complete: the run's parts are merged", "dataset", r.where(), "docs", top.Documents, "tokens", top.Tokens)
 		return top, stats, nil
 	case err == nil && !r.Overwrite:
-		return nil, stats, fmt.Errorf("%s already holds a dataset made by another job (manifest.json with %d documents); pass --overwrite to replace it or choose another output", r.where(), top.Documents)
+		other := "another job"
+		if _, merged := top.Source["num_workers"]; !merged {
+			other = "an unpartitioned run" // not merge-parts
+		}
+		if changed := desc.changedFrom(top, r.Tokenizer.Name(), true); changed != "" {
+			other += ": " + changed
+		}
+		return nil, stats, fmt.Errorf("%s already holds a dataset made by %s (manifest.json with %d documents); pass --overwrite to replace it or choose another output", r.where(), other, top.Documents)
 	case err != nil && !errors.Is(err, shards.ErrMissing) && !r.Overwrite:
 		return nil, stats, err
 	case !errors.Is(err, shards.ErrMissing):

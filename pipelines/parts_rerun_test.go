@@ -12,6 +12,7 @@ import (
 
 	"gptkit/shards"
 	"gptkit/storage"
+	"gptkit/tokenize"
 )
 
 // TestFinishedPartTouchedInput: a finished part rerun after an input's modification time
@@ -151,5 +152,45 @@ func TestOverwriteMergedWithSingleRun(t *testing.T) {
 	}
 	if problems, err := shards.Verify(ctx, dirStore(t, out), ""); err != nil || len(problems) > 0 {
 		t.Fatalf("verify: %v %v", problems, err)
+	}
+}
+
+// TestPartRerunOtherSettingsNamesChange: a finished part, then the run's merged dataset,
+// rerun with other settings is refused naming what changed (the shard size, the text key,
+// append-eod, the tokenizer by name), not only "other inputs, tokenizer or settings".
+func TestPartRerunOtherSettingsNamesChange(t *testing.T) {
+	ctx := context.Background()
+	corpusDir := t.TempDir()
+	splitCorpus(t, corpusDir)
+	out := t.TempDir()
+	for i := range 2 {
+		if _, _, err := partRun(t, corpusDir, out, i, 2).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		change func(r *TokenizeRun)
+		want   string
+	}{
+		{func(r *TokenizeRun) { r.ShardBytes = 16 << 10 }, "made by a different job: shard size 8192 → 16384"},
+		{func(r *TokenizeRun) { r.TextKey = "body" }, "text key text → body"},
+		{func(r *TokenizeRun) { r.AppendEOD = false }, "append-eod true → false"},
+		{func(r *TokenizeRun) { r.Tokenizer = tokenize.NewNeoXChar() }, "the tokenizer changed (gpt2, fingerprint "},
+	}
+	for _, tc := range cases {
+		r := partRun(t, corpusDir, out, 1, 2)
+		tc.change(r)
+		_, _, err := r.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--overwrite") {
+			t.Errorf("a finished part rerun with other settings: %v, want an error with %q", err, tc.want)
+		}
+	}
+	if _, err := shards.MergeParts(ctx, dirStore(t, out), "", shards.MergePartsOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := partRun(t, corpusDir, out, 0, 2)
+	r.ShardBytes = 16 << 10
+	if _, _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "made by another job: shard size 8192 → 16384") {
+		t.Errorf("a task of a merged run rerun with another shard size: %v, want an error naming it", err)
 	}
 }

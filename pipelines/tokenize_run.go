@@ -274,8 +274,8 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		other := ""
 		if r.Resume {
 			other = " made by a different job (other inputs, tokenizer or settings)"
-			if changed := desc.inputsChanged(old.Source["job_inputs"]); changed != "" {
-				other = " made by a different job: its inputs changed (" + changed + ")"
+			if changed := desc.changedFrom(old, tok.Name(), r.part != nil); changed != "" {
+				other = " made by a different job: " + changed
 			}
 		}
 		return nil, stats, fmt.Errorf("%s already holds a dataset%s (manifest.json with %d documents); pass --overwrite to replace it or choose another --output", r.where(), other, old.Documents)
@@ -337,6 +337,7 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if desc != nil {
 		// What a rerun that finds the job changed names (an input's size or time).
 		m.Source["job_inputs"] = desc.inputList()
+		m.Source["job_settings"] = desc.settings()
 	}
 	if old != nil {
 		m.ETag = old.ETag
