@@ -206,8 +206,37 @@ func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bo
 	}
 	if c := now.inputsChanged(recorded); c != "" {
 		out = append(out, "its inputs changed ("+c+")")
+	} else if was := inputNames(recorded); len(was) > 0 && !slices.Equal(was, inputNames(now.inputList())) {
+		// The same files in another order (a glob that sorted otherwise) make
+		// another token stream.
+		out = append(out, fmt.Sprintf("its inputs are given in another order (was %s; now %s)",
+			strings.Join(was, " "), strings.Join(inputNames(now.inputList()), " ")))
 	}
 	return strings.Join(out, "; ")
+}
+
+// inputNames is the names in a list of inputs as source.job_inputs records them.
+func inputNames(list any) []string {
+	var out []string
+	add := func(s string) {
+		if k := strings.LastIndex(s, " ("); k >= 0 {
+			s = s[:k]
+		}
+		out = append(out, s)
+	}
+	switch l := list.(type) {
+	case []string:
+		for _, s := range l {
+			add(s)
+		}
+	case []any:
+		for _, v := range l {
+			if s, ok := v.(string); ok {
+				add(s)
+			}
+		}
+	}
+	return out
 }
 
 // withoutMTimes is a recorded source.job_inputs with every modification time as "-".

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -157,7 +158,7 @@ func TestOverwriteMergedWithSingleRun(t *testing.T) {
 
 // TestPartRerunOtherSettingsNamesChange: a finished part, then the run's merged dataset,
 // rerun with other settings is refused naming what changed (the shard size, the text key,
-// append-eod, the tokenizer by name), not only "other inputs, tokenizer or settings".
+// append-eod, the tokenizer by name, the inputs' order), not only "other inputs, tokenizer or settings".
 func TestPartRerunOtherSettingsNamesChange(t *testing.T) {
 	ctx := context.Background()
 	corpusDir := t.TempDir()
@@ -176,6 +177,7 @@ func TestPartRerunOtherSettingsNamesChange(t *testing.T) {
 		{func(r *TokenizeRun) { r.TextKey = "body" }, "text key text → body"},
 		{func(r *TokenizeRun) { r.AppendEOD = false }, "append-eod true → false"},
 		{func(r *TokenizeRun) { r.Tokenizer = tokenize.NewNeoXChar() }, "the tokenizer changed (gpt2, fingerprint "},
+		{func(r *TokenizeRun) { slices.Reverse(r.Splits[0].Inputs) }, "its inputs are given in another order (was "},
 	}
 	for _, tc := range cases {
 		r := partRun(t, corpusDir, out, 1, 2)
