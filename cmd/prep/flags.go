@@ -97,6 +97,8 @@ func (f *jobFlags) check() string {
 		return "--slurm sets the parts itself: use --array-size W, not --num-workers or --worker-index"
 	case f.slurm && f.arraySize < 1:
 		return "--array-size must be at least 1"
+	case f.slurm && reservedSbatchOption(f.sbatchArgs) != "":
+		return reservedSbatchOption(f.sbatchArgs)
 	case f.dryRun && !f.slurm:
 		return "--dry-run goes with --slurm"
 	case f.localParts < 1 || f.localParts > f.workers:

@@ -95,6 +95,37 @@ func sbatchLines(args string) ([]string, error) {
 	return lines, nil
 }
 
+// sbatchReserved are the sbatch options the scripts set themselves (long name, short
+// letter), and why one in --sbatch-args is refused: written after prep's own #SBATCH
+// lines it would win, and --array=0-7 for an --array-size 16 ran 8 of the 16 parts
+// (the merge failing on the rest) and made the merge an array of 8 merges at once.
+var sbatchReserved = []struct{ long, short, why string }{
+	{"--array", "-a", "the array is 0..W-1 for --array-size W, which is also the tasks' --num-workers: use --array-size (a rerun of some tasks: sbatch --array=I,J DIR/NAME/slurm/tokenize.sbatch)"},
+	{"--chdir", "-D", "the jobs run in the directory prep runs in, where relative --input and -d paths are found: run prep from the directory you want"},
+	{"--output", "-o", "the logs are DIR/NAME/slurm/logs/tokenize-ARRAY_TASK.out and merge-JOB.out, which the merge's messages name"},
+	{"--wrap", "", "prep writes the jobs' scripts itself"},
+}
+
+// reservedSbatchOption says why --sbatch-args is refused when it sets an option the
+// scripts set themselves (sbatchReserved), or "" (a malformed value is reported by
+// sbatchLines).
+func reservedSbatchOption(args string) string {
+	fields, err := shellWords(args)
+	if err != nil {
+		return ""
+	}
+	for _, f := range fields {
+		opt, _, _ := strings.Cut(f, "=")
+		for _, r := range sbatchReserved {
+			long := strings.HasPrefix(opt, "--") && len(opt) > 2 && strings.HasPrefix(r.long, opt) && (opt == r.long || len(opt) >= 4)
+			if long || r.short != "" && strings.HasPrefix(f, r.short) && !strings.HasPrefix(f, "--") {
+				return fmt.Sprintf("--sbatch-args: %s is set by prep --slurm: %s", f, r.why)
+			}
+		}
+	}
+	return ""
+}
+
 // shellWords splits s into words as a POSIX shell does, without expansions: blanks
 // separate words, '...' and "..." quote (in "...", \ escapes ", \, $ and `), a
 // backslash outside quotes escapes the next character.
