@@ -98,7 +98,7 @@ func openS3(ctx context.Context, location string, opt Options) (*s3Store, error)
 	if err != nil {
 		return nil, err
 	}
-	lopts := []func(*config.LoadOptions) error{config.WithHTTPClient(stallHTTPClient(stall))}
+	lopts := []func(*config.LoadOptions) error{config.WithHTTPClient(stallHTTPClient(stall, opt.Logger))}
 	if opt.Region != "" {
 		lopts = append(lopts, config.WithRegion(opt.Region))
 	}

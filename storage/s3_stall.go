@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -45,14 +48,19 @@ func stallTimeout(opt Options) (time.Duration, error) {
 }
 
 // stallHTTPClient is the SDK's HTTP client whose connections fail after d without
-// progress (connecting included).
-func stallHTTPClient(d time.Duration) *awshttp.BuildableClient {
+// progress (connecting included). A server that restarts (MinIO redeployed, a
+// gateway's pod replaced) refuses connections for a few seconds: once the client has
+// connected to it, a refused connection is tried again for up to d (redialer) rather
+// than failing the upload after the SDK's three quick attempts (about a second). Before
+// it has, a refusal fails at once: a wrong endpoint is said at once.
+func stallHTTPClient(d time.Duration, log *slog.Logger) *awshttp.BuildableClient {
+	rd := &redialer{d: d, log: log}
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(dl *net.Dialer) { dl.Timeout = d }).
 		WithTransportOptions(func(tr *http.Transport) {
-			dial := tr.DialContext
+			rd.dial = tr.DialContext
 			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := dial(ctx, network, addr)
+				c, err := rd.dialContext(ctx, network, addr)
 				if err != nil {
 					return nil, err
 				}
@@ -60,6 +68,57 @@ func stallHTTPClient(d time.Duration) *awshttp.BuildableClient {
 			}
 			tr.TLSHandshakeTimeout = d
 		})
+}
+
+// redialer dials again a connection refused by a server it has reached before: after
+// 100 ms, doubling to 2 s, until it connects or d has passed. The first refusal of an
+// outage is logged as a warning, the end of it as info.
+type redialer struct {
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	d       time.Duration
+	log     *slog.Logger
+	reached atomic.Bool // a connection succeeded once
+	refused atomic.Bool // in an outage (logged)
+}
+
+func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := r.dial(ctx, network, addr)
+	if err == nil {
+		r.connected(addr)
+		return c, nil
+	}
+	if !r.reached.Load() || !errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, err
+	}
+	if r.refused.CompareAndSwap(false, true) {
+		r.log.Warn("storage: the S3 endpoint refuses connections (restarting?): trying again", "addr", addr, "for", r.d.String())
+	}
+	deadline := time.Now().Add(r.d)
+	wait := 100 * time.Millisecond
+	for time.Now().Before(deadline) {
+		t := time.NewTimer(min(wait, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+		if c, err = r.dial(ctx, network, addr); err == nil {
+			r.connected(addr)
+			return c, nil
+		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w (refused for %s, the stall timeout: $%s)", err, r.d, EnvStallTimeout)
+}
+
+func (r *redialer) connected(addr string) {
+	r.reached.Store(true)
+	if r.refused.CompareAndSwap(true, false) {
+		r.log.Info("storage: the S3 endpoint accepts connections again", "addr", addr)
+	}
 }
 
 // stallConn fails a Read or Write that moves no byte for d. A Write also renews the read
