@@ -192,17 +192,7 @@ func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bo
 	now := d
 	if ignoreMTime {
 		recorded = withoutMTimes(recorded)
-		c := *d
-		c.Splits = make([]jobSplit, len(d.Splits))
-		for i, s := range d.Splits {
-			c.Splits[i] = jobSplit{Split: s.Split, Inputs: slices.Clone(s.Inputs)}
-			for j := range c.Splits[i].Inputs {
-				if c.Splits[i].Inputs[j].SHA256 == "" {
-					c.Splits[i].Inputs[j].ModTime = "-"
-				}
-			}
-		}
-		now = &c
+		now = d.noMTimes()
 	}
 	if c := now.inputsChanged(recorded); c != "" {
 		out = append(out, "its inputs changed ("+c+")")
@@ -213,6 +203,22 @@ func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bo
 			strings.Join(was, " "), strings.Join(inputNames(now.inputList()), " ")))
 	}
 	return strings.Join(out, "; ")
+}
+
+// noMTimes is d with every input's modification time as "-" (those known by sha256
+// have none): the job as the parts of one run, which may see other copies, share it.
+func (d *jobDesc) noMTimes() *jobDesc {
+	c := *d
+	c.Splits = make([]jobSplit, len(d.Splits))
+	for i, s := range d.Splits {
+		c.Splits[i] = jobSplit{Split: s.Split, Inputs: slices.Clone(s.Inputs)}
+		for j := range c.Splits[i].Inputs {
+			if c.Splits[i].Inputs[j].SHA256 == "" {
+				c.Splits[i].Inputs[j].ModTime = "-"
+			}
+		}
+	}
+	return &c
 }
 
 // inputNames is the names in a list of inputs as source.job_inputs records them.

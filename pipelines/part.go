@@ -121,6 +121,11 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	if len(shared) > 0 {
 		log.Info("files shared with other parts: decompressing all of each, tokenizing these stripes", "part", i, "stripes", shared)
 	}
+	if !r.Overwrite {
+		if err := r.refuseMixedRestart(ctx, &part, &pd, runJob, i, w); err != nil {
+			return nil, stats, err
+		}
+	}
 	m, pstats, err := part.Run(ctx)
 	pstats.PartDir = stats.PartDir
 	if err == nil && pstats.AlreadyComplete {
@@ -165,4 +170,33 @@ func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
 		}
 	}
 	return slice, sliceBytes(slice, size), nil
+}
+
+// refuseMixedRestart refuses to start part i of w over when its journal is of another
+// run (a killed task rerun with another tokenizer, --shard-size, ...: not only an
+// input's modification time) while a part of that run is finished beside it: the part
+// would be made under the new settings next to parts of the old ones, which merge-parts
+// refuses (and a finished part rerun so is refused too). It names the change and the
+// finished part's command. Without a finished part of the old run (all its parts
+// unfinished, or their manifests removed by prep --slurm --overwrite) the part starts
+// over as any changed job does.
+func (r *TokenizeRun) refuseMixedRestart(ctx context.Context, part *TokenizeRun, desc *jobDesc, runJob string, i, w int) error {
+	old, err := loadJournal(ctx, r.Store, part.journalKey())
+	if err != nil || old.Desc == nil || old.Desc.runJob() == runJob {
+		return nil // none, unusable (the run says so), or of this run
+	}
+	oldRun := old.Desc.runJob()
+	for k := range w {
+		if k == i {
+			continue
+		}
+		m, err := shards.ReadManifest(ctx, r.Store, joinKey(r.Dir, shards.PartDir(k, w)))
+		if err != nil || m.Part == nil || m.Part.Job != oldRun {
+			continue
+		}
+		cmd, _ := m.Source["command"].(string)
+		return fmt.Errorf("%s holds the unfinished part %d of %d of another run, whose part %d is finished (%s): %s\n---> HINT: rerun this task as that run's tasks were (part %d: %s); to change the settings, rerun every task with --overwrite, then merge",
+			part.where(), i, w, k, shards.PartDir(k, w), old.Desc.noMTimes().changes(desc.noMTimes()), k, cmd)
+	}
+	return nil
 }

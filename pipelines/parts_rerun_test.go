@@ -196,3 +196,51 @@ func TestPartRerunOtherSettingsNamesChange(t *testing.T) {
 		t.Errorf("a task of a merged run rerun with another shard size: %v, want an error naming it", err)
 	}
 }
+
+// TestKilledPartRerunOtherSettingsRefused: a killed task rerun with another shard size,
+// while another part of its run is finished, is refused naming the change and that
+// part's command (it started over under the new settings, silently making a part that
+// merge-parts then refused beside the old run's); with --overwrite it starts over, and
+// rerun as the run's tasks were, it resumes. With no finished part of the old run (prep
+// --slurm --overwrite removed their manifests) it starts over as before.
+func TestKilledPartRerunOtherSettingsRefused(t *testing.T) {
+	ctx := context.Background()
+	corpusDir := t.TempDir()
+	splitCorpus(t, corpusDir)
+	out := t.TempDir()
+	if _, _, err := partRun(t, corpusDir, out, 1, 2).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	interruptAfter(t, partRun(t, corpusDir, out, 0, 2), 2)
+	r := partRun(t, corpusDir, out, 0, 2)
+	r.ShardBytes = 16 << 10
+	_, _, err := r.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "shard size 8192 → 16384") || !strings.Contains(err.Error(), "part 1 is finished") ||
+		!strings.Contains(err.Error(), "--num-workers 2 --worker-index 1") || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("a killed part rerun with another shard size beside a finished part: %v, want a refusal naming the change", err)
+	}
+	_, stats, err := partRun(t, corpusDir, out, 0, 2).Run(ctx)
+	if err != nil || stats.ResumedShards != 2 {
+		t.Fatalf("the killed part rerun as its run's tasks were: kept %d shards, %v; want it resumed (2)", stats.ResumedShards, err)
+	}
+
+	// The old run's finished part gone: the killed part starts over with the new settings.
+	out2 := t.TempDir()
+	interruptAfter(t, partRun(t, corpusDir, out2, 0, 2), 2)
+	r = partRun(t, corpusDir, out2, 0, 2)
+	r.ShardBytes = 16 << 10
+	if _, stats, err := r.Run(ctx); err != nil || !strings.Contains(stats.Restarted, "shard size") {
+		t.Fatalf("a killed part with no finished part beside it, rerun with another shard size: restarted %q, %v", stats.Restarted, err)
+	}
+	// --overwrite starts it over beside a finished part of the old run.
+	out3 := t.TempDir()
+	if _, _, err := partRun(t, corpusDir, out3, 1, 2).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	interruptAfter(t, partRun(t, corpusDir, out3, 0, 2), 2)
+	r = partRun(t, corpusDir, out3, 0, 2)
+	r.ShardBytes, r.Overwrite = 16<<10, true
+	if _, _, err := r.Run(ctx); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+}
