@@ -325,7 +325,27 @@ func (a *jobDesc) changes(b *jobDesc) string {
 		out = append(out, fmt.Sprintf("partition %s → %s", pa.String(), pb.String()))
 	}
 	if !maps.Equal(a.Params, b.Params) {
-		out = append(out, fmt.Sprintf("settings %v → %v", a.Params, b.Params))
+		// Only the settings that differ (a caller's, such as prep's, hold every input).
+		all := maps.Clone(a.Params)
+		if all == nil {
+			all = map[string]string{}
+		}
+		maps.Copy(all, b.Params)
+		keys := slices.Sorted(maps.Keys(all))
+		var diffs []string
+		for _, k := range keys {
+			x, inA := a.Params[k]
+			y, inB := b.Params[k]
+			switch {
+			case !inA:
+				diffs = append(diffs, fmt.Sprintf("%s (none) → %q", k, y))
+			case !inB:
+				diffs = append(diffs, fmt.Sprintf("%s %q → (none)", k, x))
+			case x != y:
+				diffs = append(diffs, fmt.Sprintf("%s %q → %q", k, x, y))
+			}
+		}
+		out = append(out, "settings "+strings.Join(diffs, ", "))
 	}
 	if !slices.EqualFunc(a.Splits, b.Splits, func(x, y jobSplit) bool {
 		return x.Split == y.Split && len(x.Inputs) == len(y.Inputs)

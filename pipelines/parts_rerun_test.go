@@ -244,3 +244,14 @@ func TestKilledPartRerunOtherSettingsRefused(t *testing.T) {
 		t.Fatalf("--overwrite: %v", err)
 	}
 }
+
+// The restart reason and refusals name only the caller's settings that differ (prep's
+// hold every input: the whole maps were printed, a screenful on a large corpus).
+func TestJobChangesNamesSettings(t *testing.T) {
+	a := &jobDesc{Params: map[string]string{"shard_size": "1000000", "inputs": "a.jsonl (10 bytes)", "old": "x"}}
+	b := &jobDesc{Params: map[string]string{"shard_size": "2000000", "inputs": "a.jsonl (10 bytes)", "new": "y"}}
+	want := `settings new (none) → "y", old "x" → (none), shard_size "1000000" → "2000000"`
+	if got := a.changes(b); got != want {
+		t.Errorf("changes = %q, want %q", got, want)
+	}
+}
