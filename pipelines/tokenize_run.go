@@ -35,9 +35,12 @@ type TokenizeRun struct {
 	Name      string              // dataset name: shards are NAME_text_document*
 	Tokenizer *tokenize.Tokenizer // the tokenizer
 	TokSpec   string              // how the tokenizer was named, for the manifest's provenance
-	TextKey   string              // JSONL member holding the text ("" = "text")
-	AppendEOD bool                // append the tokenizer's EOD id after every document
-	Workers   int                 // encoding goroutines (0 = GOMAXPROCS)
+	// TokenizerFiles are the tokenizer files the command stores beside the dataset
+	// (cli.TokenizerPlan), listed in the manifest's source (shards.SourceTokenizerFiles).
+	TokenizerFiles []string
+	TextKey        string // JSONL member holding the text ("" = "text")
+	AppendEOD      bool   // append the tokenizer's EOD id after every document
+	Workers        int    // encoding goroutines (0 = GOMAXPROCS)
 	// ShardBytes closes a shard after the first document that takes its .bin to this
 	// many bytes or more (0 = one shard per split). Documents are never split.
 	ShardBytes int64
@@ -396,6 +399,9 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 	src := shards.NewSource(r.allInputs(), r.Command)
 	src["created"] = j.Created
 	src["tokenizer_spec"] = r.TokSpec
+	if len(r.TokenizerFiles) > 0 {
+		src[shards.SourceTokenizerFiles] = r.TokenizerFiles
+	}
 	src["append_eod"] = r.AppendEOD
 	if len(r.Splits) > 0 {
 		sp := map[string][]string{}

@@ -38,7 +38,8 @@ type Manifest struct {
 	DType     DType         `json:"dtype"`
 	Documents int64         `json:"documents"` // sum over shards
 	Tokens    int64         `json:"tokens"`    // sum over shards
-	// Source is free-form provenance: inputs, command, created time, ...
+	// Source is free-form provenance: inputs, command, created time, ... (and
+	// SourceTokenizerFiles).
 	Source map[string]any `json:"source,omitempty"`
 	// Part, in the manifest of one part of a partitioned run (see PartDir), says which
 	// part of which run it is; nil in any other dataset, a merged one included.
@@ -122,6 +123,11 @@ type TokenizerInfo struct {
 func NewManifest(tok TokenizerInfo, dtype DType, source map[string]any) *Manifest {
 	return &Manifest{Format: ManifestFormat, Version: ManifestVersion, Tokenizer: tok, DType: dtype, Source: source, Shards: []ShardInfo{}}
 }
+
+// SourceTokenizerFiles is the key of a manifest's source that lists the tokenizer
+// files the command that made the dataset stored beside it (chars.json, a
+// tokenizer.json, ...), which a later command may replace or remove.
+const SourceTokenizerFiles = "tokenizer_files"
 
 // NewSource is provenance for a manifest: the inputs, the command line and the time.
 func NewSource(inputs []string, command string) map[string]any {

@@ -183,12 +183,13 @@ func (j *job) run(ctx context.Context) int {
 	// A tokenizer of local files (prep shakespeare's chars.json, a --tokenizer
 	// tokenizer.json) has no name that shards cat --decode, train sample or export
 	// could load it by: its files go beside the data, before the tokenizing, so that
-	// the manifest is still written last.
-	if _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok); err != nil {
+	// the manifest is still written last, and lists them.
+	besideKeys, _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok, cli.PreviousManifest(ctx, st))
+	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
 	run := &pipelines.TokenizeRun{
-		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TextKey: f.textKey,
+		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TokenizerFiles: besideKeys, TextKey: f.textKey,
 		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite || redo, Params: j.settings(),
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
 		AcceptTruncated: f.acceptTrunc,

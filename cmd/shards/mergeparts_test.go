@@ -178,7 +178,7 @@ func charsPartitionedRun(t *testing.T, location string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cli.StoreTokenizerBeside(context.Background(), openStore(t, location), specPath, chars); err != nil {
+	if _, _, err := cli.StoreTokenizerBeside(context.Background(), openStore(t, location), specPath, chars, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +173,60 @@ func TestRunStoresTokenizerBeside(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out2, "tokenizer.json")); err == nil {
 		t.Error("gpt2: a tokenizer.json beside the data")
+	}
+}
+
+// TestRunTokenizerFilesRecorded: the manifest lists the tokenizer files the run stored
+// (source.tokenizer_files), and only those are replaced or removed by a later run: a
+// rerun with --overwrite and gpt2 removes the tokenizer.json it stored, and a user's
+// own tokenizer.json where one is to be stored is refused before the run, naming it
+// (it was overwritten, or removed by a rerun with another tokenizer).
+func TestRunTokenizerFilesRecorded(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte(strings.Repeat("the cat sat on the mat. ", 200)), 0o644)
+	tok := filepath.Join(dir, "my-bpe.json")
+	if code, _, errOut := runTokenize(t, "", "train", "--input", in, "--vocab-size", "280", "--out", tok); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, errOut)
+	}
+	out := filepath.Join(dir, "ds")
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "x", "--tokenizer", tok, "--progress", "off"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	var m struct {
+		Source map[string]any `json:"source"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || fmt.Sprint(m.Source["tokenizer_files"]) != "[tokenizer.json]" {
+		t.Fatalf("source.tokenizer_files = %v (%v), want [tokenizer.json]", m.Source["tokenizer_files"], err)
+	}
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out, "--name", "x", "--tokenizer", "gpt2", "--overwrite", "--progress", "off"); code != 0 {
+		t.Fatalf("rerun with gpt2: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(out, "tokenizer.json")); err == nil {
+		t.Fatal("the tokenizer.json the first run stored was left beside gpt2's data")
+	}
+
+	// A user's tokenizer.json in the output directory, another tokenizer given.
+	out2 := filepath.Join(dir, "ds2")
+	os.Mkdir(out2, 0o755)
+	users := []byte(`{"type": "char", "chars": ["x", "y"]}`)
+	os.WriteFile(filepath.Join(out2, "tokenizer.json"), users, 0o644)
+	code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out2, "--name", "x", "--tokenizer", tok, "--progress", "off")
+	if code != 1 || !strings.Contains(errOut, filepath.Join(out2, "tokenizer.json")) || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a user's tokenizer.json in the way: exit %d, stderr %q", code, errOut)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out2, "tokenizer.json")); !bytes.Equal(got, users) {
+		t.Fatal("the user's tokenizer.json was changed")
+	}
+	if _, err := os.Stat(filepath.Join(out2, "manifest.json")); err == nil {
+		t.Fatal("the run went on (a manifest was written) before refusing")
+	}
+	// With gpt2 (nothing stored) it stays.
+	if code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", out2, "--name", "x", "--tokenizer", "gpt2", "--progress", "off"); code != 0 {
+		t.Fatalf("gpt2 beside a user's tokenizer.json: exit %d: %s", code, errOut)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out2, "tokenizer.json")); !bytes.Equal(got, users) {
+		t.Fatal("the user's tokenizer.json was removed by a run with gpt2")
 	}
 }

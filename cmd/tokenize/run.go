@@ -112,8 +112,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "run", err)
 	}
+	// The tokenizer files to store beside the data (after the run, below), planned
+	// before it: a file of the user's in their place is refused before the work, and
+	// the manifest lists them.
+	besidePlan, err := cli.PlanTokenizerBeside(ctx, st, tf.Spec, tok, cli.PreviousManifest(ctx, st))
+	if err != nil {
+		return fail(stderr, "run", err)
+	}
 	job := &pipelines.TokenizeRun{
-		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec,
+		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec, TokenizerFiles: besidePlan.Keys(),
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
 		AcceptTruncated: *acceptTrunc, Resume: true,
@@ -159,7 +166,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// name that shards cat --decode, train sample or export could load it by: its
 	// files are stored beside the data, as prep stores them (after the run, which
 	// refuses a directory of another job's dataset).
-	if _, err := cli.StoreTokenizerBeside(ctx, st, tf.Spec, tok); err != nil {
+	if _, err := besidePlan.Store(ctx); err != nil {
 		return fail(stderr, "run", err)
 	}
 	if stats.Truncated > 0 { // (the summary says it too, unless --progress off)

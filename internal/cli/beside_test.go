@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
 	"gptkit/tokenize/embedded"
@@ -136,7 +137,9 @@ func TestStoreTokenizerBeside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok)
+			// The earlier dataset's command recorded storing them.
+			prev := &shards.Manifest{Source: map[string]any{shards.SourceTokenizerFiles: []any{"tokenizer.json", "chars.json", "o200k_base.tiktoken", "cl100k_base.tiktoken"}}}
+			_, wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok, prev)
 			if err != nil || !slices.Equal(wrote, tc.want) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.want)
 			}
@@ -226,7 +229,7 @@ func TestStoreTokenizerBesideKeepsUsersFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wrote, err := StoreTokenizerBeside(ctx, st, specString, tok)
+			_, wrote, err := StoreTokenizerBeside(ctx, st, specString, tok, nil)
 			if err != nil || !slices.Equal(wrote, tc.wrote) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.wrote)
 			}
@@ -267,10 +270,88 @@ func TestStoreTokenizerBesideSourceThroughLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := StoreTokenizerBeside(ctx, st, given, tok); err != nil {
+	if _, _, err := StoreTokenizerBeside(ctx, st, given, tok, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err != nil || !bytes.Equal(got, users) {
 		t.Errorf("the user's tokenizer.json was removed or changed (%v)", err)
+	}
+}
+
+// TestPlanTokenizerBesideOnlyRecordedFiles: only the tokenizer files an earlier
+// command recorded in its manifest are replaced or removed. A user's own file where
+// one is to be stored is refused, naming it, before anything is written (it was
+// overwritten); the user's files that were the earlier run's --tokenizer stay when a
+// rerun uses another tokenizer (a trained tokenizer.json was removed).
+func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
+	ctx := context.Background()
+	m, err := tokenize.Train(ctx, tokenize.TrainTexts([]string{strings.Repeat("the cat sat on the mat. ", 50)}),
+		tokenize.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf bytes.Buffer
+	if err := m.WriteHFJSON(&hf); err != nil {
+		t.Fatal(err)
+	}
+	users := []byte(`{"type": "char", "chars": ["x", "y"]}`)
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(t.TempDir(), "mytok.json")
+	os.WriteFile(mine, hf.Bytes(), 0o644)
+	tok, err := spec.Load(ctx, mine, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A tokenizer.json of the user's where this one's is to go: refused.
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), users, 0o644)
+	if _, err := PlanTokenizerBeside(ctx, st, mine, tok, nil); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "tokenizer.json")) {
+		t.Fatalf("a user's tokenizer.json in the way: %v, want a refusal naming it", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "tokenizer.json")); !bytes.Equal(got, users) {
+		t.Fatal("the user's tokenizer.json was changed")
+	}
+	// The same where an earlier command recorded storing it: replaced.
+	prev := &shards.Manifest{Source: WithTokenizerFiles(nil, []string{"tokenizer.json"})}
+	keys, wrote, err := StoreTokenizerBeside(ctx, st, mine, tok, prev)
+	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || !slices.Equal(wrote, keys) {
+		t.Fatalf("keys %v wrote %v (%v)", keys, wrote, err)
+	}
+	// A rerun: the same bytes, nothing written, still listed.
+	keys, wrote, err = StoreTokenizerBeside(ctx, st, mine, tok, nil)
+	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || len(wrote) != 0 {
+		t.Fatalf("rerun: keys %v wrote %v (%v)", keys, wrote, err)
+	}
+
+	// --tokenizer DIR/tokenizer.json with DIR the output: nothing stored nor listed;
+	// a rerun with gpt2 leaves it (nothing recorded), one after a recorded store
+	// removes what was recorded.
+	dir2 := t.TempDir()
+	st2, _ := storage.Open(ctx, dir2, storage.Options{})
+	own := filepath.Join(dir2, "tokenizer.json")
+	os.WriteFile(own, hf.Bytes(), 0o644)
+	keys, wrote, err = StoreTokenizerBeside(ctx, st2, own, tok, nil)
+	if err != nil || len(keys) != 0 || len(wrote) != 0 {
+		t.Fatalf("the source in the output: keys %v wrote %v (%v)", keys, wrote, err)
+	}
+	gpt2, err := spec.Load(ctx, "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := StoreTokenizerBeside(ctx, st2, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(map[string]any{}, keys)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Fatalf("the user's tokenizer.json, the earlier run's --tokenizer, was removed: %v", err)
+	}
+	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, prev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		t.Fatal("the tokenizer.json an earlier command recorded storing was left")
 	}
 }
