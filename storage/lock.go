@@ -28,9 +28,12 @@ import (
 //     removed file, and locks the new one).
 //   - An S3 store creates DIR/.gptkit-writer.lock with If-None-Match: * (a conditional
 //     write, which MinIO and AWS both honour) holding the owner and a lease, renewed every
-//     lockLease/4 with If-Match. A holder killed without Release stops renewing: once its
-//     lease has expired (by the clock of the next writer) the next writer takes the lock
-//     over with If-Match on the dead holder's version. A holder that cannot renew for
+//     renewEvery() with If-Match. A holder killed without Release stops renewing: a next
+//     writer that finds the lock not rewritten for two renewals (by the server's clock)
+//     waits for its lease to end (an AWS Batch retry on another host resumes, rather
+//     than failing while the lease runs), unless it is renewed meanwhile, and takes the
+//     lock over with If-Match on the dead holder's version; one that finds it recently
+//     renewed (a live holder) fails at once. A holder that cannot renew for
 //     half a lease considers the lock lost (Lock.Lost closes, Lock.Check fails) and must
 //     stop writing before anyone may take it over; a taken-over holder learns it at its
 //     next renewal.
@@ -44,9 +47,15 @@ const writerLockName = ".gptkit-writer.lock"
 // WriterLockName is the file LockDir locks in a local directory.
 const WriterLockName = writerLockName
 
-// lockLease is how long an S3 lock outlives its holder's last renewal (a variable for
-// tests).
-var lockLease = 2 * time.Minute
+// lockLease is how long an S3 lock outlives its holder's last renewal, and lockRenew how
+// often a holder renews it (at most every lockLease/4); variables for tests.
+var (
+	lockLease = 2 * time.Minute
+	lockRenew = 10 * time.Second
+)
+
+// renewEvery is how often a holder renews its S3 lock.
+func renewEvery() time.Duration { return min(lockRenew, lockLease/4) }
 
 // Lock is a directory's writer lock, held until Release.
 type Lock struct {
@@ -67,6 +76,14 @@ type lockInfo struct {
 	Owner   string    `json:"owner"`
 	Since   time.Time `json:"since"`
 	Expires time.Time `json:"expires,omitzero"` // S3: the lease's end (the holder's clock)
+	// S3: when the holder wrote it (its clock) and how often it renews it: a lock not
+	// rewritten for about two renewals has a holder that stopped (absent in the locks
+	// of older versions, which renewed every lockLease/4).
+	Renewed      time.Time `json:"renewed,omitzero"`
+	RenewEveryMS int64     `json:"renew_every_ms,omitempty"`
+	// age is how long ago the lock object was last written, by the S3 server's clock
+	// (its Date and Last-Modified); -1 where unknown. Not stored.
+	age time.Duration
 	// The holder process, so that a writer on the same host can tell a dead holder
 	// (killed -9, its lease not yet expired) and take over at once: the host name, the
 	// PID namespace, the PID and the process's start time (a reused PID is another
@@ -201,7 +218,7 @@ func lockedError(where string, info lockInfo, raw []byte) error {
 	}
 	lease := ""
 	if !info.Expires.IsZero() {
-		lease = "; if it died on another host, its lock is taken over when its lease ends at " + info.Expires.UTC().Format(time.RFC3339)
+		lease = fmt.Sprintf("; if it died on another host, a writer started once it has not renewed its lock for %s waits for its lease to end (at %s) and takes it over", info.staleAfter().Round(time.Second), info.Expires.UTC().Format(time.RFC3339))
 	}
 	return fmt.Errorf("%w: %s%s (lock %s)\n---> HINT: wait for it to finish or stop it; two runs must not write one output (choose another output directory)%s", ErrLocked, who, since, where, lease)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -19,7 +20,8 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 	where := "s3://" + s.bucket + "/" + key
 	since := time.Now()
 	put := func(ctx context.Context, ifNoneMatch, ifMatch string) (string, error) {
-		data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: time.Now().Add(lockLease)}))
+		now := time.Now()
+		data, _ := json.Marshal(thisProcess(lockInfo{Owner: owner, Since: since, Expires: now.Add(lockLease), Renewed: now, RenewEveryMS: renewEvery().Milliseconds()}))
 		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
 		if ifMatch == "" {
 			in.IfNoneMatch = aws.String(ifNoneMatch)
@@ -40,26 +42,41 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 		return aws.ToString(out.ETag), nil
 	}
 	etag, err := put(ctx, "*", "")
-	if isPrecondition(err) || isConflict(err) {
+	waited := false
+	for try := 0; (isPrecondition(err) || isConflict(err)) && try < 100; try++ {
 		info, raw, held, rerr := s.readLock(ctx, key)
 		switch {
 		case rerr != nil:
 			return nil, fmt.Errorf("storage: lock %s: %w%s", where, rerr, s.hint(rerr))
-		case held != "" && time.Now().Before(info.Expires) && !holderDead(info):
-			return nil, lockedError(where, info, raw)
-		case held != "":
-			s.log.Warn("storage: taking over a writer lock whose holder died (its lease expired, or it was a process of this host that no longer runs)", "lock", where, "holder", info.Owner, "expires", info.Expires)
-			etag, err = put(ctx, "", held)
-			if isPrecondition(err) || isConflict(err) {
-				info, raw, _, _ := s.readLock(ctx, key)
-				return nil, lockedError(where, info, raw)
-			}
-		default: // released meanwhile
+		case held == "": // released meanwhile
 			etag, err = put(ctx, "*", "")
-			if isPrecondition(err) || isConflict(err) {
-				info, raw, _, _ := s.readLock(ctx, key)
-				return nil, lockedError(where, info, raw)
+			continue
+		case !time.Now().Before(info.Expires) || holderDead(info):
+			s.log.Warn("storage: taking over a writer lock whose holder died (its lease expired, or it was a process of this host that no longer runs)", "lock", where, "holder", info.Owner, "expires", info.Expires)
+		case !info.stale():
+			return nil, lockedError(where, info, raw)
+		default:
+			// Its holder stopped renewing it (killed on another host, or cut off
+			// from the server, when it stops writing within half a lease): wait
+			// for the lease to end, unless it renews meanwhile.
+			wait := info.remaining()
+			if !waited {
+				s.log.Warn(fmt.Sprintf("storage: waiting %s for the writer lock of a holder that stopped renewing it (killed on another host?) to end, then taking it over", wait.Round(time.Second)),
+					"lock", where, "holder", info.Owner, "not_renewed_for", info.age.Round(time.Second), "lease_ends", time.Now().Add(wait).UTC().Format(time.RFC3339))
+				waited = true
 			}
+			renewed, werr := s.waitLockEnd(ctx, key, held, wait, info.renewEvery())
+			if werr != nil {
+				return nil, fmt.Errorf("storage: lock %s: waiting for the lease of %s to end: %w", where, info.Owner, werr)
+			}
+			if renewed {
+				continue // decide again: renewed (a live holder), released or taken
+			}
+		}
+		etag, err = put(ctx, "", held)
+		if isPrecondition(err) || isConflict(err) {
+			info, raw, _, _ := s.readLock(ctx, key)
+			return nil, lockedError(where, info, raw)
 		}
 	}
 	if err != nil {
@@ -81,7 +98,7 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 	}
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(lockLease / 4)
+		tick := time.NewTicker(renewEvery())
 		defer tick.Stop()
 		for {
 			select {
@@ -140,5 +157,69 @@ func (s *s3Store) readLock(ctx context.Context, key string) (lockInfo, []byte, s
 	}
 	var info lockInfo
 	json.Unmarshal(raw, &info) // a garbled lock reads as expired
+	info.age = -1
+	if out.LastModified != nil {
+		if now, ok := awsmiddleware.GetServerTime(out.ResultMetadata); ok && !now.IsZero() {
+			info.age = now.Sub(*out.LastModified)
+		} else {
+			info.age = time.Since(*out.LastModified)
+		}
+	}
 	return info, raw, aws.ToString(out.ETag), nil
+}
+
+// waitLockEnd waits up to wait for the lock object at key, of ETag held, to end, reading
+// it every poll: renewed reports that it changed (renewed, released or taken) meanwhile.
+func (s *s3Store) waitLockEnd(ctx context.Context, key, held string, wait, poll time.Duration) (renewed bool, err error) {
+	end := time.Now().Add(wait)
+	for {
+		d := min(time.Until(end), poll)
+		if d <= 0 {
+			return false, nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		_, _, now, err := s.readLock(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if now != held {
+			return true, nil
+		}
+	}
+}
+
+// renewEvery is how often info's holder renews its lock.
+func (info lockInfo) renewEvery() time.Duration {
+	if info.RenewEveryMS > 0 {
+		return time.Duration(info.RenewEveryMS) * time.Millisecond
+	}
+	return lockLease / 4 // older versions
+}
+
+// staleAfter is how long a lock object goes unwritten before its holder is taken for one
+// that stopped renewing: two renewals (a slow PUT may delay one) and the second the
+// server's times are rounded to.
+func (info lockInfo) staleAfter() time.Duration { return 2*info.renewEvery() + time.Second }
+
+// stale reports whether info's holder has stopped renewing it.
+func (info lockInfo) stale() bool { return info.age > info.staleAfter() }
+
+// remaining is how long info's lease runs on (by the server's clock where it is known),
+// at most a whole lease.
+func (info lockInfo) remaining() time.Duration {
+	lease := lockLease
+	if !info.Renewed.IsZero() && info.Expires.After(info.Renewed) {
+		lease = info.Expires.Sub(info.Renewed)
+	}
+	r := time.Until(info.Expires)
+	if info.age >= 0 {
+		r = lease - info.age
+	}
+	return max(0, min(r, lease))
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,4 +153,101 @@ func FuzzProcStartTime(f *testing.F) {
 			t.Fatalf("%q: start %q, want 777", line, got)
 		}
 	})
+}
+
+// TestLockStoppedRenewing: an S3 lock whose holder on another host stopped renewing it
+// (killed -9: an AWS Batch attempt retried elsewhere) makes the next writer wait for the
+// lease to end, saying so in one line, and take it over, rather than fail; a lock still
+// renewed (a live holder) is refused at once, as is one renewed during the wait.
+func TestLockStoppedRenewing(t *testing.T) {
+	oldLease, oldRenew := lockLease, lockRenew
+	lockLease, lockRenew = 4*time.Second, 500*time.Millisecond // stale after 2 s
+	defer func() { lockLease, lockRenew = oldLease, oldRenew }()
+	var logs syncBuffer
+	st, _ := storeCases[1].open(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := st.(*s3Store)
+	key := s.lockKey("ds")
+
+	// A live holder, renewing: refused at once, however long it has held the lock.
+	live, err := LockDir(ctx, st, "ds", "a live writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	start := time.Now()
+	if _, err := LockDir(ctx, st, "ds", "me"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "a live writer") {
+		t.Fatalf("live holder: %v, want ErrLocked naming it", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a live holder was refused after %s, want at once", d)
+	}
+	live.Release()
+
+	forge := func(lease time.Duration) {
+		now := time.Now()
+		data, _ := json.Marshal(lockInfo{Owner: "a task killed on another host", Host: "another-host", PID: 1, PIDNS: "x",
+			Renewed: now, Expires: now.Add(lease), RenewEveryMS: 500})
+		if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Just renewed: it may be alive, refused at once.
+	forge(4 * time.Second)
+	if _, err := LockDir(ctx, st, "ds", "me"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "not renewed its lock for 2s") {
+		t.Fatalf("just renewed: %v, want ErrLocked saying when a writer waits", err)
+	}
+	// Not renewed for two renewals: wait for the lease's end, then take it.
+	time.Sleep(3200 * time.Millisecond)
+	start = time.Now()
+	l, err := LockDir(ctx, st, "ds", "me")
+	if err != nil {
+		t.Fatalf("a holder that stopped renewing: %v, want the lock after its lease", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %s, want the lease's rest (under 1 s)", d)
+	}
+	l.Release()
+	if got := logs.String(); strings.Count(got, "waiting") != 1 || !strings.Contains(got, "a task killed on another host") || !strings.Contains(got, "lease_ends=") {
+		t.Errorf("log:\n%s\nwant one line saying it waits, naming the holder and the lease's end", got)
+	}
+
+	// Renewed while the next writer waits: refused then.
+	forge(8 * time.Second)
+	time.Sleep(3200 * time.Millisecond)
+	errc := make(chan error, 1)
+	go func() {
+		l, err := LockDir(ctx, st, "ds", "me")
+		if err == nil {
+			l.Release()
+		}
+		errc <- err
+	}()
+	time.Sleep(time.Second)
+	forge(8 * time.Second)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrLocked) {
+			t.Fatalf("renewed during the wait: %v, want ErrLocked", err)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("renewed during the wait, the writer still waits")
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a logger may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
