@@ -3,10 +3,12 @@ package shards
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -375,8 +377,144 @@ func jobsAgree(where string, parts []*Manifest) error {
 		}
 	}
 	slices.Sort(stale)
-	return fmt.Errorf("shards: merge-parts %s: %w: the parts are of %d runs (other inputs, tokenizer or settings): %s\n---> HINT: the newest run (job %.12s, created %s) is the one to keep: rerun the tasks of parts %s with its command, then merge again",
-		where, ErrIncompatible, len(byJob), strings.Join(groups, "; "), newestJob, newest, joinInts(stale, ","))
+	// What changed, from each older run to the newest (its settings and inputs, as
+	// the parts' manifests record them).
+	why := "(other inputs, tokenizer or settings)"
+	var changes []string
+	for _, job := range slices.Sorted(maps.Keys(byJob)) {
+		if job == newestJob {
+			continue
+		}
+		if c := jobChange(parts[byJob[job][0]], parts[byJob[newestJob][0]]); c != "" {
+			changes = append(changes, fmt.Sprintf("job %.12s → %.12s: %s", job, newestJob, c))
+		}
+	}
+	if len(changes) > 0 {
+		why = "(" + strings.Join(changes, "; ") + ")"
+	}
+	return fmt.Errorf("shards: merge-parts %s: %w: the parts are of %d runs %s: %s\n---> HINT: the newest run (job %.12s, created %s) is the one to keep: rerun the tasks of parts %s with its command, then merge again",
+		where, ErrIncompatible, len(byJob), why, strings.Join(groups, "; "), newestJob, newest, joinInts(stale, ","))
+}
+
+// settingNames are the names a change of source.job_settings is told by (the rest by
+// their keys).
+var settingNames = map[string]string{
+	"version": "pipeline version", "name": "dataset name", "text_key": "text key", "append_eod": "append-eod",
+	"shard_bytes": "shard size", "filter_set": "filter set", "stripe_bytes": "stripe size",
+}
+
+// jobChange says how the job that made part b differs from the one that made part a:
+// the tokenizer, the settings their manifests record (source.job_settings, as tokenize
+// run writes them), and the inputs (source.job_inputs, by name and size: the parts of
+// one run may see other copies); "" when nothing can be told (manifests from before
+// these were recorded).
+func jobChange(a, b *Manifest) string {
+	var out []string
+	if a.Tokenizer.Fingerprint != b.Tokenizer.Fingerprint || a.Tokenizer.EODID != b.Tokenizer.EODID {
+		out = append(out, fmt.Sprintf("the tokenizer changed (%s, fingerprint %.12s, eod %d → %s, fingerprint %.12s, eod %d)",
+			a.Tokenizer.Name, a.Tokenizer.Fingerprint, a.Tokenizer.EODID, b.Tokenizer.Name, b.Tokenizer.Fingerprint, b.Tokenizer.EODID))
+	} else if a.DType != b.DType {
+		out = append(out, fmt.Sprintf("dtype %s → %s", a.DType, b.DType))
+	}
+	sa, okA := a.Source["job_settings"].(map[string]any)
+	sb, okB := b.Source["job_settings"].(map[string]any)
+	if okA && okB {
+		for _, k := range slices.Sorted(maps.Keys(union(sa, sb))) {
+			x, y := sa[k], sb[k]
+			if k == "tokenizer" || k == "eod_id" || k == "dtype" || reflect.DeepEqual(x, y) {
+				continue // the tokenizer and dtype: told above
+			}
+			if px, ok := x.(map[string]any); ok || x == nil {
+				if py, ok := y.(map[string]any); ok || y == nil {
+					// params: only the settings that differ
+					var diffs []string
+					for _, p := range slices.Sorted(maps.Keys(union(px, py))) {
+						u, inX := px[p]
+						v, inY := py[p]
+						switch {
+						case !inX:
+							diffs = append(diffs, fmt.Sprintf("%s (none) → %s", p, jsonValue(v)))
+						case !inY:
+							diffs = append(diffs, fmt.Sprintf("%s %s → (none)", p, jsonValue(u)))
+						case !reflect.DeepEqual(u, v):
+							diffs = append(diffs, fmt.Sprintf("%s %s → %s", p, jsonValue(u), jsonValue(v)))
+						}
+					}
+					out = append(out, "settings "+strings.Join(diffs, ", "))
+					continue
+				}
+			}
+			name := settingNames[k]
+			if name == "" {
+				name = k
+			}
+			out = append(out, fmt.Sprintf("%s %s → %s", name, jsonValue(x), jsonValue(y)))
+		}
+	}
+	ia, ib := inputsBySize(a.Source["job_inputs"]), inputsBySize(b.Source["job_inputs"])
+	if ia != nil && ib != nil && !slices.Equal(ia, ib) {
+		// Only those that differ.
+		was := slices.DeleteFunc(slices.Clone(ia), func(s string) bool { return slices.Contains(ib, s) })
+		now := slices.DeleteFunc(slices.Clone(ib), func(s string) bool { return slices.Contains(ia, s) })
+		if len(was) == 0 && len(now) == 0 {
+			out = append(out, "its inputs are given in another order")
+		} else {
+			out = append(out, fmt.Sprintf("inputs %s → %s", listOrNone(was), listOrNone(now)))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func union(a, b map[string]any) map[string]any {
+	u := maps.Clone(a)
+	if u == nil {
+		u = map[string]any{}
+	}
+	maps.Copy(u, b)
+	return u
+}
+
+// jsonValue writes a value of a decoded manifest as it was written (1000000, not 1e+06).
+func jsonValue(v any) string {
+	if v == nil {
+		return "(none)"
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
+// inputsBySize is a recorded source.job_inputs ("NAME (SIZE bytes, modified T)") with
+// no modification times ("NAME (SIZE bytes)"), nil when it is not recorded.
+func inputsBySize(recorded any) []string {
+	list, ok := recorded.([]any)
+	if !ok {
+		return nil
+	}
+	out := []string{}
+	for _, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if k := strings.LastIndex(s, ", modified "); k >= 0 && strings.HasSuffix(s, ")") {
+			s = s[:k] + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	if len(l) > 4 {
+		l = append(slices.Clip(l[:4]), fmt.Sprintf("and %d more", len(l)-4))
+	}
+	return strings.Join(l, ", ")
 }
 
 // checkPartShards checks that every part's shard files are in place: the .idx there

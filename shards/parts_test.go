@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -191,5 +192,36 @@ func TestPartParent(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("PartParent(%q) = %q, %v; want %q", dir, got, ok, want)
 		}
+	}
+}
+
+// TestMergePartsNamesRunChange: parts of two runs are refused naming what changed
+// between them (their manifests' source.job_settings and job_inputs), not only "other
+// inputs, tokenizer or settings".
+func TestMergePartsNamesRunChange(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	one := map[string][][]int{"": {{1}}}
+	settings := func(shardBytes int, params map[string]any) map[string]any {
+		return map[string]any{"version": 1, "name": "corpus", "text_key": "text", "append_eod": true, "shard_bytes": shardBytes, "params": params}
+	}
+	for i, src := range []map[string]any{
+		{"job_settings": settings(1000000, map[string]any{"lang": "en"}), "job_inputs": []string{"a.jsonl (10 bytes, modified 2025-01-01T00:00:00Z)", "b.jsonl (20 bytes, modified 2025-01-01T00:00:00Z)"}},
+		{"job_settings": settings(2000000, map[string]any{"lang": "de"}), "job_inputs": []string{"a.jsonl (10 bytes, modified 2025-02-01T00:00:00Z)", "b.jsonl (25 bytes, modified 2025-02-01T00:00:00Z)"}},
+	} {
+		writePart(t, st, "ds", i, 2, fmt.Sprintf("job-%d", i), one)
+		m, err := ReadManifest(ctx, st, join("ds", PartDir(i, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(m.Source, src)
+		if err := WriteManifest(ctx, st, join("ds", PartDir(i, 2)), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
+	want := `the parts are of 2 runs (job job-0 → job-1: settings lang "en" → "de"; shard size 1000000 → 2000000; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
+	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %q", err, want)
 	}
 }
