@@ -213,6 +213,25 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		}
 	}
 	if err := WriteManifest(ctx, st, dir, m); err != nil {
+		if errors.Is(err, storage.ErrPrecondition) {
+			// Another merge committed first (the scheduler's merge job and one
+			// run by hand): the same merge is done, another is named.
+			if now, rerr := ReadManifest(ctx, st, dir); rerr == nil {
+				if sameMerge(now, m) {
+					return MergeResult{Manifest: now, Parts: count, Already: true}, nil
+				}
+				who, _ := now.Source["command"].(string)
+				if who == "" {
+					who = "an unknown writer"
+				}
+				what := "a dataset not merged from this run's parts"
+				if job, _ := now.Source["job"].(string); job != "" && now.Part == nil {
+					what = fmt.Sprintf("the merge of another run (job %.12s; this one's is %.12s)", job, m.Source["job"])
+				}
+				return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w: while this merge ran, another writer (%s) committed its %s: %s, %d documents\n---> HINT: two merges (or a merge and a run) wrote one directory; check which should stay: rerun this merge with --overwrite to replace it, or merge into another directory",
+					where, ErrExists, who, ManifestName, what, now.Documents)
+			}
+		}
 		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
 	}
 	res := MergeResult{Manifest: m, Parts: count}
@@ -220,6 +239,15 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		res.Removed, res.RemoveErr = removeReplaced(ctx, st, dir, replaced, m)
 	}
 	return res, nil
+}
+
+// sameMerge reports whether the manifest another writer committed, now, is the merge m
+// of the same parts: the same run, shards and documents.
+func sameMerge(now, m *Manifest) bool {
+	return now.Part == nil && now.Source["job"] == m.Source["job"] && now.Documents == m.Documents &&
+		slices.EqualFunc(now.Shards, m.Shards, func(a, b ShardInfo) bool {
+			return a.Prefix == b.Prefix && a.Split == b.Split && a.BinSHA256 == b.BinSHA256 && a.IdxSHA256 == b.IdxSHA256
+		})
 }
 
 // findParts returns the run's part count (want, if not 0) and which parts have a

@@ -7,7 +7,10 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+
+	"gptkit/storage"
 )
 
 // writePart writes part i of w in dir: one shard per split with docs, the split's shards
@@ -223,5 +226,57 @@ func TestMergePartsNamesRunChange(t *testing.T) {
 	want := `the parts are of 2 runs (job job-0 → job-1: settings lang "en" → "de"; shard size 1000000 → 2000000; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v\nwant %q", err, want)
+	}
+}
+
+// racingStore runs before, once, when the manifest of dir is created: another writer
+// that commits it while a merge runs.
+type racingStore struct {
+	*testStore
+	key    string
+	before func()
+	once   sync.Once
+}
+
+func (s *racingStore) Create(ctx context.Context, key string, opts ...storage.WriteOption) (storage.Writer, error) {
+	if key == s.key {
+		s.once.Do(s.before)
+	}
+	return s.testStore.Create(ctx, key, opts...)
+}
+
+// TestMergePartsConcurrent: two merge-parts at once (the scheduler's merge job and one
+// by hand): the one that commits second reports the merge done (Already, exit 0) rather
+// than "precondition failed", and names the other writer where that wrote another
+// dataset.
+func TestMergePartsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	one := map[string][][]int{"": {{1}}, "val": {{2, 3}}}
+	st := newTestStore(t)
+	writePart(t, st, "ds", 0, 2, "j", one)
+	writePart(t, st, "ds", 1, 2, "j", one)
+	rs := &racingStore{testStore: st, key: ManifestKey("ds"), before: func() {
+		if _, err := MergeParts(ctx, st, "ds", MergePartsOptions{Command: "shards merge-parts (the merge job)"}); err != nil {
+			t.Errorf("the other merge: %v", err)
+		}
+	}}
+	res, err := MergeParts(ctx, rs, "ds", MergePartsOptions{Command: "shards merge-parts (by hand)"})
+	if err != nil || !res.Already || res.Parts != 2 || res.Manifest.Source["command"] != "shards merge-parts (the merge job)" {
+		t.Fatalf("the second merge: %+v, %v; want Already, the merge job's manifest", res, err)
+	}
+
+	// Another writer's dataset committed meanwhile: named, not overwritten.
+	st = newTestStore(t)
+	writePart(t, st, "ds", 0, 2, "j", one)
+	writePart(t, st, "ds", 1, 2, "j", one)
+	rs = &racingStore{testStore: st, key: ManifestKey("ds"), before: func() {
+		m := NewManifest(testTokenizer(65536), Uint16, map[string]any{"command": "tokenize run --output ds"})
+		if err := WriteManifest(ctx, st, "ds", m); err != nil {
+			t.Error(err)
+		}
+	}}
+	_, err = MergeParts(ctx, rs, "ds", MergePartsOptions{})
+	if !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "another writer (tokenize run --output ds) committed its manifest.json: a dataset not merged from this run's parts, 0 documents") {
+		t.Fatalf("got %v, want ErrExists naming the other writer", err)
 	}
 }
