@@ -502,16 +502,20 @@ func union(a, b map[string]any) map[string]any {
 	return u
 }
 
-// jsonValue writes a value of a decoded manifest as it was written (1000000, not 1e+06).
+// jsonValue writes a value of a decoded manifest as it was written (1000000, not 1e+06),
+// cut at 120 bytes (a setting may list every input).
 func jsonValue(v any) string {
 	if v == nil {
 		return "(none)"
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
+	s := fmt.Sprint(v)
+	if data, err := json.Marshal(v); err == nil {
+		s = string(data)
 	}
-	return string(data)
+	if len(s) > 120 {
+		s = strings.ToValidUTF8(s[:120], "") + "…"
+	}
+	return s
 }
 
 // inputsBySize is a recorded source.job_inputs ("NAME (SIZE bytes, modified T)") with

@@ -210,7 +210,7 @@ func TestMergePartsNamesRunChange(t *testing.T) {
 	}
 	for i, src := range []map[string]any{
 		{"job_settings": settings(1000000, map[string]any{"lang": "en"}), "job_inputs": []string{"a.jsonl (10 bytes, modified 2025-01-01T00:00:00Z)", "b.jsonl (20 bytes, modified 2025-01-01T00:00:00Z)"}},
-		{"job_settings": settings(2000000, map[string]any{"lang": "de"}), "job_inputs": []string{"a.jsonl (10 bytes, modified 2025-02-01T00:00:00Z)", "b.jsonl (25 bytes, modified 2025-02-01T00:00:00Z)"}},
+		{"job_settings": settings(2000000, map[string]any{"lang": "de", "inputs": strings.Repeat("x.jsonl 123 2025-01-01 ", 100)}), "job_inputs": []string{"a.jsonl (10 bytes, modified 2025-02-01T00:00:00Z)", "b.jsonl (25 bytes, modified 2025-02-01T00:00:00Z)"}},
 	} {
 		writePart(t, st, "ds", i, 2, fmt.Sprintf("job-%d", i), one)
 		m, err := ReadManifest(ctx, st, join("ds", PartDir(i, 2)))
@@ -223,7 +223,7 @@ func TestMergePartsNamesRunChange(t *testing.T) {
 		}
 	}
 	_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
-	want := `the parts are of 2 runs (job job-0 → job-1: settings lang "en" → "de"; shard size 1000000 → 2000000; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
+	want := `the parts are of 2 runs (job job-0 → job-1: settings inputs (none) → "` + strings.Repeat("x.jsonl 123 2025-01-01 ", 6)[:119] + `…, lang "en" → "de"; shard size 1000000 → 2000000; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v\nwant %q", err, want)
 	}
