@@ -48,6 +48,10 @@ type Config struct {
 	// StopGrace is how long ranks stopped after a failure get before SIGKILL (0: 10s).
 	StopGrace time.Duration
 	Logger    *slog.Logger
+
+	// testEvents, set by tests, stands between the store's events and the launcher
+	// (to hold an abort back, as a loaded machine may).
+	testEvents func(<-chan dist.Event) <-chan dist.Event
 }
 
 // ErrInterrupted is returned when a signal (or Stop) ended the run.
@@ -159,6 +163,9 @@ func Run(ctx context.Context, cfg Config) error {
 			defer agent.Close()
 			l.agent = agent
 			events = agent.Events()
+		}
+		if cfg.testEvents != nil {
+			events = cfg.testEvents(events)
 		}
 	}
 	for restarts := 0; ; restarts++ {
@@ -306,6 +313,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// "disconnected", behind the rank's output). It gets no stop signal meanwhile,
 	// which would make its exit the launcher's doing.
 	blamed := -1
+	blamedLate := false // blamed by an abort that came after this node's ranks were stopped
 	var blameTimer <-chan time.Time
 	// abortGen and abortRank are the generation and rank of the store's abort that
 	// this launcher took as the failure. Where it blamed a rank of another node for a
@@ -313,9 +321,22 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// (dist.EventExit): awaiting holds the attempt open for its word, for at most
 	// remoteExitGrace (its launcher may be gone too).
 	abortGen, abortRank := -1, -1
+	// reporter is the rank of this node's whose exit with status 1 (failedExit) is
+	// the failure, taken before any abort: most often a rank that read another's
+	// failure (its "rank 3 disconnected", before this launcher heard the store's
+	// abort). A later exit of a rank of this node's that crashed on its own replaces
+	// it (ownCrash), unless an abort of the generation named another rank
+	// (storeRank): its own error, which another rank's crash followed.
+	reporter, storeRank := -1, -1
+	// storeSaid is set once an abort of the generation came. After a reporter's
+	// exit, abortWait holds the attempt open for it (it is on its way: the
+	// reporter read it), for at most exitGrace, should this node's ranks all have
+	// exited first.
+	storeSaid := false
+	var abortWait <-chan time.Time
 	awaiting := false
 	var awaitTimer <-chan time.Time
-	endAwait := func() { awaiting, awaitTimer = false, nil }
+	endAwait := func() { awaiting, awaitTimer, abortWait = false, nil, nil }
 	signal := func(w *worker, sig syscall.Signal) {
 		w.cmd.Process.Signal(sig)
 		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
@@ -355,7 +376,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	gen := -1
 	ctxDone := ctx.Done()
 	stopCh := l.cfg.Stop
-	for running > 0 || awaiting {
+	for running > 0 || awaiting || abortWait != nil && !storeSaid {
 		select {
 		case ex := <-exits:
 			running--
@@ -371,7 +392,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			}
 			if ex.rank == blamed {
 				blamed, blameTimer = -1, nil
-				if ex.err != nil && !sentKill && !interruptedExit(ex.err) && !failedExit(ex.err) {
+				own := ex.err != nil && !sentKill && !interruptedExit(ex.err) && !failedExit(ex.err)
+				if blamedLate {
+					own = ownCrash(ex, sentKill) // it got the stop signal: not a SIGTERM's death
+				}
+				if own {
 					// Its own end, which the store saw as a disconnection: a panic
 					// (no rerun cures it), or a kill from outside (out.killed). Not
 					// an exit on an error (failedExit): the group's failure, read
@@ -382,6 +407,15 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				} else {
 					l.reportExit(abortGen, ex.rank, "", true) // the store's word stands
 				}
+			}
+			if stopping && reporter >= 0 && ex.rank != reporter && (!storeSaid || storeRank == ex.rank) && ownCrash(ex, sentKill) {
+				// The rank that exited with status 1 read this rank's failure (the
+				// store's abort came later, or was ignored as this node was already
+				// stopping): its own end is the failure, on every node.
+				reporter = -1
+				out.failure, out.rerun = l.describeExit(ex), false
+				l.log.Error("a rank crashed on its own; it is the failure the other rank reported", "rank", ex.rank, "failure", out.failure)
+				l.reportExit(gen, ex.rank, out.failure, killedBySignal(ex.err, syscall.SIGKILL))
 			}
 			if ex.err != nil && !stopping && interruptedExit(ex.err) {
 				// Stopped with the others on an interrupt another node's launcher
@@ -400,6 +434,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				// The store may blame it for a disconnection meanwhile: the other
 				// nodes' launchers hear its own end.
 				l.reportExit(gen, ex.rank, out.failure, out.killed)
+				if failedExit(ex.err) && gen >= 0 && events != nil {
+					reporter, abortWait = ex.rank, time.After(exitGrace)
+				}
 				stop(syscall.SIGTERM, cfg.StopGrace)
 			}
 		case ev, ok := <-events:
@@ -412,6 +449,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			case dist.EventStart:
 				gen = ev.Gen
 			case dist.EventAbort:
+				if ev.Gen == gen && !storeSaid {
+					storeSaid, storeRank = true, ev.Rank
+				}
 				if ev.Gen == gen && !stopping {
 					out.failure = ev.Reason
 					out.rerun = ev.Rerun
@@ -428,6 +468,24 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
+				} else if ev.Gen == gen && reporter >= 0 && ev.Rank >= 0 && ev.Rank != reporter {
+					// The rank whose exit with status 1 was taken for the failure read
+					// this one: the store's word is the failure, and, as had it come
+					// first, the named rank's own end where it crashed (this node's
+					// ranks are stopping already).
+					reporter = -1
+					out.failure, out.rerun = ev.Reason, ev.Rerun
+					abortGen, abortRank = ev.Gen, ev.Rank
+					l.log.Error("the group failed: the rank that exited read this failure", "reason", ev.Reason)
+					w := l.worker(workers, ev.Rank)
+					switch {
+					case w != nil && !w.exited && ev.Rerun:
+						blamed, blameTimer, blamedLate = ev.Rank, time.After(exitGrace), true
+					case w != nil && ev.Rerun:
+						l.reportExit(abortGen, ev.Rank, "", true) // not its own crash (reporter's block): the store's word stands
+					case w == nil && ev.Rerun && !ev.Exiting && cfg.NNodes > 1:
+						awaiting, awaitTimer = true, time.After(remoteExitGrace)
+					}
 				}
 			case dist.EventExit:
 				if ev.Gen == abortGen && ev.Rank == abortRank && l.worker(workers, ev.Rank) == nil {
@@ -471,6 +529,8 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			}
 			l.reportExit(abortGen, blamed, "", true) // the store's word stands
 			blamed = -1
+		case <-abortWait:
+			abortWait = nil // the store's abort did not come: the rank's exit stands
 		case <-awaitTimer:
 			l.log.Warn("no word from the launcher of the rank the store named on how it ended; the store's word stands", "rank", abortRank, "node", abortRank/cfg.NProcPerNode)
 			endAwait()
@@ -601,6 +661,18 @@ func describeExit(ex exit, where string) string {
 func failedExit(err error) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == 1
+}
+
+// ownCrash reports whether a rank's exit is its own crash, not the group's failure
+// it read nor a stop of this launcher's (sentKill: it SIGKILLed its ranks): a Go
+// panic or runtime fatal error (status 2 after a crash report, goCrashLine), or a
+// SIGKILL from outside (the OOM killer).
+func ownCrash(ex exit, sentKill bool) bool {
+	var ee *exec.ExitError
+	if ex.err == nil || sentKill || !errors.As(ex.err, &ee) {
+		return false
+	}
+	return ee.ExitCode() == 2 && goCrashLine(ex.last) || killedBySignal(ex.err, syscall.SIGKILL)
 }
 
 // killedBySignal reports whether a rank's Wait error is its death by signal sig.

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "distkill1" || mode == "distpanic1" {
 		os.Exit(distKillRank(mode == "distpanic1"))
 	}
+	if mode := os.Getenv(workerEnv); mode == "distpanicheld" {
+		os.Exit(distPanicHeldRank())
+	}
 	if mode := os.Getenv(workerEnv); mode == "diststop1" || mode == "diststopresume1" {
 		os.Exit(distStopRank(mode == "diststopresume1"))
 	}

@@ -21,6 +21,13 @@ const rerunHint = "; to go on, rerun the same command (it continues from the new
 // stderr.
 func runTwoNodes(t *testing.T, mode string, nproc int) ([2]error, [2]*syncBuffer) {
 	t.Helper()
+	return runTwoNodesWith(t, mode, nproc, nil)
+}
+
+// runTwoNodesWith is runTwoNodes with tweak (when not nil) changing each node's
+// Config before it runs.
+func runTwoNodesWith(t *testing.T, mode string, nproc int, tweak func(node int, cfg *Config, stderr *syncBuffer)) ([2]error, [2]*syncBuffer) {
+	t.Helper()
 	port := freePort(t)
 	var errs [2]error
 	var stderrs [2]*syncBuffer
@@ -30,6 +37,9 @@ func runTwoNodes(t *testing.T, mode string, nproc int) ([2]error, [2]*syncBuffer
 		cfg.NNodes, cfg.NodeRank, cfg.MasterAddr, cfg.MasterPort, cfg.Token = 2, node, "127.0.0.1", port, "two-nodes"
 		cfg.Timeout = time.Minute
 		stderrs[node] = stderr
+		if tweak != nil {
+			tweak(node, &cfg, stderr)
+		}
 		go func() {
 			errs[node] = Run(context.Background(), cfg)
 			done <- node

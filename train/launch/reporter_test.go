@@ -1,0 +1,136 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gptkit/train/dist"
+)
+
+// heldPanicEnv names the rank that panics in mode distpanicheld; heldMarkEnv the
+// file whose creation lets its exit reach the launcher.
+const (
+	heldPanicEnv = "GPTKIT_LAUNCH_TEST_PANIC_RANK"
+	heldMarkEnv  = "GPTKIT_LAUNCH_TEST_MARK"
+)
+
+// distPanicHeldRank joins the group; the rank heldPanicEnv names then crashes with
+// a Go panic, leaving behind a child that holds its stderr until the file
+// heldMarkEnv names is there (a minute at most), so that its exit reaches the
+// launcher only then (with pipeDrainWait longer). The others exit with status 1 on
+// the group's failure ("rank N disconnected"), as train's ranks do.
+func distPanicHeldRank() int {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	c, err := dist.Init(context.Background(), place, dist.Options{Token: os.Getenv(dist.EnvToken), Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if strconv.Itoa(place.Rank) == os.Getenv(heldPanicEnv) {
+		child := exec.Command("sh", "-c", `i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, os.Getenv(heldMarkEnv))
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go func() { panic("out of cheese") }()
+		time.Sleep(time.Minute)
+	}
+	select {
+	case <-c.Aborted():
+		fmt.Fprintln(os.Stderr, c.Err())
+		return 1
+	case <-time.After(time.Minute):
+		return 9
+	}
+}
+
+// holdAbort is a Config.testEvents that holds the store's abort back until the
+// launcher has taken a rank's exit for the failure (its log says so in stderr), as
+// on a loaded machine, then creates mark unless it is "" (the panicked rank's exit
+// may come: after the abort, or with exitFirst before it, once the launcher has
+// taken it, or 10s).
+func holdAbort(stderr *syncBuffer, mark string, exitFirst bool) func(<-chan dist.Event) <-chan dist.Event {
+	waitFor := func(text string, d time.Duration) {
+		for deadline := time.Now().Add(d); !strings.Contains(stderr.String(), text) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return func(in <-chan dist.Event) <-chan dist.Event {
+		out := make(chan dist.Event, 64)
+		go func() {
+			defer close(out)
+			for ev := range in {
+				if ev.Kind == dist.EventAbort && mark != "" {
+					waitFor("a rank failed; stopping the others", time.Minute)
+					if !exitFirst {
+						out <- ev
+					}
+					os.WriteFile(mark, nil, 0o644)
+					if exitFirst {
+						waitFor("a rank crashed on its own", 10*time.Second)
+						out <- ev
+					}
+					continue
+				} else if ev.Kind == dist.EventAbort {
+					waitFor("a rank failed; stopping the others", time.Minute)
+				}
+				out <- ev
+			}
+		}()
+		return out
+	}
+}
+
+// TestReportedFailureThenOwnCrash: a rank that panics (the store: "rank 1
+// disconnected") while another rank of its node reads that failure and exits with
+// status 1 before the launcher hears the store's abort: the panic is the failure,
+// with no rerun hint, not the other rank's "rank 0 exited with status 1: ... rank 1
+// disconnected" (the launcher, already stopping, ignored the abort and took the
+// panicked rank's exit for part of the stop; cmd/train TestLaunchNodesRankPanics
+// failed so in about 1 run of 12), whether the abort or the panicked rank's exit
+// comes next. With two nodes, the other node's launcher names it too
+// (reportExit), also where its own ranks read the failure and all exited first (it
+// waits for the store's abort, then for the word of the panicked rank's launcher).
+func TestReportedFailureThenOwnCrash(t *testing.T) {
+	defer func(d, r time.Duration) { pipeDrainWait, remoteExitGrace = d, r }(pipeDrainWait, remoteExitGrace)
+	pipeDrainWait = time.Minute // the panicked rank's exit comes once the mark is there
+	remoteExitGrace = 30 * time.Second
+
+	for _, exitFirst := range []bool{false, true} {
+		mark := filepath.Join(t.TempDir(), "mark")
+		cfg, _, stderr := testConfig(t, "distpanicheld", 2)
+		cfg.Env = append(cfg.Env, heldPanicEnv+"=1", heldMarkEnv+"="+mark)
+		cfg.testEvents = holdAbort(stderr, mark, exitFirst)
+		err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "rank 1 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+			t.Errorf("one node, exit first %t: %v, want rank 1's panic and no rerun hint\n%s", exitFirst, err, stderr)
+		}
+
+		mark = filepath.Join(t.TempDir(), "mark")
+		errs, stderrs := runTwoNodesWith(t, "distpanicheld", 2, func(node int, cfg *Config, stderr *syncBuffer) {
+			cfg.Env = append(cfg.Env, heldPanicEnv+"=3", heldMarkEnv+"="+mark)
+			if node == 1 {
+				cfg.testEvents = holdAbort(stderr, mark, exitFirst)
+			} else {
+				cfg.testEvents = holdAbort(stderr, "", false)
+			}
+		})
+		for node, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), "rank 3 on node 1 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+				t.Errorf("two nodes, exit first %t, node %d: %v, want rank 3's panic on node 1 and no rerun hint\n%s", exitFirst, node, err, stderrs[node])
+			}
+		}
+	}
+}
