@@ -541,18 +541,33 @@ func readRingHello(r io.Reader, token string) (gen, rank int, err error) {
 func (c *Comm) monitor() {
 	defer c.wg.Done()
 	sc := c.store
+	handle := func(m message) {
+		switch m.Type {
+		case msgAbort:
+			if m.Gen == c.gen {
+				c.abort(fmt.Errorf("dist: %s (seen by rank %d)", m.Reason, c.rank), false)
+			}
+		case msgFatal:
+			c.abort(fmt.Errorf("dist: the job was given up: %s (seen by rank %d)", m.Reason, c.rank), false)
+		}
+	}
 	for {
 		select {
 		case m := <-sc.events:
-			switch m.Type {
-			case msgAbort:
-				if m.Gen == c.gen {
-					c.abort(fmt.Errorf("dist: %s (seen by rank %d)", m.Reason, c.rank), false)
-				}
-			case msgFatal:
-				c.abort(fmt.Errorf("dist: the job was given up: %s (seen by rank %d)", m.Reason, c.rank), false)
-			}
+			handle(m)
 		case <-sc.lost:
+			// What the store said before it went comes first (a select picks
+			// among ready cases at random): its abort or fatal names the group's
+			// failure, which the rank logs and its launcher reads; "lost the
+			// rendezvous store" does not.
+			for drained := false; !drained; {
+				select {
+				case m := <-sc.events:
+					handle(m)
+				default:
+					drained = true
+				}
+			}
 			if !c.closed.Load() {
 				c.abort(fmt.Errorf("dist: %w (seen by rank %d)", sc.lostErr, c.rank), false)
 			}

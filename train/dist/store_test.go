@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -723,6 +724,33 @@ func TestAgentFatalBeforeLost(t *testing.T) {
 		}
 		if len(kinds) != 2 || kinds[0] != EventFatal || kinds[1] != EventLost {
 			t.Fatalf("try %d: events %v, want [fatal lost]", i, kinds)
+		}
+	}
+}
+
+// TestCommAbortBeforeLost: a store that fails the group and then closes (node 0's
+// launcher giving up) sends its abort, or its fatal, before the connection ends; the
+// rank's communicator fails with that reason, not with "lost the rendezvous store"
+// (its monitor picked at random between the queued message and the lost
+// connection, so a rank could log "lost the store" for the group's failure, and
+// train's "stopped by the launcher: the group failed" read it).
+func TestCommAbortBeforeLost(t *testing.T) {
+	for _, m := range []message{
+		{Type: msgAbort, Gen: 0, Reason: "rank 3 disconnected from the store"},
+		{Type: msgFatal, Reason: "node 1: rank 3 on node 1 exited with status 2: panic: boom"},
+	} {
+		for i := range 20 {
+			sc := &storeClient{events: make(chan message, 256), lost: make(chan struct{}), done: make(chan struct{})}
+			sc.events <- m
+			sc.lostErr = errors.New("lost the rendezvous store at 127.0.0.1:1 (the launcher of node 0: it died, or its host went away): connection closed")
+			close(sc.lost)
+			c := &Comm{rank: 1, world: 2, store: sc, log: slog.New(slog.DiscardHandler), aborted: make(chan struct{})}
+			c.wg.Add(1)
+			go c.monitor()
+			c.wg.Wait()
+			if err := c.Err(); err == nil || !strings.Contains(err.Error(), m.Reason) {
+				t.Fatalf("%s, try %d: %v, want %q", m.Type, i, err, m.Reason)
+			}
 		}
 	}
 }
