@@ -334,9 +334,21 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// exited first.
 	storeSaid := false
 	var abortWait <-chan time.Time
+	// pending are reports (reportExit) of a rank's own end (a panic, a kill) that
+	// came before this launcher heard its generation start, whose number the store
+	// needs: the rank may have crashed right after the start, which is on its way
+	// here. startWait holds the attempt open for the start, for at most exitGrace;
+	// the reports go out with it.
+	type report struct {
+		rank   int
+		reason string
+		rerun  bool
+	}
+	var pending []report
+	var startWait <-chan time.Time
 	awaiting := false
 	var awaitTimer <-chan time.Time
-	endAwait := func() { awaiting, awaitTimer, abortWait = false, nil, nil }
+	endAwait := func() { awaiting, awaitTimer, abortWait, startWait = false, nil, nil, nil }
 	signal := func(w *worker, sig syscall.Signal) {
 		w.cmd.Process.Signal(sig)
 		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
@@ -376,7 +388,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	gen := -1
 	ctxDone := ctx.Done()
 	stopCh := l.cfg.Stop
-	for running > 0 || awaiting || abortWait != nil && !storeSaid {
+	for running > 0 || awaiting || abortWait != nil && !storeSaid || startWait != nil {
 		select {
 		case ex := <-exits:
 			running--
@@ -433,7 +445,11 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				l.log.Error("a rank failed; stopping the others", "rank", ex.rank, "failure", out.failure)
 				// The store may blame it for a disconnection meanwhile: the other
 				// nodes' launchers hear its own end.
-				l.reportExit(gen, ex.rank, out.failure, out.killed)
+				if gen < 0 && !failedExit(ex.err) && events != nil && cfg.NNodes > 1 {
+					pending, startWait = append(pending, report{ex.rank, out.failure, out.killed}), time.After(exitGrace)
+				} else {
+					l.reportExit(gen, ex.rank, out.failure, out.killed)
+				}
 				if failedExit(ex.err) && gen >= 0 && events != nil {
 					reporter, abortWait = ex.rank, time.After(exitGrace)
 				}
@@ -448,6 +464,10 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			switch ev.Kind {
 			case dist.EventStart:
 				gen = ev.Gen
+				for _, r := range pending {
+					l.reportExit(gen, r.rank, r.reason, r.rerun)
+				}
+				pending, startWait = nil, nil
 			case dist.EventAbort:
 				if ev.Gen == gen && !storeSaid {
 					storeSaid, storeRank = true, ev.Rank
@@ -529,6 +549,8 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			}
 			l.reportExit(abortGen, blamed, "", true) // the store's word stands
 			blamed = -1
+		case <-startWait:
+			pending, startWait = nil, nil // no start came: the rank never ran in a generation
 		case <-abortWait:
 			abortWait = nil // the store's abort did not come: the rank's exit stands
 		case <-awaitTimer:

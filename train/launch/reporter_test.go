@@ -134,3 +134,60 @@ func TestReportedFailureThenOwnCrash(t *testing.T) {
 		}
 	}
 }
+
+// holdStart is a Config.testEvents that holds the store's start of the generation
+// back until the launcher has taken a rank's exit for the failure (its log says so
+// in stderr), as on a loaded machine.
+func holdStart(stderr *syncBuffer) func(<-chan dist.Event) <-chan dist.Event {
+	return func(in <-chan dist.Event) <-chan dist.Event {
+		out := make(chan dist.Event, 64)
+		go func() {
+			defer close(out)
+			for ev := range in {
+				if ev.Kind == dist.EventStart {
+					for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "a rank failed; stopping the others") && time.Now().Before(deadline); {
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+				out <- ev
+			}
+		}()
+		return out
+	}
+}
+
+// TestCrashBeforeStartSeenReported: a rank on node 1 that panics right after its
+// generation started, before its launcher heard of the start: node 1's launcher
+// tells the others how it ended once the start comes (it told nobody, as it knew
+// no generation, and they waited remoteExitGrace, 5s, for its word, then said the
+// store's "disconnected" and to rerun, unless node 1's giving up came first: with
+// --max-restarts it never does).
+func TestCrashBeforeStartSeenReported(t *testing.T) {
+	defer func(r time.Duration) { remoteExitGrace = r }(remoteExitGrace)
+	remoteExitGrace = 30 * time.Second
+	mark := filepath.Join(t.TempDir(), "mark")
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	errs, stderrs := runTwoNodesWith(t, "distpanicheld", 1, func(node int, cfg *Config, stderr *syncBuffer) {
+		cfg.Env = append(cfg.Env, heldPanicEnv+"=1", heldMarkEnv+"="+mark)
+		if node == 1 {
+			cfg.testEvents = holdStart(stderr)
+		}
+	})
+	for node, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 1 on node 1 exited with status 2: panic: out of cheese") || strings.Contains(err.Error(), "rerun") {
+			t.Errorf("node %d: %v, want rank 1's panic and no rerun hint\n%s", node, err, stderrs[node])
+		}
+	}
+	// Node 0 heard node 1's word on the exit (as the store's abort, or after it),
+	// not only node 1's giving up ("node 1: ..."), which a restart would not send.
+	if got := stderrs[0].String(); !strings.Contains(got, `failure="rank 1 on node 1 exited with status 2: panic: out of cheese"`) &&
+		!strings.Contains(got, `reason="rank 1 on node 1 exited with status 2: panic: out of cheese"`) {
+		t.Errorf("node 0 had no word from node 1's launcher on rank 1's end:\n%s", got)
+	}
+	if took := time.Since(start); took > remoteExitGrace {
+		t.Errorf("took %s: node 0 waited out remoteExitGrace", took)
+	}
+}
