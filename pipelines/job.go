@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -115,29 +114,19 @@ func (d *jobDesc) inputList() []string {
 // (source.job_inputs; nil for one written before it was recorded) differ from
 // d's, or "" when they do not (or cannot be told).
 func (d *jobDesc) inputsChanged(recorded any) string {
-	list, ok := recorded.([]any)
-	if !ok {
-		return ""
-	}
-	was := map[string]int{} // (an input may be listed twice: upsampled)
-	for _, v := range list {
-		if s, ok := v.(string); ok {
-			was[s]++
-		}
-	}
-	now := d.inputList()
+	c, _ := shards.DiffInputs(recorded, d.inputList(), false)
+	return inputsChange(c)
+}
+
+// inputsChange words a change of inputs for a rerun's refusal: "now X; was Y", at
+// most four.
+func inputsChange(c shards.InputsChange) string {
 	var changes []string
-	for _, s := range now {
-		if was[s] == 0 {
-			changes = append(changes, "now "+s)
-			continue
-		}
-		was[s]--
+	for _, s := range c.Added {
+		changes = append(changes, "now "+s)
 	}
-	for _, s := range slices.Sorted(maps.Keys(was)) {
-		for range was[s] {
-			changes = append(changes, "was "+s)
-		}
+	for _, s := range c.Gone {
+		changes = append(changes, "was "+s)
 	}
 	if len(changes) > 4 {
 		changes = append(changes[:4], fmt.Sprintf("and %d more", len(changes)-4))
@@ -155,54 +144,39 @@ func (d *jobDesc) settings() *jobDesc {
 }
 
 // changedFrom says how d (with tokenizer tokName) differs from the job that made the
-// finished dataset m: the settings its source.job_settings records (before they were:
-// its tokenizer, dtype and append_eod), and its inputs (source.job_inputs; with
-// ignoreMTime, by name and size only, as the parts of one run may see other copies).
-// "" when nothing can be told.
+// finished dataset m (shards.JobChanges: the settings its source.job_settings records,
+// before they were its tokenizer, dtype and append_eod), and its inputs
+// (source.job_inputs; with ignoreMTime, by name and size only, as the parts of one run
+// may see other copies). "" when nothing can be told.
 func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bool) string {
-	var out []string
-	if m.Tokenizer.Fingerprint != d.Tokenizer || m.Tokenizer.EODID != d.EOD {
-		out = append(out, fmt.Sprintf("the tokenizer changed (%s, fingerprint %s, eod %d → %s, fingerprint %s, eod %d)",
-			m.Tokenizer.Name, short(m.Tokenizer.Fingerprint), m.Tokenizer.EODID, tokName, short(d.Tokenizer), d.EOD))
-	}
-	var old *jobDesc
-	if raw, ok := m.Source["job_settings"]; ok {
-		if data, err := json.Marshal(raw); err == nil {
-			old = new(jobDesc)
-			if json.Unmarshal(data, old) != nil {
-				old = nil
-			}
+	dtype, _ := shards.ParseDType(d.DType)
+	now := shards.NewManifest(shards.TokenizerInfo{Name: tokName, Fingerprint: d.Tokenizer, EODID: d.EOD}, dtype,
+		map[string]any{"job_settings": d.settings(), "append_eod": d.AppendEOD})
+	out := shards.JobChanges(m, now)
+	if c, ok := shards.DiffInputs(m.Source["job_inputs"], d.inputList(), ignoreMTime); ok {
+		if c.Reordered {
+			// The same files in another order (a glob that sorted otherwise)
+			// make another token stream.
+			out = append(out, fmt.Sprintf("its inputs are given in another order (was %s; now %s)",
+				strings.Join(shards.InputNames(m.Source["job_inputs"]), " "), strings.Join(shards.InputNames(d.inputList()), " ")))
+		} else if c := inputsChange(c); c != "" {
+			out = append(out, "its inputs changed ("+c+")")
 		}
-	}
-	if old != nil {
-		now := d.settings()
-		old.Tokenizer, old.EOD = now.Tokenizer, now.EOD // named above, with the names
-		if c := old.changes(now); c != "the job fingerprint differs" {
-			out = append(out, c)
-		}
-	} else {
-		if m.DType.String() != d.DType {
-			out = append(out, fmt.Sprintf("dtype %s → %s", m.DType, d.DType))
-		}
-		if eod, ok := m.Source["append_eod"].(bool); ok && eod != d.AppendEOD {
-			out = append(out, fmt.Sprintf("append-eod %v → %v", eod, d.AppendEOD))
-		}
-	}
-	recorded := m.Source["job_inputs"]
-	now := d
-	if ignoreMTime {
-		recorded = withoutMTimes(recorded)
-		now = d.noMTimes()
-	}
-	if c := now.inputsChanged(recorded); c != "" {
-		out = append(out, "its inputs changed ("+c+")")
-	} else if was := inputNames(recorded); len(was) > 0 && !slices.Equal(was, inputNames(now.inputList())) {
-		// The same files in another order (a glob that sorted otherwise) make
-		// another token stream.
-		out = append(out, fmt.Sprintf("its inputs are given in another order (was %s; now %s)",
-			strings.Join(was, " "), strings.Join(inputNames(now.inputList()), " ")))
 	}
 	return strings.Join(out, "; ")
+}
+
+// settingsJSON is d's settings as a manifest's source.job_settings decodes.
+func (d *jobDesc) settingsJSON() map[string]any {
+	data, err := json.Marshal(d.settings())
+	if err != nil {
+		panic(err) // plain strings and numbers always marshal
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // noMTimes is d with every input's modification time as "-" (those known by sha256
@@ -219,48 +193,6 @@ func (d *jobDesc) noMTimes() *jobDesc {
 		}
 	}
 	return &c
-}
-
-// inputNames is the names in a list of inputs as source.job_inputs records them.
-func inputNames(list any) []string {
-	var out []string
-	add := func(s string) {
-		if k := strings.LastIndex(s, " ("); k >= 0 {
-			s = s[:k]
-		}
-		out = append(out, s)
-	}
-	switch l := list.(type) {
-	case []string:
-		for _, s := range l {
-			add(s)
-		}
-	case []any:
-		for _, v := range l {
-			if s, ok := v.(string); ok {
-				add(s)
-			}
-		}
-	}
-	return out
-}
-
-// withoutMTimes is a recorded source.job_inputs with every modification time as "-".
-func withoutMTimes(recorded any) any {
-	list, ok := recorded.([]any)
-	if !ok {
-		return recorded
-	}
-	out := make([]any, len(list))
-	for i, v := range list {
-		if s, ok := v.(string); ok {
-			if k := strings.LastIndex(s, ", modified "); k >= 0 && strings.HasSuffix(s, ")") {
-				v = s[:k] + ", modified -)"
-			}
-		}
-		out[i] = v
-	}
-	return out
 }
 
 // fingerprint is the sha256 of the description (encoding/json sorts Params' keys).
@@ -304,48 +236,9 @@ func (d *jobDesc) sizes() map[string]int64 {
 
 // changes says how job b differs from a, for the message of a run that does not resume.
 func (a *jobDesc) changes(b *jobDesc) string {
-	var out []string
-	diff := func(what string, x, y any) {
-		if x != y {
-			out = append(out, fmt.Sprintf("%s %v → %v", what, x, y))
-		}
-	}
-	diff("pipeline version", a.Version, b.Version)
-	diff("dataset name", a.Name, b.Name)
-	if a.Tokenizer != b.Tokenizer || a.EOD != b.EOD {
-		out = append(out, "the tokenizer changed (fingerprint "+short(a.Tokenizer)+" → "+short(b.Tokenizer)+")")
-	}
-	diff("dtype", a.DType, b.DType)
-	diff("text key", a.TextKey, b.TextKey)
-	diff("append-eod", a.AppendEOD, b.AppendEOD)
-	diff("shard size", a.ShardBytes, b.ShardBytes)
-	diff("filter set", a.FilterSet, b.FilterSet)
-	diff("stripe size", a.StripeBytes, b.StripeBytes)
+	out := shards.SettingsChanges(a.settingsJSON(), b.settingsJSON())
 	if pa, pb := a.Partition, b.Partition; (pa == nil) != (pb == nil) || pa != nil && *pa != *pb {
 		out = append(out, fmt.Sprintf("partition %s → %s", pa.String(), pb.String()))
-	}
-	if !maps.Equal(a.Params, b.Params) {
-		// Only the settings that differ (a caller's, such as prep's, hold every input).
-		all := maps.Clone(a.Params)
-		if all == nil {
-			all = map[string]string{}
-		}
-		maps.Copy(all, b.Params)
-		keys := slices.Sorted(maps.Keys(all))
-		var diffs []string
-		for _, k := range keys {
-			x, inA := a.Params[k]
-			y, inB := b.Params[k]
-			switch {
-			case !inA:
-				diffs = append(diffs, fmt.Sprintf("%s (none) → %q", k, y))
-			case !inB:
-				diffs = append(diffs, fmt.Sprintf("%s %q → (none)", k, x))
-			case x != y:
-				diffs = append(diffs, fmt.Sprintf("%s %q → %q", k, x, y))
-			}
-		}
-		out = append(out, "settings "+strings.Join(diffs, ", "))
 	}
 	if !slices.EqualFunc(a.Splits, b.Splits, func(x, y jobSplit) bool {
 		return x.Split == y.Split && len(x.Inputs) == len(y.Inputs)

@@ -424,73 +424,137 @@ func jobsAgree(where string, parts []*Manifest) error {
 		where, ErrIncompatible, len(byJob), why, strings.Join(groups, "; "), newestJob, newest, joinInts(stale, ","))
 }
 
-// settingNames are the names a change of source.job_settings is told by (the rest by
-// their keys).
-var settingNames = map[string]string{
-	"version": "pipeline version", "name": "dataset name", "text_key": "text key", "append_eod": "append-eod",
-	"shard_bytes": "shard size", "filter_set": "filter set", "stripe_bytes": "stripe size",
-}
-
-// jobChange says how the job that made part b differs from the one that made part a:
-// the tokenizer, the settings their manifests record (source.job_settings, as tokenize
-// run writes them), and the inputs (source.job_inputs, by name and size: the parts of
-// one run may see other copies); "" when nothing can be told (manifests from before
-// these were recorded).
-func jobChange(a, b *Manifest) string {
+// JobChanges says how the job that made manifest b differs from the one that made a,
+// one entry a change: the tokenizer (by name and fingerprint), the settings both
+// record (source.job_settings, see SettingsChanges), or, when either does not (written
+// before they were recorded), the dtype and append_eod. The inputs are DiffInputs'
+// (each command words them its own way). Both tokenize run (a rerun over a finished
+// dataset or part) and merge-parts (parts of two runs) tell changes by it.
+func JobChanges(a, b *Manifest) []string {
 	var out []string
 	if a.Tokenizer.Fingerprint != b.Tokenizer.Fingerprint || a.Tokenizer.EODID != b.Tokenizer.EODID {
-		out = append(out, fmt.Sprintf("the tokenizer changed (%s, fingerprint %.12s, eod %d → %s, fingerprint %.12s, eod %d)",
-			a.Tokenizer.Name, a.Tokenizer.Fingerprint, a.Tokenizer.EODID, b.Tokenizer.Name, b.Tokenizer.Fingerprint, b.Tokenizer.EODID))
-	} else if a.DType != b.DType {
+		out = append(out, fmt.Sprintf("the tokenizer changed (%s, fingerprint %s, eod %d → %s, fingerprint %s, eod %d)",
+			a.Tokenizer.Name, shortHash(a.Tokenizer.Fingerprint), a.Tokenizer.EODID, b.Tokenizer.Name, shortHash(b.Tokenizer.Fingerprint), b.Tokenizer.EODID))
+	}
+	sa, okA := jsonObject(a.Source["job_settings"])
+	sb, okB := jsonObject(b.Source["job_settings"])
+	if okA && okB {
+		// The tokenizer: told above, with its names.
+		for _, s := range []map[string]any{sa, sb} {
+			delete(s, "tokenizer")
+			delete(s, "eod_id")
+		}
+		return append(out, SettingsChanges(sa, sb)...)
+	}
+	if a.DType != b.DType {
 		out = append(out, fmt.Sprintf("dtype %s → %s", a.DType, b.DType))
 	}
-	sa, okA := a.Source["job_settings"].(map[string]any)
-	sb, okB := b.Source["job_settings"].(map[string]any)
-	if okA && okB {
-		for _, k := range slices.Sorted(maps.Keys(union(sa, sb))) {
-			x, y := sa[k], sb[k]
-			if k == "tokenizer" || k == "eod_id" || k == "dtype" || reflect.DeepEqual(x, y) {
-				continue // the tokenizer and dtype: told above
+	if x, ok := a.Source["append_eod"].(bool); ok {
+		if y, ok := b.Source["append_eod"].(bool); ok && x != y {
+			out = append(out, fmt.Sprintf("append-eod %v → %v", x, y))
+		}
+	}
+	return out
+}
+
+// settingOrder is the order changes of source.job_settings are told in (the job's, as
+// formats.md lists them; keys not here follow, sorted), and settingNames the names
+// they are told by (the rest by their keys).
+var (
+	settingOrder = []string{"version", "name", "tokenizer", "eod_id", "dtype", "text_key", "append_eod",
+		"shard_bytes", "filter_set", "stripe_bytes", "params"}
+	settingNames = map[string]string{
+		"version": "pipeline version", "name": "dataset name", "text_key": "text key", "append_eod": "append-eod",
+		"shard_bytes": "shard size", "filter_set": "filter set", "stripe_bytes": "stripe size",
+	}
+)
+
+// SettingsChanges says how job settings b differ from a (source.job_settings as JSON
+// decodes it: tokenize run's version, name, tokenizer, eod_id, dtype, text_key,
+// append_eod, shard_bytes, filter_set, stripe_bytes, params), one entry a change:
+// "shard size 1000000 → 2000000", "the tokenizer changed (fingerprint X → Y)" (a
+// caller that knows the tokenizers' names leaves tokenizer and eod_id out and names
+// them itself), and of params (a caller's settings, such as prep's, which may list
+// every input) only those that differ, each value cut at 120 bytes.
+func SettingsChanges(a, b map[string]any) []string {
+	var out []string
+	keys := slices.DeleteFunc(slices.Sorted(maps.Keys(union(a, b))), func(k string) bool { return slices.Contains(settingOrder, k) })
+	keys = append(slices.Clone(settingOrder), keys...)
+	for _, k := range keys {
+		x, y := a[k], b[k]
+		switch {
+		case k == "eod_id":
+			continue // told with the tokenizer
+		case k == "tokenizer":
+			if !reflect.DeepEqual(x, y) || !reflect.DeepEqual(a["eod_id"], b["eod_id"]) {
+				out = append(out, fmt.Sprintf("the tokenizer changed (fingerprint %s → %s)", shortHash(str(x)), shortHash(str(y))))
 			}
-			if px, ok := x.(map[string]any); ok || x == nil {
-				if py, ok := y.(map[string]any); ok || y == nil {
-					// params: only the settings that differ
-					var diffs []string
-					for _, p := range slices.Sorted(maps.Keys(union(px, py))) {
-						u, inX := px[p]
-						v, inY := py[p]
-						switch {
-						case !inX:
-							diffs = append(diffs, fmt.Sprintf("%s (none) → %s", p, jsonValue(v)))
-						case !inY:
-							diffs = append(diffs, fmt.Sprintf("%s %s → (none)", p, jsonValue(u)))
-						case !reflect.DeepEqual(u, v):
-							diffs = append(diffs, fmt.Sprintf("%s %s → %s", p, jsonValue(u), jsonValue(v)))
-						}
+			continue
+		case reflect.DeepEqual(x, y):
+			continue
+		}
+		if px, ok := x.(map[string]any); ok || x == nil {
+			if py, ok := y.(map[string]any); ok || y == nil {
+				// params: only the settings that differ
+				var diffs []string
+				for _, p := range slices.Sorted(maps.Keys(union(px, py))) {
+					u, inX := px[p]
+					v, inY := py[p]
+					switch {
+					case !inX:
+						diffs = append(diffs, fmt.Sprintf("%s (none) → %s", p, jsonValue(v)))
+					case !inY:
+						diffs = append(diffs, fmt.Sprintf("%s %s → (none)", p, jsonValue(u)))
+					case !reflect.DeepEqual(u, v):
+						diffs = append(diffs, fmt.Sprintf("%s %s → %s", p, jsonValue(u), jsonValue(v)))
 					}
-					out = append(out, "settings "+strings.Join(diffs, ", "))
-					continue
 				}
+				out = append(out, "settings "+strings.Join(diffs, ", "))
+				continue
 			}
-			name := settingNames[k]
-			if name == "" {
-				name = k
-			}
-			out = append(out, fmt.Sprintf("%s %s → %s", name, jsonValue(x), jsonValue(y)))
 		}
-	}
-	ia, ib := inputsBySize(a.Source["job_inputs"]), inputsBySize(b.Source["job_inputs"])
-	if ia != nil && ib != nil && !slices.Equal(ia, ib) {
-		// Only those that differ.
-		was := slices.DeleteFunc(slices.Clone(ia), func(s string) bool { return slices.Contains(ib, s) })
-		now := slices.DeleteFunc(slices.Clone(ib), func(s string) bool { return slices.Contains(ia, s) })
-		if len(was) == 0 && len(now) == 0 {
-			out = append(out, "its inputs are given in another order")
-		} else {
-			out = append(out, fmt.Sprintf("inputs %s → %s", listOrNone(was), listOrNone(now)))
+		name := settingNames[k]
+		if name == "" {
+			name = k
 		}
+		out = append(out, fmt.Sprintf("%s %s → %s", name, settingValue(x), settingValue(y)))
 	}
-	return strings.Join(out, "; ")
+	return out
+}
+
+// str is a string setting's value ("" for none).
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// shortHash is a fingerprint's first 12 characters ("-" for none).
+func shortHash(h string) string {
+	if h == "" {
+		return "-"
+	}
+	return h[:min(len(h), 12)]
+}
+
+// jsonObject is v (a recorded source.job_settings, or the value a writer put there
+// before it was encoded) as JSON decodes it; ok is false when it is not an object.
+// The map is the caller's.
+func jsonObject(v any) (map[string]any, bool) {
+	if v == nil {
+		return nil, false
+	}
+	if m, ok := v.(map[string]any); ok {
+		return maps.Clone(m), true
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil || m == nil {
+		return nil, false
+	}
+	return m, true
 }
 
 func union(a, b map[string]any) map[string]any {
@@ -500,6 +564,15 @@ func union(a, b map[string]any) map[string]any {
 	}
 	maps.Copy(u, b)
 	return u
+}
+
+// settingValue writes a setting's value as it was written (1000000, not 1e+06; a
+// string bare, "" quoted), cut at 120 bytes.
+func settingValue(v any) string {
+	if s, ok := v.(string); ok && s != "" {
+		return cut(s)
+	}
+	return jsonValue(v)
 }
 
 // jsonValue writes a value of a decoded manifest as it was written (1000000, not 1e+06),
@@ -512,31 +585,108 @@ func jsonValue(v any) string {
 	if data, err := json.Marshal(v); err == nil {
 		s = string(data)
 	}
+	return cut(s)
+}
+
+func cut(s string) string {
 	if len(s) > 120 {
 		s = strings.ToValidUTF8(s[:120], "") + "…"
 	}
 	return s
 }
 
-// inputsBySize is a recorded source.job_inputs ("NAME (SIZE bytes, modified T)") with
-// no modification times ("NAME (SIZE bytes)"), nil when it is not recorded.
-func inputsBySize(recorded any) []string {
-	list, ok := recorded.([]any)
-	if !ok {
-		return nil
+// InputsChange is how a job's inputs differ from an earlier job's, as source.job_inputs
+// records them ("NAME (SIZE bytes, modified T)" or "NAME (SIZE bytes, sha256 SUM)").
+type InputsChange struct {
+	// Gone are the earlier job's inputs the later one does not have, Added the later
+	// one's the earlier did not have, each in its job's order; an input listed
+	// several times (upsampled) counts as many times.
+	Gone, Added []string
+	// Reordered: the same inputs, in another order (another token stream).
+	Reordered bool
+}
+
+// DiffInputs says how the inputs now differ from was (each a recorded
+// source.job_inputs: []any as JSON decodes it, or []string), ignoring modification
+// times with ignoreMTime (the parts of one run may see other copies: an input is then
+// "NAME (SIZE bytes)"). ok is false when either is not recorded (a manifest written
+// before they were).
+func DiffInputs(was, now any, ignoreMTime bool) (c InputsChange, ok bool) {
+	a, okA := recordedInputs(was, ignoreMTime)
+	b, okB := recordedInputs(now, ignoreMTime)
+	if !okA || !okB {
+		return InputsChange{}, false
 	}
-	out := []string{}
-	for _, v := range list {
-		s, ok := v.(string)
-		if !ok {
+	left := map[string]int{}
+	for _, s := range a {
+		left[s]++
+	}
+	for _, s := range b {
+		if left[s] == 0 {
+			c.Added = append(c.Added, s)
 			continue
 		}
-		if k := strings.LastIndex(s, ", modified "); k >= 0 && strings.HasSuffix(s, ")") {
-			s = s[:k] + ")"
-		}
-		out = append(out, s)
+		left[s]--
 	}
-	return out
+	for _, s := range a {
+		if left[s] > 0 {
+			c.Gone = append(c.Gone, s)
+			left[s]--
+		}
+	}
+	c.Reordered = len(c.Gone) == 0 && len(c.Added) == 0 && !slices.Equal(a, b)
+	return c, true
+}
+
+// InputNames is the names of a recorded source.job_inputs ([]any or []string).
+func InputNames(recorded any) []string {
+	list, _ := recordedInputs(recorded, false)
+	for i, s := range list {
+		if k := strings.LastIndex(s, " ("); k >= 0 {
+			list[i] = s[:k]
+		}
+	}
+	return list
+}
+
+// recordedInputs is a recorded source.job_inputs as strings (with no modification
+// times if ignoreMTime); ok is false when it is not recorded.
+func recordedInputs(recorded any, ignoreMTime bool) (out []string, ok bool) {
+	switch l := recorded.(type) {
+	case []string:
+		out = slices.Clone(l)
+	case []any:
+		for _, v := range l {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+	default:
+		return nil, false
+	}
+	if ignoreMTime {
+		for i, s := range out {
+			if k := strings.LastIndex(s, ", modified "); k >= 0 && strings.HasSuffix(s, ")") {
+				out[i] = s[:k] + ")"
+			}
+		}
+	}
+	return out, true
+}
+
+// jobChange says how the job that made part b differs from the one that made part a:
+// JobChanges, and the inputs by name and size (the parts of one run may see other
+// copies); "" when nothing can be told (manifests from before these were recorded).
+func jobChange(a, b *Manifest) string {
+	out := JobChanges(a, b)
+	if c, ok := DiffInputs(a.Source["job_inputs"], b.Source["job_inputs"], true); ok {
+		if c.Reordered {
+			out = append(out, "its inputs are given in another order")
+		} else if len(c.Gone)+len(c.Added) > 0 {
+			out = append(out, fmt.Sprintf("inputs %s → %s", listOrNone(c.Gone), listOrNone(c.Added)))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func listOrNone(l []string) string {

@@ -223,9 +223,48 @@ func TestMergePartsNamesRunChange(t *testing.T) {
 		}
 	}
 	_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
-	want := `the parts are of 2 runs (job job-0 → job-1: settings inputs (none) → "` + strings.Repeat("x.jsonl 123 2025-01-01 ", 6)[:119] + `…, lang "en" → "de"; shard size 1000000 → 2000000; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
+	want := `the parts are of 2 runs (job job-0 → job-1: shard size 1000000 → 2000000; settings inputs (none) → "` + strings.Repeat("x.jsonl 123 2025-01-01 ", 6)[:119] + `…, lang "en" → "de"; inputs b.jsonl (20 bytes) → b.jsonl (25 bytes)): parts 0 of job job-0; parts 1 of job job-1`
 	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v\nwant %q", err, want)
+	}
+}
+
+// An input one run lists twice (upsampled) and the other once is a change of inputs,
+// not "the same inputs in another order" (merge-parts' jobChange compared them as
+// sets); the same lists reordered are.
+func TestDiffInputsCountsRepeats(t *testing.T) {
+	a := []any{"a.jsonl (10 bytes, modified T1)", "a.jsonl (10 bytes, modified T1)", "b.jsonl (5 bytes, modified T1)"}
+	b := []string{"a.jsonl (10 bytes, modified T2)", "b.jsonl (5 bytes, modified T2)"}
+	c, ok := DiffInputs(a, b, true)
+	if !ok || c.Reordered || len(c.Added) != 0 || len(c.Gone) != 1 || c.Gone[0] != "a.jsonl (10 bytes)" {
+		t.Errorf("an input listed twice, then once: %+v, %v; want a.jsonl (10 bytes) gone", c, ok)
+	}
+	pa := &Manifest{Source: map[string]any{"job_inputs": a}}
+	pb := &Manifest{Source: map[string]any{"job_inputs": b}}
+	if got, want := jobChange(pa, pb), "inputs a.jsonl (10 bytes) → (none)"; got != want {
+		t.Errorf("jobChange = %q, want %q", got, want)
+	}
+	c, ok = DiffInputs(b, []string{b[1], b[0]}, false)
+	if !ok || !c.Reordered || len(c.Gone)+len(c.Added) != 0 {
+		t.Errorf("the same inputs reordered: %+v, %v", c, ok)
+	}
+	if _, ok := DiffInputs(nil, b, false); ok {
+		t.Error("inputs not recorded (an old manifest) were compared")
+	}
+}
+
+// SettingsChanges tells changes in the job's order (formats.md's), the tokenizer by
+// its fingerprint, a string bare, and of params only those that differ, cut at 120 bytes.
+func TestSettingsChanges(t *testing.T) {
+	a := map[string]any{"version": 1.0, "name": "c", "tokenizer": "aaaaaaaaaaaaaaaa", "eod_id": 0.0, "text_key": "text", "shard_bytes": 1e6,
+		"params": map[string]any{"inputs": strings.Repeat("x", 200), "lang": "en"}}
+	b := map[string]any{"version": 1.0, "name": "c", "tokenizer": "aaaaaaaaaaaaaaaa", "eod_id": 1.0, "text_key": "body", "shard_bytes": 2e6,
+		"filter_set": "web", "params": map[string]any{"inputs": strings.Repeat("y", 200), "lang": "en"}, "future": true}
+	got := strings.Join(SettingsChanges(a, b), "; ")
+	want := `the tokenizer changed (fingerprint aaaaaaaaaaaa → aaaaaaaaaaaa); text key text → body; shard size 1000000 → 2000000; filter set (none) → web; settings inputs "` +
+		strings.Repeat("x", 119) + `… → "` + strings.Repeat("y", 119) + `…; future (none) → true`
+	if got != want {
+		t.Errorf("SettingsChanges =\n%s\nwant\n%s", got, want)
 	}
 }
 
