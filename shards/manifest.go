@@ -359,8 +359,9 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 
 // WriteManifest validates m and writes it as dir's manifest.json, the last step of making a
 // dataset. With m.ETag empty the manifest must not exist yet (IfAbsent); otherwise it must
-// still be the version m was read from (IfMatch). Losing either race is an error matching
-// storage.ErrPrecondition.
+// still be the version m was read from, or written as (IfMatch). Losing either race is an
+// error matching storage.ErrPrecondition. Once written, m.ETag is the written version's, so
+// that m may be changed and written again.
 func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifest) error {
 	key := ManifestKey(dir)
 	if err := m.Validate(); err != nil {
@@ -388,7 +389,31 @@ func WriteManifest(ctx context.Context, st storage.Store, dir string, m *Manifes
 	if err := w.Commit(); err != nil {
 		return fmt.Errorf("shards: commit %s: %w", keyName(st, key), err)
 	}
+	m.ETag = committedETag(ctx, st, key, data)
 	return nil
+}
+
+// committedETag is the ETag of the manifest just committed at key with data, so that a
+// later WriteManifest of the same *Manifest may replace it (the Writer does not say
+// it): Stat's, taken before reading the object back, and kept only if the object still
+// holds data. "" when that cannot be told (Stat or the read failed, or another writer
+// committed since): a later write then fails its precondition rather than overwrite
+// another writer's version (ReadManifest again first).
+func committedETag(ctx context.Context, st storage.Store, key string, data []byte) string {
+	info, err := st.Stat(ctx, key)
+	if err != nil || info.ETag == "" {
+		return ""
+	}
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return ""
+	}
+	defer obj.Close()
+	got, err := io.ReadAll(io.LimitReader(obj, int64(len(data))+1))
+	if err != nil || !bytes.Equal(got, data) {
+		return ""
+	}
+	return info.ETag
 }
 
 // redactSource is a copy of a manifest's source with the credentials of every URL in its

@@ -48,15 +48,17 @@ func TestManifestRoundTrip(t *testing.T) {
 		}
 	}
 
-	// A second new manifest loses (IfAbsent); an update from the version read wins once.
+	// A second new manifest loses (IfAbsent); an update from the version read wins once
+	// (m then holds the version it wrote: see TestWriteManifestTwice).
 	if err := WriteManifest(ctx, st, "ds", NewManifest(m.Tokenizer, m.DType, nil)); !errors.Is(err, storage.ErrPrecondition) {
 		t.Fatalf("second new manifest: %v", err)
 	}
+	stale := *m
 	m.Source["note"] = "updated"
 	if err := WriteManifest(ctx, st, "ds", m); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteManifest(ctx, st, "ds", m); !errors.Is(err, storage.ErrPrecondition) {
+	if err := WriteManifest(ctx, st, "ds", &stale); !errors.Is(err, storage.ErrPrecondition) {
 		t.Fatalf("update from a stale version: %v", err)
 	}
 }
@@ -251,5 +253,43 @@ func TestSumRecords(t *testing.T) {
 	}
 	if got := SumRecords([]*Manifest{a, {}}); got != nil {
 		t.Fatalf("SumRecords with a part without records: %+v, want nil", got)
+	}
+}
+
+// A manifest written, changed and written again with the same *Manifest: the second
+// write failed its precondition ("the key already exists (IfAbsent)"), as WriteManifest
+// left m.ETag empty, and callers had to ReadManifest again first. A version another
+// writer committed in between still fails it.
+func TestWriteManifestTwice(t *testing.T) {
+	ctx := context.Background()
+	dirStore, err := storage.Open(ctx, t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []storage.Store{newTestStore(t), dirStore} {
+		m := NewManifest(testTokenizer(50257), Uint16, map[string]any{"command": "first"})
+		if err := WriteManifest(ctx, st, "ds", m); err != nil {
+			t.Fatal(err)
+		}
+		if m.ETag == "" {
+			t.Errorf("%s: WriteManifest left m.ETag empty", st)
+		}
+		m.Source["command"] = "second"
+		if err := WriteManifest(ctx, st, "ds", m); err != nil {
+			t.Fatalf("%s: the second write of the same manifest: %v", st, err)
+		}
+		got, err := ReadManifest(ctx, st, "ds")
+		if err != nil || got.Source["command"] != "second" || got.ETag != m.ETag {
+			t.Fatalf("%s: read back %v (etag %q, written %q), %v", st, got.Source, got.ETag, m.ETag, err)
+		}
+		other := NewManifest(testTokenizer(50257), Uint16, map[string]any{"command": "another writer"})
+		other.ETag = got.ETag
+		if err := WriteManifest(ctx, st, "ds", other); err != nil {
+			t.Fatal(err)
+		}
+		m.Source["command"] = "third"
+		if err := WriteManifest(ctx, st, "ds", m); !errors.Is(err, storage.ErrPrecondition) {
+			t.Errorf("%s: a write over another writer's version: %v, want ErrPrecondition", st, err)
+		}
 	}
 }
