@@ -70,8 +70,16 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return backendFailed(ctx, c, stderr, err)
 	}
 	fail := func(err error) int { return cli.Fail(stderr, "train sample", cli.Interrupted(ctx, err)) }
-	m, st, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
+	var m *train.Model
+	var st *train.State
+	err = onDevice(func() (err error) {
+		m, st, err = train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
+		return err
+	})
 	if err != nil {
+		return fail(err)
+	}
+	if err := modelFitsDevice(be, m.Config); err != nil {
 		return fail(err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -93,7 +101,11 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for i, id := range ids {
 		prompt32[i] = int32(id)
 	}
-	out, err := train.Generate(m, prompt32, train.SampleOptions{MaxNewTokens: *maxNew, Temperature: *temperature, TopK: *topK, Seed: *seed})
+	var out []int32
+	err = onDevice(func() (err error) {
+		out, err = train.Generate(m, prompt32, train.SampleOptions{MaxNewTokens: *maxNew, Temperature: *temperature, TopK: *topK, Seed: *seed})
+		return err
+	})
 	if err != nil {
 		return fail(err)
 	}

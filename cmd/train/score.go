@@ -68,13 +68,27 @@ func runScore(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return backendFailed(ctx, c, stderr, err)
 	}
-	m, _, err := train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
+	var m *train.Model
+	err = onDevice(func() (err error) {
+		m, _, err = train.LoadCheckpointFrom(ctx, *ckpt, be, storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle})
+		return err
+	})
 	if err != nil {
 		return fail(err)
 	}
-	loss, _, err := train.Score(m, seqs)
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", *tokens, err))
+	if err := modelFitsDevice(be, m.Config); err != nil {
+		return fail(err)
+	}
+	var loss float64
+	var scoreErr error // the tokens' (a token past the vocabulary, a sequence too long)
+	if err := onDevice(func() error {
+		loss, _, scoreErr = train.Score(m, seqs)
+		return nil
+	}); err != nil {
+		return fail(err) // the device's
+	}
+	if scoreErr != nil {
+		return fail(fmt.Errorf("%s: %w", *tokens, scoreErr))
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return fail(fmt.Errorf("the loss is %g", loss))

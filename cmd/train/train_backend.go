@@ -200,6 +200,34 @@ func deviceError(r any) error {
 	panic(r)
 }
 
+// onDevice runs f, which runs a model on be, as trainRank runs the trainer: a panic of
+// the CUDA backend in it (a kernel fault on the simulator, out of GPU memory, a shape
+// its kernels do not take) is its error, one line for the user where it was a stack
+// dump; other panics go on (deviceError).
+func onDevice(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = deviceError(r)
+		}
+	}()
+	return f()
+}
+
+// modelFitsDevice refuses, before sample or score runs it, a trained model that the
+// CUDA backend be cannot run: a head size (n_embd / n_head) more than its attention
+// kernels take (cuda.MaxHeadSize). Training meets the limit at its first step and
+// says to use more heads; a trained model's only way out is another device.
+func modelFitsDevice(be kernels.Backend, mc train.ModelConfig) error {
+	if _, ok := be.(*cuda.Backend); !ok || mc.NHead < 1 {
+		return nil
+	}
+	if hs := mc.NEmbd / mc.NHead; hs > cuda.MaxHeadSize {
+		return fmt.Errorf("the model's head size %d (n_embd %d / n_head %d) is more than the GPU's attention kernels take (%d): run it with --device cpu",
+			hs, mc.NEmbd, mc.NHead, cuda.MaxHeadSize)
+	}
+	return nil
+}
+
 // rankThreads is the CPU kernels' thread count of a rank: threads when set;
 // otherwise the task's SLURM_CPUS_PER_TASK under SLURM, else the CPUs this
 // process may use shared among the ranks of its node (as torchrun keeps N ranks

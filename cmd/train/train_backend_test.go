@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +102,43 @@ func TestHeadSizeTooLargeForGPU(t *testing.T) {
 	r := trainProc(t, time.Minute, nil, args...)
 	if r.code != 1 || strings.Contains(r.stderr, "goroutine") || !strings.Contains(r.stderr, "head size 320") || !strings.Contains(r.stderr, "n_head") {
 		t.Fatalf("exit %d, want 1 and one line naming the head size:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSampleScoreHeadSizeTooLargeForGPU: sample and score of a model whose head size is
+// more than the GPU's attention kernels take end on cuda-sim with one line naming the
+// head size and --device cpu, exit 1, as training does; they were a panic with a stack
+// dump, exit 2.
+func TestSampleScoreHeadSizeTooLargeForGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a process")
+	}
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	args := tinyArgs(data, out, "2")
+	for i := range args {
+		if i > 0 && args[i-1] == "--n-head" {
+			args[i] = "1"
+		}
+		if i > 0 && args[i-1] == "--n-embd" {
+			args[i] = "320"
+		}
+	}
+	if code, _, stderr := runTrain(t, args...); code != 0 {
+		t.Fatalf("train on ref: exit %d: %s", code, stderr)
+	}
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(tokens, []byte("[[1,2,3,4]]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{
+		{"sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "2", "--device", "cuda-sim"},
+		{"score", "--ckpt", out, "--tokens", tokens, "--device", "cuda-sim"},
+	} {
+		r := trainProc(t, time.Minute, nil, cmd...)
+		if r.code != 1 || strings.Contains(r.stderr, "goroutine") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 ||
+			!strings.Contains(r.stderr, "head size 320") || !strings.Contains(r.stderr, "--device cpu") || strings.Contains(r.stderr, "more heads") {
+			t.Errorf("%s: exit %d, want 1 and one line naming the head size and --device cpu (a trained model cannot take more heads):\n%s", cmd[0], r.code, r.stderr)
+		}
 	}
 }

@@ -26,8 +26,8 @@ func flashSize(dt kernels.DType, hs, C int, ts ...kernels.Tensor) int {
 	return hs
 }
 
-// maxHeadSize is the largest head size (C/NH) the attention kernels take.
-const maxHeadSize = 256
+// MaxHeadSize is the largest head size (C/NH) the attention kernels take.
+const MaxHeadSize = 256
 
 // headSize is C/NH, or a panic with an error, not a string, where the kernels cannot
 // take it: a limit of this backend that a model's shape meets (the CPU backends have
@@ -35,8 +35,8 @@ const maxHeadSize = 256
 // string's panic reached the user as a stack dump.
 func headSize(op string, C, NH int) int {
 	hs := C / NH
-	if hs > maxHeadSize {
-		panic(fmt.Errorf("cuda: %s: head size %d (n_embd %d / n_head %d) is more than the GPU's attention kernels take (%d): use more heads (n_head), or --device cpu", op, hs, C, NH, maxHeadSize))
+	if hs > MaxHeadSize {
+		panic(fmt.Errorf("cuda: %s: head size %d (n_embd %d / n_head %d) is more than the GPU's attention kernels take (%d): use more heads (n_head), or --device cpu", op, hs, C, NH, MaxHeadSize))
 	}
 	return hs
 }
