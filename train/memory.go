@@ -39,6 +39,10 @@ type MemoryEstimate struct {
 	Optimizer   float64 // AdamW's m and v (this rank's shard of them under ZeRO-1)
 	Activations float64 // one micro-batch's saved activations and backward scratch
 	Batch       float64 // token ids of the micro-batch on the host
+
+	// What the run is, for CheckMemory's hint: its ranks, zero, compute dtype.
+	world, zero int
+	dtype       kernels.DType
 }
 
 // Total is the sum of the parts.
@@ -48,8 +52,13 @@ func (e MemoryEstimate) Total() float64 {
 
 // String is the total and its parts, for a log line or a message.
 func (e MemoryEstimate) String() string {
+	return e.withTotal(FormatBytes(e.Total()))
+}
+
+// withTotal is String with the total written as total.
+func (e MemoryEstimate) withTotal(total string) string {
 	return fmt.Sprintf("%s (parameters %s, gradients %s, AdamW %s, activations %s)",
-		FormatBytes(e.Total()), FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch))
+		total, FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch))
 }
 
 // EstimateMemory is the memory one of world ranks needs to train cfg's model with a
@@ -68,7 +77,7 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 	}
 	const f32 = 4
 	s := float64(dt.Size())
-	var e MemoryEstimate
+	e := MemoryEstimate{world: world, zero: cfg.Zero, dtype: dt}
 	e.Params, e.Grads = f32*padded, f32*padded
 	if dt != kernels.Float32 {
 		e.Params += s * padded
@@ -162,19 +171,49 @@ func parseMemAvailable(data []byte) (int64, error) {
 }
 
 // CheckMemory refuses a run whose rank needs more memory (est) than be has available:
-// one line with both figures. (Ranks that share a host each check their own need: the
-// same-host ranks share some buffers, so the sum would overstate it.)
+// one line with both figures, written precisely enough to differ, and a hint with
+// what applies to the run: a smaller model or micro-batch; zero 1 where several ranks
+// each hold all of AdamW's state; dtype bfloat16 where a device computes in float32
+// (as the out-of-memory error of an allocation says: Trainer.memoryError). (Ranks
+// that share a host each check their own need: the same-host ranks share some
+// buffers, so the sum would overstate it.)
 func CheckMemory(est MemoryEstimate, be kernels.Backend) error {
 	avail, source, ok := AvailableMemory(be)
 	if !ok || est.Total() <= avail {
 		return nil
 	}
-	return fmt.Errorf("train: the model and its training state need %s, more than the %s available (%s)\n---> HINT: make the model smaller (--n-embd, --n-layer) or the micro-batch (--batch-size, --block-size; --grad-accum keeps the tokens per step)",
-		est.String(), FormatBytes(avail), source)
+	need, have := distinctBytes(est.Total(), avail)
+	hint := "make the model smaller (--n-embd, --n-layer) or the micro-batch (--batch-size, --block-size; --grad-accum keeps the tokens per step)"
+	if est.world > 1 && est.zero == 0 {
+		hint += fmt.Sprintf(", or --zero 1 (shards AdamW's state over the %d ranks)", est.world)
+	}
+	if _, host := be.(kernels.HostMemory); !host && est.dtype == kernels.Float32 {
+		hint += ", or --dtype bfloat16 (half the activations)"
+	}
+	return fmt.Errorf("train: the model and its training state need %s, more than the %s available (%s)\n---> HINT: %s",
+		est.withTotal(need), have, source, hint)
+}
+
+// distinctBytes writes need and avail (need > avail) as FormatBytes does, with as
+// many decimals as it takes to tell them apart ("14.3 MiB" and "14.3 MiB" said
+// nothing), up to three, else as whole bytes.
+func distinctBytes(need, avail float64) (string, string) {
+	for prec := 1; prec <= 3; prec++ {
+		n, a := formatBytes(need, prec), formatBytes(avail, prec)
+		if n != a {
+			return n, a
+		}
+	}
+	return fmt.Sprintf("%.0f bytes", need), fmt.Sprintf("%.0f bytes", avail)
 }
 
 // FormatBytes writes a byte count with a binary unit: "512 B", "1.5 GiB", "44.0 TiB".
 func FormatBytes(b float64) string {
+	return formatBytes(b, 1)
+}
+
+// formatBytes is FormatBytes with prec decimals (none for bytes).
+func formatBytes(b float64, prec int) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	u := 0
 	for b >= 1024 && u < len(units)-1 {
@@ -184,5 +223,5 @@ func FormatBytes(b float64) string {
 	if u == 0 {
 		return fmt.Sprintf("%.0f B", b)
 	}
-	return fmt.Sprintf("%.1f %s", b, units[u])
+	return fmt.Sprintf("%.*f %s", prec, b, units[u])
 }
