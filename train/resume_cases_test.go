@@ -150,6 +150,11 @@ func TestResumeWarnsOrderChanges(t *testing.T) {
 		// into a second epoch, whose index is another.
 		{"max_steps within the epoch", func(c *Config) { c.MaxSteps = 7 }, ""},
 		{"max_steps past the epoch", func(c *Config) { c.MaxSteps, c.LRDecaySteps = 60, 60 }, "number of train samples"},
+		// Another global batch (docs/data-parallel.md): the same sample sequence
+		// from the cursor, 4 samples a step, unless the count asked for (max_steps
+		// x the global batch) reaches another epoch: 16 a step for 60 steps.
+		{"batch_size within the epoch", func(c *Config) { c.BatchSize = 2 }, ""},
+		{"batch_size past the epoch", func(c *Config) { c.BatchSize, c.MaxSteps, c.LRDecaySteps = 8, 60, 60 }, "number of train samples"},
 		{"seed", func(c *Config) { c.Seed = 8 }, "seed differs"},
 		{"order", func(c *Config) { c.Order = "neox" }, "order differs"},
 		{"split, presplit data", func(c *Config) { c.Split = "970,29,1" }, ""},
