@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"gptkit/kernels"
 )
@@ -87,6 +88,10 @@ type Backend struct {
 	info    Info
 	prec    string
 	compute int32
+	// halves has bit 1<<dt for each 16-bit dtype dt of the tensors allocated so
+	// far: the GEMMs of such operands run on its tensor cores whatever prec says
+	// (tryGemm), and Name says so.
+	halves atomic.Uint32
 
 	mu     sync.Mutex
 	drv    driverAPI
@@ -249,12 +254,38 @@ func (b *Backend) abandon(device int) {
 // Info describes the device.
 func (b *Backend) Info() Info { return b.info }
 
-// Name implements kernels.Backend.
+// Name implements kernels.Backend: the device and the precision its matmuls run in,
+// "cuda(NVIDIA H100 80GB HBM3, bf16 matmuls)". That is Options.Precision's for float32
+// operands; a model in bfloat16 or float16 (once its tensors are allocated) runs its
+// GEMMs on 16-bit operands, in bf16 or fp16 whatever the precision:
+// "cuda(cuda-sim (simulated sm_80), bf16 matmuls, float32 ones in fp32)".
 func (b *Backend) Name() string {
+	mm := b.matmuls()
 	if b.ptxReplaced != "" {
-		return fmt.Sprintf("cuda(%s, %s matmuls, %s)", b.info.Name, b.prec, b.ptxReplaced)
+		return fmt.Sprintf("cuda(%s, %s, %s)", b.info.Name, mm, b.ptxReplaced)
 	}
-	return fmt.Sprintf("cuda(%s, %s matmuls)", b.info.Name, b.prec)
+	return fmt.Sprintf("cuda(%s, %s)", b.info.Name, mm)
+}
+
+// matmuls names the precisions the GEMMs run in: of the 16-bit dtypes allocated,
+// then of float32 operands (Options.Precision) where that differs.
+func (b *Backend) matmuls() string {
+	var halves []string
+	for _, h := range []struct {
+		dt   kernels.DType
+		prec string
+	}{{kernels.BFloat16, BF16}, {kernels.Float16, "fp16"}} {
+		if b.halves.Load()&(1<<h.dt) != 0 {
+			halves = append(halves, h.prec)
+		}
+	}
+	switch {
+	case len(halves) == 0:
+		return b.prec + " matmuls"
+	case len(halves) == 1 && halves[0] == b.prec:
+		return b.prec + " matmuls"
+	}
+	return strings.Join(halves, " and ") + " matmuls, float32 ones in " + b.prec
 }
 
 // DefaultDType is the compute dtype a trainer picks when told "auto": bfloat16

@@ -80,6 +80,9 @@ func (b *Backend) Alloc(what string, dt kernels.DType, n int) (kernels.Tensor, e
 		return kernels.Tensor{}, err
 	}
 	b.must(b.drv.memsetD8(p, 0, max(size, 1), b.stream))
+	if dt == kernels.BFloat16 || dt == kernels.Float16 {
+		b.halves.Or(1 << dt) // (for Name)
+	}
 	return kernels.NewTensor(kernels.NewBuffer(b, p, nil, size, what), dt, n), nil
 }
 
