@@ -22,7 +22,19 @@ var gpuPeaks = []gpuPeak{
 // PeakFLOPS returns the device's dense peak FLOP/s for the precision the matmuls run
 // in (the trainer's MFU divides by it), or 0 when the device is not in the table.
 func (b *Backend) PeakFLOPS() float64 {
-	return peakFLOPS(b.info.Name, b.prec)
+	return peakFLOPS(b.info.Name, b.peakPrec())
+}
+
+// peakPrec is the precision of the matmuls for the peak: bf16 once 16-bit tensors are
+// allocated (a model in bfloat16 or float16 runs its GEMMs on 16-bit operands whatever
+// Options.Precision says, and fp16's dense peak is bf16's on every card of the table),
+// else Options.Precision. (It took Options.Precision alone: a bfloat16 model with
+// GPTKIT_CUDA_PRECISION=fp32 had its MFU against the fp32 peak, 15 times too high.)
+func (b *Backend) peakPrec() string {
+	if b.halves.Load() != 0 {
+		return BF16
+	}
+	return b.prec
 }
 
 func peakFLOPS(name, prec string) float64 {
