@@ -200,7 +200,9 @@ func gatherSizes(t *testing.T, dir string) (half, full int) {
 }
 
 // TestSharedGPU: two ranks on one GPU are refused, naming the GPU, before any
-// training; --share-gpus allows it (their collectives then go through the ring).
+// training, and the other rank defers to the refusal (it said "interrupted while
+// starting ... rerun the same command"); --share-gpus allows it (their
+// collectives then go through the ring).
 func TestSharedGPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
@@ -211,6 +213,19 @@ func TestSharedGPU(t *testing.T) {
 	r := trainProc(t, time.Minute, []string{envSimGPUs + "=1"}, args...)
 	if r.code != 1 || !strings.Contains(r.stderr, "ranks 0 and 1 use one GPU (GPU-") || !strings.Contains(r.stderr, "--share-gpus") {
 		t.Fatalf("exit %d, want 1 and the shared GPU named:\n%s", r.code, r.stderr)
+	}
+	// Rank 1, waiting for rank 0's plan when the launcher stopped it, defers to
+	// rank 0's refusal: no "interrupted ... rerun the same command", which fails
+	// the same way again. The launcher's last line names the refusal.
+	if strings.Contains(r.stderr, "interrupted") || strings.Contains(r.stderr, "rerun") {
+		t.Errorf("a rank says it was interrupted, or to rerun:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "[rank 1] train: stopped while starting, before the first step (nothing was saved): the group failed: dist: rank 0 failed: train: ranks 0 and 1 use one GPU") {
+		t.Errorf("rank 1 does not name rank 0's refusal:\n%s", r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "train: launch: rank 0 failed: train: ranks 0 and 1 use one GPU") || !strings.Contains(last, "--share-gpus") {
+		t.Errorf("the launcher's last line: %s", last)
 	}
 	if _, err := os.Stat(filepath.Join(out, train.MetricsName)); err == nil {
 		t.Error("it trained")

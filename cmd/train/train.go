@@ -206,6 +206,14 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		coll = withFault(comm, place, be)
 		nccl, err = deviceCollectives(ctx, be, comm, df.gpuOptions(), rankLog)
 		if err != nil {
+			if gerr := startGroupFailure(ctx, comm); gerr != nil {
+				// Another rank failed the group (rank 0 refusing ranks that share a
+				// GPU): its error, not this rank's wait for the plan cut short by
+				// the launcher's SIGTERM ("interrupted ... rerun", which fails the
+				// same way again).
+				comm.Close(err)
+				return cli.Fail(stderr, "train", fmt.Errorf("stopped while starting, before the first step (nothing was saved): the group failed: %w", gerr))
+			}
 			comm.Close(err)
 			return startFail(ctx, stderr, &cfg, err)
 		}
@@ -283,6 +291,16 @@ func groupFailed(comm *dist.Comm) error {
 	case <-time.After(time.Second):
 		return nil
 	}
+}
+
+// startGroupFailure is the failure of the job's group that ended this rank's start,
+// if any: the store's word (comm.Err), waited for (groupFailed) when a signal came,
+// as the launcher's SIGTERM to the other ranks of a failed group may come first.
+func startGroupFailure(ctx context.Context, comm *dist.Comm) error {
+	if err := comm.Err(); err != nil || ctx.Err() == nil {
+		return err
+	}
+	return groupFailed(comm)
 }
 
 // trainRank trains on one rank (rank 0 prints the summary); cur holds the trainer
