@@ -68,7 +68,8 @@ func (d *distFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&d.timeout, "dist-timeout", dist.DefaultTimeout, "bound on the data-parallel waits of starting: the rendezvous, the links, the NCCL id (`DURATION`)")
 	fs.DurationVar(&d.heartbeat, "heartbeat-timeout", dist.DefaultHeartbeatTimeout, "a rank (or the store) silent this long is declared hung (`DURATION`)")
 	fs.DurationVar(&d.collTimeout, "collective-timeout", dist.DefaultCollectiveTimeout, "a collective (NCCL's or the CPU ring's) not finished within `DURATION` on a rank fails the job, naming the ranks that never reached it")
-	fs.BoolVar(&d.shareGPUs, "share-gpus", os.Getenv(envShareGPUs) == "1", "allow several ranks on one GPU (also "+envShareGPUs+"=1): their collectives then go through the host, as NCCL refuses them; without it two ranks on one GPU is an error")
+	share, _ := envBool(os.Getenv(envShareGPUs)) // (validate refuses a value that is neither)
+	fs.BoolVar(&d.shareGPUs, "share-gpus", share, "allow several ranks on one GPU (also "+envShareGPUs+"=1, true, yes or on): their collectives then go through the host, as NCCL refuses them; without it two ranks on one GPU is an error")
 }
 
 // gpuOptions are the flags' settings for the ranks' GPU collectives.
@@ -133,6 +134,14 @@ func (d *distFlags) validate(set map[string]bool) error {
 	case d.heartbeat < minHeartbeatTimeout:
 		return fmt.Errorf("--heartbeat-timeout %s: want at least %s (every rank and the store send a heartbeat every %s: a shorter timeout would declare healthy ranks hung)", d.heartbeat, minHeartbeatTimeout, dist.DefaultHeartbeatInterval)
 	}
+	// --share-gpus, else GPTKIT_SHARE_GPUS (yes or true there was taken for no).
+	if !set["share-gpus"] {
+		share, err := envBool(os.Getenv(envShareGPUs))
+		if err != nil {
+			return fmt.Errorf("%s=%q: %v (or pass --share-gpus)", envShareGPUs, os.Getenv(envShareGPUs), err)
+		}
+		d.shareGPUs = share
+	}
 	// Where the store listens: --master-port, else MASTER_PORT (as torchrun), else 29500.
 	if !set["master-port"] && (d.nprocPerNode > 0 || d.hostfile != "" || d.rank >= 0) {
 		if v := os.Getenv("MASTER_PORT"); v != "" {
@@ -144,6 +153,18 @@ func (d *distFlags) validate(set map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// envBool is a yes-or-no environment variable's value: 1, true, yes or on (in any
+// case) is true; 0, false, no, off or empty is false; anything else an error.
+func envBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("want 1, true, yes or on to allow it, or 0, false, no, off or empty")
 }
 
 // minHeartbeatTimeout is three heartbeat intervals.

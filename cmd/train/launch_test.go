@@ -456,6 +456,49 @@ func TestMasterFromEnvironment(t *testing.T) {
 	}
 }
 
+// TestShareGPUsFromEnvironment: GPTKIT_SHARE_GPUS=yes or =true was taken for no
+// (only "1" counted), and the ranks then refused to share a GPU; now the usual
+// true values count, in any case, and a value that is neither is a usage error
+// naming the variable; --share-gpus wins over it.
+func TestShareGPUsFromEnvironment(t *testing.T) {
+	parse := func(args ...string) (*distFlags, error) {
+		c := trainCommand()
+		var d distFlags
+		d.register(c.Flags)
+		if err := c.Flags.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		c.Flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return &d, d.validate(set)
+	}
+	t.Setenv("MASTER_PORT", "")
+	for _, c := range []struct {
+		env  string
+		want bool
+	}{{"1", true}, {"true", true}, {"TRUE", true}, {"yes", true}, {"Yes", true}, {"on", true}, {"ON", true},
+		{"", false}, {"0", false}, {"false", false}, {"False", false}, {"no", false}, {"off", false}} {
+		t.Setenv(envShareGPUs, c.env)
+		if d, err := parse("--nproc-per-node", "2"); err != nil || d.shareGPUs != c.want {
+			t.Errorf("%s=%q: share %v, %v; want %v", envShareGPUs, c.env, d.shareGPUs, err, c.want)
+		}
+		if d, err := parse("--rank", "1", "--world-size", "2"); err != nil || d.shareGPUs != c.want {
+			t.Errorf("%s=%q on a rank: share %v, %v; want %v", envShareGPUs, c.env, d.shareGPUs, err, c.want)
+		}
+	}
+	t.Setenv(envShareGPUs, "maybe")
+	if _, err := parse("--nproc-per-node", "2"); err == nil || !strings.Contains(err.Error(), envShareGPUs+`="maybe"`) || !strings.Contains(err.Error(), "--share-gpus") {
+		t.Errorf("%s=maybe: %v, want a usage error naming it", envShareGPUs, err)
+	}
+	if d, err := parse("--nproc-per-node", "2", "--share-gpus"); err != nil || !d.shareGPUs {
+		t.Errorf("--share-gpus over %s=maybe: share %v, %v", envShareGPUs, d.shareGPUs, err)
+	}
+	t.Setenv(envShareGPUs, "yes")
+	if d, err := parse("--nproc-per-node", "2", "--share-gpus=false"); err != nil || d.shareGPUs {
+		t.Errorf("--share-gpus=false over %s=yes: share %v, %v", envShareGPUs, d.shareGPUs, err)
+	}
+}
+
 // TestLauncherWarnsOversubscribed: --threads N for each of several ranks beyond the
 // machine's CPUs was run without a word (torchrun warns); the ranks then slow each
 // other down.
