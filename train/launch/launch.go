@@ -655,6 +655,13 @@ func describeExit(ex exit, where string) string {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			killed = true
 			msg = fmt.Sprintf("rank %d%s was killed by signal %d (%s)", ex.rank, where, ws.Signal(), ws.Signal())
+			if name, ok := crashSignals[ws.Signal()]; ok {
+				// Its own crash (a C library's abort(), a bad memory access in C
+				// code): its last line most often says why (an assertion, NCCL's
+				// error, the Go runtime's "SIGABRT: abort" under GOTRACEBACK=crash).
+				killed = false
+				msg = fmt.Sprintf("rank %d%s was killed by signal %d (%s)", ex.rank, where, ws.Signal(), name)
+			}
 			if ws.Signal() == syscall.SIGKILL {
 				// Not this launcher's (describeExit is for a rank that failed first).
 				msg += " from outside the launcher: the kernel's OOM killer does this when memory runs out (see `dmesg | grep -i oom`; lower the batch size or the ranks per node), or a user or scheduler killed it"
@@ -687,14 +694,31 @@ func failedExit(err error) bool {
 
 // ownCrash reports whether a rank's exit is its own crash, not the group's failure
 // it read nor a stop of this launcher's (sentKill: it SIGKILLed its ranks): a Go
-// panic or runtime fatal error (status 2 after a crash report, goCrashLine), or a
-// SIGKILL from outside (the OOM killer).
+// panic or runtime fatal error (status 2 after a crash report, goCrashLine), a
+// death by a crash signal (crashSignals: a C library's abort(), e.g. inside CUDA
+// or NCCL), or a SIGKILL from outside (the OOM killer). Not a death by SIGTERM,
+// SIGINT, SIGHUP or SIGQUIT, which the launcher itself sends on a stop.
 func ownCrash(ex exit, sentKill bool) bool {
 	var ee *exec.ExitError
 	if ex.err == nil || sentKill || !errors.As(ex.err, &ee) {
 		return false
 	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if _, crash := crashSignals[ws.Signal()]; crash {
+			return true
+		}
+	}
 	return ee.ExitCode() == 2 && goCrashLine(ex.last) || killedBySignal(ex.err, syscall.SIGKILL)
+}
+
+// crashSignals are the signals a process dies of when it crashes on its own (no
+// launcher sends them), by their names.
+var crashSignals = map[syscall.Signal]string{
+	syscall.SIGABRT: "SIGABRT",
+	syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGBUS:  "SIGBUS",
+	syscall.SIGILL:  "SIGILL",
+	syscall.SIGFPE:  "SIGFPE",
 }
 
 // killedBySignal reports whether a rank's Wait error is its death by signal sig.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 const (
 	heldPanicEnv = "GPTKIT_LAUNCH_TEST_PANIC_RANK"
 	heldMarkEnv  = "GPTKIT_LAUNCH_TEST_MARK"
+	// heldSignalEnv, when set (ABRT, SEGV...), makes that rank die of that signal
+	// instead, after a last line, as a C library's abort() does (it becomes a
+	// shell that prints the line and signals itself).
+	heldSignalEnv = "GPTKIT_LAUNCH_TEST_SIGNAL"
 )
 
 // distPanicHeldRank joins the group; the rank heldPanicEnv names then crashes with
@@ -41,6 +47,15 @@ func distPanicHeldRank() int {
 		child := exec.Command("sh", "-c", `i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, os.Getenv(heldMarkEnv))
 		child.Stderr = os.Stderr
 		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if sig := os.Getenv(heldSignalEnv); sig != "" {
+			// The shell is this rank crashing: the launcher's SIGTERM on the stop
+			// that rank 0's exit starts must not end it first (ignored signals stay
+			// ignored across exec).
+			signal.Ignore(syscall.SIGTERM)
+			err := syscall.Exec("/bin/sh", []string{"sh", "-c", `echo "nccl: ncclCommInitRank: out of cheese" >&2; kill -` + sig + ` $$`}, os.Environ())
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -132,6 +147,64 @@ func TestReportedFailureThenOwnCrash(t *testing.T) {
 				t.Errorf("two nodes, exit first %t, node %d: %v, want rank 3's panic on node 1 and no rerun hint\n%s", exitFirst, node, err, stderrs[node])
 			}
 		}
+	}
+}
+
+// TestReportedFailureThenOwnSignal: as TestReportedFailureThenOwnCrash, a rank
+// that dies of SIGABRT (a C library's abort(), e.g. inside CUDA or NCCL) or SIGSEGV:
+// its death is the failure, naming the signal and its last line, not the other
+// rank's "rank 0 exited with status 1: ... rank 1 disconnected" (ownCrash counted
+// only a Go crash's status 2 and SIGKILL).
+func TestReportedFailureThenOwnSignal(t *testing.T) {
+	defer func(d time.Duration) { pipeDrainWait = d }(pipeDrainWait)
+	pipeDrainWait = time.Minute // the crashed rank's exit comes once the mark is there
+
+	for _, c := range []struct{ sig, want string }{
+		{"ABRT", "rank 1 was killed by signal 6 (SIGABRT): nccl: ncclCommInitRank: out of cheese"},
+		{"SEGV", "rank 1 was killed by signal 11 (SIGSEGV): nccl: ncclCommInitRank: out of cheese"},
+	} {
+		for _, exitFirst := range []bool{false, true} {
+			mark := filepath.Join(t.TempDir(), "mark")
+			cfg, _, stderr := testConfig(t, "distpanicheld", 2)
+			cfg.Env = append(cfg.Env, heldPanicEnv+"=1", heldMarkEnv+"="+mark, heldSignalEnv+"="+c.sig)
+			cfg.testEvents = holdAbort(stderr, mark, exitFirst)
+			err := Run(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "rerun") {
+				t.Errorf("SIG%s, exit first %t: %v, want %q and no rerun hint\n%s", c.sig, exitFirst, err, c.want, stderr)
+			}
+		}
+	}
+}
+
+// TestOwnCrashSignals: a death by SIGABRT, SIGSEGV, SIGBUS, SIGILL or SIGFPE is the
+// rank's own crash, as a SIGKILL from outside is; by SIGTERM, SIGINT, SIGHUP or
+// SIGQUIT (the launcher's stop) it is not, nor a SIGKILL the launcher sent.
+func TestOwnCrashSignals(t *testing.T) {
+	die := func(sig string) exit {
+		err := exec.Command("sh", "-c", "kill -"+sig+" $$").Run()
+		if err == nil {
+			t.Fatalf("sh killed by SIG%s exited 0", sig)
+		}
+		return exit{rank: 1, err: err, last: "its last line"}
+	}
+	for _, sig := range []string{"ABRT", "SEGV", "BUS", "ILL", "FPE", "KILL"} {
+		if ex := die(sig); !ownCrash(ex, false) {
+			t.Errorf("SIG%s: not its own crash", sig)
+		}
+	}
+	if ex := die("KILL"); ownCrash(ex, true) {
+		t.Error("a SIGKILL the launcher sent: its own crash")
+	}
+	for _, sig := range []string{"TERM", "INT", "HUP", "QUIT"} {
+		if ex := die(sig); ownCrash(ex, false) {
+			t.Errorf("SIG%s: its own crash", sig)
+		}
+	}
+	if got, want := describeExit(die("ABRT"), ""), "rank 1 was killed by signal 6 (SIGABRT): its last line"; got != want {
+		t.Errorf("describeExit: %q, want %q", got, want)
+	}
+	if got, want := describeExit(die("TERM"), ""), "rank 1 was killed by signal 15 (terminated) (its last line: its last line)"; got != want {
+		t.Errorf("describeExit: %q, want %q", got, want)
 	}
 }
 
