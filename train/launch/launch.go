@@ -273,7 +273,7 @@ func (l *launcher) giveUp(reason string) {
 // outcome is how an attempt ended.
 type outcome struct {
 	failure     string // the first failure ("" none)
-	killed      bool   // a rank of this node's was SIGKILLed from outside (rerun: the next step)
+	killed      bool   // the failure is a rank of this node's SIGKILLed from outside (rerun: the next step)
 	rerun       bool   // the store's failure is one a restart can cure (dist.Event.Rerun): rerun too
 	fatal       string // the job is over (given up elsewhere, store lost)
 	interrupted bool
@@ -285,6 +285,9 @@ type worker struct {
 	// exited is set by attempt's loop when the rank's exit arrives (cmd.ProcessState
 	// is written by the goroutine that waits for it: not for the loop to read).
 	exited bool
+	// stopped is set once this launcher has sent the rank a stop signal: a crash
+	// of it afterwards may be its handling of that signal.
+	stopped bool
 }
 
 type exit struct {
@@ -334,6 +337,42 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	// exited first.
 	storeSaid := false
 	var abortWait <-chan time.Time
+	gen := -1 // the generation of the group this attempt's ranks joined (the store's start)
+	// crashed are exits of this node's ranks that crashed (ownCrash) after this
+	// launcher sent them its stop signal, while a reporter's failure stood and the
+	// store had not said which rank failed: a crash in handling the signal, or the
+	// rank the reporter read of, whose exit came behind its output. The store's
+	// abort says which: one naming a crashed rank makes its crash the failure (as
+	// does no abort within abortWait); one naming another rank is the failure.
+	var crashed []exit
+	// fail makes a rank's exit the failure: the rerun hint only for a kill from
+	// outside (out.killed), which a restart can cure, unlike a crash.
+	fail := func(ex exit) {
+		out.failure, out.rerun = l.describeExit(ex), false
+		out.killed = !sentKill && killedBySignal(ex.err, syscall.SIGKILL)
+	}
+	// takeOver makes a crash the failure in place of the reporter's.
+	takeOver := func(ex exit) {
+		reporter = -1
+		fail(ex)
+		l.log.Error("a rank crashed on its own; it is the failure the other rank reported", "rank", ex.rank, "failure", out.failure)
+		l.reportExit(gen, ex.rank, out.failure, out.killed)
+	}
+	// takeOverCrashed makes the first crash in crashed the failure where the store's
+	// abort did not come (as it was before a crash after a stop signal waited for it).
+	takeOverCrashed := func() {
+		if reporter >= 0 && !storeSaid && len(crashed) > 0 {
+			takeOver(crashed[0])
+		}
+	}
+	crashedRank := func(rank int) (exit, bool) {
+		for _, ex := range crashed {
+			if ex.rank == rank {
+				return ex, true
+			}
+		}
+		return exit{}, false
+	}
 	// pending are reports (reportExit) of a rank's own end (a panic, a kill) that
 	// came before this launcher heard its generation start, whose number the store
 	// needs: the rank may have crashed right after the start, which is on its way
@@ -367,6 +406,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					continue
 				}
 				signal(w, sig)
+				w.stopped = true
 			}
 		}
 		if !stopping && grace > 0 {
@@ -385,7 +425,6 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 		workers = append(workers, w)
 	}
 	running := len(workers)
-	gen := -1
 	ctxDone := ctx.Done()
 	stopCh := l.cfg.Stop
 	for running > 0 || awaiting || abortWait != nil && !storeSaid || startWait != nil {
@@ -396,11 +435,6 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				if w.rank == ex.rank {
 					w.exited = true
 				}
-			}
-			if ex.err != nil && !sentKill && killedBySignal(ex.err, syscall.SIGKILL) {
-				// Killed from outside (the OOM killer, kill -9): whether its exit or
-				// the store's "disconnected" came first, the next step is a rerun.
-				out.killed = true
 			}
 			if ex.rank == blamed {
 				blamed, blameTimer = -1, nil
@@ -413,9 +447,9 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					// (no rerun cures it), or a kill from outside (out.killed). Not
 					// an exit on an error (failedExit): the group's failure, read
 					// once it resumed or lost the store, of a rank hung or cut off.
-					out.failure, out.rerun = l.describeExit(ex), false
+					fail(ex)
 					l.log.Error("the rank the store named has exited", "rank", ex.rank, "failure", out.failure)
-					l.reportExit(abortGen, ex.rank, out.failure, killedBySignal(ex.err, syscall.SIGKILL))
+					l.reportExit(abortGen, ex.rank, out.failure, out.killed)
 				} else {
 					l.reportExit(abortGen, ex.rank, "", true) // the store's word stands
 				}
@@ -423,11 +457,15 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			if stopping && reporter >= 0 && ex.rank != reporter && (!storeSaid || storeRank == ex.rank) && ownCrash(ex, sentKill) {
 				// The rank that exited with status 1 read this rank's failure (the
 				// store's abort came later, or was ignored as this node was already
-				// stopping): its own end is the failure, on every node.
-				reporter = -1
-				out.failure, out.rerun = l.describeExit(ex), false
-				l.log.Error("a rank crashed on its own; it is the failure the other rank reported", "rank", ex.rank, "failure", out.failure)
-				l.reportExit(gen, ex.rank, out.failure, killedBySignal(ex.err, syscall.SIGKILL))
+				// stopping): its own end is the failure, on every node. Unless this
+				// launcher had sent it the stop signal and the store has not said:
+				// it may have crashed handling it, and the store's abort says which.
+				w := l.worker(workers, ex.rank)
+				if w != nil && w.stopped && !storeSaid {
+					crashed = append(crashed, ex)
+				} else {
+					takeOver(ex)
+				}
 			}
 			if ex.err != nil && !stopping && interruptedExit(ex.err) {
 				// Stopped with the others on an interrupt another node's launcher
@@ -438,7 +476,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 				continue
 			}
 			if ex.err != nil && !stopping {
-				out.failure = l.describeExit(ex)
+				fail(ex)
 				if l.srv != nil {
 					out.failure = l.srv.Explain(out.failure) // this launcher was stopped: the cause
 				}
@@ -473,8 +511,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					storeSaid, storeRank = true, ev.Rank
 				}
 				if ev.Gen == gen && !stopping {
-					out.failure = ev.Reason
-					out.rerun = ev.Rerun
+					out.failure, out.rerun, out.killed = ev.Reason, ev.Rerun, false
 					abortGen, abortRank = ev.Gen, ev.Rank
 					if ev.Exiting {
 						spare = ev.Rank
@@ -488,13 +525,17 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
+				} else if ex, ok := crashedRank(ev.Rank); ok && ev.Gen == gen && reporter >= 0 {
+					// The rank the reporter read of crashed (its exit came after this
+					// launcher's stop signal, behind its output).
+					takeOver(ex)
 				} else if ev.Gen == gen && reporter >= 0 && ev.Rank >= 0 && ev.Rank != reporter {
 					// The rank whose exit with status 1 was taken for the failure read
 					// this one: the store's word is the failure, and, as had it come
 					// first, the named rank's own end where it crashed (this node's
 					// ranks are stopping already).
 					reporter = -1
-					out.failure, out.rerun = ev.Reason, ev.Rerun
+					out.failure, out.rerun, out.killed = ev.Reason, ev.Rerun, false
 					abortGen, abortRank = ev.Gen, ev.Rank
 					l.log.Error("the group failed: the rank that exited read this failure", "reason", ev.Reason)
 					w := l.worker(workers, ev.Rank)
@@ -510,7 +551,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			case dist.EventExit:
 				if ev.Gen == abortGen && ev.Rank == abortRank && l.worker(workers, ev.Rank) == nil {
 					if ev.Reason != "" && out.fatal == "" {
-						out.failure, out.rerun = ev.Reason, ev.Rerun
+						out.failure, out.rerun, out.killed = ev.Reason, ev.Rerun, false
 						l.log.Error("the rank the store named has exited", "rank", ev.Rank, "failure", ev.Reason)
 					}
 					endAwait()
@@ -546,6 +587,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			blameTimer = nil
 			if w := l.worker(workers, blamed); w != nil && !w.exited && !sentKill {
 				signal(w, syscall.SIGTERM)
+				w.stopped = true
 			}
 			l.reportExit(abortGen, blamed, "", true) // the store's word stands
 			blamed = -1
@@ -553,6 +595,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			pending, startWait = nil, nil // no start came: the rank never ran in a generation
 		case <-abortWait:
 			abortWait = nil // the store's abort did not come: the rank's exit stands
+			takeOverCrashed()
 		case <-awaitTimer:
 			l.log.Warn("no word from the launcher of the rank the store named on how it ended; the store's word stands", "rank", abortRank, "node", abortRank/cfg.NProcPerNode)
 			endAwait()
@@ -561,6 +604,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			stop(syscall.SIGKILL, 0)
 		}
 	}
+	takeOverCrashed() // no word from the store (its events ended, a signal came)
 	return out
 }
 

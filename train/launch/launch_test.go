@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(workerEnv); mode == "distkill1" || mode == "distpanic1" {
 		os.Exit(distKillRank(mode == "distpanic1"))
 	}
+	if mode := os.Getenv(workerEnv); mode == "distkillpanicstop" {
+		os.Exit(distKillPanicStopRank())
+	}
 	if mode := os.Getenv(workerEnv); mode == "distpanicheld" {
 		os.Exit(distPanicHeldRank())
 	}

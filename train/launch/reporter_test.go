@@ -264,3 +264,79 @@ func TestCrashBeforeStartSeenReported(t *testing.T) {
 		t.Errorf("took %s: node 0 waited out remoteExitGrace", took)
 	}
 }
+
+// distKillPanicStopRank joins the group of three; rank 2 then is SIGKILLed (the OOM
+// killer), a child holding its stderr a while; rank 1 panics on the launcher's
+// SIGTERM; rank 0 exits with status 1 on the group's failure ("rank 2
+// disconnected"), as train's ranks do.
+func distKillPanicStopRank() int {
+	place, _, err := dist.Detect(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	c, err := dist.Init(context.Background(), place, dist.Options{Token: os.Getenv(dist.EnvToken), Timeout: time.Minute})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	switch place.Rank {
+	case 2:
+		child := exec.Command("sleep", "2")
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		time.Sleep(300 * time.Millisecond)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	case 1:
+		select {
+		case <-sig:
+			panic("panicked while stopping")
+		case <-time.After(time.Minute):
+			return 9
+		}
+	}
+	select {
+	case <-c.Aborted():
+		fmt.Fprintln(os.Stderr, c.Err())
+		return 1
+	case <-time.After(time.Minute):
+		return 9
+	}
+}
+
+// TestPanicOnStopAfterOOMKill: a rank killed from outside (the OOM killer), whose
+// failure another rank reads and exits with status 1 on before the launcher hears
+// the store's abort; the launcher stops the others, and one panics handling that
+// SIGTERM: the kill is the failure, with the rerun hint, not the panic (which took
+// over at once as "crashed on its own", the abort naming rank 2 then ignored, and
+// got the rerun hint of rank 2's kill).
+func TestPanicOnStopAfterOOMKill(t *testing.T) {
+	const next = "; to go on, rerun the same command (it continues from the newest checkpoint), or pass --max-restarts K to restart the ranks automatically"
+	cfg, _, stderr := testConfig(t, "distkillpanicstop", 3)
+	cfg.testEvents = func(in <-chan dist.Event) <-chan dist.Event {
+		out := make(chan dist.Event, 64)
+		go func() {
+			defer close(out)
+			for ev := range in {
+				if ev.Kind == dist.EventAbort {
+					// After rank 0's exit and rank 1's panic on the stop.
+					for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "panicked while stopping") && time.Now().Before(deadline); {
+						time.Sleep(10 * time.Millisecond)
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+				out <- ev
+			}
+		}()
+		return out
+	}
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 2 was killed by signal 9 (killed) from outside the launcher") || !strings.HasSuffix(err.Error(), next) {
+		t.Errorf("%v, want rank 2's kill from outside and %q\n%s", err, next, stderr)
+	}
+}
