@@ -413,7 +413,7 @@ func (o *AgentOptions) defaults() {
 func eventOf(m message) (Event, bool) {
 	switch m.Type {
 	case msgStart:
-		return Event{Kind: EventStart, Gen: m.Gen, Rank: -1}, true
+		return Event{Kind: EventStart, Gen: m.Gen, Rank: -1, Rounds: m.Rounds}, true
 	case msgAbort:
 		return Event{Kind: EventAbort, Gen: m.Gen, Rank: m.Rank, Reason: m.Reason, Exiting: m.Exiting, Rerun: m.Rerun}, true
 	case msgFatal:

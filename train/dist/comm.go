@@ -176,7 +176,7 @@ func (c *Comm) join(ctx context.Context, storeAddr, host string, place Place, o 
 		return fmt.Errorf("dist: rank %d: listen for the ring on %s: %w", place.Rank, localIP, err)
 	}
 	defer ln.Close()
-	hello := message{Token: o.Token, Role: roleWorker, Rank: place.Rank, World: place.World, Node: place.NodeRank, Addr: ln.Addr().String()}
+	hello := message{Token: o.Token, Role: roleWorker, Rank: place.Rank, World: place.World, Node: place.NodeRank, Addr: ln.Addr().String(), Round: place.RestartCount}
 	var uln net.Listener
 	if !o.TCPOnly {
 		if uln = listenLocal(); uln != nil {

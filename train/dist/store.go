@@ -96,6 +96,10 @@ type Event struct {
 	// timed out with every rank still in the job. Not for a rank's own error, nor
 	// for a rank that left before a collective the others ran (a program bug).
 	Rerun bool
+	// Rounds (EventStart) is, by rank, the restart count each rank of the
+	// generation was started with (Place.RestartCount, its hello's): a launcher
+	// tells its own round's start from an earlier round's still on its way.
+	Rounds []int
 }
 
 // Server is the rendezvous store: it gathers the ranks of each generation, hands
@@ -139,6 +143,7 @@ type peer struct {
 	node     int
 	addr     string
 	local    string
+	round    int // its hello's Round
 	gen      int
 	lastSeen time.Time     // its last heartbeat (or the generation's start)
 	heard    *atomic.Int64 // unix nanoseconds of its last bytes (progressReader)
@@ -506,7 +511,7 @@ func (s *Server) admit(conn net.Conn, w *msgWriter, heard *atomic.Int64, h messa
 	if h.Version != protocolVersion {
 		return nil, fmt.Errorf("protocol version %d, this store speaks %d (mixed gptkit versions?)", h.Version, protocolVersion)
 	}
-	p := &peer{conn: conn, w: w, out: make(chan message, sendQueue), flushed: make(chan struct{}), role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, lastSeen: time.Now(), heard: heard}
+	p := &peer{conn: conn, w: w, out: make(chan message, sendQueue), flushed: make(chan struct{}), role: h.Role, rank: h.Rank, node: h.Node, addr: h.Addr, local: h.Local, round: h.Round, lastSeen: time.Now(), heard: heard}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -594,20 +599,20 @@ func (s *Server) tellWaiting() {
 }
 
 func (s *Server) startGen() {
-	addrs, locals := make([]string, s.cfg.World), make([]string, s.cfg.World)
+	addrs, locals, rounds := make([]string, s.cfg.World), make([]string, s.cfg.World), make([]int, s.cfg.World)
 	now := time.Now()
 	for r, p := range s.members {
-		addrs[r], locals[r] = p.addr, p.local
+		addrs[r], locals[r], rounds[r] = p.addr, p.local, p.round
 		p.lastSeen = now
 	}
 	s.running = true
 	s.log.Info("store: generation starts", "gen", s.gen, "world", s.cfg.World)
 	for p := range s.peers {
 		if p.role == roleAgent || s.members[p.rank] == p {
-			s.send(p, message{Type: msgStart, Gen: s.gen, Addrs: addrs, Locals: locals})
+			s.send(p, message{Type: msgStart, Gen: s.gen, Addrs: addrs, Locals: locals, Rounds: rounds})
 		}
 	}
-	s.emit(Event{Kind: EventStart, Gen: s.gen, Rank: -1})
+	s.emit(Event{Kind: EventStart, Gen: s.gen, Rank: -1, Rounds: rounds})
 }
 
 // failGen ends the running generation: every member and launcher hears reason.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -751,6 +752,40 @@ func TestCommAbortBeforeLost(t *testing.T) {
 			if err := c.Err(); err == nil || !strings.Contains(err.Error(), m.Reason) {
 				t.Fatalf("%s, try %d: %v, want %q", m.Type, i, err, m.Reason)
 			}
+		}
+	}
+}
+
+// TestStartCarriesRounds: the start of a generation tells the launchers, by rank,
+// the restart count each rank's hello gave (Place.RestartCount), by which a
+// launcher tells its own round's start from an earlier round's still on its way.
+func TestStartCarriesRounds(t *testing.T) {
+	srv, port := startStore(t, 2, ServerConfig{})
+	sub := srv.Subscribe()
+	agent, err := DialAgent(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), AgentOptions{Token: testToken, Node: 1, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	for rank, round := range []int{2, 3} {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		w := &msgWriter{w: conn}
+		if err := w.write(message{Type: msgHello, Version: protocolVersion, Token: testToken, Role: roleWorker, Rank: rank, World: 2, Addr: "127.0.0.1:1", Round: round}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, ch := range map[string]<-chan Event{"store's host": sub, "agent": agent.Events()} {
+		select {
+		case ev := <-ch:
+			if ev.Kind != EventStart || !slices.Equal(ev.Rounds, []int{2, 3}) {
+				t.Errorf("%s: %+v, want a start with rounds [2 3]", name, ev)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: no start", name)
 		}
 	}
 }

@@ -18,11 +18,11 @@ import (
 // and fatal; every client sends hb each heartbeat interval and the store answers
 // hb.
 const (
-	msgHello   = "hello"   // client → store: token, role, rank, world, addr, node
+	msgHello   = "hello"   // client → store: token, role, rank, world, addr, node, round
 	msgOK      = "ok"      // store → client: accepted
 	msgError   = "error"   // store → client: refused (reason); the store closes
 	msgWaiting = "waiting" // store → workers of a gathering generation: missing ranks
-	msgStart   = "start"   // store → workers and launchers: the generation runs (addrs)
+	msgStart   = "start"   // store → workers and launchers: the generation runs (addrs, rounds)
 	msgAbort   = "abort"   // store → workers and launchers: the generation failed (rank, reason)
 	msgFatal   = "fatal"   // store → all: the job failed for good (reason)
 	msgHB      = "hb"      // heartbeat, both ways (a worker's carries seq and in)
@@ -45,7 +45,8 @@ const (
 
 // protocolVersion is the store protocol's version; a hello of another is refused (2:
 // an abort's "exiting", which a reader of 1 would refuse as an unknown field; 3: the
-// launchers' "exit", which a launcher of 2 would neither send nor wait for).
+// launchers' "exit", which a launcher of 2 would neither send nor wait for, and the
+// ranks' rounds in hello and start, by which a launcher tells its own round's start).
 const protocolVersion = 3
 
 // maxMessage bounds one store message (a start message carries World addresses).
@@ -65,6 +66,8 @@ type message struct {
 	Addrs   []string `json:"addrs,omitempty"`
 	Local   string   `json:"local,omitempty"`  // hello: the rank's same-host (Unix socket) ring address
 	Locals  []string `json:"locals,omitempty"` // start: every rank's Local
+	Round   int      `json:"round,omitempty"`  // hello: the rank's Place.RestartCount
+	Rounds  []int    `json:"rounds,omitempty"` // start: every rank's Round (Event.Rounds)
 	Missing []int    `json:"missing,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 	Seq     int64    `json:"seq,omitempty"`

@@ -501,6 +501,12 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 			}
 			switch ev.Kind {
 			case dist.EventStart:
+				if !ownRound(ev, workers, restart) {
+					// An earlier round's start (its round ended before this launcher
+					// heard it): it and its abort are not this round's.
+					l.log.Debug("the start of an earlier round's generation; ignored", "gen", ev.Gen, "restart", restart)
+					continue
+				}
 				gen = ev.Gen
 				for _, r := range pending {
 					l.reportExit(gen, r.rank, r.reason, r.rerun)
@@ -606,6 +612,18 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	}
 	takeOverCrashed() // no word from the store (its events ended, a signal came)
 	return out
+}
+
+// ownRound reports whether a start is of the generation this attempt's ranks
+// (started in round restart) joined, not of an earlier round's: each rank's hello
+// carries the restart count the launcher gave it (dist.Event.Rounds).
+func ownRound(ev dist.Event, workers []*worker, restart int) bool {
+	for _, w := range workers {
+		if w.rank < len(ev.Rounds) && ev.Rounds[w.rank] != restart {
+			return false
+		}
+	}
+	return true
 }
 
 // exitGrace is how long after the store blamed a rank of this node's for a failure

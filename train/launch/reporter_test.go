@@ -25,6 +25,9 @@ const (
 	// instead, after a last line, as a C library's abort() does (it becomes a
 	// shell that prints the line and signals itself).
 	heldSignalEnv = "GPTKIT_LAUNCH_TEST_SIGNAL"
+	// heldOnceEnv, when set, makes the rank crash only in the first round: after a
+	// restart every rank ends well.
+	heldOnceEnv = "GPTKIT_LAUNCH_TEST_ONCE"
 )
 
 // distPanicHeldRank joins the group; the rank heldPanicEnv names then crashes with
@@ -42,6 +45,11 @@ func distPanicHeldRank() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if os.Getenv(heldOnceEnv) != "" && place.RestartCount > 0 {
+		fmt.Fprintln(os.Stderr, "restarted: ending well")
+		c.Close(nil)
+		return 0
 	}
 	if strconv.Itoa(place.Rank) == os.Getenv(heldPanicEnv) {
 		child := exec.Command("sh", "-c", `i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, os.Getenv(heldMarkEnv))
@@ -338,5 +346,47 @@ func TestPanicOnStopAfterOOMKill(t *testing.T) {
 	err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "rank 2 was killed by signal 9 (killed) from outside the launcher") || !strings.HasSuffix(err.Error(), next) {
 		t.Errorf("%v, want rank 2's kill from outside and %q\n%s", err, next, stderr)
+	}
+}
+
+// TestStaleStartAfterRestart: a round that ended before its launcher heard its
+// generation's start (node 1's rank panicked at once; the store's start and abort
+// came after the restart): the next round takes neither for its own, and the job,
+// fine after the restart, succeeds on both nodes (node 1's launcher took generation
+// 0's start and its abort, "rank 1 disconnected", for the new round's, SIGTERMed its
+// healthy rank and failed with "(no restarts left after 1)").
+func TestStaleStartAfterRestart(t *testing.T) {
+	mark := filepath.Join(t.TempDir(), "mark")
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errs, stderrs := runTwoNodesWith(t, "distpanicheld", 1, func(node int, cfg *Config, stderr *syncBuffer) {
+		cfg.Env = append(cfg.Env, heldPanicEnv+"=1", heldMarkEnv+"="+mark, heldOnceEnv+"=1")
+		cfg.MaxRestarts = 1
+		if node == 1 {
+			// Every event from the first start on waits for the restart.
+			cfg.testEvents = func(in <-chan dist.Event) <-chan dist.Event {
+				out := make(chan dist.Event, 64)
+				go func() {
+					defer close(out)
+					held := false
+					for ev := range in {
+						if ev.Kind == dist.EventStart && !held {
+							held = true
+							for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "restarting the group") && time.Now().Before(deadline); {
+								time.Sleep(10 * time.Millisecond)
+							}
+						}
+						out <- ev
+					}
+				}()
+				return out
+			}
+		}
+	})
+	for node, err := range errs {
+		if err != nil {
+			t.Errorf("node %d: %v, want success after the restart\n%s", node, err, stderrs[node])
+		}
 	}
 }
