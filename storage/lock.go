@@ -33,7 +33,8 @@ import (
 //     waits for its lease to end (an AWS Batch retry on another host resumes, rather
 //     than failing while the lease runs), unless it is renewed meanwhile, and takes the
 //     lock over with If-Match on the dead holder's version; one that finds it recently
-//     renewed (a live holder) fails at once. A holder that cannot renew for
+//     renewed (a live holder) fails at once. The lease is told by the server's clock
+//     too (a holder's clock may run behind the next writer's). A holder that cannot renew for
 //     half a lease considers the lock lost (Lock.Lost closes, Lock.Check fails) and must
 //     stop writing before anyone may take it over; a taken-over holder learns it at its
 //     next renewal.

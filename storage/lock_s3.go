@@ -51,7 +51,7 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 		case held == "": // released meanwhile
 			etag, err = put(ctx, "*", "")
 			continue
-		case !time.Now().Before(info.Expires) || holderDead(info):
+		case info.expired() || holderDead(info):
 			s.log.Warn("storage: taking over a writer lock whose holder died (its lease expired, or it was a process of this host that no longer runs)", "lock", where, "holder", info.Owner, "expires", info.Expires)
 		case !info.stale():
 			return nil, lockedError(where, info, raw)
@@ -210,13 +210,32 @@ func (info lockInfo) staleAfter() time.Duration { return 2*info.renewEvery() + t
 // stale reports whether info's holder has stopped renewing it.
 func (info lockInfo) stale() bool { return info.age > info.staleAfter() }
 
+// expired reports whether info's lease has ended: by the server's clock where the lock
+// records when it was renewed (how long ago the object was written, against the lease
+// it records), as a holder's clock may run behind this writer's; else (an older
+// version's lock, or a garbled one, which has ended) by this writer's clock.
+func (info lockInfo) expired() bool {
+	if info.Renewed.IsZero() || info.age < 0 {
+		return !time.Now().Before(info.Expires)
+	}
+	// The server's times are whole seconds: the age may read a second more than it
+	// is (a lease about to end goes through the wait of remaining instead).
+	return info.age-time.Second >= info.lease()
+}
+
+// lease is the length of info's lease, as its holder recorded it (lockLease for an older
+// version's lock).
+func (info lockInfo) lease() time.Duration {
+	if !info.Renewed.IsZero() && info.Expires.After(info.Renewed) {
+		return info.Expires.Sub(info.Renewed)
+	}
+	return lockLease
+}
+
 // remaining is how long info's lease runs on (by the server's clock where it is known),
 // at most a whole lease.
 func (info lockInfo) remaining() time.Duration {
-	lease := lockLease
-	if !info.Renewed.IsZero() && info.Expires.After(info.Renewed) {
-		lease = info.Expires.Sub(info.Renewed)
-	}
+	lease := info.lease()
 	r := time.Until(info.Expires)
 	if info.age >= 0 {
 		r = lease - info.age

@@ -1,0 +1,40 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestLockHolderClockBehind: an S3 lock just renewed by a live holder whose clock runs
+// 10 minutes behind this writer's (its recorded lease ended long ago by this clock) is
+// refused, not taken over at once: the lease is told by the server's clock (how long
+// ago the object was written), as the wait for a holder that stopped renewing is, so
+// that two writers never both hold it.
+func TestLockHolderClockBehind(t *testing.T) {
+	oldLease, oldRenew := lockLease, lockRenew
+	lockLease, lockRenew = 4*time.Second, 500*time.Millisecond
+	defer func() { lockLease, lockRenew = oldLease, oldRenew }()
+	st, _ := storeCases[1].open(t, Options{})
+	s := st.(*s3Store)
+	key := s.lockKey("ds")
+	then := time.Now().Add(-10 * time.Minute) // the holder's clock
+	data, _ := json.Marshal(lockInfo{Owner: "a live writer with a slow clock", Host: "another-host", PID: 1, PIDNS: "x",
+		Since: then, Renewed: then, Expires: then.Add(4 * time.Second), RenewEveryMS: 500})
+	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := LockDir(ctx, st, "ds", "me")
+	if err == nil {
+		l.Release()
+		t.Fatal("took over a lock its holder renewed a moment ago (by the server's clock), as its clock runs behind")
+	}
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "a live writer with a slow clock") {
+		t.Fatalf("got %v, want ErrLocked naming the holder", err)
+	}
+}
