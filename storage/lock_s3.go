@@ -74,6 +74,12 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 			}
 		}
 		etag, err = put(ctx, "", held)
+		if isNotFound(err) {
+			// Released since it was read (If-Match on no object is S3's 404, not
+			// 412): a free lock.
+			etag, err = put(ctx, "*", "")
+			continue
+		}
 		if isPrecondition(err) || isConflict(err) {
 			info, raw, _, _ := s.readLock(ctx, key)
 			return nil, lockedError(where, info, raw)
