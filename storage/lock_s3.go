@@ -122,7 +122,12 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 				renewed = time.Now()
 				mu.Unlock()
 			case isPrecondition(err):
-				l.lose(fmt.Errorf("storage: lock %s was taken over by another writer (this one's lease had expired)", where))
+				l.lose(fmt.Errorf("storage: lock %s was taken over by another writer (this one's lease had expired, or the lock was removed)", where))
+				return
+			case isNotFound(err):
+				// If-Match on no object: removed by hand (or a sweep), and free
+				// for any writer since.
+				l.lose(fmt.Errorf("storage: lock %s was removed while this writer held it (by hand?): another writer may have taken the directory since", where))
 				return
 			default:
 				s.log.Warn("storage: could not renew the writer lock", "lock", where, "err", err)
