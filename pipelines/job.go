@@ -157,13 +157,28 @@ func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bo
 		if c.Reordered {
 			// The same files in another order (a glob that sorted otherwise)
 			// make another token stream.
-			out = append(out, fmt.Sprintf("its inputs are given in another order (was %s; now %s)",
-				strings.Join(shards.InputNames(m.Source["job_inputs"]), " "), strings.Join(shards.InputNames(d.inputList()), " ")))
+			out = append(out, "its inputs are given in another order ("+orderChange(shards.InputNames(m.Source["job_inputs"]), shards.InputNames(d.inputList()))+")")
 		} else if c := inputsChange(c); c != "" {
 			out = append(out, "its inputs changed ("+c+")")
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// orderChange words the same inputs in another order: both lists ("was A B; now B A"),
+// or, past 8 inputs (a glob of thousands), where they first differ.
+func orderChange(was, now []string) string {
+	if len(was) <= 8 {
+		return fmt.Sprintf("was %s; now %s", strings.Join(was, " "), strings.Join(now, " "))
+	}
+	i := 0
+	for i < len(was) && i < len(now) && was[i] == now[i] {
+		i++
+	}
+	if i == len(was) || i == len(now) {
+		return fmt.Sprintf("%d inputs", len(was))
+	}
+	return fmt.Sprintf("input %d was %s, now %s; %d inputs", i+1, was[i], now[i], len(was))
 }
 
 // settingsJSON is d's settings as a manifest's source.job_settings decodes.
