@@ -260,20 +260,34 @@ func (a *jobDesc) changes(b *jobDesc) string {
 	}) {
 		out = append(out, fmt.Sprintf("splits and inputs %s → %s", splitNames(a.Splits), splitNames(b.Splits)))
 	} else {
+		// The first few inputs that changed, and how many more (a glob sorted
+		// otherwise, or a corpus touched, changes thousands).
+		var inputs []string
+		more := 0
 		for i := range a.Splits {
 			for j, x := range a.Splits[i].Inputs {
 				y := b.Splits[i].Inputs[j]
+				var c []string
 				if x.Name != y.Name {
 					// The same file spelled otherwise (./a.jsonl, a.jsonl) is
 					// another job too: the name is part of it.
-					out = append(out, fmt.Sprintf("input %d named %s, was %s (give it as the run that made the journal did)", j+1, y.Name, x.Name))
+					c = append(c, fmt.Sprintf("input %d named %s, was %s (give it as the run that made the journal did)", j+1, y.Name, x.Name))
 					x.Name = y.Name
 				}
 				if x != y {
-					out = append(out, fmt.Sprintf("input %s changed (size %d → %d, mtime %s → %s, sha256 %s → %s)",
+					c = append(c, fmt.Sprintf("input %s changed (size %d → %d, mtime %s → %s, sha256 %s → %s)",
 						y.Name, x.Size, y.Size, x.ModTime, y.ModTime, short(x.SHA256), short(y.SHA256)))
 				}
+				if len(c) > 0 && len(inputs) >= 4 {
+					more++
+					continue
+				}
+				inputs = append(inputs, c...)
 			}
+		}
+		out = append(out, inputs...)
+		if more > 0 {
+			out = append(out, fmt.Sprintf("and %d more inputs changed", more))
 		}
 	}
 	if len(out) == 0 {

@@ -31,3 +31,18 @@ func TestChangedFromLongReorder(t *testing.T) {
 		t.Fatalf("changedFrom (%d bytes) = %.600q...\nwant a line saying the order differs first at input 1501 (shard-1500.jsonl, now shard-1501.jsonl)", len(got), got)
 	}
 }
+
+// TestChangesManyInputs: a killed run (or task) rerun with its 2000 inputs sorted
+// otherwise, or all touched, says why it starts over (or is refused) in a line: the
+// first inputs that changed and how many more, not one entry per input.
+func TestChangesManyInputs(t *testing.T) {
+	var a, b []jobInput
+	for i := range 2000 {
+		a = append(a, jobInput{Name: fmt.Sprintf("shard-%04d.jsonl", i), Size: 100, ModTime: "t1"})
+		b = append(b, jobInput{Name: fmt.Sprintf("shard-%04d.jsonl", 1999-i), Size: 100, ModTime: "t2"})
+	}
+	got := (&jobDesc{Splits: []jobSplit{{Inputs: a}}}).changes(&jobDesc{Splits: []jobSplit{{Inputs: b}}})
+	if len(got) > 1000 || !strings.Contains(got, "input 1 named shard-1999.jsonl, was shard-0000.jsonl") || !strings.Contains(got, "more") {
+		t.Fatalf("changes (%d bytes) = %.600q...\nwant the first changes and how many more", len(got), got)
+	}
+}
