@@ -49,6 +49,11 @@ type Options struct {
 	// Open checks every shard before it returns (shards.VerifyOnOpen): its sha256
 	// against the manifest and its ids, once per file version (remembered in CacheDir).
 	VocabSize int
+	// Manifests are manifests of Data's datasets the caller has read already (to
+	// check the data's tokenizer before opening it), by the dataset's location as
+	// ParseData gives it (WeightedPath.Path): Open uses them and does not read them
+	// again (on S3, one GET less). A dataset not in it has its manifest read.
+	Manifests map[string]*shards.Manifest
 	// S3Endpoint and S3PathStyle are passed to storage.Open for s3:// data.
 	S3Endpoint  string
 	S3PathStyle bool
@@ -375,7 +380,7 @@ func subdirHint(ctx context.Context, p string, st storage.Store) string {
 }
 
 func openManifestSet(ctx context.Context, p string, st, next storage.Store, o Options) (*dataSet, error) {
-	ds, err := shards.OpenDataset(ctx, st, "", o.CacheDir, shards.VerifyOnOpen(o.VocabSize, o.CacheDir))
+	ds, err := shards.OpenDataset(ctx, st, "", o.CacheDir, shards.VerifyOnOpen(o.VocabSize, o.CacheDir), shards.WithManifest(o.Manifests[p]))
 	if err != nil {
 		return nil, fmt.Errorf("loader: open dataset %s: %w", p, err)
 	}

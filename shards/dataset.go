@@ -25,11 +25,15 @@ type Dataset struct {
 // OpenDataset reads dir's manifest and opens its shards (see OpenStore: local stores are
 // mapped in place, others through verified copies in cacheDir). Each shard's documents,
 // tokens and dtype must match the manifest; checksums and token ids are checked with
-// VerifyOnOpen (the loader's way), else by Verify.
+// VerifyOnOpen (the loader's way), else by Verify. WithManifest gives the manifest
+// already read.
 func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, opts ...Option) (d *Dataset, err error) {
-	m, err := ReadManifest(ctx, st, dir)
-	if err != nil {
-		return nil, err
+	o := applyOptions(opts)
+	m := o.manifest
+	if m == nil {
+		if m, err = ReadManifest(ctx, st, dir); err != nil {
+			return nil, err
+		}
 	}
 	d = &Dataset{Manifest: m, Dir: dir, starts: []int64{0}}
 	defer func() {
@@ -38,7 +42,6 @@ func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, op
 			d = nil
 		}
 	}()
-	o := applyOptions(opts)
 	vocab := m.Tokenizer.VocabSize
 	if o.vocab > 0 && (vocab <= 0 || o.vocab < vocab) {
 		vocab = o.vocab

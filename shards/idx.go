@@ -51,9 +51,10 @@ type Option func(*options)
 
 type options struct {
 	allowMergedDocIdx bool
-	verify            bool   // VerifyOnOpen
-	vocab             int    // VerifyOnOpen's vocabulary (0: the manifest's)
-	cacheDir          string // VerifyOnOpen's cache directory
+	verify            bool      // VerifyOnOpen
+	vocab             int       // VerifyOnOpen's vocabulary (0: the manifest's)
+	cacheDir          string    // VerifyOnOpen's cache directory
+	manifest          *Manifest // WithManifest's
 }
 
 // VerifyOnOpen makes OpenDataset and Open check each shard's data before returning it,
@@ -67,6 +68,11 @@ type options struct {
 func VerifyOnOpen(vocab int, cacheDir string) Option {
 	return func(o *options) { o.verify, o.vocab, o.cacheDir = true, vocab, cacheDir }
 }
+
+// WithManifest gives OpenDataset the dataset's manifest, read by the caller
+// (ReadManifest of the same store and directory), which it then does not read again
+// (on S3, one GET less); nil reads it.
+func WithManifest(m *Manifest) Option { return func(o *options) { o.manifest = m } }
 
 // AllowMergedDocIdx accepts shards whose doc_idx is [0] although they hold sequences: the
 // output of GPT-NeoX's merge_datasets.py (MMapIndexedDatasetBuilder.merge_file_ appends

@@ -217,8 +217,13 @@ func openInit(dir string) (*hfgpt2.Dir, error) {
 // vocabulary size. Data whose manifest cannot be read here is left to openData.
 func (t *Trainer) checkInitData(ctx context.Context) error {
 	cfg := t.cfg
-	data, ok := dataTokenizer(ctx, cfg)
-	if !ok || data.Fingerprint == "" {
+	p, m := dataManifest(ctx, cfg)
+	if m == nil {
+		return nil
+	}
+	t.dataManifests = map[string]*shards.Manifest{p: m} // openData's: not read again
+	data := m.Tokenizer
+	if data.Fingerprint == "" {
 		return nil
 	}
 	if cfg.CheckInitTokenizer != nil {
@@ -248,24 +253,35 @@ func (t *Trainer) checkInitData(ctx context.Context) error {
 // the loader refuses a blend of several), read without opening the data; ok is
 // false where there is no manifest (bare GPT-NeoX shards) or it cannot be read.
 func dataTokenizer(ctx context.Context, cfg Config) (_ shards.TokenizerInfo, ok bool) {
+	if _, m := dataManifest(ctx, cfg); m != nil {
+		return m.Tokenizer, true
+	}
+	return shards.TokenizerInfo{}, false
+}
+
+// dataManifest is the manifest of cfg.Data's first dataset and that dataset's
+// location as loader.ParseData gives it (the key of loader.Options.Manifests), read
+// without opening the data; m is nil where there is no manifest (bare GPT-NeoX
+// shards) or it cannot be read.
+func dataManifest(ctx context.Context, cfg Config) (loc string, m *shards.Manifest) {
 	spec, err := loader.ParseData(cfg.Data)
 	if err != nil || len(spec.Train) == 0 {
-		return shards.TokenizerInfo{}, false
+		return "", nil
 	}
-	p := spec.Train[0].Path
+	loc = spec.Train[0].Path
+	p := loc
 	if !strings.HasPrefix(p, "s3://") {
 		p = strings.TrimPrefix(p, "file://")
 		if _, err := os.Stat(filepath.Join(p, shards.ManifestName)); err != nil {
-			return shards.TokenizerInfo{}, false
+			return "", nil
 		}
 	}
 	st, err := storage.Open(ctx, p, storage.Options{S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3PathStyle, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return shards.TokenizerInfo{}, false
+		return "", nil
 	}
-	m, err := shards.ReadManifest(ctx, st, "")
-	if err != nil {
-		return shards.TokenizerInfo{}, false
+	if m, err = shards.ReadManifest(ctx, st, ""); err != nil {
+		return "", nil
 	}
-	return m.Tokenizer, true
+	return loc, m
 }

@@ -42,3 +42,27 @@ func TestInitFromReadsOnce(t *testing.T) {
 		t.Errorf("init_from's %s left open", hfgpt2.WeightsName)
 	}
 }
+
+// TestInitFromReadsDataManifestOnce: a run started from init_from reads the data's
+// manifest.json once: to check the data's tokenizer against init_from's, and, handed
+// to the loader (loader.Options.Manifests), to open the data. It read it twice, the
+// loader reading it again (on S3, one GET more).
+func TestInitFromReadsDataManifestOnce(t *testing.T) {
+	m, st := trainedTiny(t)
+	hf := filepath.Join(t.TempDir(), "hf")
+	if err := ExportHF(hf, m, st); err != nil {
+		t.Fatal(err)
+	}
+	data := tinyDataset(t)
+	cfg := tinyConfig(t, data)
+	cfg.InitFrom, cfg.BlockSize = hf, 8
+	manifestOpens := watchOpens(t, shards.ManifestName, data)
+	tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if n := manifestOpens(); n != 1 {
+		t.Errorf("the data's %s opened %d times, want once", shards.ManifestName, n)
+	}
+}

@@ -28,7 +28,7 @@ func (t *Trainer) openData(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		d, err := loader.Open(ctx, loader.Options{Data: cfg.Data, SeqLen: cfg.BlockSize, Seed: uint32(cfg.Seed), Order: cfg.Order,
 			Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
-			S3PathStyle: cfg.S3PathStyle, Logger: t.log})
+			S3PathStyle: cfg.S3PathStyle, Manifests: t.dataManifests, Logger: t.log})
 		if err != nil {
 			if fe := (*shards.FormatError)(nil); cfg.InitFrom != "" && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) {
 				// The vocabulary is init_from's: the data is not what is wrong.

@@ -80,6 +80,9 @@ type Trainer struct {
 	// checked init_from's tokenizer files against ("" none): the check after the
 	// data is opened is then not made again (each reads the files).
 	initTokChecked string
+	// dataManifests: the data's manifest checkInitData read, handed to the loader
+	// (loader.Options.Manifests) so that openData does not read it again.
+	dataManifests map[string]*shards.Manifest
 	// ownNewest: resume named another run's checkpoint, and this run continues
 	// from the newest of its own in out (resumeElsewhere).
 	ownNewest bool
