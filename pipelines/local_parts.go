@@ -79,12 +79,21 @@ func (r *TokenizeRun) runLocalParts(ctx context.Context) (*shards.Manifest, RunS
 		case <-ctx.Done():
 		}
 	}()
+	// The run's manifest, for every part's check that the output is this run's, and
+	// for the tokenizer files they all list: read once, under the lock.
+	top, terr := shards.ReadManifest(ctx, r.Store, r.Dir)
+	base := *r
+	base.runTop = &readManifest{m: top, err: terr}
+	if err := base.planTokenizerFiles(top, terr); err != nil {
+		return nil, RunStats{}, err
+	}
+	base.PlanTokenizerFiles = nil
 	stats := make([]RunStats, k)
 	manifests := make([]*shards.Manifest, k)
 	errs := make([]error, k)
 	var wg sync.WaitGroup
 	for i := range k {
-		p := *r
+		p := base
 		p.LocalParts = 0
 		p.NumWorkers, p.WorkerIndex = k, i
 		p.Workers = workers / k

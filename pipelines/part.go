@@ -42,7 +42,15 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	stats.PartDir = shards.PartDir(i, w)
 
 	// The run already merged: nothing to do.
-	top, err := shards.ReadManifest(ctx, r.Store, r.Dir)
+	var top *shards.Manifest
+	if r.runTop != nil { // (local parts': read once for all)
+		top, err = r.runTop.m, r.runTop.err
+	} else {
+		top, err = shards.ReadManifest(ctx, r.Store, r.Dir)
+	}
+	if perr := r.planTokenizerFiles(top, err); perr != nil {
+		return nil, stats, perr
+	}
 	switch {
 	case err == nil && top.Part == nil && top.Source["job"] == runJob && !r.Overwrite:
 		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, top); perr != nil {
@@ -92,6 +100,7 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	size := func(name string) int64 { return sizes[name] }
 	slice := Partition(r.splits(), size, w, r.stripeSize())[i]
 	part := *r
+	part.PlanTokenizerFiles, part.runTop = nil, nil // planned above, with the run's manifest (not the part's)
 	part.NumWorkers, part.WorkerIndex = 0, 0
 	part.Dir = joinKey(r.Dir, shards.PartDir(i, w))
 	part.Resume = true

@@ -58,6 +58,14 @@ type TokenizeRun struct {
 	// OnShard, if set, is called after each shard is committed (and, with Resume,
 	// journaled: a run killed from then on keeps it), with its manifest entry.
 	OnShard func(info shards.ShardInfo)
+	// PlanTokenizerFiles, if set, is called with the output's previous manifest (nil
+	// where it holds none, or one that does not read), read once under the run's lock
+	// for its check that the output is this job's, before that check and before any
+	// shard is written; what it returns replaces TokenizerFiles, its error ends the
+	// run. The command plans the tokenizer files it stores beside the dataset there
+	// (cli.PlanTokenizerBeside), which then need not read the manifest again. It is
+	// called once per Run, local parts included.
+	PlanTokenizerFiles func(prev *shards.Manifest) ([]string, error)
 
 	// Resume makes the run resumable (see JournalName): it keeps a journal in the
 	// dataset directory, continues from a journal of the same job, and is a no-op that
@@ -110,6 +118,10 @@ type TokenizeRun struct {
 	// stripeBytes is the stripe size of a partitioned run (0: DefaultStripeBytes):
 	// tests make it small, so that small files have many stripes.
 	stripeBytes int64
+
+	// runTop, set by runLocalParts for its parts: the run's manifest, read once
+	// for all of them (runPart reads it otherwise).
+	runTop *readManifest
 
 	// Set in the run of one part (runPart).
 	partDesc    *jobDesc           // the part's job
@@ -195,6 +207,29 @@ type SplitStats struct {
 	BadRecords                         *prep.BadRecordReport // nil: none
 }
 
+// readManifest is a manifest read (shards.ReadManifest), or its error.
+type readManifest struct {
+	m   *shards.Manifest
+	err error
+}
+
+// planTokenizerFiles hands the output's previous manifest (m, read with error err)
+// to PlanTokenizerFiles, if set, and takes the files it plans.
+func (r *TokenizeRun) planTokenizerFiles(m *shards.Manifest, err error) error {
+	if r.PlanTokenizerFiles == nil {
+		return nil
+	}
+	if err != nil {
+		m = nil
+	}
+	files, err := r.PlanTokenizerFiles(m)
+	if err != nil {
+		return err
+	}
+	r.TokenizerFiles = files
+	return nil
+}
+
 // Run runs the job and returns the manifest it wrote.
 func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, error) {
 	now := time.Now
@@ -255,6 +290,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	}
 
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
+	if perr := r.planTokenizerFiles(old, err); perr != nil {
+		return nil, stats, perr
+	}
 	sameJob := err == nil && r.Resume && (old.Source["job"] == job || r.samePart(old))
 	damaged := "" // a finished dataset of this job that is no longer whole is made again
 	if sameJob && !r.Overwrite {

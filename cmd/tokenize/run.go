@@ -14,6 +14,7 @@ import (
 
 	progressbar "gptkit/internal/progress"
 	"gptkit/pipelines"
+	"gptkit/shards"
 )
 
 // runRun implements `tokenize run`: documents from files -> a shards dataset.
@@ -113,14 +114,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "run", err)
 	}
 	// The tokenizer files to store beside the data (after the run, below), planned
-	// before it: a file of the user's in their place is refused before the work, and
-	// the manifest lists them.
-	besidePlan, err := cli.PlanTokenizerBeside(ctx, st, tf.Spec, tok, cli.PreviousManifest(ctx, st))
-	if err != nil {
-		return fail(stderr, "run", err)
+	// before its work with the previous manifest its check reads: a file of the user's
+	// in their place is refused before the work, and the manifest lists them.
+	var besidePlan *cli.TokenizerPlan
+	planBeside := func(prev *shards.Manifest) ([]string, error) {
+		p, err := cli.PlanTokenizerBeside(ctx, st, tf.Spec, tok, prev)
+		if err != nil {
+			return nil, err
+		}
+		besidePlan = p
+		return p.Keys(), nil
 	}
 	job := &pipelines.TokenizeRun{
-		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec, TokenizerFiles: besidePlan.Keys(),
+		Inputs: inputs.Values, Store: st, Name: *name, Tokenizer: tok, TokSpec: tf.Spec, PlanTokenizerFiles: planBeside,
 		TextKey: *textKey, AppendEOD: *appendEOD, Workers: *workers, ShardBytes: shardBytes,
 		Overwrite: *overwrite, Command: "tokenize run " + strings.Join(args, " "), Logger: log,
 		AcceptTruncated: *acceptTrunc, Resume: true,
@@ -166,6 +172,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// name that shards cat --decode, train sample or export could load it by: its
 	// files are stored beside the data, as prep stores them (after the run, which
 	// refuses a directory of another job's dataset).
+	if besidePlan == nil { // (every run that succeeds plans them: this is not reached)
+		if _, err := planBeside(cli.PreviousManifest(ctx, st)); err != nil {
+			return fail(stderr, "run", err)
+		}
+	}
 	if _, err := besidePlan.Store(ctx); err != nil {
 		return fail(stderr, "run", err)
 	}
