@@ -10,6 +10,7 @@ import (
 	"gptkit/internal/redact"
 	"gptkit/loader"
 	"gptkit/shards"
+	"gptkit/train/hfgpt2"
 )
 
 // Config is everything a training run is told. Each field has a key: its name in a
@@ -77,6 +78,11 @@ type Config struct {
 	// (a vocabulary of the same size says nothing of which tokens its ids are). The
 	// command sets it; this package does not read tokenizers.
 	CheckInitTokenizer func(dir string, data shards.TokenizerInfo) error
+	// InitOpened, if set, is not a key either: init_from's directory, opened by the
+	// command (OpenInit) to take the model shape from. NewTrainer takes it (closing
+	// it, also when it fails) and does not open init_from again: its config.json
+	// and model.safetensors' header are read once for the command.
+	InitOpened *hfgpt2.Dir
 }
 
 // Default returns nanoGPT's train.py defaults (GPT-2 124M on OpenWebText), with

@@ -90,9 +90,20 @@ func InitShape(dir string) (ModelConfig, error) {
 		return ModelConfig{}, err
 	}
 	d.Close()
+	return InitShapeOf(d), nil
+}
+
+// OpenInit opens init_from's Hugging Face directory dir (its config.json and
+// model.safetensors' header read, not its weights) for a command that takes the
+// model shape from it (InitShapeOf) and hands it to the run (Config.InitOpened),
+// which then reads neither again. The caller closes it unless a run took it.
+func OpenInit(dir string) (*hfgpt2.Dir, error) { return openInit(dir) }
+
+// InitShapeOf is the model shape of init_from's opened directory d.
+func InitShapeOf(d *hfgpt2.Dir) ModelConfig {
 	hc := d.Config()
 	return ModelConfig{VocabSize: hc.VocabSize, PaddedVocab: hc.PaddedVocab, NLayer: hc.NLayer, NHead: hc.NHead,
-		NEmbd: hc.NEmbd, BlockSize: hc.BlockSize, Bias: hc.Bias}, nil
+		NEmbd: hc.NEmbd, BlockSize: hc.BlockSize, Bias: hc.Bias}
 }
 
 // initFrom loads the weights of a Hugging Face GPT-2 directory. Its shape must be

@@ -144,11 +144,21 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	if coll == nil {
 		coll = Single{}
 	}
+	opened := cfg.InitOpened // init_from's directory, the command's opening: this run's to close
+	cfg.InitOpened = nil
 	if err := cfg.Validate(); err != nil {
+		if opened != nil {
+			opened.Close()
+		}
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, be: be, coll: Full(coll), log: log, saved: -1, lastLoss: math.NaN(), lastVal: math.NaN(),
 		ckptRoot: filepath.Join(cfg.Out, CheckpointsDir)}
+	if opened != nil {
+		// As if initDir had opened it: closeInit closes it once the weights are
+		// read, or Close when NewTrainer fails.
+		t.init, t.initPath = opened, cfg.InitFrom
+	}
 	defer func() {
 		if err != nil {
 			t.Close()

@@ -160,6 +160,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		if err := shapeFromInit(&cfg, explicit); err != nil {
 			return startFail(ctx, stderr, &cfg, err)
 		}
+		defer dropInit(&cfg) // where no run took it
 	}
 	if err := cfg.Validate(); err != nil {
 		return usage(trimPrefix(err.Error(), "train: "))
@@ -171,8 +172,10 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	switch {
 	case df.hostfile != "":
+		dropInit(&cfg) // the ranks open init_from themselves
 		return runHostfile(ctx, &df, c.Flags, args, stdout, stderr)
 	case df.nprocPerNode > 0:
+		dropInit(&cfg)
 		return runLauncher(ctx, &df, &cfg, c.Flags, args, stdin, stdout, stderr)
 	}
 
@@ -240,6 +243,7 @@ func runTraining(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		groupFailure = func() error { return groupFailed(comm) }
 	}
 	err = trainRank(ctx, cfg, be, coll, &trainer, groupFailure, stdout, stderr)
+	cfg.InitOpened = nil // the run's (train.NewTrainer closed it)
 	if comm == nil {
 		if t := trainer.Load(); err != nil && (t == nil || !t.Stepping()) {
 			return startFail(ctx, stderr, &cfg, err)
@@ -467,6 +471,15 @@ func launcherInterruptedLine(ctx context.Context, cfg *train.Config, nodeRank in
 	return interruptedLine
 }
 
+// dropInit closes init_from's directory that shapeFromInit opened, where no run
+// took it (a usage error, a launcher whose ranks open it themselves).
+func dropInit(cfg *train.Config) {
+	if cfg.InitOpened != nil {
+		cfg.InitOpened.Close()
+		cfg.InitOpened = nil
+	}
+}
+
 // trainCommand is the trainer's command line (its usage line reads
 // "train --data DATA ...").
 func trainCommand() *cli.Command {
@@ -476,12 +489,16 @@ func trainCommand() *cli.Command {
 // shapeFromInit fills the model-shape keys that neither the config file nor a flag
 // set from the --init-from directory (nanoGPT's init_from='gpt2' takes the shape
 // from the weights too). A block_size that is set may be smaller than the weights'
-// (their position embeddings are cropped).
+// (their position embeddings are cropped). The directory stays open for the run
+// (cfg.InitOpened), which then does not read its config.json and model.safetensors'
+// header again; dropInit closes it where no run takes it.
 func shapeFromInit(cfg *train.Config, explicit map[string]bool) error {
-	mc, err := train.InitShape(cfg.InitFrom)
+	d, err := train.OpenInit(cfg.InitFrom)
 	if err != nil {
 		return err
 	}
+	cfg.InitOpened = d
+	mc := train.InitShapeOf(d)
 	fill := func(key string, v string) {
 		if !explicit[key] {
 			cfg.Set(key, v)
