@@ -148,8 +148,13 @@ func (d *jobDesc) settings() *jobDesc {
 // before they were its tokenizer, dtype and append_eod), and its inputs
 // (source.job_inputs; with ignoreMTime, by name and size only, as the parts of one run
 // may see other copies). "" when nothing can be told.
-func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bool) string {
-	dtype, _ := shards.ParseDType(d.DType)
+func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bool) (string, error) {
+	// d.DType is a shards.DType's String (describeJob): it parses. An error here is
+	// a job description made elsewhere, which would compare as another dtype.
+	dtype, err := shards.ParseDType(d.DType)
+	if err != nil {
+		return "", fmt.Errorf("compare the job with the dataset's: the job's dtype: %w (a bug: please report it)", err)
+	}
 	now := shards.NewManifest(shards.TokenizerInfo{Name: tokName, Fingerprint: d.Tokenizer, EODID: d.EOD}, dtype,
 		map[string]any{"job_settings": d.settings(), "append_eod": d.AppendEOD})
 	out := shards.JobChanges(m, now)
@@ -162,7 +167,7 @@ func (d *jobDesc) changedFrom(m *shards.Manifest, tokName string, ignoreMTime bo
 			out = append(out, "its inputs changed ("+c+")")
 		}
 	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, "; "), nil
 }
 
 // orderChange words the same inputs in another order: both lists ("was A B; now B A"),

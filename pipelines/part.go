@@ -65,7 +65,11 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		if _, merged := top.Source["num_workers"]; !merged {
 			other = "an unpartitioned run" // not merge-parts
 		}
-		if changed := desc.changedFrom(top, r.Tokenizer.Name(), true); changed != "" {
+		changed, cerr := desc.changedFrom(top, r.Tokenizer.Name(), true)
+		if cerr != nil {
+			return nil, stats, cerr
+		}
+		if changed != "" {
 			other += ": " + changed
 		}
 		return nil, stats, fmt.Errorf("%s already holds a dataset made by %s (manifest.json with %d documents); pass --overwrite to replace it or choose another output", r.where(), other, top.Documents)

@@ -315,7 +315,11 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 		other := ""
 		if r.Resume {
 			other = " made by a different job (other inputs, tokenizer or settings)"
-			if changed := desc.changedFrom(old, tok.Name(), r.part != nil); changed != "" {
+			changed, cerr := desc.changedFrom(old, tok.Name(), r.part != nil)
+			if cerr != nil {
+				return nil, stats, cerr
+			}
+			if changed != "" {
 				other = " made by a different job: " + changed
 			}
 		}
