@@ -26,7 +26,10 @@ func TestChangedFromLongReorder(t *testing.T) {
 	d.Splits = []jobSplit{{Inputs: now}}
 	m := shards.NewManifest(shards.TokenizerInfo{Name: "tok", Fingerprint: "fp"}, shards.Uint16,
 		map[string]any{"job_settings": old.settings(), "job_inputs": old.inputList()})
-	got := d.changedFrom(m, "tok", false)
+	got, err := d.changedFrom(m, "tok", false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(got) > 400 || !strings.Contains(got, "another order") || !strings.Contains(got, "shard-1500.jsonl") || !strings.Contains(got, "shard-1501.jsonl") {
 		t.Fatalf("changedFrom (%d bytes) = %.600q...\nwant a line saying the order differs first at input 1501 (shard-1500.jsonl, now shard-1501.jsonl)", len(got), got)
 	}
