@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -261,12 +262,40 @@ func (l *launcher) waitIdle() {
 	signalled()
 }
 
+// giveUp tells the other nodes' launchers, through the store, that this one gave the
+// job up for reason; they say it as their failure.
 func (l *launcher) giveUp(reason string) {
+	reason = giveUpReason(l.cfg.NodeRank, reason)
 	switch {
 	case l.srv != nil:
-		l.srv.GiveUp(fmt.Sprintf("node %d: %s", l.cfg.NodeRank, reason))
+		l.srv.GiveUp(reason)
 	case l.agent != nil:
-		l.agent.GiveUp(fmt.Sprintf("node %d: %s", l.cfg.NodeRank, reason))
+		l.agent.GiveUp(reason)
+	}
+}
+
+// giveUpReason is reason as the other nodes' launchers say it: after "node N: "
+// unless it names node N already, as a rank's exit this launcher saw does ("rank 3 on
+// node 1 exited ..."; they said "node 1: rank 3 on node 1 exited ...").
+func giveUpReason(node int, reason string) string {
+	if namesNode(reason, node) {
+		return reason
+	}
+	return fmt.Sprintf("node %d: %s", node, reason)
+}
+
+// namesNode reports whether reason says " on node N" of node (not of node 10 for 1).
+func namesNode(reason string, node int) bool {
+	at := fmt.Sprintf(" on node %d", node)
+	for rest := reason; ; {
+		i := strings.Index(rest, at)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(at):]
+		if rest == "" || rest[0] < '0' || rest[0] > '9' {
+			return true
+		}
 	}
 }
 

@@ -135,3 +135,32 @@ func TestRemoteExitWordBounded(t *testing.T) {
 		t.Errorf("Run ended %s after the kill, want about remoteExitGrace (%s)", took, remoteExitGrace)
 	}
 }
+
+// TestGiveUpNamesNodeOnce: node 1's launcher gives the job up on a rank of its own
+// that failed (before any generation started, so no word on its exit goes first):
+// node 0's launcher names node 1 once, "rank 1 on node 1 exited ...", not "node 1:
+// rank 1 on node 1 exited ...". A reason that names no node keeps the "node 1: ".
+func TestGiveUpNamesNodeOnce(t *testing.T) {
+	defer func(d time.Duration) { exitGrace = d }(exitGrace)
+	exitGrace = 200 * time.Millisecond // the wait for a start that never comes (the fake ranks join no group)
+	errs, stderrs := runTwoNodes(t, "fail1", 1)
+	const want = "launch: rank 1 on node 1 exited with status 3: rank 1 gives up: out of cheese"
+	for node, err := range errs {
+		if err == nil || err.Error() != want {
+			t.Errorf("node %d: %v, want %q\n%s", node, err, want, stderrs[node])
+		}
+	}
+	for _, c := range []struct {
+		node         int
+		reason, want string
+	}{
+		{1, "rank 3 on node 1 exited with status 2: panic: boom", "rank 3 on node 1 exited with status 2: panic: boom"},
+		{1, "rank 3 did not start: no such file", "node 1: rank 3 did not start: no such file"},
+		{1, "rank 30 on node 10 exited with status 2", "node 1: rank 30 on node 10 exited with status 2"},
+		{0, "rank 1 disconnected from the store (no restarts left after 2)", "node 0: rank 1 disconnected from the store (no restarts left after 2)"},
+	} {
+		if got := giveUpReason(c.node, c.reason); got != c.want {
+			t.Errorf("giveUpReason(%d, %q) = %q, want %q", c.node, c.reason, got, c.want)
+		}
+	}
+}
