@@ -53,6 +53,9 @@ type Config struct {
 	// testEvents, set by tests, stands between the store's events and the launcher
 	// (to hold an abort back, as a loaded machine may).
 	testEvents func(<-chan dist.Event) <-chan dist.Event
+	// testStoreWrite, set by tests, runs before each of this launcher's writes to
+	// the store (to hold one, as a stalled store does).
+	testStoreWrite func()
 }
 
 // ErrInterrupted is returned when a signal (or Stop) ended the run.
@@ -169,6 +172,10 @@ func Run(ctx context.Context, cfg Config) error {
 			events = cfg.testEvents(events)
 		}
 	}
+	// The words to the store go out before the store's end (node 0) or this
+	// launcher's connection's (the others), deferred above: this runs first.
+	l.writes = newStoreWrites(cfg.testStoreWrite)
+	defer l.writes.close()
 	for restarts := 0; ; restarts++ {
 		out := l.attempt(ctx, restarts, events)
 		if reason := cmp.Or(out.fatal, out.failure); out.interrupted && reason != "" {
@@ -219,6 +226,8 @@ type launcher struct {
 	agent *dist.Agent
 	spawn chan spawnReq
 	sigs  int // signals received so far (a second one kills)
+	// writes sends reportExit's and giveUp's words to the store, in order.
+	writes *storeWrites
 }
 
 // untilSignal returns a context that is cancelled when a signal arrives on
@@ -266,11 +275,11 @@ func (l *launcher) waitIdle() {
 // job up for reason; they say it as their failure.
 func (l *launcher) giveUp(reason string) {
 	reason = giveUpReason(l.cfg.NodeRank, reason)
-	switch {
-	case l.srv != nil:
-		l.srv.GiveUp(reason)
-	case l.agent != nil:
-		l.agent.GiveUp(reason)
+	switch srv, agent := l.srv, l.agent; {
+	case srv != nil:
+		l.writes.push(func() { srv.GiveUp(reason) })
+	case agent != nil:
+		l.writes.push(func() { agent.GiveUp(reason) })
 	}
 }
 
@@ -674,11 +683,77 @@ func (l *launcher) reportExit(gen, rank int, reason string, rerun bool) {
 	if l.cfg.NNodes < 2 || gen < 0 {
 		return
 	}
-	switch {
-	case l.srv != nil:
-		l.srv.ReportExit(gen, rank, reason, rerun)
-	case l.agent != nil:
-		l.agent.ReportExit(gen, rank, reason, rerun)
+	switch srv, agent := l.srv, l.agent; {
+	case srv != nil:
+		l.writes.push(func() { srv.ReportExit(gen, rank, reason, rerun) })
+	case agent != nil:
+		l.writes.push(func() { agent.ReportExit(gen, rank, reason, rerun) })
+	}
+}
+
+// storeWrites sends a launcher's words to the store (reportExit, giveUp) one at a
+// time, in the order given, on a goroutine of its own: a write to a store that
+// reads nothing (stopped, hung, its host unreachable) blocks for up to the write
+// timeout, and attempt's loop, which made it, heard no signal, no other rank's exit
+// and no event of the store's meanwhile.
+type storeWrites struct {
+	mu     sync.Mutex
+	queue  []func()
+	closed bool
+	more   chan struct{} // a word was queued (or close called)
+	done   chan struct{} // closed once the goroutine has sent every word and ended
+	before func()        // (tests) runs before each write
+}
+
+func newStoreWrites(before func()) *storeWrites {
+	w := &storeWrites{more: make(chan struct{}, 1), done: make(chan struct{}), before: before}
+	go w.run()
+	return w
+}
+
+// push queues a write; it never blocks.
+func (w *storeWrites) push(write func()) {
+	w.mu.Lock()
+	w.queue = append(w.queue, write)
+	w.mu.Unlock()
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+}
+
+// close waits for the writes queued so far to be sent (each is bounded by the
+// store connection's write timeout, and one that fails marks the store lost).
+func (w *storeWrites) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+	<-w.done
+}
+
+func (w *storeWrites) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		queue, closed := w.queue, w.closed
+		w.queue = nil
+		w.mu.Unlock()
+		for _, write := range queue {
+			if w.before != nil {
+				w.before()
+			}
+			write()
+		}
+		if len(queue) == 0 {
+			if closed {
+				return
+			}
+			<-w.more
+		}
 	}
 }
 

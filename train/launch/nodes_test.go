@@ -4,8 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -162,5 +164,57 @@ func TestGiveUpNamesNodeOnce(t *testing.T) {
 		if got := giveUpReason(c.node, c.reason); got != c.want {
 			t.Errorf("giveUpReason(%d, %q) = %q, want %q", c.node, c.reason, got, c.want)
 		}
+	}
+}
+
+// TestStalledStoreWriteDoesNotBlock: a launcher's word to the store on a rank's exit
+// (reportExit) that the store does not take (stopped, hung: the write blocks up to
+// its timeout) held the launcher's loop: the other ranks got no stop signal, and no
+// signal or exit was heard, until the write ended. Here node 0's launcher of a
+// two-node job (node 1's never comes; a start is given it) has rank 1 panic while
+// its word on it is held: rank 0 is stopped (and gone) meanwhile.
+func TestStalledStoreWriteDoesNotBlock(t *testing.T) {
+	cfg, _, stderr := testConfig(t, "panic1", 2)
+	cfg.NNodes, cfg.MasterAddr, cfg.Token, cfg.Timeout = 2, "127.0.0.1", "two-nodes", time.Minute
+	cfg.testEvents = func(events <-chan dist.Event) <-chan dist.Event {
+		out := make(chan dist.Event, 1)
+		out <- dist.Event{Kind: dist.EventStart, Gen: 0}
+		go func() {
+			defer close(out)
+			for ev := range events {
+				out <- ev
+			}
+		}()
+		return out
+	}
+	var once sync.Once
+	held, stopped := false, false
+	cfg.testStoreWrite = func() {
+		once.Do(func() {
+			held = true
+			// Rank 0 is gone (stopped, and reaped by the goroutine that waits for
+			// it, not by the loop): it waits a minute for the stop otherwise.
+			m := regexp.MustCompile(`rank=0 local_rank=0 pid=(\d+)`).FindStringSubmatch(stderr.String())
+			if m == nil {
+				return
+			}
+			pid, _ := strconv.Atoi(m[1])
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if syscall.Kill(pid, 0) == syscall.ESRCH {
+					stopped = true
+					return
+				}
+			}
+		})
+	}
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 on node 0 exited with status 2: panic: out of cheese") {
+		t.Errorf("%v, want rank 1's panic\n%s", err, stderr)
+	}
+	if !held {
+		t.Fatalf("no word to the store on rank 1's exit\n%s", stderr)
+	}
+	if !stopped {
+		t.Errorf("rank 0 was not stopped while the launcher's word to the store was held\n%s", stderr)
 	}
 }
