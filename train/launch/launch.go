@@ -426,6 +426,13 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	awaiting := false
 	var awaitTimer <-chan time.Time
 	endAwait := func() { awaiting, awaitTimer, abortWait, startWait = false, nil, nil, nil }
+	// await holds the attempt open for the word of the launcher of rank (of another
+	// node), saying so: the wait is a pause of up to remoteExitGrace.
+	await := func(rank int) {
+		awaiting, awaitTimer = true, time.After(remoteExitGrace)
+		l.log.Warn("waiting for the launcher of the rank the store named to say how it ended (its own crash, or a hang or kill a rerun can cure)",
+			"rank", rank, "node", rank/cfg.NProcPerNode, "at_most", remoteExitGrace)
+	}
 	signal := func(w *worker, sig syscall.Signal) {
 		w.cmd.Process.Signal(sig)
 		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
@@ -565,7 +572,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 						blamed, blameTimer = ev.Rank, time.After(exitGrace)
 					}
 					if ev.Rerun && !ev.Exiting && ev.Rank >= 0 && w == nil && cfg.NNodes > 1 {
-						awaiting, awaitTimer = true, time.After(remoteExitGrace)
+						await(ev.Rank)
 					}
 					l.log.Error("the group failed; stopping this node's ranks", "reason", ev.Reason)
 					stop(syscall.SIGTERM, cfg.StopGrace)
@@ -589,7 +596,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 					case w != nil && ev.Rerun:
 						l.reportExit(abortGen, ev.Rank, "", true) // not its own crash (reporter's block): the store's word stands
 					case w == nil && ev.Rerun && !ev.Exiting && cfg.NNodes > 1:
-						awaiting, awaitTimer = true, time.After(remoteExitGrace)
+						await(ev.Rank)
 					}
 				}
 			case dist.EventExit:

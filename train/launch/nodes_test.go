@@ -101,7 +101,8 @@ func TestRemoteCrashedRankNoRerun(t *testing.T) {
 // TestRemoteExitWordBounded: node 0's launcher waits for the word of a blamed rank's
 // launcher for remoteExitGrace at most: with that launcher gone too (here rank 1 runs
 // with no launcher and is SIGKILLed), the store's "disconnected" stands, with the
-// rerun hint, once the wait is over.
+// rerun hint, once the wait is over. The wait's start is logged (what it waits for,
+// how long at most): it was a silent pause.
 func TestRemoteExitWordBounded(t *testing.T) {
 	defer func(r time.Duration) { remoteExitGrace = r }(remoteExitGrace)
 	remoteExitGrace = 2 * time.Second
@@ -129,6 +130,12 @@ func TestRemoteExitWordBounded(t *testing.T) {
 	took := time.Since(<-killed)
 	if err == nil || !strings.Contains(err.Error(), "rank 1 disconnected from the store") || !strings.HasSuffix(err.Error(), rerunHint) {
 		t.Errorf("%v, want the store's word and %q\n%s", err, rerunHint, stderr)
+	}
+	// The wait is a pause on node 0: it says what it waits for, and how long at most,
+	// once, when it starts.
+	if n := strings.Count(stderr.String(), `msg="waiting for the launcher of the rank the store named to say how it ended`); n != 1 ||
+		!strings.Contains(stderr.String(), "rank=1 node=1 at_most=2s") {
+		t.Errorf("%d lines of the wait's start, want 1 naming rank 1, node 1 and at most 2s:\n%s", n, stderr)
 	}
 	if !strings.Contains(stderr.String(), "no word from the launcher of the rank the store named") {
 		t.Errorf("no word of the wait's end:\n%s", stderr)
