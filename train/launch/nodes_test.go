@@ -225,3 +225,23 @@ func TestStalledStoreWriteDoesNotBlock(t *testing.T) {
 		t.Errorf("rank 0 was not stopped while the launcher's word to the store was held\n%s", stderr)
 	}
 }
+
+// TestDocsStateWaits: the docs give the launcher's waits after a failure as they are,
+// and their sum, the pause a user can see before the last line: a status-1 exit's
+// wait for the store's abort (exitGrace), then the wait for another node's
+// launcher's word (remoteExitGrace). They gave 3 s and 5 s apart, never 8 s.
+func TestDocsStateWaits(t *testing.T) {
+	secs := func(d time.Duration) string { return strconv.Itoa(int(d.Round(time.Second)/time.Second)) + " s" }
+	for _, doc := range []string{"failure-behaviour.md", "data-parallel.md"} {
+		b, err := os.ReadFile("../../docs/" + doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(b)), " ")
+		for _, want := range []string{"up to " + secs(exitGrace), "up to " + secs(remoteExitGrace), "up to " + secs(exitGrace+remoteExitGrace) + " in all"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("docs/%s does not say %q", doc, want)
+			}
+		}
+	}
+}
