@@ -118,6 +118,9 @@ func (c *Config) World() int { return max(c.NNodes, 1) * c.NProcPerNode }
 // Run launches this node's ranks and supervises them until they all finish (nil),
 // the job fails for good, or a signal stops it (ErrInterrupted).
 func Run(ctx context.Context, cfg Config) error {
+	if err := checkSystem(); err != nil {
+		return err
+	}
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
@@ -435,7 +438,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 	}
 	signal := func(w *worker, sig syscall.Signal) {
 		w.cmd.Process.Signal(sig)
-		w.cmd.Process.Signal(syscall.SIGCONT) // a stopped (hung) rank gets it too
+		resume(w.cmd.Process) // a stopped (hung) rank gets it too
 	}
 	stop := func(sig syscall.Signal, grace time.Duration) {
 		if sig == syscall.SIGKILL {

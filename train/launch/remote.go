@@ -86,6 +86,9 @@ func ForwardedEnv(environ []string) []string {
 // starts its nodes with pdsh the same way), forwards their output (node 0's stdout
 // to Stdout, everything else to Stderr), and waits. The first host is the master.
 func RunHostfile(ctx context.Context, c HostfileConfig) error {
+	if err := checkSystem(); err != nil {
+		return err
+	}
 	if len(c.Hosts) == 0 {
 		return errors.New("launch: the hostfile names no host")
 	}
