@@ -125,9 +125,29 @@ type DeviceMemory interface {
 // comes from: the device's free memory when be reports it, else MemAvailable from
 // /proc/meminfo. ok is false where neither is known.
 func AvailableMemory(be kernels.Backend) (bytes float64, source string, ok bool) {
+	return availableMemory(be, be.Name())
+}
+
+// dtypeNamer is implemented by backends whose name depends on the dtype of the
+// tensors allocated (kernels/cuda: the precision of its GEMMs): NameFor is the name
+// a run in dt will have, before any of its tensors exists.
+type dtypeNamer interface {
+	NameFor(dt kernels.DType) string
+}
+
+// nameFor is be's name for a run in dt.
+func nameFor(be kernels.Backend, dt kernels.DType) string {
+	if n, ok := be.(dtypeNamer); ok {
+		return n.NameFor(dt)
+	}
+	return be.Name()
+}
+
+// availableMemory is AvailableMemory with the device named name.
+func availableMemory(be kernels.Backend, name string) (bytes float64, source string, ok bool) {
 	if d, isDev := be.(DeviceMemory); isDev {
 		free, _ := d.DeviceMemory()
-		return float64(free), "free on the device (" + be.Name() + ")", true
+		return float64(free), "free on the device (" + name + ")", true
 	}
 	if avail, err := memAvailable("/proc/meminfo"); err == nil {
 		return float64(avail), "MemAvailable in /proc/meminfo", true
@@ -178,7 +198,10 @@ func parseMemAvailable(data []byte) (int64, error) {
 // that share a host each check their own need: the same-host ranks share some
 // buffers, so the sum would overstate it.)
 func CheckMemory(est MemoryEstimate, be kernels.Backend) error {
-	avail, source, ok := AvailableMemory(be)
+	// The device as the run will use it: before the model's tensors exist, a
+	// bfloat16 run on cuda-sim was "fp32 matmuls" (the precision of the float32
+	// tensors allocated so far, none).
+	avail, source, ok := availableMemory(be, nameFor(be, est.dtype))
 	if !ok || est.Total() <= avail {
 		return nil
 	}

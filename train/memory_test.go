@@ -72,3 +72,31 @@ func TestCheckMemoryMessage(t *testing.T) {
 type hostWith struct{ deviceWith }
 
 func (hostWith) HostMemory() {}
+
+// namedDevice is a device backend whose name depends on the dtype of its tensors,
+// as kernels/cuda's does (the precision of its GEMMs).
+type namedDevice struct{ deviceWith }
+
+func (namedDevice) Name() string { return "dev(fp32 matmuls)" }
+
+func (namedDevice) NameFor(dt kernels.DType) string {
+	if dt == kernels.BFloat16 {
+		return "dev(bf16 matmuls)"
+	}
+	return "dev(fp32 matmuls)"
+}
+
+// TestCheckMemoryNamesRunDType: the pre-flight names the device as the run will use
+// it. It named it before any tensor existed, so a bfloat16 run on cuda-sim was
+// refused as "free on the device (cuda(cuda-sim (simulated sm_80), fp32 matmuls))".
+func TestCheckMemoryNamesRunDType(t *testing.T) {
+	cfg := Default()
+	cfg.NLayer, cfg.NHead, cfg.NEmbd, cfg.BlockSize, cfg.BatchSize = 2, 2, 64, 64, 4
+	for dt, want := range map[kernels.DType]string{kernels.BFloat16: "bf16 matmuls", kernels.Float32: "fp32 matmuls"} {
+		est := EstimateMemory(cfg, 65, 1, dt)
+		err := CheckMemory(est, namedDevice{deviceWith{ref.New(), 1024}})
+		if err == nil || !strings.Contains(err.Error(), "free on the device (dev("+want+"))") {
+			t.Errorf("a %s run: %v, want the device named with %q", dt, err, want)
+		}
+	}
+}

@@ -118,4 +118,12 @@ func TestCudaSimErrorIsOneLine(t *testing.T) {
 	if !refused || strings.Contains(stderr, "goroutine ") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
+
+	// In bfloat16 the refusal names the GEMMs the run would have run: it said
+	// "fp32 matmuls", cuda-sim's precision for float32 operands, as no bfloat16
+	// tensor existed yet.
+	code, _, stderr = runTrain(t, append(tinyArgs(data, out, "2"), "--device", "cuda-sim", "--dtype", "bfloat16")...)
+	if code == 0 || !strings.Contains(stderr, "(simulated sm_80), bf16 matmuls, float32 ones in fp32)") {
+		t.Errorf("a bfloat16 run in 64 KiB: exit %d, stderr:\n%s", code, stderr)
+	}
 }

@@ -260,22 +260,39 @@ func (b *Backend) Info() Info { return b.info }
 // GEMMs on 16-bit operands, in bf16 or fp16 whatever the precision:
 // "cuda(cuda-sim (simulated sm_80), bf16 matmuls, float32 ones in fp32)".
 func (b *Backend) Name() string {
-	mm := b.matmuls()
+	return b.name(b.halves.Load())
+}
+
+// NameFor is Name as it will read once a model in dt is allocated: a trainer's
+// pre-flight names the device before any tensor exists, when Name alone would give
+// a bfloat16 run's GEMMs as Options.Precision's ("fp32 matmuls" on cuda-sim).
+func (b *Backend) NameFor(dt kernels.DType) string {
+	halves := b.halves.Load()
+	if dt == kernels.BFloat16 || dt == kernels.Float16 {
+		halves |= 1 << dt
+	}
+	return b.name(halves)
+}
+
+// name is Name with halves for the 16-bit dtypes allocated.
+func (b *Backend) name(halves uint32) string {
+	mm := b.matmuls(halves)
 	if b.ptxReplaced != "" {
 		return fmt.Sprintf("cuda(%s, %s, %s)", b.info.Name, mm, b.ptxReplaced)
 	}
 	return fmt.Sprintf("cuda(%s, %s)", b.info.Name, mm)
 }
 
-// matmuls names the precisions the GEMMs run in: of the 16-bit dtypes allocated,
-// then of float32 operands (Options.Precision) where that differs.
-func (b *Backend) matmuls() string {
+// matmuls names the precisions the GEMMs run in: of the 16-bit dtypes in mask
+// (bit 1<<dt, as Backend.halves), then of float32 operands (Options.Precision)
+// where that differs.
+func (b *Backend) matmuls(mask uint32) string {
 	var halves []string
 	for _, h := range []struct {
 		dt   kernels.DType
 		prec string
 	}{{kernels.BFloat16, BF16}, {kernels.Float16, "fp16"}} {
-		if b.halves.Load()&(1<<h.dt) != 0 {
+		if mask&(1<<h.dt) != 0 {
 			halves = append(halves, h.prec)
 		}
 	}

@@ -37,3 +37,28 @@ func TestNameSaysMatmulPrecision(t *testing.T) {
 		}
 	}
 }
+
+// TestNameForDType: NameFor gives the name a run in a dtype will have before its
+// tensors exist. The trainer's memory pre-flight named the device with Name before
+// allocating, so a bfloat16 run on cuda-sim was refused as "fp32 matmuls".
+func TestNameForDType(t *testing.T) {
+	for _, tc := range []struct {
+		prec string
+		dt   kernels.DType
+		want string
+	}{
+		{FP32, kernels.Float32, ", fp32 matmuls)"},
+		{FP32, kernels.BFloat16, ", bf16 matmuls, float32 ones in fp32)"},
+		{FP32, kernels.Float16, ", fp16 matmuls, float32 ones in fp32)"},
+		{BF16, kernels.BFloat16, ", bf16 matmuls)"},
+		{BF16, kernels.Float32, ", bf16 matmuls)"},
+	} {
+		b := openSim(t, tc.prec, SimOptions{Memory: 1 << 30})
+		if name := b.NameFor(tc.dt); !strings.HasSuffix(name, tc.want) {
+			t.Errorf("%s, a run in %s: NameFor %q, want it to end %q", tc.prec, tc.dt, name, tc.want)
+		}
+		if name := b.Name(); !strings.HasSuffix(name, ", "+tc.prec+" matmuls)") {
+			t.Errorf("%s: NameFor changed Name: %q", tc.prec, name)
+		}
+	}
+}
