@@ -127,3 +127,16 @@ func TestCudaSimErrorIsOneLine(t *testing.T) {
 		t.Errorf("a bfloat16 run in 64 KiB: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestCudaSimBadPrecisionNamesEnv: a bad $GPTKIT_CUDA_PRECISION is refused naming the
+// variable and its default. It was `cuda: precision "BF16": want bf16, tf32 or fp32`,
+// which did not say where the value came from.
+func TestCudaSimBadPrecisionNamesEnv(t *testing.T) {
+	data, _ := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	t.Setenv(envPrecision, "BF16")
+	code, _, stderr := runTrain(t, append(tinyArgs(data, out, "2"), "--device", "cuda-sim")...)
+	if code == 0 || !strings.Contains(stderr, `--device cuda-sim: GPTKIT_CUDA_PRECISION="BF16": want bf16, tf32 or fp32, or unset it for the default (fp32 on cuda-sim)`) {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}

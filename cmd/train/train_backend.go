@@ -63,9 +63,13 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 	warn := func(msg string) { log.Warn(msg) }
 	switch device {
 	case "auto":
-		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision), Warn: warn})
+		prec, perr := envCUDAPrecision("bf16 on a GPU")
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Warn: warn})
 		if err == nil {
 			return be, nil
+		}
+		if perr != nil {
+			err = perr
 		}
 		logFallback(log, err)
 		return cpu.New(threads), nil
@@ -74,13 +78,20 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 	case "ref":
 		return ref.New(), nil
 	case "cuda":
-		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: os.Getenv(envPrecision), Warn: warn})
+		prec, err := envCUDAPrecision("bf16")
+		if err != nil {
+			return nil, fmt.Errorf("--device cuda: %w", err)
+		}
+		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("--device cuda: %w", err)
 		}
 		return be, nil
 	case "cuda-sim":
-		prec := os.Getenv(envPrecision)
+		prec, err := envCUDAPrecision("fp32 on cuda-sim")
+		if err != nil {
+			return nil, fmt.Errorf("--device cuda-sim: %w", err)
+		}
 		if prec == "" {
 			prec = cuda.FP32
 		}
@@ -95,6 +106,19 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 		return be, nil
 	}
 	return nil, &deviceNameError{device}
+}
+
+// envCUDAPrecision is $GPTKIT_CUDA_PRECISION, checked: "" when unset (the device's
+// default, def in the error). A bad value was refused by kernels/cuda as
+// `cuda: precision "BF16": want bf16, tf32 or fp32`, which did not say where the
+// value came from.
+func envCUDAPrecision(def string) (string, error) {
+	switch p := os.Getenv(envPrecision); p {
+	case "", cuda.BF16, cuda.TF32, cuda.FP32:
+		return p, nil
+	default:
+		return p, fmt.Errorf("%s=%q: want bf16, tf32 or fp32, or unset it for the default (%s)", envPrecision, p, def)
+	}
 }
 
 // deviceNameError is a --device that names no device: a usage error (exit 2), where a
