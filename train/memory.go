@@ -28,7 +28,12 @@ import (
 //     block_size tokens with the backward's scratch, in the compute dtype but for
 //     the LayerNorm statistics and attention's logsumexp (float32); the classifier
 //     works on a chunk of rows (classifierRows), never all B·T rows of logits;
-//   - the batch's token ids on the host.
+//   - the batch's token ids on the host;
+//   - with several ranks, one chunk of the AdamW state (at most momentChunk floats
+//     of one tensor) that a checkpoint's gather (ZeRO-1) or a resume's broadcast passes through
+//     the collectives: on a GPU NCCL's device staging of it (kernels/cuda's
+//     NCCL.collective), on the CPU the host scratch. Left out, a run sized to the
+//     estimate trained to its first checkpoint and ended there, out of memory.
 //
 // Sums are taken in float64, so that no shape overflows them.
 
@@ -39,6 +44,7 @@ type MemoryEstimate struct {
 	Optimizer   float64 // AdamW's m and v (this rank's shard of them under ZeRO-1)
 	Activations float64 // one micro-batch's saved activations and backward scratch
 	Batch       float64 // token ids of the micro-batch on the host
+	Staging     float64 // one chunk of the AdamW state through the collectives (several ranks)
 
 	// What the run is, for CheckMemory's hint: its ranks, zero, compute dtype.
 	world, zero int
@@ -47,7 +53,7 @@ type MemoryEstimate struct {
 
 // Total is the sum of the parts.
 func (e MemoryEstimate) Total() float64 {
-	return e.Params + e.Grads + e.Optimizer + e.Activations + e.Batch
+	return e.Params + e.Grads + e.Optimizer + e.Activations + e.Batch + e.Staging
 }
 
 // String is the total and its parts, for a log line or a message.
@@ -57,8 +63,12 @@ func (e MemoryEstimate) String() string {
 
 // withTotal is String with the total written as total.
 func (e MemoryEstimate) withTotal(total string) string {
-	return fmt.Sprintf("%s (parameters %s, gradients %s, AdamW %s, activations %s)",
-		total, FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch))
+	staging := ""
+	if e.Staging > 0 {
+		staging = ", collectives' staging " + FormatBytes(e.Staging)
+	}
+	return fmt.Sprintf("%s (parameters %s, gradients %s, AdamW %s, activations %s%s)",
+		total, FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch), staging)
 }
 
 // EstimateMemory is the memory one of world ranks needs to train cfg's model with a
@@ -70,10 +80,14 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 	world = max(world, 1)
 	mc := cfg.Model(vocab)
 	params := paramCount(mc)
-	padded := params
+	padded, largest := params, params
 	if params < 1<<40 && mc.NLayer <= 1<<14 { // exactly, as NewTrainer lays it out
-		_, _, total := mc.Layout()
+		tensors, _, total := mc.Layout()
 		padded = float64(newFlat(total, world, 0, false).padded)
+		largest = 0
+		for _, ti := range tensors {
+			largest = max(largest, float64(ti.Size))
+		}
 	}
 	const f32 = 4
 	s := float64(dt.Size())
@@ -87,6 +101,9 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 		shard = padded / float64(world)
 	}
 	e.Optimizer = 2 * f32 * shard
+	if world > 1 { // a chunk of one tensor at a time
+		e.Staging = f32 * min(largest, float64(momentChunk))
+	}
 	B, T, C, NH, L := float64(cfg.BatchSize), float64(cfg.BlockSize), float64(mc.NEmbd), float64(mc.NHead), float64(mc.NLayer)
 	N, Vp := B*T, float64(mc.PaddedVocab)
 	rows := float64(classifierRows(cfg.BatchSize*cfg.BlockSize, mc.PaddedVocab, dt))

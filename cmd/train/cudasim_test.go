@@ -1,12 +1,15 @@
 package main
 
 import (
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gptkit/internal/testfiles"
+	"gptkit/kernels"
 	"gptkit/train"
 )
 
@@ -138,5 +141,24 @@ func TestCudaSimBadPrecisionNamesEnv(t *testing.T) {
 	code, _, stderr := runTrain(t, append(tinyArgs(data, out, "2"), "--device", "cuda-sim")...)
 	if code == 0 || !strings.Contains(stderr, `--device cuda-sim: GPTKIT_CUDA_PRECISION="BF16": want bf16, tf32 or fp32, or unset it for the default (fp32 on cuda-sim)`) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestCudaSimZeroFitsEstimate: two ranks under ZeRO-1 on simulated GPUs of exactly the
+// memory the pre-flight estimates train and save their checkpoint. The estimate left
+// out the device staging NCCL gives one chunk of the AdamW state that a checkpoint
+// gathers: such a run passed the pre-flight, trained, and ended at its first
+// checkpoint with "gather the AdamW state's exp_avg...: out of memory on cuda-sim".
+func TestCudaSimZeroFitsEstimate(t *testing.T) {
+	data, tok := makeCharDataset(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := train.Default()
+	cfg.NLayer, cfg.NHead, cfg.NEmbd, cfg.BlockSize, cfg.BatchSize, cfg.Zero = 1, 2, 16, 16, 4, 1
+	est := train.EstimateMemory(cfg, tok.VocabSize(), 2, kernels.Float32)
+	env := []string{envSimMemory + "=" + strconv.FormatInt(int64(math.Ceil(est.Total())), 10)}
+	args := append(tinyArgs(data, out, "2"), "--device", "cuda-sim", "--zero", "1", "--nproc-per-node", "2", "--master-port", freePort(t))
+	r := trainProc(t, 5*time.Minute, env, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"checkpoint":`) {
+		t.Fatalf("in %s of simulated memory (the estimate, %s): exit %d, stderr:\n%s", env[0], est, r.code, r.stderr)
 	}
 }
