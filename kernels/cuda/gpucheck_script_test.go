@@ -62,8 +62,14 @@ func TestGPUCheckWithoutGPU(t *testing.T) {
 			t.Errorf("a stage ran (%q):\n%s", stage, output)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "gpu-check.md")); err != nil {
+	report, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
+	if err != nil {
 		t.Errorf("no report: %v", err)
+	}
+	// The peak MFU divides by, with where it comes from: it was "989 TFLOP/s dense
+	// bf16 (for MFU)" with no GPU, as for an H100.
+	if !strings.Contains(string(report), "- peak for MFU: 989 TFLOP/s dense bf16 (no GPU seen: an H100 SXM's, assumed)") {
+		t.Errorf("the report's peak does not say no GPU was seen:\n%s", report)
 	}
 }
 

@@ -216,17 +216,26 @@ else
   fact gpus "none (dry run)"
   record device skipped 0 "dry run: no GPU; cuda-sim stands in"
 fi
-name=$(head -1 "$logs/device.log" 2>/dev/null | cut -d, -f1)
+name=""
+if [ "$ngpu" -gt 0 ]; then # (device.log holds nvidia-smi's error otherwise)
+  name=$(head -1 "$logs/device.log" | cut -d, -f1)
+fi
+peak_from="$name's datasheet"
 case "$name" in
   *"H100 PCIe"*|*"H100 NVL"*) peak=756 ;;
   *"H200 NVL"*) peak=835 ;;
   *H100*|*H200*|*H800*|*H20*) peak=989 ;;
   *A100*|*A800*) peak=312 ;;
   *L40S*) peak=362 ;;
-  *) peak=989 ;;
+  "") peak=989 peak_from="no GPU seen: an H100 SXM's, assumed" ;;
+  *) peak=989 peak_from="$name is not in check.sh's table: an H100 SXM's, assumed; set PEAK_TFLOPS" ;;
 esac
+# (It said "989 TFLOP/s dense bf16 (for MFU)" whatever the card, on a dry run too.)
+if [ -n "${PEAK_TFLOPS:-}" ]; then
+  peak_from="PEAK_TFLOPS"
+fi
 PEAK_TFLOPS=${PEAK_TFLOPS:-$peak}
-fact peak "$PEAK_TFLOPS TFLOP/s dense bf16 (for MFU)"
+fact peak "$PEAK_TFLOPS TFLOP/s dense bf16 ($peak_from)"
 
 # libcuda comes with the driver; cuBLAS, cuBLASLt and NCCL are in PyTorch's
 # environment as nvidia-* wheels (nvidia/cu13/lib, nvidia/nccl/lib, ...): their
