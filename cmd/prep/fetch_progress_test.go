@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,38 @@ func TestParallelDownloadsCountProgress(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDownloadProgressCountsAgainstServerSizes resumes a download whose size only
+// the server knows (the Pile's, Enron's: the catalog has none): the bar once counted
+// against the catalog's sizes only, so a Pile download showed no total, percentage or
+// ETA although the plan had just printed the server's size; and it counted the
+// resumed .part's bytes as downloaded at once, inflating the MB/s. Now it counts this
+// run's bytes against what is still to come.
+func TestDownloadProgressCountsAgainstServerSizes(t *testing.T) {
+	const size, kept = 1 << 20, 300 << 10
+	body := bytes.Repeat([]byte("{\"text\": \"y\"}\n"), size/14+1)[:size]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "f.jsonl", time.Time{}, bytes.NewReader(body))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "f.jsonl")
+	if err := os.WriteFile(dest+".part", body[:kept], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	j := &job{name: "x", flags: &jobFlags{downloads: 1, progress: "on"}, log: slog.New(slog.NewTextHandler(&logs, nil)), stderr: io.Discard}
+	j.fetches = []fetch.File{{URLs: []string{srv.URL + "/f.jsonl"}, Dest: dest}}
+	if err := j.fetch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(dest); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("%s: %d bytes, %v", dest, len(got), err)
+	}
+	want := fmt.Sprintf(`msg="download done" bytes=%d total_bytes=%d percent=100 `, size-kept, size-kept)
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("the download's summary is not %q:\n%s", want, logs.String())
 	}
 }

@@ -345,23 +345,22 @@ func (j *job) fetch(ctx context.Context) error {
 	if len(j.fetches) == 0 {
 		return nil
 	}
-	j.announce(ctx)
-	var total int64
-	for _, f := range j.fetches {
-		total += f.Size
-	}
+	// The bar counts the bytes this run downloads, against the sizes the plan found
+	// (the server's where the catalog has none): a resumed .part's bytes and the files
+	// in place are not this run's, so neither the MB/s nor the ETA count them.
+	total, last := j.downloadTotal(j.announce(ctx))
 	bar := j.bar("download", total)
 	// The callback runs on every downloading goroutine at once: last, the bytes of
 	// each file counted so far, needs the lock.
-	var (
-		mu   sync.Mutex
-		last = map[string]int64{}
-	)
+	var mu sync.Mutex
 	err := fetch.Fetch(ctx, j.fetches, fetch.Options{
 		Parallel: j.flags.downloads, Logger: j.log, Validate: prep.CheckDownload, Hint: prep.FetchHint,
 		Progress: func(dest string, done, _ int64) {
 			mu.Lock()
 			delta := done - last[dest]
+			if delta < 0 { // started over from byte 0 (the server ignored the Range)
+				delta = done
+			}
 			last[dest] = done
 			mu.Unlock()
 			bar.Add(delta, 0)

@@ -24,8 +24,9 @@ var planBandwidths = []struct {
 // announce prints, before anything is downloaded, what will be: the number of files
 // still missing, their size (the catalog's, else the server's answer to a HEAD request)
 // and the time that takes at planBandwidths; then, loudly, the files no sha256 checks.
-// Files already in place (a rerun, an embedded text) are not counted.
-func (j *job) announce(ctx context.Context) {
+// Files already in place (a rerun, an embedded text) are not counted. It returns the
+// size of each file still missing, by Dest: the catalog's, else the server's, else -1.
+func (j *job) announce(ctx context.Context) map[string]int64 {
 	var todo []fetch.File
 	for _, f := range j.fetches {
 		if _, err := os.Stat(f.Dest); err != nil {
@@ -33,10 +34,17 @@ func (j *job) announce(ctx context.Context) {
 		}
 	}
 	if len(todo) == 0 {
-		return
+		return nil
 	}
 	who := "prep " + j.name
 	sizes := remoteSizes(ctx, todo)
+	known := make(map[string]int64, len(todo))
+	for i, f := range todo {
+		known[f.Dest] = sizes[i]
+		if f.Size > 0 {
+			known[f.Dest] = f.Size
+		}
+	}
 	var total int64
 	unknown, asked := 0, 0
 	for i, f := range todo {
@@ -61,6 +69,35 @@ func (j *job) announce(ctx context.Context) {
 		fmt.Fprintf(j.stderr, "%s: WARNING: %s no known sha256: %s. Nothing can tell a damaged or substituted copy from the real one (only the file format is checked); pass --checksums FILE, or a --mirror whose SHA256SUMS lists them, to have them verified.\n",
 			who, plural(len(unverified), "file has", "files have"), foldNames(unverified))
 	}
+	return known
+}
+
+// downloadTotal is what the download bar counts against: the bytes still to come
+// (sizes of the files missing, by Dest, less what their .part files hold), 0 when a
+// size is unknown; and the bytes of each file already here, which the progress
+// callback's counts (resumed bytes included) start from.
+func (j *job) downloadTotal(sizes map[string]int64) (total int64, have map[string]int64) {
+	have = make(map[string]int64, len(j.fetches))
+	unknown := false
+	for _, f := range j.fetches {
+		if st, err := os.Stat(f.Dest); err == nil {
+			have[f.Dest] = st.Size()
+			continue
+		}
+		size, ok := sizes[f.Dest]
+		if !ok || size <= 0 {
+			unknown = true
+			continue
+		}
+		if st, err := os.Stat(f.Dest + ".part"); err == nil && st.Size() <= size {
+			have[f.Dest] = st.Size()
+		}
+		total += size - have[f.Dest]
+	}
+	if unknown {
+		total = 0
+	}
+	return total, have
 }
 
 // planSummary describes n files of total bytes, of which unknown have no known size
