@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 
 	"gptkit/internal/cli"
 	"gptkit/pipelines"
@@ -89,6 +90,11 @@ func (f *jobFlags) check() string {
 	}
 	if _, err := cli.ParseSize(f.shardSize); err != nil {
 		return "--shard-size: " + err.Error()
+	}
+	// "s3://" alone once became the local directory s3:/NAME (the slashes trimmed
+	// before NAME was added): the dataset written beside the downloads, not to S3.
+	if _, rest, ok := strings.Cut(f.dest, "://"); ok && strings.Trim(rest, "/") == "" {
+		return fmt.Sprintf("--dest %s names no bucket or directory: want s3://BUCKET/PREFIX or a directory path", f.dest)
 	}
 	switch {
 	case f.slurm && f.mergeParts:

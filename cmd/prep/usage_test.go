@@ -32,6 +32,8 @@ func TestUsage(t *testing.T) {
 		{"bad --max-error-rate", []string{"pile", "-d", "d", "--max-error-rate", "2"}, 2, []string{"--max-error-rate"}},
 		{"bad --shard-size", []string{"pile", "-d", "d", "--shard-size", "big"}, 2, []string{"--shard-size"}},
 		{"bad --workers", []string{"pile", "-d", "d", "--workers", "0"}, 2, []string{"--workers"}},
+		{"--dest s3:// without a bucket", []string{"pile", "-d", "d", "--dest", "s3://"}, 2, []string{"--dest s3:// names no bucket or directory: want s3://BUCKET/PREFIX"}},
+		{"--dest file:/// without a path", []string{"pile", "-d", "d", "--dest", "file:///"}, 2, []string{"--dest file:/// names no bucket or directory"}},
 		{"bad --progress", []string{"pile", "-d", "d", "--progress", "loud"}, 2, []string{"--progress"}},
 		{"unknown flag", []string{"pile", "-d", "d", "--frob"}, 2, []string{"-frob", "prep pile -h"}},
 		{"stray argument", []string{"pile", "-d", "d", "extra"}, 2, []string{`unexpected argument "extra"`}},
