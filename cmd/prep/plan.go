@@ -106,7 +106,7 @@ func planSummary(n int, total int64, unknown, asked int) string {
 	s := plural(n, "file", "files")
 	switch {
 	case unknown == n:
-		return s + ", size unknown (neither the catalog nor the server says)"
+		return s + ", size unknown (neither the catalog nor the server says),"
 	case unknown > 0:
 		s += fmt.Sprintf(", at least %s (%d of unknown size)", progress.FormatBytes(total), unknown)
 	default:
@@ -117,9 +117,14 @@ func planSummary(n int, total int64, unknown, asked int) string {
 	}
 	var times []string
 	for _, b := range planBandwidths {
-		times = append(times, fmt.Sprintf("%s at %s", aboutDuration(time.Duration(float64(total)/b.rate*float64(time.Second))), b.name))
+		d := time.Duration(float64(total) / b.rate * float64(time.Second))
+		about := "about "
+		if d < time.Second {
+			about = "" // not "about under a second"
+		}
+		times = append(times, fmt.Sprintf("%s%s at %s", about, aboutDuration(d), b.name))
 	}
-	return s + ": about " + strings.Join(times, ", ") + ","
+	return s + ": " + strings.Join(times, ", ") + ","
 }
 
 // remoteSizes asks the servers for the sizes the catalog does not know, at most 8 at a
