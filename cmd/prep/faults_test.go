@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -108,4 +111,33 @@ func TestPrepRerunChecksJob(t *testing.T) {
 		t.Fatalf("a shard deleted: the rerun did not redo the dataset:\nstdout: %s\nstderr: %s", out, errOut)
 	}
 	compareDocs(t, "redone", datasetDocs(t, ds), want)
+}
+
+// TestWriteHint: a shard that could not be written for want of space (or of a
+// writable directory) said only "no space left on device"; now the line says what to
+// do, and that a rerun keeps the finished shards. Other failures are left alone.
+func TestWriteHint(t *testing.T) {
+	j := &job{name: "pile-00", flags: &jobFlags{dir: "data"}}
+	shardErr := func(errno error) error {
+		return fmt.Errorf("shards: write pile-00_text_document.bin in data/pile-00: %w",
+			fmt.Errorf("storage: write data/pile-00/pile-00_text_document.bin: %w",
+				&fs.PathError{Op: "write", Path: "data/pile-00/.pile-00_text_document.bin.tmp-1", Err: errno}))
+	}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{shardErr(syscall.ENOSPC), "no space left on device (free space on the disk of data/pile-00, or pass --dest to write the dataset elsewhere, then rerun: it keeps the finished shards)"},
+		{shardErr(syscall.EROFS), "(make data/pile-00 writable, or pass --dest"},
+		{shardErr(syscall.EACCES), "(make data/pile-00 writable, or pass --dest"},
+	} {
+		got := j.writeHint(tt.err)
+		if !errors.Is(got, tt.err) || !strings.Contains(got.Error(), tt.want) {
+			t.Errorf("writeHint(%v) = %v, want it to say %q", tt.err, got, tt.want)
+		}
+	}
+	other := errors.New("prep: train/00.jsonl.zst line 3: unexpected EOF")
+	if got := j.writeHint(other); got != other {
+		t.Errorf("writeHint(%v) = %v, want it unchanged", other, got)
+	}
 }

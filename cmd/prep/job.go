@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gptkit/internal/cli"
@@ -233,7 +235,7 @@ func (j *job) run(ctx context.Context) int {
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
-		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
+		return cli.Fail(j.stderr, who, j.writeHint(cli.InterruptedResumable(ctx, err)))
 	}
 	bar.Done()
 	where, report := j.output(), "prep-report.json"
@@ -315,6 +317,19 @@ func (j *job) removeDownloads() {
 	if err := os.RemoveAll(filepath.Join(j.workDir(), "downloads")); err != nil {
 		j.log.Warn("could not remove the downloads", "err", err)
 	}
+}
+
+// writeHint adds the next step to a failure of this machine's disk while the dataset
+// was written (a full disk, a read-only directory): the downloads say theirs (fetch),
+// the shards said only "no space left on device".
+func (j *job) writeHint(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w (free space on the disk of %s, or pass --dest to write the dataset elsewhere, then rerun: it keeps the finished shards)", err, j.output())
+	case errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w (make %s writable, or pass --dest to write the dataset elsewhere, then rerun: it keeps the finished shards)", err, j.output())
+	}
+	return err
 }
 
 // testShardHook, if set (by tests), is called after each shard a run commits.
