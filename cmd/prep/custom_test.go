@@ -210,3 +210,36 @@ func TestCustomDefaultTokenizerNotPath(t *testing.T) {
 		t.Errorf("the dataset's tokenizer fingerprint is %.12s, want gpt2's %.12s", got, want)
 	}
 }
+
+// TestCustomURLHints: `prep custom --input URL` told its user to pass --checksums or
+// a --mirror, flags only `prep NAME` has (an unknown flag there), in the warning about
+// files no sha256 checks and in the line of a failed download; now it names --input.
+func TestCustomURLHints(t *testing.T) {
+	t.Parallel()
+	m := newMirror(t)
+	m.put("c.jsonl.zst", zst(t, jsonl(genPile(t, 20, 11))))
+	for _, tt := range []struct {
+		name, url string
+		code      int
+		last      string
+	}{
+		{"downloaded", m.URL + "/c.jsonl.zst", 0, "manifest.json"},
+		{"404", m.URL + "/missing.jsonl.zst", 1, "download the file yourself and pass it as --input"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runPrep(t, "custom", "--name", "mine", "-d", t.TempDir(), "--tokenizer", gpt2Dir(t), "--progress", "off", "--input", tt.url)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, errOut)
+			}
+			hasAll(t, "stderr", errOut, "WARNING: 1 file has no known sha256", "pass the local files as --input")
+			if tt.code != 0 {
+				hasAll(t, "the error line", lastLine(errOut), tt.last)
+			}
+			for _, flag := range []string{"--mirror", "--checksums"} {
+				if strings.Contains(errOut, flag) {
+					t.Errorf("stderr names %s, which prep custom does not have:\n%s", flag, errOut)
+				}
+			}
+		})
+	}
+}

@@ -369,7 +369,7 @@ func (j *job) fetch(ctx context.Context) error {
 	// each file counted so far, needs the lock.
 	var mu sync.Mutex
 	err := fetch.Fetch(ctx, j.fetches, fetch.Options{
-		Parallel: j.flags.downloads, Logger: j.log, Validate: prep.CheckDownload, Hint: prep.FetchHint,
+		Parallel: j.flags.downloads, Logger: j.log, Validate: prep.CheckDownload, Hint: j.fetchHint,
 		Progress: func(dest string, done, _ int64) {
 			mu.Lock()
 			delta := done - last[dest]
@@ -387,6 +387,18 @@ func (j *job) fetch(ctx context.Context) error {
 	}
 	bar.Done()
 	return nil
+}
+
+// fetchHint is the next step after a failed download: prep.FetchHint's, which names
+// --mirror and --checksums, but for prep custom, which has neither.
+func (j *job) fetchHint(f fetch.File, err error) string {
+	if j.sub != "custom" {
+		return prep.FetchHint(f, err)
+	}
+	if errors.Is(err, fetch.ErrMismatch) {
+		return fmt.Sprintf("check the URL given to --input, or put the file you want at %s by hand", f.Dest)
+	}
+	return fmt.Sprintf("rerun to resume, check the URL given to --input, or download the file yourself and pass it as --input (or put it at %s)", f.Dest)
 }
 
 // bar starts a progress report per --progress.

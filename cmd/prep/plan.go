@@ -66,8 +66,13 @@ func (j *job) announce(ctx context.Context) map[string]int64 {
 		}
 	}
 	if len(unverified) > 0 {
-		fmt.Fprintf(j.stderr, "%s: WARNING: %s no known sha256: %s. Nothing can tell a damaged or substituted copy from the real one (only the file format is checked); pass --checksums FILE, or a --mirror whose SHA256SUMS lists them, to have them verified.\n",
-			who, plural(len(unverified), "file has", "files have"), foldNames(unverified))
+		// prep custom has neither --checksums nor --mirror.
+		verify := "pass --checksums FILE, or a --mirror whose SHA256SUMS lists them, to have them verified"
+		if j.sub == "custom" {
+			verify = "to have them verified, download and check them yourself and pass the local files as --input"
+		}
+		fmt.Fprintf(j.stderr, "%s: WARNING: %s no known sha256: %s. Nothing can tell a damaged or substituted copy from the real one (only the file format is checked); %s.\n",
+			who, plural(len(unverified), "file has", "files have"), foldNames(unverified), verify)
 	}
 	return known
 }
