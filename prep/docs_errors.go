@@ -53,6 +53,11 @@ const (
 	hintBOM       = "the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow: remove it (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)"
 )
 
+// HintCorrupt begins the hint of a file that may be truncated or corrupt ("download it
+// again"): a command that downloaded the file itself, and would find it in place on a
+// rerun, replaces it with its own next step.
+const HintCorrupt = hintCorrupt
+
 // utf8BOM is the UTF-8 byte order mark some Windows editors write first.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 

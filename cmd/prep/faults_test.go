@@ -141,3 +141,37 @@ func TestWriteHint(t *testing.T) {
 		t.Errorf("writeHint(%v) = %v, want it unchanged", other, got)
 	}
 }
+
+// TestTruncatedDownloadHint: a download that is itself truncated (the server's copy is
+// cut short; nothing knows its sha256) fails the tokenizing with "download it again",
+// which a rerun did not do: the file was in place and failed the same way. Now the line
+// says to remove it first, and doing so gets the server's (mended) copy; a local
+// --input keeps "download it again".
+func TestTruncatedDownloadHint(t *testing.T) {
+	z := zst(t, jsonl(genPile(t, 3000, 5)))
+	m := newMirror(t)
+	m.put(pile00, z[:len(z)*9/10])
+	data := t.TempDir()
+	args := []string{"pile-00", "-d", data, "--mirror", m.base(), "--tokenizer", gpt2Dir(t), "--progress", "off"}
+	for range 2 { // the rerun finds the file in place and fails the same way
+		code, _, errOut := runPrep(t, args...)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1:\n%s", code, errOut)
+		}
+		hasAll(t, "the error line", lastLine(errOut), filepath.Join(data, "pile-00", "downloads", pile00)+" line ",
+			"(the file may be truncated or corrupt: remove it and rerun to download it again, or pass --accept-truncated")
+	}
+	m.put(pile00, z)
+	if err := os.Remove(filepath.Join(data, "pile-00", "downloads", pile00)); err != nil {
+		t.Fatal(err)
+	}
+	mustPrep(t, args...)
+
+	in := t.TempDir()
+	cut := writeFile(t, in, "cut.jsonl.zst", z[:len(z)*9/10])
+	code, _, errOut := runPrep(t, "custom", "--input", cut, "--name", "c", "-d", t.TempDir(), "--tokenizer", gpt2Dir(t), "--progress", "off")
+	if code != 1 {
+		t.Fatalf("custom: exit %d, want 1:\n%s", code, errOut)
+	}
+	hasAll(t, "custom's error line", lastLine(errOut), "(the file may be truncated or corrupt: download it again, or pass --accept-truncated")
+}

@@ -235,7 +235,7 @@ func (j *job) run(ctx context.Context) int {
 	m, stats, err := run.Run(ctx)
 	if err != nil {
 		bar.Stop()
-		return cli.Fail(j.stderr, who, j.writeHint(cli.InterruptedResumable(ctx, err)))
+		return cli.Fail(j.stderr, who, j.writeHint(j.corruptDownloadHint(cli.InterruptedResumable(ctx, err))))
 	}
 	bar.Done()
 	where, report := j.output(), "prep-report.json"
@@ -330,6 +330,33 @@ func (j *job) writeHint(err error) error {
 		return fmt.Errorf("%w (make %s writable, or pass --dest to write the dataset elsewhere, then rerun: it keeps the finished shards)", err, j.output())
 	}
 	return err
+}
+
+// corruptDownloadHint replaces the next step of a truncated or corrupt file that prep
+// downloaded itself: "download it again" meant nothing to do, since a rerun found the
+// file in place (its download finished, its format's first bytes right) and failed on
+// it the same way; the file must go first.
+func (j *job) corruptDownloadHint(err error) error {
+	var fe *prep.FileError
+	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Hint, prep.HintCorrupt) || !j.downloaded(fe.File) {
+		return err
+	}
+	fe.Hint = "the file may be truncated or corrupt: remove it and rerun to download it again" + strings.TrimPrefix(fe.Hint, prep.HintCorrupt)
+	return err
+}
+
+// downloaded reports whether file is one of the job's downloads.
+func (j *job) downloaded(file string) bool {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return false
+	}
+	for _, f := range j.fetches {
+		if d, err := filepath.Abs(f.Dest); err == nil && d == abs {
+			return true
+		}
+	}
+	return false
 }
 
 // testShardHook, if set (by tests), is called after each shard a run commits.
