@@ -89,6 +89,9 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 	if *mirror != "" {
 		// The mirror's SHA256SUMS is asked for only when something is to be downloaded.
 		j.beforeFetch = func(ctx context.Context) error {
+			// Said first: a mirror that accepts connections and never answers holds
+			// this request for minutes (three tries of a minute each).
+			log.Info("asking the mirror for SHA256SUMS", "url", strings.TrimRight(*mirror, "/")+"/SHA256SUMS")
 			sums, err := prep.FetchMirrorSums(ctx, nil, *mirror)
 			if err != nil {
 				return err

@@ -279,12 +279,13 @@ func TestChecksumsFlag(t *testing.T) {
 
 // TestDownloadPlan: before downloading, prep says how much it will fetch (the size the
 // server gives where the catalog has none) and how long that takes, and warns, naming
-// them, about files no sha256 checks.
+// them, about files no sha256 checks. Before that, it says it asks the mirror for its
+// SHA256SUMS: a mirror that never answered left prep silent for three minutes.
 func TestDownloadPlan(t *testing.T) {
 	recs := genPile(t, 200, 3)
 	m, z := pileMirror(t, recs)
 	_, errOut := mustPrep(t, "pile-00", "-d", t.TempDir(), "--mirror", m.base(), "--tokenizer", gpt2Dir(t), "--progress", "off")
-	hasAll(t, "stderr with SHA256SUMS", errOut, "to download: 1 file, "+progress.FormatBytes(int64(len(z)))+" (sizes from the server): under a second at 1 Gbit/s, under a second at 100 Mbit/s, into ", "at 100 Mbit/s")
+	hasAll(t, "stderr with SHA256SUMS", errOut, `msg="asking the mirror for SHA256SUMS" url=`+m.URL+"/SHA256SUMS", "to download: 1 file, "+progress.FormatBytes(int64(len(z)))+" (sizes from the server): under a second at 1 Gbit/s, under a second at 100 Mbit/s, into ", "at 100 Mbit/s")
 	if strings.Contains(errOut, "WARNING") {
 		t.Errorf("a warning, though the mirror's SHA256SUMS lists the file: %s", errOut)
 	}
