@@ -302,13 +302,28 @@ func (r *docReader) reportProgress() {
 		return
 	}
 	var bytes int64
-	if r.counter != nil {
+	switch n, ok := r.frameRead(); {
+	case ok:
+		// Frames decoded in parallel: the file is read frames ahead of the data (all
+		// of a file of a few frames at once), which showed 100% and "ETA 0:00" from
+		// the start.
+		bytes = r.counter.takeAt(n)
+	case r.counter != nil:
 		bytes = r.counter.take()
 	}
 	if bytes != 0 || r.docsPending != 0 {
 		r.progress(bytes, r.docsPending)
 	}
 	r.docsPending, r.textPending = 0, 0
+}
+
+// frameRead is how far into the file the data read so far reaches when its zstd
+// frames are decoded in parallel (frameStart); ok is false otherwise.
+func (r *docReader) frameRead() (n int64, ok bool) {
+	if r.frames == nil || r.counter == nil {
+		return 0, false
+	}
+	return r.frames.streamRead()
 }
 
 // countingReader counts the bytes read through it (a zstd decoder reads in a
@@ -340,6 +355,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // set says that the reading has got through n bytes of the file.
 func (c *countingReader) set(n int64) { c.n.Store(n) }
+
+// takeAt returns the bytes from its previous report up to n, the position the reading
+// has got to (capped by limit; never backwards).
+func (c *countingReader) takeAt(n int64) int64 {
+	if c.limit >= 0 {
+		n = min(n, c.limit)
+	}
+	if n <= c.reported {
+		return 0
+	}
+	d := n - c.reported
+	c.reported = n
+	return d
+}
 
 // take returns the bytes read since its previous call.
 func (c *countingReader) take() int64 {
