@@ -243,3 +243,35 @@ func TestCustomURLHints(t *testing.T) {
 		})
 	}
 }
+
+// TestDestS3WrongCredentialsBeforeDownload: with --dest s3://... and credentials that
+// cannot write there, prep downloaded the whole corpus (the Pile: hundreds of GB) and
+// only then failed, at the writer lock of the tokenizing (the bucket check before it
+// is a warning: credentials may lack s3:ListBucket yet write). Now the lock is taken
+// before anything is downloaded too.
+func TestDestS3WrongCredentialsBeforeDownload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MinIO; skipped with -short")
+	}
+	srv := miniotest.Start(t)
+	srv.Setenv(t)
+	bucket := srv.NewBucket(t)
+	m := newMirror(t)
+	m.put("c.jsonl.zst", zst(t, jsonl(genPile(t, 50, 12))))
+	args := []string{"custom", "--input", m.URL + "/c.jsonl.zst", "--name", "mine", "--tokenizer", gpt2Dir(t),
+		"--dest", "s3://" + bucket + "/out", "--s3-endpoint", srv.Endpoint, "--progress", "off"}
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	code, _, errOut := runPrep(t, append(args, "-d", t.TempDir())...)
+	if code != 1 {
+		t.Fatalf("wrong credentials: exit %d, want 1:\n%s", code, errOut)
+	}
+	hasAll(t, "the error line", lastLine(errOut), "SignatureDoesNotMatch", "check the credentials", "before downloading anything")
+	if n := len(m.requestsFor("c.jsonl.zst")); n != 0 {
+		t.Errorf("the input was downloaded (%d requests) before the credentials were found wrong", n)
+	}
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	out, _ := mustPrep(t, append(args, "-d", t.TempDir())...)
+	hasAll(t, "stdout", out, "s3://"+bucket+"/out/mine/manifest.json: ")
+}

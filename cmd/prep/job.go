@@ -174,6 +174,17 @@ func (j *job) run(ctx context.Context) int {
 		// job's fingerprint once the inputs are there.
 	}
 
+	if f.dest != "" && !f.partitioned && j.hasDownloads() {
+		// The dataset goes elsewhere than the downloads (a bucket): the writer lock
+		// that the tokenizing takes, taken now too, so that credentials that cannot
+		// write (or another writer) fail before the corpus is downloaded rather than
+		// after. (An array job's tasks each lock their own part: not here.)
+		lock, err := storage.LockDir(ctx, st, "", storage.LockOwner(j.command))
+		if err != nil {
+			return cli.Fail(j.stderr, who, fmt.Errorf("%w (found before downloading anything)", err))
+		}
+		lock.Release()
+	}
 	if err := j.fetch(ctx); err != nil {
 		return cli.Fail(j.stderr, who, cli.InterruptedResumable(ctx, err))
 	}
@@ -414,6 +425,16 @@ func (j *job) fetch(ctx context.Context) error {
 	}
 	bar.Done()
 	return nil
+}
+
+// hasDownloads reports whether a file of the job is still to be downloaded.
+func (j *job) hasDownloads() bool {
+	for _, f := range j.fetches {
+		if _, err := os.Stat(f.Dest); err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // fetchHint is the next step after a failed download: prep.FetchHint's, which names
