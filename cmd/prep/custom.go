@@ -84,10 +84,21 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			local[i] = in
 		}
 	}
+	// A local input that is not there fails before the remote ones are downloaded
+	// (it failed after, and without a next step: "input stat X: no such file or
+	// directory"); with none to download, once a finished dataset has not been found.
+	if len(j.fetches) > 0 || len(s3Inputs) > 0 {
+		if err := checkLocalInputs(inputs.Values); err != nil {
+			return cli.Fail(stderr, "prep "+j.name, err)
+		}
+	}
 	j.tokenizer = func(ctx context.Context, _ storage.Store) (*tokenize.Tokenizer, string, error) {
 		return f.loadTokenizer(ctx, "gpt2", log)
 	}
 	j.splits = func(ctx context.Context) ([]pipelines.SplitInputs, error) {
+		if err := checkLocalInputs(inputs.Values); err != nil {
+			return nil, err
+		}
 		for _, i := range s3Inputs {
 			if err := copyFromS3(ctx, inputs.Values[i], local[i], &f, log); err != nil {
 				return nil, err
@@ -96,6 +107,24 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return []pipelines.SplitInputs{{Inputs: local}}, nil
 	}
 	return j.run(ctx)
+}
+
+// checkLocalInputs fails, saying what to do, on the first local input (not a URL) that
+// does not exist.
+func checkLocalInputs(inputs []string) error {
+	for _, in := range inputs {
+		if strings.Contains(in, "://") {
+			continue
+		}
+		if _, err := os.Stat(in); errors.Is(err, fs.ErrNotExist) {
+			hint := "check the path"
+			if strings.ContainsAny(in, "*?[") {
+				hint = "a pattern is expanded by the shell, not by prep: leave it unquoted, and check that it matches"
+			}
+			return fmt.Errorf("--input %s: no such file (%s)", in, hint)
+		}
+	}
+	return nil
 }
 
 // copyFromS3 downloads s3://bucket/key to dest (atomically: a temp file, then rename),

@@ -275,3 +275,31 @@ func TestDestS3WrongCredentialsBeforeDownload(t *testing.T) {
 	out, _ := mustPrep(t, append(args, "-d", t.TempDir())...)
 	hasAll(t, "stdout", out, "s3://"+bucket+"/out/mine/manifest.json: ")
 }
+
+// TestCustomMissingInputFirst: a local --input that is not there failed with "input
+// stat X: no such file or directory", after the URL inputs beside it were downloaded;
+// now it fails first, naming --input, and a quoted pattern gets its own hint.
+func TestCustomMissingInputFirst(t *testing.T) {
+	t.Parallel()
+	m := newMirror(t)
+	m.put("c.jsonl.zst", zst(t, jsonl(genPile(t, 20, 13))))
+	missing := filepath.Join(t.TempDir(), "nope.jsonl")
+	for _, tt := range []struct {
+		name, input, want string
+	}{
+		{"beside a URL", m.URL + "/c.jsonl.zst," + missing, "--input " + missing + ": no such file (check the path)"},
+		{"alone", missing, "--input " + missing + ": no such file (check the path)"},
+		{"a quoted pattern", filepath.Join(filepath.Dir(missing), "*.jsonl"), "a pattern is expanded by the shell, not by prep"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runPrep(t, "custom", "--input", tt.input, "--name", "mine", "-d", t.TempDir(), "--tokenizer", gpt2Dir(t), "--progress", "off")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, errOut)
+			}
+			hasAll(t, "the error line", lastLine(errOut), "prep mine: ", tt.want)
+		})
+	}
+	if n := len(m.requestsFor("c.jsonl.zst")); n != 0 {
+		t.Errorf("the URL input was downloaded (%d requests) before the missing input was found", n)
+	}
+}
