@@ -51,7 +51,7 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 	if msg := f.check(); msg != "" {
 		return c.UsageError(stderr, msg)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := newLogger(stderr)
 	who := "prep " + corpus.Name
 	opt := prep.PlanOptions{Mirror: *mirror}
 	if *checksums != "" {

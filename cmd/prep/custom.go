@@ -48,7 +48,7 @@ func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if msg := f.check(); msg != "" {
 		return c.UsageError(stderr, msg)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := newLogger(stderr)
 	cli.WarnRepeatedInputs(log, inputs.Values)
 	j := &job{name: *name, flags: &f, command: "prep custom " + strings.Join(args, " "), log: log, stdout: stdout, stderr: stderr, appendEOD: *appendEOD,
 		sub: "custom", flagSet: c.Flags}
