@@ -95,8 +95,16 @@ func (r *docReader) skipOne() bool {
 	}
 	r.skip--
 	r.stats.Skipped++
+	if r.stats.Skipped%skipProgressEvery == 0 {
+		// Skipping is parsing: on a resumed run, minutes of it before the first
+		// document, with the progress line at 0% all along.
+		r.reportProgress()
+	}
 	return true
 }
+
+// skipProgressEvery is how many skipped documents go between two reports of progress.
+const skipProgressEvery = 4096
 
 // offer hands on d, a decoded document, unless it is empty or to be skipped.
 // badUTF8 says that its text held invalid UTF-8, now U+FFFD.

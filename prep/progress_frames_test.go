@@ -55,3 +55,33 @@ func TestProgressFollowsFrames(t *testing.T) {
 		t.Errorf("a quarter of the documents in, %d of the file's %d bytes were reported (%d calls); want at most half", early, len(comp), calls)
 	}
 }
+
+// TestProgressWhileSkipping: the documents a resumed run skips (SkipDocs) are read,
+// and their bytes now count as read while they are: a resumed prep's line stayed at
+// 0% until the first document after them.
+func TestProgressWhileSkipping(t *testing.T) {
+	var sb strings.Builder
+	const docs = 20000
+	for i := range docs {
+		fmt.Fprintf(&sb, "{\"text\": \"document %d\"}\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "f.jsonl")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bytesAt int64
+	first := int64(-1) // the bytes reported when the first document was handed on
+	_, err := ReadDocs(context.Background(), []string{path}, ReadOptions{SkipDocs: docs * 3 / 4, Progress: func(b, _ int64) { bytesAt += b }},
+		func(Doc) error {
+			if first < 0 {
+				first = bytesAt
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := int64(sb.Len()); first < size/2 || bytesAt != size {
+		t.Errorf("%d bytes reported when the first document after the skipped ones came, %d in all; want at least half the file's %d, then all", first, bytesAt, size)
+	}
+}
