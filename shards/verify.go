@@ -126,7 +126,7 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 			add(binName, false, err)
 		}
 		if want != nil {
-			if err := checkAgainstManifest(prefix, ix, *want, dtype); err != nil {
+			if err := checkAgainstManifest(keyName(st, prefix), ix, *want, dtype); err != nil {
 				for _, e := range unjoin(err) {
 					add(idxName, false, e)
 				}

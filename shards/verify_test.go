@@ -108,6 +108,11 @@ func TestVerifyCatches(t *testing.T) {
 			}
 			found := false
 			for _, p := range probs {
+				// The message names the file by its full name, as the problem does:
+				// a bare key would leave the user to guess the directory.
+				if !strings.Contains(p.Err.Error(), p.File) {
+					t.Errorf("problem in %s: message does not name it: %v", p.File, p.Err)
+				}
 				if errors.Is(p.Err, tc.sentinel) && strings.HasSuffix(p.File, tc.file) && !p.Warning {
 					found = true
 				}
