@@ -130,9 +130,28 @@ func readDocument(ctx context.Context, t target, k int64, cacheDir string, opts 
 			return nil, nil, fmt.Errorf("%s.idx has %d documents, the manifest says %d\n---> HINT: the shard and the manifest do not belong together: run `shards verify %s`",
 				r.Name(), r.Len(), s.Documents, t)
 		}
-		return r.Tokens(int(local)), &m.Tokenizer, nil
+		ids := r.Tokens(int(local))
+		if err := checkIDs(r, int(local), ids, m.Tokenizer, t); err != nil {
+			return nil, nil, err
+		}
+		return ids, &m.Tokenizer, nil
 	}
 	return nil, nil, outOfRange(k, t, m.Documents) // unreachable: Validate checked the totals
+}
+
+// checkIDs refuses document i of shard r (ids, its tokens) if an id lies outside the
+// manifest's vocabulary [0, tok.VocabSize): a damaged .bin (a flipped byte) or ids of
+// another tokenizer, which printed as they were without a word.
+func checkIDs(r *shards.Reader, i int, ids []int, tok shards.TokenizerInfo, t target) error {
+	for j, id := range ids {
+		if id >= 0 && id < tok.VocabSize {
+			continue
+		}
+		off := r.Index().Pointer(i) + int64(j)*int64(r.DType().Size())
+		return fmt.Errorf("%s.bin: byte %d (document %d of the shard, token %d): id %d is outside the vocabulary [0,%d) of the manifest's tokenizer %s\n---> HINT: the shard is damaged, or its ids are not that tokenizer's: run `shards verify %s`",
+			r.Name(), off, i, j, id, tok.VocabSize, tok.Name, t)
+	}
+	return nil
 }
 
 func outOfRange(k int64, t target, n int64) error {

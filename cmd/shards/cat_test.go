@@ -61,6 +61,29 @@ func TestCatAcrossShards(t *testing.T) {
 	wantFailure(t, 1, []string{"pass --tokenizer"}, "cat", filepath.Join(dir, "data_text_document_002"), "--doc", "0", "--decode")
 }
 
+// TestCatRefusesIDsOutsideTheVocabulary: a document holding an id its manifest's
+// tokenizer does not have (a flipped .bin byte) is refused, naming the .bin, the byte
+// and `shards verify`; its ids were printed as they were.
+func TestCatRefusesIDsOutsideTheVocabulary(t *testing.T) {
+	dir := t.TempDir()
+	info := shards.TokenizerInfo{Name: "small", Fingerprint: strings.Repeat("a", 64), VocabSize: 100, EODID: -1}
+	writeDataset(t, dir, info, [][]int{{1, 2}}, [][]int{{3}, {4, 5, 99}})
+	if got := catIDs(t, dir, 2); !slices.Equal(got, []int{4, 5, 99}) {
+		t.Fatalf("cat --doc 2 = %v", got)
+	}
+	bin := filepath.Join(dir, "data_text_document_001.bin")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] = 0xff // uint16 99 -> 65379
+	os.WriteFile(bin, data, 0o644)
+	wantFailure(t, 1, []string{bin + ": byte 6 (document 1 of the shard, token 2): id 65379 is outside the vocabulary [0,100)", "shards verify " + dir}, "cat", dir, "--doc", "2")
+	if got := catIDs(t, dir, 1); !slices.Equal(got, []int{3}) {
+		t.Fatalf("cat --doc 1 = %v", got)
+	}
+}
+
 func emptyDataset(t *testing.T) string {
 	dir := t.TempDir()
 	writeDataset(t, dir, gpt2Info(t))
