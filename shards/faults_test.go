@@ -57,6 +57,68 @@ func TestVerifyChecksIDs(t *testing.T) {
 	}
 }
 
+// TestVocabHints: an id the model cannot embed is refused with the next step that fits
+// why: the model's vocab_size below the manifest's tokenizer's is the model's fault (it
+// told the user to re-tokenize the data with the tokenizer the manifest names, which
+// made it), a bare shard's ids are checked against vocab_size alone (it told the user
+// to fix a manifest there is none of).
+func TestVocabHints(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(ctx, st, "d_text_document", Uint16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddDocument([]int{1, 2, 3})
+	w.AddDocument([]int{4, 70, 5})
+	info, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest(TokenizerInfo{Name: "t", Fingerprint: "f", VocabSize: 100, EODID: -1}, Uint16, nil)
+	m.Add("", info)
+	if err := WriteManifest(ctx, st, "", m); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		open func() error
+		want []string
+	}{
+		{"model smaller than the manifest", func() error {
+			d, err := OpenDataset(ctx, st, "", "", VerifyOnOpen(64, t.TempDir()))
+			if err == nil {
+				d.Close()
+			}
+			return err
+		}, []string{"byte 8 (document 1, token 1): token id 70 is outside the vocabulary [0,64)", "HINT: the model's vocab_size 64 is smaller than the 100 ids of the manifest's tokenizer t: set vocab_size to at least 100"}},
+		{"bare shard", func() error {
+			r, err := Open(dir+"/d_text_document", VerifyOnOpen(64, t.TempDir()))
+			if err == nil {
+				r.Close()
+			}
+			return err
+		}, []string{"token id 70 is outside the vocabulary [0,64)", "HINT: a bare shard does not record its tokenizer", "set vocab_size to its tokenizer's vocabulary size"}},
+	} {
+		err := tc.open()
+		if !errors.Is(err, ErrVocab) {
+			t.Fatalf("%s: %v, want ErrVocab", tc.name, err)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error lacks %q:\n%v", tc.name, want, err)
+			}
+		}
+		if strings.Contains(err.Error(), "re-run the stage that wrote the dataset with the tokenizer the manifest names") {
+			t.Errorf("%s: the hint blames the data's tokenizer:\n%v", tc.name, err)
+		}
+	}
+}
+
 // TestMergeLocksOutput: a merge into a directory another writer holds fails naming it,
 // rather than writing shards under the other's (issue 15, item 1, for `shards merge`).
 func TestMergeLocksOutput(t *testing.T) {

@@ -84,7 +84,7 @@ func (c verifiedCache) store(e verifiedEntry) {
 // no checksums to compare) and vocab (0: no id check); what names the vocabulary's
 // source for messages. A .bin found good is remembered; one being checked by another
 // process is waited for rather than hashed twice.
-func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo, vocab int, what string, cache verifiedCache) error {
+func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo, vocab int, what, hint string, cache verifiedCache) error {
 	if want != nil {
 		if got := sha256Hex(r.idxMap); got != want.IdxSHA256 {
 			return checksumErr(r.name+".idx", got, want.IdxSHA256)
@@ -99,7 +99,7 @@ func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo
 		return err
 	}
 	if vocab > 0 && !ids.within(vocab) {
-		return vocabError(r.name+".bin", r.bin, r.ix, vocab, what)
+		return vocabError(r.name+".bin", r.bin, r.ix, vocab, what, hint)
 	}
 	return nil
 }

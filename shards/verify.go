@@ -159,7 +159,7 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 			if perr == nil {
 				where = ix
 			}
-			add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab)))
+			add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab), ""))
 		}
 	}
 	return probs, nil
