@@ -721,9 +721,44 @@ func checkPartShards(ctx context.Context, st storage.Store, dir string, parts []
 						ErrMismatch, keyName(st, key+ext), info.Size, s.Tokens, m.DType, want, keyName(st, ManifestKey(pdir)))
 				}
 			}
+			if err := checkPartIndex(ctx, st, key, s, m.DType); err != nil {
+				return fmt.Errorf("shards: merge-parts: %w\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+					err, keyName(st, ManifestKey(pdir)))
+			}
 		}
 	}
 	return nil
+}
+
+// checkPartIndex checks a part's shard's .idx (small: 12 bytes a document) against its
+// manifest entry: its sha256, its structure and its counts, so that a damaged .idx is
+// named now rather than merged into a dataset that fails to open. (The .bin, up to
+// gigabytes, is checked by size only; its sha256 is the merged manifest's, which
+// readers check.) The error carries no hint: the caller adds the part's.
+func checkPartIndex(ctx context.Context, st storage.Store, key string, s ShardInfo, dtype DType) error {
+	name := keyName(st, key+".idx")
+	data, err := readAll(ctx, st, key+".idx")
+	if err != nil {
+		return err
+	}
+	if got := sha256Hex(data); got != s.IdxSHA256 {
+		return &FormatError{File: name, Offset: -1, Err: ErrChecksum, Msg: fmt.Sprintf("sha256 is %s, its manifest entry says %s", got, s.IdxSHA256)}
+	}
+	ix, err := ParseIndex(name, data)
+	if err == nil {
+		err = checkAgainstManifest(keyName(st, key), ix, s, dtype)
+	}
+	if err == nil {
+		return nil
+	}
+	first := unjoin(err)[0]
+	var fe *FormatError
+	if !errors.As(first, &fe) {
+		return first
+	}
+	c := *fe // without its hint: the caller's replaces it
+	c.Hint = ""
+	return &c
 }
 
 // mergedManifest lists the parts' shards split by split, part by part, and the

@@ -130,6 +130,28 @@ func TestMergePartsRefuses(t *testing.T) {
 			writePart(t, st, "ds", 1, 2, "j", one)
 			os.Remove(st.path("ds/" + PartDir(1, 2) + "/d_text_document.bin"))
 		}, "d_text_document.bin does not exist", ErrMissing},
+		{"damaged .idx", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 1, 2, "j", one)
+			edit(t, st, "ds/"+PartDir(1, 2)+"/d_text_document.idx", func(b []byte) []byte { b[HeaderSize] ^= 0x40; return b })
+		}, "part-00001-of-00002/d_text_document.idx: sha256 is", ErrChecksum},
+		{"another shard's .idx", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 1, 2, "j", map[string][][]int{"": {{1, 2}, {3}}})
+			// Part 0's .idx (one document) in part 1's place, part 1's manifest
+			// entry rewritten to match it by sha256: the counts still differ.
+			data, _ := os.ReadFile(st.path("ds/" + PartDir(0, 2) + "/d_text_document.idx"))
+			os.WriteFile(st.path("ds/"+PartDir(1, 2)+"/d_text_document.idx"), data, 0o666)
+			pdir := "ds/" + PartDir(1, 2)
+			m, err := ReadManifest(ctx, st, pdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Shards[0].IdxSHA256 = sha256Hex(data)
+			if err := WriteManifest(ctx, st, pdir, m); err != nil {
+				t.Fatal(err)
+			}
+		}, "part-00001-of-00002/d_text_document.idx: byte 18 (n_seq): 1 documents, the manifest says 2", ErrMismatch},
 		{"another dataset there", func(st *testStore) {
 			writePart(t, st, "ds", 0, 1, "j", one)
 			writeDataset(t, st, "ds", testTokenizer(65536), Uint16, [][]int{{9}})
