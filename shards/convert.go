@@ -414,7 +414,10 @@ func importFile(ctx context.Context, st storage.Store, prefix, file string, o Im
 	var base int64 // the file offset of the first token
 	if o.Format == NanoGPT {
 		if fi.Size()%2 != 0 {
-			return ShardInfo{}, 0, formatErr(ErrTruncated, file, fi.Size(), "", hintTruncated, "an odd number of bytes cannot be uint16 tokens")
+			return ShardInfo{}, 0, formatErr(ErrTruncated, file, fi.Size(), "", hintImportTruncated, "an odd number of bytes cannot be uint16 tokens")
+		}
+		if err := notLLMC(f, file, fi.Size()); err != nil {
+			return ShardInfo{}, 0, err
 		}
 	} else {
 		if dt, ntok, err = readLLMCHeader(f, file, fi.Size()); err != nil {
@@ -438,11 +441,49 @@ func importFile(ctx context.Context, st storage.Store, prefix, file string, o Im
 	return info, dt, err
 }
 
+// hintImportTruncated is the hint for a truncated nanoGPT or llm.c file (`shards verify`,
+// hintTruncated's next step, reads datasets, not these files).
+const hintImportTruncated = "the file is truncated (an interrupted copy or write): restore it, or write it again (nanoGPT's data/*/prepare.py, llm.c's dev/data/*.py), then import it again"
+
+// notLLMC refuses, as a nanoGPT file, the file f of size bytes (at offset 0, left there)
+// if it is an llm.c file: its header read as tokens was imported as a document's start
+// (or refused as ids outside the vocabulary, with no word of the header).
+func notLLMC(f io.ReadSeeker, file string, size int64) error {
+	if size < llmcHeaderSize {
+		return nil
+	}
+	hdr := make([]byte, 12)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return fmt.Errorf("shards: import: read %s: %w", file, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("shards: import: seek %s: %w", file, err)
+	}
+	le := binary.LittleEndian
+	magic, version, ntok := int32(le.Uint32(hdr)), int32(le.Uint32(hdr[4:])), int64(le.Uint32(hdr[8:]))
+	item := int64(0)
+	switch {
+	case magic == llmcMagicGPT2 && version == llmcVersionGPT2:
+		item = 2
+	case magic == llmcMagicLlama3 && version == llmcVersionLlama3:
+		item = 4
+	case magic == llmcMagicEval:
+		return formatErr(ErrBadMagic, file, 0, "", "this is an llm.c evaluation file (HellaSwag), not a token file", "the file starts with llm.c's evaluation magic %d", magic)
+	default:
+		return nil
+	}
+	if size != llmcHeaderSize+ntok*item {
+		return nil // a nanoGPT file that happens to start so
+	}
+	return formatErr(ErrBadMagic, file, 0, "", "import it with --from llmc",
+		"this is an llm.c token file (magic %d, version %d, %d tokens), not a headerless nanoGPT one", magic, version, ntok)
+}
+
 // readLLMCHeader checks an llm.c header and the file's size against it.
 func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) {
 	hdr := make([]byte, llmcHeaderSize)
 	if _, err := io.ReadFull(f, hdr); err != nil {
-		return 0, 0, formatErr(ErrTruncated, file, size, "header", hintTruncated, "shorter than llm.c's %d-byte header", llmcHeaderSize)
+		return 0, 0, formatErr(ErrTruncated, file, size, "header", hintImportTruncated, "shorter than llm.c's %d-byte header", llmcHeaderSize)
 	}
 	le := binary.LittleEndian
 	magic, version, ntok := int32(le.Uint32(hdr)), int32(le.Uint32(hdr[4:])), int64(int32(le.Uint32(hdr[8:])))
@@ -457,7 +498,7 @@ func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) 
 	case magic == llmcMagicEval:
 		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "this is an llm.c evaluation file (HellaSwag), not a token shard", "magic %d", magic)
 	default:
-		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "is this an llm.c shard (dev/data/*.py)?", "magic %d, want %d or %d", magic, llmcMagicGPT2, llmcMagicLlama3)
+		return 0, 0, formatErr(ErrBadMagic, file, 0, "header[0]", "is this an llm.c shard (dev/data/*.py)? A nanoGPT train.bin or val.bin has no header: import it with --from nanogpt", "magic %d, want %d or %d", magic, llmcMagicGPT2, llmcMagicLlama3)
 	}
 	if ntok < 0 {
 		return 0, 0, formatErr(ErrCorrupt, file, 8, "header[2]", "the llm.c header is damaged: write the shard again (llm.c's dev/data/*.py)", "negative token count %d", ntok)
@@ -467,7 +508,7 @@ func readLLMCHeader(f io.Reader, file string, size int64) (DType, int64, error) 
 		if size > want {
 			sentinel = ErrCorrupt
 		}
-		return 0, 0, formatErr(sentinel, file, size, "", hintTruncated, "the header says %d tokens (%d bytes in all), the file has %d bytes", ntok, want, size)
+		return 0, 0, formatErr(sentinel, file, size, "", hintImportTruncated, "the header says %d tokens (%d bytes in all), the file has %d bytes", ntok, want, size)
 	}
 	return dt, ntok, nil
 }
@@ -518,7 +559,7 @@ func splitTokens(ctx context.Context, r io.Reader, base int64, dt DType, o Impor
 		}
 		n, rerr := io.ReadFull(r, buf)
 		if n%item != 0 {
-			return formatErr(ErrTruncated, file, pos+int64(n), "", hintTruncated, "ends inside a token")
+			return formatErr(ErrTruncated, file, pos+int64(n), "", hintImportTruncated, "ends inside a token")
 		}
 		for i := 0; i < n; i += item {
 			var id int

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -290,5 +291,40 @@ func TestLLMCHeaderErrors(t *testing.T) {
 	os.WriteFile(hdr, []byte{1, 2, 3}, 0o644)
 	if _, err := Import(ctx, newTestStore(t), "x", []string{hdr}, ImportOptions{Format: LLMC, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, ErrTruncated) {
 		t.Errorf("short header: %v", err)
+	}
+}
+
+// TestImportNamesTheOtherFormat: an llm.c file imported as nanoGPT's was read as tokens,
+// its 1024-byte header included (a tokenizer of 65536 ids took the header for a
+// document's start without a word); now it is refused, pointing at --from llmc. A
+// nanoGPT file imported as llm.c's points at --from nanogpt, and a truncated file's
+// hint no longer sends the user to `shards verify`, which reads datasets only.
+func TestImportNamesTheOtherFormat(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	dir := t.TempDir()
+	ids := []byte{1, 0, 2, 0, 3, 0}
+	llmc := filepath.Join(dir, "tiny_train_000001.bin")
+	os.WriteFile(llmc, append(llmcHeader(llmcMagicGPT2, llmcVersionGPT2, 3), ids...), 0o644)
+	_, err := Import(ctx, st, "a", []string{llmc}, ImportOptions{Format: NanoGPT, Tokenizer: gpt2Tokenizer()})
+	if !errors.Is(err, ErrBadMagic) || !strings.Contains(err.Error(), "this is an llm.c token file (magic 20240520, version 1, 3 tokens)") || !strings.Contains(err.Error(), "--from llmc") {
+		t.Fatalf("llm.c file as nanoGPT: %v", err)
+	}
+	// A nanoGPT file that merely starts with the magic (its size does not fit the
+	// header's count) is still a nanoGPT file.
+	odd := filepath.Join(dir, "odd.bin")
+	os.WriteFile(odd, append(llmcHeader(llmcMagicGPT2, llmcVersionGPT2, 4), ids...), 0o644)
+	if _, err := Import(ctx, st, "b", []string{odd}, ImportOptions{Format: NanoGPT, Tokenizer: gpt2Tokenizer()}); err != nil {
+		t.Fatalf("nanoGPT file starting with llm.c's magic: %v", err)
+	}
+	nano := filepath.Join(dir, "train.bin")
+	os.WriteFile(nano, make([]byte, 2048), 0o644)
+	if _, err := Import(ctx, st, "c", []string{nano}, ImportOptions{Format: LLMC, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, ErrBadMagic) || !strings.Contains(err.Error(), "--from nanogpt") {
+		t.Fatalf("nanoGPT file as llm.c: %v", err)
+	}
+	short := filepath.Join(dir, "short_train_000001.bin")
+	os.WriteFile(short, append(llmcHeader(llmcMagicGPT2, llmcVersionGPT2, 4), ids...), 0o644)
+	if _, err := Import(ctx, st, "d", []string{short}, ImportOptions{Format: LLMC, Tokenizer: gpt2Tokenizer()}); !errors.Is(err, ErrTruncated) || strings.Contains(err.Error(), "shards verify") || !strings.Contains(err.Error(), "import it again") {
+		t.Fatalf("truncated llm.c file: %v", err)
 	}
 }
