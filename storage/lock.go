@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gptkit/internal/redact"
 )
@@ -206,9 +209,9 @@ func (l *Lock) lose(err error) {
 
 // lockedError says who holds the lock at where.
 func lockedError(where string, info lockInfo, raw []byte) error {
-	who := info.Owner
+	who := lockOwnerText(info.Owner)
 	if who == "" {
-		who = strings.TrimSpace(string(raw))
+		who = lockOwnerText(string(raw))
 	}
 	if who == "" {
 		who = "an unknown writer"
@@ -222,6 +225,31 @@ func lockedError(where string, info lockInfo, raw []byte) error {
 		lease = fmt.Sprintf("; if it died on another host, a writer started once it has not renewed its lock for %s waits for its lease to end (at %s) and takes it over", info.staleAfter().Round(time.Second), info.Expires.UTC().Format(time.RFC3339))
 	}
 	return fmt.Errorf("%w: %s%s (lock %s)\n---> HINT: wait for it to finish or stop it; two runs must not write one output (choose another output directory)%s", ErrLocked, who, since, where, lease)
+}
+
+// lockOwnerText is a lock's owner as the one line of ErrLocked's message names it: a
+// lock file that is not a lock's JSON (garbled, or a binary file in its place) was
+// printed whole, line breaks, terminal escapes and all. Its first line, quoted if it
+// holds anything but printable text, cut at 200 bytes.
+func lockOwnerText(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(s)
+	limit := 200
+	quote := !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' })
+	if quote {
+		limit = 50 // up to 4 bytes each once quoted
+	}
+	more := ""
+	if len(s) > limit {
+		s, more = s[:limit], "..."
+		if !quote {
+			s = strings.ToValidUTF8(s, "")
+		}
+	}
+	if quote {
+		s = strconv.Quote(s)
+	}
+	return s + more
 }
 
 // lockDir locks root/dir with flock on its lock file.

@@ -155,6 +155,30 @@ func FuzzProcStartTime(f *testing.F) {
 	})
 }
 
+// FuzzLockedError: a lock file of any bytes (garbled, an older version's plain owner, a
+// binary file) is named in the one line ErrLocked's message starts with: no line breaks
+// or other control characters, and at most a few hundred bytes of it.
+func FuzzLockedError(f *testing.F) {
+	good, _ := json.Marshal(lockInfo{Owner: LockOwner("tokenize run"), Since: time.Unix(1700000000, 0), Expires: time.Unix(1700000300, 0), RenewEveryMS: 30000})
+	f.Add(good)
+	f.Add([]byte("garbage"))
+	f.Add([]byte("line one\nline two\x1b[31m"))
+	f.Add([]byte(`{"owner":"a\nb","renew_every_ms":9223372036854775807,"expires":"2030-01-01T00:00:00Z"}`))
+	f.Add(bytes.Repeat([]byte{0xff, 0}, 40000))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var info lockInfo
+		json.Unmarshal(raw, &info)
+		msg := lockedError("/d/.gptkit-writer.lock", info, raw).Error()
+		line, _, _ := strings.Cut(msg, "\n---> HINT: ")
+		if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Fatalf("control characters in the first line: %.300q", line)
+		}
+		if len(line) > 600 {
+			t.Fatalf("first line of %d bytes: %.200q...", len(line), line)
+		}
+	})
+}
+
 // TestLockStoppedRenewing: an S3 lock whose holder on another host stopped renewing it
 // (killed -9: an AWS Batch attempt retried elsewhere) makes the next writer wait for the
 // lease to end, saying so in one line, and take it over, rather than fail; a lock still
