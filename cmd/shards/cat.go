@@ -102,7 +102,11 @@ func readDocument(ctx context.Context, t target, k int64, cacheDir string, opts 
 		if k >= int64(r.Len()) {
 			return nil, nil, outOfRange(k, t, int64(r.Len()))
 		}
-		return r.Tokens(int(k)), nil, nil
+		ids := r.Tokens(int(k))
+		if err := checkIDs(r, int(k), ids, shards.TokenizerInfo{}, t); err != nil {
+			return nil, nil, err
+		}
+		return ids, nil, nil
 	}
 	m, err := shards.ReadManifest(ctx, t.store, "")
 	if err != nil {
@@ -140,14 +144,19 @@ func readDocument(ctx context.Context, t target, k int64, cacheDir string, opts 
 }
 
 // checkIDs refuses document i of shard r (ids, its tokens) if an id lies outside the
-// manifest's vocabulary [0, tok.VocabSize): a damaged .bin (a flipped byte) or ids of
-// another tokenizer, which printed as they were without a word.
+// manifest's vocabulary [0, tok.VocabSize), or, for a bare shard (tok.VocabSize 0: no
+// vocabulary known), is negative: a damaged .bin (a flipped byte) or ids of another
+// tokenizer, which printed as they were without a word.
 func checkIDs(r *shards.Reader, i int, ids []int, tok shards.TokenizerInfo, t target) error {
 	for j, id := range ids {
-		if id >= 0 && id < tok.VocabSize {
+		if id >= 0 && (id < tok.VocabSize || tok.VocabSize == 0) {
 			continue
 		}
 		off := r.Index().Pointer(i) + int64(j)*int64(r.DType().Size())
+		if tok.VocabSize == 0 {
+			return fmt.Errorf("%s.bin: byte %d (document %d, token %d): negative token id %d\n---> HINT: the .bin is damaged: restore it, or re-run the stage that wrote it",
+				r.Name(), off, i, j, id)
+		}
 		return fmt.Errorf("%s.bin: byte %d (document %d of the shard, token %d): id %d is outside the vocabulary [0,%d) of the manifest's tokenizer %s\n---> HINT: the shard is damaged, or its ids are not that tokenizer's: run `shards verify %s`",
 			r.Name(), off, i, j, id, tok.VocabSize, tok.Name, t)
 	}

@@ -82,6 +82,15 @@ func TestCatRefusesIDsOutsideTheVocabulary(t *testing.T) {
 	if got := catIDs(t, dir, 1); !slices.Equal(got, []int{3}) {
 		t.Fatalf("cat --doc 1 = %v", got)
 	}
+	// A bare int32 shard names no vocabulary, but a negative id is no token of any.
+	bare := filepath.Join(t.TempDir(), "b_text_document")
+	var idx strings.Builder
+	if err := shards.WriteIndex(&idx, shards.Int32, []int32{2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bare+".idx", []byte(idx.String()), 0o644)
+	os.WriteFile(bare+".bin", []byte{5, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, 0o644)
+	wantFailure(t, 1, []string{bare + ".bin: byte 4 (document 0, token 1): negative token id -1", "the .bin is damaged"}, "cat", bare, "--doc", "0")
 }
 
 func emptyDataset(t *testing.T) string {
