@@ -117,5 +117,8 @@ func (d *DType) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// signed reports whether d holds negative values (which are never token ids).
+func (d DType) signed() bool { return d == Int8 || d == Int16 || d == Int32 || d == Int64 }
+
 // writable reports whether Writer can produce d (the two types preprocess_data.py writes).
 func (d DType) writable() bool { return d == Uint16 || d == Int32 }

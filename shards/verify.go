@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -138,6 +139,13 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 
 	// .bin: checksum (the only way to notice a flipped token) and the token ids.
 	vocab := applyOptions(opts).vocab
+	// A bare shard of a signed dtype, with no vocabulary to check against, still has
+	// its ids checked for the one thing no tokenizer makes: a negative id (a flipped
+	// sign byte), which a bare shard's "ok" let through to the trainer.
+	negOnly := want == nil && vocab <= 0 && perr == nil && ix.dtype.signed()
+	if negOnly {
+		vocab = math.MaxInt
+	}
 	if want != nil || vocab > 0 {
 		dt := dtype
 		if perr == nil {
@@ -159,7 +167,13 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 			if perr == nil {
 				where = ix
 			}
-			add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab), ""))
+			if negOnly && s.badID < 0 {
+				fe := vocabErrAt(binName, s.badAt, s.badID, where, vocab, "", "the .bin is damaged: restore it, or re-run the stage that wrote it").(*FormatError)
+				fe.Msg = fmt.Sprintf("negative token id %d", s.badID)
+				add(binName, false, fe)
+			} else if !negOnly {
+				add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab), ""))
+			}
 		}
 	}
 	return probs, nil

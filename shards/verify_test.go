@@ -165,3 +165,32 @@ func edit(t *testing.T, st *testStore, key string, f func([]byte) []byte) {
 	t.Helper()
 	st.write(t, key, f(st.read(t, key)))
 }
+
+// TestVerifyBareNegativeID: a bare shard (no manifest, no vocabulary) of a signed dtype
+// with a negative id (a flipped sign byte) is a problem; `shards verify PREFIX` said
+// "ok", and the trainer then read the id.
+func TestVerifyBareNegativeID(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	var idx strings.Builder
+	if err := WriteIndex(&idx, Int32, []int32{1, 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(st.path("b"), 0o777)
+	os.WriteFile(st.path("b/x.idx"), []byte(idx.String()), 0o644)
+	le := binary.LittleEndian
+	bin := le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 7), 5), 0xffffffff)
+	os.WriteFile(st.path("b/x.bin"), bin, 0o644)
+	probs, err := VerifyShard(ctx, st, "b/x", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrVocab) || !strings.Contains(probs[0].Err.Error(), "x.bin: byte 8 (document 1, token 1): negative token id -1") {
+		t.Fatalf("VerifyShard = %v, want the negative id at byte 8", probs)
+	}
+	le.PutUint32(bin[8:], 9)
+	os.WriteFile(st.path("b/x.bin"), bin, 0o644)
+	if probs, err := VerifyShard(ctx, st, "b/x", nil, 0); err != nil || len(probs) != 0 {
+		t.Fatalf("good bare shard: %v %v", probs, err)
+	}
+}
