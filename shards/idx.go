@@ -3,6 +3,7 @@ package shards
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 )
@@ -156,6 +157,19 @@ func badMagic(name string, data []byte) error {
 	}
 	return formatErr(ErrBadMagic, name, 0, "magic", "is this an .idx file of a Megatron/GPT-NeoX dataset? "+hintRewrite,
 		"the file starts with %q, want %q", data[:min(len(data), len(Magic))], Magic)
+}
+
+// swappedHint is err, an .idx's parse error, with a hint to swap the shard PREFIX's two
+// files back if its .idx is not an index but its .bin (binHead, its first bytes) is: a
+// rename gone wrong, which read as a damaged .idx to restore or rewrite.
+func swappedHint(err error, prefix string, binHead []byte) error {
+	var fe *FormatError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrBadMagic) || !bytes.HasPrefix(binHead, []byte(Magic)) {
+		return err
+	}
+	c := *fe
+	c.Hint = "the shard's two files are swapped: " + prefix + ".bin holds the index. Swap them back (rename " + prefix + ".idx to .bin and " + prefix + ".bin to .idx)"
+	return &c
 }
 
 // mulString prints a·b without overflowing.

@@ -137,7 +137,7 @@ func openFiles(name, idxPath, binPath string, opts []Option) (r *Reader, err err
 		return r, err
 	}
 	if r.ix, err = ParseIndex(name+".idx", r.idxMap, opts...); err != nil {
-		return r, err
+		return r, swappedHint(err, name, r.binMap)
 	}
 	if err = r.ix.CheckBinSize(name+".bin", binSize); err != nil {
 		return r, err

@@ -116,7 +116,7 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 	}
 	ix, perr := ParseIndex(idxName, idx, opts...)
 	if perr != nil {
-		add(idxName, false, perr)
+		add(idxName, false, swappedHint(perr, keyName(st, prefix), readHead(ctx, st, binKey, len(Magic))))
 	} else {
 		if ix.MergedDocIdx() {
 			add(idxName, true, formatErr(ErrMergedDocIdx, idxName, int64(ix.docOff), "doc_idx",
@@ -203,6 +203,18 @@ func unjoin(err error) []error {
 func sha256Hex(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// readHead is the first n bytes of key (fewer if it is shorter; nil if it cannot be read).
+func readHead(ctx context.Context, st storage.Store, key string, n int) []byte {
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return nil
+	}
+	defer obj.Close()
+	buf := make([]byte, n)
+	k, _ := io.ReadFull(&ctxReader{ctx, obj}, buf)
+	return buf[:k]
 }
 
 // readAll reads a whole object into memory.

@@ -194,3 +194,35 @@ func TestVerifyBareNegativeID(t *testing.T) {
 		t.Fatalf("good bare shard: %v %v", probs, err)
 	}
 }
+
+// TestSwappedFiles: a shard whose .bin and .idx were swapped (a rename gone wrong) is
+// named as such, by verify and on open, with the renames that fix it; it read as an
+// .idx to restore or rewrite.
+func TestSwappedFiles(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	writeDataset(t, st, "ds", testTokenizer(65536), Uint16, goldenU16[:2], goldenU16)
+	const shard = "ds/part1_text_document"
+	bin, _ := os.ReadFile(st.path(shard + ".bin"))
+	idx, _ := os.ReadFile(st.path(shard + ".idx"))
+	os.WriteFile(st.path(shard+".bin"), idx, 0o644)
+	os.WriteFile(st.path(shard+".idx"), bin, 0o644)
+	want := "HINT: the shard's two files are swapped: " + st.path(shard) + ".bin holds the index"
+	probs, err := Verify(ctx, st, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range probs {
+		found = found || (errors.Is(p.Err, ErrBadMagic) && strings.Contains(p.Err.Error(), want))
+	}
+	if !found {
+		t.Errorf("Verify: no problem saying %q among %v", want, probs)
+	}
+	if d, err := OpenDataset(ctx, st, "ds", ""); err == nil || !strings.Contains(err.Error(), want) {
+		if d != nil {
+			d.Close()
+		}
+		t.Errorf("OpenDataset: %v, want %q", err, want)
+	}
+}
