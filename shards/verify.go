@@ -105,18 +105,37 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 	}
 
 	// .idx: checksum and structure.
-	idx, err := readAll(ctx, st, idxKey)
+	// A file that is no index (the .bin in its place, gigabytes) is hashed as a
+	// stream, not read into memory: its first bytes are all ParseIndex needs.
+	var idx []byte
+	idxSum := ""
+	head, err := readHead(ctx, st, idxKey, len(Magic))
 	if err != nil {
 		return probs, err
 	}
-	if want != nil {
-		if got := sha256Hex(idx); got != want.IdxSHA256 {
-			add(idxName, false, checksumErr(idxName, got, want.IdxSHA256))
+	if string(head) == Magic {
+		var err error
+		if idx, err = readAll(ctx, st, idxKey); err != nil {
+			return probs, err
 		}
+		idxSum = sha256Hex(idx)
+	} else {
+		idx = head
+		if want != nil {
+			s, err := scanObject(ctx, st, idxKey, Uint8, 0)
+			if err != nil {
+				return probs, err
+			}
+			idxSum = s.sum()
+		}
+	}
+	if want != nil && idxSum != want.IdxSHA256 {
+		add(idxName, false, checksumErr(idxName, idxSum, want.IdxSHA256))
 	}
 	ix, perr := ParseIndex(idxName, idx, opts...)
 	if perr != nil {
-		add(idxName, false, swappedHint(perr, keyName(st, prefix), readHead(ctx, st, binKey, len(Magic))))
+		binHead, _ := readHead(ctx, st, binKey, len(Magic)) // only for the hint
+		add(idxName, false, swappedHint(perr, keyName(st, prefix), binHead))
 	} else {
 		if ix.MergedDocIdx() {
 			add(idxName, true, formatErr(ErrMergedDocIdx, idxName, int64(ix.docOff), "doc_idx",
@@ -205,16 +224,19 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// readHead is the first n bytes of key (fewer if it is shorter; nil if it cannot be read).
-func readHead(ctx context.Context, st storage.Store, key string, n int) []byte {
+// readHead is the first n bytes of key (fewer if it is shorter).
+func readHead(ctx context.Context, st storage.Store, key string, n int) ([]byte, error) {
 	obj, err := st.Open(ctx, key)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
 	}
 	defer obj.Close()
 	buf := make([]byte, n)
-	k, _ := io.ReadFull(&ctxReader{ctx, obj}, buf)
-	return buf[:k]
+	k, err := io.ReadFull(&ctxReader{ctx, obj}, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	}
+	return buf[:k], nil
 }
 
 // readAll reads a whole object into memory.

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+
+	"gptkit/storage"
 )
 
 // TestVerifyCatches: each corruption of a good dataset is reported with its sentinel and
@@ -224,5 +227,33 @@ func TestSwappedFiles(t *testing.T) {
 			d.Close()
 		}
 		t.Errorf("OpenDataset: %v, want %q", err, want)
+	}
+}
+
+// TestVerifyDoesNotLoadANonIndex: an .idx that is no index (the .bin in its place:
+// gigabytes) is hashed as a stream; it was read into memory whole.
+func TestVerifyDoesNotLoadANonIndex(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	writeDataset(t, st, "ds", testTokenizer(65536), Uint16, goldenU16)
+	const shard = "ds/part0_text_document"
+	os.WriteFile(st.path(shard+".idx"), make([]byte, 64<<20), 0o644)
+	dir, err := storage.Open(ctx, st.root, storage.Options{}) // the test store reads whole files to list them
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	probs, err := Verify(ctx, dir, "ds")
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) == 0 || !errors.Is(probs[0].Err, ErrChecksum) {
+		t.Fatalf("problems %v, want the .idx's checksum first", probs)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Fatalf("Verify allocated %d MiB for a 64 MiB non-index", got>>20)
 	}
 }
