@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -296,5 +297,22 @@ func TestCatDecodeRemoteTokenizerFileNamed(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "gptkit-tokenizer-") || !strings.Contains(log.String(), want) {
 		t.Errorf("nanoGPTMeta warned %q, want it to name %s", log.String(), want)
+	}
+}
+
+// TestInfoDoesNotLoadANonIndex: `shards info PREFIX` whose .idx is no index (the .bin
+// in its place: gigabytes) refuses it from its first bytes; it read the file into
+// memory whole first.
+func TestInfoDoesNotLoadANonIndex(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "x_text_document")
+	os.WriteFile(prefix+".idx", make([]byte, 64<<20), 0o644)
+	os.WriteFile(prefix+".bin", nil, 0o644)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	wantFailure(t, 1, []string{"x_text_document.idx: byte 0 (magic)"}, "info", prefix)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Fatalf("info allocated %d MiB for a 64 MiB non-index", got>>20)
 	}
 }

@@ -130,8 +130,18 @@ func readIndex(ctx context.Context, t target, opts []shards.Option) (*shards.Ind
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	defer obj.Close()
+	// The magic first: a file that is no index (the .bin in its place, gigabytes)
+	// is not read into memory to be refused.
+	head := make([]byte, min(obj.Size(), int64(len(shards.Magic))))
+	if _, err := io.ReadFull(obj, head); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if string(head) != shards.Magic {
+		return shards.ParseIndex(name, head, opts...)
+	}
 	data := make([]byte, obj.Size())
-	if _, err := io.ReadFull(obj, data); err != nil {
+	copy(data, head)
+	if _, err := io.ReadFull(obj, data[len(head):]); err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return shards.ParseIndex(name, data, opts...)
