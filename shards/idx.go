@@ -126,11 +126,19 @@ func ParseIndex(name string, data []byte, opts ...Option) (*Index, error) {
 	nSeq, nDoc := le.Uint64(data[18:]), le.Uint64(data[26:])
 	rest := uint64(size - HeaderSize)
 	if nSeq > rest/12 {
+		if n, ok := fitsSize(data, rest, nDoc, 8, 12); ok {
+			return nil, formatErr(ErrCorrupt, name, 18, "n_seq", hintRewrite,
+				"n_seq = %d does not fit the file, but n_seq = %d does, with n_docidx = %d and doc_idx ending at %d: the header is damaged", nSeq, n, nDoc, n)
+		}
 		return nil, formatErr(ErrTruncated, name, 18, "n_seq", hintTruncated,
 			"n_seq = %d needs %s bytes of sizes and pointers, but only %d bytes follow the header", nSeq, mulString(nSeq, 12), rest)
 	}
 	rest -= nSeq * 12
 	if nDoc > rest/8 {
+		if n, ok := fitsSize(data, rest, 0, 0, 8); ok && uint64(int64(le.Uint64(data[size-8:]))) == nSeq {
+			return nil, formatErr(ErrCorrupt, name, 26, "n_docidx", hintRewrite,
+				"n_docidx = %d does not fit the file, but n_docidx = %d does, with doc_idx ending at n_seq = %d: the header is damaged", nDoc, n, nSeq)
+		}
 		return nil, formatErr(ErrTruncated, name, 26, "n_docidx", hintTruncated,
 			"n_docidx = %d needs %s bytes, but only %d bytes follow sizes and pointers", nDoc, mulString(nDoc, 8), rest)
 	}
@@ -148,6 +156,25 @@ func ParseIndex(name string, data []byte, opts ...Option) (*Index, error) {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// fitsSize tells a damaged header count from a truncated file: the count n whose
+// per-entry bytes (each) fill what rest bytes leave after other entries of otherEach
+// bytes, exactly; with otherEach 8 (n_seq, other = n_docidx) also only where doc_idx's
+// last entry is that n, as a complete index's is (a cut file's last 8 bytes rarely are).
+func fitsSize(data []byte, rest, other, otherEach, each uint64) (uint64, bool) {
+	if otherEach != 0 && other > rest/otherEach {
+		return 0, false
+	}
+	left := rest - other*otherEach
+	if left%each != 0 || left == 0 && other == 0 {
+		return 0, false
+	}
+	n := left / each
+	if otherEach == 8 && (other == 0 || binary.LittleEndian.Uint64(data[len(data)-8:]) != n) {
+		return 0, false
+	}
+	return n, true
 }
 
 func badMagic(name string, data []byte) error {

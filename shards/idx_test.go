@@ -52,8 +52,13 @@ func TestParseIndexErrors(t *testing.T) {
 		{"float dtype 6", rawIdx(1, 6, 0, 1, nil, nil, []int64{0}), ErrBadDType, "floating-point"},
 		{"float dtype 7", rawIdx(1, 7, 0, 1, nil, nil, []int64{0}), ErrBadDType, "floating-point"},
 		{"unknown dtype", rawIdx(1, 9, 0, 1, nil, nil, []int64{0}), ErrBadDType, "unknown dtype code 9"},
-		{"absurd n_seq", rawIdx(1, 8, math.MaxUint64, 1, nil, nil, []int64{0}), ErrTruncated, "n_seq"},
-		{"absurd n_docidx", rawIdx(1, 8, 0, 1<<61, nil, nil, []int64{0}), ErrTruncated, "n_docidx"},
+		// A count the file's size does not fit, where the other count fits it exactly
+		// with doc_idx ending where it must, is a damaged header, not a truncated file.
+		{"absurd n_seq", rawIdx(1, 8, math.MaxUint64, 1, nil, nil, []int64{0}), ErrCorrupt, "n_seq = 0 does, with n_docidx = 1 and doc_idx ending at 0: the header is damaged"},
+		{"absurd n_docidx", rawIdx(1, 8, 0, 1<<61, nil, nil, []int64{0}), ErrCorrupt, "n_docidx = 1 does, with doc_idx ending at n_seq = 0: the header is damaged"},
+		{"flipped n_seq", rawIdx(1, 8, 3|1<<40, 4, []int32{2, 0, 3}, []int64{0, 4, 4}, []int64{0, 1, 2, 3}), ErrCorrupt, "n_seq = 1099511627779 does not fit the file, but n_seq = 3 does"},
+		{"flipped n_docidx", rawIdx(1, 8, 3, 4|1<<40, []int32{2, 0, 3}, []int64{0, 4, 4}, []int64{0, 1, 2, 3}), ErrCorrupt, "but n_docidx = 4 does"},
+		{"n_seq past a cut file", rawIdx(1, 8, 3, 4, []int32{2, 0, 3}, []int64{0, 4, 4}, []int64{0, 1, 2, 3})[:HeaderSize+30], ErrTruncated, "n_seq = 3 needs"},
 		{"truncated arrays", valid[:len(valid)-3], ErrTruncated, "n_docidx"},
 		{"trailing bytes", append(append([]byte{}, valid...), 0, 0), ErrCorrupt, "2 unexpected bytes"},
 		{"negative size", rawIdx(1, 8, 2, 3, []int32{-1, 2}, []int64{0, 0}, []int64{0, 1, 2}), ErrCorrupt, "sizes[0]"},
