@@ -141,9 +141,14 @@ func (s *s3Store) lockDir(ctx context.Context, dir, owner string) (*Lock, error)
 	l.release = func() error {
 		close(stop)
 		<-done
-		// Delete it only while it is still ours.
+		// Delete it only while it is still ours: If-Match on the ETag it has, so a
+		// writer that takes it over between the read and the DELETE (this lease
+		// ended) keeps its lock (S3 since 2024, MinIO; 412 when it is another's). A
+		// server that ignores the condition deletes it anyway: the read before
+		// narrows that window to one round trip.
 		if _, _, held, err := s.readLock(context.Background(), key); err == nil && held == etag {
-			if _, err := s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil && !isNotFound(err) {
+			_, err := s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: aws.String(etag)})
+			if err != nil && !isNotFound(err) && !isPrecondition(err) && !isConflict(err) {
 				return fmt.Errorf("storage: release %s: %w%s", where, err, s.hint(err))
 			}
 		}
