@@ -222,7 +222,14 @@ func lockedError(where string, info lockInfo, raw []byte) error {
 	}
 	lease := ""
 	if !info.Expires.IsZero() {
-		lease = fmt.Sprintf("; if it died on another host, a writer started once it has not renewed its lock for %s waits for its lease to end (at %s) and takes it over", info.staleAfter().Round(time.Second), info.Expires.UTC().Format(time.RFC3339))
+		// As expired judges it: a lease from when the server says the object was
+		// written, where the lock records its renewal (the holder's own Expires reads
+		// past already when its clock runs behind this one).
+		end := info.Expires
+		if !info.Renewed.IsZero() && info.age >= 0 {
+			end = time.Now().Add(info.remaining())
+		}
+		lease = fmt.Sprintf("; if it died on another host, a writer started once it has not renewed its lock for %s waits for its lease to end (at %s by this host's clock) and takes it over", info.staleAfter().Round(time.Second), end.UTC().Format(time.RFC3339))
 	}
 	return fmt.Errorf("%w: %s%s (lock %s)\n---> HINT: wait for it to finish or stop it; two runs must not write one output (choose another output directory)%s", ErrLocked, who, since, where, lease)
 }
