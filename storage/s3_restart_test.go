@@ -1,11 +1,15 @@
 package storage
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -86,3 +90,67 @@ func TestS3RestartRedial(t *testing.T) {
 		t.Errorf("a never-reached endpoint took %v to fail, want at once", d)
 	}
 }
+
+// TestRedialUnreachable: a server replaced behind a Kubernetes service may, for a few
+// seconds, have no DNS name ("no such host"), no route or a connect that times out,
+// not only a refusing port: a client that has reached it dials again within the stall
+// timeout for each (they failed at once, and the upload after the SDK's three quick
+// attempts). One that never reached it fails at once; so does another error.
+func TestRedialUnreachable(t *testing.T) {
+	ok, _ := net.Pipe()
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"no such host", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "minio.data.svc", IsNotFound: true}}},
+		{"connect timeout", &net.OpError{Op: "dial", Net: "tcp", Err: &timeoutErr{}}},
+		{"no route to host", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fails := 0 // dials to fail before one connects
+			dials := 0
+			rd := &redialer{d: 5 * time.Second, log: slog.New(slog.DiscardHandler), dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials++
+				if fails > 0 {
+					fails--
+					return nil, c.err
+				}
+				return ok, nil
+			}}
+			fails = 1
+			if _, err := rd.dialContext(ctx, "tcp", "minio.data.svc:9000"); err == nil {
+				t.Fatal("a client that never reached its endpoint dialled it again")
+			} else if dials != 1 {
+				t.Fatalf("%d dials, want 1", dials)
+			}
+			if _, err := rd.dialContext(ctx, "tcp", "minio.data.svc:9000"); err != nil {
+				t.Fatal(err)
+			}
+			fails, dials = 3, 0
+			if _, err := rd.dialContext(ctx, "tcp", "minio.data.svc:9000"); err != nil {
+				t.Fatalf("after the endpoint was reached: %v, want it dialled again until it answers", err)
+			}
+			if dials != 4 {
+				t.Fatalf("%d dials, want 4", dials)
+			}
+		})
+	}
+	t.Run("other error", func(t *testing.T) {
+		dials := 0
+		rd := &redialer{d: 5 * time.Second, log: slog.New(slog.DiscardHandler), dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials++
+			return nil, errors.New("tls: bad certificate")
+		}}
+		rd.reached.Store(true)
+		if _, err := rd.dialContext(ctx, "tcp", "x:1"); err == nil || dials != 1 {
+			t.Fatalf("err %v after %d dials, want it at once", err, dials)
+		}
+	})
+}
+
+type timeoutErr struct{}
+
+func (*timeoutErr) Error() string   { return "i/o timeout" }
+func (*timeoutErr) Timeout() bool   { return true }
+func (*timeoutErr) Temporary() bool { return true }

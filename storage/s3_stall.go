@@ -49,10 +49,13 @@ func stallTimeout(opt Options) (time.Duration, error) {
 
 // stallHTTPClient is the SDK's HTTP client whose connections fail after d without
 // progress (connecting included). A server that restarts (MinIO redeployed, a
-// gateway's pod replaced) refuses connections for a few seconds: once the client has
-// connected to it, a refused connection is tried again for up to d (redialer) rather
-// than failing the upload after the SDK's three quick attempts (about a second). Before
-// it has, a refusal fails at once: a wrong endpoint is said at once.
+// gateway's pod replaced behind a Kubernetes service) refuses connections for a few
+// seconds, or its name does not resolve ("no such host") or its address answers
+// nothing (a connect timeout, no route to host) meanwhile: once the client has
+// connected to it, such a dial is tried again until d has passed since the first
+// failed one (redialer) rather than failing the upload after the SDK's three quick
+// attempts (about a second). Before it has, these fail at once: a wrong endpoint is
+// said at once.
 func stallHTTPClient(d time.Duration, log *slog.Logger) *awshttp.BuildableClient {
 	rd := &redialer{d: d, log: log}
 	return awshttp.NewBuildableClient().
@@ -70,9 +73,10 @@ func stallHTTPClient(d time.Duration, log *slog.Logger) *awshttp.BuildableClient
 		})
 }
 
-// redialer dials again a connection refused by a server it has reached before: after
-// 100 ms, doubling to 2 s, until it connects or d has passed. The first refusal of an
-// outage is logged as a warning, the end of it as info.
+// redialer dials again a server it has reached before that cannot be reached now
+// (unreachable): after 100 ms, doubling to 2 s, until it connects or d has passed since
+// the first dial of the outage began (a dial that times out has taken its share). The
+// first failure of an outage is logged as a warning, the end of it as info.
 type redialer struct {
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	d       time.Duration
@@ -81,19 +85,31 @@ type redialer struct {
 	refused atomic.Bool // in an outage (logged)
 }
 
+// unreachable reports whether err, from dialing an endpoint reached before, is one of a
+// server restarting or being replaced: refused, its name missing from DNS for a while,
+// no route to its address, or a connect that timed out.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var ne net.Error
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.ETIMEDOUT) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
 func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	start := time.Now()
 	c, err := r.dial(ctx, network, addr)
 	if err == nil {
 		r.connected(addr)
 		return c, nil
 	}
-	if !r.reached.Load() || !errors.Is(err, syscall.ECONNREFUSED) {
+	if !r.reached.Load() || !unreachable(err) || ctx.Err() != nil {
 		return nil, err
 	}
 	if r.refused.CompareAndSwap(false, true) {
-		r.log.Warn("storage: the S3 endpoint refuses connections (restarting?): trying again", "addr", addr, "for", r.d.String())
+		r.log.Warn("storage: the S3 endpoint cannot be reached (restarting?): trying again", "addr", addr, "for", r.d.String(), "err", err)
 	}
-	deadline := time.Now().Add(r.d)
+	deadline := start.Add(r.d)
 	wait := 100 * time.Millisecond
 	for time.Now().Before(deadline) {
 		t := time.NewTimer(min(wait, time.Until(deadline)))
@@ -104,14 +120,18 @@ func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.C
 		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
-		if c, err = r.dial(ctx, network, addr); err == nil {
+		dctx, cancel := context.WithDeadline(ctx, deadline) // a dial that hangs ends with the outage's time
+		c, err = r.dial(dctx, network, addr)
+		cancel()
+		if err == nil {
 			r.connected(addr)
 			return c, nil
-		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		}
+		if ctx.Err() != nil || !unreachable(err) {
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%w (refused for %s, the stall timeout: $%s)", err, r.d, EnvStallTimeout)
+	return nil, fmt.Errorf("%w (unreachable for %s, the stall timeout: $%s)", err, r.d, EnvStallTimeout)
 }
 
 func (r *redialer) connected(addr string) {
