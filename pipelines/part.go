@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -208,8 +209,39 @@ func (r *TokenizeRun) refuseMixedRestart(ctx context.Context, part *TokenizeRun,
 			continue
 		}
 		cmd, _ := m.Source["command"].(string)
-		return fmt.Errorf("%s holds the unfinished part %d of %d of another run, whose part %d is finished (%s): %s\n---> HINT: rerun this task as that run's tasks were (part %d: %s); to change the settings, rerun every task with --overwrite, then merge",
-			part.where(), i, w, k, shards.PartDir(k, w), old.Desc.noMTimes().changes(desc.noMTimes()), k, cmd)
+		as := fmt.Sprintf("part %d ran: %s", k, cmd)
+		if own, ok := withWorkerIndex(cmd, i); ok {
+			as = fmt.Sprintf("for this part, as part %d ran: %s", k, own)
+		} else if cmd != "" {
+			as += "; its index came from the array job's environment"
+		}
+		return fmt.Errorf("%s holds the unfinished part %d of %d of another run, whose part %d is finished (%s): %s\n---> HINT: rerun this task as that run's tasks were (%s); to change the settings, rerun every task with --overwrite, then merge",
+			part.where(), i, w, k, shards.PartDir(k, w), old.Desc.noMTimes().changes(desc.noMTimes()), as)
 	}
 	return nil
+}
+
+// withWorkerIndex is cmd, another task's command line, with its --worker-index (or
+// -worker-index, with its value after a space or '=') set to i: the command for task i.
+// ok is false where cmd gives no index (the array job's environment did).
+func withWorkerIndex(cmd string, i int) (string, bool) {
+	f := strings.Split(cmd, " ")
+	ok := false
+	for k := 0; k < len(f); k++ {
+		name, _, eq := strings.Cut(f[k], "=")
+		if name != "--worker-index" && name != "-worker-index" {
+			continue
+		}
+		switch {
+		case eq:
+			f[k] = name + "=" + strconv.Itoa(i)
+		case k+1 < len(f):
+			f[k+1] = strconv.Itoa(i)
+			k++
+		default:
+			continue
+		}
+		ok = true
+	}
+	return strings.Join(f, " "), ok
 }

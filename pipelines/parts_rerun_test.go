@@ -216,8 +216,12 @@ func TestKilledPartRerunOtherSettingsRefused(t *testing.T) {
 	r.ShardBytes = 16 << 10
 	_, _, err := r.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "shard size 8192 → 16384") || !strings.Contains(err.Error(), "part 1 is finished") ||
-		!strings.Contains(err.Error(), "--num-workers 2 --worker-index 1") || !strings.Contains(err.Error(), "--overwrite") {
+		!strings.Contains(err.Error(), "--overwrite") {
 		t.Fatalf("a killed part rerun with another shard size beside a finished part: %v, want a refusal naming the change", err)
+	}
+	// The hint's command is this task's (part 0), not part 1's to be edited.
+	if !strings.Contains(err.Error(), "tokenize run --num-workers 2 --worker-index 0") || strings.Contains(err.Error(), "--worker-index 1") {
+		t.Fatalf("the hint quotes another task's command: %v, want it with this task's --worker-index 0", err)
 	}
 	_, stats, err := partRun(t, corpusDir, out, 0, 2).Run(ctx)
 	if err != nil || stats.ResumedShards != 2 {
@@ -253,5 +257,24 @@ func TestJobChangesNamesSettings(t *testing.T) {
 	want := `settings new (none) → "y", old "x" → (none), shard_size "1000000" → "2000000"`
 	if got := a.changes(b); got != want {
 		t.Errorf("changes = %q, want %q", got, want)
+	}
+}
+
+// withWorkerIndex gives another task's command line this task's index, however it was
+// spelt; a command without one (the index from the array job's environment) is not ok.
+func TestWithWorkerIndex(t *testing.T) {
+	for _, c := range []struct {
+		cmd, want string
+		ok        bool
+	}{
+		{"tokenize run --num-workers 4 --worker-index 1 -o out a.jsonl", "tokenize run --num-workers 4 --worker-index 3 -o out a.jsonl", true},
+		{"prep pile -d d --num-workers=4 --worker-index=1", "prep pile -d d --num-workers=4 --worker-index=3", true},
+		{"tokenize run -worker-index 1 -num-workers 4", "tokenize run -worker-index 3 -num-workers 4", true},
+		{"prep pile -d d --num-workers 4", "prep pile -d d --num-workers 4", false},
+		{"tokenize run --worker-index", "tokenize run --worker-index", false},
+	} {
+		if got, ok := withWorkerIndex(c.cmd, 3); got != c.want || ok != c.ok {
+			t.Errorf("withWorkerIndex(%q, 3) = %q, %v; want %q, %v", c.cmd, got, ok, c.want, c.ok)
+		}
 	}
 }
