@@ -108,6 +108,7 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	part.PlanTokenizerFiles, part.runTop = nil, nil // planned above, with the run's manifest (not the part's)
 	part.NumWorkers, part.WorkerIndex = 0, 0
 	part.Dir = joinKey(r.Dir, shards.PartDir(i, w))
+	part.mergedDir = r.Dir
 	part.Resume = true
 	pd := *desc
 	pd.Partition = &jobPartition{Version: partitionVersion, NumWorkers: w, WorkerIndex: i}

@@ -128,6 +128,7 @@ type TokenizeRun struct {
 	ranges      [][]prep.FileRange // per split, what the part reads
 	rangeInputs [][]int            // per split, the input index of each range
 	part        *shards.PartInfo   // for the part's manifest
+	mergedDir   string             // the run's directory, whose merged manifest a part made again removes
 }
 
 // stripeSize is the run's stripe size (see Partition).
@@ -345,6 +346,15 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	if err == nil || !errors.Is(err, shards.ErrMissing) {
 		if err == nil {
 			replaced = old
+		}
+		if r.part != nil {
+			// A part made again: the run's merged manifest goes too, now that this
+			// part's lock is held (a merge holds every part's while it writes one):
+			// one written by a merge since runPart removed it lists this part's old
+			// shards.
+			if derr := r.Store.Delete(ctx, shards.ManifestKey(r.mergedDir)); derr != nil && !errors.Is(derr, storage.ErrNotExist) {
+				return nil, stats, fmt.Errorf("make part %d of %d again: remove the run's merged manifest %s: %w", r.part.Index, r.part.Count, shards.ManifestKey(r.mergedDir), derr)
+			}
 		}
 		if derr := r.Store.Delete(ctx, shards.ManifestKey(r.Dir)); derr != nil {
 			return nil, stats, fmt.Errorf("replace the dataset in %s: remove its manifest: %w", r.where(), derr)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gptkit/storage"
 )
@@ -154,6 +155,9 @@ type MergeResult struct {
 // nothing and reports Already; one of another run is an error matching ErrExists unless
 // o.Overwrite. Overwrite replaces it, and once the new manifest is written removes the
 // files of the replaced dataset that the new one does not use (see MergeResult.Removed).
+// It holds every part's writer lock (storage.LockDir) from its reading of the parts to
+// the manifest's write, waiting up to mergeLockWait for each: a task making its part
+// again holds that lock, and another merge holds them all.
 func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsOptions) (MergeResult, error) {
 	where := keyName(st, cleanDir(dir))
 	count, started, err := findParts(ctx, st, dir, o.Count)
@@ -180,6 +184,32 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 				return MergeResult{}, fmt.Errorf("shards: merge-parts %s: no part of a run of %d workers (--num-workers %d), but it holds the parts of a run of %d\n---> HINT: merge with --num-workers %d (or without it)", where, count, count, other, other)
 			}
 		}
+		return MergeResult{}, missingErr(where, parts, missing, started, count, o)
+	}
+	// Each part's writer lock, held until the manifest is written: a task that makes
+	// its part again (rerun with --overwrite, or over a damaged part) holds it while it
+	// rewrites the part's shards, and removes the merged manifest once it has it, so
+	// no merged manifest lists a part being rewritten. Read again under the locks.
+	locks, err := lockParts(ctx, st, dir, count, where, o.Command)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	defer func() {
+		for _, l := range locks {
+			l.Release()
+		}
+	}()
+	for i := range count {
+		m, err := ReadManifest(ctx, st, join(dir, PartDir(i, count)))
+		switch {
+		case errors.Is(err, ErrMissing):
+			missing = append(missing, i)
+		case err != nil:
+			return MergeResult{}, fmt.Errorf("shards: merge-parts %s: part %d of %d: %w", where, i, count, err)
+		}
+		parts[i] = m
+	}
+	if len(missing) > 0 {
 		return MergeResult{}, missingErr(where, parts, missing, started, count, o)
 	}
 	if err := partsAgree(where, parts); err != nil {
@@ -212,6 +242,11 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 			m.ETag = info.ETag
 		}
 	}
+	for _, l := range locks {
+		if err := l.Check(); err != nil {
+			return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
+		}
+	}
 	if err := WriteManifest(ctx, st, dir, m); err != nil {
 		if errors.Is(err, storage.ErrPrecondition) {
 			// Another merge committed first (the scheduler's merge job and one
@@ -239,6 +274,50 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		res.Removed, res.RemoveErr = removeReplaced(ctx, st, dir, replaced, m)
 	}
 	return res, nil
+}
+
+// mergeLockWait bounds a merge's wait for a part's writer lock: another merge holds
+// them for its own few seconds; a task making the part again, to its end.
+var mergeLockWait = 30 * time.Second
+
+// lockParts takes the writer locks of the count parts in dir, in order (so two merges
+// never wait on each other's), waiting up to mergeLockWait for each.
+func lockParts(ctx context.Context, st storage.Store, dir string, count int, where, command string) ([]*storage.Lock, error) {
+	if command == "" {
+		command = "shards merge-parts " + where
+	}
+	owner := storage.LockOwner(command)
+	var locks []*storage.Lock
+	fail := func(err error) ([]*storage.Lock, error) {
+		for _, l := range locks {
+			l.Release()
+		}
+		return nil, err
+	}
+	for i := range count {
+		deadline := time.Now().Add(mergeLockWait)
+		wait := 100 * time.Millisecond
+		for {
+			l, err := storage.LockDir(ctx, st, join(dir, PartDir(i, count)), owner)
+			if err == nil {
+				locks = append(locks, l)
+				break
+			}
+			if !errors.Is(err, storage.ErrLocked) || !time.Now().Before(deadline) {
+				return fail(fmt.Errorf("shards: merge-parts %s: part %d of %d (%s) is being written (its task rerun, or another merge), waited %s: %w",
+					where, i, count, PartDir(i, count), mergeLockWait, err))
+			}
+			t := time.NewTimer(min(wait, time.Until(deadline)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fail(ctx.Err())
+			case <-t.C:
+			}
+			wait = min(2*wait, 2*time.Second)
+		}
+	}
+	return locks, nil
 }
 
 // sameMerge reports whether the manifest another writer committed, now, is the merge m
