@@ -44,8 +44,8 @@ type besideFile struct {
 // the .tiktoken rank file (ENCODING.tiktoken: a vocabulary of its own has the
 // built-in encoding's name but not its fingerprint) of a tokenizer loaded from a local
 // file or directory (specString). A built-in name, a download (a URL, a Hugging Face
-// id) or a copy of a built-in encoding's rank file (its fingerprint) stores nothing:
-// readers load a built-in by name.
+// id) or a copy of a built-in's files (spec.IsBuiltin: spec.Load gives the built-in)
+// stores nothing: readers load a built-in by name.
 //
 // Only files a gptkit command stored are ever replaced or removed: those that prev
 // (the manifest st held before this command, nil for none) lists under
@@ -164,6 +164,12 @@ func tokenizerFiles(ctx context.Context, specString string, tok *tokenize.Tokeni
 		}
 		files["chars.json"] = append(data, '\n')
 	case tokenize.KindBPE:
+		if spec.IsBuiltin(tok) {
+			// A copy of a built-in's files (spec.Load gives the built-in: its name,
+			// its fingerprint), which readers load by the manifest's name: 1.6-3.6 MB
+			// beside every dataset for nothing.
+			return files, nil
+		}
 		fi, err := os.Stat(specString)
 		if err != nil { // a name, a URL, a Hugging Face id
 			return files, nil
@@ -176,13 +182,6 @@ func tokenizerFiles(ctx context.Context, specString string, tok *tokenize.Tokeni
 		from := map[string]string{} // key -> the file it is read from
 		switch {
 		case strings.HasSuffix(base, ".tiktoken"): // its name tells the encoding
-			// The built-in encoding of that name (its fingerprint: a copy of
-			// cl100k_base.tiktoken) is loaded by the manifest's name: 1.6-3.6 MB
-			// beside every dataset for nothing. A vocabulary of its own is kept.
-			builtin, err := spec.LoadName(ctx, strings.TrimSuffix(base, ".tiktoken"), spec.Options{})
-			if err == nil && builtin.Fingerprint() == tok.Fingerprint() {
-				return files, nil
-			}
 			from[base] = specString
 		case base == "vocab.json" || base == "merges.txt" || (base == "" && !has(filepath.Join(dir, "tokenizer.json")) && has(filepath.Join(dir, "vocab.json"))):
 			// As spec.Load reads them: the pair, side by side.

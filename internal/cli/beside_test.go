@@ -100,6 +100,17 @@ func TestStoreTokenizerBeside(t *testing.T) {
 	}
 	canonPath := filepath.Join(src, "cl100k_base.tiktoken")
 	os.WriteFile(canonPath, canon, 0o644)
+	// Hugging Face's gpt2 files in a directory of another name: the built-in's
+	// fingerprint (which stored them beside every dataset under the directory's name).
+	gpt2Dir := filepath.Join(src, "my-gpt2")
+	os.Mkdir(gpt2Dir, 0o755)
+	for _, f := range []string{"vocab.json", "merges.txt"} {
+		data, err := embedded.Read("gpt2", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(gpt2Dir, f), data, 0o644)
+	}
 
 	for _, tc := range []struct {
 		name, spec string
@@ -112,6 +123,8 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		{"vocab.json named", filepath.Join(vmDir, "vocab.json"), nil, []string{"vocab.json", "merges.txt"}},
 		{".tiktoken file", tkPath, nil, []string{"cl100k_base.tiktoken"}},
 		{"built-in encoding's .tiktoken file", canonPath, nil, nil},
+		{"copy of the built-in gpt2's directory", gpt2Dir, nil, nil},
+		{"copy of the built-in gpt2's vocab.json", filepath.Join(gpt2Dir, "vocab.json"), nil, nil},
 		{"built-in", "char", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

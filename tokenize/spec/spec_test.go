@@ -116,7 +116,20 @@ func TestLoadEveryKindOfPath(t *testing.T) {
 }
 
 func TestLoadTokenizerNames(t *testing.T) {
-	dir := symlinks(t, map[string]string{"20B_tokenizer.json": "tokenizers/neox-20b/tokenizer.json"})
+	// A tokenizer of its own (no built-in's fingerprint) is named by its file.
+	m, err := tokenize.Train(context.Background(), tokenize.TrainTexts([]string{strings.Repeat("the cat sat on the mat. ", 50)}),
+		tokenize.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf bytes.Buffer
+	if err := m.WriteHFJSON(&hf); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "mytok")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "20B_tokenizer.json"), hf.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), hf.Bytes(), 0o644)
 	tok, err := Load(context.Background(), filepath.Join(dir, "20B_tokenizer.json"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,12 +137,59 @@ func TestLoadTokenizerNames(t *testing.T) {
 	if tok.Name() != "20B_tokenizer" {
 		t.Errorf("name %q, want the file's stem", tok.Name())
 	}
-	tok, err = Load(context.Background(), testfiles.Path(t, "tokenizers/neox-20b/tokenizer.json"), Options{})
+	tok, err = Load(context.Background(), filepath.Join(dir, "tokenizer.json"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Name() != "mytok" {
+		t.Errorf("name %q, want the directory's name for a tokenizer.json", tok.Name())
+	}
+	// A copy of a built-in's file, by any name, is the built-in (TestLoadCopyOfBuiltin).
+	links := symlinks(t, map[string]string{"20B_tokenizer.json": "tokenizers/neox-20b/tokenizer.json"})
+	tok, err = Load(context.Background(), filepath.Join(links, "20B_tokenizer.json"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tok.Name() != "neox-20b" {
-		t.Errorf("name %q, want the directory's name for a tokenizer.json", tok.Name())
+		t.Errorf("name %q, want the built-in's", tok.Name())
+	}
+}
+
+// TestLoadCopyOfBuiltin: a tokenizer loaded from a copy of a built-in's files (Hugging
+// Face's gpt2 vocab.json and merges.txt in a directory of another name) is the
+// built-in: its name and fingerprint, which a dataset's manifest records and its
+// readers load by name, so that nothing is stored beside it. (The directory's name was
+// recorded, which no reader knew without the files stored beside every dataset.)
+func TestLoadCopyOfBuiltin(t *testing.T) {
+	ctx := context.Background()
+	gpt2, err := LoadName(ctx, "gpt2", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	dir := filepath.Join(src, "my-gpt2")
+	os.Mkdir(dir, 0o755)
+	for _, f := range []string{"vocab.json", "merges.txt"} {
+		os.WriteFile(filepath.Join(dir, f), testfiles.Read(t, "tokenizers/gpt2/"+f), 0o644)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{dir, "gpt2"},
+		{filepath.Join(dir, "vocab.json"), "gpt2"},
+	} {
+		tok, err := Load(ctx, tc.spec, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		builtin, err := LoadName(ctx, tc.want, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Name() != tc.want || tok.Fingerprint() != builtin.Fingerprint() {
+			t.Errorf("%s: %s with fingerprint %.12s, want the built-in %s's %.12s", tc.spec, tok.Name(), tok.Fingerprint(), tc.want, builtin.Fingerprint())
+		}
+		if got, want := tok.Encode("Hello world, it's 2024!"), gpt2.Encode("Hello world, it's 2024!"); !slices.Equal(got, want) {
+			t.Errorf("%s: ids %v, want %v", tc.spec, got, want)
+		}
 	}
 }
 

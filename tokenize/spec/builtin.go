@@ -1,0 +1,71 @@
+package spec
+
+import (
+	"sync"
+
+	"gptkit/tokenize"
+)
+
+// builtinPrint is a built-in tokenizer's name and fingerprint.
+type builtinPrint struct{ name, fingerprint string }
+
+// builtinPrints are the fingerprints of the built-in tokenizers built from files, in
+// Names' order (gpt2 before r50k_base, which share one), from their embedded copies:
+// loaded once, when a path or a download is first loaded (some 100 ms).
+var builtinPrints = sync.OnceValue(func() []builtinPrint {
+	var prints []builtinPrint
+	for _, named := range namedTokenizers {
+		if named.build == nil {
+			continue
+		}
+		if tok, err := loadEmbedded(named); err == nil {
+			prints = append(prints, builtinPrint{named.name, tok.Fingerprint()})
+		}
+	}
+	return prints
+})
+
+// builtinOr passes a loader's result on, as the built-in it is (asBuiltin).
+func builtinOr(tok *tokenize.Tokenizer, err error) (*tokenize.Tokenizer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return asBuiltin(tok), nil
+}
+
+// asBuiltin is the built-in tokenizer that tok, loaded from a path or a download, is
+// (its fingerprint: a copy of the publisher's files), else tok. A dataset made with it
+// then records the built-in's name, which its readers load by name (spec.ForDataset),
+// so that nothing is stored beside it; tok's own name is kept where it is a built-in's
+// of that fingerprint (r50k_base rather than gpt2).
+func asBuiltin(tok *tokenize.Tokenizer) *tokenize.Tokenizer {
+	var match string
+	for _, p := range builtinPrints() {
+		if p.fingerprint == tok.Fingerprint() && (match == "" || p.name == tok.Name()) {
+			match = p.name
+		}
+	}
+	if match == "" || match == tok.Name() {
+		return tok
+	}
+	named, _ := lookupName(match)
+	if b, err := loadEmbedded(named); err == nil && b.Fingerprint() == tok.Fingerprint() {
+		return b
+	}
+	return tok
+}
+
+// IsBuiltin reports whether tok is the built-in tokenizer of its name (that name's
+// fingerprint), which a dataset's readers load by the name its manifest records: its
+// files need not be stored beside the data.
+func IsBuiltin(tok *tokenize.Tokenizer) bool {
+	if tok.Kind() == tokenize.KindByteChar {
+		return tok.Name() == "char"
+	}
+	for _, p := range builtinPrints() {
+		if p.name == tok.Name() && p.fingerprint == tok.Fingerprint() {
+			return true
+		}
+	}
+	return false
+}
