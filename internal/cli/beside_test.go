@@ -111,6 +111,21 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(gpt2Dir, f), data, 0o644)
 	}
+	// OpenAI's r50k_base.tiktoken (GPT-2's tokens, each ranked by its id), also as
+	// gpt2.tiktoken: the built-in, though built from vocab.json and merges.txt (which
+	// stored the rank file, 0.8 MB, and recorded its own fingerprint).
+	gpt2, err := spec.LoadName(ctx, "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r50k bytes.Buffer
+	for id := range 50256 {
+		fmt.Fprintf(&r50k, "%s %d\n", base64.StdEncoding.EncodeToString(gpt2.TokenBytes(id)), id)
+	}
+	r50kDir := filepath.Join(src, "r50k")
+	os.Mkdir(r50kDir, 0o755)
+	os.WriteFile(filepath.Join(r50kDir, "r50k_base.tiktoken"), r50k.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(r50kDir, "gpt2.tiktoken"), r50k.Bytes(), 0o644)
 
 	for _, tc := range []struct {
 		name, spec string
@@ -125,6 +140,8 @@ func TestStoreTokenizerBeside(t *testing.T) {
 		{"built-in encoding's .tiktoken file", canonPath, nil, nil},
 		{"copy of the built-in gpt2's directory", gpt2Dir, nil, nil},
 		{"copy of the built-in gpt2's vocab.json", filepath.Join(gpt2Dir, "vocab.json"), nil, nil},
+		{"OpenAI's r50k_base.tiktoken", filepath.Join(r50kDir, "r50k_base.tiktoken"), nil, nil},
+		{"OpenAI's r50k_base.tiktoken as gpt2.tiktoken", filepath.Join(r50kDir, "gpt2.tiktoken"), nil, nil},
 		{"built-in", "char", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

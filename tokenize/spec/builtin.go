@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"bytes"
+	"slices"
 	"sync"
 
 	"gptkit/tokenize"
@@ -53,6 +55,28 @@ func asBuiltin(tok *tokenize.Tokenizer) *tokenize.Tokenizer {
 		return b
 	}
 	return tok
+}
+
+// tiktokenAsBuiltin is the built-in gpt2 or r50k_base (encoding) where tok, loaded
+// from the .tiktoken rank file of that encoding, is a copy of the one OpenAI publishes
+// (r50k_base.tiktoken, sha256 306cd27f...: GPT-2's vocabulary, each token's rank its
+// id): the same ids for every text as the built-in, which is built from GPT-2's
+// vocab.json and merges.txt and so has another fingerprint. Else tok.
+func tiktokenAsBuiltin(tok *tokenize.Tokenizer, encoding string) *tokenize.Tokenizer {
+	if encoding != "gpt2" && encoding != "r50k_base" {
+		return tok
+	}
+	named, _ := lookupName(encoding)
+	b, err := loadEmbedded(named)
+	if err != nil || b.VocabSize() != tok.VocabSize() || b.EOD() != tok.EOD() || !slices.Equal(b.AddedTokens(), tok.AddedTokens()) {
+		return tok
+	}
+	for id := range b.VocabSize() {
+		if !bytes.Equal(b.TokenBytes(id), tok.TokenBytes(id)) {
+			return tok
+		}
+	}
+	return b
 }
 
 // IsBuiltin reports whether tok is the built-in tokenizer of its name (that name's

@@ -19,6 +19,12 @@
 //     downloaded once into the cache (see remote.go), checked against Options.SHA256
 //     when given.
 //
+// A path or a download that holds a copy of a built-in's files loads as that built-in,
+// named so (builtin.go): its fingerprint (Hugging Face's gpt2 files in a directory of
+// any name), or, for gpt2.tiktoken and r50k_base.tiktoken, GPT-2's tokens ranked by
+// their ids (OpenAI's r50k_base.tiktoken, which has no fingerprint of its own to match
+// since the built-in is built from vocab.json and merges.txt).
+//
 // Named tokenizers are built from their files embedded in the binary (package
 // tokenize/embedded: the publishers' files, zstd-compressed), so a name never needs the
 // network. Options.URL or Options.SHA256 asks for a download instead (a mirror, or

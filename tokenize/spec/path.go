@@ -122,7 +122,11 @@ func loadTiktoken(path string) (*tokenize.Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapLoad(path)(tokenize.LoadTiktoken(data, encoding))
+	tok, err := wrapLoad(path)(tokenize.LoadTiktoken(data, encoding))
+	if err != nil {
+		return nil, err
+	}
+	return tiktokenAsBuiltin(tok, encoding), nil
 }
 
 func readFile(path string) ([]byte, error) {

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"gptkit/internal/testfiles"
 	"io/fs"
 	"log/slog"
@@ -156,10 +160,13 @@ func TestLoadTokenizerNames(t *testing.T) {
 }
 
 // TestLoadCopyOfBuiltin: a tokenizer loaded from a copy of a built-in's files (Hugging
-// Face's gpt2 vocab.json and merges.txt in a directory of another name) is the
+// Face's gpt2 vocab.json and merges.txt in a directory of another name; OpenAI's
+// r50k_base.tiktoken, also named gpt2.tiktoken, whose ranks are GPT-2's ids) is the
 // built-in: its name and fingerprint, which a dataset's manifest records and its
 // readers load by name, so that nothing is stored beside it. (The directory's name was
-// recorded, which no reader knew without the files stored beside every dataset.)
+// recorded, which no reader knew without the files stored beside every dataset; the
+// rank file's fingerprint was not the built-in's, built from vocab.json and merges.txt.)
+// A rank file that differs in one rank is not.
 func TestLoadCopyOfBuiltin(t *testing.T) {
 	ctx := context.Background()
 	gpt2, err := LoadName(ctx, "gpt2", Options{})
@@ -172,9 +179,28 @@ func TestLoadCopyOfBuiltin(t *testing.T) {
 	for _, f := range []string{"vocab.json", "merges.txt"} {
 		os.WriteFile(filepath.Join(dir, f), testfiles.Read(t, "tokenizers/gpt2/"+f), 0o644)
 	}
+	// OpenAI's r50k_base.tiktoken: each of GPT-2's tokens, base64, and its id.
+	var ranks bytes.Buffer
+	for id := range 50256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString(gpt2.TokenBytes(id)), id)
+	}
+	if sum := sha256.Sum256(ranks.Bytes()); hex.EncodeToString(sum[:]) != "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930" {
+		t.Fatalf("the rank file made is not OpenAI's (sha256 %x)", sum)
+	}
+	os.WriteFile(filepath.Join(src, "r50k_base.tiktoken"), ranks.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(src, "gpt2.tiktoken"), ranks.Bytes(), 0o644)
+	other := bytes.Replace(ranks.Bytes(), []byte("\n"+base64.StdEncoding.EncodeToString(gpt2.TokenBytes(300))+" 300\n"), []byte("\n"+base64.StdEncoding.EncodeToString([]byte("zzzq"))+" 300\n"), 1)
+	if bytes.Equal(other, ranks.Bytes()) {
+		t.Fatal("rank 300 not replaced")
+	}
+	os.Mkdir(filepath.Join(src, "other"), 0o755)
+	os.WriteFile(filepath.Join(src, "other", "r50k_base.tiktoken"), other, 0o644)
+
 	for _, tc := range []struct{ spec, want string }{
 		{dir, "gpt2"},
 		{filepath.Join(dir, "vocab.json"), "gpt2"},
+		{filepath.Join(src, "r50k_base.tiktoken"), "r50k_base"},
+		{filepath.Join(src, "gpt2.tiktoken"), "gpt2"},
 	} {
 		tok, err := Load(ctx, tc.spec, Options{})
 		if err != nil {
@@ -190,6 +216,13 @@ func TestLoadCopyOfBuiltin(t *testing.T) {
 		if got, want := tok.Encode("Hello world, it's 2024!"), gpt2.Encode("Hello world, it's 2024!"); !slices.Equal(got, want) {
 			t.Errorf("%s: ids %v, want %v", tc.spec, got, want)
 		}
+	}
+	tok, err := Load(ctx, filepath.Join(src, "other", "r50k_base.tiktoken"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Fingerprint() == gpt2.Fingerprint() || tok.TokenBytes(300) == nil || string(tok.TokenBytes(300)) != "zzzq" {
+		t.Errorf("a vocabulary of its own taken for the built-in (fingerprint %.12s)", tok.Fingerprint())
 	}
 }
 
