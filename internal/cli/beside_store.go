@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -43,9 +44,11 @@ type besideFile struct {
 // for a character vocabulary; the tokenizer.json, the vocab.json and merges.txt, or
 // the .tiktoken rank file (ENCODING.tiktoken: a vocabulary of its own has the
 // built-in encoding's name but not its fingerprint) of a tokenizer loaded from a local
-// file or directory (specString). A built-in name, a download (a URL, a Hugging Face
-// id) or a copy of a built-in's files (spec.IsBuiltin: spec.Load gives the built-in)
-// stores nothing: readers load a built-in by name.
+// file or directory (specString); for a download (a URL, a Hugging Face id, a
+// built-in name from --tokenizer-url), a tokenizer.json or rank file written from tok
+// (writeTokenizer), as the cache it came into is not the readers'. A built-in name, or
+// a copy of a built-in's files (spec.IsBuiltin: spec.Load gives the built-in), stores
+// nothing: readers load a built-in by name.
 //
 // Only files a gptkit command stored are ever replaced or removed: those that prev
 // (the manifest st held before this command, nil for none) lists under
@@ -171,7 +174,12 @@ func tokenizerFiles(ctx context.Context, specString string, tok *tokenize.Tokeni
 			return files, nil
 		}
 		fi, err := os.Stat(specString)
-		if err != nil { // a name, a URL, a Hugging Face id
+		if err != nil { // a URL, a Hugging Face id, a name downloaded from elsewhere
+			key, data, err := writeTokenizer(tok)
+			if err != nil {
+				return nil, err
+			}
+			files[key] = data
 			return files, nil
 		}
 		has := func(path string) bool { fi, err := os.Stat(path); return err == nil && fi.Mode().IsRegular() }
@@ -202,6 +210,48 @@ func tokenizerFiles(ctx context.Context, specString string, tok *tokenize.Tokeni
 	default: // GPT-NeoX's byte tokenizer: the name char loads it
 	}
 	return files, nil
+}
+
+// writeTokenizer is a file that gives tok back (its fingerprint), for a tokenizer
+// downloaded into a cache of the machine that made the dataset: the .tiktoken rank
+// file of its encoding where tok is one (what a .tiktoken URL downloads), else its
+// tokenizer.json (tokenize.WriteHFJSON: a Hugging Face id's, a URL's, a built-in
+// name's downloaded from --tokenizer-url with another fingerprint).
+func writeTokenizer(tok *tokenize.Tokenizer) (key string, data []byte, err error) {
+	if slices.Contains(tokenize.TiktokenEncodings(), tok.Name()) {
+		data := rankFile(tok)
+		if back, err := tokenize.LoadTiktoken(data, tok.Name()); err == nil && back.Fingerprint() == tok.Fingerprint() {
+			return tok.Name() + ".tiktoken", data, nil
+		}
+	}
+	var buf bytes.Buffer
+	if err := tok.WriteHFJSON(&buf); err != nil {
+		return "", nil, fmt.Errorf("%w: download its files and pass --tokenizer with their path", err)
+	}
+	back, err := tokenize.LoadHFJSON(buf.Bytes(), tok.Name())
+	if err == nil && back.Fingerprint() != tok.Fingerprint() {
+		err = fmt.Errorf("fingerprint %.12s, not %.12s", back.Fingerprint(), tok.Fingerprint())
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("the tokenizer.json written for %s does not give it back (%w): download its files and pass --tokenizer with their path", tok.Name(), err)
+	}
+	return "tokenizer.json", buf.Bytes(), nil
+}
+
+// rankFile is tok's vocabulary as a .tiktoken rank file: each token that is not an
+// added one (the encoding's specials), base64, and its id as its rank.
+func rankFile(tok *tokenize.Tokenizer) []byte {
+	added := map[int]bool{}
+	for _, a := range tok.AddedTokens() {
+		added[a.ID] = true
+	}
+	var b bytes.Buffer
+	for id := range tok.VocabSize() {
+		if t := tok.TokenBytes(id); t != nil && !added[id] {
+			fmt.Fprintf(&b, "%s %d\n", base64.StdEncoding.EncodeToString(t), id)
+		}
+	}
+	return b.Bytes()
 }
 
 // keyPath names key of st for messages.
