@@ -77,9 +77,10 @@ type State struct {
 	// AdamW's step count, for its bias correction, leaves them out.
 	SkippedSteps int `json:"skipped_steps,omitempty"`
 	// DataDir is the dataset's absolute local path when the checkpoint was saved
-	// (absent for s3:// data): config's data is as given, often relative to the
-	// directory train ran in, so that sample and export find the tokenizer files
-	// beside the dataset from any directory.
+	// (absent for s3:// data); for a blend, the blend file's absolute path, or the
+	// inline blend with each local dataset's path absolute (absData): config's data
+	// is as given, often relative to the directory train ran in, so that sample and
+	// export find the tokenizer files beside the datasets from any directory.
 	DataDir string `json:"data_dir,omitempty"`
 }
 
@@ -168,13 +169,7 @@ func (t *Trainer) save(ctx context.Context) error {
 			Cursor: t.sampler.Cursor, NumSamples: t.numSamples, TrainData: t.data.DataKeys[loader.Train], RNG: RNGState{Seed: t.cfg.Seed, Kind: rngKind},
 			World: t.coll.World(), Config: configMap(recordedConfig(t.cfg)), Backend: t.be.Name(), Time: time.Now().UTC().Format(time.RFC3339),
 			LossScale: t.scaler.scale, LossScaleGood: t.scaler.good, SkippedSteps: t.skipped}
-		if !strings.Contains(t.cfg.Data, "://") {
-			if abs, err := filepath.Abs(t.cfg.Data); err == nil {
-				if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-					st.DataDir = abs
-				}
-			}
-		}
+		st.DataDir = absData(t.cfg.Data)
 		if t.lastMetrics != nil {
 			st.Metrics = *t.lastMetrics
 		}
@@ -626,6 +621,46 @@ func (t *Trainer) olderCheckpoint(ctx context.Context, dir string) (*ckptDir, er
 		return nil, fmt.Errorf("%s holds no complete checkpoint before %s", t.ckptRoot, dir)
 	}
 	return cd, err
+}
+
+// absData is data (config's data) with its local paths absolute (State.DataDir): a
+// dataset directory's; a blend file's (which names its datasets relative to itself);
+// an inline blend "W1:PATH1,W2:PATH2" with each local dataset's path made absolute. ""
+// for s3:// data, and for a location that is neither a local directory nor a blend file.
+func absData(data string) string {
+	if strings.HasSuffix(data, ".yaml") || strings.HasSuffix(data, ".yml") {
+		if abs, err := filepath.Abs(data); err == nil && !strings.Contains(data, "://") {
+			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+				return abs
+			}
+		}
+		return ""
+	}
+	if ds, err := loader.ParseData(data); err == nil && ds.Blended {
+		parts, local := strings.Split(data, ","), false
+		for i, part := range parts {
+			w, p, _ := strings.Cut(part, ":")
+			if p = strings.TrimSpace(p); !strings.Contains(p, "://") {
+				if abs, err := filepath.Abs(p); err == nil {
+					p, local = abs, true
+				}
+			}
+			parts[i] = w + ":" + p
+		}
+		if !local {
+			return ""
+		}
+		return strings.Join(parts, ",")
+	}
+	if strings.Contains(data, "://") {
+		return ""
+	}
+	if abs, err := filepath.Abs(data); err == nil {
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+			return abs
+		}
+	}
+	return ""
 }
 
 // sameDir reports whether the local directories a and b are one (another spelling,

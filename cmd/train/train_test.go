@@ -496,6 +496,34 @@ func TestSampleFromAnotherDirectory(t *testing.T) {
 	}
 }
 
+// TestSampleFromAnotherDirectoryBlend: so does a run trained on a blend of datasets
+// given relative to that directory, inline or in a blend file: the checkpoint records
+// the blend with its datasets' absolute paths (the blend file's). (Only a single
+// dataset's directory was recorded: the blend's tokenizer files were not found.)
+func TestSampleFromAnotherDirectoryBlend(t *testing.T) {
+	a, _ := makeCharDatasetOf(t, charText(8000))
+	b, _ := makeCharDatasetOf(t, charText(8000))
+	if filepath.Dir(a) != filepath.Dir(b) {
+		t.Fatalf("datasets %s and %s in two directories", a, b)
+	}
+	blend := filepath.Join(filepath.Dir(a), "blend.yaml")
+	os.WriteFile(blend, []byte("datasets:\n  - {path: "+filepath.Base(a)+", weight: 0.5}\n  - {path: "+filepath.Base(b)+", weight: 0.5}\n"), 0o644)
+	for _, data := range []string{"0.5:" + filepath.Base(a) + ",0.5:" + filepath.Base(b), "blend.yaml"} {
+		t.Run(data, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			t.Chdir(filepath.Dir(a))
+			if code, _, stderr := runTrain(t, tinyArgs(data, out, "10")...); code != 0 {
+				t.Fatalf("train: exit %d: %s", code, stderr)
+			}
+			t.Chdir(t.TempDir())
+			code, stdout, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "4", "--device", "ref")
+			if code != 0 || !strings.HasPrefix(stdout, "to be") {
+				t.Fatalf("sample from another directory: exit %d, %q: %s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
 // TestSampleDeviceErrors: `train sample --device cuda` on a machine without a usable GPU
 // is a failure (exit 1) naming why, and a name that is no device a usage error (exit 2);
 // both were usage errors. (CI has no GPU.)
