@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 
 	"gptkit/tokenize"
@@ -27,12 +28,20 @@ var builtinPrints = sync.OnceValue(func() []builtinPrint {
 	return prints
 })
 
-// builtinOr passes a loader's result on, as the built-in it is (asBuiltin).
-func builtinOr(tok *tokenize.Tokenizer, err error) (*tokenize.Tokenizer, error) {
-	if err != nil {
-		return nil, err
+// builtinOr passes a loader's result on, as the built-in it is: asBuiltin, and for
+// the .tiktoken rank file file, tiktokenAsBuiltin. (Not for the files stored beside a
+// dataset, which spec.ForDataset reads as they are: an older dataset's manifest records
+// the fingerprint its r50k_base.tiktoken had.)
+func builtinOr(file string) func(*tokenize.Tokenizer, error) (*tokenize.Tokenizer, error) {
+	return func(tok *tokenize.Tokenizer, err error) (*tokenize.Tokenizer, error) {
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(file, tiktokenExt) {
+			tok = tiktokenAsBuiltin(tok, tok.Name())
+		}
+		return asBuiltin(tok), nil
 	}
-	return asBuiltin(tok), nil
 }
 
 // asBuiltin is the built-in tokenizer that tok, loaded from a path or a download, is

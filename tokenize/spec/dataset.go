@@ -42,7 +42,7 @@ func ForDataset(ctx context.Context, dir, name, fingerprint string, opt Options)
 	if dir != "" {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 			for _, path := range besideFiles(dir) {
-				tok, err := Load(ctx, path, Options{})
+				tok, err := loadBeside(path)
 				if err != nil {
 					tried = append(tried, fmt.Sprintf("the tokenizer beside the data: %v", err))
 					continue
@@ -105,7 +105,7 @@ func shortFingerprint(fp string) string {
 func Beside(ctx context.Context, dir, fingerprint string) (tok *tokenize.Tokenizer, path string, err error) {
 	var loadErr error // the first file's that did not load: the error when none did
 	for _, p := range besideFiles(dir) {
-		t, err := Load(ctx, p, Options{})
+		t, err := loadBeside(p)
 		if err != nil {
 			if loadErr == nil {
 				loadErr = fmt.Errorf("spec: the tokenizer beside the data: %w", err)
@@ -123,4 +123,15 @@ func Beside(ctx context.Context, dir, fingerprint string) (tok *tokenize.Tokeniz
 		return nil, "", loadErr
 	}
 	return tok, path, nil
+}
+
+// loadBeside loads a tokenizer file stored beside a dataset as it is: not as the
+// built-in it may be a copy of (Load), whose fingerprint an older dataset's manifest
+// may not record (an r50k_base.tiktoken stored before Load took it for the built-in).
+func loadBeside(path string) (*tokenize.Tokenizer, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	return loadPath(path, info)
 }

@@ -122,11 +122,7 @@ func loadTiktoken(path string) (*tokenize.Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := wrapLoad(path)(tokenize.LoadTiktoken(data, encoding))
-	if err != nil {
-		return nil, err
-	}
-	return tiktokenAsBuiltin(tok, encoding), nil
+	return wrapLoad(path)(tokenize.LoadTiktoken(data, encoding))
 }
 
 func readFile(path string) ([]byte, error) {

@@ -83,7 +83,7 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 		if opt.URL != "" || opt.SHA256 != "" {
 			return nil, fmt.Errorf("spec: %s is a local path; a download URL or sha256 applies only to a tokenizer name (%s)", spec, strings.Join(Names(), ", "))
 		}
-		return builtinOr(loadPath(spec, info))
+		return builtinOr(spec)(loadPath(spec, info))
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("spec: %w", err)
 	}
@@ -91,7 +91,7 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 		return loadNamed(ctx, named, opt)
 	}
 	if src, rel, ok := remoteSource(spec); ok {
-		return builtinOr(loadRemote(ctx, spec, src, rel, opt))
+		return builtinOr(rel)(loadRemote(ctx, spec, src, rel, opt))
 	}
 	return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory, a built-in name (%s), a Hugging Face id (ORG/NAME) nor an http(s) URL", spec, strings.Join(Names(), ", "))
 }

@@ -217,6 +217,16 @@ func TestLoadCopyOfBuiltin(t *testing.T) {
 			t.Errorf("%s: ids %v, want %v", tc.spec, got, want)
 		}
 	}
+	// A dataset made before (its manifest records the rank file's own fingerprint,
+	// and the file is stored beside it) still finds it: the files beside a dataset
+	// are read as they are.
+	raw, err := tokenize.LoadTiktoken(ranks.Bytes(), "r50k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ForDataset(ctx, src, "r50k_base", raw.Fingerprint(), Options{}); err != nil || got.Fingerprint() != raw.Fingerprint() {
+		t.Errorf("a dataset made with the rank file's own fingerprint: %v", err)
+	}
 	tok, err := Load(ctx, filepath.Join(src, "other", "r50k_base.tiktoken"), Options{})
 	if err != nil {
 		t.Fatal(err)
