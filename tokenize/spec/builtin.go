@@ -12,21 +12,45 @@ import (
 // builtinPrint is a built-in tokenizer's name and fingerprint.
 type builtinPrint struct{ name, fingerprint string }
 
-// builtinPrints are the fingerprints of the built-in tokenizers built from files, in
-// Names' order (gpt2 before r50k_base, which share one), from their embedded copies:
-// loaded once, when a path or a download is first loaded (some 100 ms).
-var builtinPrints = sync.OnceValue(func() []builtinPrint {
+// builtinFingerprint returns the fingerprint of the built-in named (one built from files),
+// from its embedded copy, loaded on the first call for that name (a few to some 30 ms
+// each); callers ask only for the built-ins of the size of the tokenizer at hand.
+func builtinFingerprint(named namedTokenizer) string {
+	builtinPrintsMu.Lock()
+	defer builtinPrintsMu.Unlock()
+	if fp, ok := builtinPrintsByName[named.name]; ok {
+		return fp
+	}
+	fp := ""
+	if tok, err := loadEmbedded(named); err == nil {
+		fp = tok.Fingerprint()
+	}
+	builtinPrintsByName[named.name] = fp
+	return fp
+}
+
+var (
+	builtinPrintsMu     sync.Mutex
+	builtinPrintsByName = map[string]string{}
+)
+
+// builtinPrints are the names and fingerprints of the built-in tokenizers built from
+// files whose vocabulary has vocabSize tokens, in Names' order (gpt2 before r50k_base,
+// which share one): a tokenizer of another size is none of them, so a trained
+// tokenizer given by path loads no built-in to be told apart (all five took some
+// 100 ms).
+func builtinPrints(vocabSize int) []builtinPrint {
 	var prints []builtinPrint
 	for _, named := range namedTokenizers {
-		if named.build == nil {
+		if named.build == nil || named.vocabSize != vocabSize {
 			continue
 		}
-		if tok, err := loadEmbedded(named); err == nil {
-			prints = append(prints, builtinPrint{named.name, tok.Fingerprint()})
+		if fp := builtinFingerprint(named); fp != "" {
+			prints = append(prints, builtinPrint{named.name, fp})
 		}
 	}
 	return prints
-})
+}
 
 // builtinOr passes a loader's result on, as the built-in it is: asBuiltin, and for
 // the .tiktoken rank file file, tiktokenAsBuiltin. (Not for the files stored beside a
@@ -51,7 +75,7 @@ func builtinOr(file string) func(*tokenize.Tokenizer, error) (*tokenize.Tokenize
 // of that fingerprint (r50k_base rather than gpt2).
 func asBuiltin(tok *tokenize.Tokenizer) *tokenize.Tokenizer {
 	var match string
-	for _, p := range builtinPrints() {
+	for _, p := range builtinPrints(tok.VocabSize()) {
 		if p.fingerprint == tok.Fingerprint() && (match == "" || p.name == tok.Name()) {
 			match = p.name
 		}
@@ -95,7 +119,7 @@ func IsBuiltin(tok *tokenize.Tokenizer) bool {
 	if tok.Kind() == tokenize.KindByteChar {
 		return tok.Name() == "char"
 	}
-	for _, p := range builtinPrints() {
+	for _, p := range builtinPrints(tok.VocabSize()) {
 		if p.name == tok.Name() && p.fingerprint == tok.Fingerprint() {
 			return true
 		}

@@ -19,6 +19,9 @@ type namedTokenizer struct {
 	// build makes the tokenizer from the contents of files, in order. Nil for a
 	// tokenizer that needs no file.
 	build func(contents [][]byte, name string) (*tokenize.Tokenizer, error)
+	// vocabSize is the built tokenizer's VocabSize (TestBuiltinVocabSizes): a
+	// tokenizer of another size is not a copy of it, told without loading it (asBuiltin).
+	vocabSize int
 }
 
 var gpt2Files = []remoteFile{
@@ -48,8 +51,8 @@ func buildTiktoken(contents [][]byte, name string) (*tokenize.Tokenizer, error) 
 
 // namedTokenizers lists the names Load knows, in the order Names reports them.
 var namedTokenizers = []namedTokenizer{
-	{name: "gpt2", cacheDir: "gpt2", files: gpt2Files, build: buildVocabMerges},
-	{name: "r50k_base", cacheDir: "gpt2", files: gpt2Files, build: buildVocabMerges},
+	{name: "gpt2", cacheDir: "gpt2", files: gpt2Files, build: buildVocabMerges, vocabSize: 50257},
+	{name: "r50k_base", cacheDir: "gpt2", files: gpt2Files, build: buildVocabMerges, vocabSize: 50257},
 	{
 		name:     "neox-20b",
 		cacheDir: "neox-20b",
@@ -58,7 +61,8 @@ var namedTokenizers = []namedTokenizer{
 			url:    "https://huggingface.co/EleutherAI/gpt-neox-20b/resolve/main/tokenizer.json",
 			sha256: "56ac4821e129d2c520fdaba60abd920fa852ada51b45c0dd52bbb6bd8c985ade",
 		}},
-		build: buildHFJSON,
+		build:     buildHFJSON,
+		vocabSize: 50277,
 	},
 	{
 		name:     "cl100k_base",
@@ -68,7 +72,8 @@ var namedTokenizers = []namedTokenizer{
 			url:    "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
 			sha256: "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
 		}},
-		build: buildTiktoken,
+		build:     buildTiktoken,
+		vocabSize: 100277,
 	},
 	{
 		name:     "o200k_base",
@@ -78,7 +83,8 @@ var namedTokenizers = []namedTokenizer{
 			url:    "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
 			sha256: "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 		}},
-		build: buildTiktoken,
+		build:     buildTiktoken,
+		vocabSize: 200019,
 	},
 	{name: "char"},
 }
