@@ -14,6 +14,7 @@ import (
 
 	"gptkit/internal/cli"
 	"gptkit/internal/fetch"
+	"gptkit/internal/redact"
 	"gptkit/pipelines"
 	"gptkit/prep"
 	"gptkit/shards"
@@ -91,12 +92,12 @@ func runCorpus(ctx context.Context, name string, args []string, stdout, stderr i
 		j.beforeFetch = func(ctx context.Context) error {
 			// Said first: a mirror that accepts connections and never answers holds
 			// this request for minutes (three tries of a minute each).
-			log.Info("asking the mirror for SHA256SUMS", "url", strings.TrimRight(*mirror, "/")+"/SHA256SUMS")
+			log.Info("asking the mirror for SHA256SUMS", "url", redact.URL(strings.TrimRight(*mirror, "/")+"/SHA256SUMS"))
 			sums, err := prep.FetchMirrorSums(ctx, nil, *mirror)
 			if err != nil && len(opt.Checksums) > 0 && ctx.Err() == nil {
 				// The error's own hint is to pass --checksums: with it, the mirror's
 				// list only adds to it (it failed the run anyway, so the hint misled).
-				log.Warn("could not read the mirror's SHA256SUMS: the files --checksums lists are verified, the others only by their format", "err", cli.OneLine(err.Error()))
+				log.Warn("could not read the mirror's SHA256SUMS: the files --checksums lists are verified, the others only by their format", "err", redact.String(cli.OneLine(err.Error())))
 				err = nil
 			}
 			if err != nil {
