@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"gptkit/prep"
 )
 
 // faultCorpus is n JSONL lines of generated text.
@@ -135,6 +137,11 @@ func TestWriteHint(t *testing.T) {
 		if !errors.Is(got, tt.err) || !strings.Contains(got.Error(), tt.want) {
 			t.Errorf("writeHint(%v) = %v, want it to say %q", tt.err, got, tt.want)
 		}
+	}
+	// An input that cannot be read (no read permission) is not the dataset's disk.
+	input := fmt.Errorf("tokenize: %w", &prep.FileError{File: "corpus.jsonl", Err: &fs.PathError{Op: "open", Path: "corpus.jsonl", Err: syscall.EACCES}})
+	if got := j.writeHint(input); got != input {
+		t.Errorf("writeHint(%v) = %v, want it unchanged", input, got)
 	}
 	other := errors.New("prep: train/00.jsonl.zst line 3: unexpected EOF")
 	if got := j.writeHint(other); got != other {

@@ -332,8 +332,12 @@ func (j *job) removeDownloads() {
 
 // writeHint adds the next step to a failure of this machine's disk while the dataset
 // was written (a full disk, a read-only directory): the downloads say theirs (fetch),
-// the shards said only "no space left on device".
+// the shards said only "no space left on device". A file read for its documents (an
+// --input without read permission) is not the dataset's disk: its error is left alone.
 func (j *job) writeHint(err error) error {
+	if fe := (*prep.FileError)(nil); errors.As(err, &fe) {
+		return err
+	}
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
 		return fmt.Errorf("%w (free space on the disk of %s, or pass --dest to write the dataset elsewhere, then rerun: it keeps the finished shards)", err, j.output())
