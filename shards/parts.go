@@ -172,7 +172,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		case errors.Is(err, ErrMissing):
 			missing = append(missing, i)
 		case err != nil:
-			return MergeResult{}, fmt.Errorf("shards: merge-parts %s: part %d of %d: %w", where, i, count, err)
+			return MergeResult{}, mergeErr(err, "%s: part %d of %d", where, i, count)
 		default:
 			parts[i] = m
 		}
@@ -205,7 +205,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		case errors.Is(err, ErrMissing):
 			missing = append(missing, i)
 		case err != nil:
-			return MergeResult{}, fmt.Errorf("shards: merge-parts %s: part %d of %d: %w", where, i, count, err)
+			return MergeResult{}, mergeErr(err, "%s: part %d of %d", where, i, count)
 		}
 		parts[i] = m
 	}
@@ -215,7 +215,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 	if err := partsAgree(where, parts); err != nil {
 		return MergeResult{}, err
 	}
-	if err := checkPartShards(ctx, st, dir, parts); err != nil {
+	if err := checkPartShards(ctx, st, dir, where, parts); err != nil {
 		return MergeResult{}, err
 	}
 	m, err := mergedManifest(where, parts, o.Command)
@@ -235,7 +235,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		m.ETag = old.ETag
 		replaced = old
 	case !errors.Is(err, ErrMissing) && !o.Overwrite:
-		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
+		return MergeResult{}, mergeErr(err, "%s", where)
 	case !errors.Is(err, ErrMissing):
 		// A broken manifest is replaced: take its version so that the write may.
 		if info, serr := st.Stat(ctx, ManifestKey(dir)); serr == nil {
@@ -267,7 +267,7 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 					where, ErrExists, who, ManifestName, what, now.Documents)
 			}
 		}
-		return MergeResult{}, fmt.Errorf("shards: merge-parts %s: %w", where, err)
+		return MergeResult{}, mergeErr(err, "%s", where)
 	}
 	res := MergeResult{Manifest: m, Parts: count}
 	if replaced != nil { // only now: the new manifest is committed
@@ -409,6 +409,19 @@ func missingErr(where string, parts []*Manifest, missing []int, started map[int]
 }
 
 // wrapped is a message of its own that matches a sentinel.
+// mergeErr wraps err, an error of this package or another's, under "shards:
+// merge-parts " and the context format gives (the directory, the part), saying
+// "shards: " once: its text follows without its own prefix. A "---> HINT:" line in
+// format goes after err's text (err's own hint, if any, is kept before it).
+func mergeErr(err error, format string, args ...any) error {
+	ctx, hint, _ := strings.Cut(fmt.Sprintf(format, args...), "\n---> HINT: ")
+	msg := "shards: merge-parts " + ctx + ": " + strings.TrimPrefix(err.Error(), "shards: ")
+	if hint != "" {
+		msg += "\n---> HINT: " + hint
+	}
+	return &wrapped{msg: msg, err: err}
+}
+
 type wrapped struct {
 	msg string
 	err error
@@ -781,7 +794,7 @@ func listOrNone(l []string) string {
 // checkPartShards checks that every part's shard files are in place: the .idx there
 // and the .bin of the size the manifest entry implies. (Checksums are Verify's job: it
 // reads every byte.)
-func checkPartShards(ctx context.Context, st storage.Store, dir string, parts []*Manifest) error {
+func checkPartShards(ctx context.Context, st storage.Store, dir, where string, parts []*Manifest) error {
 	for i, m := range parts {
 		pdir := join(dir, PartDir(i, len(parts)))
 		for _, s := range m.Shards {
@@ -790,19 +803,19 @@ func checkPartShards(ctx context.Context, st storage.Store, dir string, parts []
 				info, err := st.Stat(ctx, key+ext)
 				if err != nil {
 					if errors.Is(err, storage.ErrNotExist) {
-						return fmt.Errorf("shards: merge-parts: %w: %s does not exist, but part %d's manifest names it\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
-							ErrMissing, keyName(st, key+ext), i, keyName(st, ManifestKey(pdir)))
+						return fmt.Errorf("shards: merge-parts %s: %w: %s does not exist, but part %d's manifest names it\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+							where, ErrMissing, keyName(st, key+ext), i, keyName(st, ManifestKey(pdir)))
 					}
-					return fmt.Errorf("shards: merge-parts: stat %s: %w", keyName(st, key+ext), err)
+					return fmt.Errorf("shards: merge-parts %s: stat %s: %w", where, keyName(st, key+ext), err)
 				}
 				if want := s.Tokens * int64(m.DType.Size()); ext == ".bin" && info.Size != want {
-					return fmt.Errorf("shards: merge-parts: %w: %s has %d bytes, its manifest entry (%d %s tokens) says %d\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
-						ErrMismatch, keyName(st, key+ext), info.Size, s.Tokens, m.DType, want, keyName(st, ManifestKey(pdir)))
+					return fmt.Errorf("shards: merge-parts %s: %w: %s has %d bytes, its manifest entry (%d %s tokens) says %d\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+						where, ErrMismatch, keyName(st, key+ext), info.Size, s.Tokens, m.DType, want, keyName(st, ManifestKey(pdir)))
 				}
 			}
 			if err := checkPartIndex(ctx, st, key, s, m.DType); err != nil {
-				return fmt.Errorf("shards: merge-parts: %w\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
-					err, keyName(st, ManifestKey(pdir)))
+				return mergeErr(err, "%s: part %d of %d\n---> HINT: the part was damaged after it finished: delete %s and rerun its task",
+					where, i, len(parts), keyName(st, ManifestKey(pdir)))
 			}
 		}
 	}

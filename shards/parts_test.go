@@ -152,6 +152,11 @@ func TestMergePartsRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "part-00001-of-00002/d_text_document.idx: byte 18 (n_seq): 1 documents, the manifest says 2", ErrMismatch},
+		{"broken part manifest", func(st *testStore) {
+			writePart(t, st, "ds", 0, 2, "j", one)
+			writePart(t, st, "ds", 1, 2, "j", one)
+			os.WriteFile(st.path("ds/"+PartDir(1, 2)+"/manifest.json"), []byte("{"), 0o666)
+		}, "ds: part 1 of 2: ", nil},
 		{"another dataset there", func(st *testStore) {
 			writePart(t, st, "ds", 0, 1, "j", one)
 			writeDataset(t, st, "ds", testTokenizer(65536), Uint16, [][]int{{9}})
@@ -163,6 +168,12 @@ func TestMergePartsRefuses(t *testing.T) {
 			_, err := MergeParts(ctx, st, "ds", MergePartsOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("got %v, want %q (%v)", err, tc.want, tc.is)
+			}
+			// Said once, however deep the cause (`shards merge-parts` prints it after
+			// its own name without "shards: merge-parts"), and a file's error within
+			// it without its "shards: ".
+			if msg := err.Error(); !strings.HasPrefix(msg, "shards: merge-parts "+st.path("ds")+": ") || strings.Count(msg, "merge-parts") != 1 || strings.Contains(msg, "shards: "+st.path("")) {
+				t.Errorf("names merge-parts other than once at its start, or shards before a file: %q", msg)
 			}
 		})
 	}

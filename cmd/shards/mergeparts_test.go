@@ -112,7 +112,10 @@ func TestMergePartsOverwriteRemovesReplaced(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantFailure(t, 1, []string{"was not merged from this run's parts", "--overwrite"}, "merge-parts", dir)
+	_, refusal := wantFailure(t, 1, []string{"shards merge-parts: " + dir, "was not merged from this run's parts", "--overwrite"}, "merge-parts", dir)
+	if strings.Count(refusal, "merge-parts") != 1 {
+		t.Errorf("the refusal says merge-parts more than once: %q", refusal)
+	}
 	code, out, errOut := runShards(t, "merge-parts", dir, "--overwrite")
 	if code != 0 || !strings.Contains(out, "3 documents") || !strings.Contains(errOut, dir+": removed 2 files of the replaced dataset") {
 		t.Fatalf("merge-parts --overwrite: exit %d, %q, %q", code, out, errOut)

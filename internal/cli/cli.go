@@ -177,9 +177,16 @@ func (c *Command) PrintHelp(w io.Writer) {
 // "---> HINT:" line) is folded onto that line. Credentials in URLs are redacted.
 func Fail(stderr io.Writer, who string, err error) int {
 	msg := withoutPrefix(OneLine(err.Error()), who+": ")
-	if prog, _, sub := strings.Cut(who, " "); sub {
-		// "train export": its package's errors say "train: " too.
-		msg = withoutPrefix(msg, prog+": ")
+	if prog, sub, ok := strings.Cut(who, " "); ok {
+		// "train export": its package's errors say "train: " too, and often the
+		// operation after it ("train: export to DIR: ...", "shards: merge-parts DIR:
+		// ..."), which the command's name has just said.
+		if rest := withoutPrefix(msg, prog+": "); rest != msg {
+			msg = rest
+			if after, ok := strings.CutPrefix(msg, sub); ok && (strings.HasPrefix(after, ": ") || strings.HasPrefix(after, " ")) {
+				msg = strings.TrimPrefix(strings.TrimPrefix(after, ":"), " ")
+			}
+		}
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", who, redact.String(msg))
 	return ExitFailure

@@ -72,6 +72,20 @@ func TestFail(t *testing.T) {
 	if got := stderr.String(); got != "train: resume x: no checkpoint\n" {
 		t.Errorf("Fail with the command's own prefix: %q", got)
 	}
+	// A package naming the subcommand's operation after its own name: said once.
+	for _, tc := range []struct{ who, err, want string }{
+		{"shards merge-parts", "shards: merge-parts out: part 1 of 2: missing", "shards merge-parts: out: part 1 of 2: missing\n"},
+		{"shards merge-parts", "shards: merge-parts: out: missing", "shards merge-parts: out: missing\n"},
+		{"train export", "train: export to out: denied", "train export: to out: denied\n"},
+		{"shards merge", "shards: merge-parts out: x", "shards merge: merge-parts out: x\n"},
+		{"shards merge", "merge is a word", "shards merge: merge is a word\n"},
+	} {
+		stderr.Reset()
+		Fail(&stderr, tc.who, errors.New(tc.err))
+		if got := stderr.String(); got != tc.want {
+			t.Errorf("Fail(%q, %q): %q, want %q", tc.who, tc.err, got, tc.want)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	err := errors.New("read: context canceled")
 	if Interrupted(ctx, err) != err {
