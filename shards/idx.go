@@ -199,6 +199,14 @@ func swappedHint(err error, prefix string, binHead []byte) error {
 	return &c
 }
 
+// SwappedHint is err, the parse error of shard PREFIX's .idx, with the hint that its
+// two files are swapped when its .bin (binHead, at least its first len(Magic) bytes)
+// is the index: for a caller that reads the .idx itself (shards info), as Open and
+// Verify do.
+func SwappedHint(err error, prefix string, binHead []byte) error {
+	return swappedHint(err, prefix, binHead)
+}
+
 // mulString prints a·b without overflowing.
 func mulString(a, b uint64) string {
 	if a > math.MaxUint64/b {

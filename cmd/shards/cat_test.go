@@ -316,3 +316,32 @@ func TestInfoDoesNotLoadANonIndex(t *testing.T) {
 		t.Fatalf("info allocated %d MiB for a 64 MiB non-index", got>>20)
 	}
 }
+
+// TestSwappedFilesHint: a shard whose .bin and .idx were swapped (a rename gone
+// wrong) gets the hint to swap them back from info as from verify and cat; info gave
+// the generic "is this an .idx file" hint.
+func TestSwappedFilesHint(t *testing.T) {
+	dir := t.TempDir()
+	w, err := shards.NewWriter(context.Background(), openStore(t, dir), "x_text_document", shards.Uint16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range [][]int{{1, 2, 3}, {4, 5}} {
+		if err := w.AddDocument(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(dir, "x_text_document")
+	if err := os.Rename(prefix+".bin", prefix+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(prefix+".idx", prefix+".bin")
+	os.Rename(prefix+".tmp", prefix+".idx")
+	hint := "the shard's two files are swapped: " + prefix + ".bin holds the index"
+	for _, args := range [][]string{{"info", prefix}, {"verify", prefix}, {"cat", prefix, "--doc", "0"}} {
+		wantFailure(t, 1, []string{prefix + ".idx", "magic", hint}, args...)
+	}
+}

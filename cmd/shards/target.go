@@ -137,7 +137,11 @@ func readIndex(ctx context.Context, t target, opts []shards.Option) (*shards.Ind
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if string(head) != shards.Magic {
-		return shards.ParseIndex(name, head, opts...)
+		ix, err := shards.ParseIndex(name, head, opts...)
+		if err != nil {
+			err = shards.SwappedHint(err, t.String(), readHead(ctx, t, ".bin", len(shards.Magic)))
+		}
+		return ix, err
 	}
 	data := make([]byte, obj.Size())
 	copy(data, head)
@@ -145,6 +149,19 @@ func readIndex(ctx context.Context, t target, opts []shards.Option) (*shards.Ind
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return shards.ParseIndex(name, data, opts...)
+}
+
+// readHead returns the first n bytes of the target's file with suffix ext (fewer,
+// or none, if it is shorter or unreadable): for a hint only.
+func readHead(ctx context.Context, t target, ext string, n int) []byte {
+	obj, err := t.store.Open(ctx, t.prefix+ext)
+	if err != nil {
+		return nil
+	}
+	defer obj.Close()
+	head := make([]byte, min(obj.Size(), int64(n)))
+	k, _ := io.ReadFull(obj, head)
+	return head[:k]
 }
 
 // removeIfCreated returns a function that removes the local directory location again if it
