@@ -32,6 +32,10 @@ var (
 	// ErrVocab: a token id of a shard is outside its tokenizer's vocabulary [0,
 	// vocab_size) (or the vocabulary a reader was told).
 	ErrVocab = errors.New("shards: token id outside the vocabulary")
+	// ErrNegativeID: a negative token id in a shard of a signed dtype, one that
+	// records no vocabulary (a bare shard): no tokenizer makes one, so the .bin is
+	// damaged (a flipped sign byte). It matches ErrVocab too.
+	ErrNegativeID error = &kindError{msg: "shards: negative token id", parent: ErrVocab}
 	// ErrTokenRange: a token id does not fit the shard's dtype.
 	ErrTokenRange = errors.New("shards: token id out of range for dtype")
 	// ErrIncompatible: datasets that cannot be merged (tokenizer or dtype differ).
@@ -41,6 +45,16 @@ var (
 	// ErrClosed: the Writer was already closed or aborted.
 	ErrClosed = errors.New("shards: writer closed")
 )
+
+// kindError is a sentinel that also matches a broader one (parent): its own text
+// names the kind that `shards verify` prints.
+type kindError struct {
+	msg    string
+	parent error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.parent }
 
 // FormatError describes one problem in one file.
 type FormatError struct {

@@ -188,7 +188,8 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 			}
 			if negOnly && s.badID < 0 {
 				fe := vocabErrAt(binName, s.badAt, s.badID, where, vocab, "", "the .bin is damaged: restore it, or re-run the stage that wrote it").(*FormatError)
-				fe.Msg = fmt.Sprintf("negative token id %d", s.badID)
+				fe.Err = ErrNegativeID
+				fe.Msg = fmt.Sprintf("token id %d is negative", s.badID)
 				add(binName, false, fe)
 			} else if !negOnly {
 				add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab), ""))

@@ -188,7 +188,7 @@ func TestVerifyBareNegativeID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrVocab) || !strings.Contains(probs[0].Err.Error(), "x.bin: byte 8 (document 1, token 1): negative token id -1") {
+	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrVocab) || !errors.Is(probs[0].Err, ErrNegativeID) || !strings.Contains(probs[0].Err.Error(), "x.bin: byte 8 (document 1, token 1): token id -1 is negative") {
 		t.Fatalf("VerifyShard = %v, want the negative id at byte 8", probs)
 	}
 	le.PutUint32(bin[8:], 9)

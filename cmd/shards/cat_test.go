@@ -92,6 +92,11 @@ func TestCatRefusesIDsOutsideTheVocabulary(t *testing.T) {
 	os.WriteFile(bare+".idx", []byte(idx.String()), 0o644)
 	os.WriteFile(bare+".bin", []byte{5, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, 0o644)
 	wantFailure(t, 1, []string{bare + ".bin: byte 4 (document 0, token 1): negative token id -1", "the .bin is damaged"}, "cat", bare, "--doc", "0")
+	// verify names the kind: a negative id, not one outside a vocabulary it has none of.
+	out, _ := wantFailure(t, 1, nil, "verify", bare)
+	if want := "error: " + bare + ".bin: negative token id at byte 4 (document 0, token 1): token id -1 is negative"; !strings.Contains(out, want) || strings.Contains(out, "vocabulary") {
+		t.Errorf("verify of a negative id printed %q, want %q", out, want)
+	}
 }
 
 func emptyDataset(t *testing.T) string {
