@@ -149,6 +149,54 @@ func TestRedialUnreachable(t *testing.T) {
 	})
 }
 
+// TestRedialHangingConnect: a connect that hangs (its SYN dropped while the pod behind
+// the endpoint is replaced), to an endpoint reached before, is given a share of the
+// stall timeout and tried again; it was given the dialer's timeout, the whole stall
+// timeout, so the first hanging connect used it up and was never tried again.
+func TestRedialHangingConnect(t *testing.T) {
+	ctx := context.Background()
+	const d = 900 * time.Millisecond
+	ok, _ := net.Pipe()
+	hangs := 0 // dials to hang before one connects
+	dials := 0
+	rd := &redialer{d: d, log: slog.New(slog.DiscardHandler)}
+	rd.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// As net.Dialer with Timeout d (stallHTTPClient's): a hanging connect ends
+		// at d or at ctx's deadline.
+		dials++
+		if hangs == 0 {
+			return ok, nil
+		}
+		hangs--
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &timeoutErr{}}
+	}
+	rd.reached.Store(true)
+	hangs = 1
+	start := time.Now()
+	if _, err := rd.dialContext(ctx, "tcp", "minio.data.svc:9000"); err != nil {
+		t.Fatalf("after %s and %d dials: %v, want the hanging connects tried again within %s", time.Since(start), dials, err, d)
+	}
+	if dials != 2 || time.Since(start) > d {
+		t.Fatalf("%d dials in %s, want 2 within %s", dials, time.Since(start), d)
+	}
+	// A connect that hangs for good fails once d has passed, not later.
+	hangs, dials = 1000, 0
+	start = time.Now()
+	if _, err := rd.dialContext(ctx, "tcp", "minio.data.svc:9000"); err == nil || !strings.Contains(err.Error(), "unreachable for") {
+		t.Fatalf("a connect that always hangs: %v", err)
+	}
+	if took := time.Since(start); took < d || took > d+500*time.Millisecond || dials < 2 {
+		t.Fatalf("a connect that always hangs failed after %s and %d dials, want about %s and at least 2", took, dials, d)
+	}
+	if got := dialTimeout(60 * time.Second); got != 10*time.Second {
+		t.Errorf("dialTimeout(60s) = %s, want 10s", got)
+	}
+}
+
 type timeoutErr struct{}
 
 func (*timeoutErr) Error() string   { return "i/o timeout" }

@@ -53,7 +53,8 @@ func stallTimeout(opt Options) (time.Duration, error) {
 // seconds, or its name does not resolve ("no such host") or its address answers
 // nothing (a connect timeout, no route to host) meanwhile: once the client has
 // connected to it, such a dial is tried again until d has passed since the first
-// failed one (redialer) rather than failing the upload after the SDK's three quick
+// failed one (redialer), each dial given a share of d (dialTimeout: a connect that
+// hangs is tried again), rather than failing the upload after the SDK's three quick
 // attempts (about a second). Before it has, these fail at once: a wrong endpoint is
 // said at once.
 func stallHTTPClient(d time.Duration, log *slog.Logger) *awshttp.BuildableClient {
@@ -75,8 +76,10 @@ func stallHTTPClient(d time.Duration, log *slog.Logger) *awshttp.BuildableClient
 
 // redialer dials again a server it has reached before that cannot be reached now
 // (unreachable): after 100 ms, doubling to 2 s, until it connects or d has passed since
-// the first dial of the outage began (a dial that times out has taken its share). The
-// first failure of an outage is logged as a warning, the end of it as info.
+// the first dial of the outage began. Each of those dials (the first included) is given
+// dialTimeout(d), not the dialer's d: a connect that hangs (its SYN dropped while a pod
+// is replaced) would otherwise take the whole outage's time in one dial, never tried
+// again. The first failure of an outage is logged as a warning, the end of it as info.
 type redialer struct {
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	d       time.Duration
@@ -96,9 +99,31 @@ func unreachable(err error) bool {
 		(errors.As(err, &ne) && ne.Timeout())
 }
 
+// dialTimeout is the time one dial of an endpoint reached before is given, of the
+// stall timeout d: a third of it, at most 10 s, so that a connect that hangs is tried
+// again (a few times) before d has passed.
+func dialTimeout(d time.Duration) time.Duration {
+	return max(min(d/3, 10*time.Second), time.Millisecond)
+}
+
+// dialBy dials with at most dialTimeout(r.d), ending by deadline, once the endpoint was
+// reached (before, the dialer's own timeout, d: a wrong endpoint is said as it was).
+func (r *redialer) dialBy(ctx context.Context, network, addr string, deadline time.Time) (net.Conn, error) {
+	if !r.reached.Load() {
+		return r.dial(ctx, network, addr)
+	}
+	if t := time.Now().Add(dialTimeout(r.d)); t.Before(deadline) {
+		deadline = t
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return r.dial(dctx, network, addr)
+}
+
 func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	start := time.Now()
-	c, err := r.dial(ctx, network, addr)
+	deadline := start.Add(r.d)
+	c, err := r.dialBy(ctx, network, addr, deadline)
 	if err == nil {
 		r.connected(addr)
 		return c, nil
@@ -109,7 +134,6 @@ func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.C
 	if r.refused.CompareAndSwap(false, true) {
 		r.log.Warn("storage: the S3 endpoint cannot be reached (restarting?): trying again", "addr", addr, "for", r.d.String(), "err", err)
 	}
-	deadline := start.Add(r.d)
 	wait := 100 * time.Millisecond
 	for time.Now().Before(deadline) {
 		t := time.NewTimer(min(wait, time.Until(deadline)))
@@ -120,9 +144,7 @@ func (r *redialer) dialContext(ctx context.Context, network, addr string) (net.C
 		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
-		dctx, cancel := context.WithDeadline(ctx, deadline) // a dial that hangs ends with the outage's time
-		c, err = r.dial(dctx, network, addr)
-		cancel()
+		c, err = r.dialBy(ctx, network, addr, deadline)
 		if err == nil {
 			r.connected(addr)
 			return c, nil
