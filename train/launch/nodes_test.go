@@ -75,11 +75,11 @@ func TestRemoteCrashedRankNoRerun(t *testing.T) {
 			t.Errorf("panic, node %d: %v, want rank 1's panic on node 1 and no rerun hint\n%s", node, err, stderrs[node])
 		}
 	}
-	// Node 0 says it as its own failure, from node 1's word on the exit, not as
-	// node 1's giving up ("node 1: ..."), which comes only once node 1's ranks
-	// have all stopped.
-	if err := errs[0]; err != nil && !strings.HasPrefix(err.Error(), "launch: rank 1 on node 1 exited") {
-		t.Errorf("panic, node 0: %v, want its own line for rank 1's exit", err)
+	// Node 0 says it from node 1's word on the exit, not from node 1's giving up,
+	// which comes only once node 1's ranks have all stopped and reads the same
+	// (giveUpReason).
+	if !heardWord(stderrs[0].String(), "rank 1 on node 1 exited with status 2: panic: out of cheese") {
+		t.Errorf("panic, node 0: no word from node 1's launcher on rank 1's end:\n%s", stderrs[0])
 	}
 
 	errs, stderrs = runTwoNodes(t, "distkill1", 1)
@@ -96,6 +96,24 @@ func TestRemoteCrashedRankNoRerun(t *testing.T) {
 			t.Errorf("panic on node 0, node %d: %v, want rank 1's panic on node 0 and no rerun hint\n%s", node, err, stderrs[node])
 		}
 	}
+	if !heardWord(stderrs[1].String(), "rank 1 on node 0 exited with status 2: panic: out of cheese") {
+		t.Errorf("panic on node 0, node 1: no word from node 0's launcher on rank 1's end:\n%s", stderrs[1])
+	}
+}
+
+// heardWord reports whether a launcher's log shows it took want, a rank's end as
+// the launcher of the rank's node said it, from that launcher's word on the exit
+// (dist.EventExit, or the store's abort that carries it): not only from that
+// launcher's giving up ("the job is over", the store's "job failed"), which says the
+// same words (giveUpReason adds no "node N: " to a reason naming node N).
+func heardWord(stderr, want string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, `msg="the rank the store named has exited"`) && strings.Contains(line, `failure="`+want) ||
+			strings.Contains(line, `msg="the group failed`) && strings.Contains(line, `reason="`+want) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRemoteExitWordBounded: node 0's launcher waits for the word of a blamed rank's
