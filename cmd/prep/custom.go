@@ -25,10 +25,11 @@ import (
 // runCustom implements `prep custom`: the user's own files (local, https:// or s3://).
 func runCustom(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("prep", "custom", "--input PATH_OR_URL... --name NAME -d DIR [flags]",
-		"Tokenizes your own corpus: .jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .txt (one document each),\n"+
-			".zip (one document per member) and .parquet (streamed by row group; --text-key names the\n"+
-			"column), from local paths, https:// URLs or s3://bucket/key. Remote files are downloaded\n"+
-			"into DIR/NAME/downloads/ first (resumable). Output: DIR/NAME/NAME_text_document*.{bin,idx}\n"+
+		"Tokenizes your own corpus: .jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .txt,\n"+
+			".txt.zst, .txt.gz (one document each), .zip (one document per member) and .parquet\n"+
+			"(streamed by row group; --text-key names the column), from local paths, https:// URLs\n"+
+			"or s3://bucket/key. Remote files are downloaded into DIR/NAME/downloads/ first\n"+
+			"(resumable). Output: DIR/NAME/NAME_text_document*.{bin,idx}\n"+
 			"and manifest.json. --slurm, --num-workers and --merge-parts work as for `prep NAME`.")
 	var f jobFlags
 	f.register(c)

@@ -67,7 +67,7 @@ func (f *jobFlags) register(c *cli.Command) {
 	fs.BoolVar(&f.mergeParts, "merge-parts", false, "do not tokenize: write OUT/manifest.json from the finished parts of a partitioned run (refusing, naming them, while parts are missing), then remove the downloads unless --keep-downloads")
 	fs.BoolVar(&f.slurm, "slurm", false, "do not tokenize here: download the corpus, write a SLURM array job of --array-size tasks (one part each) and a merge job that runs after it into DIR/NAME/slurm/, submit both with sbatch, and print their ids")
 	fs.IntVar(&f.arraySize, "array-size", 16, "with --slurm: the number of array tasks `W` (parts)")
-	fs.StringVar(&f.sbatchArgs, "sbatch-args", "", "with --slurm: more sbatch options for both jobs, split as a shell splits them (e.g. \"--partition=cpu --time=4:00:00 --comment='tokenize c4'\"), written into the scripts as #SBATCH lines")
+	fs.StringVar(&f.sbatchArgs, "sbatch-args", "", "with --slurm: more sbatch `OPTIONS` for both jobs, split as a shell splits them (e.g. \"--partition=cpu --time=4:00:00 --comment='tokenize c4'\"), written into the scripts as #SBATCH lines")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "with --slurm: print the scripts and the sbatch commands instead of writing and submitting them")
 	fs.IntVar(&f.localParts, "parts", 1, "tokenize as `K` parts of a partitioned run at once in this process, each with its share of --workers, merged at the end: several compressed files are read K at a time instead of one (1: one run)")
 }

@@ -21,7 +21,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		"Concatenates the datasets IN..., in the order given, into a new dataset in OUT with one\n"+
 			"shard per split (BASE_text_document, BASE being --prefix, else OUT's last element;\n"+
 			"BASE_val_text_document for the val split, ...) and a correct doc_idx (GPT-NeoX\n"+
-			"merge_datasets.py leaves it [0]); a character vocabulary (chars.json) comes along. The inputs must share a\n"+
+			"merge_datasets.py leaves it [0]); the tokenizer files kept beside the inputs (chars.json,\n"+
+			"tokenizer.json, ...) come along. The inputs must share a\n"+
 			"tokenizer fingerprint and a dtype; every input byte is checked against its manifest's\n"+
 			"sha256 while it is copied.\n"+
 			"OUT and IN are directories or s3://bucket/prefix; OUT must not hold a dataset yet. Its\n"+

@@ -40,7 +40,7 @@ func runSamples(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	seqLen := c.Flags.Int("seq-len", 0, "the sequence length `L`; every sample has L+1 tokens (required)")
 	seed := c.Flags.Uint("seed", 1234, "the shuffle `SEED` (GPT-NeoX's seed)")
 	numSamples := c.Flags.Int64("num-samples", -1, "the number of samples `N` the index is built for (required)")
-	order := c.Flags.String("order", loader.OrderDefault, "the sample order: default (shuffled per epoch) or neox (GPT-NeoX's, sample for sample)")
+	order := c.Flags.String("order", loader.OrderDefault, "the sample `ORDER`: default (shuffled per epoch) or neox (GPT-NeoX's, sample for sample)")
 	splitStr := c.Flags.String("split", "969,30,1", "the train,valid,test `WEIGHTS` dividing the documents (GPT-NeoX's split)")
 	first := c.Flags.Int64("first", 0, "the first sample `K` (with --rank: the global cursor)")
 	countFlag := countValue{n: -1}
