@@ -423,3 +423,20 @@ func TestKillDuringCheckpoint(t *testing.T) {
 	sameMetrics(t, readMetricsFile(t, cfg.Out), readMetricsFile(t, straight.Out))
 	sameCheckpointFiles(t, got.Checkpoint, want.Checkpoint)
 }
+
+// TestVocabSizeBelowTokenizer: a vocab_size below the dataset tokenizer's failed with
+// the loader's hint to re-make the dataset ("re-run the stage that wrote the dataset"),
+// though the data was fine; now the error names vocab_size and the tokenizer's size.
+func TestVocabSizeBelowTokenizer(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.VocabSize, cfg.MaxSteps = 10, 2
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err == nil {
+		t.Fatal("vocab_size 10 on a 20-token tokenizer's data: trained")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "vocab_size 10 (--vocab-size) is smaller than") || !strings.Contains(msg, "tiny (20 tokens)") ||
+		!strings.Contains(msg, "set vocab_size 0") || strings.Contains(msg, "re-run the stage") {
+		t.Errorf("error = %v, want it to name vocab_size 10, the tokenizer's 20 tokens and vocab_size 0, not re-making the data", err)
+	}
+}
