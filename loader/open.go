@@ -476,6 +476,12 @@ func (s *dataSet) samples(ctx context.Context, o Options, k int, splitName strin
 	}
 	sm.Order, sm.Index = x.Order, x
 	o.Logger.Info("loader: index", "data", s.name, "split", SplitNames[k], "order", x.Order, "samples", x.Len(), "epochs", x.Epochs, "file", file)
+	if k != Train && x.Epochs > 1 {
+		// Training for several epochs is common; an evaluation of several is the same
+		// samples counted again, unevenly (the last epoch in part), which no one asks for.
+		o.Logger.Warn("loader: the "+SplitNames[k]+" split holds fewer samples than asked for: they repeat, some counted more often than others (ask for fewer: train's eval_steps x batch_size x ranks)",
+			"data", s.name, "samples_per_epoch", (x.TokensPerEpoch-1)/int64(x.SeqLen), "asked", n, "epochs", x.Epochs)
+	}
 	return sm, file, nil
 }
 

@@ -469,3 +469,30 @@ func TestBlendFileMissingDataset(t *testing.T) {
 		t.Fatalf("got %v\nwant %s...", err, want)
 	}
 }
+
+// TestValidRepeatsWarned: asking for more valid samples than the split holds built an
+// index of several epochs of it, and an evaluation then counted its samples two or
+// three times each, unevenly, with only an info line's epochs=3 to say so; now a
+// warning names the samples an epoch holds and the count asked for. The train split's
+// epochs are not warned about.
+func TestValidRepeatsWarned(t *testing.T) {
+	docs := make([][]int, 20)
+	for i := range docs {
+		docs[i] = []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	}
+	dir := writeDataset(t, filepath.Join(t.TempDir(), "d"), docs, 2, shards.Uint16, []string{"train", "val"}, "fp")
+	log, buf := logBuffer()
+	d, err := Open(ctx, Options{Data: dir, SeqLen: 4, Seed: 1, NumSamples: [3]int64{100, 50, 0}, CacheDir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	out := buf.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "the valid split holds fewer samples than asked for") ||
+		!strings.Contains(out, "samples_per_epoch=22") || !strings.Contains(out, "asked=50") {
+		t.Errorf("valid split asked for 50 of its 22 samples: log\n%s\nwant a warning naming both", out)
+	}
+	if strings.Contains(out, "the train split holds fewer") {
+		t.Errorf("the train split's epochs warned about:\n%s", out)
+	}
+}
