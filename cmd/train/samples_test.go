@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -463,5 +464,18 @@ func TestSamplesNeoXShortIndex(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "index_for="+fmt.Sprint(n+1)) {
 		t.Fatalf("no warning that the index is built for more: %s", errOut)
+	}
+}
+
+// TestUsagePlaceholders: every flag of train and its commands shows a named value in
+// -h (--order ORDER), not the Go type flag prints for a usage without a `NAME`
+// (`train samples -h` showed "--order string").
+func TestUsagePlaceholders(t *testing.T) {
+	goType := regexp.MustCompile(`(?m)^  --\S+ (string|int|int64|uint|uint64|float|value|duration)$`)
+	for _, cmd := range [][]string{{"-h"}, {"sample", "-h"}, {"score", "-h"}, {"export", "-h"}, {"plot", "-h"}, {"samples", "-h"}} {
+		_, _, errOut := runTrain(t, cmd...)
+		if m := goType.FindAllString(errOut, -1); len(m) > 0 {
+			t.Errorf("train %s: flags without a named value: %q", strings.Join(cmd, " "), m)
+		}
 	}
 }
