@@ -752,6 +752,7 @@ func (t *Trainer) restore(ctx context.Context, cd *ckptDir) (*resumeMoments, err
 		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s (%s)\n---> HINT: resume with the checkpoint's shape (%s; a run started from a --config file needs it again), or start the new run in another out directory", dir, st.Model, t.model.Config, changed, flags)
 	}
 	t.warnOrderChanges(st)
+	t.logSettingChanges(st)
 	// Each tensor straight into its place: the model's weights, and the AdamW state
 	// with one rank. With more, shareStart reads it tensor by tensor, broadcasting
 	// each as it goes, so that no rank holds more of it than its own part.
@@ -851,6 +852,27 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 		return nil, nil, err
 	}
 	return m, st, nil
+}
+
+// logSettingChanges names the settings changed since the checkpoint's run that a
+// resume takes as they are now (lr and its schedule, AdamW's, max_steps, eval_steps,
+// dropout, ...): "lr 0.001 → 0.0005". Those that change the samples are warned about
+// by warnOrderChanges, and the model's shape is refused, before; out and resume name
+// where the run goes, not how it trains.
+func (t *Trainer) logSettingChanges(st *State) {
+	skip := map[string]bool{"data": true, "seed": true, "order": true, "split": true, "out": true, "resume": true}
+	now := configMap(recordedConfig(t.cfg))
+	var changed []string
+	for _, f := range fields {
+		was, ok := st.Config[f.Key]
+		if !ok || skip[f.Key] || was == now[f.Key] {
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%s %s → %s", f.Key, was, now[f.Key]))
+	}
+	if len(changed) > 0 {
+		t.log.Info("resuming with settings changed since the checkpoint's run: the rest of the run follows them", "changed", strings.Join(changed, ", "))
+	}
 }
 
 // warnOrderChanges warns about each change since the checkpoint's run that makes the

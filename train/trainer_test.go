@@ -440,3 +440,30 @@ func TestVocabSizeBelowTokenizer(t *testing.T) {
 		t.Errorf("error = %v, want it to name vocab_size 10, the tokenizer's 20 tokens and vocab_size 0, not re-making the data", err)
 	}
 }
+
+// TestResumeNamesChangedSettings: a resume with another lr (or its schedule, or AdamW's
+// settings) took them without a word, so a run resumed without its config file's lr
+// went on with another schedule unnoticed; now the resume names each changed setting
+// with both values (the model's shape is refused; the sample order's changes warned).
+func TestResumeNamesChangedSettings(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.MaxSteps, cfg.LRDecaySteps = 5, 5
+	if _, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	again := cfg
+	again.MaxSteps, again.LRDecaySteps, again.LR, again.Beta2 = 6, 6, 5e-3, 0.99
+	if _, err := Run(context.Background(), again, ref.New(), Single{}, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"resuming with settings changed since the checkpoint's run", "lr 0.01 → 0.005", "beta2 0.95 → 0.99", "max_steps 5 → 6", "lr_decay_steps 5 → 6"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "seed 7") || strings.Contains(logs.String(), "min_lr ") {
+		t.Errorf("unchanged settings named:\n%s", logs.String())
+	}
+}
