@@ -170,6 +170,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 		return s, nil
 	}
 	separate := len(spec.Valid) > 0 || len(spec.Test) > 0
+	warnedDup := false
 	lists := [3][]WeightedPath{spec.Train, spec.Train, spec.Train}
 	if separate {
 		lists = [3][]WeightedPath{spec.Train, spec.Valid, spec.Test}
@@ -194,6 +195,7 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 			}
 		}
 		var srcs []Source
+		seen := map[string]string{} // a dataset's identity: the first entry's path
 		dataKey := sha256.New()
 		fmt.Fprintf(dataKey, "gptkit loader data\nblended=%t\n", spec.Blended)
 		for c, wp := range list {
@@ -205,6 +207,14 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 				fmt.Fprintf(dataKey, "weight=%s\n", strconv.FormatFloat(weights[c], 'g', -1, 64))
 			}
 			fmt.Fprintf(dataKey, "%s--\n", set.identity)
+			if first, dup := seen[set.identity]; dup && spec.Blended && !warnedDup {
+				// Each entry's index is built with the same seed: the same samples in
+				// the same order, so the blend reads each sample twice, back to back.
+				warnedDup = true
+				o.Logger.Warn("loader: a blend lists one dataset twice: its entries draw the same samples in the same order (the same seed), so each sample is read twice, one after the other; list it once, with the weights summed",
+					"data", o.Data, "first", first, "again", wp.Path)
+			}
+			seen[set.identity] = wp.Path
 			docs := [2]int64{0, set.numDocs}
 			splitName := "whole"
 			if separate {

@@ -496,3 +496,28 @@ func TestValidRepeatsWarned(t *testing.T) {
 		t.Errorf("the train split's epochs warned about:\n%s", out)
 	}
 }
+
+// TestBlendSameDatasetTwiceWarned: a blend listing one dataset twice (to weigh it more)
+// read every sample twice, one after the other (both entries' indices are built with
+// the same seed), without a word; now a warning names both entries. Two datasets warn
+// nothing.
+func TestBlendSameDatasetTwiceWarned(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	base := t.TempDir()
+	a := writeDataset(t, filepath.Join(base, "a"), randomDocs(rnd, 30), 1, shards.Uint16, nil, "fp")
+	b := writeDataset(t, filepath.Join(base, "b"), randomDocs(rnd, 30), 1, shards.Uint16, nil, "fp")
+	for _, tc := range []struct {
+		data string
+		warn bool
+	}{{"0.5:" + a + ",0.5:" + a, true}, {"0.7:" + a + ",0.3:" + b, false}} {
+		log, buf := logBuffer()
+		d, err := Open(ctx, Options{Data: tc.data, SeqLen: 4, Seed: 1, NumSamples: [3]int64{20, 0, 0}, CacheDir: t.TempDir(), Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if got := strings.Contains(buf.String(), "a blend lists one dataset twice"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.data, got, tc.warn, buf.String())
+		}
+	}
+}
