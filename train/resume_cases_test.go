@@ -362,6 +362,21 @@ func TestValLossDiverged(t *testing.T) {
 		t.Fatalf("got %v, want a divergence naming the step", err)
 	}
 	t.Log(err)
+	// No checkpoint was saved before it: the hint says a rerun starts afresh (it
+	// said to resume from a checkpoint, of which there was none).
+	if !strings.Contains(err.Error(), "no checkpoint was saved, so the run starts afresh") {
+		t.Errorf("got %v, want the hint to say that no checkpoint was saved", err)
+	}
+	cfg.Out, cfg.LR, cfg.MinLR, cfg.WarmupSteps, cfg.LRDecaySteps = filepath.Join(t.TempDir(), "run"), 1e-3, 1e-3, 2, 3
+	cfg.CheckpointEvery, cfg.MaxSteps = 2, 2
+	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.LR, cfg.MinLR, cfg.MaxSteps, cfg.LRDecaySteps, cfg.WarmupSteps = 1e30, 1e30, 3, 3, 0
+	_, err = Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if want := "resume from a checkpoint before the divergence (the newest: " + filepath.Join(cfg.Out, "checkpoints", "step_00000002") + ")"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("after a checkpoint of step 2: %v, want the hint to name it (%s)", err, want)
+	}
 }
 
 // TestNeoXOrderTinySplit: the retry for GPT-NeoX's off-by-one compares what the index

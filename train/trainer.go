@@ -608,7 +608,7 @@ func (t *Trainer) Train(ctx context.Context) (*Result, error) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				// The train loss is checked before the update; this is the first
 				// look at the weights after it (every rank has the same v).
-				return res(), fmt.Errorf("train: step %d diverged: val_loss %g after its update (loss before it %g, gradient norm %g; %s)\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", t.step, v, m.Loss, m.GradNorm, t.newestCheckpoint())
+				return res(), fmt.Errorf("train: step %d diverged: val_loss %g after its update (loss before it %g, gradient norm %g; %s)\n---> HINT: %s", t.step, v, m.Loss, m.GradNorm, t.newestCheckpoint(), t.divergeHint())
 			}
 			m.ValLoss = &v
 			t.lastVal = v
@@ -753,7 +753,7 @@ func (t *Trainer) trainStep(ctx context.Context) (Metrics, error) {
 		if finite {
 			what = fmt.Sprintf("the weights include this step's update (%s)", t.newestCheckpoint())
 		}
-		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; %s\n---> HINT: lower lr or raise warmup_steps, and resume from a checkpoint", step, loss, norm, what)
+		return Metrics{}, fmt.Errorf("train: step %d diverged: loss %g, gradient norm %g; %s\n---> HINT: %s", step, loss, norm, what, t.divergeHint())
 	}
 	if t.scaler.on() {
 		old := t.scaler.scale
@@ -877,6 +877,15 @@ func (t *Trainer) Evaluate(ctx context.Context) (float64, error) {
 }
 
 // newestCheckpoint says which checkpoint a run that stops now continues from.
+// divergeHint is the next step after a divergence: resume from a checkpoint where
+// there is one, else run again from the start (resume auto then finds none).
+func (t *Trainer) divergeHint() string {
+	if t.saved < 1 {
+		return "lower lr or raise warmup_steps and run again: no checkpoint was saved, so the run starts afresh"
+	}
+	return fmt.Sprintf("lower lr or raise warmup_steps, and resume from a checkpoint before the divergence (the newest: %s)", filepath.Join(t.ckptRoot, checkpoint.DirName(int64(t.saved))))
+}
+
 func (t *Trainer) newestCheckpoint() string {
 	if t.saved < 1 {
 		return "no checkpoint yet"
