@@ -142,6 +142,11 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 		}
 		return tok, nil
 	}
+	if want.Fingerprint == "" && want.Name == "" {
+		// Trained on data that records no tokenizer (bare GPT-NeoX shards, with
+		// --vocab-size): there is no tokenizer to look for.
+		return nil, fmt.Errorf("the checkpoint does not record its tokenizer: its data (%s) recorded none (bare GPT-NeoX shards, trained with vocab_size %d)\n---> HINT: pass --tokenizer SPEC, the tokenizer that made the shards", st.Config["data"], st.Model.VocabSize)
+	}
 	if data == "" {
 		data = st.Config["data"]
 		if fi, err := os.Stat(data); (err != nil || !fi.IsDir()) && st.DataDir != "" {

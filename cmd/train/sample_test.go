@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,5 +191,36 @@ func TestSampleBlend(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "different tokenizers") || !strings.Contains(stderr, filepath.Join(a, "chars.json")) ||
 		!strings.Contains(stderr, filepath.Join(b, "chars.json")) || !strings.Contains(stderr, "--tokenizer SPEC") {
 		t.Errorf("sample with two other chars.json: exit %d, want 1 naming both: %s", code, stderr)
+	}
+}
+
+// TestSampleBareShardsRun: a run on bare GPT-NeoX shards (no manifest, --vocab-size)
+// records no tokenizer; train sample then failed with "no tokenizer with the
+// fingerprint  of : the dataset directory DIR/PREFIX is not there; "" is not a known
+// tokenizer name", though the prefix was there. Now it says that the checkpoint
+// records no tokenizer and to pass --tokenizer, and with it samples.
+func TestSampleBareShardsRun(t *testing.T) {
+	dir, tok := makeCharDataset(t)
+	if err := os.Remove(filepath.Join(dir, shards.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	var prefix string
+	if m, _ := filepath.Glob(filepath.Join(dir, "*_text_document.bin")); len(m) > 0 {
+		prefix = strings.TrimSuffix(m[0], ".bin")
+	} else {
+		t.Fatalf("no shard in %s", dir)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	args := append(tinyArgs(prefix, out, "2"), "--vocab-size", strconv.Itoa(tok.VocabSize()), "--eval-steps", "0")
+	if code, _, stderr := runTrain(t, args...); code != 0 {
+		t.Fatalf("train on bare shards: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref")
+	if code != 1 || !strings.Contains(stderr, "the checkpoint does not record its tokenizer") || !strings.Contains(stderr, "--tokenizer SPEC") || strings.Contains(stderr, "is not there") {
+		t.Errorf("sample of a bare-shards run: exit %d, want 1 saying it records no tokenizer and to pass --tokenizer: %s", code, stderr)
+	}
+	code, stdout, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref", "--tokenizer", filepath.Join(dir, "chars.json"))
+	if code != 0 || !strings.HasPrefix(stdout, "to be") {
+		t.Errorf("sample with --tokenizer: exit %d, %q: %s", code, stdout, stderr)
 	}
 }
