@@ -127,7 +127,12 @@ func (t *Trainer) initFrom(dir string) error {
 		NEmbd: hc.NEmbd, BlockSize: mc.BlockSize, Bias: hc.Bias}
 	if got != mc || hc.BlockSize < mc.BlockSize {
 		got.BlockSize = hc.BlockSize
-		return fmt.Errorf("train: init_from %s: its model is %s, this run's is %s\n---> HINT: leave the shape keys unset to take them from %s (block_size may be smaller: wpe is cropped)", dir, got, mc, dir)
+		cmp := got // the keys that differ, a smaller block_size (cropped) not among them
+		if hc.BlockSize >= mc.BlockSize {
+			cmp.BlockSize = mc.BlockSize
+		}
+		changed, flags := shapeChanges(cmp, mc)
+		return fmt.Errorf("train: init_from %s: its model is %s, this run's is %s (%s)\n---> HINT: leave the shape keys unset to take them from %s, or give its values (%s; block_size may be smaller: wpe is cropped)", dir, got, mc, changed, dir, flags)
 	}
 	byName := make(map[string]TensorInfo, len(m.Tensors))
 	for _, ti := range m.Tensors {
