@@ -151,7 +151,10 @@ func toHF(c Config) hfConfig {
 	h := hfConfig{
 		ActivationFunction: "gelu_new", // tanh-approximated GELU, as our kernels
 		Architectures:      []string{"GPT2LMHeadModel"},
-		AttnPdrop:          c.Dropout, EmbdPdrop: c.Dropout, ResidPdrop: c.Dropout,
+		// The trainer drops after the embeddings and each branch, never the attention
+		// probabilities (its flash attention has no dropout): attn_pdrop 0, so that
+		// fine-tuning the export in transformers regularises as the training did.
+		AttnPdrop: 0, EmbdPdrop: c.Dropout, ResidPdrop: c.Dropout,
 		BOSTokenID: c.EOSTokenID, EOSTokenID: c.EOSTokenID,
 		InitializerRange: 0.02,
 		LayerNormEpsilon: c.eps(),

@@ -849,3 +849,14 @@ func TestOpenDirImport(t *testing.T) {
 		}
 	}
 }
+
+// TestExportAttnPdropZero: the trainer never drops the attention probabilities, so the
+// export's attn_pdrop is 0 whatever dropout was (it was dropout: fine-tuning the export
+// in transformers added an attention dropout the model never trained with); embd_pdrop
+// and resid_pdrop are dropout, and an import reads dropout back from resid_pdrop.
+func TestExportAttnPdropZero(t *testing.T) {
+	h := toHF(Config{NLayer: 1, NHead: 1, NEmbd: 8, BlockSize: 4, VocabSize: 10, Dropout: 0.1})
+	if h.AttnPdrop != 0 || h.EmbdPdrop != 0.1 || h.ResidPdrop != 0.1 {
+		t.Fatalf("attn_pdrop %v, embd_pdrop %v, resid_pdrop %v; want 0, 0.1, 0.1", h.AttnPdrop, h.EmbdPdrop, h.ResidPdrop)
+	}
+}
