@@ -105,29 +105,9 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 	}
 
 	// .idx: checksum and structure.
-	// A file that is no index (the .bin in its place, gigabytes) is hashed as a
-	// stream, not read into memory: its first bytes are all ParseIndex needs.
-	var idx []byte
-	idxSum := ""
-	head, err := readHead(ctx, st, idxKey, len(Magic))
+	idx, idxSum, err := readIndexObject(ctx, st, idxKey, want != nil)
 	if err != nil {
 		return probs, err
-	}
-	if string(head) == Magic {
-		var err error
-		if idx, err = readAll(ctx, st, idxKey); err != nil {
-			return probs, err
-		}
-		idxSum = sha256Hex(idx)
-	} else {
-		idx = head
-		if want != nil {
-			s, err := scanObject(ctx, st, idxKey, Uint8, 0)
-			if err != nil {
-				return probs, err
-			}
-			idxSum = s.sum()
-		}
 	}
 	if want != nil && idxSum != want.IdxSHA256 {
 		add(idxName, false, checksumErr(idxName, idxSum, want.IdxSHA256))
@@ -223,6 +203,42 @@ func unjoin(err error) []error {
 func sha256Hex(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// readIndexObject reads the .idx at key with one Open (one GET on S3): the whole file
+// when it starts with the index's magic, else only its first bytes, all ParseIndex needs
+// to reject it; a file that is no index (the .bin in its place, gigabytes) is not loaded
+// into memory, and its sha256 (when sum is set) is taken as a stream.
+func readIndexObject(ctx context.Context, st storage.Store, key string, sum bool) (idx []byte, idxSum string, err error) {
+	obj, err := st.Open(ctx, key)
+	if err != nil {
+		return nil, "", fmt.Errorf("shards: open %s: %w", keyName(st, key), err)
+	}
+	defer obj.Close()
+	r := &ctxReader{ctx, obj}
+	head := make([]byte, len(Magic))
+	k, err := io.ReadFull(r, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, "", fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	}
+	head = head[:k]
+	if string(head) == Magic {
+		buf := make([]byte, max(obj.Size(), int64(k)))
+		copy(buf, head)
+		if _, err := io.ReadFull(r, buf[k:]); err != nil {
+			return nil, "", fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+		}
+		return buf, sha256Hex(buf), nil
+	}
+	if !sum {
+		return head, "", nil
+	}
+	h := sha256.New()
+	h.Write(head)
+	if _, err := io.CopyBuffer(h, r, make([]byte, 1<<20)); err != nil {
+		return nil, "", fmt.Errorf("shards: read %s: %w", keyName(st, key), err)
+	}
+	return head, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // readHead is the first n bytes of key (fewer if it is shorter).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"gptkit/storage"
@@ -227,6 +228,43 @@ func TestSwappedFiles(t *testing.T) {
 			d.Close()
 		}
 		t.Errorf("OpenDataset: %v, want %q", err, want)
+	}
+}
+
+// openCounter counts the Opens of each key (a HEAD and a GET each on S3).
+type openCounter struct {
+	storage.Store
+	mu    sync.Mutex
+	opens map[string]int
+}
+
+func (c *openCounter) Open(ctx context.Context, key string) (storage.Object, error) {
+	c.mu.Lock()
+	c.opens[key]++
+	c.mu.Unlock()
+	return c.Store.Open(ctx, key)
+}
+
+// TestVerifyOpensIndexOnce: Verify opens each shard's .idx once, a valid one and one
+// that is no index alike; a valid one was opened twice (its head, then all of it), one
+// GET more per shard on S3.
+func TestVerifyOpensIndexOnce(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	writeDataset(t, st, "ds", testTokenizer(65536), Uint16, goldenU16, goldenU16)
+	os.WriteFile(st.path("ds/part1_text_document.idx"), make([]byte, 1000), 0o644)
+	c := &openCounter{Store: st, opens: map[string]int{}}
+	probs, err := Verify(ctx, c, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) == 0 || !errors.Is(probs[0].Err, ErrChecksum) || !strings.HasSuffix(probs[0].File, "part1_text_document.idx") {
+		t.Fatalf("problems %v, want part1's .idx checksum first", probs)
+	}
+	for _, key := range []string{"ds/part0_text_document.idx", "ds/part1_text_document.idx", "ds/part0_text_document.bin"} {
+		if c.opens[key] != 1 {
+			t.Errorf("%s opened %d times, want 1", key, c.opens[key])
+		}
 	}
 }
 
