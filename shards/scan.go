@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 )
@@ -51,9 +52,9 @@ func newBinScan(dtype DType, vocab int) *binScan {
 // tokens takes whole tokens.
 func (s *binScan) tokens(b []byte) {
 	r := extendRange(idRange{0, -1}, b, s.dtype)
-	if s.vocab > 0 && s.badAt < 0 && !r.within(s.vocab) {
+	if s.vocab > 0 && s.badAt < 0 && r.Min <= r.Max && (s.outside(r.Min) || s.outside(r.Max)) {
 		for i := 0; i < len(b)/s.dtype.Size(); i++ {
-			if v := tokenAt(b, i, s.dtype); v < 0 || v >= int64(s.vocab) {
+			if v := tokenAt(b, i, s.dtype); s.outside(v) {
 				s.badAt, s.badID = s.tokensIn+int64(i), v
 				break
 			}
@@ -61,6 +62,13 @@ func (s *binScan) tokens(b []byte) {
 	}
 	s.ids = mergeRange(s.ids, r)
 	s.tokensIn += int64(len(b) / s.dtype.Size())
+}
+
+// outside reports whether id v lies outside [0, vocab). A vocab of math.MaxInt (a bare
+// signed shard's check for negative ids alone) has no upper end: int64's largest id,
+// 2^63-1, is inside it.
+func (s *binScan) outside(v int64) bool {
+	return v < 0 || (s.vocab < math.MaxInt && v >= int64(s.vocab))
 }
 
 // mergeRange is the range covering a and b.

@@ -75,9 +75,10 @@ func Verify(ctx context.Context, st storage.Store, dir string, opts ...Option) (
 
 // VerifyShard checks the shard prefix (a key without extension). want, when not nil, is
 // the shard's manifest entry (sha256s and counts to compare) and dtype, when not 0, the
-// manifest's dtype. Without a manifest, VerifyShard checks the structure alone: use it on
-// a bare GPT-NeoX prefix. With VerifyOnOpen(vocab, ...) it also checks that every token
-// id lies in [0, vocab).
+// manifest's dtype. Without a manifest, VerifyShard checks the structure (use it on a bare
+// GPT-NeoX prefix) and, for a signed dtype, reads the whole .bin for negative ids, which
+// no tokenizer makes. With VerifyOnOpen(vocab, ...) it checks that every token id lies
+// in [0, vocab).
 func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *ShardInfo, dtype DType, opts ...Option) ([]Problem, error) {
 	var probs []Problem
 	add := func(file string, warning bool, err error) {

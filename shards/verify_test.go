@@ -231,6 +231,30 @@ func TestSwappedFiles(t *testing.T) {
 	}
 }
 
+// TestVerifyBareInt64MaxThenNegative: on a bare int64 shard, an id of 2^63-1 (int64's
+// largest) is no negative id; it was taken for the first bad id and then dropped, so the
+// negative id after it went unreported.
+func TestVerifyBareInt64MaxThenNegative(t *testing.T) {
+	ctx := context.Background()
+	st := newTestStore(t)
+	var idx strings.Builder
+	if err := WriteIndex(&idx, Int64, []int32{3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(st.path("b"), 0o777)
+	os.WriteFile(st.path("b/x.idx"), []byte(idx.String()), 0o644)
+	le := binary.LittleEndian
+	bin := le.AppendUint64(le.AppendUint64(le.AppendUint64(nil, 7), 1<<63-1), 1<<64-2) // 7, 2^63-1, -2
+	os.WriteFile(st.path("b/x.bin"), bin, 0o644)
+	probs, err := VerifyShard(ctx, st, "b/x", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || !errors.Is(probs[0].Err, ErrNegativeID) || !strings.Contains(probs[0].Err.Error(), "x.bin: byte 16 (document 0, token 2): token id -2 is negative") {
+		t.Fatalf("VerifyShard = %v, want the negative id at byte 16", probs)
+	}
+}
+
 // openCounter counts the Opens of each key (a HEAD and a GET each on S3).
 type openCounter struct {
 	storage.Store
