@@ -70,7 +70,7 @@ func OpenDataset(ctx context.Context, st storage.Store, dir, cacheDir string, op
 		g.SetLimit(runtime.GOMAXPROCS(0))
 		for i, r := range d.shards {
 			g.Go(func() error {
-				errs[i] = r.verifyData(ctx, r.binPath, &m.Shards[i], vocab, vocabWhat(m, vocab), vocabHint(m, vocab), cache)
+				errs[i] = r.verifyData(ctx, r.binPath, &m.Shards[i], vocab, vocabWhat(m, vocab), m, cache)
 				return nil
 			})
 		}

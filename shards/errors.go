@@ -32,9 +32,9 @@ var (
 	// ErrVocab: a token id of a shard is outside its tokenizer's vocabulary [0,
 	// vocab_size) (or the vocabulary a reader was told).
 	ErrVocab = errors.New("shards: token id outside the vocabulary")
-	// ErrNegativeID: a negative token id in a shard of a signed dtype, one that
-	// records no vocabulary (a bare shard): no tokenizer makes one, so the .bin is
-	// damaged (a flipped sign byte). It matches ErrVocab too.
+	// ErrNegativeID: a negative token id in a shard of a signed dtype (checked even
+	// in a bare shard, which records no vocabulary): no tokenizer makes one, so the
+	// .bin is damaged (a flipped sign byte). It matches ErrVocab too.
 	ErrNegativeID error = &kindError{msg: "shards: negative token id", parent: ErrVocab}
 	// ErrTokenRange: a token id does not fit the shard's dtype.
 	ErrTokenRange = errors.New("shards: token id out of range for dtype")

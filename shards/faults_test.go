@@ -2,8 +2,10 @@ package shards
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -115,6 +117,65 @@ func TestVocabHints(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "re-run the stage that wrote the dataset with the tokenizer the manifest names") {
 			t.Errorf("%s: the hint blames the data's tokenizer:\n%v", tc.name, err)
+		}
+	}
+}
+
+// TestVocabHintsByID: the hint follows the id the model cannot embed. A negative id (a
+// damaged .bin) and an id outside the manifest's tokenizer too were told to "set
+// vocab_size to at least N" when the model's vocab_size was the smaller, which fixes
+// neither.
+func TestVocabHintsByID(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		dt       DType
+		id       uint64 // written at token 1 of document 1, in place of 70
+		sentinel error
+		want     string
+	}{
+		{"negative id", Int32, 1<<32 - 1, ErrNegativeID, "HINT: the .bin is damaged (no tokenizer makes a negative id)"},
+		{"outside the manifest's tokenizer", Uint16, 150, ErrVocab, "HINT: it is outside the 100 ids of the manifest's tokenizer t too, so a larger vocab_size would not help: the shard's ids were not made by the manifest's tokenizer"},
+	} {
+		dir := t.TempDir()
+		st, err := storage.Open(ctx, dir, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewWriter(ctx, st, "d_text_document", tc.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.AddDocument([]int{1, 2, 3})
+		w.AddDocument([]int{4, 70, 5})
+		info, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := os.ReadFile(dir + "/d_text_document.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := 4 * tc.dt.Size()
+		switch tc.dt {
+		case Int32:
+			binary.LittleEndian.PutUint32(bin[off:], uint32(tc.id))
+		default:
+			binary.LittleEndian.PutUint16(bin[off:], uint16(tc.id))
+		}
+		os.WriteFile(dir+"/d_text_document.bin", bin, 0o644)
+		info.BinSHA256 = sha256Hex(bin) // the manifest as if it had been written so
+		m := NewManifest(TokenizerInfo{Name: "t", Fingerprint: "f", VocabSize: 100, EODID: -1}, tc.dt, nil)
+		m.Add("", info)
+		if err := WriteManifest(ctx, st, "", m); err != nil {
+			t.Fatal(err)
+		}
+		d, err := OpenDataset(ctx, st, "", "", VerifyOnOpen(64, t.TempDir()))
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "set vocab_size") {
+			t.Errorf("%s: %v\nwant %v and %q", tc.name, err, tc.sentinel, tc.want)
 		}
 	}
 }

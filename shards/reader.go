@@ -42,7 +42,7 @@ func Open(path string, opts ...Option) (*Reader, error) {
 		return nil, err
 	}
 	if o := applyOptions(opts); o.verify && o.vocab > 0 { // no manifest: the ids are all there is to check
-		if err := r.verifyData(context.Background(), r.binPath, nil, o.vocab, "the model (vocab_size)", vocabHint(nil, o.vocab), newVerifiedCache(o.cacheDir)); err != nil {
+		if err := r.verifyData(context.Background(), r.binPath, nil, o.vocab, "the model (vocab_size)", nil, newVerifiedCache(o.cacheDir)); err != nil {
 			r.Close()
 			return nil, err
 		}

@@ -172,38 +172,47 @@ func scanFile(ctx context.Context, path string, dtype DType) (*binScan, error) {
 	return s, nil
 }
 
-// vocabError is the error for the first token of bin (a .bin described by ix, named
-// name) outside [0, vocab).
 // hintManifestVocab is the hint for an id outside the manifest's tokenizer's vocabulary.
 const hintManifestVocab = "the shard's ids were not made by the manifest's tokenizer: re-run the stage that wrote the dataset with the tokenizer the manifest names (or fix the manifest's tokenizer)"
 
-// vocabHint is the hint for an id outside [0, vocab), the vocabulary a reader checks the
+// vocabHint is the hint for id, outside [0, vocab), the vocabulary a reader checks the
 // ids against: the manifest's tokenizer's (m, nil for a bare shard, which names none), or
 // the model's vocab_size when that is smaller or there is no manifest. An id the model
-// cannot embed is the model's vocab_size's fault as likely as the data's.
-func vocabHint(m *Manifest, vocab int) string {
+// cannot embed is the model's vocab_size's fault as likely as the data's; a negative id,
+// or one outside the manifest's tokenizer too, is the data's alone.
+func vocabHint(m *Manifest, vocab int, id int64) string {
 	switch {
+	case id < 0:
+		return hintNegativeID + "; `shards verify` on the dataset finds every damaged file"
 	case m == nil:
 		return "a bare shard does not record its tokenizer, so its ids are checked against the model's vocab_size: set vocab_size to its tokenizer's vocabulary size; if it is that already, the .bin is damaged or another tokenizer's: restore it, or re-run the stage that wrote it"
 	case m.Tokenizer.VocabSize == vocab:
 		return hintManifestVocab
+	case id >= int64(m.Tokenizer.VocabSize):
+		return fmt.Sprintf("it is outside the %d ids of the manifest's tokenizer %s too, so a larger vocab_size would not help: ", m.Tokenizer.VocabSize, m.Tokenizer.Name) + hintManifestVocab
 	}
 	return fmt.Sprintf("the model's vocab_size %d is smaller than the %d ids of the manifest's tokenizer %s: set vocab_size to at least %d, or leave it unset to take the manifest's",
 		vocab, m.Tokenizer.VocabSize, m.Tokenizer.Name, m.Tokenizer.VocabSize)
 }
 
-func vocabError(name string, bin []byte, ix *Index, vocab int, what, hint string) error {
+// hintNegativeID is the hint for a negative id, which no tokenizer makes.
+const hintNegativeID = "the .bin is damaged (no tokenizer makes a negative id): restore it, or re-run the stage that wrote it"
+
+// vocabError is the error for the first token of bin (a .bin described by ix, named
+// name) outside [0, vocab) of what, with the hint vocabHint gives for it and m.
+func vocabError(name string, bin []byte, ix *Index, vocab int, what string, m *Manifest) error {
 	s := newBinScan(ix.dtype, vocab)
 	s.tokens(bin[:len(bin)/ix.dtype.Size()*ix.dtype.Size()])
 	if s.badAt < 0 {
 		return nil
 	}
-	return vocabErrAt(name, s.badAt, s.badID, ix, vocab, what, hint)
+	return vocabErrAt(name, s.badAt, s.badID, ix, vocab, what, vocabHint(m, vocab, s.badID))
 }
 
 // vocabErrAt is the error for token tok of the .bin named name (ix, when not nil,
 // places it in its document), id v, outside [0, vocab) of what; hint is what to do
-// ("": hintManifestVocab).
+// ("": hintManifestVocab, or hintNegativeID for a negative id). A negative id is
+// ErrNegativeID, named as such rather than as outside a vocabulary.
 func vocabErrAt(name string, tok, v int64, ix *Index, vocab int, what, hint string) error {
 	item := int64(1)
 	where := ""
@@ -212,6 +221,12 @@ func vocabErrAt(name string, tok, v int64, ix *Index, vocab int, what, hint stri
 		off := tok * item
 		doc := sort.Search(ix.n, func(d int) bool { return ix.Pointer(d) > off }) - 1
 		where = fmt.Sprintf("document %d, token %d", doc, (off-ix.Pointer(max(doc, 0)))/item)
+	}
+	if v < 0 {
+		if hint == "" {
+			hint = hintNegativeID
+		}
+		return formatErr(ErrNegativeID, name, tok*item, where, hint, "token id %d is negative", v)
 	}
 	if hint == "" {
 		hint = hintManifestVocab

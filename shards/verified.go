@@ -82,9 +82,9 @@ func (c verifiedCache) store(e verifiedEntry) {
 
 // verifyData checks an open shard r (from binPath) against its manifest entry want (nil:
 // no checksums to compare) and vocab (0: no id check); what names the vocabulary's
-// source for messages. A .bin found good is remembered; one being checked by another
+// source for messages and m (nil for a bare shard) picks the hint (vocabHint). A .bin found good is remembered; one being checked by another
 // process is waited for rather than hashed twice.
-func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo, vocab int, what, hint string, cache verifiedCache) error {
+func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo, vocab int, what string, m *Manifest, cache verifiedCache) error {
 	if want != nil {
 		if got := sha256Hex(r.idxMap); got != want.IdxSHA256 {
 			return checksumErr(r.name+".idx", got, want.IdxSHA256)
@@ -99,7 +99,7 @@ func (r *Reader) verifyData(ctx context.Context, binPath string, want *ShardInfo
 		return err
 	}
 	if vocab > 0 && !ids.within(vocab) {
-		return vocabError(r.name+".bin", r.bin, r.ix, vocab, what, hint)
+		return vocabError(r.name+".bin", r.bin, r.ix, vocab, what, m)
 	}
 	return nil
 }

@@ -167,12 +167,9 @@ func VerifyShard(ctx context.Context, st storage.Store, prefix string, want *Sha
 			if perr == nil {
 				where = ix
 			}
-			if negOnly && s.badID < 0 {
-				fe := vocabErrAt(binName, s.badAt, s.badID, where, vocab, "", "the .bin is damaged: restore it, or re-run the stage that wrote it").(*FormatError)
-				fe.Err = ErrNegativeID
-				fe.Msg = fmt.Sprintf("token id %d is negative", s.badID)
-				add(binName, false, fe)
-			} else if !negOnly {
+			if negOnly {
+				add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, "", ""))
+			} else {
 				add(binName, false, vocabErrAt(binName, s.badAt, s.badID, where, vocab, fmt.Sprintf("the manifest's tokenizer (vocab_size %d)", vocab), ""))
 			}
 		}
