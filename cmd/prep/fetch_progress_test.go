@@ -78,4 +78,7 @@ func TestDownloadProgressCountsAgainstServerSizes(t *testing.T) {
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("the download's summary is not %q:\n%s", want, logs.String())
 	}
+	if strings.Contains(logs.String(), "docs=") { // a download has none: it said docs=0
+		t.Fatalf("the download's log counts documents:\n%s", logs.String())
+	}
 }

@@ -240,7 +240,7 @@ func (j *job) run(ctx context.Context) int {
 	if err != nil {
 		return cli.Fail(j.stderr, who, err)
 	}
-	bar := j.bar("tokenize", total)
+	bar := j.bar("tokenize", total, progress.Options{})
 	run.Progress = func(bytes, docs int64) { bar.Add(bytes, docs) }
 	run.ProgressTokens = bar.AddTokens
 	m, stats, err := run.Run(ctx)
@@ -406,7 +406,7 @@ func (j *job) fetch(ctx context.Context) error {
 	// (the server's where the catalog has none): a resumed .part's bytes and the files
 	// in place are not this run's, so neither the MB/s nor the ETA count them.
 	total, last := j.downloadTotal(j.announce(ctx))
-	bar := j.bar("download", total)
+	bar := j.bar("download", total, progress.Options{NoDocs: true}) // a download has no documents
 	// The callback runs on every downloading goroutine at once: last, the bytes of
 	// each file counted so far, needs the lock.
 	var mu sync.Mutex
@@ -453,12 +453,13 @@ func (j *job) fetchHint(f fetch.File, err error) string {
 	return fmt.Sprintf("rerun to resume, check the URL given to --input, or download the file yourself and pass it as --input (or put it at %s)", f.Dest)
 }
 
-// bar starts a progress report per --progress.
-func (j *job) bar(label string, total int64) *progress.Bar {
+// bar starts a progress report per --progress, with opt's other options.
+func (j *job) bar(label string, total int64, opt progress.Options) *progress.Bar {
 	if j.flags.progress == "off" {
 		return nil
 	}
-	return progress.NewWithOptions(j.stderr, j.log, label, total, progress.Options{Quiet: j.flags.progress == "auto"})
+	opt.Quiet = j.flags.progress == "auto"
+	return progress.NewWithOptions(j.stderr, j.log, label, total, opt)
 }
 
 // report is prep-report.json: per split, the documents kept and the records dropped,

@@ -39,6 +39,9 @@ type Options struct {
 	// Quiet, in Log mode, drops Done's summary unless a periodic line was logged:
 	// runs shorter than Interval say nothing.
 	Quiet bool
+	// NoDocs: the stage has no documents (a download); the reports leave the count
+	// out rather than show "0 docs".
+	NoDocs bool
 }
 
 // DefaultInterval is the default time between Log lines.
@@ -60,6 +63,7 @@ type Bar struct {
 	mode     Mode  // Live, Log or Off
 	interval time.Duration
 	quiet    bool
+	noDocs   bool
 	start    time.Time
 
 	mu     sync.Mutex // serializes output
@@ -110,7 +114,7 @@ func newBar(w io.Writer, logger *slog.Logger, label string, total int64, opt Opt
 		interval = DefaultInterval
 	}
 	return &Bar{w: w, logger: logger, label: label, total: total, mode: mode, interval: interval,
-		quiet: opt.Quiet, start: start, stop: make(chan struct{})}
+		quiet: opt.Quiet, noDocs: opt.NoDocs, start: start, stop: make(chan struct{})}
 }
 
 // Add counts bytes more bytes and docs more documents done.

@@ -203,3 +203,24 @@ func TestTokens(t *testing.T) {
 		t.Errorf("log\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestNoDocs: a stage without documents (a download) showed "0 docs" in every line;
+// with NoDocs its lines leave the count out.
+func TestNoDocs(t *testing.T) {
+	var out bytes.Buffer
+	b := newBar(&out, nil, "download", 2_000_000, Options{Mode: Live, NoDocs: true}, t0)
+	b.Add(1_000_000, 0)
+	b.report(t0.Add(time.Second))
+	b.finish(t0.Add(2*time.Second), true)
+	want := "\rdownload  1.0 MB / 2.0 MB  50%  1.0 MB/s  ETA 0:01\x1b[K" + "\rdownload  1.0 MB  0.5 MB/s  in 0:02\x1b[K\n"
+	if out.String() != want {
+		t.Errorf("output\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	b = newBar(&out, logger(&out), "download", 0, Options{Mode: Log, NoDocs: true}, t0)
+	b.Add(5, 0)
+	b.finish(t0.Add(time.Second), true)
+	if strings.Contains(out.String(), "docs") {
+		t.Errorf("log line counts docs: %s", out.String())
+	}
+}

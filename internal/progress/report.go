@@ -79,7 +79,10 @@ func (b *Bar) liveLine(now time.Time) string {
 		parts[1] += " / " + FormatBytes(b.total)
 		parts = append(parts, fmt.Sprintf("%.0f%%", s.percent))
 	}
-	parts = append(parts, fmt.Sprintf("%.1f MB/s", s.mbPerS), formatCount(s.docs)+" docs")
+	parts = append(parts, fmt.Sprintf("%.1f MB/s", s.mbPerS))
+	if !b.noDocs {
+		parts = append(parts, formatCount(s.docs)+" docs")
+	}
 	if s.tokens > 0 {
 		parts = append(parts, formatRate(s.tokPerS)+" tok/s")
 	}
@@ -97,7 +100,10 @@ func (b *Bar) liveLine(now time.Time) string {
 //	encode  1.2 GB  48.1 MB/s  1,203,334 docs  300,112,004 tokens  12.3M tok/s  in 0:25
 func (b *Bar) summaryLine(now time.Time) string {
 	s := b.stats(now)
-	parts := []string{b.label, FormatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS), formatCount(s.docs) + " docs"}
+	parts := []string{b.label, FormatBytes(s.bytes), fmt.Sprintf("%.1f MB/s", s.mbPerS)}
+	if !b.noDocs {
+		parts = append(parts, formatCount(s.docs)+" docs")
+	}
 	if s.tokens > 0 {
 		parts = append(parts, formatCount(s.tokens)+" tokens", formatRate(s.tokPerS)+" tok/s")
 	}
@@ -124,7 +130,10 @@ func (b *Bar) log(now time.Time, msg string) {
 	if s.percent >= 0 {
 		args = append(args, "total_bytes", b.total, "percent", round1(s.percent))
 	}
-	args = append(args, "docs", s.docs, "mb_per_s", round1(s.mbPerS))
+	if !b.noDocs {
+		args = append(args, "docs", s.docs)
+	}
+	args = append(args, "mb_per_s", round1(s.mbPerS))
 	if s.tokens > 0 {
 		args = append(args, "tokens", s.tokens, "tokens_per_s", int64(s.tokPerS))
 	}
