@@ -335,15 +335,7 @@ func (r *TokenizeRun) readOptions(skip int64) prep.ReadOptions {
 	return opt
 }
 
-func docWhere(d prep.Doc) string {
-	if d.Line > 0 {
-		return fmt.Sprintf("%s line %d", d.Source, d.Line)
-	}
-	if d.Offset > 0 {
-		return fmt.Sprintf("%s line at byte %d", d.Source, d.Offset)
-	}
-	return d.Source
-}
+func docWhere(d prep.Doc) string { return prep.Where(d.Source, d.Line, d.Offset) }
 
 // wholeRanges reads every file whole.
 func wholeRanges(files []string) []prep.FileRange {

@@ -76,14 +76,7 @@ func (s RunStats) Summary(dataset, report string) string {
 			return boolInt(a.Kept) - boolInt(b.Kept)
 		})
 		for _, e := range examples[:min(len(examples), summaryExamples)] {
-			where := e.File
-			switch {
-			case e.Line > 0:
-				where += fmt.Sprintf(" line %d", e.Line)
-			case e.Offset > 0:
-				where += fmt.Sprintf(" line at byte %d", e.Offset)
-			}
-			fmt.Fprintf(&b, "  %s: %s: %s\n", where, e.Reason, e.Error)
+			fmt.Fprintf(&b, "  %s: %s: %s\n", prep.Where(e.File, e.Line, e.Offset), e.Reason, e.Error)
 		}
 	}
 	if report != "" {

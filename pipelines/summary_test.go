@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gptkit/prep"
 )
 
 // TestSummaryAlreadyComplete: the table of a rerun that found its dataset finished
@@ -19,5 +21,19 @@ func TestSummaryAlreadyComplete(t *testing.T) {
 		if strings.HasPrefix(line, "total") && strings.Count(line, " -") != 3 {
 			t.Errorf("total row %q: want - for time, MB/s and tokens/s", line)
 		}
+	}
+}
+
+// TestSummaryParquetRows: a bad record of a Parquet file was placed at "line N" in
+// the summary's examples, where N is its row; and a document too long to encode too.
+func TestSummaryParquetRows(t *testing.T) {
+	ex := []prep.BadRecord{{File: "a.parquet", Line: 7, Reason: prep.ReasonNotText, Error: "null"}, {File: "b.jsonl", Line: 3, Reason: prep.ReasonNotText, Error: "null"}}
+	s := RunStats{Bad: 2, Splits: []SplitStats{{Bad: 2, BadRecords: &prep.BadRecordReport{Counts: map[string]int64{prep.ReasonNotText: 2}, Examples: ex}}}}
+	got := s.Summary("out", "")
+	if !strings.Contains(got, "a.parquet row 7: ") || !strings.Contains(got, "b.jsonl line 3: ") {
+		t.Errorf("summary:\n%s", got)
+	}
+	if got := docWhere(prep.Doc{Source: "a.parquet", Line: 9}); got != "a.parquet row 9" {
+		t.Errorf("docWhere of a Parquet row: %q", got)
 	}
 }

@@ -26,12 +26,7 @@ type FileError struct {
 
 func (e *FileError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, " line %d", e.Line)
-	} else if e.Offset > 0 {
-		fmt.Fprintf(&b, " line at byte %d", e.Offset)
-	}
+	b.WriteString(Where(e.File, e.Line, e.Offset))
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
 	if e.Hint != "" {
@@ -40,6 +35,22 @@ func (e *FileError) Error() string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// Where names a record of file: "FILE line N" (a Parquet file's: "FILE row N", its
+// Line being the row), "FILE line at byte N" where only its offset is known
+// (FileError.Offset), or FILE alone where line and offset are 0.
+func Where(file string, line int, offset int64) string {
+	switch {
+	case line > 0:
+		if f, ok := formatOf(file); ok && f.kind == parquetKind {
+			return fmt.Sprintf("%s row %d", file, line)
+		}
+		return fmt.Sprintf("%s line %d", file, line)
+	case offset > 0:
+		return fmt.Sprintf("%s line at byte %d", file, offset)
+	}
+	return file
 }
 
 // Unwrap returns Err.

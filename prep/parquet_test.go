@@ -136,7 +136,7 @@ func TestReadParquet(t *testing.T) {
 
 	// Fail: the null row stops the reading, after the rows before it.
 	docs, _, err = readAll(t, []string{path}, ReadOptions{OnError: Fail})
-	if err == nil || !strings.Contains(err.Error(), "a.parquet line 7: the text") || len(docs) != 5 {
+	if err == nil || !strings.Contains(err.Error(), "a.parquet row 7: the text") || len(docs) != 5 {
 		t.Errorf("Fail: %d docs, err %v", len(docs), err)
 	}
 }
