@@ -197,6 +197,8 @@ func addSplitStats(a, b SplitStats) SplitStats {
 	a.InvalidUTF8 += b.InvalidUTF8
 	a.BytesIn += b.BytesIn
 	a.TextBytes += b.TextBytes
+	a.RunTextBytes += b.RunTextBytes
+	a.RunTokens += b.RunTokens
 	a.Truncated += b.Truncated
 	a.UnreadBytes += b.UnreadBytes
 	a.UnreadUnknown = a.UnreadUnknown || b.UnreadUnknown

@@ -167,6 +167,10 @@ func TestResumeAfterKill(t *testing.T) {
 			if stats.Docs != m.Documents || stats.Tokens != m.Tokens || stats.Shards != len(m.Shards) {
 				t.Errorf("stats %+v do not match the manifest", stats)
 			}
+			if last.ev != "manifest" && stats.ResumedShards > 0 && (stats.RunTextBytes >= stats.TextBytes || stats.RunTokens >= stats.Tokens) {
+				// (The summary's speeds divide this run's work only.)
+				t.Errorf("kept %d shards, yet this run's work is %d of %d text bytes, %d of %d tokens", stats.ResumedShards, stats.RunTextBytes, stats.TextBytes, stats.RunTokens, stats.Tokens)
+			}
 			if last.ev != "manifest" {
 				for i, s := range stats.Splits {
 					r := ref.Splits[i]

@@ -18,14 +18,16 @@ const summaryExamples = 5
 // all of them is (report, "" when none was written), and the dataset's location.
 func (s RunStats) Summary(dataset, report string) string {
 	var b strings.Builder
-	row := func(name string, docs, tokens, text, bad, empty int64, secs float64) {
+	// The speeds are this run's: its text and tokens (a resumed run's kept shards'
+	// left out) over its time.
+	row := func(name string, docs, tokens, text, bad, empty, runText, runTokens int64, secs float64) {
 		if s.AlreadyComplete {
 			// Nothing was done: the counts are the finished dataset's, and it has no speed.
 			fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %10s %9s %10s\n", name, docs, tokens, float64(text)/1e6, bad, empty, "-", "-", "-")
 			return
 		}
 		secs = max(secs, 1e-9)
-		fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f %10.0f\n", name, docs, tokens, float64(text)/1e6, bad, empty, secs, float64(text)/1e6/secs, float64(tokens)/secs)
+		fmt.Fprintf(&b, "%-8s %12d %14d %12.1f %8d %8d %9.1fs %9.1f %10.0f\n", name, docs, tokens, float64(text)/1e6, bad, empty, secs, float64(runText)/1e6/secs, float64(runTokens)/secs)
 	}
 	fmt.Fprintf(&b, "\n%-8s %12s %14s %12s %8s %8s %10s %9s %10s\n", "split", "documents", "tokens", "text MB", "bad", "empty", "time", "MB/s", "tokens/s")
 	var examples []prep.BadRecord
@@ -35,7 +37,7 @@ func (s RunStats) Summary(dataset, report string) string {
 		if name == "" {
 			name = "train"
 		}
-		row(name, sp.Docs, sp.Tokens, sp.TextBytes, sp.Bad, sp.Empty, sp.Elapsed.Seconds())
+		row(name, sp.Docs, sp.Tokens, sp.TextBytes, sp.Bad, sp.Empty, sp.RunTextBytes, sp.RunTokens, sp.Elapsed.Seconds())
 		if sp.BadRecords != nil {
 			examples = append(examples, sp.BadRecords.Examples...)
 			for reason, n := range sp.BadRecords.Counts {
@@ -43,7 +45,7 @@ func (s RunStats) Summary(dataset, report string) string {
 			}
 		}
 	}
-	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.Elapsed.Seconds())
+	row("total", s.Docs, s.Tokens, s.TextBytes, s.Bad, s.Empty, s.RunTextBytes, s.RunTokens, s.Elapsed.Seconds())
 	if s.Truncated > 0 {
 		unread := ""
 		switch {

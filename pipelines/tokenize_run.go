@@ -170,8 +170,12 @@ type RunStats struct {
 	UnreadUnknown bool
 	BytesIn       int64 // input bytes read, as stored (compressed)
 	TextBytes     int64
-	Shards        int
-	Elapsed       time.Duration
+	// RunTextBytes and RunTokens are this run's work: the text it encoded and the
+	// tokens it made, without the kept shards' of a resumed run (the speeds divide
+	// them by Elapsed).
+	RunTextBytes, RunTokens int64
+	Shards                  int
+	Elapsed                 time.Duration
 	// WriteTime is the time spent in shard writers (encoding ids to bytes, writing,
 	// committing), which the goal keeps under 5% of Elapsed.
 	WriteTime time.Duration
@@ -200,6 +204,7 @@ type SplitStats struct {
 	Split                              string
 	Docs, Empty, Bad, Filtered, Tokens int64
 	InvalidUTF8, BytesIn, TextBytes    int64
+	RunTextBytes, RunTokens            int64 // as RunStats'
 	Truncated, UnreadBytes             int64
 	UnreadUnknown                      bool // as RunStats.UnreadUnknown
 	Shards, ResumedShards              int
@@ -509,6 +514,7 @@ func (r *TokenizeRun) runSplit(ctx context.Context, j *journal, js *journalSplit
 	keptText := js.TextBytes
 	read, tokens, writeTime, err := r.encodeSplit(ctx, inputs, js.Docs, workers, rot)
 	ss.Docs, ss.Tokens, ss.Shards, ss.TextBytes = js.Docs, ss.Tokens+tokens, len(js.Shards), keptText+read.TextBytes
+	ss.RunTextBytes, ss.RunTokens = read.TextBytes, tokens
 	counts := &readCounts{Empty: read.Empty, Bad: read.Bad, Filtered: read.Filtered,
 		InvalidUTF8: read.InvalidUTF8, BytesIn: read.Bytes, BadRecords: read.BadRecords,
 		Truncated: read.Truncated, UnreadBytes: read.UnreadBytes}
@@ -557,6 +563,8 @@ func (s *RunStats) add(ss SplitStats) {
 	s.Tokens += ss.Tokens
 	s.BytesIn += ss.BytesIn
 	s.TextBytes += ss.TextBytes
+	s.RunTextBytes += ss.RunTextBytes
+	s.RunTokens += ss.RunTokens
 	s.Shards += ss.Shards
 	s.WriteTime += ss.WriteTime
 	s.ResumedShards += ss.ResumedShards
