@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -674,5 +675,38 @@ func TestReadOnlyDirectoryWithAGoodCopy(t *testing.T) {
 	errorContains(t, FetchOne(context.Background(), f, fastOptions(t)), "permission denied", f.Dest)
 	if got := srv.log(); len(got) != 1 {
 		t.Errorf("requests %v, want only the first download", got)
+	}
+}
+
+// TestGetHungServer: a mirror's SHA256SUMS from a server that accepted the
+// connection and then said nothing took 3 tries of the client's 60 s header timeout
+// (3 minutes) to fail; now each try gives up after getStallTimeout without an answer,
+// or without more of the body.
+func TestGetHungServer(t *testing.T) {
+	saved := getStallTimeout
+	getStallTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { getStallTimeout = saved })
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/half" {
+			w.Header().Set("Content-Length", "100")
+			w.Write([]byte("abc"))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	for _, path := range []string{"/SHA256SUMS", "/half"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := Get(ctx, nil, srv.URL+path, 1000)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "the server sent nothing for 200ms") || time.Since(t0) > 5*time.Second {
+			t.Errorf("%s: after %v: %v; want it to give up after 3 tries of 200ms", path, time.Since(t0), err)
+		}
 	}
 }
