@@ -65,8 +65,8 @@ func TestDownloadProgressCountsAgainstServerSizes(t *testing.T) {
 	if err := os.WriteFile(dest+".part", body[:kept], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	j := &job{name: "x", flags: &jobFlags{downloads: 1, progress: "on"}, log: slog.New(slog.NewTextHandler(&logs, nil)), stderr: io.Discard}
+	var logs, stderr bytes.Buffer
+	j := &job{name: "x", flags: &jobFlags{downloads: 1, progress: "on"}, log: slog.New(slog.NewTextHandler(&logs, nil)), stderr: &stderr}
 	j.fetches = []fetch.File{{URLs: []string{srv.URL + "/f.jsonl"}, Dest: dest}}
 	if err := j.fetch(context.Background()); err != nil {
 		t.Fatal(err)
@@ -77,6 +77,10 @@ func TestDownloadProgressCountsAgainstServerSizes(t *testing.T) {
 	want := fmt.Sprintf(`msg="download done" bytes=%d total_bytes=%d percent=100 `, size-kept, size-kept)
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("the download's summary is not %q:\n%s", want, logs.String())
+	}
+	// The plan says what is left, of what size (it said "1 file, 1.0 MB").
+	if want := "to download: 1 file, 741.4 kB of 1.0 MB left (sizes from the server): "; !strings.Contains(stderr.String(), want) {
+		t.Errorf("the plan does not say %q:\n%s", want, stderr.String())
 	}
 	if strings.Contains(logs.String(), "docs=") { // a download has none: it said docs=0
 		t.Fatalf("the download's log counts documents:\n%s", logs.String())

@@ -45,7 +45,7 @@ func (j *job) announce(ctx context.Context) map[string]int64 {
 			known[f.Dest] = f.Size
 		}
 	}
-	var total int64
+	var total, have int64
 	unknown, asked := 0, 0
 	for i, f := range todo {
 		switch {
@@ -56,9 +56,14 @@ func (j *job) announce(ctx context.Context) map[string]int64 {
 			asked++
 		default:
 			unknown++
+			continue
+		}
+		// A resumed download: only what its .part file does not hold is to come.
+		if st, err := os.Stat(f.Dest + ".part"); err == nil && st.Size() <= known[f.Dest] {
+			have += st.Size()
 		}
 	}
-	fmt.Fprintf(j.stderr, "%s: to download: %s into %s\n", who, planSummary(len(todo), total, unknown, asked), filepath.Join(j.workDir(), "downloads"))
+	fmt.Fprintf(j.stderr, "%s: to download: %s into %s\n", who, planSummary(len(todo), total, have, unknown, asked), filepath.Join(j.workDir(), "downloads"))
 	var unverified []string
 	for _, f := range todo {
 		if f.SHA256 == "" {
@@ -105,18 +110,24 @@ func (j *job) downloadTotal(sizes map[string]int64) (total int64, have map[strin
 	return total, have
 }
 
-// planSummary describes n files of total bytes, of which unknown have no known size
-// and asked had theirs from the server.
-func planSummary(n int, total int64, unknown, asked int) string {
+// planSummary describes n files of total bytes, have of them already downloaded (in
+// .part files, resumed), of which unknown have no known size and asked had theirs
+// from the server. The times are those of what is left.
+func planSummary(n int, total, have int64, unknown, asked int) string {
 	s := plural(n, "file", "files")
+	size := progress.FormatBytes(total)
+	if have > 0 {
+		size = fmt.Sprintf("%s of %s left", progress.FormatBytes(total-have), size)
+	}
 	switch {
 	case unknown == n:
 		return s + ", size unknown (neither the catalog nor the server says),"
 	case unknown > 0:
-		s += fmt.Sprintf(", at least %s (%d of unknown size)", progress.FormatBytes(total), unknown)
+		s += fmt.Sprintf(", at least %s (%d of unknown size)", size, unknown)
 	default:
-		s += ", " + progress.FormatBytes(total)
+		s += ", " + size
 	}
+	total -= have
 	if asked > 0 {
 		s += " (sizes from the server)"
 	}
