@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -79,9 +81,9 @@ func (r *TokenizeRun) describeJob(dtype shards.DType) (*jobDesc, error) {
 	for _, sp := range r.splits() {
 		js := jobSplit{Split: sp.Split}
 		for _, name := range sp.Inputs {
-			fi, err := os.Stat(name)
+			fi, err := statInput(name)
 			if err != nil {
-				return nil, fmt.Errorf("input %w", err)
+				return nil, err
 			}
 			in := jobInput{Name: name, Size: fi.Size(), SHA256: r.InputSHA256[name]}
 			if in.SHA256 == "" {
@@ -93,6 +95,33 @@ func (r *TokenizeRun) describeJob(dtype shards.DType) (*jobDesc, error) {
 	}
 	return d, nil
 }
+
+// statInput stats the input name; a missing one is named as given, with the next
+// step ("input stat X: no such file or directory" said neither).
+func statInput(name string) (os.FileInfo, error) {
+	fi, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		hint := "check the path"
+		if strings.ContainsAny(name, "*?[") {
+			hint = "a pattern is expanded by the shell, not by gptkit: leave it unquoted, and check that it matches"
+		}
+		return nil, &missingInputError{name, hint}
+	case err != nil:
+		return nil, fmt.Errorf("input %w", err)
+	}
+	return fi, nil
+}
+
+// missingInputError is statInput's error for a missing input; errors.Is it
+// fs.ErrNotExist.
+type missingInputError struct{ name, hint string }
+
+func (e *missingInputError) Error() string {
+	return fmt.Sprintf("input %s: no such file (%s)", e.name, e.hint)
+}
+
+func (e *missingInputError) Unwrap() error { return fs.ErrNotExist }
 
 // inputList is the job's inputs as the manifest records them (source.job_inputs),
 // one line each: NAME (SIZE bytes, modified MTIME) or NAME (SIZE bytes, sha256 SUM).
