@@ -196,13 +196,16 @@ func (j *job) run(ctx context.Context) int {
 	// A tokenizer of local files (prep shakespeare's chars.json, a --tokenizer
 	// tokenizer.json) has no name that shards cat --decode, train sample or export
 	// could load it by: its files go beside the data, before the tokenizing, so that
-	// the manifest is still written last, and lists them.
-	besideKeys, _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok, cli.PreviousManifest(ctx, st))
-	if err != nil {
-		return cli.Fail(j.stderr, who, err)
+	// the manifest is still written last, and lists them. The run plans and stores
+	// them under its lock, with the previous manifest it reads for its own check (it
+	// was read once more here), before any shard: a file of the user's in the way is
+	// refused first.
+	storeBeside := func(prev *shards.Manifest) ([]string, error) {
+		keys, _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok, prev)
+		return keys, err
 	}
 	run := &pipelines.TokenizeRun{
-		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, TokenizerFiles: besideKeys, TextKey: f.textKey,
+		Splits: splits, Store: st, Name: j.name, Tokenizer: tok, TokSpec: tokSpec, PlanTokenizerFiles: storeBeside, TextKey: f.textKey,
 		AppendEOD: j.appendEOD, Workers: f.workers, ShardBytes: shardBytes, Overwrite: f.overwrite || redo, Params: j.settings(),
 		Command: j.command, Logger: j.log, Resume: true, FilterSet: f.filterSet, SkipBad: f.onError == "skip",
 		AcceptTruncated: f.acceptTrunc,
