@@ -327,7 +327,7 @@ func (e *batchEncoder) encodeHuge(r *TokenizeRun, d prep.Doc) (docIDs, error) {
 
 // readOptions are the reader's options, skipping the first skip documents.
 func (r *TokenizeRun) readOptions(skip int64) prep.ReadOptions {
-	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip,
+	opt := prep.ReadOptions{TextKey: r.TextKey, Progress: r.Progress, SkipProgress: r.ProgressSkipped, FilterSet: r.FilterSet, OnError: prep.Fail, SkipDocs: skip,
 		AcceptTruncated: r.AcceptTruncated}
 	if r.SkipBad {
 		opt.OnError = prep.Skip

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -148,9 +149,18 @@ func TestResumeAfterKill(t *testing.T) {
 			run := resumeJob(t, corpusDir, out, tok)
 			// An hour later: the manifest still says when the job first started.
 			run.hooks.now = func() time.Time { return fixedClock().Add(time.Hour) }
+			var skippedBytes atomic.Int64 // read again to skip the kept shards' documents
+			run.ProgressSkipped = func(n int64) { skippedBytes.Add(n) }
 			m, stats, err := run.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			reread := false // a split with kept documents read again, to encode the rest
+			for _, s := range stats.Splits {
+				reread = reread || s.ResumedDocs > 0 && s.RunTextBytes > 0
+			}
+			if reread != (skippedBytes.Load() > 0) {
+				t.Errorf("a split read past kept documents: %v; bytes reported skipped: %d", reread, skippedBytes.Load())
 			}
 			if stats.Restarted != "" {
 				t.Errorf("restarted: %s", stats.Restarted)

@@ -52,6 +52,11 @@ type TokenizeRun struct {
 	// again, without handing them on (their bytes count, they do not), and does not
 	// read the splits it had finished at all.
 	Progress func(bytesRead, docs int64)
+	// ProgressSkipped, if set, is called instead of Progress with the bytes a
+	// resumed run reads again to skip the documents of the shards it keeps (an
+	// earlier run's work: a progress bar's AddSkipped, so that its MB/s and ETA are
+	// this run's).
+	ProgressSkipped func(bytesRead int64)
 	// ProgressTokens, if set, is called with the tokens of each batch of documents as
 	// it is written (for a tokens/s figure beside Progress's).
 	ProgressTokens func(tokens int64)

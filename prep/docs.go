@@ -38,6 +38,10 @@ type ReadOptions struct {
 	// handed on since its previous call, so that it can be a progress bar's Add. It
 	// is called from the goroutine that called ReadDocs.
 	Progress func(bytesRead, docs int64)
+	// SkipProgress, if set, is called instead of Progress with the bytes read while
+	// skipping the SkipDocs documents (an earlier run's work, which a progress bar
+	// counts in its total but not in its speed); nil: Progress counts them.
+	SkipProgress func(bytesRead int64)
 	// FilterSet, if set, keeps only the records of that Pile subset: those whose
 	// meta.pile_set_name is FilterSet (such as "Enron Emails"). The others are
 	// counted in Stats.Filtered, and those of them without a set name (no meta

@@ -19,6 +19,7 @@ type docReader struct {
 	policy   ErrorPolicy
 	accept   bool // ReadOptions.AcceptTruncated
 	progress func(bytesRead, docs int64)
+	skipProg func(bytesRead int64) // ReadOptions.SkipProgress
 	fn       func(Doc) error
 	stats    Stats
 	skip     int64 // documents still to skip
@@ -54,7 +55,7 @@ type docReader struct {
 
 func newDocReader(ctx context.Context, opt ReadOptions, fn func(Doc) error) *docReader {
 	r := &docReader{ctx: ctx, key: opt.TextKey, filter: opt.FilterSet, policy: opt.OnError, accept: opt.AcceptTruncated,
-		progress: opt.Progress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples,
+		progress: opt.Progress, skipProg: opt.SkipProgress, fn: fn, skip: max(opt.SkipDocs, 0), examples: opt.MaxBadExamples,
 		relativeLines: opt.relativeLines, lines: opt.lines, pieceOf: opt.pieceOf}
 	if r.key == "" {
 		r.key = DefaultTextKey
@@ -95,10 +96,11 @@ func (r *docReader) skipOne() bool {
 	}
 	r.skip--
 	r.stats.Skipped++
-	if r.stats.Skipped%skipProgressEvery == 0 {
+	if r.skip == 0 || r.stats.Skipped%skipProgressEvery == 0 {
 		// Skipping is parsing: on a resumed run, minutes of it before the first
-		// document, with the progress line at 0% all along.
-		r.reportProgress()
+		// document, with the progress line at 0% all along. Its bytes, up to the last
+		// document skipped, are reported as skipped (SkipProgress).
+		r.tell(true)
 	}
 	return true
 }
@@ -304,9 +306,14 @@ func (r *docReader) emit(d Doc, badUTF8 bool) error {
 	return nil
 }
 
-// reportProgress calls progress with what it has not been told yet.
-func (r *docReader) reportProgress() {
-	if r.progress == nil {
+// reportProgress calls progress with what it has not been told yet (skipProg, with
+// the bytes, while documents are still to be skipped).
+func (r *docReader) reportProgress() { r.tell(r.skip > 0) }
+
+// tell is reportProgress; skipping says that the bytes not yet told were read
+// skipping documents.
+func (r *docReader) tell(skipping bool) {
+	if r.progress == nil && (r.skipProg == nil || !skipping) {
 		return
 	}
 	var bytes int64
@@ -319,7 +326,15 @@ func (r *docReader) reportProgress() {
 	case r.counter != nil:
 		bytes = r.counter.take()
 	}
-	if bytes != 0 || r.docsPending != 0 {
+	switch {
+	case skipping && r.skipProg != nil:
+		if bytes != 0 {
+			r.skipProg(bytes)
+		}
+		if r.docsPending != 0 && r.progress != nil { // (none: skipped documents are not handed on)
+			r.progress(0, r.docsPending)
+		}
+	case bytes != 0 || r.docsPending != 0:
 		r.progress(bytes, r.docsPending)
 	}
 	r.docsPending, r.textPending = 0, 0

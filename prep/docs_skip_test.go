@@ -147,3 +147,36 @@ func FuzzUTF8Checker(f *testing.F) {
 		}
 	})
 }
+
+// TestSkipProgress: the bytes read to skip SkipDocs documents (a resumed run's, already
+// done) went to Progress with the rest, and a progress bar counted them in its MB/s and
+// ETA; SkipProgress now has them, up to the last document skipped, and Progress the
+// rest, the two adding up to the file's size.
+func TestSkipProgress(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	const n = 40000
+	for i := range n {
+		fmt.Fprintf(&b, `{"text":"document %d %s"}`+"\n", i, strings.Repeat("x", 200))
+	}
+	path := writeCorpusFile(t, dir, "a.jsonl", b.String())
+	size := int64(b.Len())
+	var skipped, read, docs int64
+	opt := ReadOptions{SkipDocs: n / 2, SkipProgress: func(bytes int64) { skipped += bytes },
+		Progress: func(bytes, d int64) { read += bytes; docs += d }}
+	if _, _, err := readAll(t, []string{path}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if skipped+read != size || docs != n/2 || skipped < size/4 || read < size/4 {
+		t.Errorf("skipped %d bytes and read %d (%d docs) of %d; want about half each, %d docs", skipped, read, docs, size, n/2)
+	}
+	// Without SkipProgress, Progress counts them all, as before.
+	read, docs = 0, 0
+	opt.SkipProgress = nil
+	if _, _, err := readAll(t, []string{path}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if read != size || docs != n/2 {
+		t.Errorf("without SkipProgress: read %d bytes, %d docs; want %d, %d", read, docs, size, n/2)
+	}
+}

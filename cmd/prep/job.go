@@ -245,6 +245,7 @@ func (j *job) run(ctx context.Context) int {
 	}
 	bar := j.bar("tokenize", total, progress.Options{})
 	run.Progress = func(bytes, docs int64) { bar.Add(bytes, docs) }
+	run.ProgressSkipped = bar.AddSkipped // a resumed run's kept documents: not in the MB/s or ETA
 	run.ProgressTokens = bar.AddTokens
 	m, stats, err := run.Run(ctx)
 	if err != nil {

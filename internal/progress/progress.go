@@ -55,6 +55,7 @@ const liveInterval = 100 * time.Millisecond
 // does nothing.
 type Bar struct {
 	bytes, docs, tokens atomic.Int64
+	skipped             atomic.Int64 // of bytes: done by an earlier run (AddSkipped)
 
 	w        io.Writer
 	logger   *slog.Logger
@@ -127,6 +128,16 @@ func (b *Bar) Add(bytes, docs int64) {
 	}
 	if docs != 0 {
 		b.docs.Add(docs)
+	}
+}
+
+// AddSkipped counts bytes more bytes that an earlier run did (a resumed run reading
+// past what it keeps): they count toward the bytes shown and the percentage, not
+// toward the MB/s or the ETA, which are this run's work (they looked too good).
+func (b *Bar) AddSkipped(bytes int64) {
+	if b != nil && bytes != 0 {
+		b.bytes.Add(bytes)
+		b.skipped.Add(bytes)
 	}
 }
 

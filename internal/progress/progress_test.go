@@ -224,3 +224,20 @@ func TestNoDocs(t *testing.T) {
 		t.Errorf("log line counts docs: %s", out.String())
 	}
 }
+
+// TestSkippedBaseline: a resumed run's bytes read again to skip what it keeps counted
+// toward the MB/s and the ETA, which looked too good; AddSkipped's bytes count in the
+// bytes and the percentage only.
+func TestSkippedBaseline(t *testing.T) {
+	var out bytes.Buffer
+	b := newBar(&out, nil, "tokenize", 1_000_000_000, Options{Mode: Live}, t0)
+	b.AddSkipped(600_000_000)
+	b.Add(100_000_000, 5)
+	b.report(t0.Add(10 * time.Second))
+	want := "\rtokenize  700.0 MB / 1.0 GB  70%  10.0 MB/s  5 docs  ETA 0:30\x1b[K"
+	if out.String() != want {
+		t.Errorf("live line\n%q\nwant\n%q", out.String(), want)
+	}
+	var nb *Bar
+	nb.AddSkipped(1) // a nil Bar does nothing
+}

@@ -43,7 +43,7 @@ type stats struct {
 	bytes, docs int64
 	tokens      int64 // 0: not counted
 	elapsed     time.Duration
-	mbPerS      float64 // average since the start
+	mbPerS      float64 // average since the start, of this run's bytes (not AddSkipped's)
 	tokPerS     float64 // average since the start
 	percent     float64 // < 0: no total
 	eta         time.Duration
@@ -52,9 +52,9 @@ type stats struct {
 
 func (b *Bar) stats(now time.Time) stats {
 	s := stats{bytes: b.bytes.Load(), docs: b.docs.Load(), tokens: b.tokens.Load(), elapsed: max(now.Sub(b.start), 0), percent: -1}
-	var rate float64 // bytes per second
+	var rate float64 // bytes per second, of this run's work: the skipped bytes are the baseline
 	if secs := s.elapsed.Seconds(); secs > 0 {
-		rate = float64(s.bytes) / secs
+		rate = float64(max(s.bytes-b.skipped.Load(), 0)) / secs
 		s.mbPerS = rate / 1e6
 		s.tokPerS = float64(s.tokens) / secs
 	}
