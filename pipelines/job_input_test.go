@@ -29,5 +29,9 @@ func TestMissingInputHint(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "stat ") {
 			t.Errorf("%s: %v", tt.input, err)
 		}
+		// tokenize run sizes its inputs (Slice) before describing the job.
+		if _, _, err := r.Slice(); err == nil || err.Error() != tt.want || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Slice of %s: %v\nwant %s", tt.input, err, tt.want)
+		}
 	}
 }

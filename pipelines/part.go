@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -156,9 +155,9 @@ func (r *TokenizeRun) Slice() ([]SplitRanges, int64, error) {
 	sizes := map[string]int64{}
 	for _, s := range r.splits() {
 		for _, name := range s.Inputs {
-			fi, err := os.Stat(name)
+			fi, err := statInput(name)
 			if err != nil {
-				return nil, 0, fmt.Errorf("input %w", err)
+				return nil, 0, err
 			}
 			sizes[name] = fi.Size()
 		}
