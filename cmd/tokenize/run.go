@@ -157,6 +157,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	job.Progress = addProgress
 	job.ProgressTokens = bar.AddTokens
+	job.ProgressSkipped = bar.AddSkipped // a resumed run's kept documents: not in the MB/s or ETA
 	m, stats, err := job.Run(ctx)
 	if bar != nil {
 		if err != nil {
