@@ -170,6 +170,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	// Which checkpoint, if any, this run continues from: rank 0 decides (and reads
 	// it), and broadcasts it to the others, which need not see the same disk.
 	rank0 := coll.Rank() == 0
+	// The run-wide lines (the same on every rank): rank 0's at Info, the
+	// others' at Debug, so a job's log says them once.
+	info := log.Info
+	if !rank0 {
+		info = log.Debug
+	}
 	var ckpt *ckptDir // (rank 0's)
 	if rank0 {
 		if err := t.lockOut(ctx); err != nil {
@@ -224,7 +230,7 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	if err := CheckMemory(est, be); err != nil {
 		return nil, err
 	}
-	log.Info("memory", "estimate", est.String())
+	info("memory", "estimate", est.String())
 	mc := cfg.Model(vocab)
 	if err := t.build(mc); err != nil {
 		return nil, err
@@ -276,12 +282,12 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 		// and clocks), on a GPU the datasheet's.
 		modelArgs = append(modelArgs, "peak_tflops", round4(t.peak/1e12))
 	}
-	log.Info("model", modelArgs...)
+	info("model", modelArgs...)
 	mem := t.Memory()
-	log.Info("memory", "params", kernels.GiB(mem.Params), "grads", kernels.GiB(mem.Grads), "adamw", kernels.GiB(mem.Optimizer),
+	info("memory", "params", kernels.GiB(mem.Params), "grads", kernels.GiB(mem.Grads), "adamw", kernels.GiB(mem.Optimizer),
 		"activations", kernels.GiB(mem.Activations), "total", kernels.GiB(mem.Total()), "micro_batch", fmt.Sprintf("%dx%d", B, T))
 	if coll.World() > 1 {
-		log.Info("data parallel", "rank", coll.Rank(), "world", coll.World(), "zero", cfg.Zero,
+		info("data parallel", "rank", coll.Rank(), "world", coll.World(), "zero", cfg.Zero,
 			"adamw_floats_per_rank", t.m.Len(), "buckets", t.buckets != nil)
 	}
 	return t, nil
