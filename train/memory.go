@@ -33,7 +33,17 @@ import (
 //     of one tensor) that a checkpoint's gather (ZeRO-1) or a resume's broadcast passes through
 //     the collectives: on a GPU NCCL's device staging of it (kernels/cuda's
 //     NCCL.collective), on the CPU the host scratch. Left out, a run sized to the
-//     estimate trained to its first checkpoint and ended there, out of memory.
+//     estimate trained to its first checkpoint and ended there, out of memory;
+//   - scratch: the step's statistics (float64: the loss sum and the gradient
+//     norm's partial sum of each block, Trainer.stats), and the largest scratch
+//     one op takes for its duration (kernels/cuda's tmp): attention backward's
+//     row sums, the column sums of the bias and LayerNorm weight gradients per
+//     chunk of rows, the gradient norm's per-chunk partials, the embedding
+//     backward's token buckets (opScratch). Left out, a run sized to the estimate
+//     on a device passed the pre-flight and failed on its first step, out of
+//     memory "allocating scratch". (cuBLASLt's 32 MiB workspace on a real GPU,
+//     and the driver's size classes, are not counted: its free memory is
+//     compared as it is.)
 //
 // Sums are taken in float64, so that no shape overflows them.
 
@@ -45,6 +55,7 @@ type MemoryEstimate struct {
 	Activations float64 // one micro-batch's saved activations and backward scratch
 	Batch       float64 // token ids of the micro-batch on the host
 	Staging     float64 // one chunk of the AdamW state through the collectives (several ranks)
+	Scratch     float64 // the step's statistics and the largest per-op scratch
 
 	// What the run is, for CheckMemory's hint: its ranks, zero, compute dtype.
 	world, zero int
@@ -53,7 +64,7 @@ type MemoryEstimate struct {
 
 // Total is the sum of the parts.
 func (e MemoryEstimate) Total() float64 {
-	return e.Params + e.Grads + e.Optimizer + e.Activations + e.Batch + e.Staging
+	return e.Params + e.Grads + e.Optimizer + e.Activations + e.Batch + e.Staging + e.Scratch
 }
 
 // String is the total and its parts, for a log line or a message.
@@ -68,7 +79,7 @@ func (e MemoryEstimate) withTotal(total string) string {
 		staging = ", collectives' staging " + FormatBytes(e.Staging)
 	}
 	return fmt.Sprintf("%s (parameters %s, gradients %s, AdamW %s, activations %s%s)",
-		total, FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch), staging)
+		total, FormatBytes(e.Params), FormatBytes(e.Grads), FormatBytes(e.Optimizer), FormatBytes(e.Activations+e.Batch+e.Scratch), staging)
 }
 
 // EstimateMemory is the memory one of world ranks needs to train cfg's model with a
@@ -80,10 +91,11 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 	world = max(world, 1)
 	mc := cfg.Model(vocab)
 	params := paramCount(mc)
-	padded, largest := params, params
+	padded, largest, block := params, params, float64(1<<22)
 	if params < 1<<40 && mc.NLayer <= 1<<14 { // exactly, as NewTrainer lays it out
 		tensors, _, total := mc.Layout()
-		padded = float64(newFlat(total, world, 0, false).padded)
+		f := newFlat(total, world, 0, false)
+		padded, block = float64(f.padded), float64(f.block)
 		largest = 0
 		for _, ti := range tensors {
 			largest = max(largest, float64(ti.Size))
@@ -117,7 +129,27 @@ func EstimateMemory(cfg Config, vocab, world int, dt kernels.DType) MemoryEstima
 		s*N*C + f32*2*N + f32*N + // the final LayerNorm, the losses
 		s*rows*Vp + f32*Vp + s*N*C + back // the classifier's chunk, a logits row, scratch, the backward
 	e.Batch = 4 * (B*(T+1) + 2*N + 2*N) // the batch, the trainer's inputs and targets, the model's ids
+	e.Scratch = 8*(1+padded/block) + opScratch(N, B, T, C, NH, padded, block, mc.Bias)
 	return e
+}
+
+// opScratch is the largest scratch one op of a training step takes on a device,
+// in bytes, for a micro-batch of N = B·T tokens, width C, NH heads and padded
+// parameters summed in blocks of block (kernels/cuda: tmp's callers; the
+// constants are its rowsPerChunk and sumSquaresChunk).
+func opScratch(N, B, T, C, NH, padded, block float64, bias bool) float64 {
+	const rowsPerChunk, sumSquaresChunk = 256, 1 << 14
+	chunks := math.Ceil(N / rowsPerChunk)
+	s := max(
+		4*B*NH*T,   // AttentionBackward: D, one float32 per row of each head
+		4*(3*N+1),  // EncoderBackward: the tokens, their starts and positions
+		8*chunks*C, // LayerNormBackward: the weight's and bias's partial sums
+		8*(padded/block)*math.Ceil(block/sumSquaresChunk), // SumSquares: float64 partials per chunk of each block
+	)
+	if bias {
+		s = max(s, 4*chunks*4*C) // MatmulBackward's bias sums (columnSums), widest for the MLP's 4C
+	}
+	return s
 }
 
 // paramCount is Layout's element count, in float64 (the 64-byte alignment of each

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -160,5 +161,39 @@ func TestCudaSimZeroFitsEstimate(t *testing.T) {
 	r := trainProc(t, 5*time.Minute, env, args...)
 	if r.code != 0 || !strings.Contains(r.stdout, `"checkpoint":`) {
 		t.Fatalf("in %s of simulated memory (the estimate, %s): exit %d, stderr:\n%s", env[0], est, r.code, r.stderr)
+	}
+}
+
+// TestCudaSimFitsEstimate: one rank on a simulated GPU of exactly the memory the
+// pre-flight estimates trains (in each dtype, with and without dropout and bias).
+// The estimate left out the trainer's step statistics (the gradient norm's
+// partial sums) and the backend's per-op scratch (the column sums of the bias and
+// LayerNorm gradients, attention's and the gradient norm's partials, the
+// embedding's buckets): such a run passed the pre-flight and failed on its first
+// step, "out of memory on cuda-sim".
+func TestCudaSimFitsEstimate(t *testing.T) {
+	data, tok := makeCharDataset(t)
+	for _, tc := range []struct {
+		dtype   string
+		dropout string
+		bias    bool
+	}{{"float32", "0", true}, {"float32", "0.1", false}, {"bfloat16", "0", true}} {
+		t.Run(tc.dtype+"-dropout"+tc.dropout+"-bias"+strconv.FormatBool(tc.bias), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			cfg := train.Default()
+			cfg.NLayer, cfg.NHead, cfg.NEmbd, cfg.BlockSize, cfg.BatchSize, cfg.Bias = 2, 8, 64, 16, 4, tc.bias
+			cfg.Dropout, _ = strconv.ParseFloat(tc.dropout, 64)
+			dt := kernels.Float32
+			if tc.dtype == "bfloat16" {
+				dt = kernels.BFloat16
+			}
+			est := train.EstimateMemory(cfg, tok.VocabSize(), 1, dt)
+			t.Setenv(envSimMemory, strconv.FormatInt(int64(math.Ceil(est.Total())), 10))
+			code, stdout, stderr := runTrain(t, append(tinyArgs(data, out, "2"), "--device", "cuda-sim", "--dtype", tc.dtype,
+				"--dropout", tc.dropout, "--bias="+strconv.FormatBool(tc.bias), "--n-layer", "2", "--n-head", "8", "--n-embd", "64")...)
+			if code != 0 || !strings.Contains(stdout, `"step":2`) {
+				t.Fatalf("in %s bytes of simulated memory (the estimate, %s): exit %d, stderr:\n%s", os.Getenv(envSimMemory), est, code, stderr)
+			}
+		})
 	}
 }
