@@ -146,7 +146,13 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 	}
 	opened := cfg.InitOpened // init_from's directory, the command's opening: this run's to close
 	cfg.InitOpened = nil
-	if err := cfg.Validate(); err != nil {
+	err = cfg.Validate()
+	if err == nil {
+		// Before the data is opened and the weights made: the first forward
+		// would meet it.
+		err = fitsHeadSize(cfg, be)
+	}
+	if err != nil {
 		if opened != nil {
 			opened.Close()
 		}
@@ -291,6 +297,26 @@ func NewTrainer(ctx context.Context, cfg Config, be kernels.Backend, coll Collec
 			"adamw_floats_per_rank", t.m.Len(), "buckets", t.buckets != nil)
 	}
 	return t, nil
+}
+
+// headSizeLimit is implemented by backends whose attention takes heads of at most
+// MaxHeadSize elements (kernels/cuda).
+type headSizeLimit interface {
+	MaxHeadSize() int
+}
+
+// fitsHeadSize refuses cfg's shape where be's attention cannot take its head size
+// (n_embd / n_head).
+func fitsHeadSize(cfg Config, be kernels.Backend) error {
+	l, ok := be.(headSizeLimit)
+	if !ok || cfg.NHead < 1 {
+		return nil
+	}
+	if hs := cfg.NEmbd / cfg.NHead; hs > l.MaxHeadSize() {
+		return fmt.Errorf("train: head size %d (n_embd %d / n_head %d) is more than the attention kernels of %s take (%d)\n---> HINT: use more heads (--n-head, with n_embd / n_head at most %[5]d), or --device cpu",
+			hs, cfg.NEmbd, cfg.NHead, be.Name(), l.MaxHeadSize())
+	}
+	return nil
 }
 
 // build makes the model of shape mc (zeroed, in t.dtype), its gradients, activations and

@@ -81,7 +81,8 @@ func TestSimMemorySizes(t *testing.T) {
 
 // TestHeadSizeTooLargeForGPU: a model whose head size (n_embd / n_head) is more than the
 // GPU's attention kernels take (256) ends on cuda-sim with one line naming the head
-// size and the way out, exit 1; it was a panic with a stack dump at the first forward.
+// size and the way out, exit 1, before the data is opened; it was a panic with a
+// stack dump at the first forward, then a line there.
 func TestHeadSizeTooLargeForGPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a process")
@@ -102,6 +103,11 @@ func TestHeadSizeTooLargeForGPU(t *testing.T) {
 	r := trainProc(t, time.Minute, nil, args...)
 	if r.code != 1 || strings.Contains(r.stderr, "goroutine") || !strings.Contains(r.stderr, "head size 320") || !strings.Contains(r.stderr, "n_head") {
 		t.Fatalf("exit %d, want 1 and one line naming the head size:\n%s", r.code, r.stderr)
+	}
+	// Refused in the setup, before the data is opened and the weights made (as
+	// sample and score refuse it): it was refused at the first step.
+	if strings.Contains(r.stderr, "loader:") || strings.Contains(r.stderr, "msg=model") {
+		t.Errorf("refused after the setup had opened the data or made the model:\n%s", r.stderr)
 	}
 }
 

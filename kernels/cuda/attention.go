@@ -29,6 +29,10 @@ func flashSize(dt kernels.DType, hs, C int, ts ...kernels.Tensor) int {
 // MaxHeadSize is the largest head size (C/NH) the attention kernels take.
 const MaxHeadSize = 256
 
+// MaxHeadSize is the package's MaxHeadSize, for the trainer to refuse a shape
+// before its setup (train.NewTrainer) rather than at the first forward.
+func (b *Backend) MaxHeadSize() int { return MaxHeadSize }
+
 // headSize is C/NH, or a panic with an error, not a string, where the kernels cannot
 // take it: a limit of this backend that a model's shape meets (the CPU backends have
 // none), which the trainer reports in one line (cmd/train's deviceError) where a
