@@ -12,6 +12,10 @@
 # and "== this build's PTX" come before each run, for tools/gpu/report.py. The status is
 # the first failure's.
 set -u
+if [ $# -lt 4 ]; then
+  echo "usage: $0 PTXDIR PROFILE AGAIN_ARGS CMD... (PROFILE and AGAIN_ARGS may be \"\"; say, $0 /tmp/ptx-old \"\" \"--out /tmp/b\" ./train --device cuda ...)" >&2
+  exit 2
+fi
 dir=$1 prof=$2 again=$3
 shift 3
 rounds=${PTX_AB_ROUNDS:-1}
