@@ -466,7 +466,7 @@ func (l *launcher) attempt(ctx context.Context, restart int, events <-chan dist.
 		rank := cfg.NodeRank*cfg.NProcPerNode + local
 		w, err := l.start(rank, local, restart, exits)
 		if err != nil {
-			out.failure = fmt.Sprintf("rank %d did not start: %v", rank, err)
+			out.failure = fmt.Sprintf("rank %d%s did not start: %v", rank, l.onNode(), err)
 			stop(syscall.SIGKILL, 0)
 			break
 		}
@@ -770,11 +770,16 @@ func (w *storeWrites) run() {
 // describeExit is describeExit naming this node with several ("rank 3 on node 1
 // exited ..."), where the other nodes' launchers say it too.
 func (l *launcher) describeExit(ex exit) string {
-	where := ""
+	return describeExit(ex, l.onNode())
+}
+
+// onNode is " on node N" of this node where the job has several, which follows a
+// rank in what this launcher says of it, else "".
+func (l *launcher) onNode() string {
 	if l.cfg.NNodes > 1 {
-		where = fmt.Sprintf(" on node %d", l.cfg.NodeRank)
+		return fmt.Sprintf(" on node %d", l.cfg.NodeRank)
 	}
-	return describeExit(ex, where)
+	return ""
 }
 
 // worker is this node's worker of rank, or nil.

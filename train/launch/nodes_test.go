@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -260,6 +261,26 @@ func TestDocsStateWaits(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("docs/%s does not say %q", doc, want)
 			}
+		}
+	}
+}
+
+// TestStartFailureNamesNode: a rank of node 1 whose program cannot start is named
+// "rank 1 on node 1 did not start: ..." by both launchers, as an exit is; it was
+// "rank 1 did not start", which named no node.
+func TestStartFailureNamesNode(t *testing.T) {
+	defer func(d time.Duration) { exitGrace = d }(exitGrace)
+	exitGrace = 200 * time.Millisecond
+	missing := filepath.Join(t.TempDir(), "no-train")
+	errs, stderrs := runTwoNodesWith(t, "term", 1, func(node int, cfg *Config, _ *syncBuffer) {
+		if node == 1 {
+			cfg.Program = missing
+		}
+	})
+	const want = "rank 1 on node 1 did not start: "
+	for node, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "node 1: rank 1") {
+			t.Errorf("node %d: %v, want %q\n%s", node, err, want, stderrs[node])
 		}
 	}
 }
