@@ -95,7 +95,8 @@ demo: build
 gpu-check:
 	bash tools/gpu/build.sh
 
-# The GPU check end to end on this machine, cuda-sim standing in for the GPU (1.5-4 minutes on 2 vCPUs).
+# The GPU check end to end on this machine, cuda-sim standing in for the GPU (1.5-6 minutes on
+# 2 vCPUs, by their load: docs/gpu.md's "Dry run"; its budget is 900 s).
 gpu-check-dry: gpu-check
 	bash tools/gpu/check.sh --dry
 
