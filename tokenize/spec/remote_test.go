@@ -69,3 +69,31 @@ func TestRemoteSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingLocalPathNotDownloaded: a mistyped path of the form ORG/NAME (a
+// tokenizer.json in a directory, or a directory under one that exists) fails naming the
+// missing path, without a download; it was taken for a Hugging Face id and fetched, and
+// offline the error said to retry later or pass --tokenizer-url.
+func TestMissingLocalPathNotDownloaded(t *testing.T) {
+	srv := newTokenizerServer(t)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("data", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"typo/tokenizer.json", "tokenizer file typo/tokenizer.json: no such file (a path, by its .json ending"},
+		{"tok/cl100k_base.tiktoken", "no such file (a path, by its .tiktoken ending"},
+		{"tok/merges.txt", "no such file (a path, by its .txt ending"},
+		{"data/tok", "tokenizer data/tok: no such file or directory in the local directory data"},
+	} {
+		_, err := Load(context.Background(), tc.spec, Options{CacheDir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+	if l := srv.log(); len(l) != 0 {
+		t.Errorf("requests %v, want none", l)
+	}
+}
