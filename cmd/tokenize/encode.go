@@ -17,12 +17,19 @@ import (
 	"gptkit/tokenize"
 )
 
+// specialsNote says, in encode's and run's usage, how special tokens in the text are
+// read: the one choice where HF tokenizers and tiktoken's defaults differ.
+const specialsNote = "Special tokens written in the text (<|endoftext|>, ...) are encoded as their ids, as Hugging Face\n" +
+	"tokenizers' encode does and tiktoken's encode(text, allowed_special=\"all\") (tiktoken's default refuses\n" +
+	"them; encode_ordinary, which nanoGPT's prepare.py uses, encodes them as text)."
+
 // Output buffer size for both encode and decode.
 const outputBufferSize = 1 << 20
 
 func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := cli.NewCommand("tokenize", "encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
-		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl; blank lines are skipped) or one for the whole input.")
+		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl; blank lines are skipped) or one for the whole input.\n"+
+			specialsNote)
 	var tf tokenizerFlags
 	tf.Register(c.Flags, "the tokenizer (required)")
 	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per object, in input order (blank lines are skipped)")

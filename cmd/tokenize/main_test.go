@@ -402,9 +402,12 @@ func TestUsage(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "encode", "decode", "train"}},
 		{"help", []string{"-h"}, 0, []string{"encode", "decode", "train"}},
 		{"encode -h", []string{"encode", "-h"}, 0, []string{"usage: tokenize encode", "--tokenizer SPEC", "--jsonl", "(default 2)",
-			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR"}},
+			"--text-key FIELD", `(default "text")`, "--workers N", "--tokenizer-url URL", "--tokenizer-sha256 HEX", "--tokenizer-cache-dir DIR",
+			// how <|endoftext|> in the text is read (HF and tiktoken's defaults differ) was said nowhere but docs/tokenizer.md
+			"Special tokens written in the text", "encode_ordinary"}},
 		// run -h named .jsonl, .jsonl.zst, .jsonl.gz and .txt only
-		{"run -h", []string{"run", "-h"}, 0, []string{"usage: tokenize run", ".jsonl.gz, .json.gz", ".txt.zst, .txt.gz", ".zip", ".parquet"}},
+		{"run -h", []string{"run", "-h"}, 0, []string{"usage: tokenize run", ".jsonl.gz, .json.gz", ".txt.zst, .txt.gz", ".zip", ".parquet",
+			"Special tokens written in the text", "an end-of-document id inside it"}},
 		{"decode -h", []string{"decode", "--help"}, 0, []string{"usage: tokenize decode", "--tokenizer SPEC", "--tokenizer-url", "--tokenizer-cache-dir"}},
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
 		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},

@@ -24,7 +24,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"document each), .zip (one document per member) and .parquet files in parallel,\n"+
 			"in input order, into GPT-NeoX indexed datasets DIR/NAME_text_document.{bin,idx} (more shards\n"+
 			"with --shard-size) and DIR/manifest.json, written last. DIR may be s3://bucket/prefix.\n"+
-			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.\n\n"+
+			"A failed or interrupted run leaves no manifest: readers see nothing until a run completes.\n"+
+			specialsNote+"\nSo a document holding the text <|endoftext|> has an end-of-document id inside it.\n\n"+
 			"Partitioned (array jobs): with --num-workers W the run is cut into W parts and this process\n"+
 			"does part --worker-index I (by default the array job's task: SLURM_ARRAY_TASK_ID, a Kubernetes\n"+
 			"Indexed Job's JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX; W defaults to\n"+
