@@ -157,7 +157,13 @@ func newTrainInput(path string, jsonl bool) (trainInput, error) {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return in, err
+		// "--input F: no such file or directory", as tokenize run says it (it was
+		// "stat F: ...", naming neither the flag nor what to check).
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return in, fmt.Errorf("--input %s: %w", path, err)
 	}
 	if fi.IsDir() {
 		return in, fmt.Errorf("%s is a directory, want a file", path)

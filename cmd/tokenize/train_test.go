@@ -198,7 +198,7 @@ func TestTrainUsageAndFailures(t *testing.T) {
 		{"bad flag", []string{"--input", text, "--vocab-size", "x", "--out", out}, 2, []string{"vocab-size"}},
 		{"stray argument", []string{"--input", text, "--vocab-size", "300", "--out", out, "extra"}, 2, []string{"unexpected argument"}},
 		{"negative min frequency", []string{"--input", text, "--vocab-size", "300", "--out", out, "--min-frequency", "-1"}, 2, []string{"--min-frequency"}},
-		{"missing file", []string{"--input", filepath.Join(dir, "nope.txt"), "--vocab-size", "300", "--out", out}, 1, []string{"nope.txt"}},
+		{"missing file", []string{"--input", filepath.Join(dir, "nope.txt"), "--vocab-size", "300", "--out", out}, 1, []string{"--input " + filepath.Join(dir, "nope.txt") + ": no such file or directory"}},
 		{"zstd", []string{"--input", filepath.Join(dir, "x.jsonl.zst"), "--vocab-size", "300", "--out", out}, 1, []string{"x.jsonl.zst", "not supported"}},
 		{"directory input", []string{"--input", dir, "--vocab-size", "300", "--out", out}, 1, []string{"is a directory"}},
 		// tokenize run reads these; here they would have been trained on as raw bytes.
