@@ -53,7 +53,8 @@ type besideFile struct {
 // Only files a gptkit command stored are ever replaced or removed: those that prev
 // (the manifest st held before this command, nil for none) lists under
 // TokenizerFilesKey. A file of that name that holds the same bytes, or that is the
-// very file the tokenizer is read from, is left as it is; any other file there (a
+// very file the tokenizer is read from, is left as it is (and listed where prev lists it:
+// --tokenizer DIR/tokenizer.json that an earlier run stored stays the dataset's); any other file there (a
 // user's own, or one stored by a gptkit that kept no list) is refused, naming it,
 // before anything is written. An earlier dataset's listed files that the new ones do
 // not replace are removed (readers skip a file of another fingerprint, but it would
@@ -71,7 +72,7 @@ func PlanTokenizerBeside(ctx context.Context, st storage.Store, specString strin
 			continue
 		}
 		switch {
-		case sameFile(st, key, specString): // the user's: not ours to list
+		case sameFile(st, key, specString) && !slices.Contains(ours, key): // the user's: not ours to list
 		case holds(ctx, st, key, data):
 			p.keys = append(p.keys, key)
 		default:

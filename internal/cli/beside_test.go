@@ -385,3 +385,49 @@ func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
 		t.Fatal("the tokenizer.json an earlier command recorded storing was left")
 	}
 }
+
+// TestStoreTokenizerBesideRecordedSourceStaysListed: a rerun with --tokenizer
+// DIR/tokenizer.json, the file an earlier run stored beside the data in DIR, keeps it
+// listed as the dataset's (it was dropped from the manifest's list, so a later run with
+// another tokenizer left the stale file beside that dataset).
+func TestStoreTokenizerBesideRecordedSourceStaysListed(t *testing.T) {
+	ctx := context.Background()
+	m, err := tokenize.Train(ctx, tokenize.TrainTexts([]string{strings.Repeat("the cat sat on the mat. ", 50)}),
+		tokenize.TrainOptions{VocabSize: 270, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hf bytes.Buffer
+	if err := m.WriteHFJSON(&hf); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := storage.Open(ctx, dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := filepath.Join(dir, "tokenizer.json")
+	os.WriteFile(stored, hf.Bytes(), 0o644)
+	tok, err := spec.Load(ctx, stored, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := &shards.Manifest{Source: WithTokenizerFiles(nil, []string{"tokenizer.json"})}
+	keys, wrote, err := StoreTokenizerBeside(ctx, st, stored, tok, prev)
+	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || len(wrote) != 0 {
+		t.Fatalf("keys %v wrote %v (%v), want tokenizer.json listed, nothing written", keys, wrote, err)
+	}
+	if got, err := os.ReadFile(stored); err != nil || !bytes.Equal(got, hf.Bytes()) {
+		t.Fatalf("the tokenizer.json was changed (%v)", err)
+	}
+	gpt2, err := spec.Load(ctx, "gpt2", spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(nil, keys)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stored); err == nil {
+		t.Fatal("the stored tokenizer.json of the earlier dataset was left beside the gpt2 one")
+	}
+}
