@@ -131,7 +131,7 @@ func (c *Command) UsageError(stderr io.Writer, msg string) int {
 }
 
 // PrintHelp prints the usage line, the summary and every flag with its default (none
-// for an empty string or a switch that is off).
+// for an empty string, a switch that is off or a flag its usage says is required).
 func (c *Command) PrintHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace(c.Prog+" "+c.Name+" "+c.Synopsis), c.Summary)
 	hasFlags := false
@@ -163,6 +163,11 @@ func (c *Command) PrintHelp(w io.Writer) {
 					def = ""
 				}
 			}
+		}
+		// A required flag has no default to print: "(required) (default 0)" of
+		// tokenize train --vocab-size said both.
+		if strings.Contains(usage, "(required") {
+			def = ""
 		}
 		dash := "--"
 		if len(f.Name) == 1 {

@@ -40,12 +40,13 @@ func TestParseErrorsAndHelp(t *testing.T) {
 	c.Flags.String("name", "x", "the `NAME`")
 	c.Flags.String("out", "", "the `DIR` (required)")
 	c.Flags.Bool("on", true, "a switch on by default")
+	c.Flags.Int("size", 0, "the `N` (required)") // printed "(required) (default 0)"
 	var stderr bytes.Buffer
 	if _, code, ok := c.ParseArgs([]string{"DIR", "-h"}, &stderr); ok || code != ExitOK {
 		t.Fatalf("-h: %d %v", code, ok)
 	}
 	want := "usage: prog cmd DIR [--json]\n\nDoes things.\n\nFlags:\n  --json\n    \tprint JSON\n  --name NAME\n    \tthe NAME (default \"x\")\n" +
-		"  --on\n    \ta switch on by default (default true)\n  --out DIR\n    \tthe DIR (required)\n"
+		"  --on\n    \ta switch on by default (default true)\n  --out DIR\n    \tthe DIR (required)\n  --size N\n    \tthe N (required)\n"
 	if stderr.String() != want {
 		t.Errorf("help:\n%s\nwant:\n%s", stderr.String(), want)
 	}
