@@ -19,6 +19,7 @@ func runDecode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c := cli.NewCommand("tokenize", "decode", "--tokenizer SPEC < ids.jsonl",
 		"Decodes one JSON array of token ids per stdin line and writes one JSON string per line\n"+
 			"(blank lines are skipped, as encode --jsonl skips them; an empty document is [], decoded to \"\").")
+	c.ReadsStdin = true
 	var tf tokenizerFlags
 	tf.Register(c.Flags, "the tokenizer (required)")
 	if code, ok := c.Parse(args, stderr); !ok {

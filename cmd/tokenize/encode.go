@@ -30,6 +30,7 @@ func runEncode(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	c := cli.NewCommand("tokenize", "encode", "--tokenizer SPEC [--jsonl] [--text-key text] [--workers N] [--progress auto|on|off] < input",
 		"Encodes stdin and writes one JSON array of token ids per input line (--jsonl; blank lines are skipped) or one for the whole input.\n"+
 			specialsNote)
+	c.ReadsStdin = true
 	var tf tokenizerFlags
 	tf.Register(c.Flags, "the tokenizer (required)")
 	jsonl := c.Flags.Bool("jsonl", false, "read one JSON object per line and encode its --text-key field; write one array per object, in input order (blank lines are skipped)")

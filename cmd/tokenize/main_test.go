@@ -412,7 +412,10 @@ func TestUsage(t *testing.T) {
 		{"unknown flag", []string{"encode", "--tokenizer", "gpt2", "--frob"}, 2, []string{"-frob", "tokenize encode -h"}},
 		{"no tokenizer", []string{"decode"}, 2, []string{"--tokenizer is required"}},
 		{"no workers", []string{"encode", "--tokenizer", "char", "--workers", "0"}, 2, []string{"--workers"}},
-		{"stray argument", []string{"encode", "--tokenizer", "char", "file.txt"}, 2, []string{`unexpected argument "file.txt"`}},
+		{"stray argument", []string{"encode", "--tokenizer", "char", "file.txt"}, 2, []string{`unexpected argument "file.txt": tokenize encode reads its input on stdin, not from files named as arguments: give it as < file.txt`}},
+		{"decode file argument", []string{"decode", "--tokenizer", "char", "ids.jsonl"}, 2, []string{`tokenize decode reads its input on stdin`, "< ids.jsonl"}},
+		// a switch given a separate value keeps its own hint
+		{"switch value", []string{"encode", "--tokenizer", "char", "--jsonl", "false"}, 2, []string{`--jsonl=false`}},
 		// --cache-dir means the S3 shard cache everywhere; the tokenizer cache is --tokenizer-cache-dir.
 		{"--cache-dir", []string{"encode", "--tokenizer", "gpt2", "--cache-dir", "x"}, 2, []string{"-cache-dir", "tokenize encode -h"}},
 	}

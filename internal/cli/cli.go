@@ -41,6 +41,10 @@ type Command struct {
 	Synopsis string // the usage line after "PROG NAME"
 	Summary  string // what the command does (may span lines)
 	Flags    *flag.FlagSet
+	// ReadsStdin marks a command that takes its input on stdin alone (tokenize encode,
+	// decode): Parse's error for an argument that is not a flag then says to give it
+	// as "< FILE", the form a user of tools that take file arguments misses.
+	ReadsStdin bool
 }
 
 // NewCommand makes a subcommand with an empty flag set that reports nothing itself:
@@ -63,7 +67,11 @@ func (c *Command) Parse(args []string, stderr io.Writer) (code int, ok bool) {
 	case err != nil:
 		return c.UsageError(stderr, err.Error()), false
 	case c.Flags.NArg() > 0:
-		return c.UsageError(stderr, StrayArgument(c.Flags, args)), false
+		msg := StrayArgument(c.Flags, args)
+		if stray := c.Flags.Arg(0); c.ReadsStdin && msg == fmt.Sprintf("unexpected argument %q", stray) {
+			msg += fmt.Sprintf(": %s %s reads its input on stdin, not from files named as arguments: give it as < %s", c.Prog, c.Name, stray)
+		}
+		return c.UsageError(stderr, msg), false
 	}
 	return ExitOK, true
 }
