@@ -112,7 +112,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := s3.Open(ctx, *output, log)
 	if err != nil {
-		return fail(stderr, "run", err)
+		return fail(stderr, "run", fmt.Errorf("--output %s: %w", *output, err))
 	}
 	// The tokenizer files to store beside the data (after the run, below), planned
 	// before its work with the previous manifest its check reads: a file of the user's

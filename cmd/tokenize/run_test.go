@@ -200,3 +200,17 @@ func TestRunRerun(t *testing.T) {
 		t.Fatalf("another job over the dataset: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestRunOutputNotADirectory: an --output that is a regular file fails naming the flag
+// (it said "storage: open F: mkdir F: not a directory", naming no flag).
+func TestRunOutputNotADirectory(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "a.jsonl")
+	os.WriteFile(in, []byte(`{"text":"hi"}`+"\n"), 0o644)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	code, _, errOut := runTokenize(t, "", "run", "--input", in, "--output", file, "--name", "a", "--tokenizer", "char", "--progress", "off")
+	if code != 1 || !strings.Contains(errOut, "tokenize run: --output "+file+": ") || !strings.Contains(errOut, "not a directory") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
