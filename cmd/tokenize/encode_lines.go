@@ -349,6 +349,11 @@ func appendTextField(dst, line []byte, key string) (_ []byte, badUTF8 bool, _ er
 		// whitespace that JSON does not allow, such as a form feed.)
 		return dst, false, fmt.Errorf("a line of whitespace that is not JSON whitespace (%q), want a JSON object; remove the line or leave only spaces, tabs and CR on it", truncate(line, 20))
 	}
+	if bytes.HasPrefix(trimmed, []byte("\xef\xbb\xbf")) {
+		// As tokenize run says it (prep's hint): the line was shown as "\ufeff{...", which
+		// looks like a JSON object.
+		return dst, false, errors.New("not a JSON object: it starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow: remove it (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)")
+	}
 	if trimmed[0] != '{' {
 		return dst, false, fmt.Errorf("not a JSON object (it starts with %q)", truncate(trimmed, 20))
 	}

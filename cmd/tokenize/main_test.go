@@ -267,6 +267,8 @@ func TestEncodeErrors(t *testing.T) {
 			"[2]\n[3]\n", []string{`tokenize encode: stdin line 3: field "text" missing (pass --text-key to pick another field)`}},
 		{"invalid JSON", `{"text":"a"}` + "\n" + `{"text":"b"` + "\n", nil, "[2]\n", []string{"stdin line 2: invalid JSON"}},
 		{"not an object", `["a"]` + "\n", nil, "", []string{"stdin line 1: not a JSON object"}},
+		// it said: not a JSON object (it starts with "\ufeff{\"text\":\"a\"}")
+		{"byte order mark", "\xef\xbb\xbf" + `{"text":"a"}` + "\n", nil, "", []string{"stdin line 1: not a JSON object: it starts with a UTF-8 byte order mark", `sed -i '1s/^\xEF\xBB\xBF//' FILE`}},
 		{"not a string", `{"text":"a"}` + "\n" + `{"text":17}` + "\n", nil, "[2]\n", []string{`stdin line 2: field "text" is 17, not a string`}},
 		{"null text", `{"text":null}` + "\n", nil, "", []string{`stdin line 1: field "text" is null, not a string`}},
 		{"not JSON whitespace", `{"text":"a"}` + "\n\n\v\n" + `{"text":"b"}` + "\n", nil, "[2]\n", []string{"stdin line 3: a line of whitespace that is not JSON whitespace"}},
