@@ -100,7 +100,7 @@ func parseIDs(line []byte, ids *[]int, tok *tokenize.Tokenizer) error {
 			return fmt.Errorf("id %d is outside the vocabulary of %s (ids 0..%d)", id, tok.Name(), tok.VocabSize()-1)
 		}
 		if tok.TokenBytes(id) == nil {
-			return fmt.Errorf("id %d is not a token of %s", id, tok.Name())
+			return fmt.Errorf("id %d is not a token of %s: no token has that id, though it lies within the vocabulary (0..%d): were the ids made with another tokenizer? decode them with that one", id, tok.Name(), tok.VocabSize()-1)
 		}
 	}
 	return nil

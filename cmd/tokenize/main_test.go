@@ -324,6 +324,16 @@ func TestEncodeLineEndings(t *testing.T) {
 	}
 }
 
+// TestDecodeIDWithoutToken: an id within the vocabulary that no token has (char's
+// 256..511) says so and the next step; it said only "id 300 is not a token of char".
+func TestDecodeIDWithoutToken(t *testing.T) {
+	code, out, errOut := runTokenize(t, "[104,105]\n[104,300]\n", "decode", "--tokenizer", "char")
+	if code != 1 || out != "\"hi\"\n" || !strings.Contains(errOut, "stdin line 2: id 300 is not a token of char: no token has that id") ||
+		!strings.Contains(errOut, "(0..511)") || !strings.Contains(errOut, "another tokenizer") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	alphabet := alphabetSpec(t)
 	tests := []struct {
