@@ -30,11 +30,15 @@ type fetcher struct {
 	client   *http.Client // nil: fetch.DefaultClient
 	log      *slog.Logger
 	progress func(Progress)
+	// mirror is the next step a failed download's error names besides retrying and
+	// downloading by hand: what the SPEC at hand can do instead (--tokenizer-url is
+	// refused for a Hugging Face id or a URL, and was already given with one).
+	mirror string
 }
 
 // newFetcher returns a fetcher with opt's client, logger and progress callback.
 func newFetcher(opt Options) *fetcher {
-	f := &fetcher{client: opt.HTTPClient, log: opt.Logger, progress: opt.Progress}
+	f := &fetcher{client: opt.HTTPClient, log: opt.Logger, progress: opt.Progress, mirror: "pass --tokenizer-url to use a mirror"}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -74,7 +78,7 @@ func (f *fetcher) download(ctx context.Context, url, path, want string) ([]byte,
 	}
 	file := fetch.File{URLs: []string{url}, Dest: path, SHA256: want}
 	if err := fetch.FetchOne(ctx, file, f.options(url, path)); err != nil {
-		return nil, explain(ctx, url, path, want, err)
+		return nil, explain(ctx, url, path, want, f.mirror, err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -105,7 +109,7 @@ func (f *fetcher) options(url, path string) fetch.Options {
 }
 
 // explain turns a fetch error into spec's message, which names the flags to try.
-func explain(ctx context.Context, url, path, want string, err error) error {
+func explain(ctx context.Context, url, path, want, mirror string, err error) error {
 	var mismatch *fetch.MismatchError
 	if errors.As(err, &mismatch) && mismatch.What == "sha256" {
 		return fmt.Errorf("spec: download %s: sha256 is %s, want %s; the file was discarded (check the URL, pass --tokenizer-sha256 %s if this version is the one you want, or download the right file by hand to %s)", url, mismatch.Got, want, mismatch.Got, path)
@@ -122,7 +126,7 @@ func explain(ctx context.Context, url, path, want string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("spec: download %s: %w", url, cause)
 	}
-	return fmt.Errorf("spec: download %s: %w; retry later, pass --tokenizer-url to use a mirror, or download the file by hand to %s", url, cause, path)
+	return fmt.Errorf("spec: download %s: %w; retry later, %s, or download the file by hand to %s", url, cause, mirror, path)
 }
 
 // parseContentRange parses a Content-Range header; see fetch.ParseContentRange.

@@ -102,6 +102,10 @@ func loadRemote(ctx context.Context, spec, src, rel string, opt Options) (*token
 	}
 	file := filepath.Join(root, rel)
 	f := newFetcher(opt)
+	f.mirror = "check the URL" // (--tokenizer-url is refused here, above)
+	if src != spec {
+		f.mirror = "set HF_ENDPOINT to use a mirror of Hugging Face"
+	}
 	data, err := f.cached(ctx, src, file, want)
 	if err != nil {
 		return nil, err

@@ -97,3 +97,27 @@ func TestMissingLocalPathNotDownloaded(t *testing.T) {
 		t.Errorf("requests %v, want none", l)
 	}
 }
+
+// TestDownloadFailureNextStep: a failed download names a next step that the SPEC at
+// hand can take. Every one said "pass --tokenizer-url to use a mirror", which a
+// Hugging Face id or a URL refuses ("--tokenizer-url applies to the built-in names"),
+// and which a named tokenizer's failed --tokenizer-url had already been given.
+func TestDownloadFailureNextStep(t *testing.T) {
+	srv := newTokenizerServer(t)
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	for _, tc := range []struct {
+		spec string
+		opt  Options
+		want string
+	}{
+		{"nobody/nothing", Options{}, "set HF_ENDPOINT to use a mirror of Hugging Face"},
+		{srv.URL + "/missing/tokenizer.json", Options{}, "retry later, check the URL, or download"},
+		{"cl100k_base", Options{URL: srv.URL + "/missing.tiktoken"}, "check --tokenizer-url, or leave out --tokenizer-url and --tokenizer-sha256 to use the built-in copy"},
+	} {
+		tc.opt.CacheDir = t.TempDir()
+		_, err := Load(context.Background(), tc.spec, tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pass --tokenizer-url") {
+			t.Errorf("%s: error %v, want %q and no --tokenizer-url to pass", tc.spec, err, tc.want)
+		}
+	}
+}

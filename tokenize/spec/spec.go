@@ -132,6 +132,11 @@ func loadNamed(ctx context.Context, named namedTokenizer, opt Options) (*tokeniz
 		}
 	}
 	f := newFetcher(opt)
+	if opt.URL != "" {
+		f.mirror = "check --tokenizer-url, or leave out --tokenizer-url and --tokenizer-sha256 to use the built-in copy (no network)"
+	} else {
+		f.mirror = "pass --tokenizer-url to use a mirror, or leave out --tokenizer-sha256 to use the built-in copy (no network)"
+	}
 	contents := make([][]byte, len(named.files))
 	for i, file := range named.files {
 		path := filepath.Join(root, named.cacheDir, file.name)
