@@ -18,6 +18,7 @@ import (
 	"gptkit/shards"
 	"gptkit/storage"
 	"gptkit/tokenize"
+	"gptkit/tokenize/spec"
 )
 
 // TokenizeRun tokenizes documents into a shards dataset (`tokenize run`, `prep`): the
@@ -301,6 +302,9 @@ func (r *TokenizeRun) Run(ctx context.Context) (*shards.Manifest, RunStats, erro
 	}
 
 	old, err := shards.ReadManifest(ctx, r.Store, r.Dir)
+	if r.Resume && r.partDesc == nil {
+		desc, job = r.earlierJob(ctx, desc, job, old)
+	}
 	if perr := r.planTokenizerFiles(old, err); perr != nil {
 		return nil, stats, perr
 	}
@@ -756,4 +760,34 @@ func (r *TokenizeRun) shardName(base string) bool {
 func (r *TokenizeRun) samePart(old *shards.Manifest) bool {
 	return r.part != nil && old.Part != nil && old.Part.Job == r.part.Job &&
 		old.Part.Index == r.part.Index && old.Part.Count == r.part.Count
+}
+
+// earlierJob is desc and job as a run of it made before the built-in gpt2 or r50k_base
+// was loaded from its .tiktoken rank file as the built-in described them (the rank
+// file's own fingerprint: spec.EarlierFingerprint), where the finished dataset old or
+// the journal of a killed run records that job: the same ids for every text, so a rerun
+// with the same --tokenizer finds its dataset complete or resumes it, rather than
+// refusing it as another job's or starting over. Else desc and job.
+func (r *TokenizeRun) earlierJob(ctx context.Context, desc *jobDesc, job string, old *shards.Manifest) (*jobDesc, string) {
+	recorded := "" // the job the dataset or its journal records, when not this one
+	if old != nil {
+		if s, _ := old.Source["job"].(string); s != job {
+			recorded = s
+		}
+	} else if j, err := loadJournal(ctx, r.Store, r.journalKey()); err == nil && j.Job != job {
+		recorded = j.Job
+	}
+	if recorded == "" {
+		return desc, job
+	}
+	fp := spec.EarlierFingerprint(r.Tokenizer) // some 50 ms: only where a job differs
+	if fp == "" {
+		return desc, job
+	}
+	earlier := *desc
+	earlier.Tokenizer = fp
+	if ej := earlier.fingerprint(); ej == recorded {
+		return &earlier, ej
+	}
+	return desc, job
 }

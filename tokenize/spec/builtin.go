@@ -2,6 +2,8 @@ package spec
 
 import (
 	"bytes"
+	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -125,4 +127,23 @@ func IsBuiltin(tok *tokenize.Tokenizer) bool {
 		}
 	}
 	return false
+}
+
+// EarlierFingerprint is the fingerprint tok, the built-in gpt2 or r50k_base, had when
+// loaded from OpenAI's .tiktoken rank file of its name before Load took that file for
+// the built-in (88c3dbf): the fingerprint a dataset made with it then records, in its
+// manifest and job. "" for any other tokenizer.
+func EarlierFingerprint(tok *tokenize.Tokenizer) string {
+	if (tok.Name() != "gpt2" && tok.Name() != "r50k_base") || !IsBuiltin(tok) {
+		return ""
+	}
+	var ranks bytes.Buffer
+	for id := range tok.EOD() {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString(tok.TokenBytes(id)), id)
+	}
+	t, err := tokenize.LoadTiktoken(ranks.Bytes(), tok.Name())
+	if err != nil || t.Fingerprint() == tok.Fingerprint() {
+		return ""
+	}
+	return t.Fingerprint()
 }
