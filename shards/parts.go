@@ -460,7 +460,10 @@ func partsAgree(where string, parts []*Manifest) error {
 		if !slices.Equal(m.Part.Splits, p0.Part.Splits) {
 			return bad("has splits %q, part 0 %q", m.Part.Splits, p0.Part.Splits)
 		}
-		if m.Tokenizer != p0.Tokenizer || m.DType != p0.DType {
+		// The tokenizer by what decides the ids, not its name: one tokenizer is named
+		// otherwise by a task given another copy of its files (or, for a copy of a
+		// built-in's, a task run before such a copy was named as the built-in).
+		if a, b := m.Tokenizer, p0.Tokenizer; a.Fingerprint != b.Fingerprint || a.EODID != b.EODID || a.VocabSize != b.VocabSize || m.DType != p0.DType {
 			return bad("was tokenized with %s (fingerprint %.12s) into %s, part 0 with %s (%.12s) into %s",
 				m.Tokenizer.Name, m.Tokenizer.Fingerprint, m.DType, p0.Tokenizer.Name, p0.Tokenizer.Fingerprint, p0.DType)
 		}
