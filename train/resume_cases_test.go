@@ -562,3 +562,26 @@ func checkpointFiles(t *testing.T, dir string) []checkpoint.File {
 	}
 	return files
 }
+
+// TestDivergedAfterResumeElsewhere: a run resumed from another run's checkpoint
+// (resume PATH) that diverged before its own first checkpoint was told to resume
+// from OUT/checkpoints/step_N, which is not there (the checkpoint is the other
+// run's); now the hint names the checkpoint it resumed from.
+func TestDivergedAfterResumeElsewhere(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	cfg.Out, cfg.LR, cfg.MinLR, cfg.WarmupSteps, cfg.LRDecaySteps = filepath.Join(t.TempDir(), "first"), 1e-3, 1e-3, 2, 3
+	cfg.CheckpointEvery, cfg.MaxSteps, cfg.EvalEvery = 2, 2, 1
+	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	from := filepath.Join(cfg.Out, "checkpoints", "step_00000002")
+	cfg.Out, cfg.Resume = filepath.Join(t.TempDir(), "second"), from
+	cfg.LR, cfg.MinLR, cfg.MaxSteps, cfg.LRDecaySteps, cfg.WarmupSteps, cfg.GradClip = 1e30, 1e30, 4, 4, 0, 0
+	_, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t))
+	if err == nil || !strings.Contains(err.Error(), "diverged") {
+		t.Fatalf("got %v, want a divergence", err)
+	}
+	if want := "(the newest: " + from + ")"; !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want the hint to name the checkpoint resumed from (%s)", err, want)
+	}
+}

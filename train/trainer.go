@@ -915,7 +915,13 @@ func (t *Trainer) divergeHint() string {
 	if t.saved < 1 {
 		return "lower lr or raise warmup_steps and run again: no checkpoint was saved, so the run starts afresh"
 	}
-	return fmt.Sprintf("lower lr or raise warmup_steps, and resume from a checkpoint before the divergence (the newest: %s)", filepath.Join(t.ckptRoot, checkpoint.DirName(int64(t.saved))))
+	// Rank 0's lastCkpt is the checkpoint of saved, also the one resumed from,
+	// which may be another run's (resume PATH), not under this run's out.
+	newest := t.lastCkpt
+	if newest == "" { // (a rank other than 0)
+		newest = filepath.Join(t.ckptRoot, checkpoint.DirName(int64(t.saved)))
+	}
+	return fmt.Sprintf("lower lr or raise warmup_steps, and resume from a checkpoint before the divergence (the newest: %s)", newest)
 }
 
 func (t *Trainer) newestCheckpoint() string {
