@@ -36,11 +36,15 @@ func (t *Trainer) openData(ctx context.Context) error {
 				named.Hint = initVocabHint(ctx, cfg)
 				return fmt.Errorf("train: open the data: %w", &named)
 			}
-			if fe := (*shards.FormatError)(nil); cfg.InitFrom == "" && cfg.VocabSize > 0 && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) {
-				// The vocabulary is this run's vocab_size: the data is not what is wrong.
-				named := *fe
-				named.Hint = vocabSizeHint(ctx, cfg)
-				return fmt.Errorf("train: open the data: %w", &named)
+			if fe := (*shards.FormatError)(nil); cfg.InitFrom == "" && cfg.VocabSize > 0 && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) && !errors.Is(err, shards.ErrNegativeID) {
+				// The vocabulary is this run's vocab_size: the data is not what is
+				// wrong (unless the data's tokenizer is the smaller vocabulary: then
+				// the id is outside the data's own, and its hint stands).
+				if hint, ok := vocabSizeHint(ctx, cfg); ok {
+					named := *fe
+					named.Hint = hint
+					return fmt.Errorf("train: open the data: %w", &named)
+				}
 			}
 			if es := (*loader.EmptySplitError)(nil); errors.As(err, &es) && es.Split == loader.Valid {
 				return fmt.Errorf("train: open the data: %w\n---> HINT: with no valid split, set eval_steps 0 (--eval-steps 0) to train without evaluation", err)
@@ -79,13 +83,17 @@ func (t *Trainer) openData(ctx context.Context) error {
 // vocabSizeHint is the next step when cfg.Data holds an id outside the vocabulary
 // that vocab_size set (without init_from): a vocab_size below the data's tokenizer's,
 // not the data, is what is wrong.
-func vocabSizeHint(ctx context.Context, cfg Config) string {
+// ok is false where the data's tokenizer has no more tokens than vocab_size: the
+// id is outside the data's own vocabulary (damaged data), which no vocab_size fixes.
+func vocabSizeHint(ctx context.Context, cfg Config) (_ string, ok bool) {
 	if data, ok := dataTokenizer(ctx, cfg); ok && data.VocabSize > cfg.VocabSize {
 		return fmt.Sprintf("vocab_size %d (--vocab-size) is smaller than the vocabulary of %s's tokenizer %s (%d tokens): set vocab_size 0 (the tokenizer's) or at least %d",
-			cfg.VocabSize, cfg.Data, data.Name, data.VocabSize, data.VocabSize)
+			cfg.VocabSize, cfg.Data, data.Name, data.VocabSize, data.VocabSize), true
+	} else if ok && data.VocabSize > 0 {
+		return "", false
 	}
 	return fmt.Sprintf("vocab_size %d (--vocab-size) is smaller than the ids %s holds: set vocab_size to the vocabulary of the tokenizer that made them (0: the one the manifest names)",
-		cfg.VocabSize, cfg.Data)
+		cfg.VocabSize, cfg.Data), true
 }
 
 // initVocabHint is the next step when cfg.Data holds an id outside the vocabulary of

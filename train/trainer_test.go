@@ -467,3 +467,22 @@ func TestResumeNamesChangedSettings(t *testing.T) {
 		t.Errorf("unchanged settings named:\n%s", logs.String())
 	}
 }
+
+// TestVocabSizeAboveTokenizerDamagedData: an id past the data's own tokenizer (20
+// tokens), with vocab_size 64 above it, is damaged data; it was told that vocab_size 64
+// "is smaller than the ids" the data holds (08ab104's hint, taken for every id outside
+// the vocabulary once vocab_size was set), which no vocab_size fixes.
+func TestVocabSizeAboveTokenizerDamagedData(t *testing.T) {
+	train := patternDoc(6000, 20, 1)
+	train[100] = 25
+	cfg := tinyConfig(t, writeTinyDataset(t, t.TempDir(), train, patternDoc(1500, 20, 2), 20, "tiny-fp-1"))
+	cfg.VocabSize, cfg.MaxSteps = 64, 2
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err == nil {
+		t.Fatal("id 25 in data of a 20-token tokenizer: trained")
+	}
+	if strings.Contains(err.Error(), "vocab_size 64 (--vocab-size) is smaller") || !strings.Contains(err.Error(), "re-run the stage that wrote the dataset") {
+		t.Errorf("error = %v, want the data's hint, not vocab_size's", err)
+	}
+	t.Log(err)
+}
