@@ -64,12 +64,21 @@ func openBackendOn(device string, threads, ordinal int, log *slog.Logger) (kerne
 	switch device {
 	case "auto":
 		prec, perr := envCUDAPrecision("bf16 on a GPU")
+		if perr != nil {
+			// cuda.Open refuses the precision before it looks for a GPU: look with
+			// the default, so that a machine without one is not told "a GPU is
+			// here but cannot be used" (the precision is then moot).
+			be, err := cuda.Open(cuda.Options{Device: ordinal, Warn: warn})
+			if err == nil {
+				be.Close()
+				err = perr
+			}
+			logFallback(log, err)
+			return cpu.New(threads), nil
+		}
 		be, err := cuda.Open(cuda.Options{Device: ordinal, Precision: prec, Warn: warn})
 		if err == nil {
 			return be, nil
-		}
-		if perr != nil {
-			err = perr
 		}
 		logFallback(log, err)
 		return cpu.New(threads), nil

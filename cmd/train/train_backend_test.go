@@ -148,3 +148,22 @@ func TestSampleScoreHeadSizeTooLargeForGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoBadPrecisionWithoutGPU: with GPTKIT_CUDA_PRECISION set to no precision,
+// --device auto on a machine without a GPU warned "a GPU is here but cannot be used",
+// naming the variable (cuda.Open refuses the precision before it looks for a GPU);
+// now it says there is no usable GPU, at Info, as without the variable.
+func TestAutoBadPrecisionWithoutGPU(t *testing.T) {
+	if be, err := cuda.Open(cuda.Options{}); err == nil {
+		be.Close()
+		t.Skip("a GPU is here")
+	}
+	t.Setenv(envPrecision, "BF16")
+	var buf bytes.Buffer
+	if _, err := openBackendOn("auto", 1, 0, slog.New(slog.NewTextHandler(&buf, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "a GPU is here") || !strings.Contains(out, "no usable GPU") {
+		t.Errorf("log:\n%s\nwant no usable GPU, not a GPU that is here", out)
+	}
+}
