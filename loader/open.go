@@ -259,13 +259,31 @@ func Open(ctx context.Context, o Options) (_ *Data, err error) {
 			}
 			d.IndexFiles = append(d.IndexFiles, file)
 			srcs = append(srcs, s)
+			if !spec.Blended {
+				warnRepeats(o, k, set.name, s.Index, n, n)
+			}
 		}
 		d.DataKeys[k] = fmt.Sprintf("%x", dataKey.Sum(nil))
 		var src Source = srcs[0]
 		if spec.Blended {
-			if src, err = openBlend(ctx, o, k, list, srcs, weights); err != nil {
+			b, err := openBlend(ctx, o, k, list, srcs, weights)
+			if err != nil {
 				return nil, err
 			}
+			if k != Train {
+				// Each dataset's index is sized for ceil(w·N·1.005) samples
+				// (GPT-NeoX's margin): what the first N blended samples read of
+				// it, not that, is what repeats.
+				read := make([]int64, len(srcs))
+				for i := range min(n, b.Len()) {
+					c, j := b.Locate(i)
+					read[c] = max(read[c], j+1)
+				}
+				for c, src := range srcs {
+					warnRepeats(o, k, list[c].Path, src.(*Samples).Index, read[c], n)
+				}
+			}
+			src = b
 		}
 		switch k {
 		case Train:
@@ -486,13 +504,18 @@ func (s *dataSet) samples(ctx context.Context, o Options, k int, splitName strin
 	}
 	sm.Order, sm.Index = x.Order, x
 	o.Logger.Info("loader: index", "data", s.name, "split", SplitNames[k], "order", x.Order, "samples", x.Len(), "epochs", x.Epochs, "file", file)
-	if k != Train && x.Epochs > 1 {
-		// Training for several epochs is common; an evaluation of several is the same
-		// samples counted again, unevenly (the last epoch in part), which no one asks for.
-		o.Logger.Warn("loader: the "+SplitNames[k]+" split holds fewer samples than asked for: they repeat, some counted more often than others (ask for fewer: train's eval_steps x batch_size x ranks)",
-			"data", s.name, "samples_per_epoch", (x.TokensPerEpoch-1)/int64(x.SeqLen), "asked", n, "epochs", x.Epochs)
-	}
 	return sm, file, nil
+}
+
+// warnRepeats warns where an evaluation split (k not Train) reads past one epoch of
+// a dataset's samples: read of them (asked in all), the dataset named name.
+// Training for several epochs is common; an evaluation of several is the same
+// samples counted again, unevenly (the last epoch in part), which no one asks for.
+func warnRepeats(o Options, k int, name string, x *Index, read, asked int64) {
+	if perEpoch := (x.TokensPerEpoch - 1) / int64(x.SeqLen); k != Train && x.Epochs > 1 && read > perEpoch {
+		o.Logger.Warn("loader: the "+SplitNames[k]+" split holds fewer samples than asked for: they repeat, some counted more often than others (ask for fewer: train's eval_steps x batch_size x ranks)",
+			"data", name, "samples_per_epoch", perEpoch, "asked", asked, "epochs", x.Epochs)
+	}
 }
 
 // checkIndex checks that a cached index fits the documents it is used with, so

@@ -521,3 +521,43 @@ func TestBlendSameDatasetTwiceWarned(t *testing.T) {
 		}
 	}
 }
+
+// TestBlendValidMarginNotWarned: a blend's valid split of two datasets of 22 samples
+// each, asked for 44, reads each dataset's 22 once, but each index is sized for
+// ceil(0.5·44·1.005) = 23 (GPT-NeoX's margin), two epochs: the warning that the
+// samples repeat was given; now it is where the blend reads past an epoch (50).
+func TestBlendValidMarginNotWarned(t *testing.T) {
+	mk := func(name string, base int) string {
+		docs := make([][]int, 20)
+		for i := range docs {
+			for j := 1; j <= 9; j++ {
+				docs[i] = append(docs[i], base+9*i+j)
+			}
+		}
+		return writeDataset(t, filepath.Join(t.TempDir(), name), docs, 2, shards.Uint16, []string{"train", "val"}, "fp")
+	}
+	a, b := mk("a", 0), mk("b", 1000)
+	for _, order := range []string{"", OrderNeoX} {
+		for _, tc := range []struct {
+			asked int64
+			warn  bool
+		}{{44, false}, {50, true}} {
+			log, buf := logBuffer()
+			d, err := Open(ctx, Options{Data: "0.5:" + a + ",0.5:" + b, Order: order, SeqLen: 4, Seed: 1, NumSamples: [3]int64{100, tc.asked, 0}, CacheDir: t.TempDir(), Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for i := range min(tc.asked, d.Valid.Len()) {
+				seen[fmt.Sprint(d.Valid.Sample(i, nil))] = true
+			}
+			d.Close()
+			if got := strings.Contains(buf.String(), "the valid split holds fewer samples than asked for"); got != tc.warn {
+				t.Errorf("order %q, %d valid samples asked (%d distinct read): warned %v, want %v:\n%s", order, tc.asked, len(seen), got, tc.warn, buf.String())
+			}
+			if !tc.warn && len(seen) != int(tc.asked) {
+				t.Errorf("order %q: %d distinct of %d read: they do repeat", order, len(seen), tc.asked)
+			}
+		}
+	}
+}
