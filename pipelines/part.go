@@ -51,6 +51,9 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 	if perr := r.planTokenizerFiles(top, err); perr != nil {
 		return nil, stats, perr
 	}
+	if earlier := r.earlierPart(ctx, desc, runJob, top, i, w); earlier != nil {
+		desc, runJob = earlier, earlier.runJob()
+	}
 	switch {
 	case err == nil && top.Part == nil && top.Source["job"] == runJob && !r.Overwrite:
 		if perr := shards.CheckPresent(ctx, r.Store, r.Dir, top); perr != nil {
@@ -146,6 +149,34 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 		log.Info("part already complete: not redone", "part", i, "of", w, "dir", part.where())
 	}
 	return m, pstats, err
+}
+
+// earlierPart is the run's job desc with the tokenizer's earlier fingerprint (see
+// earlierJob) where the run's merged dataset top, part i's dataset or its journal
+// records that run made so (the same ids): a part of an array job made with
+// --tokenizer r50k_base.tiktoken before 88c3dbf is then found complete, or resumed,
+// by a rerun with the same --tokenizer. Else nil.
+func (r *TokenizeRun) earlierPart(ctx context.Context, desc *jobDesc, runJob string, top *shards.Manifest, i, w int) *jobDesc {
+	var recorded []string
+	if top != nil && top.Part == nil {
+		if s, _ := top.Source["job"].(string); s != runJob {
+			recorded = append(recorded, s)
+		}
+	}
+	dir := joinKey(r.Dir, shards.PartDir(i, w))
+	if m, err := shards.ReadManifest(ctx, r.Store, dir); err == nil && m.Part != nil && m.Part.Job != runJob {
+		recorded = append(recorded, m.Part.Job)
+	}
+	part := TokenizeRun{Dir: dir}
+	if j, err := loadJournal(ctx, r.Store, part.journalKey()); err == nil && j.Desc != nil {
+		if rj := j.Desc.runJob(); rj != runJob {
+			recorded = append(recorded, rj)
+		}
+	}
+	if len(recorded) == 0 {
+		return nil
+	}
+	return r.earlierDesc(desc, (*jobDesc).runJob, recorded...)
 }
 
 // Slice returns what the run reads, split by split: every input whole, or, for one part

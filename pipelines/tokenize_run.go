@@ -482,7 +482,13 @@ func (r *TokenizeRun) newManifest(j *journal, dtype shards.DType) *shards.Manife
 	if len(r.Params) > 0 {
 		src["params"] = r.Params // what a caller (prep) compares before it has the inputs
 	}
-	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: tok.Fingerprint(), VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
+	fp := tok.Fingerprint()
+	if r.part != nil && j.Desc != nil && j.Desc.Tokenizer != "" {
+		// A part of a run made with the tokenizer's earlier fingerprint (earlierPart)
+		// records it, as the run's other parts do: merge-parts compares them.
+		fp = j.Desc.Tokenizer
+	}
+	m := shards.NewManifest(shards.TokenizerInfo{Name: tok.Name(), Fingerprint: fp, VocabSize: tok.VocabSize(), EODID: tok.EOD()}, dtype, src)
 	m.Part = r.part
 	return m
 }
@@ -780,14 +786,27 @@ func (r *TokenizeRun) earlierJob(ctx context.Context, desc *jobDesc, job string,
 	if recorded == "" {
 		return desc, job
 	}
+	if earlier := r.earlierDesc(desc, (*jobDesc).fingerprint, recorded); earlier != nil {
+		return earlier, earlier.fingerprint()
+	}
+	return desc, job
+}
+
+// earlierDesc is desc with the tokenizer's earlier fingerprint (spec.EarlierFingerprint)
+// where job of it is one of recorded (the jobs a dataset, part or journal records);
+// else nil.
+func (r *TokenizeRun) earlierDesc(desc *jobDesc, job func(*jobDesc) string, recorded ...string) *jobDesc {
 	fp := spec.EarlierFingerprint(r.Tokenizer) // some 50 ms: only where a job differs
 	if fp == "" {
-		return desc, job
+		return nil
 	}
 	earlier := *desc
 	earlier.Tokenizer = fp
-	if ej := earlier.fingerprint(); ej == recorded {
-		return &earlier, ej
+	ej := job(&earlier)
+	for _, rec := range recorded {
+		if rec != "" && rec == ej {
+			return &earlier
+		}
 	}
-	return desc, job
+	return nil
 }
