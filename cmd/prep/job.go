@@ -201,7 +201,7 @@ func (j *job) run(ctx context.Context) int {
 	// was read once more here), before any shard: a file of the user's in the way is
 	// refused first.
 	storeBeside := func(prev *shards.Manifest) ([]string, error) {
-		keys, _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok, prev)
+		keys, _, err := cli.StoreTokenizerBeside(ctx, st, f.tok.Spec, tok, prev, j.log)
 		return keys, err
 	}
 	run := &pipelines.TokenizeRun{

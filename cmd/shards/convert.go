@@ -438,7 +438,7 @@ func importFiles(ctx context.Context, cf *convertFlags, files, args []string, st
 	// A tokenizer of local files (a chars.json, tokenize train's tokenizer.json) has
 	// no name a reader could load it by: its files are stored beside the data, as prep
 	// stores them, for cat --decode, train sample and export (they failed to find it).
-	keys, wrote, err := cli.StoreTokenizerBeside(ctx, st, cf.tf.Spec, tok, nil) // (no manifest there: refused above)
+	keys, wrote, err := cli.StoreTokenizerBeside(ctx, st, cf.tf.Spec, tok, nil, cf.sf.log) // (no manifest there: refused above)
 	if err != nil {
 		for _, key := range wrote {
 			st.Delete(context.WithoutCancel(ctx), key)

@@ -181,7 +181,7 @@ func charsPartitionedRun(t *testing.T, location string) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := cli.StoreTokenizerBeside(context.Background(), openStore(t, location), specPath, chars, nil); err != nil {
+	if _, _, err := cli.StoreTokenizerBeside(context.Background(), openStore(t, location), specPath, chars, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -119,7 +119,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// in their place is refused before the work, and the manifest lists them.
 	var besidePlan *cli.TokenizerPlan
 	planBeside := func(prev *shards.Manifest) ([]string, error) {
-		p, err := cli.PlanTokenizerBeside(ctx, st, tf.Spec, tok, prev)
+		p, err := cli.PlanTokenizerBeside(ctx, st, tf.Spec, tok, prev, log)
 		if err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func TestStoreTokenizerBesideDownloaded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			keys, wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok, nil)
+			keys, wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok, nil, nil)
 			if err != nil || !slices.Equal(wrote, tc.want) || !slices.Equal(keys, tc.want) {
 				t.Fatalf("wrote %v, keys %v (%v), want %v", wrote, keys, err, tc.want)
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,8 +60,19 @@ type besideFile struct {
 // before anything is written. An earlier dataset's listed files that the new ones do
 // not replace are removed (readers skip a file of another fingerprint, but it would
 // travel with the data), except the files the tokenizer is read from.
-func PlanTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer, prev *shards.Manifest) (*TokenizerPlan, error) {
+//
+// A downloaded tokenizer that no file written from it gives back (writeTokenizer) is
+// not stored: log (nil: none) warns, naming it, and the command goes on; decoding its
+// data then needs --tokenizer again.
+func PlanTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer, prev *shards.Manifest, log *slog.Logger) (*TokenizerPlan, error) {
 	files, err := tokenizerFiles(ctx, specString, tok)
+	if ne := (*noCopyError)(nil); errors.As(err, &ne) {
+		if log != nil {
+			log.Warn("the tokenizer is not stored beside the data: no file written from it gives it back; decoding the data (shards cat --decode, train sample, train export) needs --tokenizer "+specString+" again",
+				"tokenizer", specString, "name", tok.Name(), "problem", ne.err)
+		}
+		files, err = map[string][]byte{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store the tokenizer beside the data: %w", err)
 	}
@@ -119,8 +131,8 @@ func (p *TokenizerPlan) Store(ctx context.Context) ([]string, error) {
 
 // StoreTokenizerBeside is PlanTokenizerBeside, then Store: it returns the keys to
 // record and those it created or changed.
-func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer, prev *shards.Manifest) (keys, wrote []string, err error) {
-	p, err := PlanTokenizerBeside(ctx, st, specString, tok, prev)
+func StoreTokenizerBeside(ctx context.Context, st storage.Store, specString string, tok *tokenize.Tokenizer, prev *shards.Manifest, log *slog.Logger) (keys, wrote []string, err error) {
+	p, err := PlanTokenizerBeside(ctx, st, specString, tok, prev, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,18 +238,28 @@ func writeTokenizer(tok *tokenize.Tokenizer) (key string, data []byte, err error
 		}
 	}
 	var buf bytes.Buffer
-	if err := tok.WriteHFJSON(&buf); err != nil {
-		return "", nil, fmt.Errorf("%w: download its files and pass --tokenizer with their path", err)
+	if err := writeHFJSON(tok, &buf); err != nil {
+		return "", nil, &noCopyError{err}
 	}
 	back, err := tokenize.LoadHFJSON(buf.Bytes(), tok.Name())
 	if err == nil && back.Fingerprint() != tok.Fingerprint() {
 		err = fmt.Errorf("fingerprint %.12s, not %.12s", back.Fingerprint(), tok.Fingerprint())
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("the tokenizer.json written for %s does not give it back (%w): download its files and pass --tokenizer with their path", tok.Name(), err)
+		return "", nil, &noCopyError{fmt.Errorf("the tokenizer.json written for %s does not give it back: %w", tok.Name(), err)}
 	}
 	return "tokenizer.json", buf.Bytes(), nil
 }
+
+// writeHFJSON writes tok's tokenizer.json (tests give one that does not give tok back).
+var writeHFJSON = func(tok *tokenize.Tokenizer, w io.Writer) error { return tok.WriteHFJSON(w) }
+
+// noCopyError is writeTokenizer's error where no file gives the tokenizer back: not a
+// storage failure, so nothing is stored and the command goes on (PlanTokenizerBeside).
+type noCopyError struct{ err error }
+
+func (e *noCopyError) Error() string { return e.err.Error() }
+func (e *noCopyError) Unwrap() error { return e.err }
 
 // rankFile is tok's vocabulary as a .tiktoken rank file: each token that is not an
 // added one (the encoding's specials), base64, and its id as its rank.

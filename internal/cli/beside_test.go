@@ -169,7 +169,7 @@ func TestStoreTokenizerBeside(t *testing.T) {
 			}
 			// The earlier dataset's command recorded storing them.
 			prev := &shards.Manifest{Source: map[string]any{shards.SourceTokenizerFiles: []any{"tokenizer.json", "chars.json", "o200k_base.tiktoken", "cl100k_base.tiktoken"}}}
-			_, wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok, prev)
+			_, wrote, err := StoreTokenizerBeside(ctx, st, tc.spec, tok, prev, nil)
 			if err != nil || !slices.Equal(wrote, tc.want) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.want)
 			}
@@ -259,7 +259,7 @@ func TestStoreTokenizerBesideKeepsUsersFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, wrote, err := StoreTokenizerBeside(ctx, st, specString, tok, nil)
+			_, wrote, err := StoreTokenizerBeside(ctx, st, specString, tok, nil, nil)
 			if err != nil || !slices.Equal(wrote, tc.wrote) {
 				t.Fatalf("wrote %v (%v), want %v", wrote, err, tc.wrote)
 			}
@@ -300,7 +300,7 @@ func TestStoreTokenizerBesideSourceThroughLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := StoreTokenizerBeside(ctx, st, given, tok, nil); err != nil {
+	if _, _, err := StoreTokenizerBeside(ctx, st, given, tok, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err != nil || !bytes.Equal(got, users) {
@@ -339,7 +339,7 @@ func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
 
 	// A tokenizer.json of the user's where this one's is to go: refused.
 	os.WriteFile(filepath.Join(dir, "tokenizer.json"), users, 0o644)
-	if _, err := PlanTokenizerBeside(ctx, st, mine, tok, nil); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "tokenizer.json")) {
+	if _, err := PlanTokenizerBeside(ctx, st, mine, tok, nil, nil); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "tokenizer.json")) {
 		t.Fatalf("a user's tokenizer.json in the way: %v, want a refusal naming it", err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "tokenizer.json")); !bytes.Equal(got, users) {
@@ -347,12 +347,12 @@ func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
 	}
 	// The same where an earlier command recorded storing it: replaced.
 	prev := &shards.Manifest{Source: WithTokenizerFiles(nil, []string{"tokenizer.json"})}
-	keys, wrote, err := StoreTokenizerBeside(ctx, st, mine, tok, prev)
+	keys, wrote, err := StoreTokenizerBeside(ctx, st, mine, tok, prev, nil)
 	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || !slices.Equal(wrote, keys) {
 		t.Fatalf("keys %v wrote %v (%v)", keys, wrote, err)
 	}
 	// A rerun: the same bytes, nothing written, still listed.
-	keys, wrote, err = StoreTokenizerBeside(ctx, st, mine, tok, nil)
+	keys, wrote, err = StoreTokenizerBeside(ctx, st, mine, tok, nil, nil)
 	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || len(wrote) != 0 {
 		t.Fatalf("rerun: keys %v wrote %v (%v)", keys, wrote, err)
 	}
@@ -364,7 +364,7 @@ func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
 	st2, _ := storage.Open(ctx, dir2, storage.Options{})
 	own := filepath.Join(dir2, "tokenizer.json")
 	os.WriteFile(own, hf.Bytes(), 0o644)
-	keys, wrote, err = StoreTokenizerBeside(ctx, st2, own, tok, nil)
+	keys, wrote, err = StoreTokenizerBeside(ctx, st2, own, tok, nil, nil)
 	if err != nil || len(keys) != 0 || len(wrote) != 0 {
 		t.Fatalf("the source in the output: keys %v wrote %v (%v)", keys, wrote, err)
 	}
@@ -372,13 +372,13 @@ func TestPlanTokenizerBesideOnlyRecordedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := StoreTokenizerBeside(ctx, st2, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(map[string]any{}, keys)}); err != nil {
+	if _, _, err := StoreTokenizerBeside(ctx, st2, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(map[string]any{}, keys)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(own); err != nil {
 		t.Fatalf("the user's tokenizer.json, the earlier run's --tokenizer, was removed: %v", err)
 	}
-	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, prev); err != nil {
+	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, prev, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
@@ -413,7 +413,7 @@ func TestStoreTokenizerBesideRecordedSourceStaysListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	prev := &shards.Manifest{Source: WithTokenizerFiles(nil, []string{"tokenizer.json"})}
-	keys, wrote, err := StoreTokenizerBeside(ctx, st, stored, tok, prev)
+	keys, wrote, err := StoreTokenizerBeside(ctx, st, stored, tok, prev, nil)
 	if err != nil || !slices.Equal(keys, []string{"tokenizer.json"}) || len(wrote) != 0 {
 		t.Fatalf("keys %v wrote %v (%v), want tokenizer.json listed, nothing written", keys, wrote, err)
 	}
@@ -424,7 +424,7 @@ func TestStoreTokenizerBesideRecordedSourceStaysListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(nil, keys)}); err != nil {
+	if _, _, err := StoreTokenizerBeside(ctx, st, "gpt2", gpt2, &shards.Manifest{Source: WithTokenizerFiles(nil, keys)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stored); err == nil {
