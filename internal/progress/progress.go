@@ -56,6 +56,10 @@ const liveInterval = 100 * time.Millisecond
 type Bar struct {
 	bytes, docs, tokens atomic.Int64
 	skipped             atomic.Int64 // of bytes: done by an earlier run (AddSkipped)
+	// worked is when Add first counted bytes (UnixNano; 0: not yet): a Bar with
+	// skipped bytes measures its rates from then, not from the long skip phase before.
+	worked atomic.Int64
+	now    func() time.Time // the clock of worked (tests fix it)
 
 	w        io.Writer
 	logger   *slog.Logger
@@ -115,7 +119,7 @@ func newBar(w io.Writer, logger *slog.Logger, label string, total int64, opt Opt
 		interval = DefaultInterval
 	}
 	return &Bar{w: w, logger: logger, label: label, total: total, mode: mode, interval: interval,
-		quiet: opt.Quiet, noDocs: opt.NoDocs, start: start, stop: make(chan struct{})}
+		quiet: opt.Quiet, noDocs: opt.NoDocs, start: start, now: time.Now, stop: make(chan struct{})}
 }
 
 // Add counts bytes more bytes and docs more documents done.
@@ -125,6 +129,9 @@ func (b *Bar) Add(bytes, docs int64) {
 	}
 	if bytes != 0 {
 		b.bytes.Add(bytes)
+		if b.worked.Load() == 0 {
+			b.worked.CompareAndSwap(0, b.now().UnixNano())
+		}
 	}
 	if docs != 0 {
 		b.docs.Add(docs)
@@ -133,7 +140,9 @@ func (b *Bar) Add(bytes, docs int64) {
 
 // AddSkipped counts bytes more bytes that an earlier run did (a resumed run reading
 // past what it keeps): they count toward the bytes shown and the percentage, not
-// toward the MB/s or the ETA, which are this run's work (they looked too good).
+// toward the MB/s or the ETA, which are this run's work (they looked too good), and
+// those are measured from the first bytes Add counts, not over the skip phase before
+// them (which made them look too bad just after it).
 func (b *Bar) AddSkipped(bytes int64) {
 	if b != nil && bytes != 0 {
 		b.bytes.Add(bytes)

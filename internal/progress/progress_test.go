@@ -231,6 +231,7 @@ func TestNoDocs(t *testing.T) {
 func TestSkippedBaseline(t *testing.T) {
 	var out bytes.Buffer
 	b := newBar(&out, nil, "tokenize", 1_000_000_000, Options{Mode: Live}, t0)
+	b.now = func() time.Time { return t0 }
 	b.AddSkipped(600_000_000)
 	b.Add(100_000_000, 5)
 	b.report(t0.Add(10 * time.Second))
@@ -240,4 +241,32 @@ func TestSkippedBaseline(t *testing.T) {
 	}
 	var nb *Bar
 	nb.AddSkipped(1) // a nil Bar does nothing
+}
+
+// TestSkipPhaseNotInRate: the MB/s and ETA after a resumed run's skip phase (50 s of
+// reading past an earlier run's work) are measured from this run's first bytes: they
+// were this run's bytes over the time since the start, skip phase included (1.7 MB/s,
+// ETA 3:00 where the work went at 10 MB/s).
+func TestSkipPhaseNotInRate(t *testing.T) {
+	var out bytes.Buffer
+	b := newBar(&out, nil, "tokenize", 1_000_000_000, Options{Mode: Live}, t0)
+	clock := t0
+	b.now = func() time.Time { return clock }
+	for range 10 {
+		clock = clock.Add(5 * time.Second)
+		b.AddSkipped(60_000_000)
+	}
+	b.report(clock)
+	if want := "\rtokenize  600.0 MB / 1.0 GB  60%  0.0 MB/s  0 docs\x1b[K"; out.String() != want {
+		t.Errorf("live line in the skip phase\n%q\nwant\n%q", out.String(), want)
+	}
+	out.Reset()
+	b.Add(50_000_000, 5)
+	clock = clock.Add(5 * time.Second)
+	b.Add(50_000_000, 5)
+	b.report(t0.Add(60 * time.Second))
+	want := "\rtokenize  700.0 MB / 1.0 GB  70%  10.0 MB/s  10 docs  ETA 0:30\x1b[K"
+	if out.String() != want {
+		t.Errorf("live line\n%q\nwant\n%q", out.String(), want)
+	}
 }

@@ -43,8 +43,8 @@ type stats struct {
 	bytes, docs int64
 	tokens      int64 // 0: not counted
 	elapsed     time.Duration
-	mbPerS      float64 // average since the start, of this run's bytes (not AddSkipped's)
-	tokPerS     float64 // average since the start
+	mbPerS      float64 // average of this run's bytes (not AddSkipped's), since the start or, with skipped bytes, since this run's first (workTime)
+	tokPerS     float64 // average over the same time
 	percent     float64 // < 0: no total
 	eta         time.Duration
 	etaKnown    bool
@@ -53,7 +53,7 @@ type stats struct {
 func (b *Bar) stats(now time.Time) stats {
 	s := stats{bytes: b.bytes.Load(), docs: b.docs.Load(), tokens: b.tokens.Load(), elapsed: max(now.Sub(b.start), 0), percent: -1}
 	var rate float64 // bytes per second, of this run's work: the skipped bytes are the baseline
-	if secs := s.elapsed.Seconds(); secs > 0 {
+	if secs := b.workTime(now, s.elapsed).Seconds(); secs > 0 {
 		rate = float64(max(s.bytes-b.skipped.Load(), 0)) / secs
 		s.mbPerS = rate / 1e6
 		s.tokPerS = float64(s.tokens) / secs
@@ -66,6 +66,20 @@ func (b *Bar) stats(now time.Time) stats {
 		}
 	}
 	return s
+}
+
+// workTime is the time the rates are measured over: elapsed, the time since the start,
+// or, where bytes were skipped (a resumed run reading past an earlier run's work), the
+// time since Add first counted bytes, which leaves the skip phase out; 0 before then.
+func (b *Bar) workTime(now time.Time, elapsed time.Duration) time.Duration {
+	if b.skipped.Load() == 0 {
+		return elapsed
+	}
+	w := b.worked.Load()
+	if w == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, w)), 0)
 }
 
 // liveLine is the line drawn on a terminal:
