@@ -585,3 +585,58 @@ func TestDivergedAfterResumeElsewhere(t *testing.T) {
 		t.Errorf("got %v, want the hint to name the checkpoint resumed from (%s)", err, want)
 	}
 }
+
+// TestResumeFallbackNamesChangesOnce: resume auto with another lr over two damaged
+// newest checkpoints (step_20's weights, step_15's AdamW state: found after the
+// weights are read) named the changed settings once per checkpoint tried, three
+// times; now once, before "resumed" and for the one continued from (step_10).
+func TestResumeFallbackNamesChangesOnce(t *testing.T) {
+	cfg := tinyConfig(t, tinyDataset(t))
+	if _, err := Run(context.Background(), cfg, cpu.New(2), Single{}, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(cfg.Out, CheckpointsDir)
+	for _, f := range []string{filepath.Join(root, checkpoint.DirName(20), ModelFile), filepath.Join(root, checkpoint.DirName(15), OptimizerFile)} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-3] ^= 0x40
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := cfg
+	again.MaxSteps, again.LRDecaySteps, again.LR = 22, 22, 5e-3
+	var logs bytes.Buffer
+	res, err := Run(context.Background(), again, cpu.New(2), Single{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	if want := filepath.Join(root, checkpoint.DirName(10)); res.ResumedFrom != want {
+		t.Fatalf("resumed from %q, want %q", res.ResumedFrom, want)
+	}
+	log := logs.String()
+	if n := strings.Count(log, "resuming with settings changed since the checkpoint's run"); n != 1 || !strings.Contains(log, "lr 0.01 → 0.005") {
+		t.Errorf("the changed settings named %d times (want once, lr 0.01 → 0.005):\n%s", n, log)
+	}
+	if i, j := strings.LastIndex(log, "damaged"), strings.Index(log, "resuming with settings changed"); i < 0 || j < i {
+		t.Errorf("the changed settings named before the fallback was done:\n%s", log)
+	}
+}
+
+// TestResumeLeavesOutInitFrom: a run started from init_from, resumed without it (as
+// a resume is: its weights are the checkpoint's), was told "init_from DIR → ", a
+// change of nothing that matters after the start; now init_from is not named.
+func TestResumeLeavesOutInitFrom(t *testing.T) {
+	cfg := tinyConfig(t, "data")
+	first := cfg
+	first.InitFrom = "/models/gpt2"
+	cfg.LR = 5e-3
+	var logs bytes.Buffer
+	tr := &Trainer{cfg: cfg, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	tr.logSettingChanges(&State{Config: configMap(recordedConfig(first))})
+	if log := logs.String(); strings.Contains(log, "init_from") || !strings.Contains(log, "lr 0.01 → 0.005") {
+		t.Errorf("log = %s, want lr's change and no init_from", log)
+	}
+}

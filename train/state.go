@@ -751,8 +751,9 @@ func (t *Trainer) restore(ctx context.Context, cd *ckptDir) (*resumeMoments, err
 		changed, flags := shapeChanges(st.Model, t.model.Config)
 		return nil, fmt.Errorf("train: cannot resume %s: its model is %s, this run's is %s (%s)\n---> HINT: resume with the checkpoint's shape (%s; a run started from a --config file needs it again), or start the new run in another out directory", dir, st.Model, t.model.Config, changed, flags)
 	}
-	t.warnOrderChanges(st)
-	t.logSettingChanges(st)
+	// The changes since st's run are told by logResumed, once the checkpoint is read
+	// whole: one found damaged reading it is not the one continued from.
+	t.resumedSt = st
 	// Each tensor straight into its place: the model's weights, and the AdamW state
 	// with one rank. With more, shareStart reads it tensor by tensor, broadcasting
 	// each as it goes, so that no rank holds more of it than its own part.
@@ -787,8 +788,15 @@ func (t *Trainer) restore(ctx context.Context, cd *ckptDir) (*resumeMoments, err
 	return moments, nil
 }
 
-// logResumed says on the log where the run continues from.
+// logResumed says on the log where the run continues from, after what has changed
+// since that checkpoint's run (warnOrderChanges, logSettingChanges): once, for the
+// checkpoint continued from, not for each damaged one fallen back from.
 func (t *Trainer) logResumed() {
+	if st := t.resumedSt; st != nil {
+		t.resumedSt = nil
+		t.warnOrderChanges(st)
+		t.logSettingChanges(st)
+	}
 	t.log.Info("resumed", "checkpoint", t.resumed, "step", t.step, "samples_consumed", t.sampler.Cursor.Consumed)
 }
 
@@ -858,9 +866,10 @@ func LoadCheckpointFrom(ctx context.Context, path string, be kernels.Backend, so
 // resume takes as they are now (lr and its schedule, AdamW's, max_steps, eval_steps,
 // dropout, ...): "lr 0.001 → 0.0005". Those that change the samples are warned about
 // by warnOrderChanges, and the model's shape is refused, before; out and resume name
-// where the run goes, not how it trains.
+// where the run goes, not how it trains, and init_from only how the first run began.
 func (t *Trainer) logSettingChanges(st *State) {
-	skip := map[string]bool{"data": true, "seed": true, "order": true, "split": true, "out": true, "resume": true}
+	// init_from: the weights a run starts from, which a resume's replace.
+	skip := map[string]bool{"data": true, "seed": true, "order": true, "split": true, "out": true, "resume": true, "init_from": true}
 	now := configMap(recordedConfig(t.cfg))
 	var changed []string
 	for _, f := range fields {

@@ -90,6 +90,7 @@ type Trainer struct {
 	step        int    // optimizer steps done
 	saved       int    // the step of the newest checkpoint (-1: none)
 	resumed     string // the checkpoint this run continued from
+	resumedSt   *State // its trainer.json, until logResumed has named what changed since
 	metrics     *metricsFile
 	batch       []int32 // one micro-batch of samples, B*(T+1) ids
 	in, tgt     []int32
