@@ -144,8 +144,20 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 	}
 	if want.Fingerprint == "" && want.Name == "" {
 		// Trained on data that records no tokenizer (bare GPT-NeoX shards, with
-		// --vocab-size): there is no tokenizer to look for.
-		return nil, fmt.Errorf("the checkpoint does not record its tokenizer: its data (%s) recorded none (bare GPT-NeoX shards, trained with vocab_size %d)\n---> HINT: pass --tokenizer SPEC, the tokenizer that made the shards", st.Config["data"], st.Model.VocabSize)
+		// --vocab-size): there is no tokenizer to look for, but in a dataset the user
+		// names (--data DIR), whose manifest records the one it was made with.
+		const bare = "\n---> HINT: pass --tokenizer SPEC, the tokenizer that made the shards, or --data DIR, a dataset tokenized with it (its manifest names it)"
+		if data == "" {
+			return nil, fmt.Errorf("the checkpoint does not record its tokenizer: its data (%s) recorded none (bare GPT-NeoX shards, trained with vocab_size %d)%s", st.Config["data"], st.Model.VocabSize, bare)
+		}
+		info, err := recordedTokenizer(ctx, st, data, s3)
+		if err != nil {
+			return nil, fmt.Errorf("the checkpoint does not record its tokenizer (its data, %s, recorded none), and --data %s: %w%s", st.Config["data"], data, err, bare)
+		}
+		if info.VocabSize > st.Model.VocabSize {
+			return nil, fmt.Errorf("--data %s was tokenized with %s, of %d tokens, more than the model's vocab_size %d: not the tokenizer the model was trained with%s", data, info.Name, info.VocabSize, st.Model.VocabSize, bare)
+		}
+		want = info
 	}
 	if data == "" {
 		data = st.Config["data"]
@@ -180,6 +192,47 @@ func checkpointTokenizer(ctx context.Context, st *train.State, tf *cli.Tokenizer
 		return nil, fmt.Errorf("the model's tokenizer: %w%s", err, hint)
 	}
 	return tok, nil
+}
+
+// recordedTokenizer is the tokenizer the manifest of the dataset data records (for a
+// blend, its datasets', which must agree), for a checkpoint that records none: an
+// error where one records none either (bare shards) or they differ.
+func recordedTokenizer(ctx context.Context, st *train.State, data string, s3 cli.S3Flags) (shards.TokenizerInfo, error) {
+	datasets := []string{data}
+	if ds, err := loader.ParseData(data); err == nil && ds.Blended {
+		datasets = blendDatasets(ds)
+	}
+	opt := storage.Options{S3Endpoint: s3.Endpoint, S3PathStyle: s3.PathStyle}
+	if rc, err := st.RunConfig(); err == nil && opt.S3Endpoint == "" {
+		opt.S3Endpoint, opt.S3PathStyle = rc.S3Endpoint, opt.S3PathStyle || rc.S3PathStyle
+	}
+	var info shards.TokenizerInfo
+	for i, d := range datasets {
+		if !strings.HasPrefix(d, "s3://") {
+			if fi, err := os.Stat(strings.TrimPrefix(d, "file://")); err != nil || !fi.IsDir() {
+				return info, fmt.Errorf("%s is not a dataset directory (bare shards record no tokenizer)", d)
+			}
+		}
+		store, err := storage.Open(ctx, d, opt)
+		if err != nil {
+			return info, err
+		}
+		m, err := shards.ReadManifest(ctx, store, "")
+		if errors.Is(err, shards.ErrMissing) { // (its hint, to re-run the stage, is not this one's)
+			return info, fmt.Errorf("%s holds no manifest.json: it records no tokenizer either", d)
+		}
+		if err != nil {
+			return info, err
+		}
+		if m.Tokenizer.Fingerprint == "" && m.Tokenizer.Name == "" {
+			return info, fmt.Errorf("%s records no tokenizer either", d)
+		}
+		if i > 0 && m.Tokenizer.Fingerprint != info.Fingerprint {
+			return info, fmt.Errorf("the blend's datasets were tokenized with different tokenizers, %s (%.12s) and %s (%.12s)", info.Name, info.Fingerprint, m.Tokenizer.Name, m.Tokenizer.Fingerprint)
+		}
+		info = m.Tokenizer
+	}
+	return info, nil
 }
 
 // besideData says where the tokenizer files of one dataset of the training data are:

@@ -198,9 +198,13 @@ func TestSampleBlend(t *testing.T) {
 // records no tokenizer; train sample then failed with "no tokenizer with the
 // fingerprint  of : the dataset directory DIR/PREFIX is not there; "" is not a known
 // tokenizer name", though the prefix was there. Now it says that the checkpoint
-// records no tokenizer and to pass --tokenizer, and with it samples.
+// records no tokenizer and to pass --tokenizer or --data, and with either samples.
 func TestSampleBareShardsRun(t *testing.T) {
 	dir, tok := makeCharDataset(t)
+	withManifest := filepath.Join(t.TempDir(), "ds")
+	if err := os.CopyFS(withManifest, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(filepath.Join(dir, shards.ManifestName)); err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +220,22 @@ func TestSampleBareShardsRun(t *testing.T) {
 		t.Fatalf("train on bare shards: exit %d: %s", code, stderr)
 	}
 	code, _, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref")
-	if code != 1 || !strings.Contains(stderr, "the checkpoint does not record its tokenizer") || !strings.Contains(stderr, "--tokenizer SPEC") || strings.Contains(stderr, "is not there") {
+	if code != 1 || !strings.Contains(stderr, "the checkpoint does not record its tokenizer") || !strings.Contains(stderr, "--tokenizer SPEC") || !strings.Contains(stderr, "--data DIR") || strings.Contains(stderr, "is not there") {
 		t.Errorf("sample of a bare-shards run: exit %d, want 1 saying it records no tokenizer and to pass --tokenizer: %s", code, stderr)
 	}
 	code, stdout, stderr := runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref", "--tokenizer", filepath.Join(dir, "chars.json"))
 	if code != 0 || !strings.HasPrefix(stdout, "to be") {
 		t.Errorf("sample with --tokenizer: exit %d, %q: %s", code, stdout, stderr)
+	}
+	// --data naming a dataset whose manifest records the tokenizer: it was refused
+	// as without it (a2839cb); now its tokenizer is the one.
+	code, stdout, stderr = runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref", "--data", withManifest)
+	if code != 0 || !strings.HasPrefix(stdout, "to be") {
+		t.Errorf("sample with --data %s: exit %d, %q: %s", withManifest, code, stdout, stderr)
+	}
+	// --data naming the bare shards themselves: refused, saying so.
+	code, _, stderr = runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref", "--data", dir)
+	if code != 1 || !strings.Contains(stderr, "holds no manifest.json") || strings.Contains(stderr, "re-run") || !strings.Contains(stderr, "--tokenizer SPEC") {
+		t.Errorf("sample with --data of bare shards: exit %d, want 1 naming the missing manifest and --tokenizer: %s", code, stderr)
 	}
 }
