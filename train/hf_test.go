@@ -195,3 +195,27 @@ func TestInitFromMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestInitFromDamagedData: data recording the tokenizer init_from's weights were
+// trained with (checked before it is opened) holding an id outside that vocabulary
+// (25 of 20: damage) was told to "tokenize the data with the tokenizer the weights
+// were trained with", the one it was tokenized with; now it is told the data is
+// damaged, and that shards verify finds where.
+func TestInitFromDamagedData(t *testing.T) {
+	m, st := trainedTiny(t)
+	hf := filepath.Join(t.TempDir(), "hf")
+	if err := ExportHF(hf, m, st); err != nil {
+		t.Fatal(err)
+	}
+	train := patternDoc(6000, 20, 1)
+	train[100] = 25
+	cfg := tinyConfig(t, writeTinyDataset(t, t.TempDir(), train, patternDoc(1500, 20, 2), 20, "tiny-fp-1"))
+	cfg.InitFrom, cfg.BlockSize, cfg.MaxSteps = hf, 8, 2
+	_, err := Run(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
+	if err == nil {
+		t.Fatal("id 25 in data of a 20-token tokenizer: trained")
+	}
+	if msg := err.Error(); strings.Contains(msg, "tokenize the data with") || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "shards verify") {
+		t.Errorf("error = %v, want the damaged-data hint (shards verify), not to tokenize otherwise", err)
+	}
+}

@@ -30,8 +30,10 @@ func (t *Trainer) openData(ctx context.Context) error {
 			Split: cfg.Split, NumSamples: t.numSamples, CacheDir: cfg.CacheDir, VocabSize: cfg.VocabSize, S3Endpoint: cfg.S3Endpoint,
 			S3PathStyle: cfg.S3PathStyle, Manifests: t.dataManifests, Logger: t.log})
 		if err != nil {
-			if fe := (*shards.FormatError)(nil); cfg.InitFrom != "" && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) {
-				// The vocabulary is init_from's: the data is not what is wrong.
+			if fe := (*shards.FormatError)(nil); cfg.InitFrom != "" && errors.As(err, &fe) && errors.Is(err, shards.ErrVocab) && !errors.Is(err, shards.ErrNegativeID) {
+				// The vocabulary is init_from's: the data is not what is wrong (unless
+				// the data records its tokenizer, which was checked against init_from's:
+				// then the id is outside its own, and initVocabHint says it is damage).
 				named := *fe
 				named.Hint = initVocabHint(ctx, cfg)
 				return fmt.Errorf("train: open the data: %w", &named)
@@ -98,13 +100,16 @@ func vocabSizeHint(ctx context.Context, cfg Config) (_ string, ok bool) {
 
 // initVocabHint is the next step when cfg.Data holds an id outside the vocabulary of
 // init_from's weights. Data whose manifest records its tokenizer was compared with
-// init_from's before it was opened (checkInitData); data that records none (bare
+// init_from's before it was opened (checkInitData), and is opened only where it
+// passed: the same tokenizer, or one of no more tokens, so the id is outside the
+// data's own vocabulary too, and the data is damaged. Data that records none (bare
 // GPT-NeoX shards: no manifest) could not be, and the hint says so, naming the
 // tokenizer init_from records (config.json's gptkit.tokenizer, its tokenizer.json)
 // and how to tokenize the text with it.
 func initVocabHint(ctx context.Context, cfg Config) string {
 	if data, ok := dataTokenizer(ctx, cfg); ok && data.Fingerprint != "" {
-		return fmt.Sprintf("the weights of init_from %s (vocab_size %d) were trained on another tokenizer's ids than %s holds: tokenize the data with the tokenizer the weights were trained with, or train without init_from", cfg.InitFrom, cfg.VocabSize, cfg.Data)
+		return fmt.Sprintf("%s records tokenizer %s (%d tokens), found to fit init_from %s before the data was opened, so the id is outside the data's own tokenizer: the .bin is damaged; `shards verify %s` finds every damaged file: restore them, or re-run the stage that wrote the dataset",
+			cfg.Data, data.Name, data.VocabSize, cfg.InitFrom, cfg.Data)
 	}
 	file := filepath.Join(cfg.InitFrom, "tokenizer.json")
 	fi, err := os.Stat(file)
