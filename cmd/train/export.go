@@ -89,10 +89,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // exportTokenizer is the tokenizer.json of the checkpoint's tokenizer (found as train
 // sample finds it) and what tokenizer_config.json says of it; nil, with a warning, when
-// the tokenizer has no Hugging Face form or the checkpoint names none.
+// the tokenizer has no Hugging Face form or the checkpoint names none (and neither
+// --tokenizer nor --data does).
 func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlags, data string, s3 cli.S3Flags, mc train.ModelConfig, log *slog.Logger) ([]byte, hfgpt2.TokenizerConfig, error) {
-	if tf.Spec == "" && st.Tokenizer.Fingerprint == "" {
-		log.Warn("the checkpoint does not record its tokenizer: writing the model without " + hfgpt2.TokenizerName + " (--tokenizer SPEC writes one)")
+	if tf.Spec == "" && data == "" && st.Tokenizer.Fingerprint == "" {
+		log.Warn("the checkpoint does not record its tokenizer: writing the model without " + hfgpt2.TokenizerName + " (--tokenizer SPEC, or --data DIR of a dataset made with it, writes one)")
 		return nil, hfgpt2.TokenizerConfig{}, nil
 	}
 	tok, err := checkpointTokenizer(ctx, st, tf, data, s3, log)

@@ -198,7 +198,8 @@ func TestSampleBlend(t *testing.T) {
 // records no tokenizer; train sample then failed with "no tokenizer with the
 // fingerprint  of : the dataset directory DIR/PREFIX is not there; "" is not a known
 // tokenizer name", though the prefix was there. Now it says that the checkpoint
-// records no tokenizer and to pass --tokenizer or --data, and with either samples.
+// records no tokenizer and to pass --tokenizer or --data, and with either samples
+// (and export, with --data, writes that tokenizer).
 func TestSampleBareShardsRun(t *testing.T) {
 	dir, tok := makeCharDataset(t)
 	withManifest := filepath.Join(t.TempDir(), "ds")
@@ -237,5 +238,12 @@ func TestSampleBareShardsRun(t *testing.T) {
 	code, _, stderr = runTrain(t, "sample", "--ckpt", out, "--prompt", "to be", "--max-new-tokens", "3", "--device", "ref", "--data", dir)
 	if code != 1 || !strings.Contains(stderr, "holds no manifest.json") || strings.Contains(stderr, "re-run") || !strings.Contains(stderr, "--tokenizer SPEC") {
 		t.Errorf("sample with --data of bare shards: exit %d, want 1 naming the missing manifest and --tokenizer: %s", code, stderr)
+	}
+	// train export finds the tokenizer as sample does: with --data it wrote none,
+	// warning that the checkpoint records none.
+	hf := filepath.Join(t.TempDir(), "hf")
+	code, _, stderr = runTrain(t, "export", "--ckpt", out, "--out", hf, "--data", withManifest)
+	if _, err := os.Stat(filepath.Join(hf, "tokenizer.json")); code != 0 || err != nil || strings.Contains(stderr, "does not record its tokenizer") {
+		t.Errorf("export with --data %s: exit %d (%v), want 0 with its tokenizer.json: %s", withManifest, code, err, stderr)
 	}
 }
