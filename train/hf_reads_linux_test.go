@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gptkit/internal/opencount"
 	"gptkit/kernels/ref"
 	"gptkit/shards"
 	"gptkit/train/hfgpt2"
@@ -26,7 +27,7 @@ func TestInitFromReadsOnce(t *testing.T) {
 	cfg.InitFrom, cfg.BlockSize = hf, 8
 	checks := 0
 	cfg.CheckInitTokenizer = func(string, shards.TokenizerInfo) error { checks++; return nil }
-	configOpens, weightOpens := watchOpens(t, hfgpt2.ConfigName, hf), watchOpens(t, hfgpt2.WeightsName, hf)
+	configOpens, weightOpens := opencount.Watch(t, hfgpt2.ConfigName, hf), opencount.Watch(t, hfgpt2.WeightsName, hf)
 	tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestInitFromReadsDataManifestOnce(t *testing.T) {
 	data := tinyDataset(t)
 	cfg := tinyConfig(t, data)
 	cfg.InitFrom, cfg.BlockSize = hf, 8
-	manifestOpens := watchOpens(t, shards.ManifestName, data)
+	manifestOpens := opencount.Watch(t, shards.ManifestName, data)
 	tr, err := NewTrainer(context.Background(), cfg, ref.New(), Single{}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -3,55 +3,17 @@ package train
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"gptkit/internal/opencount"
 	"gptkit/kernels/cpu"
 	"gptkit/train/checkpoint"
 )
-
-// watchOpens counts the opens of files named name in dirs (inotify), from now until
-// each call of the function it returns. Closes are watched too, though not counted:
-// inotify merges an event with the unread one before it when they are the same, and
-// two opens with no close between (one file read twice, back to back) counted once.
-func watchOpens(t *testing.T, name string, dirs ...string) func() int {
-	t.Helper()
-	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
-	if err != nil {
-		t.Skipf("inotify: %v", err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	for _, d := range dirs {
-		if _, err := syscall.InotifyAddWatch(fd, d, syscall.IN_OPEN|syscall.IN_CLOSE); err != nil {
-			t.Fatalf("inotify watch %s: %v", d, err)
-		}
-	}
-	n := 0
-	buf := make([]byte, 64<<10)
-	return func() int {
-		for {
-			k, err := syscall.Read(fd, buf)
-			if k <= 0 || err != nil {
-				return n
-			}
-			for off := 0; off+syscall.SizeofInotifyEvent <= k; {
-				l := int(binary.NativeEndian.Uint32(buf[off+12:]))
-				ev := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+l]
-				mask := binary.NativeEndian.Uint32(buf[off+4:])
-				if mask&syscall.IN_OPEN != 0 && string(bytes.TrimRight(ev, "\x00")) == name {
-					n++
-				}
-				off += syscall.SizeofInotifyEvent + l
-			}
-		}
-	}
-}
 
 // TestResumeFallbackReadsFew: resume auto over a run that keeps all of its 10
 // checkpoints, the newest damaged, falls back to the one before reading two
@@ -80,7 +42,7 @@ func TestResumeFallbackReadsFew(t *testing.T) {
 	for s := int64(1); s <= 10; s++ {
 		dirs = append(dirs, filepath.Join(root, checkpoint.DirName(s)))
 	}
-	opens := watchOpens(t, checkpoint.ManifestName, dirs...)
+	opens := opencount.Watch(t, checkpoint.ManifestName, dirs...)
 
 	var logs bytes.Buffer
 	res := cfg

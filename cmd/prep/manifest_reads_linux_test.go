@@ -1,50 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"gptkit/internal/opencount"
 	"gptkit/shards"
 )
-
-// countOpens counts the opens of files named name in dir (inotify), from now until
-// each call of the function it returns (as cmd/tokenize's test of the same name).
-func countOpens(t *testing.T, name, dir string) func() int {
-	t.Helper()
-	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
-	if err != nil {
-		t.Skipf("inotify: %v", err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN|syscall.IN_CLOSE); err != nil {
-		t.Fatalf("inotify watch %s: %v", dir, err)
-	}
-	n := 0
-	buf := make([]byte, 64<<10)
-	return func() int {
-		for {
-			k, err := syscall.Read(fd, buf)
-			if k <= 0 || err != nil {
-				return n
-			}
-			for off := 0; off+syscall.SizeofInotifyEvent <= k; {
-				mask := binary.NativeEndian.Uint32(buf[off+4:])
-				l := int(binary.NativeEndian.Uint32(buf[off+12:]))
-				ev := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+l]
-				if mask&syscall.IN_OPEN != 0 && string(bytes.TrimRight(ev, "\x00")) == name {
-					n++
-				}
-				off += syscall.SizeofInotifyEvent + l
-			}
-		}
-	}
-}
 
 // TestPrepReadsPreviousManifestTwice: a rerun of prep over its damaged dataset read
 // the dataset's manifest.json three times: prep's own check, cli.PreviousManifest to
@@ -68,7 +33,7 @@ func TestPrepReadsPreviousManifestTwice(t *testing.T) {
 		t.Fatalf("%d shards, want several", len(bins))
 	}
 	os.Remove(bins[1])
-	opens := countOpens(t, shards.ManifestName, ds)
+	opens := opencount.Watch(t, shards.ManifestName, ds)
 	before := -1 // the opens before the first shard: of the previous manifest
 	testShardHook = func(shards.ShardInfo) {
 		if before < 0 {

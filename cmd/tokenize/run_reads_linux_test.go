@@ -2,51 +2,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"gptkit/internal/opencount"
 	"gptkit/shards"
 	"gptkit/storage"
 )
-
-// countOpens counts the opens of files named name in dir (inotify), from now until
-// each call of the function it returns. Closes are watched too, not counted: inotify
-// merges an event with the unread one before it when they are the same, which would
-// count two opens with no close between once.
-func countOpens(t *testing.T, name, dir string) func() int {
-	t.Helper()
-	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
-	if err != nil {
-		t.Skipf("inotify: %v", err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN|syscall.IN_CLOSE); err != nil {
-		t.Fatalf("inotify watch %s: %v", dir, err)
-	}
-	n := 0
-	buf := make([]byte, 64<<10)
-	return func() int {
-		for {
-			k, err := syscall.Read(fd, buf)
-			if k <= 0 || err != nil {
-				return n
-			}
-			for off := 0; off+syscall.SizeofInotifyEvent <= k; {
-				mask := binary.NativeEndian.Uint32(buf[off+4:])
-				l := int(binary.NativeEndian.Uint32(buf[off+12:]))
-				ev := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+l]
-				if mask&syscall.IN_OPEN != 0 && string(bytes.TrimRight(ev, "\x00")) == name {
-					n++
-				}
-				off += syscall.SizeofInotifyEvent + l
-			}
-		}
-	}
-}
 
 // TestRunReadsPreviousManifestOnce: `tokenize run` over a finished dataset reads its
 // manifest.json once, for the run's check that the output is this job's, which hands
@@ -68,7 +32,7 @@ func TestRunReadsPreviousManifestOnce(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", extra, code, errOut)
 		}
 		// Already complete: the manifest is read, nothing written.
-		opens := countOpens(t, shards.ManifestName, out)
+		opens := opencount.Watch(t, shards.ManifestName, out)
 		if code, _, errOut := runTokenize(t, "", args...); code != 0 {
 			t.Fatalf("%v rerun: exit %d: %s", extra, code, errOut)
 		}
