@@ -3,7 +3,9 @@ package tokenize
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -375,18 +377,31 @@ func (d *bpeDefinition) setHFSplit(split, bl hfComponent) error {
 	return nil
 }
 
-// jsonErrorAt adds the line and column to a JSON syntax error.
+// jsonErrorAt adds the line, column and byte offset to a JSON syntax error. A file that
+// ends inside its JSON (io.ErrUnexpectedEOF from a Decoder, "unexpected end of JSON
+// input" from Unmarshal) or holds none is named truncated, with the next step: an
+// interrupted download or copy, to be fetched again.
 func jsonErrorAt(data []byte, err error) error {
-	se, ok := err.(*json.SyntaxError)
-	if !ok {
+	var off int
+	var se *json.SyntaxError
+	switch {
+	case len(bytes.TrimSpace(data)) == 0 && (err == io.EOF || errors.As(err, &se)):
+		return fmt.Errorf("the file is empty (%d bytes): an interrupted download or copy? download it again", len(data))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = len(data)
+	case errors.As(err, &se):
+		off = int(se.Offset)
+	default:
 		return err
 	}
-	off := int(se.Offset)
 	if off > len(data) {
 		off = len(data)
 	}
 	line := 1 + bytes.Count(data[:off], []byte{'\n'})
 	col := off - bytes.LastIndexByte(data[:off], '\n')
+	if off == len(data) {
+		return fmt.Errorf("line %d column %d (byte %d, the end of the file): %w: the JSON stops midway, so the file is truncated (an interrupted download or copy): download it again", line, col, off, err)
+	}
 	return fmt.Errorf("line %d column %d (byte %d): %w", line, col, off, err)
 }
 

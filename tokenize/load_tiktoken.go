@@ -49,10 +49,20 @@ func LoadTiktoken(data []byte, encoding string) (*Tokenizer, error) {
 	for len(data) > 0 {
 		line++
 		var l []byte
-		if k := bytes.IndexByte(data, '\n'); k >= 0 {
+		k := bytes.IndexByte(data, '\n')
+		if k >= 0 {
 			l, data = data[:k], data[k+1:]
 		} else {
 			l, data = data, nil
+		}
+		// bad names the line; the last line of a file that does not end with a newline
+		// was cut short (a truncated download), which says what to do.
+		bad := func(format string, args ...any) error {
+			err := fmt.Errorf("tokenize: %s.tiktoken line %d: "+format, append([]any{encoding, line}, args...)...)
+			if k < 0 {
+				err = fmt.Errorf("%w: the file ends inside this line (no newline after it), so it is truncated (an interrupted download or copy): download it again", err)
+			}
+			return err
 		}
 		l = bytes.TrimRight(l, "\r")
 		if len(l) == 0 {
@@ -60,18 +70,18 @@ func LoadTiktoken(data []byte, encoding string) (*Tokenizer, error) {
 		}
 		sp := bytes.IndexByte(l, ' ')
 		if sp < 0 {
-			return nil, fmt.Errorf("tokenize: %s.tiktoken line %d: want \"base64-token rank\"", encoding, line)
+			return nil, bad("want \"base64-token rank\"")
 		}
 		tok, err := base64.StdEncoding.DecodeString(string(l[:sp]))
 		if err != nil || len(tok) == 0 {
-			return nil, fmt.Errorf("tokenize: %s.tiktoken line %d: bad base64 token %q", encoding, line, l[:sp])
+			return nil, bad("bad base64 token %q", l[:sp])
 		}
 		rank, err := strconv.Atoi(string(l[sp+1:]))
 		if err != nil || rank < 0 {
-			return nil, fmt.Errorf("tokenize: %s.tiktoken line %d: bad rank %q", encoding, line, l[sp+1:])
+			return nil, bad("bad rank %q", l[sp+1:])
 		}
 		if _, dup := d.vocab[string(tok)]; dup {
-			return nil, fmt.Errorf("tokenize: %s.tiktoken line %d: token %q appears twice", encoding, line, tok)
+			return nil, bad("token %q appears twice", tok)
 		}
 		d.vocab[string(tok)] = rank
 	}

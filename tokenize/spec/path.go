@@ -71,7 +71,9 @@ func loadFile(path string) (*tokenize.Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isHFJSON(data) {
+	// A JSON object that breaks off (a truncated download) is read as a tokenizer.json,
+	// whose error names the byte where it breaks and the next step.
+	if t := bytes.TrimSpace(data); isHFJSON(data) || len(t) > 0 && t[0] == '{' && !json.Valid(t) {
 		return wrapLoad(path)(tokenize.LoadHFJSON(data, tokenizerName(path)))
 	}
 	if json.Valid(data) {

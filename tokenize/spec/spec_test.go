@@ -758,3 +758,36 @@ func TestParseContentRange(t *testing.T) {
 		}
 	}
 }
+
+// A truncated tokenizer.json (an interrupted download), in a directory or under
+// another name, is named with its path, the byte where it stops and the next step.
+func TestLoadTruncatedTokenizerJSON(t *testing.T) {
+	data, err := os.ReadFile(testfiles.Path(t, "tokenizers/neox-20b/tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	inDir := filepath.Join(dir, "tokenizer.json")
+	other := filepath.Join(dir, "mine.json")
+	for _, c := range []struct {
+		path string
+		n    int
+	}{{inDir, len(data) / 2}, {other, len(data) / 2}, {other, 40}} {
+		if err := os.WriteFile(c.path, data[:c.n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spec := c.path
+		if c.path == inDir {
+			spec = dir
+		}
+		_, err := Load(context.Background(), spec, Options{})
+		if err == nil {
+			t.Fatalf("%s cut at %d: no error", spec, c.n)
+		}
+		for _, want := range []string{c.path, fmt.Sprintf("byte %d, the end of the file", c.n), "truncated", "download it again"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s cut at %d: error %q does not contain %q", spec, c.n, err, want)
+			}
+		}
+	}
+}
