@@ -97,6 +97,13 @@ func TestReadDocsSkipsBadRecords(t *testing.T) {
 	if docs, stats, err := readAll(t, []string{utf}, ReadOptions{OnError: Fail}); err != nil || len(docs) != 1 || stats.InvalidUTF8 != 1 {
 		t.Errorf("Fail, invalid UTF-8: %d docs, err %v", len(docs), err)
 	}
+	// A lone surrogate escape (Python keeps it; HF tokenizers refuse the text) is kept as
+	// U+FFFD and counted with invalid UTF-8; a pair is a character.
+	sur := writeCorpusFile(t, dir, "s.jsonl", `{"text":"a\ud800b"}`+"\n"+`{"text":"\ud83d\ude00"}`+"\n")
+	if docs, stats, err := readAll(t, []string{sur}, ReadOptions{OnError: Fail}); err != nil || len(docs) != 2 || stats.InvalidUTF8 != 1 ||
+		docs[0].Text != "a\uFFFDb" || docs[1].Text != "\U0001F600" {
+		t.Errorf("lone surrogate: %+v, %d invalid UTF-8, err %v", docs, stats.InvalidUTF8, err)
+	}
 }
 
 func TestBadRecordExamplesLimit(t *testing.T) {

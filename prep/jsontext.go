@@ -29,7 +29,8 @@ const ListSeparator = "\n\n"
 // keys repeat, the last one counts.
 //
 // The result is exactly what encoding/json gives: escapes are decoded (a lone UTF-16
-// surrogate becomes U+FFFD) and invalid UTF-8 becomes U+FFFD. Errors wrap
+// surrogate becomes U+FFFD, counted as invalid UTF-8 is: such text cannot be UTF-8, and
+// Python keeps the surrogate, which HF tokenizers refuse) and invalid UTF-8 becomes U+FFFD. Errors wrap
 // ErrInvalidJSON (and the *json.SyntaxError, whose Offset, counted from 1, the
 // message gives), ErrNotObject or ErrNotText (a *TypeError); on error, text is
 // empty and ok false. Errors have no package prefix: they describe the line, and the

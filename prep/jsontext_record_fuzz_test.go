@@ -129,7 +129,9 @@ func TestRecordInvalidUTF8(t *testing.T) {
 		line string
 		bad  bool
 	}{
-		{`{"text":"fine \u00e9 \ud83d"}`, false},
+		{`{"text":"fine \u00e9 \ud83d\ude00"}`, false},
+		{`{"text":"lone \u00e9 \ud83d"}`, true}, // a lone surrogate: U+FFFD, as Python cannot give HF
+		{`{"text":["a","lone \udc00"]}`, true},
 		{"{\"text\":\"bad \xe9\"}", true},
 		{"{\"text\":[\"a\",\"bad \xe9\"]}", true},
 		{"{\"text\":\"fine\",\"meta\":\"\xff\"}", false},

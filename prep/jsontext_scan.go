@@ -22,7 +22,7 @@ const maxFastDepth = 1000
 // String flags from scanString.
 const (
 	strEscaped = 1 << iota // holds a backslash escape
-	strBadUTF8             // holds bytes that are not valid UTF-8
+	strBadUTF8             // holds bytes that are not valid UTF-8, or a \u escape of a lone UTF-16 surrogate
 )
 
 // span is where a member's value lies in a line: line[start:end], with scanString's
@@ -315,7 +315,8 @@ func specialBytes(w uint64) uint64 {
 // scanString scans the string at b[i] (b[i] is '"') and returns the index after its
 // closing quote and what it holds. ok is false if the string is not valid JSON: it
 // does not end, holds a control character, or an escape is malformed. Invalid UTF-8
-// is valid JSON (encoding/json decodes it to U+FFFD); it sets strBadUTF8.
+// is valid JSON (encoding/json decodes it to U+FFFD); it sets strBadUTF8, as does a
+// \u escape of a lone UTF-16 surrogate (U+FFFD too).
 //
 // Plain stretches go 32 bytes per step through scanPlain (AVX2, one-byte escapes
 // skipped in the same loop), then 8 bytes at a time while none of them is special (a
@@ -351,10 +352,23 @@ func scanString(b []byte, i int) (end int, flags uint8, ok bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if hex4(b[i+2:]) < 0 {
+				r := hex4(b[i+2:])
+				if r < 0 {
 					return 0, 0, false
 				}
 				i += 6
+				if r >= 0xd800 && r <= 0xdfff {
+					// A UTF-16 surrogate: with the low one after it, a pair; alone, it
+					// cannot be UTF-8 and becomes U+FFFD (appendEscape), counted as
+					// invalid UTF-8 is (Python keeps it, and HF tokenizers refuse it).
+					if r <= 0xdbff && i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u' {
+						if r2 := hex4(b[i+2:]); r2 >= 0xdc00 && r2 <= 0xdfff {
+							i += 6
+							continue
+						}
+					}
+					flags |= strBadUTF8
+				}
 			default:
 				return 0, 0, false
 			}

@@ -616,3 +616,25 @@ func TestEncodeJSONLInvalidUTF8(t *testing.T) {
 		t.Errorf("valid input: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A \u escape of a lone UTF-16 surrogate ("\ud800") is encoded as U+FFFD, as
+// encoding/json decodes it, and counted with the lines of invalid UTF-8: Python's json
+// keeps the surrogate, which HF tokenizers refuse (the text cannot be UTF-8), so the
+// ids are not theirs. A surrogate pair is its character, with no warning.
+func TestEncodeJSONLLoneSurrogate(t *testing.T) {
+	in := `{"text":"\ud83d\ude00"}` + "\n" + `{"text":"a\ud800b"}` + "\n" + `{"text":["c","\udc00"]}` + "\n"
+	code, stdout, stderr := runTokenize(t, in, "encode", "--tokenizer", "gpt2", "--jsonl", "--progress", "off")
+	if code != 0 || strings.Count(stdout, "\n") != 3 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if want := "2 lines held invalid UTF-8 in the text"; !strings.Contains(stderr, want) || !strings.Contains(stderr, "the first: line 2") {
+		t.Errorf("stderr %q, want it to say %q and the first line", stderr, want)
+	}
+	ids := strings.Split(stdout, "\n")[1]
+	if _, want, _ := runTokenize(t, "a\uFFFDb", "encode", "--tokenizer", "gpt2", "--progress", "off"); ids != strings.TrimSpace(want) {
+		t.Errorf("line 2's ids %s, want those of a\\uFFFDb: %s", ids, want)
+	}
+	if code, _, stderr := runTokenize(t, `{"text":"\ud83d\ude00 \u00e9"}`+"\n", "encode", "--tokenizer", "gpt2", "--jsonl", "--progress", "off"); code != 0 || stderr != "" {
+		t.Errorf("a surrogate pair: exit %d, stderr %q", code, stderr)
+	}
+}
