@@ -18,8 +18,9 @@
 //  4. A Hugging Face model id ORG/NAME, or an http(s) URL of one tokenizer file:
 //     downloaded once into the cache (see remote.go), checked against Options.SHA256
 //     when given. A missing ORG/NAME whose NAME ends as a tokenizer file does (.json,
-//     .tiktoken, .txt), or whose ORG is a local directory, is a missing path, not an id
-//     (a mistyped data/tokenizer.json is not looked for on Hugging Face).
+//     .tiktoken, .txt) is a missing path, not an id (a mistyped data/tokenizer.json is
+//     not looked for on Hugging Face); one whose ORG is a local directory is an id, whose
+//     failure says it is no local path either.
 //
 // A path or a download that holds a copy of a built-in's files loads as that built-in,
 // named so (builtin.go): its fingerprint (Hugging Face's gpt2 files in a directory of

@@ -63,24 +63,38 @@ func remoteSource(spec string) (src, rel string, ok bool) {
 // missingLocalPath returns an error when spec, of the form of a Hugging Face id ORG/NAME
 // but not there on disk, reads as a path to a local tokenizer that is missing rather than
 // as an id: NAME ends as a tokenizer file does (.json, .tiktoken, .txt: a typo in
-// data/tokenizer.json, or one run from another directory), or ORG is a local directory
-// (a typo in data/tok). Either was taken for an id and downloaded from Hugging Face, and
-// failed, offline, saying to retry later or pass --tokenizer-url, naming no local path.
+// data/tokenizer.json, or one run from another directory). Such a SPEC was taken for an
+// id and downloaded from Hugging Face, and failed, offline, saying to retry later,
+// naming no local path.
 func missingLocalPath(spec string) error {
 	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
 		return nil
 	}
-	org, name, _ := strings.Cut(spec, "/")
+	_, name, _ := strings.Cut(spec, "/")
 	for _, ext := range []string{".json", ".tiktoken", ".txt"} {
 		if strings.HasSuffix(name, ext) {
 			return fmt.Errorf("spec: tokenizer file %s: no such file (a path, by its %s ending, not a Hugging Face id ORG/NAME): check the path, relative to the directory the command runs in", spec, ext)
 		}
 	}
-	if info, err := os.Stat(org); err == nil && info.IsDir() {
-		src, _, _ := remoteSource(spec)
-		return fmt.Errorf("spec: tokenizer %s: no such file or directory in the local directory %s (taken as a path, not a Hugging Face id ORG/NAME): check the path, or give the id's URL, %s, to download it", spec, org, src)
-	}
 	return nil
+}
+
+// orLocalPath adds to a failed load of the Hugging Face id spec that it is no local
+// path either where its ORG is a local directory (a typo in data/tok). Such an id is
+// still looked for in the cache and on Hugging Face: a directory named as an ORG (one
+// holding datasets made with that ORG's tokenizers: --output ORG/NAME-tokens) does not
+// make a real id a path.
+func orLocalPath(spec string) func(*tokenize.Tokenizer, error) (*tokenize.Tokenizer, error) {
+	return func(tok *tokenize.Tokenizer, err error) (*tokenize.Tokenizer, error) {
+		if err == nil || strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
+			return tok, err
+		}
+		org, _, _ := strings.Cut(spec, "/")
+		if info, serr := os.Stat(org); serr == nil && info.IsDir() {
+			return nil, fmt.Errorf("%w; nor is %s a local path: the local directory %s holds no such file or directory (check the path)", err, spec, org)
+		}
+		return tok, err
+	}
 }
 
 // loadRemote downloads a remote SPEC's file into the cache (unless it is there) and

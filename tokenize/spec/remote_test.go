@@ -86,7 +86,6 @@ func TestMissingLocalPathNotDownloaded(t *testing.T) {
 		{"typo/tokenizer.json", "tokenizer file typo/tokenizer.json: no such file (a path, by its .json ending"},
 		{"tok/cl100k_base.tiktoken", "no such file (a path, by its .tiktoken ending"},
 		{"tok/merges.txt", "no such file (a path, by its .txt ending"},
-		{"data/tok", "tokenizer data/tok: no such file or directory in the local directory data"},
 	} {
 		_, err := Load(context.Background(), tc.spec, Options{CacheDir: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -95,6 +94,37 @@ func TestMissingLocalPathNotDownloaded(t *testing.T) {
 	}
 	if l := srv.log(); len(l) != 0 {
 		t.Errorf("requests %v, want none", l)
+	}
+	// data/tok, where data/ is a local directory, may be a typo or an id: it is looked
+	// for on Hugging Face, and the failure says it is no local path either.
+	want := "nor is data/tok a local path: the local directory data holds no such file or directory"
+	if _, err := Load(context.Background(), "data/tok", Options{CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("data/tok: error %v, want %q", err, want)
+	}
+}
+
+// TestIDWithOrgDirectory: a Hugging Face id whose ORG is also a local directory (one
+// holding datasets made with its tokenizer: --output openai-community/gpt2-tokens) is
+// still an id, from the cache or downloaded; 2a4292a refused it as a missing path, even
+// cached, so a rerun of the command that made that directory failed.
+func TestIDWithOrgDirectory(t *testing.T) {
+	srv := newTokenizerServer(t)
+	srv.files["/openai-community/gpt2/resolve/main/tokenizer.json"] = testfiles.Read(t, "tokenizers/gpt2/tokenizer.json")
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Chdir(t.TempDir())
+	opt := Options{CacheDir: t.TempDir()}
+	if _, err := Load(context.Background(), "openai-community/gpt2", opt); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll("openai-community/gpt2-tokens", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := len(srv.log())
+	if _, err := Load(context.Background(), "openai-community/gpt2", opt); err != nil || len(srv.log()) != n {
+		t.Errorf("cached: %v, %d requests", err, len(srv.log())-n)
+	}
+	if _, err := Load(context.Background(), "openai-community/gpt2", Options{CacheDir: t.TempDir()}); err != nil {
+		t.Errorf("not cached: %v", err)
 	}
 }
 

@@ -94,7 +94,7 @@ func Load(ctx context.Context, spec string, opt Options) (*tokenize.Tokenizer, e
 		if err := missingLocalPath(spec); err != nil {
 			return nil, err
 		}
-		return builtinOr(rel)(loadRemote(ctx, spec, src, rel, opt))
+		return builtinOr(rel)(orLocalPath(spec)(loadRemote(ctx, spec, src, rel, opt)))
 	}
 	return nil, fmt.Errorf("spec: tokenizer %q is neither an existing file or directory, a built-in name (%s), a Hugging Face id (ORG/NAME) nor an http(s) URL", spec, strings.Join(Names(), ", "))
 }
