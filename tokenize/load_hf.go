@@ -384,6 +384,7 @@ func (d *bpeDefinition) setHFSplit(split, bl hfComponent) error {
 func jsonErrorAt(data []byte, err error) error {
 	var off int
 	var se *json.SyntaxError
+	truncated := errors.Is(err, io.ErrUnexpectedEOF)
 	switch {
 	case len(bytes.TrimSpace(data)) == 0 && (err == io.EOF || errors.As(err, &se)):
 		return fmt.Errorf("the file is empty (%d bytes): an interrupted download or copy? download it again", len(data))
@@ -391,6 +392,7 @@ func jsonErrorAt(data []byte, err error) error {
 		off = len(data)
 	case errors.As(err, &se):
 		off = int(se.Offset)
+		truncated = se.Error() == "unexpected end of JSON input"
 	default:
 		return err
 	}
@@ -399,7 +401,7 @@ func jsonErrorAt(data []byte, err error) error {
 	}
 	line := 1 + bytes.Count(data[:off], []byte{'\n'})
 	col := off - bytes.LastIndexByte(data[:off], '\n')
-	if off == len(data) {
+	if truncated {
 		return fmt.Errorf("line %d column %d (byte %d, the end of the file): %w: the JSON stops midway, so the file is truncated (an interrupted download or copy): download it again", line, col, off, err)
 	}
 	return fmt.Errorf("line %d column %d (byte %d): %w", line, col, off, err)

@@ -34,6 +34,13 @@ func TestLoadTruncatedJSON(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "(byte 26)") || strings.Contains(err.Error(), "truncated") {
 		t.Errorf("syntax error: %v, want (byte 26) and not truncated", err)
 	}
+	// So is one at the file's last byte (a hand-edited file with a trailing comma and
+	// no final newline): the JSON does not stop midway there.
+	bad := `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},}`
+	_, err = LoadHFJSON([]byte(bad), "x")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("(byte %d)", len(bad))) || strings.Contains(err.Error(), "truncated") {
+		t.Errorf("syntax error at the last byte: %v, want (byte %d) and not truncated", err, len(bad))
+	}
 }
 
 // A .tiktoken file cut inside a line names the line and says it is truncated; a bad
