@@ -114,7 +114,7 @@ func (r *BadRecordReport) addInvalidUTF8At(d Doc, first int) {
 		if first < 0 {
 			first = strings.IndexRune(d.Text, '\uFFFD')
 		}
-		err := fmt.Errorf("invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte %d of the text)", first)
+		err := fmt.Errorf("invalid UTF-8 (or a lone \\uD800-\\uDFFF escape), replaced by U+FFFD (the first U+FFFD is at byte %d of the text)", first)
 		r.add(ReasonInvalidUTF8, &FileError{File: d.Source, Line: d.Line, Offset: d.Offset, Err: err}, true)
 		return
 	}

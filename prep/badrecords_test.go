@@ -61,7 +61,7 @@ func TestReadDocsSkipsBadRecords(t *testing.T) {
 		{4, ReasonMissingText, `field "text" missing (the line has "body")`},
 		{5, ReasonNotText, `field "text" is a number (5)`},
 		{6, ReasonNotText, `field "text" is null`},
-		{7, ReasonInvalidUTF8, "invalid UTF-8, replaced by U+FFFD (the first U+FFFD is at byte 4 of the text)"},
+		{7, ReasonInvalidUTF8, "invalid UTF-8 (or a lone \\uD800-\\uDFFF escape), replaced by U+FFFD (the first U+FFFD is at byte 4 of the text)"},
 		{9, ReasonInvalidJSON, "unexpected end of JSON input (the last line is cut short"},
 	}
 	if len(r.Examples) != len(wantExamples) {

@@ -390,7 +390,7 @@ func (c *badUTF8Lines) warn(w io.Writer, who string) {
 	if c.count > 1 {
 		lines = "lines"
 	}
-	fmt.Fprintf(w, "%s: warning: %d %s held invalid UTF-8 in the text, encoded with U+FFFD in its place (as a tokenizer's JSON decoding does; the first: line %d)\n", who, c.count, lines, c.first)
+	fmt.Fprintf(w, "%s: warning: %d %s held invalid UTF-8 in the text (or a lone \\uD800-\\uDFFF escape), encoded with U+FFFD in its place (as a tokenizer's JSON decoding does; the first: line %d)\n", who, c.count, lines, c.first)
 }
 
 // truncate shortens b for an error message.
