@@ -129,3 +129,46 @@ func TestRerunPartOfOldTiktoken(t *testing.T) {
 		t.Fatalf("merge: %v", err)
 	}
 }
+
+// TestPartNotBegunOfOldTiktokenRun: a part of an array job not begun when the run's
+// other parts were made with the rank file's earlier fingerprint takes their job, so
+// that merge-parts takes them together. It was made with the new fingerprint, and
+// merge-parts refused the parts as of two runs, telling to rerun the old parts' tasks,
+// which found them complete (TestRerunPartOfOldTiktoken) and merged no better.
+func TestPartNotBegunOfOldTiktokenRun(t *testing.T) {
+	ctx := context.Background()
+	g := gpt2(t)
+	var ranks bytes.Buffer
+	for id := range 50256 {
+		fmt.Fprintf(&ranks, "%s %d\n", base64.StdEncoding.EncodeToString(g.TokenBytes(id)), id)
+	}
+	file := filepath.Join(t.TempDir(), "r50k_base.tiktoken")
+	os.WriteFile(file, ranks.Bytes(), 0o644)
+	old, err := tokenize.LoadTiktoken(ranks.Bytes(), "r50k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := spec.Load(ctx, file, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpusDir := t.TempDir()
+	splitCorpus(t, corpusDir)
+	out := t.TempDir()
+	part := func(tok *tokenize.Tokenizer, i int) *TokenizeRun {
+		run := resumeJob(t, corpusDir, out, tok)
+		run.NumWorkers, run.WorkerIndex, run.Workers = 3, i, 1
+		return run
+	}
+	if _, _, err := part(old, 0).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 3; i++ {
+		if _, _, err := part(now, i).Run(ctx); err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+	}
+	if _, err := shards.MergeParts(ctx, dirStore(t, out), "", shards.MergePartsOptions{Command: "merge"}); err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"gptkit/prep"
 	"gptkit/shards"
 	"gptkit/storage"
+	"gptkit/tokenize/spec"
 )
 
 // runPart runs part WorkerIndex of a partitioned run (NumWorkers > 0): its slice of the
@@ -155,7 +156,8 @@ func (r *TokenizeRun) runPart(ctx context.Context) (*shards.Manifest, RunStats, 
 // earlierJob) where the run's merged dataset top, part i's dataset or its journal
 // records that run made so (the same ids): a part of an array job made with
 // --tokenizer r50k_base.tiktoken before 88c3dbf is then found complete, or resumed,
-// by a rerun with the same --tokenizer. Else nil.
+// by a rerun with the same --tokenizer; a part not begun takes the job of the run's
+// first finished part. Else nil.
 func (r *TokenizeRun) earlierPart(ctx context.Context, desc *jobDesc, runJob string, top *shards.Manifest, i, w int) *jobDesc {
 	var recorded []string
 	if top != nil && top.Part == nil {
@@ -164,13 +166,33 @@ func (r *TokenizeRun) earlierPart(ctx context.Context, desc *jobDesc, runJob str
 		}
 	}
 	dir := joinKey(r.Dir, shards.PartDir(i, w))
-	if m, err := shards.ReadManifest(ctx, r.Store, dir); err == nil && m.Part != nil && m.Part.Job != runJob {
+	m, merr := shards.ReadManifest(ctx, r.Store, dir)
+	if merr == nil && m.Part != nil && m.Part.Job != runJob {
 		recorded = append(recorded, m.Part.Job)
 	}
 	part := TokenizeRun{Dir: dir}
-	if j, err := loadJournal(ctx, r.Store, part.journalKey()); err == nil && j.Desc != nil {
+	j, jerr := loadJournal(ctx, r.Store, part.journalKey())
+	if jerr == nil && j.Desc != nil {
 		if rj := j.Desc.runJob(); rj != runJob {
 			recorded = append(recorded, rj)
+		}
+	}
+	if top == nil && errors.Is(merr, shards.ErrMissing) && errors.Is(jerr, storage.ErrNotExist) && spec.EarlierFingerprint(r.Tokenizer) != "" {
+		// A part not begun yet takes the job its run's finished parts record: made
+		// with the new fingerprint it would not merge with them, and they, found
+		// complete by a rerun, would not be made again.
+		for k := range w {
+			if k == i {
+				continue
+			}
+			m, err := shards.ReadManifest(ctx, r.Store, joinKey(r.Dir, shards.PartDir(k, w)))
+			if err != nil || m.Part == nil {
+				continue
+			}
+			if m.Part.Job != runJob {
+				recorded = append(recorded, m.Part.Job)
+			}
+			break
 		}
 	}
 	if len(recorded) == 0 {
