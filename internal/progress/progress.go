@@ -56,9 +56,12 @@ const liveInterval = 100 * time.Millisecond
 type Bar struct {
 	bytes, docs, tokens atomic.Int64
 	skipped             atomic.Int64 // of bytes: done by an earlier run (AddSkipped)
-	// worked is when Add first counted bytes (UnixNano; 0: not yet): a Bar with
-	// skipped bytes measures its rates from then, not from the long skip phase before.
+	// worked is when the skip phase ended (UnixNano; 0: not yet): the last AddSkipped
+	// before Add first counted bytes, else that first Add. A Bar with skipped bytes
+	// measures its rates from then, not from the long skip phase before, nor from the
+	// first work's end (which left the time of the first batch out: the rates too high).
 	worked atomic.Int64
+	added  atomic.Bool      // Add has counted bytes
 	now    func() time.Time // the clock of worked (tests fix it)
 
 	w        io.Writer
@@ -129,6 +132,7 @@ func (b *Bar) Add(bytes, docs int64) {
 	}
 	if bytes != 0 {
 		b.bytes.Add(bytes)
+		b.added.Store(true)
 		if b.worked.Load() == 0 {
 			b.worked.CompareAndSwap(0, b.now().UnixNano())
 		}
@@ -141,12 +145,16 @@ func (b *Bar) Add(bytes, docs int64) {
 // AddSkipped counts bytes more bytes that an earlier run did (a resumed run reading
 // past what it keeps): they count toward the bytes shown and the percentage, not
 // toward the MB/s or the ETA, which are this run's work (they looked too good), and
-// those are measured from the first bytes Add counts, not over the skip phase before
-// them (which made them look too bad just after it).
+// those are measured from the end of the skip phase (the last AddSkipped before Add
+// first counts bytes), not over the skip phase (which made them look too bad just
+// after it).
 func (b *Bar) AddSkipped(bytes int64) {
 	if b != nil && bytes != 0 {
 		b.bytes.Add(bytes)
 		b.skipped.Add(bytes)
+		if !b.added.Load() {
+			b.worked.Store(b.now().UnixNano())
+		}
 	}
 }
 

@@ -270,3 +270,26 @@ func TestSkipPhaseNotInRate(t *testing.T) {
 		t.Errorf("live line\n%q\nwant\n%q", out.String(), want)
 	}
 }
+
+// TestSkipEndStartsRate: the rates of a resumed run are measured from the end of the
+// skip phase, so the time its first batch of new work took counts: they were measured
+// from that batch's Add, and read twice too high (20 MB/s for 10) just after the skip.
+func TestSkipEndStartsRate(t *testing.T) {
+	var out bytes.Buffer
+	b := newBar(&out, nil, "tokenize", 1_000_000_000, Options{Mode: Live}, t0)
+	clock := t0
+	b.now = func() time.Time { return clock }
+	for range 10 {
+		clock = clock.Add(5 * time.Second)
+		b.AddSkipped(60_000_000)
+	}
+	clock = clock.Add(5 * time.Second) // the first batch of new work takes 5 s
+	b.Add(50_000_000, 5)
+	clock = clock.Add(5 * time.Second)
+	b.Add(50_000_000, 5)
+	b.report(clock)
+	want := "\rtokenize  700.0 MB / 1.0 GB  70%  10.0 MB/s  10 docs  ETA 0:30\x1b[K"
+	if out.String() != want {
+		t.Errorf("live line\n%q\nwant\n%q", out.String(), want)
+	}
+}

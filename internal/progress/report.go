@@ -70,7 +70,7 @@ func (b *Bar) stats(now time.Time) stats {
 
 // workTime is the time the rates are measured over: elapsed, the time since the start,
 // or, where bytes were skipped (a resumed run reading past an earlier run's work), the
-// time since Add first counted bytes, which leaves the skip phase out; 0 before then.
+// time since the skip phase ended (Bar.worked), which leaves it out.
 func (b *Bar) workTime(now time.Time, elapsed time.Duration) time.Duration {
 	if b.skipped.Load() == 0 {
 		return elapsed
