@@ -97,6 +97,12 @@ func exportTokenizer(ctx context.Context, st *train.State, tf *cli.TokenizerFlag
 		return nil, hfgpt2.TokenizerConfig{}, nil
 	}
 	tok, err := checkpointTokenizer(ctx, st, tf, data, s3, log)
+	if err != nil && tf.Spec == "" && st.Tokenizer.Fingerprint == "" {
+		// Only --data was to name it, and it does not (bare shards too): the
+		// model is what export is for.
+		log.Warn("writing the model without "+hfgpt2.TokenizerName+": the checkpoint does not record its tokenizer and --data does not give one (--tokenizer SPEC writes one)", "reason", err)
+		return nil, hfgpt2.TokenizerConfig{}, nil
+	}
 	if err != nil {
 		return nil, hfgpt2.TokenizerConfig{}, err
 	}

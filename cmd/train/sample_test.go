@@ -246,4 +246,14 @@ func TestSampleBareShardsRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(hf, "tokenizer.json")); code != 0 || err != nil || strings.Contains(stderr, "does not record its tokenizer") {
 		t.Errorf("export with --data %s: exit %d (%v), want 0 with its tokenizer.json: %s", withManifest, code, err, stderr)
 	}
+	// --data of the bare shards themselves gives no tokenizer: the model is written
+	// without one, with a warning (it failed the whole export since f36fd4f).
+	hf2 := filepath.Join(t.TempDir(), "hf2")
+	code, _, stderr = runTrain(t, "export", "--ckpt", out, "--out", hf2, "--data", dir)
+	if _, err := os.Stat(filepath.Join(hf2, "model.safetensors")); code != 0 || err != nil || !strings.Contains(stderr, "writing the model without tokenizer.json") {
+		t.Errorf("export with --data of bare shards: exit %d (%v), want 0 with a warning: %s", code, err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(hf2, "tokenizer.json")); err == nil {
+		t.Errorf("export with --data of bare shards wrote a tokenizer.json")
+	}
 }
