@@ -19,7 +19,7 @@ func TestImportDirection(t *testing.T) {
 		"gptkit/shards":                     {"gptkit/storage"},
 		"gptkit/prep":                       {"gptkit/storage"},
 		"gptkit/loader":                     {"gptkit/shards", "gptkit/storage"},
-		"gptkit/pipelines":                  {"gptkit/prep", "gptkit/tokenize", "gptkit/tokenize/spec", "gptkit/tokenize/embedded", "gptkit/shards", "gptkit/storage"},
+		"gptkit/pipelines":                  {"gptkit/prep", "gptkit/tokenize", "gptkit/tokenize/spec", "gptkit/tokenize/embedded/compiled", "gptkit/shards", "gptkit/storage"},
 		"gptkit/kernels":                    {},
 		"gptkit/kernels/ref":                {"gptkit/kernels"},
 		"gptkit/kernels/cpu":                {"gptkit/kernels"},
