@@ -164,18 +164,9 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 	if err != nil {
 		return MergeResult{}, err
 	}
-	parts := make([]*Manifest, count)
-	var missing []int
-	for i := range count {
-		m, err := ReadManifest(ctx, st, join(dir, PartDir(i, count)))
-		switch {
-		case errors.Is(err, ErrMissing):
-			missing = append(missing, i)
-		case err != nil:
-			return MergeResult{}, mergeErr(err, "%s: part %d of %d", where, i, count)
-		default:
-			parts[i] = m
-		}
+	parts, missing, err := readParts(ctx, st, dir, count, where)
+	if err != nil {
+		return MergeResult{}, err
 	}
 	if len(missing) > 0 {
 		if len(missing) == count && o.Count > 0 {
@@ -199,15 +190,8 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 			l.Release()
 		}
 	}()
-	for i := range count {
-		m, err := ReadManifest(ctx, st, join(dir, PartDir(i, count)))
-		switch {
-		case errors.Is(err, ErrMissing):
-			missing = append(missing, i)
-		case err != nil:
-			return MergeResult{}, mergeErr(err, "%s: part %d of %d", where, i, count)
-		}
-		parts[i] = m
+	if parts, missing, err = readParts(ctx, st, dir, count, where); err != nil {
+		return MergeResult{}, err
 	}
 	if len(missing) > 0 {
 		return MergeResult{}, missingErr(where, parts, missing, started, count, o)
@@ -274,6 +258,24 @@ func MergeParts(ctx context.Context, st storage.Store, dir string, o MergePartsO
 		res.Removed, res.RemoveErr = removeReplaced(ctx, st, dir, replaced, m)
 	}
 	return res, nil
+}
+
+// readParts reads the manifests of the count parts in dir: parts[i] nil for each
+// missing one, listed in missing.
+func readParts(ctx context.Context, st storage.Store, dir string, count int, where string) (parts []*Manifest, missing []int, err error) {
+	parts = make([]*Manifest, count)
+	for i := range count {
+		m, err := ReadManifest(ctx, st, join(dir, PartDir(i, count)))
+		switch {
+		case errors.Is(err, ErrMissing):
+			missing = append(missing, i)
+		case err != nil:
+			return nil, nil, mergeErr(err, "%s: part %d of %d", where, i, count)
+		default:
+			parts[i] = m
+		}
+	}
+	return parts, missing, nil
 }
 
 // mergeLockWait bounds a merge's wait for a part's writer lock: another merge holds
