@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"strings"
 	"testing"
 
 	"gptkit/internal/docstest"
@@ -12,16 +11,9 @@ import (
 // TestDocsNameEveryFlag: docs/commands.md names every flag that each prep command's -h
 // lists, and names each among the commands taking the shared --tokenizer* flags.
 func TestDocsNameEveryFlag(t *testing.T) {
-	for _, sub := range []string{"pile", "shakespeare", "custom"} {
-		command := strings.TrimSpace("prep " + sub)
-		args := []string{"-h"}
-		if sub != "" {
-			args = []string{sub, "-h"}
-		}
+	docstest.CheckCommands(t, "../../docs/commands.md", "prep", []string{"pile", "shakespeare", "custom"}, false, func(args []string) (string, int) {
 		var out bytes.Buffer
-		if code := run(context.Background(), args, &out, &out); code != 0 {
-			t.Fatalf("%s -h: exit %d\n%s", command, code, out.String())
-		}
-		docstest.CheckFlags(t, "../../docs/commands.md", command, out.String(), false, 1)
-	}
+		code := run(context.Background(), args, &out, &out)
+		return out.String(), code
+	})
 }

@@ -12,16 +12,9 @@ import (
 // TestDocsNameEveryFlag: docs/commands.md names every flag that each tokenize command's -h
 // lists, and names each among the commands taking the shared --tokenizer* flags.
 func TestDocsNameEveryFlag(t *testing.T) {
-	for _, sub := range []string{"encode", "decode", "run", "train"} {
-		command := strings.TrimSpace("tokenize " + sub)
-		args := []string{"-h"}
-		if sub != "" {
-			args = []string{sub, "-h"}
-		}
+	docstest.CheckCommands(t, "../../docs/commands.md", "tokenize", []string{"encode", "decode", "run", "train"}, false, func(args []string) (string, int) {
 		var out bytes.Buffer
-		if code := run(context.Background(), args, strings.NewReader(""), &out, &out); code != 0 {
-			t.Fatalf("%s -h: exit %d\n%s", command, code, out.String())
-		}
-		docstest.CheckFlags(t, "../../docs/commands.md", command, out.String(), false, 1)
-	}
+		code := run(context.Background(), args, strings.NewReader(""), &out, &out)
+		return out.String(), code
+	})
 }

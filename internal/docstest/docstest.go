@@ -56,6 +56,26 @@ func CheckFlags(t *testing.T, path, command, help string, keys bool, min int) {
 	}
 }
 
+// CheckCommands runs CheckFlags on the -h of each of tool's subcommands subs ("" for
+// the tool's own), got from help (the tool's main, given args ending in -h: its output
+// and exit status), against docs/commands.md at path; keys is CheckFlags' keys for the
+// tool's own -h (train's flags are its config keys).
+func CheckCommands(t *testing.T, path, tool string, subs []string, keys bool, help func(args []string) (string, int)) {
+	t.Helper()
+	for _, sub := range subs {
+		command := strings.TrimSpace(tool + " " + sub)
+		args := []string{"-h"}
+		if sub != "" {
+			args = []string{sub, "-h"}
+		}
+		out, code := help(args)
+		if code != 0 {
+			t.Fatalf("%s -h: exit %d\n%s", command, code, out)
+		}
+		CheckFlags(t, path, command, out, keys && sub == "", 1)
+	}
+}
+
 // named reports whether doc holds flag f as a whole flag name.
 func named(doc, f string) bool {
 	for i := 0; ; {
